@@ -1,0 +1,329 @@
+//! The differentially private aggregate classifier of seeds 000/001:
+//!
+//!   `w_s = (1/K) sum_j w_j + eta`, with `eta` calibrated to the smallest party.
+//!
+//! Each party calibrates and samples its *own* noise from its own size `n_j` (as in the
+//! protocol, Stage 2 step 3); the aggregator keeps the noise of the smallest party (ties:
+//! lowest party index). The arithmetic is the protocol's: every value is encoded in fixed
+//! point `round(x 2^f)` (f = [`FIXED_POINT_BITS`]), the integers `sum_j w_j + K eta` are
+//! added exactly, and the result is divided by `K 2^f`. So a secure [`Aggregator`] that
+//! computes the same integer sum from shares gives a bit-identical classifier.
+//!
+//! Calibration (shared/docs/calibration.md, derived here, checked in tests):
+//! * `Lambda = 2 lambda` (eq. 2 of seed 001; `Objective::strong_convexity`).
+//! * Replacing one record of party j moves its exact minimiser by at most
+//!   `2/(n_j Lambda)` in L2 (Chaudhuri & Monteleoni, Cor. 2); an approximate minimiser with
+//!   `||grad J|| <= g` adds `2g/Lambda` (`Objective::inexact_slack`).
+//! * `tight` (default): the average divides that by K, so
+//!   `Delta2 = (2/(n_(1) Lambda) + 2g/Lambda) / K`.
+//! * `paper`: the published scale `2/(n_(1) lambda)` (ignores the 1/K and uses lambda for
+//!   Lambda: 2K times the tight scale), plus the same slack. Offered to reproduce Figure 2.
+//! * `noise = "l2"` (default): L2-Laplace with scale `Delta2 / eps`: eps-DP.
+//! * `noise = "laplace"`: per-coordinate Laplace calibrated to the L1 sensitivity
+//!   `sqrt(d) Delta2` (never to the L2 sensitivity, which would not be eps-DP).
+//! * Bounded DP: party sizes are fixed and public to the analysis (replace-one neighbours).
+
+use crate::dp::{L2LaplaceMechanism, NoiseRng, laplace};
+use crate::error::{Error, Result, check_epsilon};
+use crate::logreg::{Objective, norm};
+use serde::{Deserialize, Serialize};
+
+/// Fixed-point precision of the protocol's encoding.
+pub const FIXED_POINT_BITS: u32 = 32;
+
+/// Which sensitivity to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Calibration {
+    #[default]
+    Tight,
+    Paper,
+}
+
+/// Which noise distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoiseKind {
+    #[default]
+    L2,
+    Laplace,
+}
+
+/// What the user asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PrivacySpec {
+    pub epsilon: f64,
+    pub calibration: Calibration,
+    pub noise: NoiseKind,
+}
+
+/// A party's noise calibration, as recorded in reports.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct NoiseCalibration {
+    pub calibration: Calibration,
+    pub noise: NoiseKind,
+    pub epsilon: f64,
+    pub n: usize,
+    pub parties: usize,
+    pub dim: usize,
+    /// L2 sensitivity of the published vector (including the inexactness slack).
+    pub l2_sensitivity: f64,
+    /// The slack part of it (from the solver tolerance).
+    pub slack: f64,
+    /// L2-Laplace: the norm scale s (E||eta|| = d s). Laplace: the per-coordinate scale b.
+    pub scale: f64,
+    pub expected_noise_norm: f64,
+}
+
+/// Calibrate the noise for a party with `n` rows among `k`, in dimension `d`, given the
+/// public bound `g` on the gradient norm every party reached.
+pub fn calibrate(
+    obj: &Objective,
+    spec: &PrivacySpec,
+    n: usize,
+    k: usize,
+    d: usize,
+    g: f64,
+) -> Result<NoiseCalibration> {
+    let PrivacySpec {
+        epsilon,
+        calibration,
+        noise,
+    } = *spec;
+    check_epsilon("epsilon", epsilon)?;
+    if n == 0 || k == 0 || d == 0 {
+        return Err(Error::param("parties", "sizes, party count and dimension must be >= 1"));
+    }
+    if !(g.is_finite() && g >= 0.0) {
+        return Err(Error::param("gradient bound", format!("must be finite and >= 0, got {g}")));
+    }
+    let slack = obj.inexact_slack(g);
+    let l2 = match calibration {
+        Calibration::Tight => (obj.minimiser_sensitivity(n) + slack) / k as f64,
+        Calibration::Paper => 2.0 / (n as f64 * obj.lambda) + slack,
+    };
+    let (scale, expected) = match noise {
+        NoiseKind::L2 => {
+            let m = L2LaplaceMechanism::new(l2, epsilon, d)?;
+            (m.scale(), m.expected_norm())
+        }
+        NoiseKind::Laplace => {
+            let b = (d as f64).sqrt() * l2 / epsilon;
+            // E||eta||_2 <= sqrt(E||eta||^2) = sqrt(2 d) b
+            (b, (2.0 * d as f64).sqrt() * b)
+        }
+    };
+    Ok(NoiseCalibration {
+        calibration,
+        noise,
+        epsilon,
+        n,
+        parties: k,
+        dim: d,
+        l2_sensitivity: l2,
+        slack: slack / if calibration == Calibration::Tight { k as f64 } else { 1.0 },
+        scale,
+        expected_noise_norm: expected,
+    })
+}
+
+impl NoiseCalibration {
+    /// Privacy map: epsilon spent for an L2 input distance `d_in`.
+    pub fn privacy_map(&self, d_in: f64) -> f64 {
+        match self.noise {
+            NoiseKind::L2 => d_in / self.scale,
+            NoiseKind::Laplace => (self.dim as f64).sqrt() * d_in / self.scale,
+        }
+    }
+
+    /// Draw this party's noise vector.
+    pub fn sample(&self, rng: &mut NoiseRng) -> Vec<f64> {
+        match self.noise {
+            NoiseKind::L2 => crate::dp::l2laplace::sample_l2_laplace(self.dim, self.scale, rng),
+            NoiseKind::Laplace => {
+                let grid = ((self.scale.log2().floor() as i32) - laplace::GRID_BITS_BELOW_SCALE) as f64;
+                let gamma = grid.exp2();
+                let t = self.scale / gamma;
+                (0..self.dim)
+                    .map(|_| gamma * laplace::sample_discrete_laplace(t, rng))
+                    .collect()
+            }
+        }
+    }
+}
+
+/// What one party contributes (its private inputs to the protocol).
+#[derive(Debug, Clone)]
+pub struct PartyInput {
+    pub n: usize,
+    pub w: Vec<f64>,
+    /// The party's own noise draw, calibrated to its own n.
+    pub noise: Vec<f64>,
+}
+
+/// The published result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Aggregate {
+    pub w: Vec<f64>,
+    /// Which aggregator produced it ("plaintext", later "secure/<backend>").
+    pub aggregator: String,
+}
+
+/// Computes `(1/K) sum_j w_j + eta_smallest`. The secure protocol implements this trait
+/// too; the plaintext one is the reference it must match bit for bit.
+pub trait Aggregator {
+    fn name(&self) -> String;
+    fn aggregate(&self, parties: &[PartyInput]) -> Result<Aggregate>;
+}
+
+/// Fixed-point encoding `round(x 2^f)` with overflow detection.
+pub fn encode_fixed(x: f64) -> Result<i128> {
+    let v = (x * (FIXED_POINT_BITS as f64).exp2()).round();
+    if !v.is_finite() || v.abs() >= 2f64.powi(100) {
+        return Err(Error::Numerical(format!("value {x} does not fit the fixed-point encoding")));
+    }
+    Ok(v as i128)
+}
+
+/// The integer the protocol computes: `sum_j enc(w_j) + K enc(eta_smallest)`, per coordinate.
+pub fn fixed_point_sum(parties: &[PartyInput]) -> Result<Vec<i128>> {
+    let first = parties.first().ok_or_else(|| Error::param("parties", "no parties"))?;
+    let d = first.w.len();
+    if let Some(j) = parties.iter().position(|p| p.w.len() != d || p.noise.len() != d) {
+        return Err(Error::param("parties", format!("party {} has a different dimension", j + 1)));
+    }
+    let smallest = smallest_party(parties)?;
+    let k = parties.len() as i128;
+    (0..d)
+        .map(|i| {
+            let mut s = k * encode_fixed(parties[smallest].noise[i])?;
+            for p in parties {
+                s += encode_fixed(p.w[i])?;
+            }
+            Ok(s)
+        })
+        .collect()
+}
+
+/// Index of the smallest party (ties: lowest index).
+pub fn smallest_party(parties: &[PartyInput]) -> Result<usize> {
+    parties
+        .iter()
+        .enumerate()
+        .min_by_key(|(j, p)| (p.n, *j))
+        .map(|(j, _)| j)
+        .ok_or_else(|| Error::param("parties", "no parties"))
+}
+
+/// Decode `S / (K 2^f)`.
+pub fn decode_average(sum: &[i128], k: usize) -> Vec<f64> {
+    let denom = k as f64 * (FIXED_POINT_BITS as f64).exp2();
+    sum.iter().map(|&s| s as f64 / denom).collect()
+}
+
+/// The reference aggregator: plaintext, in the protocol's fixed-point arithmetic.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PlaintextAggregator;
+
+impl Aggregator for PlaintextAggregator {
+    fn name(&self) -> String {
+        "plaintext (reference; no secrecy between parties)".into()
+    }
+
+    fn aggregate(&self, parties: &[PartyInput]) -> Result<Aggregate> {
+        let sum = fixed_point_sum(parties)?;
+        Ok(Aggregate {
+            w: decode_average(&sum, parties.len()),
+            aggregator: "plaintext".into(),
+        })
+    }
+}
+
+/// Unperturbed average `(1/K) sum_j w_j`.
+pub fn average(ws: &[&[f64]]) -> Vec<f64> {
+    let d = ws.first().map_or(0, |w| w.len());
+    (0..d)
+        .map(|i| ws.iter().map(|w| w[i]).sum::<f64>() / ws.len() as f64)
+        .collect()
+}
+
+/// Theorem 4.2 (seed 001): `||w_hat - w*|| <= (K - 1) / (n_(1) lambda)`.
+pub fn theorem_4_2_bound(k: usize, n_min: usize, lambda: f64) -> f64 {
+    (k as f64 - 1.0) / (n_min as f64 * lambda)
+}
+
+/// L2 distance.
+pub fn distance(a: &[f64], b: &[f64]) -> f64 {
+    norm(&a.iter().zip(b).map(|(x, y)| x - y).collect::<Vec<_>>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dp::stattest::{ALPHA, gamma_cdf, ks_test};
+
+    fn obj() -> Objective {
+        Objective::new(1.0).expect("lambda")
+    }
+
+    #[test]
+    fn tight_and_paper_scales_follow_the_derivation() {
+        let t = calibrate(&obj(), &PrivacySpec { epsilon: 0.1, calibration: Calibration::Tight, noise: NoiseKind::L2 }, 1000, 5, 10, 0.0).expect("ok");
+        // 2 / (K n Lambda) = 2 / (5 * 1000 * 2)
+        assert!((t.l2_sensitivity - 2e-4).abs() < 1e-18);
+        assert!((t.scale - 2e-3).abs() < 1e-15);
+        let p = calibrate(&obj(), &PrivacySpec { epsilon: 0.1, calibration: Calibration::Paper, noise: NoiseKind::L2 }, 1000, 5, 10, 0.0).expect("ok");
+        assert!((p.l2_sensitivity - 2e-3).abs() < 1e-15);
+        assert!((p.scale / t.scale - 10.0).abs() < 1e-9, "paper = 2K x tight");
+        let l = calibrate(&obj(), &PrivacySpec { epsilon: 0.1, calibration: Calibration::Tight, noise: NoiseKind::Laplace }, 1000, 5, 16, 0.0).expect("ok");
+        assert!((l.scale - 4.0 * 2e-4 / 0.1).abs() < 1e-15, "L1 = sqrt(d) * L2");
+        assert!((l.privacy_map(l.l2_sensitivity) - 0.1).abs() < 1e-12);
+        assert!((t.privacy_map(t.l2_sensitivity) - 0.1).abs() < 1e-12);
+        let s = calibrate(&obj(), &PrivacySpec { epsilon: 0.1, calibration: Calibration::Tight, noise: NoiseKind::L2 }, 1000, 5, 10, 1e-6).expect("ok");
+        assert!(s.l2_sensitivity > t.l2_sensitivity, "gradient slack is folded in");
+        assert!(calibrate(&obj(), &PrivacySpec { epsilon: 0.0, calibration: Calibration::Tight, noise: NoiseKind::L2 }, 1000, 5, 10, 0.0).is_err());
+        assert!(calibrate(&obj(), &PrivacySpec { epsilon: f64::NAN, calibration: Calibration::Tight, noise: NoiseKind::L2 }, 1000, 5, 10, 0.0).is_err());
+    }
+
+    /// The noise actually drawn for the aggregate has norm Gamma(d, s) with the calibrated
+    /// s, and the same test rejects a draw whose scale is 30% too small.
+    #[test]
+    fn aggregate_noise_has_the_calibrated_scale() {
+        let c = calibrate(&obj(), &PrivacySpec { epsilon: 0.2, calibration: Calibration::Tight, noise: NoiseKind::L2 }, 500, 5, 20, 1e-10).expect("ok");
+        let mut rng = NoiseRng::from_seed_quiet(77);
+        let draw = |c: &NoiseCalibration, rng: &mut NoiseRng| -> Vec<f64> {
+            (0..30_000).map(|_| norm(&c.sample(rng))).collect()
+        };
+        let mut v = draw(&c, &mut rng);
+        let (_, p) = ks_test(&mut v, |x| gamma_cdf(x, 20.0, c.scale));
+        assert!(p > ALPHA, "p = {p}");
+        let small = NoiseCalibration {
+            scale: c.scale * 0.7,
+            ..c.clone()
+        };
+        let mut v = draw(&small, &mut rng);
+        let (_, p) = ks_test(&mut v, |x| gamma_cdf(x, 20.0, c.scale));
+        assert!(p < ALPHA, "power: p = {p}");
+        // Laplace noise: each coordinate is Laplace(b).
+        let l = calibrate(&obj(), &PrivacySpec { epsilon: 0.2, calibration: Calibration::Tight, noise: NoiseKind::Laplace }, 500, 5, 4, 0.0).expect("ok");
+        let mut coords: Vec<f64> = (0..20_000).flat_map(|_| l.sample(&mut rng)).collect();
+        let (_, p) = ks_test(&mut coords, |x| crate::dp::stattest::laplace_cdf(x, l.scale));
+        assert!(p > ALPHA, "p = {p}");
+    }
+
+    #[test]
+    fn aggregate_uses_the_smallest_partys_noise_in_fixed_point() {
+        let parties = vec![
+            PartyInput { n: 300, w: vec![1.0, 2.0], noise: vec![10.0, 10.0] },
+            PartyInput { n: 100, w: vec![3.0, 4.0], noise: vec![0.5, -0.25] },
+            PartyInput { n: 100, w: vec![5.0, 6.0], noise: vec![99.0, 99.0] },
+        ];
+        assert_eq!(smallest_party(&parties).expect("some"), 1);
+        let a = PlaintextAggregator.aggregate(&parties).expect("ok");
+        assert_eq!(a.w, vec![3.0 + 0.5, 4.0 - 0.25]);
+        let bad = vec![PartyInput { n: 1, w: vec![1.0], noise: vec![1.0, 2.0] }];
+        assert!(PlaintextAggregator.aggregate(&bad).is_err());
+        assert!(PlaintextAggregator.aggregate(&[]).is_err());
+        assert!(encode_fixed(f64::INFINITY).is_err());
+    }
+}

@@ -1,0 +1,280 @@
+//! TOML configuration of `kinsey train` (annotated example: `examples/train.toml`).
+//! Unknown keys are errors (a typo must not silently fall back to a default). Relative
+//! paths are resolved against the config file's directory.
+
+use crate::aggregate::{Calibration, NoiseKind, PrivacySpec};
+use crate::data::parquet_io::ColumnSpec;
+use crate::data::{LabelEncoding, RowTransform};
+use crate::error::{Error, Result};
+use crate::logreg::SolverConfig;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TrainConfig {
+    pub data: DataConfig,
+    #[serde(default)]
+    pub model: ModelConfig,
+    pub privacy: PrivacyConfig,
+    #[serde(default)]
+    pub compute: ComputeConfig,
+    #[serde(default)]
+    pub output: OutputConfig,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DataConfig {
+    /// One Parquet file or directory per party.
+    pub parties: Vec<PathBuf>,
+    /// Optional test set (same columns).
+    #[serde(default)]
+    pub test: Option<PathBuf>,
+    #[serde(default = "default_label")]
+    pub label: String,
+    /// Empty: every numeric column except the label.
+    #[serde(default)]
+    pub features: Vec<String>,
+    #[serde(default)]
+    pub labels: LabelEncoding,
+    /// "none" (rows must be in the unit ball), "scale" (with row_scale) or "clip".
+    #[serde(default = "default_transform")]
+    pub row_transform: String,
+    #[serde(default)]
+    pub row_scale: Option<f64>,
+}
+
+fn default_label() -> String {
+    "label".into()
+}
+fn default_transform() -> String {
+    "none".into()
+}
+
+impl DataConfig {
+    pub fn columns(&self) -> ColumnSpec {
+        ColumnSpec {
+            label: self.label.clone(),
+            features: self.features.clone(),
+            labels: self.labels,
+        }
+    }
+
+    pub fn transform(&self) -> Result<RowTransform> {
+        match (self.row_transform.as_str(), self.row_scale) {
+            ("none", None) => Ok(RowTransform::None),
+            ("clip", None) => Ok(RowTransform::Clip),
+            ("scale", Some(c)) => Ok(RowTransform::Scale(c)),
+            ("scale", None) => Err(Error::param("data.row_scale", "row_transform = \"scale\" needs row_scale")),
+            ("none" | "clip", Some(_)) => Err(Error::param(
+                "data.row_scale",
+                "row_scale is only used with row_transform = \"scale\"",
+            )),
+            (other, _) => Err(Error::param(
+                "data.row_transform",
+                format!("unknown transform '{other}' (expected none, scale or clip)"),
+            )),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// lambda of seed 001 eq. (2): J(w) = mean loss + lambda w.w
+    pub lambda: f64,
+    #[serde(default = "default_tol")]
+    pub tolerance: f64,
+    #[serde(default = "default_iters")]
+    pub max_iterations: usize,
+}
+
+fn default_tol() -> f64 {
+    SolverConfig::default().tolerance
+}
+fn default_iters() -> usize {
+    SolverConfig::default().max_iterations
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        Self {
+            lambda: 1e-3,
+            tolerance: default_tol(),
+            max_iterations: default_iters(),
+        }
+    }
+}
+
+impl ModelConfig {
+    pub fn solver(&self) -> SolverConfig {
+        SolverConfig {
+            tolerance: self.tolerance,
+            max_iterations: self.max_iterations,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PrivacyConfig {
+    pub epsilon: f64,
+    #[serde(default)]
+    pub calibration: Calibration,
+    #[serde(default)]
+    pub noise: NoiseKind,
+    /// Reproducible noise for audits; the release is then NOT private against whoever knows it.
+    #[serde(default)]
+    pub seed: Option<u64>,
+}
+
+impl PrivacyConfig {
+    pub fn spec(&self) -> PrivacySpec {
+        PrivacySpec {
+            epsilon: self.epsilon,
+            calibration: self.calibration,
+            noise: self.noise,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ComputeConfig {
+    /// "auto" | "cpu" | "gpu"
+    #[serde(default = "default_device")]
+    pub device: String,
+}
+
+fn default_device() -> String {
+    "auto".into()
+}
+
+impl Default for ComputeConfig {
+    fn default() -> Self {
+        Self {
+            device: default_device(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OutputConfig {
+    #[serde(default = "default_out")]
+    pub dir: PathBuf,
+}
+
+fn default_out() -> PathBuf {
+    PathBuf::from("kinsey-out")
+}
+
+impl Default for OutputConfig {
+    fn default() -> Self {
+        Self { dir: default_out() }
+    }
+}
+
+impl TrainConfig {
+    /// Parse and validate a TOML file; relative paths become relative to its directory.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let mut cfg = Self::parse(&text).map_err(|e| match e {
+            Error::Config { msg, .. } => Error::Config {
+                path: path.to_path_buf(),
+                msg,
+            },
+            other => other,
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let fix = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        cfg.data.parties.iter_mut().for_each(fix);
+        if let Some(t) = cfg.data.test.as_mut() {
+            fix(t);
+        }
+        Ok(cfg)
+    }
+
+    /// Parse TOML text and check parameter ranges.
+    pub fn parse(text: &str) -> Result<Self> {
+        let cfg: TrainConfig = toml::from_str(text).map_err(|e| Error::Config {
+            path: PathBuf::from("<config>"),
+            msg: e.to_string(),
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if self.data.parties.is_empty() {
+            return Err(Error::param("data.parties", "list at least one party data set"));
+        }
+        crate::error::check_epsilon("privacy.epsilon", self.privacy.epsilon)?;
+        crate::logreg::Objective::new(self.model.lambda)?;
+        if !(self.model.tolerance.is_finite() && self.model.tolerance > 0.0) {
+            return Err(Error::param("model.tolerance", "must be > 0"));
+        }
+        self.data.transform()?;
+        self.compute
+            .device
+            .parse::<kinsey_kernels::DevicePref>()
+            .map_err(|e| Error::param("compute.device", e.to_string()))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[data]
+parties = ["a.parquet", "b.parquet"]
+row_transform = "scale"
+row_scale = 0.25
+[model]
+lambda = 0.01
+[privacy]
+epsilon = 0.5
+calibration = "paper"
+noise = "laplace"
+"#;
+
+    #[test]
+    fn parses_and_defaults() {
+        let c = TrainConfig::parse(GOOD).expect("valid");
+        assert_eq!(c.privacy.calibration, Calibration::Paper);
+        assert_eq!(c.privacy.noise, NoiseKind::Laplace);
+        assert_eq!(c.data.transform().expect("ok"), RowTransform::Scale(0.25));
+        assert_eq!(c.compute.device, "auto");
+        assert_eq!(c.model.tolerance, 1e-10);
+    }
+
+    #[test]
+    fn bad_configs_are_named() {
+        for (bad, needle) in [
+            (GOOD.replace("epsilon = 0.5", "epsilon = -1"), "epsilon"),
+            (GOOD.replace("epsilon = 0.5", "epsilon = nan"), "epsilon"),
+            (GOOD.replace("\"paper\"", "\"loose\""), "loose"),
+            (GOOD.replace("lambda = 0.01", "lambda = 0"), "lambda"),
+            (GOOD.replace("row_scale = 0.25", ""), "row_scale"),
+            (GOOD.replace("[model]", "[model]\nlamda = 1"), "lamda"),
+            (GOOD.replace("\"scale\"", "\"squash\""), "squash"),
+            (format!("{GOOD}\n[compute]\ndevice = \"tpu\""), "tpu"),
+        ] {
+            let e = TrainConfig::parse(&bad).expect_err(needle).to_string();
+            assert!(e.contains(needle), "{needle}: {e}");
+        }
+    }
+
+    #[test]
+    fn example_config_parses() {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/train.toml");
+        TrainConfig::load(&p).expect("examples/train.toml is valid");
+    }
+}

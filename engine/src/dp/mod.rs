@@ -1,0 +1,19 @@
+//! The DP core: the CSPRNG, the mechanisms (each with its sensitivity and privacy map
+//! stated beside the code, plus statistical tests with a power check), and the accountant.
+//!
+//! Architecture invariant: privacy noise is sampled only in this module.
+
+pub mod accountant;
+pub mod exponential;
+pub mod gaussian;
+pub mod l2laplace;
+pub mod laplace;
+pub mod rng;
+pub mod stattest;
+
+pub use accountant::Accountant;
+pub use exponential::ExponentialMechanism;
+pub use gaussian::GaussianMechanism;
+pub use l2laplace::L2LaplaceMechanism;
+pub use laplace::LaplaceMechanism;
+pub use rng::{NoiseRng, RngRecord, SeedSource};

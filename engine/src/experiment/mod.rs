@@ -1,0 +1,3 @@
+//! Reproductions of the seeds' experiments.
+
+pub mod figure2;

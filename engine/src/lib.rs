@@ -1,0 +1,24 @@
+//! kinsey: differentially private statistics with secrecy.
+//!
+//! Code map (see ARCHITECTURE.md for the invariants):
+//! * [`data`]: Parquet/LIBSVM ingest, synthetic parties, splits, all-or-nothing output.
+//! * [`dp`]: CSPRNG, mechanisms with privacy maps, accountant, statistical tests.
+//! * [`logreg`]: the objective (written once) and the Newton solver.
+//! * [`aggregate`]: calibration and the aggregate classifier (plaintext reference aggregator).
+//! * [`pipeline`]: the end-to-end job and its report.
+//! * [`experiment`]: Figure 2 of seed 001.
+//! * [`config`]: TOML configuration.
+
+pub mod aggregate;
+pub mod cli_support;
+pub mod config;
+pub mod data;
+pub mod dp;
+pub mod error;
+pub mod experiment;
+pub mod logreg;
+pub mod pipeline;
+pub mod plot;
+pub mod testdata;
+
+pub use error::{Error, Result};

@@ -1,0 +1,292 @@
+//! Local training: L2-regularised logistic regression, solved by Newton's method.
+//!
+//! The objective convention is written once, here (seed 001, eq. 2):
+//!
+//!   `J(w) = (1/n) sum_i log(1 + exp(-y_i w.x_i)) + lambda * w.w`
+//!
+//! so `J` is `Lambda`-strongly convex with `Lambda = 2 lambda`, and every sensitivity in
+//! the engine is derived from [`Objective::strong_convexity`] (see `docs/calibration.md`
+//! in shared/ and `aggregate.rs`), never hard-coded.
+//!
+//! Solver: Newton with a faer Cholesky solve and Armijo backtracking, to
+//! `||grad J|| <= tol` (default 1e-10). Loss and gradient are always computed in f64 on the
+//! CPU (the tolerance is below f32 resolution); the Hessian comes from the selected kernel
+//! (CPU, or GPU where it is the expensive `X^T D X`). The reached gradient norm is recorded
+//! and folded into the sensitivity by the caller.
+
+use crate::error::{Error, Result};
+use faer::linalg::solvers::Solve;
+use faer::{Mat, Side};
+use kinsey_kernels::{LogisticKernel, cpu::CpuLogistic};
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// The regularised objective of seed 001, eq. (2).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Objective {
+    /// The paper's lambda (coefficient of `w.w`).
+    pub lambda: f64,
+}
+
+impl Objective {
+    pub fn new(lambda: f64) -> Result<Self> {
+        if !(lambda.is_finite() && lambda > 0.0) {
+            return Err(Error::param("lambda", format!("must be finite and > 0, got {lambda}")));
+        }
+        Ok(Self { lambda })
+    }
+
+    /// Strong-convexity constant `Lambda` of J (Hessian of the regulariser `lambda w.w`).
+    pub fn strong_convexity(&self) -> f64 {
+        2.0 * self.lambda
+    }
+
+    /// L2 sensitivity of the exact minimiser when one of `n` records is replaced, for a
+    /// 1-Lipschitz loss and rows with `||x|| <= 1` (Chaudhuri & Monteleoni 2008, Cor. 2,
+    /// stated for `(Lambda/2)||w||^2`): `2 / (n Lambda)`.
+    pub fn minimiser_sensitivity(&self, n: usize) -> f64 {
+        2.0 / (n as f64 * self.strong_convexity())
+    }
+
+    /// Extra L2 distance between two *approximate* minimisers, each with
+    /// `||grad J|| <= g`: `||w~ - w*|| <= g / Lambda` per side, so `2 g / Lambda`.
+    pub fn inexact_slack(&self, g: f64) -> f64 {
+        2.0 * g / self.strong_convexity()
+    }
+
+    /// J(w) from the kernel's loss sum.
+    pub fn value(&self, loss_sum: f64, n: usize, w: &[f64]) -> f64 {
+        loss_sum / n as f64 + self.lambda * dot(w, w)
+    }
+
+    /// grad J(w) from the kernel's gradient sum.
+    pub fn gradient(&self, grad_sum: &[f64], n: usize, w: &[f64]) -> Vec<f64> {
+        grad_sum
+            .iter()
+            .zip(w)
+            .map(|(g, wi)| g / n as f64 + 2.0 * self.lambda * wi)
+            .collect()
+    }
+
+    /// Hessian of J from the kernel's Hessian sum (row-major d x d).
+    pub fn hessian(&self, hess_sum: &[f64], n: usize, d: usize) -> Mat<f64> {
+        Mat::from_fn(d, d, |j, k| {
+            hess_sum[j * d + k] / n as f64 + if j == k { self.strong_convexity() } else { 0.0 }
+        })
+    }
+}
+
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+pub fn norm(a: &[f64]) -> f64 {
+    dot(a, a).sqrt()
+}
+
+/// Solver settings.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct SolverConfig {
+    /// Stop when `||grad J|| <= tolerance`.
+    pub tolerance: f64,
+    pub max_iterations: usize,
+}
+
+impl Default for SolverConfig {
+    fn default() -> Self {
+        Self {
+            tolerance: 1e-10,
+            max_iterations: 100,
+        }
+    }
+}
+
+/// A trained local classifier and how it was reached.
+#[derive(Debug, Clone, Serialize)]
+pub struct Fit {
+    pub w: Vec<f64>,
+    pub objective: f64,
+    /// `||grad J(w)||` at the returned w (folded into the sensitivity).
+    pub grad_norm: f64,
+    pub iterations: usize,
+    /// Passes over the data (each pass reads all rows once).
+    pub passes: usize,
+    pub seconds: f64,
+    pub n: usize,
+    pub device: String,
+}
+
+/// Train by Newton's method. `kernel` provides Hessians (any device); loss and gradient are
+/// computed in f64 on the CPU over the same rows.
+pub fn train(
+    kernel: &dyn LogisticKernel,
+    exact: &CpuLogistic<'_>,
+    obj: &Objective,
+    cfg: &SolverConfig,
+) -> Result<Fit> {
+    if !(cfg.tolerance.is_finite() && cfg.tolerance > 0.0) {
+        return Err(Error::param("tolerance", format!("must be > 0, got {}", cfg.tolerance)));
+    }
+    let start = Instant::now();
+    let (n, d) = exact.shape();
+    if kernel.shape() != (n, d) {
+        return Err(Error::Numerical("kernel and data shapes differ".into()));
+    }
+    let mut passes = 0usize;
+    // Evaluate (J, grad J, optional Hessian) at w.
+    let mut eval = |w: &[f64], want_h: bool| -> Result<(f64, Vec<f64>, Option<Mat<f64>>)> {
+        let (loss, grad, hess) = if kernel.is_gpu() {
+            let s = exact.eval(w, false)?;
+            let h = if want_h {
+                passes += 1;
+                kernel.eval(w, true)?.hess
+            } else {
+                None
+            };
+            (s.loss, s.grad, h)
+        } else {
+            let s = kernel.eval(w, want_h)?;
+            (s.loss, s.grad, s.hess)
+        };
+        passes += 1;
+        Ok((
+            obj.value(loss, n, w),
+            obj.gradient(&grad, n, w),
+            hess.map(|h| obj.hessian(&h, n, d)),
+        ))
+    };
+    let mut w = vec![0.0; d];
+    let (mut f, mut g, mut h) = eval(&w, true)?;
+    let mut iterations = 0;
+    while norm(&g) > cfg.tolerance && iterations < cfg.max_iterations {
+        iterations += 1;
+        let hm = h.take().ok_or_else(|| Error::Numerical("missing Hessian".into()))?;
+        let llt = hm
+            .llt(Side::Lower)
+            .map_err(|e| Error::Numerical(format!("Hessian is not positive definite: {e:?}")))?;
+        let rhs = Mat::from_fn(d, 1, |i, _| -g[i]);
+        let p = llt.solve(&rhs);
+        let step: Vec<f64> = (0..d).map(|i| p[(i, 0)]).collect();
+        let slope = dot(&g, &step);
+        let mut t = 1.0;
+        loop {
+            let trial: Vec<f64> = w.iter().zip(&step).map(|(a, b)| a + t * b).collect();
+            let (ft, gt, ht) = eval(&trial, true)?;
+            // Armijo condition; near the optimum round-off can make f flat, so a step that
+            // reduces the gradient norm is accepted too.
+            if ft <= f + 1e-4 * t * slope || (ft <= f + 1e-12 * f.abs() && norm(&gt) < norm(&g)) {
+                w = trial;
+                f = ft;
+                g = gt;
+                h = ht;
+                break;
+            }
+            t *= 0.5;
+            if t < 1e-10 {
+                return Err(Error::Numerical(format!(
+                    "line search failed at ||grad J|| = {:.3e}; the tolerance {:.1e} may be \
+                     below what this data's precision allows",
+                    norm(&g),
+                    cfg.tolerance
+                )));
+            }
+        }
+    }
+    let grad_norm = norm(&g);
+    if grad_norm > cfg.tolerance {
+        tracing::warn!(
+            "Newton stopped after {iterations} iterations at ||grad J|| = {grad_norm:.3e} > {:.1e}; \
+             the reached norm is folded into the sensitivity",
+            cfg.tolerance
+        );
+    }
+    Ok(Fit {
+        w,
+        objective: f,
+        grad_norm,
+        iterations,
+        passes,
+        seconds: start.elapsed().as_secs_f64(),
+        n,
+        device: kernel.describe(),
+    })
+}
+
+/// Convenience: train on the CPU.
+pub fn train_cpu(rows: kinsey_kernels::Rows<'_>, obj: &Objective, cfg: &SolverConfig) -> Result<Fit> {
+    let k = CpuLogistic::new(rows);
+    train(&k, &k, obj, cfg)
+}
+
+/// Fraction of rows where `sign(w.x)` (ties to -1) differs from the label.
+pub fn error_rate(w: &[f64], x: &[f32], y: &[f32], d: usize) -> f64 {
+    use rayon::prelude::*;
+    let wrong: usize = x
+        .par_chunks(d)
+        .zip(y.par_iter())
+        .filter(|(row, yi)| {
+            let z: f64 = row.iter().zip(w).map(|(&a, b)| a as f64 * b).sum();
+            (if z > 0.0 { 1.0 } else { -1.0 }) != **yi
+        })
+        .count();
+    wrong as f64 / y.len().max(1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::synth;
+
+    #[test]
+    fn newton_reaches_tolerance_and_stationarity() {
+        let ds = synth::generate_one(5000, 8, 4.0, 3, "s".into());
+        let obj = Objective::new(1e-3).expect("lambda");
+        let fit = train_cpu(ds.rows().expect("rows"), &obj, &SolverConfig::default()).expect("fit");
+        assert!(fit.grad_norm <= 1e-10, "{}", fit.grad_norm);
+        assert!(fit.iterations < 20);
+        // Objective is minimal: small perturbations increase it.
+        let k = CpuLogistic::new(ds.rows().expect("rows"));
+        for j in 0..8 {
+            let mut w = fit.w.clone();
+            w[j] += 1e-3;
+            let s = k.eval(&w, false).expect("eval");
+            assert!(obj.value(s.loss, ds.n(), &w) > fit.objective);
+        }
+    }
+
+    #[test]
+    fn sensitivity_is_derived_from_strong_convexity() {
+        let obj = Objective::new(0.5).expect("lambda");
+        assert_eq!(obj.strong_convexity(), 1.0);
+        assert!((obj.minimiser_sensitivity(100) - 0.02).abs() < 1e-15);
+        assert!((obj.inexact_slack(1e-10) - 2e-10).abs() < 1e-20);
+        assert!(Objective::new(0.0).is_err());
+    }
+
+    /// Empirical check of the sensitivity bound: replacing one record moves the exact
+    /// minimiser by at most 2/(n Lambda) (it must never exceed it).
+    #[test]
+    fn replacing_one_record_respects_the_bound() {
+        let mut ds = synth::generate_one(400, 5, 3.0, 8, "s".into());
+        let obj = Objective::new(0.05).expect("lambda");
+        let cfg = SolverConfig::default();
+        let w0 = train_cpu(ds.rows().expect("rows"), &obj, &cfg).expect("fit").w;
+        let bound = obj.minimiser_sensitivity(ds.n()) + obj.inexact_slack(cfg.tolerance);
+        for (i, flip) in [(0usize, true), (17, false), (399, true)] {
+            let saved = (ds.row(i).to_vec(), ds.y[i]);
+            // adversarial-ish replacement: unit-norm row along the first axis, label flipped
+            for (j, v) in ds.x[i * 5..(i + 1) * 5].iter_mut().enumerate() {
+                *v = if j == 0 { 1.0 } else { 0.0 };
+            }
+            if flip {
+                ds.y[i] = -ds.y[i];
+            }
+            let w1 = train_cpu(ds.rows().expect("rows"), &obj, &cfg).expect("fit").w;
+            let moved = norm(&w0.iter().zip(&w1).map(|(a, b)| a - b).collect::<Vec<_>>());
+            assert!(moved <= bound, "moved {moved} > bound {bound}");
+            ds.x[i * 5..(i + 1) * 5].copy_from_slice(&saved.0);
+            ds.y[i] = saved.1;
+        }
+    }
+}

@@ -1,0 +1,423 @@
+//! The `kinsey` command-line tool.
+
+use clap::{Args, Parser, Subcommand};
+use kinsey::aggregate::{Calibration, NoiseKind, PrivacySpec};
+use kinsey::config::TrainConfig;
+use kinsey::data::libsvm::read_libsvm;
+use kinsey::data::output::Outputs;
+use kinsey::data::parquet_io::{ColumnSpec, read_parquet, write_parquet};
+use kinsey::data::split::{SplitSpec, split};
+use kinsey::data::{Dataset, LabelEncoding, RowTransform, synth};
+use kinsey::dp::NoiseRng;
+use kinsey::error::{Error, Result};
+use kinsey::logreg::{Objective, SolverConfig};
+use kinsey::pipeline::{self, JobSpec, ModelFile};
+use kinsey_kernels::DevicePref;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(Parser, Debug)]
+#[command(name = "kinsey", version, about = "Differentially private statistics with secrecy")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// The main job on built-in synthetic data: 5 parties, train, aggregate privately, evaluate.
+    Demo {
+        #[arg(long, default_value = "kinsey-out")]
+        out: PathBuf,
+        /// Reproducible noise (recorded; the release is then not private against whoever knows it).
+        #[arg(long)]
+        seed: Option<u64>,
+        #[arg(long, default_value = "auto")]
+        device: String,
+        #[arg(long, default_value_t = 1.0)]
+        epsilon: f64,
+    },
+    /// Train the DP aggregate classifier on the parties listed in a TOML config.
+    Train {
+        #[arg(long)]
+        config: PathBuf,
+        /// Overrides [output] dir.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Apply a published model to a data set; prints the error rate if labels are present.
+    Predict {
+        #[arg(long)]
+        model: PathBuf,
+        #[arg(long)]
+        input: PathBuf,
+        /// CSV of (row, score, prediction).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Dimension, for LIBSVM input.
+        #[arg(long)]
+        dim: Option<usize>,
+    },
+    /// Convert a LIBSVM text file to Parquet (features f1..fD, label).
+    Convert {
+        #[arg(long)]
+        libsvm: PathBuf,
+        #[arg(long)]
+        dim: usize,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, value_parser = parse_labels, default_value = "pm1")]
+        labels: LabelEncoding,
+    },
+    /// Shuffle a data set (recorded seed) and split it into one Parquet file per party.
+    Split {
+        #[arg(long)]
+        input: PathBuf,
+        #[arg(long, value_delimiter = ',', conflicts_with = "fractions", required_unless_present = "fractions")]
+        sizes: Vec<usize>,
+        #[arg(long, value_delimiter = ',')]
+        fractions: Vec<f64>,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Dimension, for LIBSVM input.
+        #[arg(long)]
+        dim: Option<usize>,
+        #[command(flatten)]
+        cols: ColumnArgs,
+    },
+    /// Synthetic parties from a planted logistic model (plus a test set).
+    Generate {
+        #[arg(long)]
+        parties: usize,
+        /// Total training rows, split evenly across the parties.
+        #[arg(long)]
+        rows: usize,
+        #[arg(long)]
+        dim: usize,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Test rows (default: rows / 5).
+        #[arg(long)]
+        test_rows: Option<usize>,
+        /// Norm of the planted model.
+        #[arg(long, default_value_t = 4.0)]
+        signal: f64,
+    },
+    /// Reproduce an experiment of the seeds.
+    Experiment {
+        #[command(subcommand)]
+        which: Experiment,
+    },
+    /// Throughput benchmarks.
+    Bench {
+        #[command(subcommand)]
+        which: Bench,
+    },
+}
+
+#[derive(Args, Debug, Clone)]
+struct ColumnArgs {
+    #[arg(long, default_value = "label")]
+    label: String,
+    #[arg(long, value_parser = parse_labels, default_value = "pm1")]
+    labels: LabelEncoding,
+}
+
+impl ColumnArgs {
+    fn spec(&self) -> ColumnSpec {
+        ColumnSpec {
+            label: self.label.clone(),
+            features: Vec::new(),
+            labels: self.labels,
+        }
+    }
+}
+
+#[derive(Subcommand, Debug)]
+enum Experiment {
+    /// Figure 2 of seed 001 on a9a.
+    Figure2 {
+        #[arg(long)]
+        train: PathBuf,
+        #[arg(long)]
+        test: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value_t = 200)]
+        runs: usize,
+        #[arg(long)]
+        seed: Option<u64>,
+        #[arg(long, value_delimiter = ',')]
+        lambdas: Option<Vec<f64>>,
+        #[arg(long, value_parser = parse_noise, default_value = "l2")]
+        noise: NoiseKind,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum Bench {
+    /// Newton training to ||grad J|| <= 1e-10: rows/s and time to the tolerance.
+    Train {
+        #[arg(long, default_value_t = 1_000_000)]
+        rows: usize,
+        #[arg(long, default_value_t = 123)]
+        dim: usize,
+        #[arg(long, default_value = "cpu")]
+        device: String,
+        #[arg(long, default_value_t = 1e-4)]
+        lambda: f64,
+        /// Train on this Parquet file instead of generated rows.
+        #[arg(long)]
+        input: Option<PathBuf>,
+        /// Print one JSON line (for scripts).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn parse_labels(s: &str) -> std::result::Result<LabelEncoding, String> {
+    match s {
+        "pm1" | "plus_minus_one" => Ok(LabelEncoding::PlusMinusOne),
+        "01" | "zero_one" => Ok(LabelEncoding::ZeroOne),
+        o => Err(format!("unknown label encoding '{o}' (pm1 or zero_one)")),
+    }
+}
+
+fn parse_noise(s: &str) -> std::result::Result<NoiseKind, String> {
+    match s {
+        "l2" => Ok(NoiseKind::L2),
+        "laplace" => Ok(NoiseKind::Laplace),
+        o => Err(format!("unknown noise '{o}' (l2 or laplace)")),
+    }
+}
+
+fn device(s: &str) -> Result<DevicePref> {
+    s.parse().map_err(|e: kinsey_kernels::KernelError| Error::param("device", e.to_string()))
+}
+
+/// Parquet (file or directory) by default; LIBSVM when a dimension is given.
+fn load(path: &Path, spec: &ColumnSpec, dim: Option<usize>) -> Result<Dataset> {
+    match dim {
+        Some(d) => read_libsvm(path, d, spec.labels),
+        None => read_parquet(path, spec),
+    }
+}
+
+fn write_json<T: serde::Serialize>(outputs: &mut Outputs, path: &Path, v: &T) -> Result<()> {
+    let bytes = serde_json::to_vec_pretty(v).map_err(|e| Error::Numerical(e.to_string()))?;
+    outputs.write(path, &bytes)
+}
+
+fn finish_job(report: &pipeline::Report, out: &Path, label: &str) -> Result<()> {
+    let mut o = Outputs::new();
+    o.ensure_dir(out)?;
+    write_json(&mut o, &out.join("report.json"), report)?;
+    let model = ModelFile {
+        kind: "kinsey.dp_aggregate_logistic.v1".into(),
+        features: report.features.clone(),
+        label: label.into(),
+        row_transform: report.row_transform,
+        w: report.w.clone(),
+        epsilon: report.privacy.epsilon,
+    };
+    write_json(&mut o, &out.join("model.json"), &model)?;
+    o.commit()?;
+    print!("{}", report.summary());
+    println!("  wrote {}/report.json and {}/model.json", out.display(), out.display());
+    Ok(())
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.cmd {
+        Cmd::Demo { out, seed, device: dev, epsilon } => {
+            let t = Instant::now();
+            let sizes = [20_000usize, 30_000, 40_000, 50_000, 60_000];
+            let d = 20;
+            let data_seed = 2010;
+            let parties: Vec<Dataset> = sizes
+                .iter()
+                .enumerate()
+                .map(|(j, &n)| synth::generate(n, d, 8.0, data_seed, j as u64 + 1, format!("synthetic party {}", j + 1).into()))
+                .collect();
+            let test = synth::generate(20_000, d, 8.0, data_seed, 0, "synthetic test".into());
+            let spec = JobSpec {
+                objective: Objective::new(1e-3)?,
+                solver: SolverConfig::default(),
+                privacy: PrivacySpec { epsilon, calibration: Calibration::Tight, noise: NoiseKind::L2 },
+                device: device(&dev)?,
+                transform: RowTransform::None,
+            };
+            let mut rng = NoiseRng::new(seed);
+            let report = pipeline::run("demo", parties, Some(test), &spec, &mut rng, t.elapsed().as_secs_f64())?;
+            finish_job(&report, &out, "label")
+        }
+        Cmd::Train { config, out } => {
+            let cfg = TrainConfig::load(&config)?;
+            let t = Instant::now();
+            let cols = cfg.data.columns();
+            let bar = kinsey::cli_support::bar(cfg.data.parties.len() as u64, "reading parties");
+            let mut parties = Vec::new();
+            for p in &cfg.data.parties {
+                parties.push(read_parquet(p, &cols)?);
+                bar.inc(1);
+            }
+            bar.finish_and_clear();
+            let test = cfg.data.test.as_ref().map(|p| read_parquet(p, &cols)).transpose()?;
+            let spec = JobSpec {
+                objective: Objective::new(cfg.model.lambda)?,
+                solver: cfg.model.solver(),
+                privacy: cfg.privacy.spec(),
+                device: device(&cfg.compute.device)?,
+                transform: cfg.data.transform()?,
+            };
+            let mut rng = NoiseRng::new(cfg.privacy.seed);
+            let report = pipeline::run("train", parties, test, &spec, &mut rng, t.elapsed().as_secs_f64())?;
+            finish_job(&report, &out.unwrap_or(cfg.output.dir.clone()), &cfg.data.label)
+        }
+        Cmd::Predict { model, input, out, dim } => {
+            let text = std::fs::read_to_string(&model).map_err(|e| Error::io(&model, e))?;
+            let m: ModelFile = serde_json::from_str(&text)
+                .map_err(|e| Error::format(&model, format!("not a kinsey model file: {e}")))?;
+            let spec = ColumnSpec { label: m.label.clone(), features: if dim.is_some() { Vec::new() } else { m.features.clone() }, labels: LabelEncoding::PlusMinusOne };
+            let mut ds = load(&input, &spec, dim)?;
+            if ds.d != m.w.len() {
+                return Err(Error::Schema { path: input.clone(), column: "<features>".into(), msg: format!("the model has {} weights but the input has {} features", m.w.len(), ds.d) });
+            }
+            if m.row_transform != RowTransform::None {
+                m.row_transform.apply(&mut ds)?;
+            }
+            let err = kinsey::logreg::error_rate(&m.w, &ds.x, &ds.y, ds.d);
+            println!("rows: {}  error rate: {err:.4}", ds.n());
+            if let Some(out) = out {
+                let mut csv = String::from("row,score,prediction\n");
+                for i in 0..ds.n() {
+                    let z: f64 = ds.row(i).iter().zip(&m.w).map(|(&a, b)| a as f64 * b).sum();
+                    csv.push_str(&format!("{i},{z},{}\n", if z > 0.0 { 1 } else { -1 }));
+                }
+                let mut o = Outputs::new();
+                o.write(&out, csv.as_bytes())?;
+                o.commit()?;
+                println!("wrote {}", out.display());
+            }
+            Ok(())
+        }
+        Cmd::Convert { libsvm, dim, out, labels } => {
+            let ds = read_libsvm(&libsvm, dim, labels)?;
+            let mut o = Outputs::new();
+            write_parquet(&mut o, &out, &ds, "label")?;
+            o.commit()?;
+            println!("wrote {} ({} rows x {} features)", out.display(), ds.n(), ds.d);
+            Ok(())
+        }
+        Cmd::Split { input, sizes, fractions, out, seed, dim, cols } => {
+            let ds = load(&input, &cols.spec(), dim)?;
+            let spec = if sizes.is_empty() { SplitSpec::Fractions(fractions) } else { SplitSpec::Sizes(sizes) };
+            // The shuffle seed is always recorded: drawn from the OS when not given.
+            let seed = seed.unwrap_or_else(|| NoiseRng::from_os().next_u64());
+            let parts = split(&ds, &spec, &mut NoiseRng::from_seed_quiet(seed))?;
+            let mut o = Outputs::new();
+            o.ensure_dir(&out)?;
+            let mut files = Vec::new();
+            for (j, p) in parts.iter().enumerate() {
+                let f = out.join(format!("party-{}.parquet", j + 1));
+                write_parquet(&mut o, &f, p, &cols.label)?;
+                files.push(serde_json::json!({"file": f, "rows": p.n()}));
+            }
+            write_json(&mut o, &out.join("split.json"), &serde_json::json!({"input": input, "seed": seed, "rows_in": ds.n(), "parties": files}))?;
+            o.commit()?;
+            println!("split {} rows into {} parties (seed {seed}) in {}", ds.n(), parts.len(), out.display());
+            Ok(())
+        }
+        Cmd::Generate { parties, rows, dim, out, seed, test_rows, signal } => {
+            if parties == 0 || rows < parties || dim == 0 {
+                return Err(Error::param("generate", "need parties >= 1, rows >= parties, dim >= 1"));
+            }
+            if !(signal.is_finite() && signal >= 0.0) {
+                return Err(Error::param("signal", "must be finite and >= 0"));
+            }
+            let mut o = Outputs::new();
+            o.ensure_dir(&out)?;
+            let bar = kinsey::cli_support::bar(parties as u64 + 1, "generating");
+            let mut sizes = vec![rows / parties; parties];
+            sizes[parties - 1] += rows % parties;
+            for (j, &n) in sizes.iter().enumerate() {
+                let ds = synth::generate(n, dim, signal, seed, j as u64 + 1, "gen".into());
+                write_parquet(&mut o, &out.join(format!("party-{}.parquet", j + 1)), &ds, "label")?;
+                bar.inc(1);
+            }
+            let test = synth::generate(test_rows.unwrap_or(rows / 5).max(1), dim, signal, seed, 0, "gen".into());
+            write_parquet(&mut o, &out.join("test.parquet"), &test, "label")?;
+            write_json(&mut o, &out.join("generate.json"), &serde_json::json!({"seed": seed, "signal": signal, "dim": dim, "party_rows": sizes, "test_rows": test.n(), "planted_w": synth::planted_w(dim, signal, seed)}))?;
+            bar.finish_and_clear();
+            o.commit()?;
+            println!("wrote {parties} parties ({rows} rows, d = {dim}) and test.parquet to {}", out.display());
+            Ok(())
+        }
+        Cmd::Experiment { which: Experiment::Figure2 { train, test, out, runs, seed, lambdas, noise } } => {
+            let spec = ColumnSpec::default();
+            let dim = |p: &Path| if p.extension().is_some_and(|e| e == "parquet") || p.is_dir() { None } else { Some(123) };
+            let tr = load(&train, &spec, dim(&train))?;
+            let te = load(&test, &spec, dim(&test))?;
+            let mut cfg = kinsey::experiment::figure2::Figure2Config { runs, seed, noise, ..Default::default() };
+            if let Some(l) = lambdas {
+                cfg.lambdas = l;
+            }
+            let r = kinsey::experiment::figure2::run(&tr, &te, &cfg)?;
+            let files = r.write(&out)?;
+            for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "md")) {
+                if let Ok(s) = std::fs::read_to_string(f) {
+                    println!("{s}");
+                }
+            }
+            println!("wrote {} files to {} in {:.1} s", files.len(), out.display(), r.seconds);
+            Ok(())
+        }
+        Cmd::Bench { which: Bench::Train { rows, dim, device: dev, lambda, input, json } } => {
+            let t = Instant::now();
+            let ds = match &input {
+                Some(p) => read_parquet(p, &ColumnSpec::default())?,
+                None => synth::generate(rows, dim, 4.0, 1, 1, "bench".into()),
+            };
+            let load_s = t.elapsed().as_secs_f64();
+            let spec = JobSpec {
+                objective: Objective::new(lambda)?,
+                solver: SolverConfig::default(),
+                privacy: PrivacySpec { epsilon: 1.0, calibration: Calibration::Tight, noise: NoiseKind::L2 },
+                device: device(&dev)?,
+                transform: RowTransform::None,
+            };
+            let fit = pipeline::fit(&ds, &spec)?;
+            let rows_per_s = (ds.n() * fit.passes) as f64 / fit.seconds;
+            if json {
+                println!("{}", serde_json::json!({"rows": ds.n(), "dim": ds.d, "lambda": lambda, "device": fit.device, "seconds": fit.seconds, "load_seconds": load_s, "iterations": fit.iterations, "passes": fit.passes, "objective": fit.objective, "grad_norm": fit.grad_norm, "rows_per_s": rows_per_s, "threads": rayon::current_num_threads()}));
+            } else {
+                println!("device: {}", fit.device);
+                println!("rows: {} x {}  (data ready in {load_s:.2} s)", ds.n(), ds.d);
+                println!("time to ||grad J|| <= {:.0e}: {:.3} s  ({} Newton iterations, {} passes)", spec.solver.tolerance, fit.seconds, fit.iterations, fit.passes);
+                println!("objective {:.12}  ||grad J|| = {:.2e}", fit.objective, fit.grad_norm);
+                println!("throughput: {:.3e} rows/s (row passes per second)", rows_per_s);
+            }
+            Ok(())
+        }
+    }
+}
+
+fn main() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("KINSEY_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,kinsey=info,kinsey_kernels=info"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+    let cli = Cli::parse();
+    if let Err(e) = run(cli) {
+        eprintln!("error: {e}");
+        let mut src = std::error::Error::source(&e);
+        while let Some(s) = src {
+            eprintln!("  caused by: {s}");
+            src = s.source();
+        }
+        std::process::exit(1);
+    }
+}
