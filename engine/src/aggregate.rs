@@ -92,10 +92,16 @@ pub fn calibrate(
     } = *spec;
     check_epsilon("epsilon", epsilon)?;
     if n == 0 || k == 0 || d == 0 {
-        return Err(Error::param("parties", "sizes, party count and dimension must be >= 1"));
+        return Err(Error::param(
+            "parties",
+            "sizes, party count and dimension must be >= 1",
+        ));
     }
     if !(g.is_finite() && g >= 0.0) {
-        return Err(Error::param("gradient bound", format!("must be finite and >= 0, got {g}")));
+        return Err(Error::param(
+            "gradient bound",
+            format!("must be finite and >= 0, got {g}"),
+        ));
     }
     let slack = obj.inexact_slack(g);
     let l2 = match calibration {
@@ -121,7 +127,12 @@ pub fn calibrate(
         parties: k,
         dim: d,
         l2_sensitivity: l2,
-        slack: slack / if calibration == Calibration::Tight { k as f64 } else { 1.0 },
+        slack: slack
+            / if calibration == Calibration::Tight {
+                k as f64
+            } else {
+                1.0
+            },
         scale,
         expected_noise_norm: expected,
     })
@@ -141,7 +152,8 @@ impl NoiseCalibration {
         match self.noise {
             NoiseKind::L2 => crate::dp::l2laplace::sample_l2_laplace(self.dim, self.scale, rng),
             NoiseKind::Laplace => {
-                let grid = ((self.scale.log2().floor() as i32) - laplace::GRID_BITS_BELOW_SCALE) as f64;
+                let grid =
+                    ((self.scale.log2().floor() as i32) - laplace::GRID_BITS_BELOW_SCALE) as f64;
                 let gamma = grid.exp2();
                 let t = self.scale / gamma;
                 (0..self.dim)
@@ -180,17 +192,27 @@ pub trait Aggregator {
 pub fn encode_fixed(x: f64) -> Result<i128> {
     let v = (x * (FIXED_POINT_BITS as f64).exp2()).round();
     if !v.is_finite() || v.abs() >= 2f64.powi(100) {
-        return Err(Error::Numerical(format!("value {x} does not fit the fixed-point encoding")));
+        return Err(Error::Numerical(format!(
+            "value {x} does not fit the fixed-point encoding"
+        )));
     }
     Ok(v as i128)
 }
 
 /// The integer the protocol computes: `sum_j enc(w_j) + K enc(eta_smallest)`, per coordinate.
 pub fn fixed_point_sum(parties: &[PartyInput]) -> Result<Vec<i128>> {
-    let first = parties.first().ok_or_else(|| Error::param("parties", "no parties"))?;
+    let first = parties
+        .first()
+        .ok_or_else(|| Error::param("parties", "no parties"))?;
     let d = first.w.len();
-    if let Some(j) = parties.iter().position(|p| p.w.len() != d || p.noise.len() != d) {
-        return Err(Error::param("parties", format!("party {} has a different dimension", j + 1)));
+    if let Some(j) = parties
+        .iter()
+        .position(|p| p.w.len() != d || p.noise.len() != d)
+    {
+        return Err(Error::param(
+            "parties",
+            format!("party {} has a different dimension", j + 1),
+        ));
     }
     let smallest = smallest_party(parties)?;
     let k = parties.len() as i128;
@@ -268,28 +290,125 @@ mod tests {
 
     #[test]
     fn tight_and_paper_scales_follow_the_derivation() {
-        let t = calibrate(&obj(), &PrivacySpec { epsilon: 0.1, calibration: Calibration::Tight, noise: NoiseKind::L2 }, 1000, 5, 10, 0.0).expect("ok");
+        let t = calibrate(
+            &obj(),
+            &PrivacySpec {
+                epsilon: 0.1,
+                calibration: Calibration::Tight,
+                noise: NoiseKind::L2,
+            },
+            1000,
+            5,
+            10,
+            0.0,
+        )
+        .expect("ok");
         // 2 / (K n Lambda) = 2 / (5 * 1000 * 2)
         assert!((t.l2_sensitivity - 2e-4).abs() < 1e-18);
         assert!((t.scale - 2e-3).abs() < 1e-15);
-        let p = calibrate(&obj(), &PrivacySpec { epsilon: 0.1, calibration: Calibration::Paper, noise: NoiseKind::L2 }, 1000, 5, 10, 0.0).expect("ok");
+        let p = calibrate(
+            &obj(),
+            &PrivacySpec {
+                epsilon: 0.1,
+                calibration: Calibration::Paper,
+                noise: NoiseKind::L2,
+            },
+            1000,
+            5,
+            10,
+            0.0,
+        )
+        .expect("ok");
         assert!((p.l2_sensitivity - 2e-3).abs() < 1e-15);
-        assert!((p.scale / t.scale - 10.0).abs() < 1e-9, "paper = 2K x tight");
-        let l = calibrate(&obj(), &PrivacySpec { epsilon: 0.1, calibration: Calibration::Tight, noise: NoiseKind::Laplace }, 1000, 5, 16, 0.0).expect("ok");
-        assert!((l.scale - 4.0 * 2e-4 / 0.1).abs() < 1e-15, "L1 = sqrt(d) * L2");
+        assert!(
+            (p.scale / t.scale - 10.0).abs() < 1e-9,
+            "paper = 2K x tight"
+        );
+        let l = calibrate(
+            &obj(),
+            &PrivacySpec {
+                epsilon: 0.1,
+                calibration: Calibration::Tight,
+                noise: NoiseKind::Laplace,
+            },
+            1000,
+            5,
+            16,
+            0.0,
+        )
+        .expect("ok");
+        assert!(
+            (l.scale - 4.0 * 2e-4 / 0.1).abs() < 1e-15,
+            "L1 = sqrt(d) * L2"
+        );
         assert!((l.privacy_map(l.l2_sensitivity) - 0.1).abs() < 1e-12);
         assert!((t.privacy_map(t.l2_sensitivity) - 0.1).abs() < 1e-12);
-        let s = calibrate(&obj(), &PrivacySpec { epsilon: 0.1, calibration: Calibration::Tight, noise: NoiseKind::L2 }, 1000, 5, 10, 1e-6).expect("ok");
-        assert!(s.l2_sensitivity > t.l2_sensitivity, "gradient slack is folded in");
-        assert!(calibrate(&obj(), &PrivacySpec { epsilon: 0.0, calibration: Calibration::Tight, noise: NoiseKind::L2 }, 1000, 5, 10, 0.0).is_err());
-        assert!(calibrate(&obj(), &PrivacySpec { epsilon: f64::NAN, calibration: Calibration::Tight, noise: NoiseKind::L2 }, 1000, 5, 10, 0.0).is_err());
+        let s = calibrate(
+            &obj(),
+            &PrivacySpec {
+                epsilon: 0.1,
+                calibration: Calibration::Tight,
+                noise: NoiseKind::L2,
+            },
+            1000,
+            5,
+            10,
+            1e-6,
+        )
+        .expect("ok");
+        assert!(
+            s.l2_sensitivity > t.l2_sensitivity,
+            "gradient slack is folded in"
+        );
+        assert!(
+            calibrate(
+                &obj(),
+                &PrivacySpec {
+                    epsilon: 0.0,
+                    calibration: Calibration::Tight,
+                    noise: NoiseKind::L2
+                },
+                1000,
+                5,
+                10,
+                0.0
+            )
+            .is_err()
+        );
+        assert!(
+            calibrate(
+                &obj(),
+                &PrivacySpec {
+                    epsilon: f64::NAN,
+                    calibration: Calibration::Tight,
+                    noise: NoiseKind::L2
+                },
+                1000,
+                5,
+                10,
+                0.0
+            )
+            .is_err()
+        );
     }
 
     /// The noise actually drawn for the aggregate has norm Gamma(d, s) with the calibrated
     /// s, and the same test rejects a draw whose scale is 30% too small.
     #[test]
     fn aggregate_noise_has_the_calibrated_scale() {
-        let c = calibrate(&obj(), &PrivacySpec { epsilon: 0.2, calibration: Calibration::Tight, noise: NoiseKind::L2 }, 500, 5, 20, 1e-10).expect("ok");
+        let c = calibrate(
+            &obj(),
+            &PrivacySpec {
+                epsilon: 0.2,
+                calibration: Calibration::Tight,
+                noise: NoiseKind::L2,
+            },
+            500,
+            5,
+            20,
+            1e-10,
+        )
+        .expect("ok");
         let mut rng = NoiseRng::from_seed_quiet(77);
         let draw = |c: &NoiseCalibration, rng: &mut NoiseRng| -> Vec<f64> {
             (0..30_000).map(|_| norm(&c.sample(rng))).collect()
@@ -305,23 +424,53 @@ mod tests {
         let (_, p) = ks_test(&mut v, |x| gamma_cdf(x, 20.0, c.scale));
         assert!(p < ALPHA, "power: p = {p}");
         // Laplace noise: each coordinate is Laplace(b).
-        let l = calibrate(&obj(), &PrivacySpec { epsilon: 0.2, calibration: Calibration::Tight, noise: NoiseKind::Laplace }, 500, 5, 4, 0.0).expect("ok");
+        let l = calibrate(
+            &obj(),
+            &PrivacySpec {
+                epsilon: 0.2,
+                calibration: Calibration::Tight,
+                noise: NoiseKind::Laplace,
+            },
+            500,
+            5,
+            4,
+            0.0,
+        )
+        .expect("ok");
         let mut coords: Vec<f64> = (0..20_000).flat_map(|_| l.sample(&mut rng)).collect();
-        let (_, p) = ks_test(&mut coords, |x| crate::dp::stattest::laplace_cdf(x, l.scale));
+        let (_, p) = ks_test(&mut coords, |x| {
+            crate::dp::stattest::laplace_cdf(x, l.scale)
+        });
         assert!(p > ALPHA, "p = {p}");
     }
 
     #[test]
     fn aggregate_uses_the_smallest_partys_noise_in_fixed_point() {
         let parties = vec![
-            PartyInput { n: 300, w: vec![1.0, 2.0], noise: vec![10.0, 10.0] },
-            PartyInput { n: 100, w: vec![3.0, 4.0], noise: vec![0.5, -0.25] },
-            PartyInput { n: 100, w: vec![5.0, 6.0], noise: vec![99.0, 99.0] },
+            PartyInput {
+                n: 300,
+                w: vec![1.0, 2.0],
+                noise: vec![10.0, 10.0],
+            },
+            PartyInput {
+                n: 100,
+                w: vec![3.0, 4.0],
+                noise: vec![0.5, -0.25],
+            },
+            PartyInput {
+                n: 100,
+                w: vec![5.0, 6.0],
+                noise: vec![99.0, 99.0],
+            },
         ];
         assert_eq!(smallest_party(&parties).expect("some"), 1);
         let a = PlaintextAggregator.aggregate(&parties).expect("ok");
         assert_eq!(a.w, vec![3.0 + 0.5, 4.0 - 0.25]);
-        let bad = vec![PartyInput { n: 1, w: vec![1.0], noise: vec![1.0, 2.0] }];
+        let bad = vec![PartyInput {
+            n: 1,
+            w: vec![1.0],
+            noise: vec![1.0, 2.0],
+        }];
         assert!(PlaintextAggregator.aggregate(&bad).is_err());
         assert!(PlaintextAggregator.aggregate(&[]).is_err());
         assert!(encode_fixed(f64::INFINITY).is_err());

@@ -8,7 +8,9 @@ pub fn bar(len: u64, msg: &str) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let pb = ProgressBar::new(len);
-    if let Ok(style) = ProgressStyle::with_template("{msg:32} [{bar:30}] {pos}/{len} ({elapsed}, eta {eta})") {
+    if let Ok(style) =
+        ProgressStyle::with_template("{msg:32} [{bar:30}] {pos}/{len} ({elapsed}, eta {eta})")
+    {
         pb.set_style(style.progress_chars("=> "));
     }
     pb.set_message(msg.to_string());

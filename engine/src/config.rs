@@ -66,7 +66,10 @@ impl DataConfig {
             ("none", None) => Ok(RowTransform::None),
             ("clip", None) => Ok(RowTransform::Clip),
             ("scale", Some(c)) => Ok(RowTransform::Scale(c)),
-            ("scale", None) => Err(Error::param("data.row_scale", "row_transform = \"scale\" needs row_scale")),
+            ("scale", None) => Err(Error::param(
+                "data.row_scale",
+                "row_transform = \"scale\" needs row_scale",
+            )),
             ("none" | "clip", Some(_)) => Err(Error::param(
                 "data.row_scale",
                 "row_scale is only used with row_transform = \"scale\"",
@@ -212,7 +215,10 @@ impl TrainConfig {
 
     pub fn validate(&self) -> Result<()> {
         if self.data.parties.is_empty() {
-            return Err(Error::param("data.parties", "list at least one party data set"));
+            return Err(Error::param(
+                "data.parties",
+                "list at least one party data set",
+            ));
         }
         crate::error::check_epsilon("privacy.epsilon", self.privacy.epsilon)?;
         crate::logreg::Objective::new(self.model.lambda)?;

@@ -31,7 +31,10 @@ pub struct Objective {
 impl Objective {
     pub fn new(lambda: f64) -> Result<Self> {
         if !(lambda.is_finite() && lambda > 0.0) {
-            return Err(Error::param("lambda", format!("must be finite and > 0, got {lambda}")));
+            return Err(Error::param(
+                "lambda",
+                format!("must be finite and > 0, got {lambda}"),
+            ));
         }
         Ok(Self { lambda })
     }
@@ -126,7 +129,10 @@ pub fn train(
     cfg: &SolverConfig,
 ) -> Result<Fit> {
     if !(cfg.tolerance.is_finite() && cfg.tolerance > 0.0) {
-        return Err(Error::param("tolerance", format!("must be > 0, got {}", cfg.tolerance)));
+        return Err(Error::param(
+            "tolerance",
+            format!("must be > 0, got {}", cfg.tolerance),
+        ));
     }
     let start = Instant::now();
     let (n, d) = exact.shape();
@@ -161,7 +167,9 @@ pub fn train(
     let mut iterations = 0;
     while norm(&g) > cfg.tolerance && iterations < cfg.max_iterations {
         iterations += 1;
-        let hm = h.take().ok_or_else(|| Error::Numerical("missing Hessian".into()))?;
+        let hm = h
+            .take()
+            .ok_or_else(|| Error::Numerical("missing Hessian".into()))?;
         let llt = hm
             .llt(Side::Lower)
             .map_err(|e| Error::Numerical(format!("Hessian is not positive definite: {e:?}")))?;
@@ -214,7 +222,11 @@ pub fn train(
 }
 
 /// Convenience: train on the CPU.
-pub fn train_cpu(rows: kinsey_kernels::Rows<'_>, obj: &Objective, cfg: &SolverConfig) -> Result<Fit> {
+pub fn train_cpu(
+    rows: kinsey_kernels::Rows<'_>,
+    obj: &Objective,
+    cfg: &SolverConfig,
+) -> Result<Fit> {
     let k = CpuLogistic::new(rows);
     train(&k, &k, obj, cfg)
 }
@@ -271,7 +283,9 @@ mod tests {
         let mut ds = synth::generate_one(400, 5, 3.0, 8, "s".into());
         let obj = Objective::new(0.05).expect("lambda");
         let cfg = SolverConfig::default();
-        let w0 = train_cpu(ds.rows().expect("rows"), &obj, &cfg).expect("fit").w;
+        let w0 = train_cpu(ds.rows().expect("rows"), &obj, &cfg)
+            .expect("fit")
+            .w;
         let bound = obj.minimiser_sensitivity(ds.n()) + obj.inexact_slack(cfg.tolerance);
         for (i, flip) in [(0usize, true), (17, false), (399, true)] {
             let saved = (ds.row(i).to_vec(), ds.y[i]);
@@ -282,7 +296,9 @@ mod tests {
             if flip {
                 ds.y[i] = -ds.y[i];
             }
-            let w1 = train_cpu(ds.rows().expect("rows"), &obj, &cfg).expect("fit").w;
+            let w1 = train_cpu(ds.rows().expect("rows"), &obj, &cfg)
+                .expect("fit")
+                .w;
             let moved = norm(&w0.iter().zip(&w1).map(|(a, b)| a - b).collect::<Vec<_>>());
             assert!(moved <= bound, "moved {moved} > bound {bound}");
             ds.x[i * 5..(i + 1) * 5].copy_from_slice(&saved.0);

@@ -17,7 +17,11 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 #[derive(Parser, Debug)]
-#[command(name = "kinsey", version, about = "Differentially private statistics with secrecy")]
+#[command(
+    name = "kinsey",
+    version,
+    about = "Differentially private statistics with secrecy"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -73,7 +77,12 @@ enum Cmd {
     Split {
         #[arg(long)]
         input: PathBuf,
-        #[arg(long, value_delimiter = ',', conflicts_with = "fractions", required_unless_present = "fractions")]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            conflicts_with = "fractions",
+            required_unless_present = "fractions"
+        )]
         sizes: Vec<usize>,
         #[arg(long, value_delimiter = ',')]
         fractions: Vec<f64>,
@@ -196,7 +205,8 @@ fn parse_noise(s: &str) -> std::result::Result<NoiseKind, String> {
 }
 
 fn device(s: &str) -> Result<DevicePref> {
-    s.parse().map_err(|e: kinsey_kernels::KernelError| Error::param("device", e.to_string()))
+    s.parse()
+        .map_err(|e: kinsey_kernels::KernelError| Error::param("device", e.to_string()))
 }
 
 /// Parquet (file or directory) by default; LIBSVM when a dimension is given.
@@ -227,13 +237,22 @@ fn finish_job(report: &pipeline::Report, out: &Path, label: &str) -> Result<()> 
     write_json(&mut o, &out.join("model.json"), &model)?;
     o.commit()?;
     print!("{}", report.summary());
-    println!("  wrote {}/report.json and {}/model.json", out.display(), out.display());
+    println!(
+        "  wrote {}/report.json and {}/model.json",
+        out.display(),
+        out.display()
+    );
     Ok(())
 }
 
 fn run(cli: Cli) -> Result<()> {
     match cli.cmd {
-        Cmd::Demo { out, seed, device: dev, epsilon } => {
+        Cmd::Demo {
+            out,
+            seed,
+            device: dev,
+            epsilon,
+        } => {
             let t = Instant::now();
             let sizes = [20_000usize, 30_000, 40_000, 50_000, 60_000];
             let d = 20;
@@ -241,18 +260,38 @@ fn run(cli: Cli) -> Result<()> {
             let parties: Vec<Dataset> = sizes
                 .iter()
                 .enumerate()
-                .map(|(j, &n)| synth::generate(n, d, 8.0, data_seed, j as u64 + 1, format!("synthetic party {}", j + 1).into()))
+                .map(|(j, &n)| {
+                    synth::generate(
+                        n,
+                        d,
+                        8.0,
+                        data_seed,
+                        j as u64 + 1,
+                        format!("synthetic party {}", j + 1).into(),
+                    )
+                })
                 .collect();
             let test = synth::generate(20_000, d, 8.0, data_seed, 0, "synthetic test".into());
             let spec = JobSpec {
                 objective: Objective::new(1e-3)?,
                 solver: SolverConfig::default(),
-                privacy: PrivacySpec { epsilon, calibration: Calibration::Tight, noise: NoiseKind::L2 },
+                privacy: PrivacySpec {
+                    epsilon,
+                    calibration: Calibration::Tight,
+                    noise: NoiseKind::L2,
+                },
                 device: device(&dev)?,
                 transform: RowTransform::None,
             };
             let mut rng = NoiseRng::new(seed);
-            let report = pipeline::run("demo", parties, Some(test), &spec, &mut rng, t.elapsed().as_secs_f64())?;
+            let report = pipeline::run(
+                "demo",
+                parties,
+                Some(test),
+                &spec,
+                &mut rng,
+                t.elapsed().as_secs_f64(),
+            )?;
             finish_job(&report, &out, "label")
         }
         Cmd::Train { config, out } => {
@@ -266,7 +305,12 @@ fn run(cli: Cli) -> Result<()> {
                 bar.inc(1);
             }
             bar.finish_and_clear();
-            let test = cfg.data.test.as_ref().map(|p| read_parquet(p, &cols)).transpose()?;
+            let test = cfg
+                .data
+                .test
+                .as_ref()
+                .map(|p| read_parquet(p, &cols))
+                .transpose()?;
             let spec = JobSpec {
                 objective: Objective::new(cfg.model.lambda)?,
                 solver: cfg.model.solver(),
@@ -275,17 +319,49 @@ fn run(cli: Cli) -> Result<()> {
                 transform: cfg.data.transform()?,
             };
             let mut rng = NoiseRng::new(cfg.privacy.seed);
-            let report = pipeline::run("train", parties, test, &spec, &mut rng, t.elapsed().as_secs_f64())?;
-            finish_job(&report, &out.unwrap_or(cfg.output.dir.clone()), &cfg.data.label)
+            let report = pipeline::run(
+                "train",
+                parties,
+                test,
+                &spec,
+                &mut rng,
+                t.elapsed().as_secs_f64(),
+            )?;
+            finish_job(
+                &report,
+                &out.unwrap_or(cfg.output.dir.clone()),
+                &cfg.data.label,
+            )
         }
-        Cmd::Predict { model, input, out, dim } => {
+        Cmd::Predict {
+            model,
+            input,
+            out,
+            dim,
+        } => {
             let text = std::fs::read_to_string(&model).map_err(|e| Error::io(&model, e))?;
             let m: ModelFile = serde_json::from_str(&text)
                 .map_err(|e| Error::format(&model, format!("not a kinsey model file: {e}")))?;
-            let spec = ColumnSpec { label: m.label.clone(), features: if dim.is_some() { Vec::new() } else { m.features.clone() }, labels: LabelEncoding::PlusMinusOne };
+            let spec = ColumnSpec {
+                label: m.label.clone(),
+                features: if dim.is_some() {
+                    Vec::new()
+                } else {
+                    m.features.clone()
+                },
+                labels: LabelEncoding::PlusMinusOne,
+            };
             let mut ds = load(&input, &spec, dim)?;
             if ds.d != m.w.len() {
-                return Err(Error::Schema { path: input.clone(), column: "<features>".into(), msg: format!("the model has {} weights but the input has {} features", m.w.len(), ds.d) });
+                return Err(Error::Schema {
+                    path: input.clone(),
+                    column: "<features>".into(),
+                    msg: format!(
+                        "the model has {} weights but the input has {} features",
+                        m.w.len(),
+                        ds.d
+                    ),
+                });
             }
             if m.row_transform != RowTransform::None {
                 m.row_transform.apply(&mut ds)?;
@@ -305,17 +381,39 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Cmd::Convert { libsvm, dim, out, labels } => {
+        Cmd::Convert {
+            libsvm,
+            dim,
+            out,
+            labels,
+        } => {
             let ds = read_libsvm(&libsvm, dim, labels)?;
             let mut o = Outputs::new();
             write_parquet(&mut o, &out, &ds, "label")?;
             o.commit()?;
-            println!("wrote {} ({} rows x {} features)", out.display(), ds.n(), ds.d);
+            println!(
+                "wrote {} ({} rows x {} features)",
+                out.display(),
+                ds.n(),
+                ds.d
+            );
             Ok(())
         }
-        Cmd::Split { input, sizes, fractions, out, seed, dim, cols } => {
+        Cmd::Split {
+            input,
+            sizes,
+            fractions,
+            out,
+            seed,
+            dim,
+            cols,
+        } => {
             let ds = load(&input, &cols.spec(), dim)?;
-            let spec = if sizes.is_empty() { SplitSpec::Fractions(fractions) } else { SplitSpec::Sizes(sizes) };
+            let spec = if sizes.is_empty() {
+                SplitSpec::Fractions(fractions)
+            } else {
+                SplitSpec::Sizes(sizes)
+            };
             // The shuffle seed is always recorded: drawn from the OS when not given.
             let seed = seed.unwrap_or_else(|| NoiseRng::from_os().next_u64());
             let parts = split(&ds, &spec, &mut NoiseRng::from_seed_quiet(seed))?;
@@ -327,14 +425,34 @@ fn run(cli: Cli) -> Result<()> {
                 write_parquet(&mut o, &f, p, &cols.label)?;
                 files.push(serde_json::json!({"file": f, "rows": p.n()}));
             }
-            write_json(&mut o, &out.join("split.json"), &serde_json::json!({"input": input, "seed": seed, "rows_in": ds.n(), "parties": files}))?;
+            write_json(
+                &mut o,
+                &out.join("split.json"),
+                &serde_json::json!({"input": input, "seed": seed, "rows_in": ds.n(), "parties": files}),
+            )?;
             o.commit()?;
-            println!("split {} rows into {} parties (seed {seed}) in {}", ds.n(), parts.len(), out.display());
+            println!(
+                "split {} rows into {} parties (seed {seed}) in {}",
+                ds.n(),
+                parts.len(),
+                out.display()
+            );
             Ok(())
         }
-        Cmd::Generate { parties, rows, dim, out, seed, test_rows, signal } => {
+        Cmd::Generate {
+            parties,
+            rows,
+            dim,
+            out,
+            seed,
+            test_rows,
+            signal,
+        } => {
             if parties == 0 || rows < parties || dim == 0 {
-                return Err(Error::param("generate", "need parties >= 1, rows >= parties, dim >= 1"));
+                return Err(Error::param(
+                    "generate",
+                    "need parties >= 1, rows >= parties, dim >= 1",
+                ));
             }
             if !(signal.is_finite() && signal >= 0.0) {
                 return Err(Error::param("signal", "must be finite and >= 0"));
@@ -346,37 +464,96 @@ fn run(cli: Cli) -> Result<()> {
             sizes[parties - 1] += rows % parties;
             for (j, &n) in sizes.iter().enumerate() {
                 let ds = synth::generate(n, dim, signal, seed, j as u64 + 1, "gen".into());
-                write_parquet(&mut o, &out.join(format!("party-{}.parquet", j + 1)), &ds, "label")?;
+                write_parquet(
+                    &mut o,
+                    &out.join(format!("party-{}.parquet", j + 1)),
+                    &ds,
+                    "label",
+                )?;
                 bar.inc(1);
             }
-            let test = synth::generate(test_rows.unwrap_or(rows / 5).max(1), dim, signal, seed, 0, "gen".into());
+            let test = synth::generate(
+                test_rows.unwrap_or(rows / 5).max(1),
+                dim,
+                signal,
+                seed,
+                0,
+                "gen".into(),
+            );
             write_parquet(&mut o, &out.join("test.parquet"), &test, "label")?;
-            write_json(&mut o, &out.join("generate.json"), &serde_json::json!({"seed": seed, "signal": signal, "dim": dim, "party_rows": sizes, "test_rows": test.n(), "planted_w": synth::planted_w(dim, signal, seed)}))?;
+            write_json(
+                &mut o,
+                &out.join("generate.json"),
+                &serde_json::json!({"seed": seed, "signal": signal, "dim": dim, "party_rows": sizes, "test_rows": test.n(), "planted_w": synth::planted_w(dim, signal, seed)}),
+            )?;
             bar.finish_and_clear();
             o.commit()?;
-            println!("wrote {parties} parties ({rows} rows, d = {dim}) and test.parquet to {}", out.display());
+            println!(
+                "wrote {parties} parties ({rows} rows, d = {dim}) and test.parquet to {}",
+                out.display()
+            );
             Ok(())
         }
-        Cmd::Experiment { which: Experiment::Figure2 { train, test, out, runs, seed, lambdas, noise } } => {
+        Cmd::Experiment {
+            which:
+                Experiment::Figure2 {
+                    train,
+                    test,
+                    out,
+                    runs,
+                    seed,
+                    lambdas,
+                    noise,
+                },
+        } => {
             let spec = ColumnSpec::default();
-            let dim = |p: &Path| if p.extension().is_some_and(|e| e == "parquet") || p.is_dir() { None } else { Some(123) };
+            let dim = |p: &Path| {
+                if p.extension().is_some_and(|e| e == "parquet") || p.is_dir() {
+                    None
+                } else {
+                    Some(123)
+                }
+            };
             let tr = load(&train, &spec, dim(&train))?;
             let te = load(&test, &spec, dim(&test))?;
-            let mut cfg = kinsey::experiment::figure2::Figure2Config { runs, seed, noise, ..Default::default() };
+            let mut cfg = kinsey::experiment::figure2::Figure2Config {
+                runs,
+                seed,
+                noise,
+                ..Default::default()
+            };
             if let Some(l) = lambdas {
                 cfg.lambdas = l;
             }
             let r = kinsey::experiment::figure2::run(&tr, &te, &cfg)?;
             let files = r.write(&out)?;
-            for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "md")) {
+            for f in files
+                .iter()
+                .filter(|f| f.extension().is_some_and(|e| e == "md"))
+            {
                 if let Ok(s) = std::fs::read_to_string(f) {
                     println!("{s}");
                 }
             }
-            println!("wrote {} files to {} in {:.1} s", files.len(), out.display(), r.seconds);
+            println!(
+                "wrote {} files to {} in {:.1} s",
+                files.len(),
+                out.display(),
+                r.seconds
+            );
             Ok(())
         }
-        Cmd::Bench { which: Bench::Train { rows, dim, device: dev, lambda, input, json } } => {
+        Cmd::Bench {
+            which:
+                Bench::Train {
+                    rows,
+                    dim,
+                    device: dev,
+                    lambda,
+                    input,
+                    json,
+                },
+        } => {
             let t = Instant::now();
             let ds = match &input {
                 Some(p) => read_parquet(p, &ColumnSpec::default())?,
@@ -386,20 +563,36 @@ fn run(cli: Cli) -> Result<()> {
             let spec = JobSpec {
                 objective: Objective::new(lambda)?,
                 solver: SolverConfig::default(),
-                privacy: PrivacySpec { epsilon: 1.0, calibration: Calibration::Tight, noise: NoiseKind::L2 },
+                privacy: PrivacySpec {
+                    epsilon: 1.0,
+                    calibration: Calibration::Tight,
+                    noise: NoiseKind::L2,
+                },
                 device: device(&dev)?,
                 transform: RowTransform::None,
             };
             let fit = pipeline::fit(&ds, &spec)?;
             let rows_per_s = (ds.n() * fit.passes) as f64 / fit.seconds;
             if json {
-                println!("{}", serde_json::json!({"rows": ds.n(), "dim": ds.d, "lambda": lambda, "device": fit.device, "seconds": fit.seconds, "load_seconds": load_s, "iterations": fit.iterations, "passes": fit.passes, "objective": fit.objective, "grad_norm": fit.grad_norm, "rows_per_s": rows_per_s, "threads": rayon::current_num_threads()}));
+                println!(
+                    "{}",
+                    serde_json::json!({"rows": ds.n(), "dim": ds.d, "lambda": lambda, "device": fit.device, "seconds": fit.seconds, "load_seconds": load_s, "iterations": fit.iterations, "passes": fit.passes, "objective": fit.objective, "grad_norm": fit.grad_norm, "rows_per_s": rows_per_s, "threads": rayon::current_num_threads()})
+                );
             } else {
                 println!("device: {}", fit.device);
                 println!("rows: {} x {}  (data ready in {load_s:.2} s)", ds.n(), ds.d);
-                println!("time to ||grad J|| <= {:.0e}: {:.3} s  ({} Newton iterations, {} passes)", spec.solver.tolerance, fit.seconds, fit.iterations, fit.passes);
-                println!("objective {:.12}  ||grad J|| = {:.2e}", fit.objective, fit.grad_norm);
-                println!("throughput: {:.3e} rows/s (row passes per second)", rows_per_s);
+                println!(
+                    "time to ||grad J|| <= {:.0e}: {:.3} s  ({} Newton iterations, {} passes)",
+                    spec.solver.tolerance, fit.seconds, fit.iterations, fit.passes
+                );
+                println!(
+                    "objective {:.12}  ||grad J|| = {:.2e}",
+                    fit.objective, fit.grad_norm
+                );
+                println!(
+                    "throughput: {:.3e} rows/s (row passes per second)",
+                    rows_per_s
+                );
             }
             Ok(())
         }
@@ -407,9 +600,14 @@ fn run(cli: Cli) -> Result<()> {
 }
 
 fn main() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("KINSEY_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,kinsey=info,kinsey_kernels=info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("KINSEY_LOG").unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("warn,kinsey=info,kinsey_kernels=info")
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
     let cli = Cli::parse();
     if let Err(e) = run(cli) {
         eprintln!("error: {e}");

@@ -134,7 +134,9 @@ pub fn run(
     ingest_s: f64,
 ) -> Result<Report> {
     let t0 = Instant::now();
-    let first = parties.first().ok_or_else(|| Error::param("parties", "no parties"))?;
+    let first = parties
+        .first()
+        .ok_or_else(|| Error::param("parties", "no parties"))?;
     let d = first.d;
     for p in &parties {
         p.check_nonempty()?;
@@ -165,7 +167,10 @@ pub fn run(
 
     // Aggregation: each party calibrates to its own size and draws its own noise.
     let t1 = Instant::now();
-    let g = fits.iter().map(|f| f.grad_norm).fold(spec.solver.tolerance, f64::max);
+    let g = fits
+        .iter()
+        .map(|f| f.grad_norm)
+        .fold(spec.solver.tolerance, f64::max);
     let mut inputs = Vec::with_capacity(k);
     let mut calibrations = Vec::with_capacity(k);
     for (p, f) in parties.iter().zip(&fits) {
@@ -249,7 +254,9 @@ pub fn run(
             data_passes: f.passes,
             seconds: f.seconds,
             device: f.device.clone(),
-            test_error: test.as_ref().map(|t| logreg::error_rate(&f.w, &t.x, &t.y, d)),
+            test_error: test
+                .as_ref()
+                .map(|t| logreg::error_rate(&f.w, &t.x, &t.y, d)),
             noise: cal,
         })
         .collect::<Vec<_>>();

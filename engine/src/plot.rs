@@ -50,14 +50,21 @@ fn font_ready() -> bool {
     })
 }
 
-fn draw<DB: DrawingBackend>(root: DrawingArea<DB, plotters::coord::Shift>, chart: &Chart) -> Result<()>
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, plotters::coord::Shift>,
+    chart: &Chart,
+) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
     let perr = |e: &dyn std::fmt::Display| Error::Numerical(format!("plotting failed: {e}"));
     root.fill(&WHITE).map_err(|e| perr(&e))?;
     let tx = |x: f64| if chart.log_x { x.log10() } else { x };
-    let all: Vec<(f64, f64)> = chart.series.iter().flat_map(|s| s.points.iter().copied()).collect();
+    let all: Vec<(f64, f64)> = chart
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().copied())
+        .collect();
     if all.is_empty() {
         return Err(Error::Numerical("nothing to plot".into()));
     }
@@ -83,7 +90,13 @@ where
     cc.configure_mesh()
         .x_desc(&chart.x_label)
         .y_desc(&chart.y_label)
-        .x_label_formatter(&|v| if log_x { format!("{:.3}", 10f64.powf(*v)) } else { format!("{v:.2}") })
+        .x_label_formatter(&|v| {
+            if log_x {
+                format!("{:.3}", 10f64.powf(*v))
+            } else {
+                format!("{v:.2}")
+            }
+        })
         .draw()
         .map_err(|e| perr(&e))?;
     for (i, s) in chart.series.iter().enumerate() {
@@ -104,9 +117,11 @@ where
         cc.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
             .map_err(|e| perr(&e))?;
         if let Some(err) = &s.err {
-            cc.draw_series(pts.iter().zip(err).map(|(&(x, y), &e)| {
-                PathElement::new(vec![(x, y - e), (x, y + e)], color)
-            }))
+            cc.draw_series(
+                pts.iter()
+                    .zip(err)
+                    .map(|(&(x, y), &e)| PathElement::new(vec![(x, y - e), (x, y + e)], color)),
+            )
             .map_err(|e| perr(&e))?;
         }
     }
@@ -121,7 +136,11 @@ where
 }
 
 /// Write `<stem>.svg` (and `<stem>.png` when a font is available). Returns the paths written.
-pub fn write_chart(outputs: &mut Outputs, stem: &Path, chart: &Chart) -> Result<Vec<std::path::PathBuf>> {
+pub fn write_chart(
+    outputs: &mut Outputs,
+    stem: &Path,
+    chart: &Chart,
+) -> Result<Vec<std::path::PathBuf>> {
     let mut written = Vec::new();
     let svg_target = stem.with_extension("svg");
     let mut svg = String::new();

@@ -56,7 +56,10 @@ impl Acc {
 
 impl LogisticKernel for CpuLogistic<'_> {
     fn describe(&self) -> String {
-        format!("cpu (rayon, {} threads, faer)", rayon::current_num_threads())
+        format!(
+            "cpu (rayon, {} threads, faer)",
+            rayon::current_num_threads()
+        )
     }
 
     fn is_gpu(&self) -> bool {
@@ -169,8 +172,12 @@ mod tests {
     fn matches_naive_definition() {
         let d = 7;
         let n = 3000; // several chunks, last one partial
-        let x: Vec<f32> = (0..n * d).map(|i| ((i * 37 % 101) as f32 / 101.0) - 0.5).collect();
-        let y: Vec<f32> = (0..n).map(|i| if i % 3 == 0 { 1.0 } else { -1.0 }).collect();
+        let x: Vec<f32> = (0..n * d)
+            .map(|i| ((i * 37 % 101) as f32 / 101.0) - 0.5)
+            .collect();
+        let y: Vec<f32> = (0..n)
+            .map(|i| if i % 3 == 0 { 1.0 } else { -1.0 })
+            .collect();
         let w: Vec<f64> = (0..d).map(|j| 0.3 * j as f64 - 1.0).collect();
         let k = CpuLogistic::new(Rows::new(&x, &y, d).expect("shape"));
         let s = k.eval(&w, true).expect("eval");

@@ -74,7 +74,8 @@ fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
 impl GpuContext {
     /// Open the first suitable adapter (high-performance preference; lavapipe qualifies).
     pub fn open() -> Result<Self, KernelError> {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
             power_preference: wgpu::PowerPreference::HighPerformance,
             force_fallback_adapter: false,
@@ -164,7 +165,7 @@ impl GpuContext {
     }
 
     fn binding_cap(&self) -> u64 {
-        MAX_BINDING.min(self.limits.max_storage_buffer_binding_size as u64)
+        MAX_BINDING.min(self.limits.max_storage_buffer_binding_size)
     }
 }
 
@@ -179,7 +180,13 @@ pub struct GpuLogistic {
 
 impl std::fmt::Debug for GpuLogistic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "GpuLogistic({}, n = {}, d = {})", self.ctx.describe(), self.n, self.d)
+        write!(
+            f,
+            "GpuLogistic({}, n = {}, d = {})",
+            self.ctx.describe(),
+            self.n,
+            self.d
+        )
     }
 }
 
@@ -252,7 +259,11 @@ impl GpuLogistic {
                     usage,
                 })
             };
-            let params = init("params", bytemuck::bytes_of(&p), wgpu::BufferUsages::UNIFORM);
+            let params = init(
+                "params",
+                bytemuck::bytes_of(&p),
+                wgpu::BufferUsages::UNIFORM,
+            );
             let xb = init(
                 "x",
                 bytemuck::cast_slice(&x[start * d..(start + m) * d]),
@@ -284,13 +295,34 @@ impl GpuLogistic {
                 label: Some("logistic block"),
                 layout: &ctx.layout,
                 entries: &[
-                    wgpu::BindGroupEntry { binding: 0, resource: params.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 1, resource: xb.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 2, resource: yb.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 3, resource: w_buf.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 4, resource: stats.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 5, resource: gpart.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 6, resource: hpart.as_entire_binding() },
+                    wgpu::BindGroupEntry {
+                        binding: 0,
+                        resource: params.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 1,
+                        resource: xb.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 2,
+                        resource: yb.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 3,
+                        resource: w_buf.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 4,
+                        resource: stats.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 5,
+                        resource: gpart.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 6,
+                        resource: hpart.as_entire_binding(),
+                    },
                 ],
             });
             blocks.push(Block {
@@ -305,7 +337,9 @@ impl GpuLogistic {
             });
         }
         if let Some(err) = pollster::block_on(scope.pop()) {
-            return Err(KernelError::Device(format!("uploading {n} x {d} rows: {err}")));
+            return Err(KernelError::Device(format!(
+                "uploading {n} x {d} rows: {err}"
+            )));
         }
         Ok(Self {
             ctx,
@@ -323,10 +357,7 @@ impl GpuLogistic {
 }
 
 /// Read a mapped staging buffer as f32.
-fn read_f32(
-    device: &wgpu::Device,
-    buf: &wgpu::Buffer,
-) -> Result<Vec<f32>, KernelError> {
+fn read_f32(device: &wgpu::Device, buf: &wgpu::Buffer) -> Result<Vec<f32>, KernelError> {
     let (tx, rx) = mpsc::channel();
     buf.slice(..).map_async(wgpu::MapMode::Read, move |r| {
         let _ = tx.send(r);
@@ -370,9 +401,13 @@ impl LogisticKernel for GpuLogistic {
         }
         let dev = &self.ctx.device;
         let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
-        self.ctx.queue.write_buffer(&self.w_buf, 0, bytemuck::cast_slice(&w32));
+        self.ctx
+            .queue
+            .write_buffer(&self.w_buf, 0, bytemuck::cast_slice(&w32));
         let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
-        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("logistic") });
+        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("logistic"),
+        });
         for b in &self.blocks {
             {
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -443,14 +478,23 @@ mod tests {
 
     fn data(n: usize, d: usize, seed: u64) -> (Vec<f32>, Vec<f32>, Vec<f64>) {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let x: Vec<f32> = (0..n * d).map(|_| rng.random_range(-1.0f32..1.0) / (d as f32).sqrt()).collect();
-        let y: Vec<f32> = (0..n).map(|_| if rng.random_bool(0.4) { 1.0 } else { -1.0 }).collect();
+        let x: Vec<f32> = (0..n * d)
+            .map(|_| rng.random_range(-1.0f32..1.0) / (d as f32).sqrt())
+            .collect();
+        let y: Vec<f32> = (0..n)
+            .map(|_| if rng.random_bool(0.4) { 1.0 } else { -1.0 })
+            .collect();
         let w: Vec<f64> = (0..d).map(|_| rng.random_range(-2.0..2.0)).collect();
         (x, y, w)
     }
 
     fn rel(a: &[f64], b: &[f64]) -> f64 {
-        let num: f64 = a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt();
+        let num: f64 = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| (x - y) * (x - y))
+            .sum::<f64>()
+            .sqrt();
         let den: f64 = b.iter().map(|y| y * y).sum::<f64>().sqrt();
         num / den.max(1e-300)
     }
@@ -466,9 +510,21 @@ mod tests {
             let rows = Rows::new(&x, &y, d).expect("shape");
             let cpu = CpuLogistic::new(rows).eval(&w, true).expect("cpu");
             let ctx = GpuContext::open().expect("adapter");
-            let gpu = GpuLogistic::with_context(ctx, rows).expect("upload").eval(&w, true).expect("gpu");
-            assert!((gpu.loss - cpu.loss).abs() / cpu.loss < 1e-5, "loss {} vs {}", gpu.loss, cpu.loss);
-            assert!(rel(&gpu.grad, &cpu.grad) < 1e-5, "grad rel {}", rel(&gpu.grad, &cpu.grad));
+            let gpu = GpuLogistic::with_context(ctx, rows)
+                .expect("upload")
+                .eval(&w, true)
+                .expect("gpu");
+            assert!(
+                (gpu.loss - cpu.loss).abs() / cpu.loss < 1e-5,
+                "loss {} vs {}",
+                gpu.loss,
+                cpu.loss
+            );
+            assert!(
+                rel(&gpu.grad, &cpu.grad) < 1e-5,
+                "grad rel {}",
+                rel(&gpu.grad, &cpu.grad)
+            );
             let (gh, ch) = (gpu.hess.expect("hess"), cpu.hess.expect("hess"));
             assert!(rel(&gh, &ch) < 1e-5, "hess rel {}", rel(&gh, &ch));
         }
@@ -479,7 +535,7 @@ mod tests {
         // Tiny binding cap forces many blocks and bigger Hessian chunks.
         let d = 123;
         let rows = block_rows(d, 1 << 20).expect("fits");
-        assert!(rows * d * 4 <= 1 << 20 && rows % 1024 == 0);
+        assert!(rows * d * 4 <= 1 << 20 && rows.is_multiple_of(1024));
         let hc = hess_chunk(1_000_000, 1000, 128 << 20);
         assert!((1_000_000u64.div_ceil(hc as u64)) * 1000 * 1000 * 4 <= 128 << 20);
         assert!(block_rows(100_000_000, 128 << 20).is_err());
@@ -488,8 +544,11 @@ mod tests {
     #[test]
     fn shader_validates() {
         let module = naga::front::wgsl::parse_str(LOGISTIC_WGSL).expect("WGSL parses");
-        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
-            .validate(&module)
-            .expect("WGSL validates");
+        naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::empty(),
+        )
+        .validate(&module)
+        .expect("WGSL validates");
     }
 }

@@ -15,7 +15,9 @@ use std::fmt;
 /// Errors of the compute layer.
 #[derive(Debug, thiserror::Error)]
 pub enum KernelError {
-    #[error("no GPU adapter found ({0}); install a Vulkan driver (e.g. mesa-vulkan-drivers) or use device = \"cpu\"")]
+    #[error(
+        "no GPU adapter found ({0}); install a Vulkan driver (e.g. mesa-vulkan-drivers) or use device = \"cpu\""
+    )]
     NoAdapter(String),
     #[error("GPU device request failed: {0}")]
     Device(String),
@@ -72,7 +74,7 @@ impl<'a> Rows<'a> {
         if d == 0 {
             return Err(KernelError::Input("dimension must be >= 1".into()));
         }
-        if x.len() % d != 0 || x.len() / d != y.len() {
+        if !x.len().is_multiple_of(d) || x.len() / d != y.len() {
             return Err(KernelError::Input(format!(
                 "x has {} entries, not {} rows x {} columns",
                 x.len(),
@@ -154,7 +156,10 @@ pub fn select<'a>(
                 Ok(Box::new(g))
             }
             Ok(ctx) => {
-                tracing::info!("only a software GPU adapter ({}); using the CPU", ctx.describe());
+                tracing::info!(
+                    "only a software GPU adapter ({}); using the CPU",
+                    ctx.describe()
+                );
                 Ok(Box::new(cpu::CpuLogistic::new(rows)))
             }
             Err(e) => {
@@ -177,7 +182,9 @@ mod tests {
             assert!(l >= 0.0 && (0.0..=0.25).contains(&d));
         }
         let (l, c, d) = row_terms(0.0, 1.0);
-        assert!((l - 2f64.ln()).abs() < 1e-15 && (c + 0.5).abs() < 1e-15 && (d - 0.25).abs() < 1e-15);
+        assert!(
+            (l - 2f64.ln()).abs() < 1e-15 && (c + 0.5).abs() < 1e-15 && (d - 0.25).abs() < 1e-15
+        );
         // derivative check of the loss wrt z
         let h = 1e-6;
         let (lp, _, _) = row_terms(0.3 + h, -1.0);

@@ -34,10 +34,16 @@ pub fn read_libsvm(path: &Path, dim: usize, labels: LabelEncoding) -> Result<Dat
             let (i, v) = tok
                 .split_once(':')
                 .ok_or_else(|| bad(format!("'{tok}' is not index:value")))?;
-            let i: usize = i.parse().map_err(|_| bad(format!("index '{i}' is not a positive integer")))?;
-            let v: f64 = v.parse().map_err(|_| bad(format!("value '{v}' is not a number")))?;
+            let i: usize = i
+                .parse()
+                .map_err(|_| bad(format!("index '{i}' is not a positive integer")))?;
+            let v: f64 = v
+                .parse()
+                .map_err(|_| bad(format!("value '{v}' is not a number")))?;
             if i == 0 || i > dim {
-                return Err(bad(format!("index {i} is outside 1..={dim} (the declared dimension)")));
+                return Err(bad(format!(
+                    "index {i} is outside 1..={dim} (the declared dimension)"
+                )));
             }
             if i <= last {
                 return Err(bad(format!("indices must ascend ({i} after {last})")));
@@ -91,7 +97,9 @@ mod tests {
             ("", "zero rows"),
         ] {
             let (_d, p) = tmp(content);
-            let e = read_libsvm(&p, 4, LabelEncoding::PlusMinusOne).expect_err(content).to_string();
+            let e = read_libsvm(&p, 4, LabelEncoding::PlusMinusOne)
+                .expect_err(content)
+                .to_string();
             assert!(e.contains(needle), "{content:?}: {e}");
         }
     }
@@ -101,12 +109,16 @@ mod tests {
     #[test]
     fn reads_a9a() {
         let root = crate::testdata::shared_data_dir();
-        let tr = read_libsvm(&root.join("a9a/a9a"), 123, LabelEncoding::PlusMinusOne).expect("a9a present");
-        let te = read_libsvm(&root.join("a9a/a9a.t"), 123, LabelEncoding::PlusMinusOne).expect("a9a.t present");
+        let tr = read_libsvm(&root.join("a9a/a9a"), 123, LabelEncoding::PlusMinusOne)
+            .expect("a9a present");
+        let te = read_libsvm(&root.join("a9a/a9a.t"), 123, LabelEncoding::PlusMinusOne)
+            .expect("a9a.t present");
         assert_eq!((tr.n(), te.n()), (32_561, 16_281));
         assert_eq!(tr.y.iter().filter(|&&v| v > 0.0).count(), 7_841);
         assert_eq!(te.y.iter().filter(|&&v| v > 0.0).count(), 3_846);
-        let max_ones = (0..tr.n()).map(|i| tr.row(i).iter().filter(|&&v| v != 0.0).count()).max();
+        let max_ones = (0..tr.n())
+            .map(|i| tr.row(i).iter().filter(|&&v| v != 0.0).count())
+            .max();
         assert_eq!(max_ones, Some(14));
         assert_eq!(tr.x.iter().filter(|&&v| v != 0.0).count(), 451_592);
     }

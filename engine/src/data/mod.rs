@@ -174,7 +174,11 @@ impl RowTransform {
             ));
         }
         for (i, row) in data.x.chunks_exact_mut(d).enumerate() {
-            let norm = row.iter().map(|&v| (v as f64) * (v as f64)).sum::<f64>().sqrt();
+            let norm = row
+                .iter()
+                .map(|&v| (v as f64) * (v as f64))
+                .sum::<f64>()
+                .sqrt();
             match *self {
                 RowTransform::None => {
                     if norm > 1.0 + UNIT_BALL_TOLERANCE {
@@ -240,12 +244,14 @@ mod tests {
     #[test]
     fn transforms_enforce_the_unit_ball() {
         let mut a = ds(vec![3.0, 4.0, 0.1, 0.2], 2);
-        let err = RowTransform::None.apply(&mut a.clone()).expect_err("norm 5");
+        let err = RowTransform::None
+            .apply(&mut a.clone())
+            .expect_err("norm 5");
         assert!(err.to_string().contains("row 0"), "{err}");
         assert_eq!(RowTransform::Clip.apply(&mut a).expect("clip"), 1);
         assert!((a.x[0] - 0.6).abs() < 1e-6 && (a.x[2] - 0.1).abs() < 1e-7);
         let mut b = ds(vec![3.0, 4.0], 2);
-        assert!(RowTransform::Scale(0.1).apply(&mut b.clone()).is_err());
+        assert!(RowTransform::Scale(0.3).apply(&mut b.clone()).is_err());
         RowTransform::Scale(0.2).apply(&mut b).expect("exactly 1");
         assert!(RowTransform::Scale(f64::NAN).apply(&mut b).is_err());
     }
@@ -253,10 +259,16 @@ mod tests {
     #[test]
     fn labels_follow_the_declared_encoding() {
         let p = Path::new("f");
-        assert_eq!(map_label(-1.0, LabelEncoding::PlusMinusOne, p, "label", 0).expect("ok"), -1.0);
+        assert_eq!(
+            map_label(-1.0, LabelEncoding::PlusMinusOne, p, "label", 0).expect("ok"),
+            -1.0
+        );
         let e = map_label(0.0, LabelEncoding::PlusMinusOne, p, "label", 3).expect_err("undeclared");
         assert!(e.to_string().contains("zero_one") && e.to_string().contains("row 3"));
-        assert_eq!(map_label(0.0, LabelEncoding::ZeroOne, p, "label", 0).expect("ok"), -1.0);
+        assert_eq!(
+            map_label(0.0, LabelEncoding::ZeroOne, p, "label", 0).expect("ok"),
+            -1.0
+        );
         assert!(map_label(2.0, LabelEncoding::ZeroOne, p, "label", 0).is_err());
     }
 

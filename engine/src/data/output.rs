@@ -30,11 +30,14 @@ impl Outputs {
 
     /// A temporary path to write `target` to; it becomes `target` on `commit`.
     pub fn stage(&mut self, target: &Path) -> Result<PathBuf> {
-        let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let dir = target
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
         self.ensure_dir(dir)?;
-        let name = target
-            .file_name()
-            .ok_or_else(|| Error::param("output", format!("{} is not a file path", target.display())))?;
+        let name = target.file_name().ok_or_else(|| {
+            Error::param("output", format!("{} is not a file path", target.display()))
+        })?;
         let tmp = dir.join(format!(".{}.kinsey-tmp", name.to_string_lossy()));
         self.pending.push((tmp.clone(), target.to_path_buf()));
         Ok(tmp)

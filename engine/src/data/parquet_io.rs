@@ -99,7 +99,10 @@ fn read_one(path: &Path, spec: &ColumnSpec) -> Result<Dataset> {
     let label_idx = schema.index_of(&spec.label).map_err(|_| Error::Schema {
         path: path.to_path_buf(),
         column: spec.label.clone(),
-        msg: format!("label column not found; the columns are: {}", names.join(", ")),
+        msg: format!(
+            "label column not found; the columns are: {}",
+            names.join(", ")
+        ),
     })?;
     if !is_numeric(schema.field(label_idx).data_type()) {
         return Err(Error::Schema {
@@ -165,7 +168,10 @@ fn read_one(path: &Path, spec: &ColumnSpec) -> Result<Dataset> {
         });
     }
     let d = feature_idx.len();
-    let features: Vec<String> = feature_idx.iter().map(|&i| schema.field(i).name().clone()).collect();
+    let features: Vec<String> = feature_idx
+        .iter()
+        .map(|&i| schema.field(i).name().clone())
+        .collect();
     let reader = builder.with_batch_size(BATCH_ROWS).build().map_err(pq)?;
     let mut x = Vec::with_capacity(total_rows * d);
     let mut y = Vec::with_capacity(total_rows);
@@ -239,14 +245,21 @@ fn schema_for(ds: &Dataset, label: &str) -> Arc<Schema> {
 }
 
 /// Write a data set to a Parquet file (ZSTD), staged in `outputs` (committed by the caller).
-pub fn write_parquet(outputs: &mut Outputs, target: &Path, ds: &Dataset, label: &str) -> Result<()> {
+pub fn write_parquet(
+    outputs: &mut Outputs,
+    target: &Path,
+    ds: &Dataset,
+    label: &str,
+) -> Result<()> {
     let tmp = outputs.stage(target)?;
     let file = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
     let schema = schema_for(ds, label);
     let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).map_err(|e| Error::Parquet {
-            path: target.to_path_buf(),
-            source: e,
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).map_err(|e| {
+            Error::Parquet {
+                path: target.to_path_buf(),
+                source: e,
+            }
         })?))
         .set_max_row_group_row_count(Some(BATCH_ROWS * 2))
         .build();
@@ -301,8 +314,14 @@ mod tests {
             &p,
             vec![
                 ("age", Arc::new(Int32Array::from(vec![1, 2, 3])) as ArrayRef),
-                ("flag", Arc::new(BooleanArray::from(vec![true, false, true])) as ArrayRef),
-                ("name", Arc::new(StringArray::from(vec!["a", "b", "c"])) as ArrayRef),
+                (
+                    "flag",
+                    Arc::new(BooleanArray::from(vec![true, false, true])) as ArrayRef,
+                ),
+                (
+                    "name",
+                    Arc::new(StringArray::from(vec!["a", "b", "c"])) as ArrayRef,
+                ),
                 ("label", f32col(&[1.0, -1.0, 1.0])),
             ],
         );
@@ -314,7 +333,9 @@ mod tests {
             features: vec!["name".into()],
             ..Default::default()
         };
-        let e = read_parquet(&p, &spec).expect_err("string feature").to_string();
+        let e = read_parquet(&p, &spec)
+            .expect_err("string feature")
+            .to_string();
         assert!(e.contains("'name'") && e.contains("non-numeric"), "{e}");
     }
 
@@ -322,36 +343,66 @@ mod tests {
     fn bad_inputs_name_file_column_and_row() {
         let dir = tempfile::tempdir().expect("tmp");
         let p = dir.path().join("b.parquet");
-        write_batch(&p, vec![("f1", f32col(&[0.1, f32::NAN])), ("label", f32col(&[1.0, 1.0]))]);
-        let e = read_parquet(&p, &ColumnSpec::default()).expect_err("nan").to_string();
-        assert!(e.contains("b.parquet") && e.contains("'f1'") && e.contains("row 1"), "{e}");
+        write_batch(
+            &p,
+            vec![
+                ("f1", f32col(&[0.1, f32::NAN])),
+                ("label", f32col(&[1.0, 1.0])),
+            ],
+        );
+        let e = read_parquet(&p, &ColumnSpec::default())
+            .expect_err("nan")
+            .to_string();
+        assert!(
+            e.contains("b.parquet") && e.contains("'f1'") && e.contains("row 1"),
+            "{e}"
+        );
 
-        write_batch(&p, vec![("f1", f32col(&[0.1, 0.2])), ("y", f32col(&[1.0, 1.0]))]);
-        let e = read_parquet(&p, &ColumnSpec::default()).expect_err("no label").to_string();
+        write_batch(
+            &p,
+            vec![("f1", f32col(&[0.1, 0.2])), ("y", f32col(&[1.0, 1.0]))],
+        );
+        let e = read_parquet(&p, &ColumnSpec::default())
+            .expect_err("no label")
+            .to_string();
         assert!(e.contains("'label'") && e.contains("not found"), "{e}");
 
-        write_batch(&p, vec![("f1", f32col(&[0.1, 0.2])), ("label", f32col(&[1.0, 0.0]))]);
-        let e = read_parquet(&p, &ColumnSpec::default()).expect_err("0 label").to_string();
+        write_batch(
+            &p,
+            vec![("f1", f32col(&[0.1, 0.2])), ("label", f32col(&[1.0, 0.0]))],
+        );
+        let e = read_parquet(&p, &ColumnSpec::default())
+            .expect_err("0 label")
+            .to_string();
         assert!(e.contains("row 1") && e.contains("zero_one"), "{e}");
         let spec = ColumnSpec {
             labels: LabelEncoding::ZeroOne,
             ..Default::default()
         };
-        assert_eq!(read_parquet(&p, &spec).expect("declared").y, vec![1.0, -1.0]);
+        assert_eq!(
+            read_parquet(&p, &spec).expect("declared").y,
+            vec![1.0, -1.0]
+        );
 
         let nulls: ArrayRef = Arc::new(Float32Array::from(vec![Some(0.1), None]));
         write_batch(&p, vec![("f1", nulls), ("label", f32col(&[1.0, 1.0]))]);
-        let e = read_parquet(&p, &ColumnSpec::default()).expect_err("null").to_string();
+        let e = read_parquet(&p, &ColumnSpec::default())
+            .expect_err("null")
+            .to_string();
         assert!(e.contains("null") && e.contains("row 1"), "{e}");
 
         write_batch(&p, vec![("f1", f32col(&[])), ("label", f32col(&[]))]);
-        let e = read_parquet(&p, &ColumnSpec::default()).expect_err("empty").to_string();
+        let e = read_parquet(&p, &ColumnSpec::default())
+            .expect_err("empty")
+            .to_string();
         assert!(e.contains("zero rows"), "{e}");
 
         std::fs::write(&p, b"PAR1 this is not parquet").expect("write");
         assert!(read_parquet(&p, &ColumnSpec::default()).is_err());
         let missing = dir.path().join("missing.parquet");
-        let e = read_parquet(&missing, &ColumnSpec::default()).expect_err("missing").to_string();
+        let e = read_parquet(&missing, &ColumnSpec::default())
+            .expect_err("missing")
+            .to_string();
         assert!(e.contains("missing.parquet"), "{e}");
     }
 
@@ -365,7 +416,9 @@ mod tests {
         o.commit().expect("commit");
         let bytes = std::fs::read(&p).expect("read");
         std::fs::write(&p, &bytes[..bytes.len() / 2]).expect("truncate");
-        let e = read_parquet(&p, &ColumnSpec::default()).expect_err("truncated").to_string();
+        let e = read_parquet(&p, &ColumnSpec::default())
+            .expect_err("truncated")
+            .to_string();
         assert!(e.contains("t.parquet"), "{e}");
     }
 
@@ -377,7 +430,8 @@ mod tests {
         write_parquet(&mut o, &dir.path().join("p1.parquet"), &ds, "label").expect("write");
         write_parquet(&mut o, &dir.path().join("p2.parquet"), &ds, "label").expect("write");
         o.commit().expect("commit");
-        let back = read_parquet(&dir.path().join("p1.parquet"), &ColumnSpec::default()).expect("read");
+        let back =
+            read_parquet(&dir.path().join("p1.parquet"), &ColumnSpec::default()).expect("read");
         assert_eq!(back.x, ds.x);
         assert_eq!(back.y, ds.y);
         let both = read_parquet(dir.path(), &ColumnSpec::default()).expect("dir");

@@ -19,11 +19,17 @@ impl SplitSpec {
             SplitSpec::Sizes(s) => s.clone(),
             SplitSpec::Fractions(f) => {
                 if let Some(bad) = f.iter().find(|v| !(v.is_finite() && **v > 0.0)) {
-                    return Err(Error::param("fractions", format!("each fraction must be > 0, got {bad}")));
+                    return Err(Error::param(
+                        "fractions",
+                        format!("each fraction must be > 0, got {bad}"),
+                    ));
                 }
                 let total: f64 = f.iter().sum();
                 if total > 1.0 + 1e-9 {
-                    return Err(Error::param("fractions", format!("fractions sum to {total} > 1")));
+                    return Err(Error::param(
+                        "fractions",
+                        format!("fractions sum to {total} > 1"),
+                    ));
                 }
                 let mut s: Vec<usize> = f.iter().map(|v| (v * n as f64).floor() as usize).collect();
                 if (total - 1.0).abs() <= 1e-9 {
@@ -39,7 +45,10 @@ impl SplitSpec {
             return Err(Error::param("sizes", "at least one party is needed"));
         }
         if let Some(i) = sizes.iter().position(|&s| s == 0) {
-            return Err(Error::param("sizes", format!("party {} would have zero rows", i + 1)));
+            return Err(Error::param(
+                "sizes",
+                format!("party {} would have zero rows", i + 1),
+            ));
         }
         let total: usize = sizes.iter().sum();
         if total > n {
@@ -73,21 +82,43 @@ mod tests {
 
     #[test]
     fn sizes_and_fractions() {
-        assert_eq!(SplitSpec::Sizes(vec![2, 3]).sizes(5).expect("ok"), vec![2, 3]);
+        assert_eq!(
+            SplitSpec::Sizes(vec![2, 3]).sizes(5).expect("ok"),
+            vec![2, 3]
+        );
         assert!(SplitSpec::Sizes(vec![2, 4]).sizes(5).is_err());
         assert!(SplitSpec::Sizes(vec![0, 4]).sizes(5).is_err());
-        assert_eq!(SplitSpec::Fractions(vec![0.5, 0.5]).sizes(7).expect("ok"), vec![3, 4]);
-        assert_eq!(SplitSpec::Fractions(vec![0.25, 0.25]).sizes(8).expect("ok"), vec![2, 2]);
+        assert_eq!(
+            SplitSpec::Fractions(vec![0.5, 0.5]).sizes(7).expect("ok"),
+            vec![3, 4]
+        );
+        assert_eq!(
+            SplitSpec::Fractions(vec![0.25, 0.25]).sizes(8).expect("ok"),
+            vec![2, 2]
+        );
         assert!(SplitSpec::Fractions(vec![0.7, 0.7]).sizes(8).is_err());
     }
 
     #[test]
     fn split_is_a_seeded_partition() {
         let ds = super::super::synth::generate_one(100, 3, 1.0, 1, "in".into());
-        let parts = split(&ds, &SplitSpec::Sizes(vec![30, 70]), &mut NoiseRng::from_seed_quiet(4)).expect("split");
-        let again = split(&ds, &SplitSpec::Sizes(vec![30, 70]), &mut NoiseRng::from_seed_quiet(4)).expect("split");
+        let parts = split(
+            &ds,
+            &SplitSpec::Sizes(vec![30, 70]),
+            &mut NoiseRng::from_seed_quiet(4),
+        )
+        .expect("split");
+        let again = split(
+            &ds,
+            &SplitSpec::Sizes(vec![30, 70]),
+            &mut NoiseRng::from_seed_quiet(4),
+        )
+        .expect("split");
         assert_eq!(parts[0].x, again[0].x);
-        let mut all: Vec<u32> = parts.iter().flat_map(|p| p.x.iter().map(|v| v.to_bits())).collect();
+        let mut all: Vec<u32> = parts
+            .iter()
+            .flat_map(|p| p.x.iter().map(|v| v.to_bits()))
+            .collect();
         let mut orig: Vec<u32> = ds.x.iter().map(|v| v.to_bits()).collect();
         all.sort_unstable();
         orig.sort_unstable();

@@ -26,7 +26,14 @@ fn normal(rng: &mut ChaCha8Rng) -> f64 {
 
 /// `n` rows from the planted model of `seed`; `stream` picks an independent row stream
 /// (different parties and the test set use different streams of the same model).
-pub fn generate(n: usize, d: usize, signal: f64, seed: u64, stream: u64, source: PathBuf) -> Dataset {
+pub fn generate(
+    n: usize,
+    d: usize,
+    signal: f64,
+    seed: u64,
+    stream: u64,
+    source: PathBuf,
+) -> Dataset {
     let w = planted_w(d, signal, seed);
     const BLOCK: usize = 8192;
     let blocks: Vec<(Vec<f32>, Vec<f32>)> = (0..n.div_ceil(BLOCK))
@@ -82,7 +89,11 @@ mod tests {
         let a = generate(20_000, 10, 4.0, 7, 1, "a".into());
         let b = generate(20_000, 10, 4.0, 7, 2, "b".into());
         assert_ne!(a.x[..10], b.x[..10]);
-        assert_eq!(a.x, generate(20_000, 10, 4.0, 7, 1, "a".into()).x, "reproducible");
+        assert_eq!(
+            a.x,
+            generate(20_000, 10, 4.0, 7, 1, "a".into()).x,
+            "reproducible"
+        );
         for i in 0..a.n() {
             let n2: f32 = a.row(i).iter().map(|v| v * v).sum();
             assert!(n2 <= 1.0 + 1e-5);

@@ -85,7 +85,8 @@ mod tests {
     fn spends_add_up_and_overspend_is_refused() {
         let mut a = Accountant::new(0.3, 0.0).expect("valid");
         a.spend("a", 0.1, 0.0).expect("fits");
-        a.spend("b", 0.2, 0.0).expect("fits despite 0.1 + 0.2 != 0.3 in floats");
+        a.spend("b", 0.2, 0.0)
+            .expect("fits despite 0.1 + 0.2 != 0.3 in floats");
         let err = a.spend("c", 0.01, 0.0).expect_err("over budget");
         assert!(err.to_string().contains("'c'"));
         assert_eq!(a.ledger.len(), 2, "a refused spend is not recorded");

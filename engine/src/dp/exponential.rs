@@ -94,7 +94,11 @@ mod tests {
         let scores = [0.0, 1.0, 2.0, 3.0, 5.0];
         let m = ExponentialMechanism::new(1.0, 1.0, false).expect("valid");
         let n = 200_000;
-        let expected: Vec<f64> = m.probabilities(&scores).iter().map(|p| p * n as f64).collect();
+        let expected: Vec<f64> = m
+            .probabilities(&scores)
+            .iter()
+            .map(|p| p * n as f64)
+            .collect();
         let (_, p) = chi_square_test(&counts(&m, &scores, n, 1), &expected);
         assert!(p > ALPHA, "p = {p}");
         // Noise 30% too small = temperature 1/0.7 too large.

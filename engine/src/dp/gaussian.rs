@@ -51,7 +51,9 @@ pub fn analytic_sigma(sensitivity: f64, epsilon: f64, delta: f64) -> Result<f64>
     while analytic_delta(sensitivity, epsilon, hi) > delta {
         hi *= 2.0;
         if hi > sensitivity * 1e12 {
-            return Err(Error::Numerical("analytic Gaussian calibration diverged".into()));
+            return Err(Error::Numerical(
+                "analytic Gaussian calibration diverged".into(),
+            ));
         }
     }
     for _ in 0..200 {

@@ -129,7 +129,10 @@ mod tests {
     fn laplace_power_check_rejects_30_percent_too_small() {
         let (mut v, b) = draws(0.7, 200_000, 12);
         let (_, p) = ks_test(&mut v, |x| laplace_cdf(x, b));
-        assert!(p < ALPHA, "the test cannot see a 30% smaller scale: p = {p}");
+        assert!(
+            p < ALPHA,
+            "the test cannot see a 30% smaller scale: p = {p}"
+        );
     }
 
     #[test]
@@ -157,6 +160,9 @@ mod tests {
         assert!(LaplaceMechanism::new(1.0, f64::NAN).is_err());
         assert!(LaplaceMechanism::new(-1.0, 1.0).is_err());
         let m = LaplaceMechanism::new(1.0, 1.0).expect("valid");
-        assert!(m.release(f64::NAN, &mut NoiseRng::from_seed_quiet(1)).is_err());
+        assert!(
+            m.release(f64::NAN, &mut NoiseRng::from_seed_quiet(1))
+                .is_err()
+        );
     }
 }

@@ -158,7 +158,10 @@ mod tests {
 
     #[test]
     fn os_seeded_generators_differ() {
-        assert_ne!(NoiseRng::from_os().next_u64(), NoiseRng::from_os().next_u64());
+        assert_ne!(
+            NoiseRng::from_os().next_u64(),
+            NoiseRng::from_os().next_u64()
+        );
     }
 
     #[test]

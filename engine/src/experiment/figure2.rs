@@ -106,7 +106,11 @@ fn noisy_errors(
     let rngs: Vec<NoiseRng> = (0..runs).map(|_| rng.fork()).collect();
     rngs.into_par_iter()
         .map(|mut r| {
-            let w: Vec<f64> = center.iter().zip(cal.sample(&mut r)).map(|(a, b)| a + b).collect();
+            let w: Vec<f64> = center
+                .iter()
+                .zip(cal.sample(&mut r))
+                .map(|(a, b)| a + b)
+                .collect();
             logreg::error_rate(&w, &test.x, &test.y, test.d)
         })
         .collect()
@@ -156,7 +160,11 @@ pub fn run(train: &Dataset, test: &Dataset, cfg: &Figure2Config) -> Result<Figur
         let g_star = star.grad_norm.max(solver.tolerance);
         for calibration in [Calibration::Tight, Calibration::Paper] {
             for &epsilon in &cfg.epsilons {
-                let spec = PrivacySpec { epsilon, calibration, noise: cfg.noise };
+                let spec = PrivacySpec {
+                    epsilon,
+                    calibration,
+                    noise: cfg.noise,
+                };
                 let cal = aggregate::calibrate(&obj, &spec, train.n(), 1, train.d, g_star)?;
                 let (m, s) = mean_std(&noisy_errors(&star.w, &cal, cfg.runs, &mut rng, &test));
                 points.push(Point {
@@ -189,10 +197,17 @@ pub fn run(train: &Dataset, test: &Dataset, cfg: &Figure2Config) -> Result<Figur
                 ratio: dist / bound,
                 average_test_error: logreg::error_rate(&avg, &test.x, &test.y, test.d),
             });
-            let g = fits.iter().map(|f| f.grad_norm).fold(solver.tolerance, f64::max);
+            let g = fits
+                .iter()
+                .map(|f| f.grad_norm)
+                .fold(solver.tolerance, f64::max);
             for calibration in [Calibration::Tight, Calibration::Paper] {
                 for &epsilon in &cfg.epsilons {
-                    let spec = PrivacySpec { epsilon, calibration, noise: cfg.noise };
+                    let spec = PrivacySpec {
+                        epsilon,
+                        calibration,
+                        noise: cfg.noise,
+                    };
                     let cal = aggregate::calibrate(&obj, &spec, n_min, k, train.d, g)?;
                     let (m, s) = mean_std(&noisy_errors(&avg, &cal, cfg.runs, &mut rng, &test));
                     points.push(Point {
@@ -221,7 +236,8 @@ pub fn run(train: &Dataset, test: &Dataset, cfg: &Figure2Config) -> Result<Figur
 
 impl Figure2Result {
     pub fn to_csv(&self) -> String {
-        let mut s = String::from("lambda,series,calibration,epsilon,mean_test_error,std_test_error,runs\n");
+        let mut s =
+            String::from("lambda,series,calibration,epsilon,mean_test_error,std_test_error,runs\n");
         for p in &self.points {
             let _ = writeln!(
                 s,
@@ -240,18 +256,42 @@ impl Figure2Result {
 
     /// Markdown table (epsilon in columns) for one lambda and calibration.
     pub fn markdown(&self, lambda: f64, calibration: &str, max_eps: f64) -> String {
-        let eps: Vec<f64> = self.config.epsilons.iter().copied().filter(|&e| e <= max_eps + 1e-12).collect();
-        let mut s = format!("| series \\ epsilon | {} |\n|---|{}\n", 
-            eps.iter().map(|e| format!("{e}")).collect::<Vec<_>>().join(" | "),
-            "---|".repeat(eps.len()));
+        let eps: Vec<f64> = self
+            .config
+            .epsilons
+            .iter()
+            .copied()
+            .filter(|&e| e <= max_eps + 1e-12)
+            .collect();
+        let mut s = format!(
+            "| series \\ epsilon | {} |\n|---|{}\n",
+            eps.iter()
+                .map(|e| format!("{e}"))
+                .collect::<Vec<_>>()
+                .join(" | "),
+            "---|".repeat(eps.len())
+        );
         let mut names: Vec<&str> = Vec::new();
-        for p in self.points.iter().filter(|p| p.lambda == lambda && p.calibration == calibration) {
+        for p in self
+            .points
+            .iter()
+            .filter(|p| p.lambda == lambda && p.calibration == calibration)
+        {
             if !names.contains(&p.series.as_str()) {
                 names.push(&p.series);
             }
         }
-        if let Some(np) = self.points.iter().find(|p| p.lambda == lambda && p.epsilon.is_none()) {
-            let _ = writeln!(s, "| {} | {} |", np.series, vec![format!("{:.4}", np.mean_test_error); eps.len()].join(" | "));
+        if let Some(np) = self
+            .points
+            .iter()
+            .find(|p| p.lambda == lambda && p.epsilon.is_none())
+        {
+            let _ = writeln!(
+                s,
+                "| {} | {} |",
+                np.series,
+                vec![format!("{:.4}", np.mean_test_error); eps.len()].join(" | ")
+            );
         }
         for name in names {
             let row: Vec<String> = eps
@@ -259,7 +299,12 @@ impl Figure2Result {
                 .map(|&e| {
                     self.points
                         .iter()
-                        .find(|p| p.lambda == lambda && p.calibration == calibration && p.series == name && p.epsilon == Some(e))
+                        .find(|p| {
+                            p.lambda == lambda
+                                && p.calibration == calibration
+                                && p.series == name
+                                && p.epsilon == Some(e)
+                        })
                         .map(|p| format!("{:.4} ± {:.4}", p.mean_test_error, p.std_test_error))
                         .unwrap_or_default()
                 })
@@ -276,7 +321,8 @@ impl Figure2Result {
         out.write(&dir.join("figure2.csv"), self.to_csv().as_bytes())?;
         let json = serde_json::to_vec_pretty(self).map_err(|e| Error::Numerical(e.to_string()))?;
         out.write(&dir.join("figure2.json"), &json)?;
-        let mut md = String::from("# Figure 2 (seed 001) on a9a: mean test error over noise draws\n\n");
+        let mut md =
+            String::from("# Figure 2 (seed 001) on a9a: mean test error over noise draws\n\n");
         for &lambda in &self.config.lambdas {
             for cal in ["paper", "tight"] {
                 let _ = writeln!(md, "## lambda = {lambda}, calibration = {cal}\n");
@@ -289,7 +335,11 @@ impl Figure2Result {
         }
         md.push_str("## Theorem 4.2: ||w_hat - w*|| <= (K-1)/(n(1) lambda)\n\n| lambda | split | distance | bound | ratio | test error of the unperturbed average |\n|---|---|---|---|---|---|\n");
         for c in &self.theorem_4_2 {
-            let _ = writeln!(md, "| {} | {} | {:.3e} | {:.3e} | {:.4} | {:.4} |", c.lambda, c.split, c.distance, c.bound, c.ratio, c.average_test_error);
+            let _ = writeln!(
+                md,
+                "| {} | {} | {:.3e} | {:.3e} | {:.4} | {:.4} |",
+                c.lambda, c.split, c.distance, c.bound, c.ratio, c.average_test_error
+            );
         }
         out.write(&dir.join("figure2.md"), md.as_bytes())?;
         out.commit()
@@ -298,8 +348,18 @@ impl Figure2Result {
     fn chart(&self, lambda: f64, calibration: &str) -> Chart {
         let mut series: Vec<Series> = Vec::new();
         let eps_max = 0.4 + 1e-12;
-        if let Some(np) = self.points.iter().find(|p| p.lambda == lambda && p.epsilon.is_none()) {
-            let xs: Vec<f64> = self.config.epsilons.iter().copied().filter(|&e| e <= eps_max).collect();
+        if let Some(np) = self
+            .points
+            .iter()
+            .find(|p| p.lambda == lambda && p.epsilon.is_none())
+        {
+            let xs: Vec<f64> = self
+                .config
+                .epsilons
+                .iter()
+                .copied()
+                .filter(|&e| e <= eps_max)
+                .collect();
             series.push(Series {
                 name: np.series.clone(),
                 points: xs.iter().map(|&e| (e, np.mean_test_error)).collect(),
@@ -308,7 +368,11 @@ impl Figure2Result {
             });
         }
         let mut names: Vec<String> = Vec::new();
-        for p in self.points.iter().filter(|p| p.lambda == lambda && p.calibration == calibration) {
+        for p in self
+            .points
+            .iter()
+            .filter(|p| p.lambda == lambda && p.calibration == calibration)
+        {
             if !names.contains(&p.series) {
                 names.push(p.series.clone());
             }
@@ -322,7 +386,10 @@ impl Figure2Result {
                 .collect();
             series.push(Series {
                 name,
-                points: pts.iter().map(|p| (p.epsilon.unwrap_or(0.0), p.mean_test_error)).collect(),
+                points: pts
+                    .iter()
+                    .map(|p| (p.epsilon.unwrap_or(0.0), p.mean_test_error))
+                    .collect(),
                 err: Some(pts.iter().map(|p| p.std_test_error).collect()),
                 dashed: false,
             });
@@ -349,8 +416,10 @@ mod tests {
     #[test]
     fn figure2_on_a9a_reduced() {
         let root = crate::testdata::shared_data_dir();
-        let tr = read_libsvm(&root.join("a9a/a9a"), 123, LabelEncoding::PlusMinusOne).expect("a9a present");
-        let te = read_libsvm(&root.join("a9a/a9a.t"), 123, LabelEncoding::PlusMinusOne).expect("a9a.t present");
+        let tr = read_libsvm(&root.join("a9a/a9a"), 123, LabelEncoding::PlusMinusOne)
+            .expect("a9a present");
+        let te = read_libsvm(&root.join("a9a/a9a.t"), 123, LabelEncoding::PlusMinusOne)
+            .expect("a9a.t present");
         let cfg = Figure2Config {
             lambdas: vec![1.0, 1e-3],
             epsilons: vec![0.05, 0.4, 8.0],
@@ -359,7 +428,13 @@ mod tests {
             ..Default::default()
         };
         let r = run(&tr, &te, &cfg).expect("runs");
-        let np = |l: f64| r.points.iter().find(|p| p.lambda == l && p.epsilon.is_none()).expect("np").mean_test_error;
+        let np = |l: f64| {
+            r.points
+                .iter()
+                .find(|p| p.lambda == l && p.epsilon.is_none())
+                .expect("np")
+                .mean_test_error
+        };
         assert!((np(1.0) - 0.2362).abs() < 5e-4, "{}", np(1.0));
         assert!((np(1e-3) - 0.1639).abs() < 3e-3, "{}", np(1e-3));
         for c in &r.theorem_4_2 {
@@ -368,7 +443,12 @@ mod tests {
         let at = |e: f64| {
             r.points
                 .iter()
-                .find(|p| p.lambda == 1e-3 && p.calibration == "paper" && p.series.contains("3256") && p.epsilon == Some(e))
+                .find(|p| {
+                    p.lambda == 1e-3
+                        && p.calibration == "paper"
+                        && p.series.contains("3256")
+                        && p.epsilon == Some(e)
+                })
                 .expect("point")
                 .mean_test_error
         };
