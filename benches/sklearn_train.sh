@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # kinsey vs scikit-learn on the same generated data, in the same run.
 #
-#   benches/sklearn_train.sh [ROWS] [DIM] [LAMBDA]      (default 1000000 123 1e-4)
+#   benches/sklearn_train.sh [ROWS] [DIM] [LAMBDA] [RHO]   (default 1000000 123 1e-4 0)
+#
+# RHO is the AR(1) correlation of the generated features (0: isotropic).
 #
 # Generates ROWS x DIM rows with `kinsey generate`, times `kinsey bench train` (Newton to
 # ||grad J|| <= 1e-10) and scikit-learn's LogisticRegression(lbfgs, no intercept, C = 1/(2 n
@@ -10,14 +12,14 @@
 # and the ratio. scikit-learn is installed in .venv-bench (pinned < 1.7, see benchmarks.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROWS=${1:-1000000}; DIM=${2:-123}; LAMBDA=${3:-1e-4}
+ROWS=${1:-1000000}; DIM=${2:-123}; LAMBDA=${3:-1e-4}; RHO=${4:-0}
 cargo build --release -q -p kinsey-engine
 if [ ! -x .venv-bench/bin/python ]; then
   python3 -m venv .venv-bench
   .venv-bench/bin/pip install -q "scikit-learn>=1.5,<1.7" "numpy<2.3" pyarrow
 fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-./target/release/kinsey generate --parties 1 --rows "$ROWS" --dim "$DIM" --seed 1 --signal 4 --out "$tmp" >/dev/null
+./target/release/kinsey generate --parties 1 --rows "$ROWS" --dim "$DIM" --seed 1 --signal 16 --correlation "$RHO" --out "$tmp" >/dev/null
 ./target/release/kinsey bench train --input "$tmp/party-1.parquet" --lambda "$LAMBDA" --device cpu --json > "$tmp/kinsey.json"
 .venv-bench/bin/python - "$tmp/party-1.parquet" "$tmp/kinsey.json" "$LAMBDA" <<'PY'
 import json, sys, time, os

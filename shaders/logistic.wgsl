@@ -29,12 +29,12 @@ struct Params {
 // Twin of `row_terms` in kernels/src/lib.rs.
 fn row_terms(z: f32, yi: f32) -> vec3<f32> {
     let t = -yi * z;
-    let loss = max(t, 0.0) + log(1.0 + exp(-abs(t)));
+    let e = exp(-abs(t));
+    let loss = max(t, 0.0) + log(1.0 + e);
     var s: f32;
     if (t >= 0.0) {
-        s = 1.0 / (1.0 + exp(-t));
+        s = 1.0 / (1.0 + e);
     } else {
-        let e = exp(t);
         s = e / (1.0 + e);
     }
     let coef = -yi * s;

@@ -91,6 +91,13 @@ pub struct ModelConfig {
     pub tolerance: f64,
     #[serde(default = "default_iters")]
     pub max_iterations: usize,
+    /// Rows in the Hessian subsample (0 = all rows); see `SolverConfig::hessian_rows`.
+    #[serde(default = "default_hessian_rows")]
+    pub hessian_rows: usize,
+}
+
+fn default_hessian_rows() -> usize {
+    SolverConfig::default().hessian_rows
 }
 
 fn default_tol() -> f64 {
@@ -106,6 +113,7 @@ impl Default for ModelConfig {
             lambda: 1e-3,
             tolerance: default_tol(),
             max_iterations: default_iters(),
+            hessian_rows: default_hessian_rows(),
         }
     }
 }
@@ -115,6 +123,7 @@ impl ModelConfig {
         SolverConfig {
             tolerance: self.tolerance,
             max_iterations: self.max_iterations,
+            hessian_rows: self.hessian_rows,
         }
     }
 }
@@ -200,6 +209,7 @@ impl TrainConfig {
         if let Some(t) = cfg.data.test.as_mut() {
             fix(t);
         }
+        fix(&mut cfg.output.dir);
         Ok(cfg)
     }
 

@@ -94,6 +94,11 @@ pub struct SolverConfig {
     /// Stop when `||grad J|| <= tolerance`.
     pub tolerance: f64,
     pub max_iterations: usize,
+    /// Rows used for the Hessian (a fixed strided subsample; 0 = all rows). The gradient
+    /// and the stopping test always use every row, so the tolerance is met exactly; the
+    /// subsample only changes the Newton direction (sub-sampled Newton, Roosta-Khorasani &
+    /// Mahoney 2016): quadratic convergence becomes fast linear convergence.
+    pub hessian_rows: usize,
 }
 
 impl Default for SolverConfig {
@@ -101,6 +106,7 @@ impl Default for SolverConfig {
         Self {
             tolerance: 1e-10,
             max_iterations: 100,
+            hessian_rows: 1 << 16,
         }
     }
 }
@@ -113,20 +119,41 @@ pub struct Fit {
     /// `||grad J(w)||` at the returned w (folded into the sensitivity).
     pub grad_norm: f64,
     pub iterations: usize,
-    /// Passes over the data (each pass reads all rows once).
+    /// Full passes over the data for loss and gradient.
     pub passes: usize,
+    /// Hessian evaluations, and the rows each one read.
+    pub hessian_evaluations: usize,
+    pub hessian_rows: usize,
+    /// Total seconds, including the warm start on the Hessian subsample.
     pub seconds: f64,
+    pub warm_start_seconds: f64,
     pub n: usize,
     pub device: String,
 }
 
-/// Train by Newton's method. `kernel` provides Hessians (any device); loss and gradient are
-/// computed in f64 on the CPU over the same rows.
+/// Rows `0, s, 2s, ...` with `s = n / m`: the Hessian subsample (deterministic, spread over
+/// the whole file so that sorted inputs are sampled evenly). `None` when all rows are used.
+pub fn hessian_subsample(n: usize, m: usize) -> Option<Vec<usize>> {
+    if m == 0 || m >= n {
+        return None;
+    }
+    let step = n as f64 / m as f64;
+    Some(
+        (0..m)
+            .map(|i| ((i as f64 * step) as usize).min(n - 1))
+            .collect(),
+    )
+}
+
+/// Train by (sub-sampled) Newton's method. `hess` provides Hessian sums over its rows (any
+/// device, all rows or a subsample); `exact` provides loss and gradient over all rows in
+/// f64 on the CPU.
 pub fn train(
-    kernel: &dyn LogisticKernel,
+    hess: &dyn LogisticKernel,
     exact: &CpuLogistic<'_>,
     obj: &Objective,
     cfg: &SolverConfig,
+    w0: Option<&[f64]>,
 ) -> Result<Fit> {
     if !(cfg.tolerance.is_finite() && cfg.tolerance > 0.0) {
         return Err(Error::param(
@@ -136,43 +163,67 @@ pub fn train(
     }
     let start = Instant::now();
     let (n, d) = exact.shape();
-    if kernel.shape() != (n, d) {
-        return Err(Error::Numerical("kernel and data shapes differ".into()));
+    let (nh, dh) = hess.shape();
+    if dh != d || nh == 0 {
+        return Err(Error::Numerical(
+            "Hessian kernel and data shapes differ".into(),
+        ));
     }
     let mut passes = 0usize;
-    // Evaluate (J, grad J, optional Hessian) at w.
-    let mut eval = |w: &[f64], want_h: bool| -> Result<(f64, Vec<f64>, Option<Mat<f64>>)> {
-        let (loss, grad, hess) = if kernel.is_gpu() {
-            let s = exact.eval(w, false)?;
-            let h = if want_h {
-                passes += 1;
-                kernel.eval(w, true)?.hess
-            } else {
-                None
-            };
-            (s.loss, s.grad, h)
-        } else {
-            let s = kernel.eval(w, want_h)?;
-            (s.loss, s.grad, s.hess)
-        };
+    let mut hess_evals = 0usize;
+    let mut value_grad = |w: &[f64]| -> Result<(f64, Vec<f64>)> {
+        let s = exact.eval(w, false)?;
         passes += 1;
-        Ok((
-            obj.value(loss, n, w),
-            obj.gradient(&grad, n, w),
-            hess.map(|h| obj.hessian(&h, n, d)),
-        ))
+        Ok((obj.value(s.loss, n, w), obj.gradient(&s.grad, n, w)))
     };
-    let mut w = vec![0.0; d];
-    let (mut f, mut g, mut h) = eval(&w, true)?;
+    let mut sampled_hessian = |w: &[f64]| -> Result<Mat<f64>> {
+        let h = hess
+            .eval(w, true)?
+            .hess
+            .ok_or_else(|| Error::Numerical("kernel returned no Hessian".into()))?;
+        hess_evals += 1;
+        Ok(obj.hessian(&h, nh, d))
+    };
+    let mut w = match w0 {
+        Some(v) if v.len() == d => v.to_vec(),
+        Some(v) => {
+            return Err(Error::Numerical(format!(
+                "starting point has {} entries, not {d}",
+                v.len()
+            )));
+        }
+        None => vec![0.0; d],
+    };
+    let (mut f, mut g) = value_grad(&w)?;
+    // Curvature model: the (sub-sampled) Hessian, corrected by BFGS updates from the exact
+    // gradients, so the sampling error of the Hessian does not limit the convergence rate.
+    let mut b: Option<Mat<f64>> = None;
     let mut iterations = 0;
+    let mut last_ratio = 1.0;
     while norm(&g) > cfg.tolerance && iterations < cfg.max_iterations {
+        tracing::debug!(
+            "newton: n = {n}, iteration {iterations}, J = {f:.15}, ||grad J|| = {:.3e}",
+            norm(&g)
+        );
         iterations += 1;
-        let hm = h
-            .take()
+        // Re-sample the Hessian when the last step made poor progress.
+        if b.is_none() || last_ratio > 0.25 {
+            b = Some(sampled_hessian(&w)?);
+        }
+        let bm = b
+            .as_ref()
             .ok_or_else(|| Error::Numerical("missing Hessian".into()))?;
-        let llt = hm
-            .llt(Side::Lower)
-            .map_err(|e| Error::Numerical(format!("Hessian is not positive definite: {e:?}")))?;
+        let llt = match bm.llt(Side::Lower) {
+            Ok(l) => l,
+            Err(_) => {
+                let fresh = sampled_hessian(&w)?;
+                let l = fresh.llt(Side::Lower).map_err(|e| {
+                    Error::Numerical(format!("Hessian is not positive definite: {e:?}"))
+                })?;
+                b = Some(fresh);
+                l
+            }
+        };
         let rhs = Mat::from_fn(d, 1, |i, _| -g[i]);
         let p = llt.solve(&rhs);
         let step: Vec<f64> = (0..d).map(|i| p[(i, 0)]).collect();
@@ -180,14 +231,19 @@ pub fn train(
         let mut t = 1.0;
         loop {
             let trial: Vec<f64> = w.iter().zip(&step).map(|(a, b)| a + t * b).collect();
-            let (ft, gt, ht) = eval(&trial, true)?;
-            // Armijo condition; near the optimum round-off can make f flat, so a step that
-            // reduces the gradient norm is accepted too.
+            let (ft, gt) = value_grad(&trial)?;
+            // Armijo condition; near the optimum round-off makes f flat, so a step that
+            // reduces the gradient norm without increasing f is accepted too.
             if ft <= f + 1e-4 * t * slope || (ft <= f + 1e-12 * f.abs() && norm(&gt) < norm(&g)) {
+                last_ratio = if t < 1.0 { 1.0 } else { norm(&gt) / norm(&g) };
+                let sv: Vec<f64> = step.iter().map(|v| t * v).collect();
+                let yv: Vec<f64> = gt.iter().zip(&g).map(|(a, c)| a - c).collect();
+                if let Some(bm) = b.as_mut() {
+                    bfgs_update(bm, &sv, &yv);
+                }
                 w = trial;
                 f = ft;
                 g = gt;
-                h = ht;
                 break;
             }
             t *= 0.5;
@@ -215,11 +271,74 @@ pub fn train(
         grad_norm,
         iterations,
         passes,
+        hessian_evaluations: hess_evals,
+        hessian_rows: nh,
         seconds: start.elapsed().as_secs_f64(),
+        warm_start_seconds: 0.0,
         n,
-        device: kernel.describe(),
+        device: hess.describe(),
     })
 }
+
+/// BFGS update of a curvature matrix with step `s` and gradient change `y`; skipped when
+/// the curvature condition `y.s > 0` fails numerically.
+fn bfgs_update(b: &mut Mat<f64>, s: &[f64], y: &[f64]) {
+    let d = s.len();
+    let ys = dot(y, s);
+    let bs: Vec<f64> = (0..d)
+        .map(|i| (0..d).map(|k| b[(i, k)] * s[k]).sum())
+        .collect();
+    let sbs = dot(s, &bs);
+    if !(ys > 1e-12 * norm(s) * norm(y) && sbs > 0.0) {
+        return;
+    }
+    for i in 0..d {
+        for k in 0..d {
+            b[(i, k)] += y[i] * y[k] / ys - bs[i] * bs[k] / sbs;
+        }
+    }
+}
+
+/// Train on rows with the chosen device: the Hessian kernel runs on a strided subsample
+/// (`cfg.hessian_rows`), and when there is one the problem restricted to the subsample is
+/// solved first (its passes cost m/n of a full pass) and its optimum is the starting point
+/// of the full-data iterations. The reported passes are full-data passes; the warm start's
+/// work is in `warm_start_seconds`.
+pub fn fit_rows(
+    rows: kinsey_kernels::Rows<'_>,
+    device: kinsey_kernels::DevicePref,
+    obj: &Objective,
+    cfg: &SolverConfig,
+) -> Result<Fit> {
+    let exact = CpuLogistic::new(rows);
+    match hessian_subsample(rows.n, cfg.hessian_rows) {
+        None => {
+            let k = kinsey_kernels::select(device, rows)?;
+            train(k.as_ref(), &exact, obj, cfg, None)
+        }
+        Some(idx) => {
+            let t = Instant::now();
+            let (x, y) = gather(rows, &idx);
+            let sub_rows = kinsey_kernels::Rows::new(&x, &y, rows.d)?;
+            let sub_exact = CpuLogistic::new(sub_rows);
+            let k = kinsey_kernels::select(device, sub_rows)?;
+            let warm_cfg = SolverConfig {
+                tolerance: cfg.tolerance.max(WARM_START_TOLERANCE),
+                ..*cfg
+            };
+            let warm = train(k.as_ref(), &sub_exact, obj, &warm_cfg, None)?;
+            let warm_s = t.elapsed().as_secs_f64();
+            let mut fit = train(k.as_ref(), &exact, obj, cfg, Some(&warm.w))?;
+            fit.warm_start_seconds = warm_s;
+            fit.seconds += warm_s;
+            fit.hessian_evaluations += warm.hessian_evaluations;
+            Ok(fit)
+        }
+    }
+}
+
+/// Gradient tolerance of the warm start on the subsample.
+const WARM_START_TOLERANCE: f64 = 1e-8;
 
 /// Convenience: train on the CPU.
 pub fn train_cpu(
@@ -227,8 +346,17 @@ pub fn train_cpu(
     obj: &Objective,
     cfg: &SolverConfig,
 ) -> Result<Fit> {
-    let k = CpuLogistic::new(rows);
-    train(&k, &k, obj, cfg)
+    fit_rows(rows, kinsey_kernels::DevicePref::Cpu, obj, cfg)
+}
+
+/// Copy rows `idx` of a view.
+pub fn gather(rows: kinsey_kernels::Rows<'_>, idx: &[usize]) -> (Vec<f32>, Vec<f32>) {
+    let d = rows.d;
+    let mut x = Vec::with_capacity(idx.len() * d);
+    for &i in idx {
+        x.extend_from_slice(&rows.x[i * d..(i + 1) * d]);
+    }
+    (x, idx.iter().map(|&i| rows.y[i]).collect())
 }
 
 /// Fraction of rows where `sign(w.x)` (ties to -1) differs from the label.

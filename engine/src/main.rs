@@ -115,6 +115,9 @@ enum Cmd {
         /// Norm of the planted model.
         #[arg(long, default_value_t = 4.0)]
         signal: f64,
+        /// AR(1) correlation between neighbouring features, in [0, 1).
+        #[arg(long, default_value_t = 0.0)]
+        correlation: f64,
     },
     /// Reproduce an experiment of the seeds.
     Experiment {
@@ -447,7 +450,14 @@ fn run(cli: Cli) -> Result<()> {
             seed,
             test_rows,
             signal,
+            correlation,
         } => {
+            if !(0.0..1.0).contains(&correlation) {
+                return Err(Error::param(
+                    "correlation",
+                    format!("must be in [0, 1), got {correlation}"),
+                ));
+            }
             if parties == 0 || rows < parties || dim == 0 {
                 return Err(Error::param(
                     "generate",
@@ -463,7 +473,15 @@ fn run(cli: Cli) -> Result<()> {
             let mut sizes = vec![rows / parties; parties];
             sizes[parties - 1] += rows % parties;
             for (j, &n) in sizes.iter().enumerate() {
-                let ds = synth::generate(n, dim, signal, seed, j as u64 + 1, "gen".into());
+                let ds = synth::generate_correlated(
+                    n,
+                    dim,
+                    signal,
+                    correlation,
+                    seed,
+                    j as u64 + 1,
+                    "gen".into(),
+                );
                 write_parquet(
                     &mut o,
                     &out.join(format!("party-{}.parquet", j + 1)),
@@ -484,7 +502,7 @@ fn run(cli: Cli) -> Result<()> {
             write_json(
                 &mut o,
                 &out.join("generate.json"),
-                &serde_json::json!({"seed": seed, "signal": signal, "dim": dim, "party_rows": sizes, "test_rows": test.n(), "planted_w": synth::planted_w(dim, signal, seed)}),
+                &serde_json::json!({"seed": seed, "signal": signal, "correlation": correlation, "dim": dim, "party_rows": sizes, "test_rows": test.n(), "planted_w": synth::planted_w(dim, signal, seed)}),
             )?;
             bar.finish_and_clear();
             o.commit()?;
@@ -557,7 +575,7 @@ fn run(cli: Cli) -> Result<()> {
             let t = Instant::now();
             let ds = match &input {
                 Some(p) => read_parquet(p, &ColumnSpec::default())?,
-                None => synth::generate(rows, dim, 4.0, 1, 1, "bench".into()),
+                None => synth::generate(rows, dim, 16.0, 1, 1, "bench".into()),
             };
             let load_s = t.elapsed().as_secs_f64();
             let spec = JobSpec {
@@ -576,7 +594,7 @@ fn run(cli: Cli) -> Result<()> {
             if json {
                 println!(
                     "{}",
-                    serde_json::json!({"rows": ds.n(), "dim": ds.d, "lambda": lambda, "device": fit.device, "seconds": fit.seconds, "load_seconds": load_s, "iterations": fit.iterations, "passes": fit.passes, "objective": fit.objective, "grad_norm": fit.grad_norm, "rows_per_s": rows_per_s, "threads": rayon::current_num_threads()})
+                    serde_json::json!({"rows": ds.n(), "dim": ds.d, "lambda": lambda, "device": fit.device, "seconds": fit.seconds, "load_seconds": load_s, "iterations": fit.iterations, "passes": fit.passes, "hessian_evaluations": fit.hessian_evaluations, "hessian_rows": fit.hessian_rows, "objective": fit.objective, "grad_norm": fit.grad_norm, "rows_per_s": rows_per_s, "threads": rayon::current_num_threads()})
                 );
             } else {
                 println!("device: {}", fit.device);

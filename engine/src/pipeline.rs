@@ -33,6 +33,8 @@ pub struct PartyReport {
     pub grad_norm: f64,
     pub newton_iterations: usize,
     pub data_passes: usize,
+    pub hessian_evaluations: usize,
+    pub hessian_rows: usize,
     pub seconds: f64,
     pub device: String,
     pub test_error: Option<f64>,
@@ -102,10 +104,7 @@ pub struct Report {
 
 /// Train on one data set with the chosen device.
 pub fn fit(ds: &Dataset, spec: &JobSpec) -> Result<Fit> {
-    let rows = ds.rows()?;
-    let exact = CpuLogistic::new(rows);
-    let kernel: Box<dyn LogisticKernel + '_> = kinsey_kernels::select(spec.device, rows)?;
-    logreg::train(kernel.as_ref(), &exact, &spec.objective, &spec.solver)
+    logreg::fit_rows(ds.rows()?, spec.device, &spec.objective, &spec.solver)
 }
 
 fn concat(parts: &[Dataset]) -> Dataset {
@@ -252,6 +251,8 @@ pub fn run(
             grad_norm: f.grad_norm,
             newton_iterations: f.iterations,
             data_passes: f.passes,
+            hessian_evaluations: f.hessian_evaluations,
+            hessian_rows: f.hessian_rows,
             seconds: f.seconds,
             device: f.device.clone(),
             test_error: test

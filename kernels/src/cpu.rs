@@ -2,7 +2,7 @@
 //! (a symmetric rank-k update per chunk on the lower triangle, mirrored at the end).
 
 use crate::{KernelError, LogisticKernel, LossSums, Rows, row_terms};
-use faer::linalg::matmul::triangular::{BlockStructure, matmul};
+use faer::linalg::matmul::{self, triangular, triangular::BlockStructure};
 use faer::{Accum, Mat, MatRef, Par};
 use rayon::prelude::*;
 
@@ -23,34 +23,87 @@ impl<'a> CpuLogistic<'a> {
 
 struct Acc {
     loss: f64,
-    grad: Vec<f64>,
+    grad: Mat<f64>,
     hess: Option<Mat<f64>>,
-    scratch: Mat<f64>,
+    /// The chunk converted to f64, row-major (`CHUNK_ROWS x d`).
+    buf: Vec<f64>,
+    z: Mat<f64>,
+    c: Mat<f64>,
 }
 
 impl Acc {
     fn new(d: usize, hessian: bool) -> Self {
         Self {
             loss: 0.0,
-            grad: vec![0.0; d],
+            grad: Mat::zeros(d, 1),
             hess: hessian.then(|| Mat::zeros(d, d)),
-            scratch: if hessian {
-                Mat::zeros(CHUNK_ROWS, d)
-            } else {
-                Mat::zeros(0, 0)
-            },
+            buf: Vec::new(),
+            z: Mat::zeros(CHUNK_ROWS, 1),
+            c: Mat::zeros(CHUNK_ROWS, 1),
         }
     }
 
     fn merge(mut self, other: Acc) -> Acc {
         self.loss += other.loss;
-        for (a, b) in self.grad.iter_mut().zip(&other.grad) {
-            *a += b;
-        }
+        self.grad += &other.grad;
         if let (Some(h), Some(o)) = (self.hess.as_mut(), other.hess.as_ref()) {
             *h += o;
         }
         self
+    }
+
+    /// Add one chunk of rows: z = X w and g += X^T c with faer (SIMD chosen at run time),
+    /// the per-row terms in between, and the Hessian as a rank-m update of sqrt(D) X.
+    fn add_chunk(&mut self, xc: &[f32], yc: &[f32], w: MatRef<'_, f64>, d: usize) {
+        let m = yc.len();
+        self.buf.clear();
+        self.buf.extend(xc.iter().map(|&v| v as f64));
+        let a = MatRef::from_row_major_slice(&self.buf, m, d);
+        matmul::matmul(
+            self.z.as_mut().subrows_mut(0, m),
+            Accum::Replace,
+            a,
+            w,
+            1.0,
+            Par::Seq,
+        );
+        let z = self.z.as_ref();
+        let mut dws = [0.0f64; CHUNK_ROWS];
+        for (i, &yi) in yc.iter().enumerate() {
+            let (l, c, dw) = row_terms(z[(i, 0)], yi as f64);
+            self.loss += l;
+            self.c[(i, 0)] = c;
+            dws[i] = dw;
+        }
+        let c = self.c.as_ref().subrows(0, m);
+        matmul::matmul(
+            self.grad.as_mut(),
+            Accum::Add,
+            a.transpose(),
+            c,
+            1.0,
+            Par::Seq,
+        );
+        if let Some(h) = self.hess.as_mut() {
+            for (row, dw) in self.buf.chunks_exact_mut(d).zip(&dws) {
+                let s = dw.sqrt();
+                for v in row.iter_mut() {
+                    *v *= s;
+                }
+            }
+            let a = MatRef::from_row_major_slice(&self.buf, m, d);
+            triangular::matmul(
+                h.as_mut(),
+                BlockStructure::TriangularLower,
+                Accum::Add,
+                a.transpose(),
+                BlockStructure::Rectangular,
+                a,
+                BlockStructure::Rectangular,
+                1.0,
+                Par::Seq,
+            );
+        }
     }
 }
 
@@ -78,41 +131,14 @@ impl LogisticKernel for CpuLogistic<'_> {
                 w.len()
             )));
         }
+        let wm = MatRef::from_column_major_slice(w, d, 1);
         let acc = x
             .par_chunks(CHUNK_ROWS * d)
             .zip(y.par_chunks(CHUNK_ROWS))
             .fold(
                 || Acc::new(d, hessian),
                 |mut acc, (xc, yc)| {
-                    let m = yc.len();
-                    for (i, (row, &yi)) in xc.chunks_exact(d).zip(yc).enumerate() {
-                        let z: f64 = row.iter().zip(w).map(|(&a, &b)| a as f64 * b).sum();
-                        let (l, c, dw) = row_terms(z, yi as f64);
-                        acc.loss += l;
-                        for (g, &a) in acc.grad.iter_mut().zip(row) {
-                            *g += c * a as f64;
-                        }
-                        if hessian {
-                            let s = dw.sqrt();
-                            for (j, &a) in row.iter().enumerate() {
-                                acc.scratch[(i, j)] = s * a as f64;
-                            }
-                        }
-                    }
-                    if let Some(h) = acc.hess.as_mut() {
-                        let a: MatRef<'_, f64> = acc.scratch.as_ref().subrows(0, m);
-                        matmul(
-                            h.as_mut(),
-                            BlockStructure::TriangularLower,
-                            Accum::Add,
-                            a.transpose(),
-                            BlockStructure::Rectangular,
-                            a,
-                            BlockStructure::Rectangular,
-                            1.0,
-                            Par::Seq,
-                        );
-                    }
+                    acc.add_chunk(xc, yc, wm, d);
                     acc
                 },
             )
@@ -129,7 +155,7 @@ impl LogisticKernel for CpuLogistic<'_> {
         });
         Ok(LossSums {
             loss: acc.loss,
-            grad: acc.grad,
+            grad: (0..d).map(|j| acc.grad[(j, 0)]).collect(),
             hess,
         })
     }

@@ -119,9 +119,16 @@ pub trait LogisticKernel: Send + Sync {
 #[inline]
 pub fn row_terms(z: f64, y: f64) -> (f64, f64, f64) {
     let t = -y * z;
-    // softplus(t) = max(t, 0) + log(1 + exp(-|t|)), stable for all t.
-    let loss = t.max(0.0) + (-t.abs()).exp().ln_1p();
-    let s = sigmoid(t);
+    // One exponential serves all three terms: e = exp(-|t|) <= 1 never overflows.
+    let e = (-t.abs()).exp();
+    // softplus(t) = max(t, 0) + log(1 + exp(-|t|))
+    let loss = t.max(0.0) + e.ln_1p();
+    // s = sigmoid(t)
+    let s = if t >= 0.0 {
+        1.0 / (1.0 + e)
+    } else {
+        e / (1.0 + e)
+    };
     let coef = -y * s;
     let dw = s * (1.0 - s);
     (loss, coef, dw)

@@ -34,7 +34,23 @@ pub fn generate(
     stream: u64,
     source: PathBuf,
 ) -> Dataset {
+    generate_correlated(n, d, signal, 0.0, seed, stream, source)
+}
+
+/// As [`generate`], with AR(1)-correlated features: `x_j = rho x_(j-1) + sqrt(1 - rho^2) e_j`
+/// (before scaling and clipping). Real design matrices are correlated; `rho = 0` is the
+/// isotropic case, the easiest one for first-order solvers.
+pub fn generate_correlated(
+    n: usize,
+    d: usize,
+    signal: f64,
+    rho: f64,
+    seed: u64,
+    stream: u64,
+    source: PathBuf,
+) -> Dataset {
     let w = planted_w(d, signal, seed);
+    let innov = (1.0 - rho * rho).max(0.0).sqrt();
     const BLOCK: usize = 8192;
     let blocks: Vec<(Vec<f32>, Vec<f32>)> = (0..n.div_ceil(BLOCK))
         .into_par_iter()
@@ -47,8 +63,11 @@ pub fn generate(
             let sd = 1.0 / (d as f64).sqrt();
             let mut row = vec![0.0f64; d];
             for _ in 0..m {
-                for v in row.iter_mut() {
-                    *v = normal(&mut rng) * sd;
+                let mut prev = 0.0;
+                for (j, v) in row.iter_mut().enumerate() {
+                    let e = normal(&mut rng);
+                    prev = if j == 0 { e } else { rho * prev + innov * e };
+                    *v = prev * sd;
                 }
                 let norm = row.iter().map(|a| a * a).sum::<f64>().sqrt();
                 let s = if norm > 1.0 { 1.0 / norm } else { 1.0 };

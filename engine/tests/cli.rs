@@ -1,0 +1,291 @@
+//! End-to-end tests of the `kinsey` binary: the main job, the config path, the data tools,
+//! and bad inputs (clear error, nothing left behind).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn kinsey(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kinsey"))
+        .args(args)
+        .env("KINSEY_NO_PROGRESS", "1")
+        .env("KINSEY_LOG", "warn")
+        .output()
+        .expect("kinsey runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = kinsey(args);
+    assert!(
+        o.status.success(),
+        "kinsey {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn fails(args: &[&str]) -> String {
+    let o = kinsey(args);
+    assert!(!o.status.success(), "kinsey {args:?} should fail");
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("file")).expect("json")
+}
+
+#[test]
+fn demo_runs_and_reports() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("out");
+    let stdout = ok(&[
+        "demo",
+        "--out",
+        out.to_str().expect("utf8"),
+        "--device",
+        "cpu",
+        "--seed",
+        "3",
+    ]);
+    assert!(stdout.contains("test error"), "{stdout}");
+    let r = json(&out.join("report.json"));
+    assert_eq!(r["parties"].as_array().expect("parties").len(), 5);
+    assert!(r["test_error"].as_f64().expect("test error") < 0.35);
+    assert_eq!(r["rng"]["seed"]["value"], 3);
+    assert!(
+        r["rng"]["warning"]
+            .as_str()
+            .expect("warning")
+            .contains("NOT differentially private")
+    );
+    assert_eq!(r["privacy"]["calibration"], "tight");
+    assert!(r["theorem_4_2"]["holds"].as_bool().expect("bool"));
+    for key in [
+        "ingest_s",
+        "local_training_s",
+        "aggregation_s",
+        "evaluation_s",
+    ] {
+        assert!(r["timings"][key].is_number(), "{key}");
+    }
+    // Same seed, same release; the model file predicts.
+    let out2 = dir.path().join("out2");
+    ok(&[
+        "demo",
+        "--out",
+        out2.to_str().expect("utf8"),
+        "--device",
+        "cpu",
+        "--seed",
+        "3",
+    ]);
+    assert_eq!(
+        json(&out.join("model.json"))["w"],
+        json(&out2.join("model.json"))["w"]
+    );
+}
+
+#[test]
+fn generate_train_predict_round_trip() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let parties = dir.path().join("parties");
+    let p = parties.to_str().expect("utf8");
+    ok(&[
+        "generate",
+        "--parties",
+        "3",
+        "--rows",
+        "30000",
+        "--dim",
+        "8",
+        "--out",
+        p,
+        "--seed",
+        "4",
+    ]);
+    let cfg = dir.path().join("train.toml");
+    std::fs::write(
+        &cfg,
+        r#"
+[data]
+parties = ["parties/party-1.parquet", "parties/party-2.parquet", "parties/party-3.parquet"]
+test = "parties/test.parquet"
+[model]
+lambda = 0.001
+[privacy]
+epsilon = 2.0
+noise = "laplace"
+[compute]
+device = "cpu"
+[output]
+dir = "result"
+"#,
+    )
+    .expect("write");
+    let stdout = ok(&["train", "--config", cfg.to_str().expect("utf8")]);
+    assert!(stdout.contains("dp_aggregate"), "{stdout}");
+    let result = dir.path().join("result");
+    let r = json(&result.join("report.json"));
+    assert_eq!(r["privacy"]["noise"], "laplace");
+    assert_eq!(r["rng"]["seed"]["kind"], "os");
+    assert_eq!(r["party_sizes"], serde_json::json!([10000, 10000, 10000]));
+    let preds = dir.path().join("preds.csv");
+    let s = ok(&[
+        "predict",
+        "--model",
+        result.join("model.json").to_str().expect("utf8"),
+        "--input",
+        parties.join("test.parquet").to_str().expect("utf8"),
+        "--out",
+        preds.to_str().expect("utf8"),
+    ]);
+    assert!(s.contains("error rate"), "{s}");
+    assert_eq!(
+        std::fs::read_to_string(&preds)
+            .expect("csv")
+            .lines()
+            .count(),
+        6001
+    );
+}
+
+#[test]
+fn convert_and_split_a9a() {
+    let data = kinsey::testdata::shared_data_dir().join("a9a/a9a");
+    let dir = tempfile::tempdir().expect("tmp");
+    let pq = dir.path().join("a9a.parquet");
+    ok(&[
+        "convert",
+        "--libsvm",
+        data.to_str().expect("utf8"),
+        "--dim",
+        "123",
+        "--out",
+        pq.to_str().expect("utf8"),
+    ]);
+    let parts = dir.path().join("parts");
+    ok(&[
+        "split",
+        "--input",
+        pq.to_str().expect("utf8"),
+        "--sizes",
+        "4884,6512,6512,6512,8141",
+        "--out",
+        parts.to_str().expect("utf8"),
+        "--seed",
+        "7",
+    ]);
+    let s = json(&parts.join("split.json"));
+    assert_eq!(s["seed"], 7);
+    assert_eq!(s["rows_in"], 32561);
+    let ds =
+        kinsey::data::parquet_io::read_parquet(&parts.join("party-1.parquet"), &Default::default())
+            .expect("party 1");
+    assert_eq!((ds.n(), ds.d), (4884, 123));
+    // Too many rows requested: an error, and no directory is left behind.
+    let bad = dir.path().join("bad");
+    let e = fails(&[
+        "split",
+        "--input",
+        pq.to_str().expect("utf8"),
+        "--sizes",
+        "30000,30000",
+        "--out",
+        bad.to_str().expect("utf8"),
+    ]);
+    assert!(e.contains("32561"), "{e}");
+    assert!(!bad.exists());
+}
+
+#[test]
+fn bad_inputs_fail_clearly_and_leave_nothing() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let parties = dir.path().join("parties");
+    ok(&[
+        "generate",
+        "--parties",
+        "2",
+        "--rows",
+        "2000",
+        "--dim",
+        "4",
+        "--out",
+        parties.to_str().expect("utf8"),
+    ]);
+    let cfg = dir.path().join("c.toml");
+    let write_cfg = |body: &str| std::fs::write(&cfg, body).expect("write");
+    let base = r#"
+[data]
+parties = ["parties/party-1.parquet", "parties/party-2.parquet"]
+[privacy]
+epsilon = 1.0
+[output]
+dir = "out"
+"#;
+    let out = dir.path().join("out");
+    let c = cfg.to_str().expect("utf8");
+
+    write_cfg(&base.replace("epsilon = 1.0", "epsilon = 0.0"));
+    assert!(fails(&["train", "--config", c]).contains("epsilon"));
+
+    // A corrupted party file: the error names it, and no report is written.
+    std::fs::write(parties.join("party-2.parquet"), b"garbage").expect("corrupt");
+    write_cfg(base);
+    let e = fails(&["train", "--config", c]);
+    assert!(e.contains("party-2.parquet"), "{e}");
+    assert!(!out.exists());
+
+    // Rows outside the unit ball without a declared transform.
+    let big = dir.path().join("big");
+    ok(&[
+        "generate",
+        "--parties",
+        "2",
+        "--rows",
+        "2000",
+        "--dim",
+        "4",
+        "--out",
+        big.to_str().expect("utf8"),
+    ]);
+    let mut ds =
+        kinsey::data::parquet_io::read_parquet(&big.join("party-1.parquet"), &Default::default())
+            .expect("read");
+    ds.x.iter_mut().for_each(|v| *v *= 10.0);
+    let mut o = kinsey::data::output::Outputs::new();
+    kinsey::data::parquet_io::write_parquet(&mut o, &big.join("party-1.parquet"), &ds, "label")
+        .expect("write");
+    o.commit().expect("commit");
+    write_cfg(&base.replace("parties/", "big/"));
+    let e = fails(&["train", "--config", c]);
+    assert!(
+        e.contains("unit ball") && e.contains("party-1.parquet"),
+        "{e}"
+    );
+    write_cfg(
+        &base
+            .replace("parties/", "big/")
+            .replace("[privacy]", "[privacy]\n")
+            .replace("parties = [", "row_transform = \"clip\"\nparties = ["),
+    );
+    ok(&["train", "--config", c]);
+    assert!(out.join("report.json").exists());
+
+    // Unknown keys and devices are named.
+    write_cfg(&base.replace("epsilon = 1.0", "epsilon = 1.0\nepsylon = 2"));
+    assert!(fails(&["train", "--config", c]).contains("epsylon"));
+    write_cfg(&format!("{base}\n[compute]\ndevice = \"quantum\""));
+    assert!(fails(&["train", "--config", c]).contains("quantum"));
+    assert!(
+        fails(&[
+            "convert",
+            "--libsvm",
+            "/nonexistent/file",
+            "--dim",
+            "3",
+            "--out",
+            "x.parquet"
+        ])
+        .contains("/nonexistent/file")
+    );
+}
