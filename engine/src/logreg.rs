@@ -106,7 +106,7 @@ impl Default for SolverConfig {
         Self {
             tolerance: 1e-10,
             max_iterations: 100,
-            hessian_rows: 1 << 16,
+            hessian_rows: 1 << 15,
         }
     }
 }

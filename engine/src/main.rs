@@ -188,6 +188,9 @@ enum Bench {
         /// Print one JSON line (for scripts).
         #[arg(long)]
         json: bool,
+        /// Rows in the Hessian subsample (0 = all rows).
+        #[arg(long, default_value_t = SolverConfig::default().hessian_rows)]
+        hessian_rows: usize,
     },
 }
 
@@ -570,6 +573,7 @@ fn run(cli: Cli) -> Result<()> {
                     lambda,
                     input,
                     json,
+                    hessian_rows,
                 },
         } => {
             let t = Instant::now();
@@ -580,7 +584,10 @@ fn run(cli: Cli) -> Result<()> {
             let load_s = t.elapsed().as_secs_f64();
             let spec = JobSpec {
                 objective: Objective::new(lambda)?,
-                solver: SolverConfig::default(),
+                solver: SolverConfig {
+                    hessian_rows,
+                    ..SolverConfig::default()
+                },
                 privacy: PrivacySpec {
                     epsilon: 1.0,
                     calibration: Calibration::Tight,

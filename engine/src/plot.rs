@@ -1,5 +1,6 @@
-//! Line charts for reports (SVG always; PNG too when a TrueType font is available, since
-//! the bitmap backend must rasterise its labels). Output goes through [`Outputs`], so a
+//! Line charts for reports, as SVG and PNG. Both backends lay out their labels with a
+//! TrueType font found on the system ([`FONT_PATHS`]); commands that plot call
+//! [`check_fonts`] before any long computation. Output goes through [`Outputs`], so a
 //! failed plot leaves no partial file.
 
 use crate::data::output::Outputs;
@@ -27,7 +28,8 @@ pub struct Chart {
     pub log_x: bool,
 }
 
-const FONT_PATHS: &[&str] = &[
+/// Where a sans-serif TrueType font is looked for (Debian: fonts-dejavu-core).
+pub const FONT_PATHS: &[&str] = &[
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
     "/usr/share/fonts/dejavu/DejaVuSans.ttf",
     "/usr/share/fonts/TTF/DejaVuSans.ttf",
@@ -135,12 +137,29 @@ where
     Ok(())
 }
 
-/// Write `<stem>.svg` (and `<stem>.png` when a font is available). Returns the paths written.
+/// Error unless a font for chart labels is available.
+pub fn check_fonts() -> Result<()> {
+    if font_ready() {
+        Ok(())
+    } else {
+        Err(Error::param(
+            "plot",
+            format!(
+                "no TrueType font for chart labels; install one (Debian: apt-get install \
+                 fonts-dejavu-core), looked in {}",
+                FONT_PATHS.join(", ")
+            ),
+        ))
+    }
+}
+
+/// Write `<stem>.svg` and `<stem>.png`. Returns the paths written.
 pub fn write_chart(
     outputs: &mut Outputs,
     stem: &Path,
     chart: &Chart,
 ) -> Result<Vec<std::path::PathBuf>> {
+    check_fonts()?;
     let mut written = Vec::new();
     let svg_target = stem.with_extension("svg");
     let mut svg = String::new();
@@ -150,14 +169,12 @@ pub fn write_chart(
     }
     outputs.write(&svg_target, svg.as_bytes())?;
     written.push(svg_target);
-    if font_ready() {
-        let png_target = stem.with_extension("png");
-        let tmp = outputs.stage(&png_target)?;
-        {
-            let root = BitMapBackend::new(&tmp, (900, 560)).into_drawing_area();
-            draw(root, chart)?;
-        }
-        written.push(png_target);
+    let png_target = stem.with_extension("png");
+    let tmp = outputs.stage(&png_target)?;
+    {
+        let root = BitMapBackend::new(&tmp, (900, 560)).into_drawing_area();
+        draw(root, chart)?;
     }
+    written.push(png_target);
     Ok(written)
 }

@@ -1,4 +1,5 @@
-//! All-or-nothing output: files are written under temporary names in their target
+//! All-or-nothing output: files are written under temporary names (`.kinsey-tmp.NAME`,
+//! keeping the extension, which some writers read) in their target
 //! directory and renamed into place only when every one of them is complete. If anything
 //! fails (or the value is dropped without `commit`), the temporaries are removed, so no
 //! partial result is ever left behind.
@@ -38,7 +39,13 @@ impl Outputs {
         let name = target.file_name().ok_or_else(|| {
             Error::param("output", format!("{} is not a file path", target.display()))
         })?;
-        let tmp = dir.join(format!(".{}.kinsey-tmp", name.to_string_lossy()));
+        let tmp = dir.join(format!(".kinsey-tmp.{}", name.to_string_lossy()));
+        if self.pending.iter().any(|(_, t)| t == target) {
+            return Err(Error::param(
+                "output",
+                format!("{} would be written twice", target.display()),
+            ));
+        }
         self.pending.push((tmp.clone(), target.to_path_buf()));
         Ok(tmp)
     }

@@ -43,7 +43,7 @@ pub struct Figure2Config {
 
 impl Default for Figure2Config {
     fn default() -> Self {
-        let mut epsilons: Vec<f64> = (1..=8).map(|i| i as f64 * 0.05).collect();
+        let mut epsilons: Vec<f64> = (1..=8).map(|i| i as f64 * 5.0 / 100.0).collect();
         epsilons.extend([0.6, 0.8, 1.0, 2.0, 4.0, 8.0]);
         Self {
             lambdas: vec![1.0, 1e-2, 1e-3, 1e-4],
@@ -122,6 +122,7 @@ pub fn run(train: &Dataset, test: &Dataset, cfg: &Figure2Config) -> Result<Figur
     if cfg.runs < 2 {
         return Err(Error::param("runs", "need at least 2 runs per point"));
     }
+    crate::plot::check_fonts()?;
     for &e in &cfg.epsilons {
         crate::error::check_epsilon("epsilon", e)?;
     }
@@ -241,9 +242,9 @@ impl Figure2Result {
         for p in &self.points {
             let _ = writeln!(
                 s,
-                "{},{},{},{},{:.6},{:.6},{}",
+                "{},\"{}\",{},{},{:.6},{:.6},{}",
                 p.lambda,
-                p.series,
+                p.series.replace('"', "'"),
                 p.calibration,
                 p.epsilon.map(|e| format!("{e}")).unwrap_or_default(),
                 p.mean_test_error,
@@ -326,11 +327,14 @@ impl Figure2Result {
         for &lambda in &self.config.lambdas {
             for cal in ["paper", "tight"] {
                 let _ = writeln!(md, "## lambda = {lambda}, calibration = {cal}\n");
-                md.push_str(&self.markdown(lambda, cal, 0.4));
+                md.push_str(&self.markdown(lambda, cal, f64::INFINITY));
                 md.push('\n');
-                let chart = self.chart(lambda, cal);
-                let stem = dir.join(format!("figure2_lambda{lambda}_{cal}"));
+                let chart = self.chart(lambda, cal, 0.4, false);
+                let stem = dir.join(format!("figure2_lambda{lambda:e}_{cal}"));
                 write_chart(&mut out, &stem, &chart)?;
+                let wide = self.chart(lambda, cal, f64::INFINITY, true);
+                let stem = dir.join(format!("figure2_wide_lambda{lambda:e}_{cal}"));
+                write_chart(&mut out, &stem, &wide)?;
             }
         }
         md.push_str("## Theorem 4.2: ||w_hat - w*|| <= (K-1)/(n(1) lambda)\n\n| lambda | split | distance | bound | ratio | test error of the unperturbed average |\n|---|---|---|---|---|---|\n");
@@ -345,9 +349,9 @@ impl Figure2Result {
         out.commit()
     }
 
-    fn chart(&self, lambda: f64, calibration: &str) -> Chart {
+    fn chart(&self, lambda: f64, calibration: &str, eps_max: f64, log_x: bool) -> Chart {
         let mut series: Vec<Series> = Vec::new();
-        let eps_max = 0.4 + 1e-12;
+        let eps_max = eps_max + 1e-12;
         if let Some(np) = self
             .points
             .iter()
@@ -399,7 +403,7 @@ impl Figure2Result {
             x_label: "epsilon".into(),
             y_label: "test error".into(),
             series,
-            log_x: false,
+            log_x,
         }
     }
 }
