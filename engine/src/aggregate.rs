@@ -288,127 +288,56 @@ mod tests {
         Objective::new(1.0).expect("lambda")
     }
 
+    /// Calibration for K = 5 parties at lambda = 1.
+    fn cal(
+        calibration: Calibration,
+        noise: NoiseKind,
+        epsilon: f64,
+        n: usize,
+        d: usize,
+        g: f64,
+    ) -> Result<NoiseCalibration> {
+        let spec = PrivacySpec {
+            epsilon,
+            calibration,
+            noise,
+        };
+        calibrate(&obj(), &spec, n, 5, d, g)
+    }
+
     #[test]
     fn tight_and_paper_scales_follow_the_derivation() {
-        let t = calibrate(
-            &obj(),
-            &PrivacySpec {
-                epsilon: 0.1,
-                calibration: Calibration::Tight,
-                noise: NoiseKind::L2,
-            },
-            1000,
-            5,
-            10,
-            0.0,
-        )
-        .expect("ok");
+        let t = cal(Calibration::Tight, NoiseKind::L2, 0.1, 1000, 10, 0.0).expect("ok");
         // 2 / (K n Lambda) = 2 / (5 * 1000 * 2)
         assert!((t.l2_sensitivity - 2e-4).abs() < 1e-18);
         assert!((t.scale - 2e-3).abs() < 1e-15);
-        let p = calibrate(
-            &obj(),
-            &PrivacySpec {
-                epsilon: 0.1,
-                calibration: Calibration::Paper,
-                noise: NoiseKind::L2,
-            },
-            1000,
-            5,
-            10,
-            0.0,
-        )
-        .expect("ok");
+        let p = cal(Calibration::Paper, NoiseKind::L2, 0.1, 1000, 10, 0.0).expect("ok");
         assert!((p.l2_sensitivity - 2e-3).abs() < 1e-15);
         assert!(
             (p.scale / t.scale - 10.0).abs() < 1e-9,
             "paper = 2K x tight"
         );
-        let l = calibrate(
-            &obj(),
-            &PrivacySpec {
-                epsilon: 0.1,
-                calibration: Calibration::Tight,
-                noise: NoiseKind::Laplace,
-            },
-            1000,
-            5,
-            16,
-            0.0,
-        )
-        .expect("ok");
+        let l = cal(Calibration::Tight, NoiseKind::Laplace, 0.1, 1000, 16, 0.0).expect("ok");
         assert!(
             (l.scale - 4.0 * 2e-4 / 0.1).abs() < 1e-15,
             "L1 = sqrt(d) * L2"
         );
         assert!((l.privacy_map(l.l2_sensitivity) - 0.1).abs() < 1e-12);
         assert!((t.privacy_map(t.l2_sensitivity) - 0.1).abs() < 1e-12);
-        let s = calibrate(
-            &obj(),
-            &PrivacySpec {
-                epsilon: 0.1,
-                calibration: Calibration::Tight,
-                noise: NoiseKind::L2,
-            },
-            1000,
-            5,
-            10,
-            1e-6,
-        )
-        .expect("ok");
+        let s = cal(Calibration::Tight, NoiseKind::L2, 0.1, 1000, 10, 1e-6).expect("ok");
         assert!(
             s.l2_sensitivity > t.l2_sensitivity,
             "gradient slack is folded in"
         );
-        assert!(
-            calibrate(
-                &obj(),
-                &PrivacySpec {
-                    epsilon: 0.0,
-                    calibration: Calibration::Tight,
-                    noise: NoiseKind::L2
-                },
-                1000,
-                5,
-                10,
-                0.0
-            )
-            .is_err()
-        );
-        assert!(
-            calibrate(
-                &obj(),
-                &PrivacySpec {
-                    epsilon: f64::NAN,
-                    calibration: Calibration::Tight,
-                    noise: NoiseKind::L2
-                },
-                1000,
-                5,
-                10,
-                0.0
-            )
-            .is_err()
-        );
+        assert!(cal(Calibration::Tight, NoiseKind::L2, 0.0, 1000, 10, 0.0).is_err());
+        assert!(cal(Calibration::Tight, NoiseKind::L2, f64::NAN, 1000, 10, 0.0).is_err());
     }
 
     /// The noise actually drawn for the aggregate has norm Gamma(d, s) with the calibrated
     /// s, and the same test rejects a draw whose scale is 30% too small.
     #[test]
     fn aggregate_noise_has_the_calibrated_scale() {
-        let c = calibrate(
-            &obj(),
-            &PrivacySpec {
-                epsilon: 0.2,
-                calibration: Calibration::Tight,
-                noise: NoiseKind::L2,
-            },
-            500,
-            5,
-            20,
-            1e-10,
-        )
-        .expect("ok");
+        let c = cal(Calibration::Tight, NoiseKind::L2, 0.2, 500, 20, 1e-10).expect("ok");
         let mut rng = NoiseRng::from_seed_quiet(77);
         let draw = |c: &NoiseCalibration, rng: &mut NoiseRng| -> Vec<f64> {
             (0..30_000).map(|_| norm(&c.sample(rng))).collect()
@@ -424,19 +353,7 @@ mod tests {
         let (_, p) = ks_test(&mut v, |x| gamma_cdf(x, 20.0, c.scale));
         assert!(p < ALPHA, "power: p = {p}");
         // Laplace noise: each coordinate is Laplace(b).
-        let l = calibrate(
-            &obj(),
-            &PrivacySpec {
-                epsilon: 0.2,
-                calibration: Calibration::Tight,
-                noise: NoiseKind::Laplace,
-            },
-            500,
-            5,
-            4,
-            0.0,
-        )
-        .expect("ok");
+        let l = cal(Calibration::Tight, NoiseKind::Laplace, 0.2, 500, 4, 0.0).expect("ok");
         let mut coords: Vec<f64> = (0..20_000).flat_map(|_| l.sample(&mut rng)).collect();
         let (_, p) = ks_test(&mut coords, |x| {
             crate::dp::stattest::laplace_cdf(x, l.scale)

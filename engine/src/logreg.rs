@@ -433,4 +433,35 @@ mod tests {
             ds.y[i] = saved.1;
         }
     }
+
+    /// The pooled optimum on a9a equals an independent solver's: scikit-learn's values in
+    /// shared/docs/calibration.md section 7 (rows scaled by 1/sqrt(14), no intercept).
+    #[test]
+    fn a9a_optimum_matches_scikit_learn() {
+        use crate::data::RowTransform;
+        let (mut tr, mut te) = crate::testdata::a9a().expect("a9a in ../shared/data");
+        let scale = RowTransform::Scale(1.0 / 14f64.sqrt());
+        scale.apply(&mut tr).expect("unit ball");
+        scale.apply(&mut te).expect("unit ball");
+        for (lambda, j_ref, err_ref) in [
+            (1.0, 0.68543, 0.2362),
+            (1e-2, 0.52604, 0.2259),
+            (1e-3, 0.40882, 0.1639),
+        ] {
+            let obj = Objective::new(lambda).expect("lambda");
+            let fit =
+                train_cpu(tr.rows().expect("rows"), &obj, &SolverConfig::default()).expect("fit");
+            assert!(fit.grad_norm <= 1e-10);
+            assert!(
+                (fit.objective - j_ref).abs() < 1e-5,
+                "lambda {lambda}: J = {}",
+                fit.objective
+            );
+            let err = error_rate(&fit.w, &te.x, &te.y, te.d);
+            assert!(
+                (err - err_ref).abs() < 1e-4,
+                "lambda {lambda}: test error {err}"
+            );
+        }
+    }
 }

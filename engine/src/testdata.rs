@@ -9,3 +9,12 @@ pub fn shared_data_dir() -> PathBuf {
     }
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data")
 }
+
+/// a9a and a9a.t from the shared data (d = 123, labels +-1, rows not scaled).
+pub fn a9a() -> crate::Result<(crate::data::Dataset, crate::data::Dataset)> {
+    use crate::data::{LabelEncoding, libsvm::read_libsvm};
+    let root = shared_data_dir().join("a9a");
+    let train = read_libsvm(&root.join("a9a"), 123, LabelEncoding::PlusMinusOne)?;
+    let test = read_libsvm(&root.join("a9a.t"), 123, LabelEncoding::PlusMinusOne)?;
+    Ok((train, test))
+}

@@ -108,11 +108,7 @@ mod tests {
     /// Missing data is a failure (not a skip), as CI must see it.
     #[test]
     fn reads_a9a() {
-        let root = crate::testdata::shared_data_dir();
-        let tr = read_libsvm(&root.join("a9a/a9a"), 123, LabelEncoding::PlusMinusOne)
-            .expect("a9a present");
-        let te = read_libsvm(&root.join("a9a/a9a.t"), 123, LabelEncoding::PlusMinusOne)
-            .expect("a9a.t present");
+        let (tr, te) = crate::testdata::a9a().expect("a9a in ../shared/data");
         assert_eq!((tr.n(), te.n()), (32_561, 16_281));
         assert_eq!(tr.y.iter().filter(|&&v| v > 0.0).count(), 7_841);
         assert_eq!(te.y.iter().filter(|&&v| v > 0.0).count(), 3_846);

@@ -116,6 +116,41 @@ fn noisy_errors(
         .collect()
 }
 
+/// The points of one series: both calibrations x every epsilon, noise calibrated to
+/// `(n, k, g)` (smallest party size, parties, gradient bound) around `center`.
+fn sweep(
+    obj: &Objective,
+    cfg: &Figure2Config,
+    test: &Dataset,
+    center: &[f64],
+    series: &str,
+    (n, k, g): (usize, usize, f64),
+    rng: &mut NoiseRng,
+) -> Result<Vec<Point>> {
+    let mut points = Vec::new();
+    for calibration in [Calibration::Tight, Calibration::Paper] {
+        for &epsilon in &cfg.epsilons {
+            let spec = PrivacySpec {
+                epsilon,
+                calibration,
+                noise: cfg.noise,
+            };
+            let cal = aggregate::calibrate(obj, &spec, n, k, test.d, g)?;
+            let (m, s) = mean_std(&noisy_errors(center, &cal, cfg.runs, rng, test));
+            points.push(Point {
+                lambda: obj.lambda,
+                series: series.to_string(),
+                calibration: format!("{calibration:?}").to_lowercase(),
+                epsilon: Some(epsilon),
+                mean_test_error: m,
+                std_test_error: s,
+                runs: cfg.runs,
+            });
+        }
+    }
+    Ok(points)
+}
+
 /// Run the experiment (pure computation; `write` puts it on disk).
 pub fn run(train: &Dataset, test: &Dataset, cfg: &Figure2Config) -> Result<Figure2Result> {
     let start = std::time::Instant::now();
@@ -159,26 +194,15 @@ pub fn run(train: &Dataset, test: &Dataset, cfg: &Figure2Config) -> Result<Figur
             runs: 1,
         });
         let g_star = star.grad_norm.max(solver.tolerance);
-        for calibration in [Calibration::Tight, Calibration::Paper] {
-            for &epsilon in &cfg.epsilons {
-                let spec = PrivacySpec {
-                    epsilon,
-                    calibration,
-                    noise: cfg.noise,
-                };
-                let cal = aggregate::calibrate(&obj, &spec, train.n(), 1, train.d, g_star)?;
-                let (m, s) = mean_std(&noisy_errors(&star.w, &cal, cfg.runs, &mut rng, &test));
-                points.push(Point {
-                    lambda,
-                    series: "DP, all data".into(),
-                    calibration: format!("{calibration:?}").to_lowercase(),
-                    epsilon: Some(epsilon),
-                    mean_test_error: m,
-                    std_test_error: s,
-                    runs: cfg.runs,
-                });
-            }
-        }
+        points.extend(sweep(
+            &obj,
+            cfg,
+            &test,
+            &star.w,
+            "DP, all data",
+            (train.n(), 1, g_star),
+            &mut rng,
+        )?);
         bar.inc(1);
         for (name, parts) in &splits {
             let fits = parts
@@ -202,26 +226,16 @@ pub fn run(train: &Dataset, test: &Dataset, cfg: &Figure2Config) -> Result<Figur
                 .iter()
                 .map(|f| f.grad_norm)
                 .fold(solver.tolerance, f64::max);
-            for calibration in [Calibration::Tight, Calibration::Paper] {
-                for &epsilon in &cfg.epsilons {
-                    let spec = PrivacySpec {
-                        epsilon,
-                        calibration,
-                        noise: cfg.noise,
-                    };
-                    let cal = aggregate::calibrate(&obj, &spec, n_min, k, train.d, g)?;
-                    let (m, s) = mean_std(&noisy_errors(&avg, &cal, cfg.runs, &mut rng, &test));
-                    points.push(Point {
-                        lambda,
-                        series: format!("DP aggregate, {name}"),
-                        calibration: format!("{calibration:?}").to_lowercase(),
-                        epsilon: Some(epsilon),
-                        mean_test_error: m,
-                        std_test_error: s,
-                        runs: cfg.runs,
-                    });
-                }
-            }
+            let series = format!("DP aggregate, {name}");
+            points.extend(sweep(
+                &obj,
+                cfg,
+                &test,
+                &avg,
+                &series,
+                (n_min, k, g),
+                &mut rng,
+            )?);
             bar.inc(1);
         }
     }
@@ -411,19 +425,13 @@ impl Figure2Result {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::LabelEncoding;
-    use crate::data::libsvm::read_libsvm;
 
     /// A reduced run on the real a9a: the non-private optimum at lambda = 1 predicts the
     /// majority class (test error = share of +1 = 0.2362, calibration.md section 7), the
     /// DP error falls with epsilon, and Theorem 4.2 holds on every split.
     #[test]
     fn figure2_on_a9a_reduced() {
-        let root = crate::testdata::shared_data_dir();
-        let tr = read_libsvm(&root.join("a9a/a9a"), 123, LabelEncoding::PlusMinusOne)
-            .expect("a9a present");
-        let te = read_libsvm(&root.join("a9a/a9a.t"), 123, LabelEncoding::PlusMinusOne)
-            .expect("a9a.t present");
+        let (tr, te) = crate::testdata::a9a().expect("a9a in ../shared/data");
         let cfg = Figure2Config {
             lambdas: vec![1.0, 1e-3],
             epsilons: vec![0.05, 0.4, 8.0],
