@@ -151,15 +151,7 @@ impl NoiseCalibration {
     pub fn sample(&self, rng: &mut NoiseRng) -> Vec<f64> {
         match self.noise {
             NoiseKind::L2 => crate::dp::l2laplace::sample_l2_laplace(self.dim, self.scale, rng),
-            NoiseKind::Laplace => {
-                let grid =
-                    ((self.scale.log2().floor() as i32) - laplace::GRID_BITS_BELOW_SCALE) as f64;
-                let gamma = grid.exp2();
-                let t = self.scale / gamma;
-                (0..self.dim)
-                    .map(|_| gamma * laplace::sample_discrete_laplace(t, rng))
-                    .collect()
-            }
+            NoiseKind::Laplace => laplace::sample_vector(self.dim, self.scale, rng),
         }
     }
 }

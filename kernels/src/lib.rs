@@ -170,7 +170,8 @@ pub fn select<'a>(
                 Ok(Box::new(cpu::CpuLogistic::new(rows)))
             }
             Err(e) => {
-                tracing::info!("no usable GPU ({e}); using the CPU");
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| tracing::info!("no usable GPU ({e}); using the CPU"));
                 Ok(Box::new(cpu::CpuLogistic::new(rows)))
             }
         },

@@ -94,6 +94,16 @@ impl LaplaceMechanism {
     }
 }
 
+/// A vector of i.i.d. Laplace(scale) coordinates, each a discrete Laplace on the grid
+/// `2^(floor(log2 scale) - 30)` (the noise of the aggregate's `noise = "laplace"`).
+pub fn sample_vector(dim: usize, scale: f64, rng: &mut NoiseRng) -> Vec<f64> {
+    let gamma = ((scale.log2().floor() as i32 - GRID_BITS_BELOW_SCALE) as f64).exp2();
+    let t = scale / gamma;
+    (0..dim)
+        .map(|_| gamma * sample_discrete_laplace(t, rng))
+        .collect()
+}
+
 /// Two-sided geometric sample with parameter t (grid units), as an f64 integer.
 pub fn sample_discrete_laplace(t: f64, rng: &mut NoiseRng) -> f64 {
     let g1 = (t * rng.exp1()).floor();
