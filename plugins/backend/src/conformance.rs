@@ -1,0 +1,166 @@
+//! The conformance suite every backend must pass (call [`run`] from the backend's tests).
+//!
+//! It checks: the homomorphic identities on random values; boundary values (0, 1, -1, the
+//! largest and most negative plaintexts); that every batch operation equals the same
+//! operation one by one; that re-randomisation changes the bytes but not the plaintext;
+//! that ciphertexts survive a byte round trip; and that bad ciphertexts (truncated,
+//! extended, all-zero, all-ones, made under another key) are rejected with an error.
+
+use crate::{AdditiveHe, BackendError, Ciphertext, KeyPair, Rng};
+
+fn fail(what: &str, detail: impl std::fmt::Display) -> String {
+    format!("conformance: {what}: {detail}")
+}
+
+fn random_i128(rng: &mut dyn rand_core::CryptoRng, bits: u32) -> i128 {
+    let raw = ((rng.next_u64() as u128) << 64 | rng.next_u64() as u128) as i128;
+    let bits = bits.min(126);
+    raw >> (127 - bits) // arithmetic shift keeps the sign: |v| < 2^bits
+}
+
+/// Run the whole suite; `Err` names the first property that failed.
+pub fn run(backend: &dyn AdditiveHe, rng: Rng<'_>) -> Result<(), String> {
+    let info = backend.info();
+    fn e(what: &'static str) -> impl Fn(BackendError) -> String {
+        move |err| fail(what, err)
+    }
+    let KeyPair {
+        public: pk,
+        secret: sk,
+    } = backend.keygen(rng).map_err(e("keygen"))?;
+    backend.check_public_key(&pk).map_err(e("own public key"))?;
+    let pb = info.plaintext_bits.min(120);
+
+    // Homomorphic identities on random values (sized so sums and products stay in range).
+    let n = 16;
+    let a: Vec<i128> = (0..n).map(|_| random_i128(rng, pb - 2)).collect();
+    let b: Vec<i128> = (0..n).map(|_| random_i128(rng, pb - 2)).collect();
+    let small_a: Vec<i128> = a.iter().map(|v| v >> 40).collect();
+    let k: Vec<i128> = (0..n).map(|_| random_i128(rng, 30)).collect();
+    let ca = backend.encrypt_batch(&pk, &a, rng).map_err(e("encrypt"))?;
+    let cb = backend.encrypt_batch(&pk, &b, rng).map_err(e("encrypt"))?;
+    let dec = |c: &[Ciphertext], what: &'static str| backend.decrypt_batch(&sk, c).map_err(e(what));
+    if dec(&ca, "decrypt")? != a {
+        return Err(fail("D(E(a)) = a", "mismatch"));
+    }
+    let sum = backend.add_batch(&pk, &ca, &cb).map_err(e("add"))?;
+    let want: Vec<i128> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    if dec(&sum, "decrypt sum")? != want {
+        return Err(fail("D(E(a) + E(b)) = a + b", "mismatch"));
+    }
+    let plus = backend
+        .add_plain_batch(&pk, &ca, &b)
+        .map_err(e("add_plain"))?;
+    if dec(&plus, "decrypt")? != want {
+        return Err(fail("D(E(a) + b) = a + b", "mismatch"));
+    }
+    let cs = backend
+        .encrypt_batch(&pk, &small_a, rng)
+        .map_err(e("encrypt"))?;
+    let prod = backend
+        .mul_plain_batch(&pk, &cs, &k)
+        .map_err(e("mul_plain"))?;
+    let want: Vec<i128> = small_a.iter().zip(&k).map(|(x, y)| x * y).collect();
+    if dec(&prod, "decrypt product")? != want {
+        return Err(fail("D(k E(a)) = k a", "mismatch (negative k included)"));
+    }
+    let rr = backend
+        .rerandomize_batch(&pk, &ca, rng)
+        .map_err(e("rerandomize"))?;
+    if dec(&rr, "decrypt")? != a {
+        return Err(fail("re-randomisation", "changed the plaintext"));
+    }
+    if rr.iter().zip(&ca).any(|(x, y)| x == y) {
+        return Err(fail("re-randomisation", "left a ciphertext unchanged"));
+    }
+    let again = backend.encrypt_batch(&pk, &a, rng).map_err(e("encrypt"))?;
+    if again.iter().zip(&ca).any(|(x, y)| x == y) {
+        return Err(fail(
+            "semantic security",
+            "two encryptions of a value are equal",
+        ));
+    }
+
+    // Boundary values.
+    let top = (1i128 << (pb - 1)) - 1;
+    let edges = [0, 1, -1, top, -top];
+    let ce = backend
+        .encrypt_batch(&pk, &edges, rng)
+        .map_err(e("encrypt edges"))?;
+    if dec(&ce, "decrypt edges")? != edges {
+        return Err(fail(
+            "boundary values",
+            "0, 1, -1 or the extremes did not round-trip",
+        ));
+    }
+    let neg = backend
+        .mul_plain_batch(&pk, &ce, &[-1; 5])
+        .map_err(e("negate"))?;
+    if dec(&neg, "decrypt")? != edges.map(|v| -v) {
+        return Err(fail("boundary values", "negation of the extremes"));
+    }
+
+    // Batch equals one by one.
+    for i in 0..4 {
+        let one = backend.add(&pk, &ca[i], &cb[i]).map_err(e("add"))?;
+        if backend.decrypt(&sk, &one).map_err(e("decrypt"))? != a[i] + b[i] {
+            return Err(fail("batch = one by one", "add"));
+        }
+        let m = backend
+            .mul_plain(&pk, &cs[i], k[i])
+            .map_err(e("mul_plain"))?;
+        if backend.decrypt(&sk, &m).map_err(e("decrypt"))? != small_a[i] * k[i] {
+            return Err(fail("batch = one by one", "mul_plain"));
+        }
+        let c = backend.encrypt(&pk, a[i], rng).map_err(e("encrypt"))?;
+        if backend.decrypt(&sk, &c).map_err(e("decrypt"))? != a[i] {
+            return Err(fail("batch = one by one", "encrypt"));
+        }
+    }
+    if backend.add_batch(&pk, &ca, &cb[..3]).is_ok() {
+        return Err(fail(
+            "batch lengths",
+            "mismatched batch lengths were accepted",
+        ));
+    }
+
+    // Byte round trip (what a transport does).
+    let bytes: Vec<Vec<u8>> = ca.iter().map(|c| c.0.clone()).collect();
+    let back: Vec<Ciphertext> = bytes.into_iter().map(Ciphertext).collect();
+    if dec(&back, "decrypt after round trip")? != a {
+        return Err(fail("serialization", "ciphertext bytes did not round-trip"));
+    }
+
+    // Bad ciphertexts.
+    let good = &ca[0].0;
+    let mut bad: Vec<(&str, Ciphertext)> = vec![
+        ("empty", Ciphertext(Vec::new())),
+        ("truncated", Ciphertext(good[..good.len() - 1].to_vec())),
+        ("extended", Ciphertext([good.as_slice(), &[0u8]].concat())),
+        ("all zero", Ciphertext(vec![0; good.len()])),
+        ("all ones", Ciphertext(vec![0xff; good.len()])),
+    ];
+    let other = backend.keygen(rng).map_err(e("second keygen"))?;
+    let foreign = backend
+        .encrypt(&other.public, 5, rng)
+        .map_err(e("encrypt under another key"))?;
+    bad.push(("made under another key", foreign));
+    for (what, c) in &bad {
+        if backend.decrypt(&sk, c).is_ok() {
+            return Err(fail(
+                "rejection",
+                format!("a {what} ciphertext was decrypted"),
+            ));
+        }
+        if backend.add(&pk, &ca[0], c).is_ok() {
+            return Err(fail("rejection", format!("a {what} ciphertext was added")));
+        }
+    }
+    if backend
+        .check_public_key(&crate::PublicKey(vec![1, 2, 3]))
+        .is_ok()
+    {
+        return Err(fail("rejection", "a garbage public key was accepted"));
+    }
+    Ok(())
+}

@@ -1,0 +1,180 @@
+//! The interface every crypto backend of kinsey implements (Paillier on CPU and GPU, TFHE,
+//! and the insecure `mock` used for fast protocol tests), the fixed-point codec, the
+//! registry that maps a config name to a backend, and the conformance suite every backend
+//! must pass.
+//!
+//! Keys and ciphertexts cross this interface as bytes ([`PublicKey`], [`SecretKey`],
+//! [`Ciphertext`]): the protocol sends them over a transport anyway, and each backend
+//! validates what it parses (range, invertibility, length, key binding), so a corrupted or
+//! foreign ciphertext is an error, never a silent wrong answer.
+
+pub mod conformance;
+pub mod fixed;
+pub mod registry;
+
+pub use fixed::FixedPoint;
+pub use registry::Registry;
+
+use serde::{Deserialize, Serialize};
+
+/// Errors of the crypto layer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BackendError {
+    #[error("unknown crypto backend '{name}'; available: {available}")]
+    Unknown { name: String, available: String },
+    #[error("crypto backend '{name}' is not compiled in: rebuild with cargo feature '{feature}'")]
+    Disabled { name: String, feature: String },
+    #[error("invalid ciphertext: {0}")]
+    BadCiphertext(String),
+    #[error("invalid key: {0}")]
+    BadKey(String),
+    #[error(
+        "key size {bits} bits is below the minimum {min} (set allow_insecure_test_keys = true for tests)"
+    )]
+    WeakKey { bits: u32, min: u32 },
+    #[error("fixed-point: {0}")]
+    Codec(String),
+    #[error("batch length mismatch: {0} vs {1}")]
+    Length(usize, usize),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// What a backend says about itself; recorded in every report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackendInfo {
+    pub name: String,
+    pub scheme: String,
+    pub key_bits: u32,
+    /// Estimated classical security in bits (0 for insecure backends).
+    pub security_bits: u32,
+    /// Largest plaintext magnitude (exclusive), as bits: |m| < 2^plaintext_bits.
+    pub plaintext_bits: u32,
+    pub insecure: bool,
+    pub notes: String,
+}
+
+/// Serialized public key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PublicKey(pub Vec<u8>);
+/// Serialized secret key.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecretKey(pub Vec<u8>);
+/// Serialized ciphertext. Every backend binds its ciphertexts to the key they were made
+/// under (a key fingerprint in the bytes), so one made under another key is rejected.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ciphertext(pub Vec<u8>);
+
+impl std::fmt::Debug for SecretKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SecretKey(<{} bytes, redacted>)", self.0.len())
+    }
+}
+
+/// A key pair.
+#[derive(Debug, Clone)]
+pub struct KeyPair {
+    pub public: PublicKey,
+    pub secret: SecretKey,
+}
+
+/// Randomness for key generation, encryption and re-randomisation: always a CSPRNG.
+pub type Rng<'a> = &'a mut dyn rand_core::CryptoRng;
+
+/// An additively homomorphic encryption scheme over signed integers (fixed-point encoded
+/// reals). The batch forms are what the protocol uses; the single forms default to them.
+pub trait AdditiveHe: Send + Sync {
+    fn info(&self) -> BackendInfo;
+    fn keygen(&self, rng: Rng<'_>) -> Result<KeyPair, BackendError>;
+    /// Check a serialized public key (size, structure).
+    fn check_public_key(&self, pk: &PublicKey) -> Result<(), BackendError>;
+
+    fn encrypt_batch(
+        &self,
+        pk: &PublicKey,
+        m: &[i128],
+        rng: Rng<'_>,
+    ) -> Result<Vec<Ciphertext>, BackendError>;
+    fn decrypt_batch(&self, sk: &SecretKey, c: &[Ciphertext]) -> Result<Vec<i128>, BackendError>;
+    /// `E(a_i + b_i)`.
+    fn add_batch(
+        &self,
+        pk: &PublicKey,
+        a: &[Ciphertext],
+        b: &[Ciphertext],
+    ) -> Result<Vec<Ciphertext>, BackendError>;
+    /// `E(a_i + m_i)`.
+    fn add_plain_batch(
+        &self,
+        pk: &PublicKey,
+        a: &[Ciphertext],
+        m: &[i128],
+    ) -> Result<Vec<Ciphertext>, BackendError>;
+    /// `E(k_i a_i)`.
+    fn mul_plain_batch(
+        &self,
+        pk: &PublicKey,
+        a: &[Ciphertext],
+        k: &[i128],
+    ) -> Result<Vec<Ciphertext>, BackendError>;
+    /// Fresh randomness, same plaintext.
+    fn rerandomize_batch(
+        &self,
+        pk: &PublicKey,
+        a: &[Ciphertext],
+        rng: Rng<'_>,
+    ) -> Result<Vec<Ciphertext>, BackendError>;
+
+    fn encrypt(&self, pk: &PublicKey, m: i128, rng: Rng<'_>) -> Result<Ciphertext, BackendError> {
+        one(self.encrypt_batch(pk, &[m], rng)?)
+    }
+    fn decrypt(&self, sk: &SecretKey, c: &Ciphertext) -> Result<i128, BackendError> {
+        one(self.decrypt_batch(sk, std::slice::from_ref(c))?)
+    }
+    fn add(
+        &self,
+        pk: &PublicKey,
+        a: &Ciphertext,
+        b: &Ciphertext,
+    ) -> Result<Ciphertext, BackendError> {
+        one(self.add_batch(pk, std::slice::from_ref(a), std::slice::from_ref(b))?)
+    }
+    fn add_plain(
+        &self,
+        pk: &PublicKey,
+        a: &Ciphertext,
+        m: i128,
+    ) -> Result<Ciphertext, BackendError> {
+        one(self.add_plain_batch(pk, std::slice::from_ref(a), &[m])?)
+    }
+    fn mul_plain(
+        &self,
+        pk: &PublicKey,
+        a: &Ciphertext,
+        k: i128,
+    ) -> Result<Ciphertext, BackendError> {
+        one(self.mul_plain_batch(pk, std::slice::from_ref(a), &[k])?)
+    }
+    fn rerandomize(
+        &self,
+        pk: &PublicKey,
+        a: &Ciphertext,
+        rng: Rng<'_>,
+    ) -> Result<Ciphertext, BackendError> {
+        one(self.rerandomize_batch(pk, std::slice::from_ref(a), rng)?)
+    }
+}
+
+fn one<T>(mut v: Vec<T>) -> Result<T, BackendError> {
+    v.pop()
+        .ok_or_else(|| BackendError::Other("empty batch result".into()))
+}
+
+/// Error unless two batches have the same length.
+pub fn same_len(a: usize, b: usize) -> Result<(), BackendError> {
+    if a == b {
+        Ok(())
+    } else {
+        Err(BackendError::Length(a, b))
+    }
+}

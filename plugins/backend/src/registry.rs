@@ -1,0 +1,100 @@
+//! Backends registered by name; the `[crypto] backend = "..."` key of the config picks one
+//! at run time. An unknown name, or one whose cargo feature is off, is an error that lists
+//! the names that exist.
+
+use crate::{AdditiveHe, BackendError, BackendInfo};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Options every backend factory receives (from the `[crypto]` section of the config).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BackendOptions {
+    /// Key size in bits; `None` is the backend's default.
+    pub key_bits: Option<u32>,
+    /// Allow keys below the backend's minimum (tests only).
+    pub allow_insecure_test_keys: bool,
+    /// Allow backends that do not encrypt at all (`mock`).
+    pub allow_insecure: bool,
+}
+
+/// A factory building a backend from options.
+pub type Factory = fn(&BackendOptions) -> Result<Arc<dyn AdditiveHe>, BackendError>;
+
+#[derive(Clone)]
+enum Entry {
+    Enabled(Factory),
+    Disabled { feature: String },
+}
+
+/// Name -> backend factory.
+#[derive(Clone, Default)]
+pub struct Registry {
+    entries: BTreeMap<String, Entry>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.entries.keys()).finish()
+    }
+}
+
+impl Registry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Register a compiled-in backend.
+    pub fn register(&mut self, name: &str, factory: Factory) {
+        self.entries
+            .insert(name.to_string(), Entry::Enabled(factory));
+    }
+
+    /// Record a backend whose cargo feature is off, so asking for it says how to get it.
+    pub fn register_disabled(&mut self, name: &str, feature: &str) {
+        self.entries
+            .entry(name.to_string())
+            .or_insert(Entry::Disabled {
+                feature: feature.to_string(),
+            });
+    }
+
+    /// Names of the compiled-in backends.
+    pub fn names(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .filter(|(_, e)| matches!(e, Entry::Enabled(_)))
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    /// Build the backend called `name`.
+    pub fn create(
+        &self,
+        name: &str,
+        opts: &BackendOptions,
+    ) -> Result<Arc<dyn AdditiveHe>, BackendError> {
+        match self.entries.get(name) {
+            Some(Entry::Enabled(f)) => f(opts),
+            Some(Entry::Disabled { feature }) => Err(BackendError::Disabled {
+                name: name.to_string(),
+                feature: feature.clone(),
+            }),
+            None => Err(BackendError::Unknown {
+                name: name.to_string(),
+                available: self.names().join(", "),
+            }),
+        }
+    }
+
+    /// Every compiled-in backend's self-description with default options (for `kinsey backends`).
+    pub fn describe_all(&self) -> Vec<Result<BackendInfo, (String, BackendError)>> {
+        let opts = BackendOptions {
+            allow_insecure: true,
+            ..Default::default()
+        };
+        self.names()
+            .into_iter()
+            .map(|n| self.create(&n, &opts).map(|b| b.info()).map_err(|e| (n, e)))
+            .collect()
+    }
+}
