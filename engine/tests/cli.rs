@@ -4,6 +4,11 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// A path as a command-line argument.
+fn arg(p: &Path) -> &str {
+    p.to_str().expect("utf8 path")
+}
+
 fn kinsey(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kinsey"))
         .args(args)
@@ -38,15 +43,7 @@ fn json(path: &Path) -> serde_json::Value {
 fn demo_runs_and_reports() {
     let dir = tempfile::tempdir().expect("tmp");
     let out = dir.path().join("out");
-    let stdout = ok(&[
-        "demo",
-        "--out",
-        out.to_str().expect("utf8"),
-        "--device",
-        "cpu",
-        "--seed",
-        "3",
-    ]);
+    let stdout = ok(&["demo", "--out", arg(&out), "--device", "cpu", "--seed", "3"]);
     assert!(stdout.contains("test error"), "{stdout}");
     let r = json(&out.join("report.json"));
     assert_eq!(r["parties"].as_array().expect("parties").len(), 5);
@@ -73,7 +70,7 @@ fn demo_runs_and_reports() {
     ok(&[
         "demo",
         "--out",
-        out2.to_str().expect("utf8"),
+        arg(&out2),
         "--device",
         "cpu",
         "--seed",
@@ -89,7 +86,7 @@ fn demo_runs_and_reports() {
 fn generate_train_predict_round_trip() {
     let dir = tempfile::tempdir().expect("tmp");
     let parties = dir.path().join("parties");
-    let p = parties.to_str().expect("utf8");
+    let p = arg(&parties);
     ok(&[
         "generate",
         "--parties",
@@ -122,7 +119,7 @@ dir = "result"
 "#,
     )
     .expect("write");
-    let stdout = ok(&["train", "--config", cfg.to_str().expect("utf8")]);
+    let stdout = ok(&["train", "--config", arg(&cfg)]);
     assert!(stdout.contains("dp_aggregate"), "{stdout}");
     let result = dir.path().join("result");
     let r = json(&result.join("report.json"));
@@ -133,11 +130,11 @@ dir = "result"
     let s = ok(&[
         "predict",
         "--model",
-        result.join("model.json").to_str().expect("utf8"),
+        arg(&result.join("model.json")),
         "--input",
-        parties.join("test.parquet").to_str().expect("utf8"),
+        arg(&parties.join("test.parquet")),
         "--out",
-        preds.to_str().expect("utf8"),
+        arg(&preds),
     ]);
     assert!(s.contains("error rate"), "{s}");
     assert_eq!(
@@ -157,21 +154,21 @@ fn convert_and_split_a9a() {
     ok(&[
         "convert",
         "--libsvm",
-        data.to_str().expect("utf8"),
+        arg(&data),
         "--dim",
         "123",
         "--out",
-        pq.to_str().expect("utf8"),
+        arg(&pq),
     ]);
     let parts = dir.path().join("parts");
     ok(&[
         "split",
         "--input",
-        pq.to_str().expect("utf8"),
+        arg(&pq),
         "--sizes",
         "4884,6512,6512,6512,8141",
         "--out",
-        parts.to_str().expect("utf8"),
+        arg(&parts),
         "--seed",
         "7",
     ]);
@@ -187,11 +184,11 @@ fn convert_and_split_a9a() {
     let e = fails(&[
         "split",
         "--input",
-        pq.to_str().expect("utf8"),
+        arg(&pq),
         "--sizes",
         "30000,30000",
         "--out",
-        bad.to_str().expect("utf8"),
+        arg(&bad),
     ]);
     assert!(e.contains("32561"), "{e}");
     assert!(!bad.exists());
@@ -210,7 +207,7 @@ fn bad_inputs_fail_clearly_and_leave_nothing() {
         "--dim",
         "4",
         "--out",
-        parties.to_str().expect("utf8"),
+        arg(&parties),
     ]);
     let cfg = dir.path().join("c.toml");
     let write_cfg = |body: &str| std::fs::write(&cfg, body).expect("write");
@@ -223,7 +220,7 @@ epsilon = 1.0
 dir = "out"
 "#;
     let out = dir.path().join("out");
-    let c = cfg.to_str().expect("utf8");
+    let c = arg(&cfg);
 
     write_cfg(&base.replace("epsilon = 1.0", "epsilon = 0.0"));
     assert!(fails(&["train", "--config", c]).contains("epsilon"));
@@ -246,7 +243,7 @@ dir = "out"
         "--dim",
         "4",
         "--out",
-        big.to_str().expect("utf8"),
+        arg(&big),
     ]);
     let mut ds =
         kinsey::data::parquet_io::read_parquet(&big.join("party-1.parquet"), &Default::default())

@@ -269,6 +269,21 @@ impl Figure2Result {
         s
     }
 
+    /// The series of one (lambda, calibration) panel, in the order they were computed.
+    fn series_names(&self, lambda: f64, calibration: &str) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for p in self
+            .points
+            .iter()
+            .filter(|p| p.lambda == lambda && p.calibration == calibration)
+        {
+            if !names.contains(&p.series) {
+                names.push(p.series.clone());
+            }
+        }
+        names
+    }
+
     /// Markdown table (epsilon in columns) for one lambda and calibration.
     pub fn markdown(&self, lambda: f64, calibration: &str, max_eps: f64) -> String {
         let eps: Vec<f64> = self
@@ -286,16 +301,7 @@ impl Figure2Result {
                 .join(" | "),
             "---|".repeat(eps.len())
         );
-        let mut names: Vec<&str> = Vec::new();
-        for p in self
-            .points
-            .iter()
-            .filter(|p| p.lambda == lambda && p.calibration == calibration)
-        {
-            if !names.contains(&p.series.as_str()) {
-                names.push(&p.series);
-            }
-        }
+        let names = self.series_names(lambda, calibration);
         if let Some(np) = self
             .points
             .iter()
@@ -385,16 +391,7 @@ impl Figure2Result {
                 dashed: true,
             });
         }
-        let mut names: Vec<String> = Vec::new();
-        for p in self
-            .points
-            .iter()
-            .filter(|p| p.lambda == lambda && p.calibration == calibration)
-        {
-            if !names.contains(&p.series) {
-                names.push(p.series.clone());
-            }
-        }
+        let names = self.series_names(lambda, calibration);
         for name in names {
             let pts: Vec<&Point> = self
                 .points

@@ -168,11 +168,13 @@ fn parse_sk(sk: &SecretKey) -> Result<Sk, BackendError> {
     let q2 = q.clone().square();
     let pm1 = (&p - 1u32).complete();
     let qm1 = (&q - 1u32).complete();
-    let g = (&pk.n + 1u32).complete();
-    let hp = l_function(g.clone().secure_pow_mod(&pm1, &p2), &p)
+    // With g = n + 1: g^(p-1) = 1 + (p-1) n (mod p^2), so L_p(g^(p-1) mod p^2) = (p-1) q
+    // = -q (mod p) and h_p = (-q)^-1 mod p; likewise h_q = (-p)^-1 mod q. No exponentiation
+    // with the secret p - 1 is needed to derive them.
+    let hp = (p.clone() - (&q % &p).complete())
         .invert(&p)
         .map_err(|_| bad())?;
-    let hq = l_function(g.secure_pow_mod(&qm1, &q2), &q)
+    let hq = (q.clone() - (&p % &q).complete())
         .invert(&q)
         .map_err(|_| bad())?;
     let q_inv_p = q.clone().invert(&p).map_err(|_| bad())?;
@@ -239,6 +241,11 @@ impl Pk {
         v.to_i128().ok_or_else(|| {
             BackendError::Codec("decrypted value does not fit 127 bits: a sum overflowed".into())
         })
+    }
+
+    /// `g^m = 1 + m n mod n^2` (g = n + 1).
+    fn g_pow(&self, m: i128) -> Integer {
+        (self.residue(m) * &self.n + 1u32) % &self.n2
     }
 
     /// `r^n mod n^2` for a fresh r.
@@ -347,10 +354,7 @@ impl AdditiveHe for Paillier {
         let rs: Vec<Integer> = m.iter().map(|_| random_unit(&k.n, rng)).collect();
         Ok(m.par_iter()
             .zip(rs.par_iter())
-            .map(|(&v, r)| {
-                let gm = (k.residue(v) * &k.n + 1u32) % &k.n2;
-                k.to_ct(&((gm * k.noise(r)) % &k.n2))
-            })
+            .map(|(&v, r)| k.to_ct(&((k.g_pow(v) * k.noise(r)) % &k.n2)))
             .collect())
     }
 
@@ -397,10 +401,7 @@ impl AdditiveHe for Paillier {
         let x = k.parse_cts(a)?;
         Ok(x.par_iter()
             .zip(m.par_iter())
-            .map(|(x, &v)| {
-                let gm = (k.residue(v) * &k.n + 1u32) % &k.n2;
-                k.to_ct(&((gm * x) % &k.n2))
-            })
+            .map(|(x, &v)| k.to_ct(&((k.g_pow(v) * x) % &k.n2)))
             .collect())
     }
 
