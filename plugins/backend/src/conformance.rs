@@ -6,7 +6,8 @@
 //! that ciphertexts survive a byte round trip; and that bad ciphertexts (truncated,
 //! extended, all-zero, all-ones, made under another key) are rejected with an error.
 
-use crate::{AdditiveHe, BackendError, Ciphertext, KeyPair, Rng};
+use crate::compare::Duplex;
+use crate::{AdditiveHe, BackendError, Ciphertext, KeyPair, Rng, SecureComparison};
 
 fn fail(what: &str, detail: impl std::fmt::Display) -> String {
     format!("conformance: {what}: {detail}")
@@ -78,6 +79,28 @@ pub fn run(backend: &dyn AdditiveHe, rng: Rng<'_>) -> Result<(), String> {
         return Err(fail(
             "semantic security",
             "two encryptions of a value are equal",
+        ));
+    }
+
+    // Encryption by the key holder (CRT for Paillier) is the same scheme.
+    if backend.public_key_of(&sk).map_err(e("public_key_of"))? != pk {
+        return Err(fail(
+            "public_key_of",
+            "does not give back the key pair's public key",
+        ));
+    }
+    let held = backend
+        .encrypt_with_secret_batch(&sk, &a, rng)
+        .map_err(e("encrypt_with_secret"))?;
+    if dec(&held, "decrypt")? != a {
+        return Err(fail("key-holder encryption", "D(E_sk(a)) != a"));
+    }
+    let mixed = backend.add_batch(&pk, &held, &cb).map_err(e("add"))?;
+    let want: Vec<i128> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    if dec(&mixed, "decrypt")? != want {
+        return Err(fail(
+            "key-holder encryption",
+            "does not add with public encryptions",
         ));
     }
 
@@ -161,6 +184,56 @@ pub fn run(backend: &dyn AdditiveHe, rng: Rng<'_>) -> Result<(), String> {
         .is_ok()
     {
         return Err(fail("rejection", "a garbage public key was accepted"));
+    }
+    run_comparison(backend.comparison().as_ref(), rng)
+}
+
+/// The comparison part of the suite: random and boundary inputs (equal values, the extremes
+/// of the range, huge blinded shares), and a garbage message rejected with an error.
+pub fn run_comparison(cmp: &dyn SecureComparison, rng: Rng<'_>) -> Result<(), String> {
+    let keys = cmp.keygen(rng).map_err(|e| fail("comparison keygen", e))?;
+    cmp.check_public_key(&keys.public)
+        .map_err(|e| fail("comparison public key", e))?;
+    let bits = 40u32;
+    let top = (1i128 << bits) - 1;
+    let mut cases: Vec<(i128, i128)> = Vec::new();
+    for d in [0, 1, -1, top, -top, 2, -2] {
+        for x in [0i128, 1, -1, 1 << 100, -(1 << 100), top] {
+            cases.push((x, d - x));
+        }
+    }
+    for _ in 0..8 {
+        let x = random_i128(rng, 110);
+        let d = random_i128(rng, bits);
+        cases.push((x, d - x));
+    }
+    for (x, y) in cases {
+        let bit = crate::compare::run_pair(cmp, &keys, x, y, bits, rng)
+            .map_err(|e| fail("comparison", e))?;
+        if bit != (x + y >= 0) {
+            return Err(fail(
+                "comparison",
+                format!("[x + y >= 0] wrong for x + y = {}", x + y),
+            ));
+        }
+    }
+    // A helper that answers with garbage makes the learner fail, not guess.
+    let (mut a, mut b) = crate::compare::channel_pair();
+    let mut rl = crate::compare::split_rng(rng);
+    let learner = std::thread::scope(|s| {
+        let h = s.spawn(move || {
+            let _ = a.recv();
+            let _ = a.send(vec![7u8; 33]);
+        });
+        let out = cmp.learn(&keys, 5, bits, &mut b, &mut rl);
+        let _ = h.join();
+        out
+    });
+    if learner.is_ok() {
+        return Err(fail("comparison", "a garbage answer was accepted"));
+    }
+    if cmp.check_public_key(&crate::PublicKey(vec![9; 7])).is_ok() {
+        return Err(fail("comparison", "a garbage public key was accepted"));
     }
     Ok(())
 }

@@ -8,10 +8,12 @@
 //! validates what it parses (range, invertibility, length, key binding), so a corrupted or
 //! foreign ciphertext is an error, never a silent wrong answer.
 
+pub mod compare;
 pub mod conformance;
 pub mod fixed;
 pub mod registry;
 
+pub use compare::{Duplex, SecureComparison};
 pub use fixed::FixedPoint;
 pub use registry::Registry;
 
@@ -88,6 +90,22 @@ pub trait AdditiveHe: Send + Sync {
     fn keygen(&self, rng: Rng<'_>) -> Result<KeyPair, BackendError>;
     /// Check a serialized public key (size, structure).
     fn check_public_key(&self, pk: &PublicKey) -> Result<(), BackendError>;
+    /// The public key that belongs to a secret key.
+    fn public_key_of(&self, sk: &SecretKey) -> Result<PublicKey, BackendError>;
+    /// The secure two-party comparison that goes with this backend (Stage 1).
+    fn comparison(&self) -> std::sync::Arc<dyn SecureComparison>;
+
+    /// Encryption by a holder of the secret key; backends override it with a faster path
+    /// (CRT for Paillier). The ciphertexts are indistinguishable from `encrypt_batch`'s.
+    fn encrypt_with_secret_batch(
+        &self,
+        sk: &SecretKey,
+        m: &[i128],
+        rng: Rng<'_>,
+    ) -> Result<Vec<Ciphertext>, BackendError> {
+        let pk = self.public_key_of(sk)?;
+        self.encrypt_batch(&pk, m, rng)
+    }
 
     fn encrypt_batch(
         &self,

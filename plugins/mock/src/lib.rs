@@ -8,6 +8,8 @@
 //! are bound to their key, re-randomisation changes the bytes, and malformed bytes are
 //! rejected.
 
+use kinsey_backend::SecureComparison;
+use kinsey_backend::compare::{Duplex, check_bits};
 use kinsey_backend::registry::BackendOptions;
 use kinsey_backend::{
     AdditiveHe, BackendError, BackendInfo, Ciphertext, KeyPair, PublicKey, Registry, Rng,
@@ -96,6 +98,57 @@ fn decode(key: u64, c: &Ciphertext) -> Result<(i128, u64), BackendError> {
     Ok((m, u64::from_le_bytes(n)))
 }
 
+/// The mock's comparison: the helper sends its share in the clear (INSECURE, tests only).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MockComparison;
+
+impl SecureComparison for MockComparison {
+    fn describe(&self) -> String {
+        "mock comparison (INSECURE: the helper's share is sent in the clear)".into()
+    }
+    fn keygen(&self, rng: Rng<'_>) -> Result<KeyPair, BackendError> {
+        Mock.keygen(rng)
+    }
+    fn check_public_key(&self, pk: &PublicKey) -> Result<(), BackendError> {
+        Mock.check_public_key(pk)
+    }
+    fn learn(
+        &self,
+        _keys: &KeyPair,
+        y: i128,
+        bits: u32,
+        ch: &mut dyn Duplex,
+        _rng: Rng<'_>,
+    ) -> Result<bool, BackendError> {
+        check_bits(bits)?;
+        ch.send(b"go".to_vec())?;
+        let m = ch.recv()?;
+        let x: [u8; 16] = m.as_slice().try_into().map_err(|_| {
+            BackendError::Other(format!("mock comparison: {} bytes, expected 16", m.len()))
+        })?;
+        let s = i128::from_le_bytes(x).wrapping_add(y);
+        if s.unsigned_abs() >= 1u128 << bits {
+            return Err(BackendError::Other(format!(
+                "mock comparison: |x + y| is not below 2^{bits}"
+            )));
+        }
+        Ok(s >= 0)
+    }
+    fn help(
+        &self,
+        pk: &PublicKey,
+        x: i128,
+        bits: u32,
+        ch: &mut dyn Duplex,
+        _rng: Rng<'_>,
+    ) -> Result<(), BackendError> {
+        check_bits(bits)?;
+        self.check_public_key(pk)?;
+        ch.recv()?;
+        ch.send(x.to_le_bytes().to_vec())
+    }
+}
+
 impl Mock {
     fn map2(
         &self,
@@ -142,6 +195,17 @@ impl AdditiveHe for Mock {
 
     fn check_public_key(&self, pk: &PublicKey) -> Result<(), BackendError> {
         key_id(&pk.0, PK_MAGIC, "public key").map(|_| ())
+    }
+
+    fn public_key_of(&self, sk: &SecretKey) -> Result<PublicKey, BackendError> {
+        let id = key_id(&sk.0, SK_MAGIC, "secret key")?;
+        let mut pk = PK_MAGIC.to_vec();
+        pk.extend_from_slice(&id.to_le_bytes());
+        Ok(PublicKey(pk))
+    }
+
+    fn comparison(&self) -> Arc<dyn SecureComparison> {
+        Arc::new(MockComparison)
     }
 
     fn encrypt_batch(
@@ -277,6 +341,15 @@ mod tests {
         fn check_public_key(&self, pk: &PublicKey) -> Result<(), BackendError> {
             Mock.check_public_key(pk)
         }
+        fn public_key_of(&self, sk: &SecretKey) -> Result<PublicKey, BackendError> {
+            Mock.public_key_of(sk)
+        }
+        fn comparison(&self) -> Arc<dyn SecureComparison> {
+            if self.0 == "compare" {
+                return Arc::new(OffByOne);
+            }
+            Mock.comparison()
+        }
         fn encrypt_batch(
             &self,
             pk: &PublicKey,
@@ -336,9 +409,45 @@ mod tests {
         }
     }
 
+    /// A comparison that answers `[x + y > 0]`: wrong only on equality.
+    struct OffByOne;
+
+    impl SecureComparison for OffByOne {
+        fn describe(&self) -> String {
+            "broken".into()
+        }
+        fn keygen(&self, rng: Rng<'_>) -> Result<KeyPair, BackendError> {
+            Mock.keygen(rng)
+        }
+        fn check_public_key(&self, pk: &PublicKey) -> Result<(), BackendError> {
+            Mock.check_public_key(pk)
+        }
+        fn learn(
+            &self,
+            keys: &KeyPair,
+            y: i128,
+            bits: u32,
+            ch: &mut dyn Duplex,
+            rng: Rng<'_>,
+        ) -> Result<bool, BackendError> {
+            MockComparison.learn(keys, y - 1, bits, ch, rng)
+        }
+        fn help(
+            &self,
+            pk: &PublicKey,
+            x: i128,
+            bits: u32,
+            ch: &mut dyn Duplex,
+            rng: Rng<'_>,
+        ) -> Result<(), BackendError> {
+            MockComparison.help(pk, x, bits, ch, rng)
+        }
+    }
+
     #[test]
     fn the_suite_catches_broken_backends() {
         for (what, needle) in [
+            ("compare", "x + y = 0"),
             ("add", "a + b"),
             ("mul", "k a"),
             ("rerandomize", "re-randomisation"),
