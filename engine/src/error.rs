@@ -49,6 +49,16 @@ pub enum Error {
     /// A compute kernel failed (no GPU adapter, shader error, ...).
     #[error(transparent)]
     Kernel(#[from] kinsey_kernels::KernelError),
+    /// The crypto layer refused something (key, ciphertext, backend name).
+    #[error("crypto: {0}")]
+    Crypto(#[from] kinsey_backend::BackendError),
+    /// The secure protocol stopped; names the stage and the participant at fault.
+    #[error("secure protocol failed in {stage}, {participant}: {msg}")]
+    Protocol {
+        stage: String,
+        participant: String,
+        msg: String,
+    },
     /// Errors surfaced from arrow/parquet that are not attributable to a single value.
     #[error("{path}: {source}")]
     Parquet {

@@ -5,6 +5,8 @@
 //! * [`dp`]: CSPRNG, mechanisms with privacy maps, accountant, statistical tests.
 //! * [`logreg`]: the objective (written once) and the Newton solver.
 //! * [`aggregate`]: calibration and the aggregate classifier (plaintext reference aggregator).
+//! * [`crypto`]: the registry of compiled-in crypto backends.
+//! * [`protocol`]: the secure 3-stage aggregation protocol, its transport and audits.
 //! * [`pipeline`]: the end-to-end job and its report.
 //! * [`experiment`]: Figure 2 of seed 001.
 //! * [`config`]: TOML configuration.
@@ -12,6 +14,7 @@
 pub mod aggregate;
 pub mod cli_support;
 pub mod config;
+pub mod crypto;
 pub mod data;
 pub mod dp;
 pub mod error;
@@ -19,6 +22,7 @@ pub mod experiment;
 pub mod logreg;
 pub mod pipeline;
 pub mod plot;
+pub mod protocol;
 pub mod testdata;
 
 pub use error::{Error, Result};

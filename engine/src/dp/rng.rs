@@ -92,6 +92,14 @@ impl NoiseRng {
         }
     }
 
+    /// A child ChaCha20 generator for the crypto layer (keys, masks, encryption randomness);
+    /// like [`fork`](Self::fork) it is keyed by 256 bits drawn from this one.
+    pub fn crypto_rng(&mut self) -> ChaCha20Rng {
+        let mut key = [0u8; 32];
+        self.inner.fill_bytes(&mut key);
+        ChaCha20Rng::from_seed(key)
+    }
+
     /// Uniform in (0, 1]: 53 random bits, never 0 (so `ln` is finite).
     pub fn uniform_open0(&mut self) -> f64 {
         let bits = self.inner.next_u64() >> 11;

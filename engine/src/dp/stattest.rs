@@ -78,6 +78,13 @@ pub fn chi_square_test(observed: &[u64], expected: &[f64]) -> (f64, f64) {
 }
 
 /// CDF of the Laplace distribution with location 0 and scale b.
+/// Chi-square test of counts against the uniform distribution over their bins.
+pub fn chi_square_uniform(observed: &[u64]) -> (f64, f64) {
+    let total: u64 = observed.iter().sum();
+    let e = total as f64 / observed.len().max(1) as f64;
+    chi_square_test(observed, &vec![e; observed.len()])
+}
+
 pub fn laplace_cdf(x: f64, b: f64) -> f64 {
     if x < 0.0 {
         0.5 * (x / b).exp()

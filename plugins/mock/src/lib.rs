@@ -4,7 +4,7 @@
 //! [`BackendInfo`] says `insecure: true` (every report made with it says so).
 //!
 //! It keeps the real backends' rules so that tests catch protocol bugs: plaintexts live in
-//! a modular space (signed integers mod 2^121, wrapping like Paillier's mod N), ciphertexts
+//! a modular space (signed integers mod 2^125, wrapping like Paillier's mod N), ciphertexts
 //! are bound to their key, re-randomisation changes the bytes, and malformed bytes are
 //! rejected.
 
@@ -22,7 +22,7 @@ const PK_MAGIC: &[u8; 4] = b"MKPK";
 const SK_MAGIC: &[u8; 4] = b"MKSK";
 const CT_LEN: usize = 4 + 8 + 16 + 8;
 /// Plaintexts are integers mod 2^PLAIN_MOD_BITS, read as signed.
-const PLAIN_MOD_BITS: u32 = 121;
+const PLAIN_MOD_BITS: u32 = 125;
 
 /// Register `mock` in a registry.
 pub fn register(registry: &mut Registry) {
@@ -44,7 +44,7 @@ fn create(opts: &BackendOptions) -> Result<Arc<dyn AdditiveHe>, BackendError> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Mock;
 
-/// Reduce into the signed range [-2^120, 2^120).
+/// Reduce into the signed range [-2^124, 2^124).
 fn wrap(v: i128) -> i128 {
     let shift = 128 - PLAIN_MOD_BITS;
     (v << shift) >> shift
@@ -460,7 +460,7 @@ mod tests {
 
     #[test]
     fn plaintexts_wrap_like_a_modular_space() {
-        assert_eq!(wrap(1i128 << 120), -(1i128 << 120));
+        assert_eq!(wrap(1i128 << 124), -(1i128 << 124));
         assert_eq!(wrap(-1), -1);
     }
 }

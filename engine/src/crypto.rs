@@ -1,0 +1,36 @@
+//! The crypto backends compiled into this build, by name (`[crypto] backend = "..."`).
+
+use kinsey_backend::Registry;
+
+/// The registry of every backend this build knows: compiled-in ones can be created, the
+/// others say which cargo feature to turn on.
+pub fn registry() -> Registry {
+    let mut r = Registry::new();
+    #[cfg(feature = "paillier")]
+    kinsey_backend_paillier::register(&mut r);
+    #[cfg(not(feature = "paillier"))]
+    r.register_disabled("paillier", "paillier");
+    #[cfg(feature = "mock")]
+    kinsey_backend_mock::register(&mut r);
+    #[cfg(not(feature = "mock"))]
+    r.register_disabled("mock", "mock");
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kinsey_backend::registry::BackendOptions;
+
+    #[test]
+    fn default_build_has_paillier_and_mock() {
+        let r = registry();
+        assert_eq!(r.names(), vec!["mock".to_string(), "paillier".to_string()]);
+        let e = r
+            .create("tfhe", &BackendOptions::default())
+            .err()
+            .expect("unknown");
+        assert!(e.to_string().contains("available: mock, paillier"), "{e}");
+        assert!(r.create("paillier", &BackendOptions::default()).is_ok());
+    }
+}
