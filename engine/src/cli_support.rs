@@ -16,3 +16,14 @@ pub fn bar(len: u64, msg: &str) -> ProgressBar {
     pb.set_message(msg.to_string());
     pb
 }
+
+/// A spinner for a step without a known length (hidden under `KINSEY_NO_PROGRESS`).
+pub fn spinner(msg: &str) -> ProgressBar {
+    if std::env::var_os("KINSEY_NO_PROGRESS").is_some() {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new_spinner();
+    pb.set_message(msg.to_string());
+    pb.enable_steady_tick(std::time::Duration::from_millis(120));
+    pb
+}

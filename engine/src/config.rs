@@ -21,6 +21,78 @@ pub struct TrainConfig {
     pub compute: ComputeConfig,
     #[serde(default)]
     pub output: OutputConfig,
+    #[serde(default)]
+    pub crypto: CryptoConfig,
+}
+
+/// `[crypto]`: how the aggregate is computed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CryptoConfig {
+    /// "secure" (the 3-stage protocol) or "plaintext" (the reference, no secrecy between
+    /// parties: for experiments).
+    #[serde(default = "default_aggregation")]
+    pub aggregation: String,
+    /// A registered backend: "paillier" (default) or "mock" (insecure, tests only).
+    #[serde(default = "default_backend")]
+    pub backend: String,
+    /// Key size in bits (Paillier: 2048 default, 3072, 4096).
+    #[serde(default)]
+    pub key_bits: Option<u32>,
+    /// Accept keys below the backend's minimum (tests only).
+    #[serde(default)]
+    pub allow_insecure_test_keys: bool,
+    /// Accept a backend that does not encrypt (`mock`).
+    #[serde(default)]
+    pub allow_insecure: bool,
+}
+
+fn default_aggregation() -> String {
+    "secure".into()
+}
+fn default_backend() -> String {
+    "paillier".into()
+}
+
+impl Default for CryptoConfig {
+    fn default() -> Self {
+        Self {
+            aggregation: default_aggregation(),
+            backend: default_backend(),
+            key_bits: None,
+            allow_insecure_test_keys: false,
+            allow_insecure: false,
+        }
+    }
+}
+
+impl CryptoConfig {
+    /// The aggregation this section asks for; creating the backend checks the name, the key
+    /// size and the insecure flags.
+    pub fn aggregation(&self) -> Result<crate::pipeline::Aggregation> {
+        use crate::pipeline::Aggregation;
+        match self.aggregation.as_str() {
+            "plaintext" => Ok(Aggregation::Plaintext),
+            "secure" => {
+                let backend = crate::crypto::registry().create(
+                    &self.backend,
+                    &kinsey_backend::registry::BackendOptions {
+                        key_bits: self.key_bits,
+                        allow_insecure_test_keys: self.allow_insecure_test_keys,
+                        allow_insecure: self.allow_insecure,
+                    },
+                )?;
+                Ok(Aggregation::Secure(crate::protocol::SecureAggregator::new(
+                    backend,
+                    crate::protocol::ProtocolConfig::default(),
+                )))
+            }
+            other => Err(Error::param(
+                "crypto.aggregation",
+                format!("unknown aggregation '{other}' (expected secure or plaintext)"),
+            )),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -240,6 +312,7 @@ impl TrainConfig {
             .device
             .parse::<kinsey_kernels::DevicePref>()
             .map_err(|e| Error::param("compute.device", e.to_string()))?;
+        self.crypto.aggregation()?;
         Ok(())
     }
 }
@@ -269,6 +342,15 @@ noise = "laplace"
         assert_eq!(c.data.transform().expect("ok"), RowTransform::Scale(0.25));
         assert_eq!(c.compute.device, "auto");
         assert_eq!(c.model.tolerance, 1e-10);
+        assert_eq!(c.crypto.backend, "paillier");
+        let mock = TrainConfig::parse(&format!(
+            "{GOOD}\n[crypto]\nbackend = \"mock\"\nallow_insecure = true"
+        ))
+        .expect("mock allowed");
+        match mock.crypto.aggregation().expect("ok") {
+            crate::pipeline::Aggregation::Secure(s) => assert!(s.backend().info().insecure),
+            crate::pipeline::Aggregation::Plaintext => panic!("secure by default"),
+        }
     }
 
     #[test]
@@ -282,6 +364,22 @@ noise = "laplace"
             (GOOD.replace("[model]", "[model]\nlamda = 1"), "lamda"),
             (GOOD.replace("\"scale\"", "\"squash\""), "squash"),
             (format!("{GOOD}\n[compute]\ndevice = \"tpu\""), "tpu"),
+            (
+                format!("{GOOD}\n[crypto]\nbackend = \"rsa\""),
+                "unknown crypto backend 'rsa'; available: mock, paillier",
+            ),
+            (
+                format!("{GOOD}\n[crypto]\nbackend = \"mock\""),
+                "allow_insecure",
+            ),
+            (
+                format!("{GOOD}\n[crypto]\nkey_bits = 1024"),
+                "allow_insecure_test_keys",
+            ),
+            (
+                format!("{GOOD}\n[crypto]\naggregation = \"magic\""),
+                "magic",
+            ),
         ] {
             let e = TrainConfig::parse(&bad).expect_err(needle).to_string();
             assert!(e.contains(needle), "{needle}: {e}");

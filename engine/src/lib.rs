@@ -12,6 +12,7 @@
 //! * [`config`]: TOML configuration.
 
 pub mod aggregate;
+pub mod bench_crypto;
 pub mod cli_support;
 pub mod config;
 pub mod crypto;
@@ -19,6 +20,8 @@ pub mod data;
 pub mod dp;
 pub mod error;
 pub mod experiment;
+#[cfg(feature = "paillier")]
+pub mod keyfiles;
 pub mod logreg;
 pub mod pipeline;
 pub mod plot;

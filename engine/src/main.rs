@@ -40,6 +40,8 @@ enum Cmd {
         device: String,
         #[arg(long, default_value_t = 1.0)]
         epsilon: f64,
+        #[command(flatten)]
+        crypto: CryptoArgs,
     },
     /// Train the DP aggregate classifier on the parties listed in a TOML config.
     Train {
@@ -129,6 +131,90 @@ enum Cmd {
         #[command(subcommand)]
         which: Bench,
     },
+    /// The crypto backends compiled into this build, with their security description.
+    Backends,
+    /// Paillier keys and ciphertexts in python-paillier's formats.
+    Keys {
+        #[command(subcommand)]
+        which: KeysCmd,
+    },
+}
+
+/// The `[crypto]` section as command-line flags (demo).
+#[derive(Args, Debug, Clone)]
+struct CryptoArgs {
+    /// "secure" (the 3-stage protocol) or "plaintext" (reference, no secrecy).
+    #[arg(long, default_value = "secure")]
+    aggregation: String,
+    /// Crypto backend ("paillier" or "mock"; see `kinsey backends`).
+    #[arg(long, default_value = "paillier")]
+    backend: String,
+    /// Key size in bits (backend default: 2048 for Paillier).
+    #[arg(long)]
+    key_bits: Option<u32>,
+    /// Accept a backend that does not encrypt (mock).
+    #[arg(long)]
+    allow_insecure: bool,
+    /// Accept keys below the backend's minimum.
+    #[arg(long)]
+    allow_insecure_test_keys: bool,
+}
+
+impl CryptoArgs {
+    fn config(&self) -> kinsey::config::CryptoConfig {
+        kinsey::config::CryptoConfig {
+            aggregation: self.aggregation.clone(),
+            backend: self.backend.clone(),
+            key_bits: self.key_bits,
+            allow_insecure_test_keys: self.allow_insecure_test_keys,
+            allow_insecure: self.allow_insecure,
+        }
+    }
+}
+
+#[derive(Subcommand, Debug)]
+enum KeysCmd {
+    /// A new Paillier key pair: OUT/private.json and OUT/public.json (pheutil's JWK format,
+    /// with kinsey's h_s and the primes as extra members python-paillier ignores).
+    Generate {
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value_t = 2048)]
+        bits: u32,
+        #[arg(long)]
+        allow_insecure_test_keys: bool,
+    },
+    /// python-paillier's own files from a kinsey private key (kinsey's h_s dropped).
+    Export {
+        #[arg(long)]
+        private: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// kinsey's files from a pheutil private key (primes recovered from lambda if needed).
+    Import {
+        #[arg(long)]
+        private: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Encrypt a number (kinsey's 2^-32 fixed point): prints a python-paillier EncryptedNumber.
+    Encrypt {
+        #[arg(long)]
+        public: PathBuf,
+        #[arg(allow_hyphen_values = true)]
+        value: f64,
+        #[arg(long)]
+        allow_insecure_test_keys: bool,
+    },
+    /// Decrypt a python-paillier EncryptedNumber ({"v": ..., "e": ...}).
+    Decrypt {
+        #[arg(long)]
+        private: PathBuf,
+        number: PathBuf,
+        #[arg(long)]
+        allow_insecure_test_keys: bool,
+    },
 }
 
 #[derive(Args, Debug, Clone)]
@@ -191,6 +277,31 @@ enum Bench {
         /// Rows in the Hessian subsample (0 = all rows).
         #[arg(long, default_value_t = SolverConfig::default().hessian_rows)]
         hessian_rows: usize,
+    },
+    /// Paillier operations per second (encrypt, key-holder encrypt, decrypt, add,
+    /// multiply by a 32-bit plaintext), on one thread and on all.
+    Paillier {
+        #[arg(long, value_delimiter = ',', default_value = "2048,3072")]
+        bits: Vec<u32>,
+        /// Values per operation and run.
+        #[arg(long, default_value_t = 256)]
+        count: usize,
+        /// Thread counts to measure (0 = all cores).
+        #[arg(long, value_delimiter = ',', default_value = "1,0")]
+        threads: Vec<usize>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The secure protocol end to end on synthetic inputs: time, operations and traffic.
+    Protocol {
+        #[arg(long, default_value_t = 5)]
+        parties: usize,
+        #[arg(long, default_value_t = 123)]
+        dim: usize,
+        #[command(flatten)]
+        crypto: CryptoArgs,
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -258,6 +369,7 @@ fn run(cli: Cli) -> Result<()> {
             seed,
             device: dev,
             epsilon,
+            crypto,
         } => {
             let t = Instant::now();
             let sizes = [20_000usize, 30_000, 40_000, 50_000, 60_000];
@@ -288,6 +400,7 @@ fn run(cli: Cli) -> Result<()> {
                 },
                 device: device(&dev)?,
                 transform: RowTransform::None,
+                aggregation: crypto.config().aggregation()?,
             };
             let mut rng = NoiseRng::new(seed);
             let report = pipeline::run(
@@ -323,6 +436,7 @@ fn run(cli: Cli) -> Result<()> {
                 privacy: cfg.privacy.spec(),
                 device: device(&cfg.compute.device)?,
                 transform: cfg.data.transform()?,
+                aggregation: cfg.crypto.aggregation()?,
             };
             let mut rng = NoiseRng::new(cfg.privacy.seed);
             let report = pipeline::run(
@@ -595,6 +709,7 @@ fn run(cli: Cli) -> Result<()> {
                 },
                 device: device(&dev)?,
                 transform: RowTransform::None,
+                aggregation: pipeline::Aggregation::Plaintext,
             };
             let fit = pipeline::fit(&ds, &spec)?;
             let rows_per_s = (ds.n() * fit.passes) as f64 / fit.seconds;
@@ -621,7 +736,119 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Cmd::Bench {
+            which:
+                Bench::Paillier {
+                    bits,
+                    count,
+                    threads,
+                    json,
+                },
+        } => {
+            let mut rng = NoiseRng::from_os().crypto_rng();
+            for b in bits {
+                for &t in &threads {
+                    let r = kinsey::bench_crypto::paillier_throughput(b, count, t, &mut rng)?;
+                    if json {
+                        println!(
+                            "{}",
+                            serde_json::to_string(&r)
+                                .map_err(|e| Error::Numerical(e.to_string()))?
+                        );
+                    } else {
+                        print!("{}", r.table());
+                    }
+                }
+            }
+            Ok(())
+        }
+        Cmd::Bench {
+            which:
+                Bench::Protocol {
+                    parties,
+                    dim,
+                    crypto,
+                    json,
+                },
+        } => {
+            let agg = match crypto.config().aggregation()? {
+                pipeline::Aggregation::Secure(a) => a,
+                pipeline::Aggregation::Plaintext => {
+                    return Err(Error::param(
+                        "aggregation",
+                        "the protocol bench needs secure",
+                    ));
+                }
+            };
+            let r = kinsey::bench_crypto::protocol_run(&agg, parties, dim)?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string(&r).map_err(|e| Error::Numerical(e.to_string()))?
+                );
+            } else {
+                print!("{}", kinsey::bench_crypto::protocol_table(&r));
+            }
+            Ok(())
+        }
+        Cmd::Backends => {
+            for (name, d) in kinsey::bench_crypto::describe_backends() {
+                println!("{name}\n  {d}");
+            }
+            Ok(())
+        }
+        Cmd::Keys { which } => keys(which),
     }
+}
+
+#[cfg(not(feature = "paillier"))]
+fn keys(_: KeysCmd) -> Result<()> {
+    Err(Error::param(
+        "keys",
+        "this build has no Paillier backend (cargo feature 'paillier')",
+    ))
+}
+
+#[cfg(feature = "paillier")]
+fn keys(which: KeysCmd) -> Result<()> {
+    use kinsey::keyfiles;
+    let mut rng = NoiseRng::from_os().crypto_rng();
+    let wrote = |files: Vec<PathBuf>| {
+        for f in files {
+            println!("wrote {}", f.display());
+        }
+    };
+    match which {
+        KeysCmd::Generate {
+            out,
+            bits,
+            allow_insecure_test_keys,
+        } => wrote(keyfiles::generate(
+            bits,
+            allow_insecure_test_keys,
+            &out,
+            &mut rng,
+        )?),
+        KeysCmd::Export { private, out } => wrote(keyfiles::export(&private, &out, &mut rng)?),
+        KeysCmd::Import { private, out } => wrote(keyfiles::import(&private, &out, &mut rng)?),
+        KeysCmd::Encrypt {
+            public,
+            value,
+            allow_insecure_test_keys,
+        } => println!(
+            "{}",
+            keyfiles::encrypt(&public, value, allow_insecure_test_keys, &mut rng)?
+        ),
+        KeysCmd::Decrypt {
+            private,
+            number,
+            allow_insecure_test_keys,
+        } => println!(
+            "{}",
+            keyfiles::decrypt(&private, &number, allow_insecure_test_keys, &mut rng)?
+        ),
+    }
+    Ok(())
 }
 
 fn main() {

@@ -9,9 +9,19 @@ use crate::data::{Dataset, RowTransform};
 use crate::dp::{NoiseRng, RngRecord};
 use crate::error::{Error, Result};
 use crate::logreg::{self, Fit, Objective, SolverConfig};
+use crate::protocol::{ProtocolReport, SecureAggregator};
 use kinsey_kernels::{DevicePref, LogisticKernel, cpu::CpuLogistic};
 use serde::Serialize;
 use std::time::Instant;
+
+/// How the noisy average is computed.
+#[derive(Debug, Clone)]
+pub enum Aggregation {
+    /// The reference computation in one place (no secrecy between parties).
+    Plaintext,
+    /// The secure 3-stage protocol over a crypto backend.
+    Secure(SecureAggregator),
+}
 
 /// Everything a run needs besides the data.
 #[derive(Debug, Clone)]
@@ -21,6 +31,7 @@ pub struct JobSpec {
     pub privacy: PrivacySpec,
     pub device: DevicePref,
     pub transform: RowTransform,
+    pub aggregation: Aggregation,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -89,6 +100,12 @@ pub struct Report {
     pub dim: usize,
     pub features: Vec<String>,
     pub aggregator: String,
+    /// The secure protocol's report (backend, per-stage crypto time, operations, traffic).
+    pub protocol: Option<ProtocolReport>,
+    /// The secure result equals the plaintext reference with the same noise, bit for bit.
+    pub matches_plaintext_reference: Option<bool>,
+    /// Set when the backend is insecure (mock, or test-size keys).
+    pub security_warning: Option<String>,
     pub published_noise: NoiseCalibration,
     pub fixed_point_bits: u32,
     pub rng: RngRecord,
@@ -182,8 +199,46 @@ pub fn run(
         });
         calibrations.push(cal);
     }
-    let aggregator = PlaintextAggregator;
-    let agg = aggregator.aggregate(&inputs)?;
+    // The protocol's randomness is its own stream, so the other draws do not depend on the
+    // aggregation mode or the backend.
+    let mut protocol_rng = rng.fork();
+    let reference = PlaintextAggregator.aggregate(&inputs)?;
+    let (agg, aggregator_name, protocol, matches) = match &spec.aggregation {
+        Aggregation::Plaintext => (reference, PlaintextAggregator.name(), None, None),
+        Aggregation::Secure(sec) => {
+            let bar = crate::cli_support::spinner("secure aggregation protocol");
+            let out = sec.run(&inputs, &mut protocol_rng);
+            bar.finish_and_clear();
+            let out = out?;
+            let same = out.w == reference.w;
+            if !same {
+                return Err(Error::Numerical(
+                    "the secure protocol's result differs from the plaintext reference".into(),
+                ));
+            }
+            let name = format!(
+                "secure 3-stage protocol ({}, {}-bit keys)",
+                out.report.backend.name, out.report.backend.key_bits
+            );
+            (
+                aggregate::Aggregate {
+                    w: out.w,
+                    aggregator: name.clone(),
+                },
+                name,
+                Some(out.report),
+                Some(same),
+            )
+        }
+    };
+    let security_warning = protocol.as_ref().and_then(|p| {
+        p.backend.insecure.then(|| {
+            format!(
+                "INSECURE crypto backend '{}': {}",
+                p.backend.name, p.backend.notes
+            )
+        })
+    });
     let smallest = aggregate::smallest_party(&inputs)?;
     let t_agg = t1.elapsed().as_secs_f64();
 
@@ -277,7 +332,10 @@ pub fn run(
         parties: party_reports,
         dim: d,
         features: parties[0].features.clone(),
-        aggregator: aggregator.name(),
+        aggregator: aggregator_name,
+        protocol,
+        matches_plaintext_reference: matches,
+        security_warning,
         published_noise,
         fixed_point_bits: aggregate::FIXED_POINT_BITS,
         rng: rng.record(),
@@ -333,6 +391,33 @@ impl Report {
             self.published_noise.expected_noise_norm
         ));
         s.push_str(&format!("  device: {}\n", self.compute_device));
+        s.push_str(&format!("  aggregation: {}\n", self.aggregator));
+        if let Some(p) = &self.protocol {
+            s.push_str(&format!(
+                "  protocol: {:.2} s, {} homomorphic operations, {:.1} KiB sent in all; {}\n",
+                p.wall_seconds,
+                p.homomorphic_operations,
+                p.total_bytes as f64 / 1024.0,
+                p.comparison
+            ));
+            for st in &p.stages {
+                s.push_str(&format!(
+                    "    {:<40} {:>7.3} s wall, {:>7.3} s crypto, {:>8.1} KiB\n",
+                    st.stage,
+                    st.wall_seconds,
+                    st.crypto_seconds,
+                    st.bytes as f64 / 1024.0
+                ));
+            }
+            if self.matches_plaintext_reference == Some(true) {
+                s.push_str(
+                    "  secure result = plaintext reference with the same noise (bit for bit)\n",
+                );
+            }
+        }
+        if let Some(w) = &self.security_warning {
+            s.push_str(&format!("  WARNING: {w}\n"));
+        }
         for m in &self.models {
             s.push_str(&format!(
                 "  {:<22} objective {:.6}  train error {:.4}{}\n",

@@ -57,6 +57,19 @@ fn demo_runs_and_reports() {
     );
     assert_eq!(r["privacy"]["calibration"], "tight");
     assert!(r["theorem_4_2"]["holds"].as_bool().expect("bool"));
+    // The demo runs the secure protocol with Paillier-2048, equal to the plaintext reference.
+    assert_eq!(r["protocol"]["backend"]["name"], "paillier");
+    assert_eq!(r["protocol"]["backend"]["key_bits"], 2048);
+    assert_eq!(r["matches_plaintext_reference"], true);
+    assert!(r["security_warning"].is_null());
+    let stages = r["protocol"]["stages"].as_array().expect("stages");
+    assert_eq!(stages.len(), 4);
+    for p in r["protocol"]["participants"]
+        .as_array()
+        .expect("participants")
+    {
+        assert!(p["bytes_sent"].as_u64().expect("bytes") > 0);
+    }
     for key in [
         "ingest_s",
         "local_training_s",
@@ -285,4 +298,166 @@ dir = "out"
         ])
         .contains("/nonexistent/file")
     );
+}
+
+fn write_train_config(dir: &Path, crypto: &str) -> std::path::PathBuf {
+    let cfg = dir.join(format!("train-{}.toml", crypto.len()));
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+[data]
+parties = ["parties/party-1.parquet", "parties/party-2.parquet"]
+[model]
+lambda = 0.01
+[privacy]
+epsilon = 1.0
+seed = 11
+[compute]
+device = "cpu"
+{crypto}
+"#
+        ),
+    )
+    .expect("write");
+    cfg
+}
+
+#[test]
+fn switching_the_backend_changes_nothing_else() {
+    let dir = tempfile::tempdir().expect("tmp");
+    ok(&[
+        "generate",
+        "--parties",
+        "2",
+        "--rows",
+        "4000",
+        "--dim",
+        "5",
+        "--out",
+        arg(&dir.path().join("parties")),
+        "--seed",
+        "2",
+    ]);
+    let paillier = write_train_config(dir.path(), "[crypto]\nbackend = \"paillier\"");
+    let mock = write_train_config(
+        dir.path(),
+        "[crypto]\nbackend = \"mock\"\nallow_insecure = true",
+    );
+    let plain = write_train_config(dir.path(), "[crypto]\naggregation = \"plaintext\"");
+    let (a, b, c) = (
+        dir.path().join("a"),
+        dir.path().join("b"),
+        dir.path().join("c"),
+    );
+    ok(&["train", "--config", arg(&paillier), "--out", arg(&a)]);
+    let s = ok(&["train", "--config", arg(&mock), "--out", arg(&b)]);
+    assert!(s.contains("WARNING: INSECURE crypto backend 'mock'"), "{s}");
+    ok(&["train", "--config", arg(&plain), "--out", arg(&c)]);
+    let (ra, rb, rc) = (
+        json(&a.join("report.json")),
+        json(&b.join("report.json")),
+        json(&c.join("report.json")),
+    );
+    assert_eq!(ra["w"], rb["w"]);
+    assert_eq!(ra["w"], rc["w"]);
+    assert_eq!(ra["models"], rb["models"]);
+    assert_eq!(rb["protocol"]["backend"]["insecure"], true);
+    assert!(
+        rb["security_warning"]
+            .as_str()
+            .expect("warning")
+            .contains("INSECURE")
+    );
+    assert!(rc["protocol"].is_null());
+    // Refusals name the problem and leave nothing behind.
+    let refused = write_train_config(dir.path(), "[crypto]\nbackend = \"mock\"");
+    let e = fails(&[
+        "train",
+        "--config",
+        arg(&refused),
+        "--out",
+        arg(&dir.path().join("d")),
+    ]);
+    assert!(e.contains("allow_insecure"), "{e}");
+    let unknown = write_train_config(dir.path(), "[crypto]\nbackend = \"tfhe-gpu\"");
+    let e = fails(&[
+        "train",
+        "--config",
+        arg(&unknown),
+        "--out",
+        arg(&dir.path().join("e")),
+    ]);
+    assert!(e.contains("available: mock, paillier"), "{e}");
+    assert!(!dir.path().join("d").exists() && !dir.path().join("e").exists());
+}
+
+#[test]
+fn backends_and_keys_commands() {
+    let s = ok(&["backends"]);
+    assert!(
+        s.contains("paillier") && s.contains("112 bits") && s.contains("DGK"),
+        "{s}"
+    );
+    assert!(s.contains("mock") && s.contains("INSECURE"), "{s}");
+    let dir = tempfile::tempdir().expect("tmp");
+    let keys = dir.path().join("keys");
+    let e = fails(&["keys", "generate", "--out", arg(&keys), "--bits", "1024"]);
+    assert!(e.contains("allow_insecure_test_keys"), "{e}");
+    ok(&[
+        "keys",
+        "generate",
+        "--out",
+        arg(&keys),
+        "--bits",
+        "1024",
+        "--allow-insecure-test-keys",
+    ]);
+    let ct = ok(&[
+        "keys",
+        "encrypt",
+        "--public",
+        arg(&keys.join("public.json")),
+        "-0.5",
+        "--allow-insecure-test-keys",
+    ]);
+    let ctf = dir.path().join("ct.json");
+    std::fs::write(&ctf, &ct).expect("write");
+    let v = ok(&[
+        "keys",
+        "decrypt",
+        "--private",
+        arg(&keys.join("private.json")),
+        arg(&ctf),
+        "--allow-insecure-test-keys",
+    ]);
+    assert_eq!(v.trim(), "-0.5");
+    let ex = dir.path().join("phe");
+    ok(&[
+        "keys",
+        "export",
+        "--private",
+        arg(&keys.join("private.json")),
+        "--out",
+        arg(&ex),
+    ]);
+    let back = dir.path().join("back");
+    ok(&[
+        "keys",
+        "import",
+        "--private",
+        arg(&ex.join("private.json")),
+        "--out",
+        arg(&back),
+    ]);
+    std::fs::write(&ctf, "{\"v\": \"0\", \"e\": -8}").expect("write");
+    let e = fails(&[
+        "keys",
+        "decrypt",
+        "--private",
+        arg(&back.join("private.json")),
+        arg(&ctf),
+        "--allow-insecure-test-keys",
+    ]);
+    assert!(e.contains("outside"), "{e}");
 }

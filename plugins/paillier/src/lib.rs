@@ -476,6 +476,29 @@ pub(crate) fn key_pair_from_primes(
     KeyPair { public, secret }
 }
 
+/// A key pair from two primes and a given public key (which must have modulus p q).
+pub(crate) fn key_pair_with_public(public: PublicKey, p: &Integer, q: &Integer) -> KeyPair {
+    let secret = write_sk(&public, p, q);
+    KeyPair { public, secret }
+}
+
+/// The `h_s` of a kinsey Paillier public key.
+pub(crate) fn hs_of(pk: &PublicKey) -> Result<Integer, BackendError> {
+    parse_pk(pk).map(|k| k.hs)
+}
+
+/// A public key from its parts, validated.
+pub(crate) fn public_key_from_parts(n: &Integer, hs: &Integer) -> Result<PublicKey, BackendError> {
+    let pk = write_pk(n, hs);
+    parse_pk(&pk)?;
+    Ok(pk)
+}
+
+/// Key size of a serialized public key.
+pub fn public_key_bits(pk: &PublicKey) -> Result<u32, BackendError> {
+    parse_pk(pk).map(|k| k.bits)
+}
+
 /// The modulus of a kinsey Paillier public key.
 pub(crate) fn modulus_of(pk: &PublicKey) -> Result<Integer, BackendError> {
     parse_pk(pk).map(|k| k.n)

@@ -16,8 +16,8 @@
 //! imported from python-paillier gets a fresh one.
 
 use crate::{
-    ciphertext_from_value, ciphertext_value, key_pair_from_primes, modulus_of, primes_of,
-    public_key_for, random_below,
+    ciphertext_from_value, ciphertext_value, hs_of, key_pair_with_public, modulus_of, primes_of,
+    public_key_for, public_key_from_parts, random_below,
 };
 use kinsey_backend::{BackendError, Ciphertext, KeyPair, PublicKey, SecretKey};
 use rug::integer::{IsPrime, Order};
@@ -98,23 +98,36 @@ fn check_kind(v: &Value, op: &str) -> Result<(), BackendError> {
     Ok(())
 }
 
-fn public_json(n: &Integer, kid: &str) -> Value {
-    json!({
+/// Member of a public JWK that carries kinsey's `h_s` (python-paillier ignores it).
+pub const HS_MEMBER: &str = "kinsey_hs";
+
+fn public_json(pk: &PublicKey, kid: &str, with_hs: bool) -> Result<Value, BackendError> {
+    let mut v = json!({
         "kty": "DAJ",
         "alg": "PAI-GN1",
         "key_ops": ["encrypt"],
-        "n": int_to_base64(n),
+        "n": int_to_base64(&modulus_of(pk)?),
         "kid": kid,
-    })
+    });
+    if with_hs {
+        v[HS_MEMBER] = Value::from(int_to_base64(&hs_of(pk)?));
+    }
+    Ok(v)
 }
 
-/// A kinsey Paillier public key as a pheutil public JWK.
-pub fn public_key_to_jwk(pk: &PublicKey, kid: &str) -> Result<String, BackendError> {
-    Ok(public_json(&modulus_of(pk)?, kid).to_string())
+/// A kinsey Paillier public key as a pheutil public JWK; `with_hs` keeps kinsey's `h_s`
+/// (kinsey's own key files) or drops it (a file for python-paillier).
+pub fn public_key_to_jwk(pk: &PublicKey, kid: &str, with_hs: bool) -> Result<String, BackendError> {
+    Ok(public_json(pk, kid, with_hs)?.to_string())
 }
 
-/// A kinsey Paillier secret key as a pheutil private JWK (with `p` and `q` added).
-pub fn private_key_to_jwk(sk: &SecretKey, kid: &str) -> Result<String, BackendError> {
+/// A kinsey Paillier key pair as a pheutil private JWK (with `p` and `q` added).
+pub fn private_key_to_jwk(
+    pk: &PublicKey,
+    sk: &SecretKey,
+    kid: &str,
+    with_hs: bool,
+) -> Result<String, BackendError> {
     let (p, q) = primes_of(sk)?;
     let n = (&p * &q).complete();
     let lambda = (&p - 1u32).complete() * (&q - 1u32).complete();
@@ -129,7 +142,7 @@ pub fn private_key_to_jwk(sk: &SecretKey, kid: &str) -> Result<String, BackendEr
         "mu": int_to_base64(&mu),
         "p": int_to_base64(&p),
         "q": int_to_base64(&q),
-        "pub": public_json(&n, kid),
+        "pub": public_json(pk, kid, with_hs)?,
         "kid": kid,
     })
     .to_string())
@@ -151,13 +164,28 @@ fn public_modulus(v: &Value) -> Result<Integer, BackendError> {
     Ok(n)
 }
 
-/// Import a pheutil public JWK; `rng` draws the key's `h_s`.
+fn public_from_value(
+    v: &Value,
+    rng: &mut dyn rand_core::CryptoRng,
+) -> Result<PublicKey, BackendError> {
+    let n = public_modulus(v)?;
+    match v.get(HS_MEMBER) {
+        Some(h) => {
+            let h = h
+                .as_str()
+                .ok_or_else(|| bad(format!("member \"{HS_MEMBER}\" is not a string")))?;
+            public_key_from_parts(&n, &base64_to_int(h)?)
+        }
+        None => Ok(public_key_for(&n, rng)),
+    }
+}
+
+/// Import a pheutil public JWK; without kinsey's `h_s` member, `rng` draws a fresh one.
 pub fn public_key_from_jwk(
     text: &str,
     rng: &mut dyn rand_core::CryptoRng,
 ) -> Result<PublicKey, BackendError> {
-    let n = public_modulus(&parse(text)?)?;
-    Ok(public_key_for(&n, rng))
+    public_from_value(&parse(text)?, rng)
 }
 
 /// Import a pheutil private JWK (with `p`/`q`, or with `lambda` only).
@@ -167,10 +195,12 @@ pub fn private_key_from_jwk(
 ) -> Result<KeyPair, BackendError> {
     let v = parse(text)?;
     check_kind(&v, "decrypt")?;
-    let n = public_modulus(
+    let public = public_from_value(
         v.get("pub")
             .ok_or_else(|| bad("member \"pub\" is missing"))?,
+        rng,
     )?;
+    let n = modulus_of(&public)?;
     let (p, q) = match (v.get("p"), v.get("q")) {
         (Some(_), Some(_)) => (
             base64_to_int(field(&v, "p")?)?,
@@ -186,7 +216,7 @@ pub fn private_key_from_jwk(
             return Err(bad("a factor of n is not prime"));
         }
     }
-    Ok(key_pair_from_primes(&p, &q, rng))
+    Ok(key_pair_with_public(public, &p, &q))
 }
 
 /// Factor n = p q given a multiple of lambda(n): first as phi(n) (p + q = n - phi + 1), then
@@ -325,8 +355,17 @@ mod tests {
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(6);
         let b = Paillier::new(512, true).expect("test key size");
         let kp = b.keygen(&mut rng).expect("keygen");
-        let sk_json = private_key_to_jwk(&kp.secret, "test").expect("export");
+        let sk_json = private_key_to_jwk(&kp.public, &kp.secret, "test", true).expect("export");
         let back = private_key_from_jwk(&sk_json, &mut rng).expect("import");
+        assert_eq!(back.public, kp.public, "kinsey's own files keep h_s");
+        let plain = private_key_to_jwk(&kp.public, &kp.secret, "test", false).expect("export");
+        assert!(!plain.contains(HS_MEMBER));
+        let pk_json = public_key_to_jwk(&kp.public, "test", false).expect("public");
+        let pk2 = public_key_from_jwk(&pk_json, &mut rng).expect("import public");
+        assert_eq!(
+            modulus_of(&pk2).expect("n"),
+            modulus_of(&kp.public).expect("n")
+        );
         let c = b.encrypt(&kp.public, -123456, &mut rng).expect("enc");
         let text = encrypted_to_json(&kp.public, &c, -8).expect("json");
         let (c2, e) = encrypted_from_json(&back.public, &text).expect("parse");
