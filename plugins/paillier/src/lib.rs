@@ -364,8 +364,9 @@ impl Pk {
         Ciphertext(b)
     }
 
-    /// Parse and validate: length, key binding, 0 < c < n^2, gcd(c, n) = 1.
-    fn parse_ct(&self, c: &Ciphertext) -> Result<Integer, BackendError> {
+    /// Parse and check length, key binding and 0 < c < n^2 (invertibility is checked per
+    /// batch by [`parse_cts`](Self::parse_cts)).
+    fn parse_ct_range(&self, c: &Ciphertext) -> Result<Integer, BackendError> {
         let b = &c.0;
         if b.len() != 8 + self.width {
             return Err(BackendError::BadCiphertext(format!(
@@ -378,7 +379,15 @@ impl Pk {
             return Err(BackendError::BadCiphertext("made under another key".into()));
         }
         let v = Integer::from_digits(&b[8..], Order::Msf);
-        self.check_value(v)
+        if v <= 0 || v >= self.n2 {
+            return Err(BackendError::BadCiphertext("value outside (0, n^2)".into()));
+        }
+        Ok(v)
+    }
+
+    /// Parse and validate one ciphertext: length, key binding, 0 < c < n^2, gcd(c, n) = 1.
+    fn parse_ct(&self, c: &Ciphertext) -> Result<Integer, BackendError> {
+        self.check_value(self.parse_ct_range(c)?)
     }
 
     fn check_value(&self, v: Integer) -> Result<Integer, BackendError> {
@@ -393,8 +402,28 @@ impl Pk {
         Ok(v)
     }
 
+    /// Parse and validate a batch. Invertibility of every element is one gcd: n = p q, so
+    /// gcd(prod c_i mod n, n) = 1 exactly when every gcd(c_i, n) = 1; only when that fails
+    /// are the elements checked one by one to name the culprit.
     fn parse_cts(&self, cs: &[Ciphertext]) -> Result<Vec<Integer>, BackendError> {
-        cs.par_iter().map(|c| self.parse_ct(c)).collect()
+        let vs = cs
+            .par_iter()
+            .map(|c| self.parse_ct_range(c))
+            .collect::<Result<Vec<_>, _>>()?;
+        let prod = vs
+            .par_iter()
+            .map(|v| (v % &self.n).complete())
+            .reduce(|| Integer::from(1), |a, b| a * b % &self.n);
+        if prod.gcd_ref(&self.n).complete() != 1 {
+            for (i, v) in vs.iter().enumerate() {
+                if v.gcd_ref(&self.n).complete() != 1 {
+                    return Err(BackendError::BadCiphertext(format!(
+                        "element {i} of the batch is not invertible mod n"
+                    )));
+                }
+            }
+        }
+        Ok(vs)
     }
 
     /// Signed plaintext -> residue mod n.
