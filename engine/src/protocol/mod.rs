@@ -634,7 +634,7 @@ fn party(ctx: &mut Ctx, j: usize, input: &PartyInput) -> R<Vec<i128>> {
         .collect::<Result<_>>()
         .map_err(|e| ctx.own(e))?;
     let psi = ctx.op_on(c, "multiply by plaintext", d, |he, _| {
-        he.mul_plain_batch(&zeta_pk, &vec![mine; d], &eta)
+        he.mul_plain_one_batch(&zeta_pk, &mine, &eta)
     })?;
     let psi = ctx.op("rerandomize", d, |he, rng| {
         he.rerandomize_batch(&zeta_pk, &psi, rng)

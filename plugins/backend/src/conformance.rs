@@ -65,6 +65,13 @@ pub fn run(backend: &dyn AdditiveHe, rng: Rng<'_>) -> Result<(), String> {
     if dec(&prod, "decrypt product")? != want {
         return Err(fail("D(k E(a)) = k a", "mismatch (negative k included)"));
     }
+    let one = backend
+        .mul_plain_one_batch(&pk, &cs[0], &k)
+        .map_err(e("mul_plain_one"))?;
+    let want: Vec<i128> = k.iter().map(|y| small_a[0] * y).collect();
+    if dec(&one, "decrypt products")? != want {
+        return Err(fail("D(k_i E(a)) = k_i a", "one base, many plaintexts"));
+    }
     let rr = backend
         .rerandomize_batch(&pk, &ca, rng)
         .map_err(e("rerandomize"))?;

@@ -135,6 +135,16 @@ pub trait AdditiveHe: Send + Sync {
         a: &[Ciphertext],
         k: &[i128],
     ) -> Result<Vec<Ciphertext>, BackendError>;
+    /// `E(k_i a)` for one ciphertext `a` and many plaintexts (Stage 2 multiplies one
+    /// indicator by a whole noise vector); backends override it with a fixed-base table.
+    fn mul_plain_one_batch(
+        &self,
+        pk: &PublicKey,
+        a: &Ciphertext,
+        k: &[i128],
+    ) -> Result<Vec<Ciphertext>, BackendError> {
+        self.mul_plain_batch(pk, &vec![a.clone(); k.len()], k)
+    }
     /// Fresh randomness, same plaintext.
     fn rerandomize_batch(
         &self,

@@ -731,6 +731,37 @@ impl AdditiveHe for Paillier {
             .collect()
     }
 
+    /// One fixed-base table for `a` (32 windows of 4 bits over `k + 2^127`), then 32
+    /// constant-time table multiplications per value instead of a `secure_pow_mod` each.
+    fn mul_plain_one_batch(
+        &self,
+        pk: &PublicKey,
+        a: &Ciphertext,
+        k: &[i128],
+    ) -> Result<Vec<Ciphertext>, BackendError> {
+        if k.len() < 8 {
+            return self.mul_plain_batch(pk, &vec![a.clone(); k.len()], k);
+        }
+        let key = parse_pk(pk)?;
+        let x = key.parse_ct(a)?;
+        let table = FixedBase::new(&x, &key.n2, 128)
+            .ok_or_else(|| BackendError::BadCiphertext("not invertible".into()))?;
+        // a^(k + 2^127) a^(-2^127) = a^k, with a non-negative 128-bit exponent.
+        let offset = Integer::from(1) << 127u32;
+        let inv = x
+            .invert(&key.n2)
+            .map_err(|_| BackendError::BadCiphertext("not invertible".into()))?;
+        let corr = inv
+            .pow_mod(&offset, &key.n2)
+            .map_err(|_| BackendError::BadCiphertext("not invertible".into()))?;
+        Ok(k.par_iter()
+            .map(|&v| {
+                let e = (v as u128).wrapping_add(1u128 << 127).to_le_bytes();
+                key.to_ct(&(table.pow(&e) * &corr % &key.n2))
+            })
+            .collect())
+    }
+
     fn rerandomize_batch(
         &self,
         pk: &PublicKey,
