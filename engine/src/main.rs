@@ -42,6 +42,9 @@ enum Cmd {
         epsilon: f64,
         #[command(flatten)]
         crypto: CryptoArgs,
+        /// Test hook: make a participant fail (PARTICIPANT:STAGE:abort|garbage).
+        #[arg(long, hide = true)]
+        inject_fault: Option<String>,
     },
     /// Train the DP aggregate classifier on the parties listed in a TOML config.
     Train {
@@ -370,6 +373,7 @@ fn run(cli: Cli) -> Result<()> {
             device: dev,
             epsilon,
             crypto,
+            inject_fault,
         } => {
             let t = Instant::now();
             let sizes = [20_000usize, 30_000, 40_000, 50_000, 60_000];
@@ -400,7 +404,12 @@ fn run(cli: Cli) -> Result<()> {
                 },
                 device: device(&dev)?,
                 transform: RowTransform::None,
-                aggregation: crypto.config().aggregation()?,
+                aggregation: match (crypto.config().aggregation()?, inject_fault) {
+                    (pipeline::Aggregation::Secure(a), Some(f)) => {
+                        pipeline::Aggregation::Secure(a.with_fault(f.parse()?))
+                    }
+                    (a, _) => a,
+                },
             };
             let mut rng = NoiseRng::new(seed);
             let report = pipeline::run(

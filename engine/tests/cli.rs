@@ -461,3 +461,36 @@ fn backends_and_keys_commands() {
     ]);
     assert!(e.contains("outside"), "{e}");
 }
+
+#[test]
+fn a_protocol_failure_names_stage_and_participant_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for (fault, needles) in [
+        (
+            "party3:2:garbage",
+            ["stage 2 (oblivious noise selection)", "party 3"],
+        ),
+        (
+            "curator:3:abort",
+            ["stage 3 (additive shares)", "the curator"],
+        ),
+    ] {
+        let out = dir.path().join("out");
+        let e = fails(&[
+            "demo",
+            "--out",
+            arg(&out),
+            "--device",
+            "cpu",
+            "--backend",
+            "mock",
+            "--allow-insecure",
+            "--inject-fault",
+            fault,
+        ]);
+        for n in needles {
+            assert!(e.contains(n), "{fault}: {e}");
+        }
+        assert!(!out.exists(), "{fault}: output left behind");
+    }
+}

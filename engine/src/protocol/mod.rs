@@ -148,6 +148,54 @@ pub struct SecureAggregator {
     config: ProtocolConfig,
 }
 
+impl std::str::FromStr for Fault {
+    type Err = Error;
+
+    /// `PARTICIPANT:STAGE:KIND`, e.g. `party2:2:garbage` or `curator:1:abort` (tests).
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = || Error::param("fault", format!("'{s}' is not PARTICIPANT:STAGE:KIND"));
+        let parts: Vec<&str> = s.split(':').collect();
+        let [who, stage, kind] = parts.as_slice() else {
+            return Err(bad());
+        };
+        let participant = match *who {
+            "curator" => Peer::Curator,
+            p => Peer::Party(
+                p.strip_prefix("party")
+                    .and_then(|j| j.parse::<usize>().ok())
+                    .filter(|&j| j >= 1)
+                    .ok_or_else(bad)?
+                    - 1,
+            ),
+        };
+        let stage = match *stage {
+            "0" => Stage::Setup,
+            "1" => Stage::Smallest,
+            "2" => Stage::Noise,
+            "3" => Stage::Shares,
+            _ => return Err(bad()),
+        };
+        let kind = match *kind {
+            "abort" => FaultKind::Abort,
+            "garbage" => FaultKind::Garbage,
+            _ => return Err(bad()),
+        };
+        Ok(Fault {
+            participant,
+            stage,
+            kind,
+        })
+    }
+}
+
+impl SecureAggregator {
+    /// The same aggregator with a fault injected (tests of the failure path).
+    pub fn with_fault(mut self, fault: Fault) -> Self {
+        self.config.fault = Some(fault);
+        self
+    }
+}
+
 impl std::fmt::Debug for SecureAggregator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "SecureAggregator({})", self.backend.info().name)
