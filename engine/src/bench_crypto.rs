@@ -170,16 +170,7 @@ pub fn protocol_table(r: &ProtocolReport) -> String {
         r.homomorphic_operations,
         r.comparison
     );
-    for st in &r.stages {
-        s.push_str(&format!(
-            "  {:<40} {:>8.3} s wall {:>8.3} s crypto {:>10.1} KiB  {:?}\n",
-            st.stage,
-            st.wall_seconds,
-            st.crypto_seconds,
-            st.bytes as f64 / 1024.0,
-            st.operations
-        ));
-    }
+    s.push_str(&r.stage_lines("  "));
     for p in &r.participants {
         s.push_str(&format!(
             "  {:<12} sent {:>10.1} KiB  received {:>10.1} KiB  crypto {:.3} s\n",

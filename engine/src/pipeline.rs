@@ -400,15 +400,7 @@ impl Report {
                 p.total_bytes as f64 / 1024.0,
                 p.comparison
             ));
-            for st in &p.stages {
-                s.push_str(&format!(
-                    "    {:<40} {:>7.3} s wall, {:>7.3} s crypto, {:>8.1} KiB\n",
-                    st.stage,
-                    st.wall_seconds,
-                    st.crypto_seconds,
-                    st.bytes as f64 / 1024.0
-                ));
-            }
+            s.push_str(&p.stage_lines("    "));
             if self.matches_plaintext_reference == Some(true) {
                 s.push_str(
                     "  secure result = plaintext reference with the same noise (bit for bit)\n",
