@@ -17,6 +17,7 @@ pub mod cli_support;
 pub mod config;
 pub mod crypto;
 pub mod data;
+pub mod decay;
 pub mod dp;
 pub mod error;
 pub mod experiment;
