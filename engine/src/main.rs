@@ -134,6 +134,46 @@ enum Cmd {
         #[command(subcommand)]
         which: Bench,
     },
+    /// Private window, exponentially decayed or running sums of a time series (seed 004).
+    Decay {
+        /// CSV (with a header) or Parquet file, one row per step; or a .txt file of 0/1
+        /// characters, one bit per step.
+        #[arg(long)]
+        input: PathBuf,
+        /// The column holding each step's value.
+        #[arg(long, default_value = "value")]
+        column: String,
+        /// window | exponential | running
+        #[arg(long)]
+        model: String,
+        #[arg(long)]
+        epsilon: f64,
+        /// Window length in steps (model window).
+        #[arg(long)]
+        window: Option<u64>,
+        /// Decay per step, in (0, 1) (model exponential).
+        #[arg(long)]
+        alpha: Option<f64>,
+        /// Longest stream the running sum is calibrated for (default: the series length).
+        #[arg(long)]
+        horizon: Option<u64>,
+        /// Per-step contribution bound B: values are clamped to [0, B] (clamping counted).
+        #[arg(long, default_value_t = 1.0)]
+        bound: f64,
+        /// (step, estimate) as CSV, or Parquet if the name ends in .parquet; a report
+        /// `<out>.report.json` is written beside it.
+        #[arg(long)]
+        out: PathBuf,
+        /// Also compute the true sums and report the error (the true sums are not written).
+        #[arg(long)]
+        evaluate: bool,
+        /// Run the online path (one step at a time) instead of bulk: the same numbers.
+        #[arg(long)]
+        online: bool,
+        /// Derive the noise key from a seed (recorded; NOT private against whoever knows it).
+        #[arg(long)]
+        seed: Option<u64>,
+    },
     /// The crypto backends compiled into this build, with their security description.
     Backends,
     /// Paillier keys and ciphertexts in python-paillier's formats.
@@ -280,6 +320,22 @@ enum Bench {
         /// Rows in the Hessian subsample (0 = all rows).
         #[arg(long, default_value_t = SolverConfig::default().hessian_rows)]
         hessian_rows: usize,
+    },
+    /// Bulk decayed sums on a generated stream, in chunks: steps per second and peak memory.
+    Decay {
+        #[arg(long, default_value_t = 100_000_000)]
+        steps: u64,
+        #[arg(long, default_value = "window")]
+        model: String,
+        #[arg(long, default_value_t = 1024)]
+        window: u64,
+        #[arg(long, default_value_t = 0.999)]
+        alpha: f64,
+        /// Steps per chunk (memory is one chunk, independent of the stream length).
+        #[arg(long, default_value_t = 1 << 22)]
+        chunk: usize,
+        #[arg(long)]
+        json: bool,
     },
     /// Paillier operations per second (encrypt, key-holder encrypt, decrypt, add,
     /// multiply by a 32-bit plaintext), on one thread and on all.
@@ -797,6 +853,124 @@ fn run(cli: Cli) -> Result<()> {
                 );
             } else {
                 print!("{}", kinsey::bench_crypto::protocol_table(&r));
+            }
+            Ok(())
+        }
+        Cmd::Decay {
+            input,
+            column,
+            model,
+            epsilon,
+            window,
+            alpha,
+            horizon,
+            bound,
+            out,
+            evaluate,
+            online,
+            seed,
+        } => {
+            let t = Instant::now();
+            let series = kinsey::decay::io::load(&input, &column, bound)?;
+            let n = series.values.len() as u64;
+            if seed.is_some() {
+                eprintln!("warning: {}", kinsey::dp::rng::USER_SEED_WARNING);
+            }
+            let key = kinsey::decay::noise::key(seed);
+            let m = kinsey::decay::Mechanism::build(
+                &model,
+                window,
+                alpha,
+                horizon.or(Some(n)),
+                epsilon,
+                bound,
+                key,
+            )?;
+            let load_s = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let bar = kinsey::cli_support::spinner("private decayed sums");
+            let est = if online {
+                m.online(&series.values)
+            } else {
+                m.bulk(&series.values)
+            };
+            bar.finish_and_clear();
+            let est = est?;
+            let run_s = t.elapsed().as_secs_f64();
+            let cal = m.calibration();
+            let mut report = serde_json::json!({
+                "input": input.display().to_string(),
+                "column": column,
+                "steps": n,
+                "clamped_steps": series.clamped,
+                "calibration": cal,
+                "path": if online { "online" } else { "bulk" },
+                "noise_key": if seed.is_some() { format!("derived from user seed {}", seed.unwrap_or(0)) } else { "OS-random 256-bit key (not stored)".into() },
+                "warning": seed.map(|_| kinsey::dp::rng::USER_SEED_WARNING),
+                "std_at_last_step": m.std_at(n - 1),
+                "seconds": {"load": load_s, "mechanism": run_s},
+                "steps_per_second": n as f64 / run_s.max(1e-12),
+            });
+            if evaluate {
+                let truth = m.truth(&series.values);
+                let errs: Vec<f64> = est.iter().zip(&truth).map(|(a, b)| a - b).collect();
+                let rmse = (errs.iter().map(|e| e * e).sum::<f64>() / errs.len() as f64).sqrt();
+                let mae = errs.iter().map(|e| e.abs()).sum::<f64>() / errs.len() as f64;
+                let max = errs.iter().fold(0.0f64, |a, e| a.max(e.abs()));
+                let mean_truth = truth.iter().sum::<f64>() / truth.len() as f64;
+                report["evaluation"] = serde_json::json!({
+                    "rmse": rmse, "mean_abs_error": mae, "max_abs_error": max,
+                    "theoretical_std_last_step": m.std_at(n - 1),
+                    "mean_true_value": mean_truth,
+                });
+                println!(
+                    "evaluation: RMSE {rmse:.3}, mean |error| {mae:.3}, max {max:.3} (theory: std {:.3} at the last step; mean true value {mean_truth:.3})",
+                    m.std_at(n - 1)
+                );
+            }
+            let mut o = Outputs::new();
+            if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+                o.ensure_dir(dir)?;
+            }
+            o.write(&out, &kinsey::decay::io::encode(&out, &est)?)?;
+            let rep_path = PathBuf::from(format!("{}.report.json", out.display()));
+            write_json(&mut o, &rep_path, &report)?;
+            o.commit()?;
+            println!(
+                "{}: {n} steps, {} clamped, counter noise std {:.3}, estimate std {:.3}; {:.3e} steps/s ({}); wrote {} and {}",
+                cal.model,
+                series.clamped,
+                cal.counter_std,
+                m.std_at(n - 1),
+                n as f64 / run_s.max(1e-12),
+                if online { "online" } else { "bulk" },
+                out.display(),
+                rep_path.display()
+            );
+            Ok(())
+        }
+        Cmd::Bench {
+            which:
+                Bench::Decay {
+                    steps,
+                    model,
+                    window,
+                    alpha,
+                    chunk,
+                    json,
+                },
+        } => {
+            let r = kinsey::decay::bench(&model, steps, window, alpha, chunk)?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string(&r).map_err(|e| Error::Numerical(e.to_string()))?
+                );
+            } else {
+                println!(
+                    "{} on {} steps: {:.2} s, {:.3e} steps/s, peak memory {:.0} MiB ({} threads)",
+                    r.model, r.steps, r.seconds, r.steps_per_second, r.peak_rss_mib, r.threads
+                );
             }
             Ok(())
         }

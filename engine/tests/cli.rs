@@ -494,3 +494,94 @@ fn a_protocol_failure_names_stage_and_participant_and_writes_nothing() {
         assert!(!out.exists(), "{fault}: output left behind");
     }
 }
+
+#[test]
+fn decay_window_bulk_and_online_agree_and_bad_input_fails() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let input = dir.path().join("s.csv");
+    let mut text = String::from("minute,count\n");
+    for i in 0..5000 {
+        text.push_str(&format!("{i},{}\n", (i * 7919) % 5));
+    }
+    std::fs::write(&input, text).expect("write");
+    let run = |out: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "decay",
+            "--input",
+            arg(&input),
+            "--column",
+            "count",
+            "--model",
+            "window",
+            "--window",
+            "60",
+            "--epsilon",
+            "1",
+            "--bound",
+            "4",
+            "--seed",
+            "5",
+            "--out",
+            arg(out),
+        ];
+        args.extend_from_slice(extra);
+        ok(&args)
+    };
+    let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+    let s = run(&a, &["--evaluate"]);
+    assert!(s.contains("evaluation: RMSE"), "{s}");
+    run(&b, &["--online"]);
+    assert_eq!(std::fs::read(&a).expect("a"), std::fs::read(&b).expect("b"));
+    let r = json(&dir.path().join("a.csv.report.json"));
+    assert_eq!(r["clamped_steps"], 0);
+    assert_eq!(r["steps"], 5000);
+    assert!(r["evaluation"]["rmse"].as_f64().expect("rmse") > 0.0);
+    assert!(r["warning"].as_str().expect("seed warning").contains("NOT"));
+    let lines = std::fs::read_to_string(&a).expect("a");
+    assert_eq!(lines.lines().count(), 5001);
+    // Bad parameters and input: clear errors, nothing written.
+    let bad = dir.path().join("bad.csv");
+    for (extra, needle) in [
+        (vec!["--model", "window", "--window", "0"], "window"),
+        (
+            vec!["--model", "window", "--window", "5", "--epsilon", "0"],
+            "epsilon",
+        ),
+        (vec!["--model", "exponential", "--alpha", "1.5"], "alpha"),
+        (vec!["--model", "wave"], "unknown model"),
+    ] {
+        let mut args = vec![
+            "decay",
+            "--input",
+            arg(&input),
+            "--column",
+            "count",
+            "--epsilon",
+            "1",
+            "--out",
+            arg(&bad),
+        ];
+        // later flags win: the bad value overrides the default
+        args.extend(extra);
+        let e = fails(&args);
+        assert!(e.contains(needle), "{needle}: {e}");
+        assert!(!bad.exists());
+    }
+    std::fs::write(&input, "count\n1\n-3\n").expect("write");
+    let e = fails(&[
+        "decay",
+        "--input",
+        arg(&input),
+        "--column",
+        "count",
+        "--model",
+        "window",
+        "--window",
+        "2",
+        "--epsilon",
+        "1",
+        "--out",
+        arg(&bad),
+    ]);
+    assert!(e.contains("row 1") && e.contains("non-negative"), "{e}");
+}

@@ -206,6 +206,53 @@ fn read_one(path: &Path, spec: &ColumnSpec) -> Result<Dataset> {
     })
 }
 
+/// One numeric column of a Parquet file (all row groups) as f64; nulls and non-finite
+/// values are errors naming their row.
+pub fn read_column(path: &Path, name: &str) -> Result<Vec<f64>> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let pq = |source| Error::Parquet {
+        path: path.to_path_buf(),
+        source,
+    };
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
+    let schema = builder.schema().clone();
+    let idx = schema.index_of(name).map_err(|_| Error::Schema {
+        path: path.to_path_buf(),
+        column: name.to_string(),
+        msg: format!(
+            "column not found; the columns are: {}",
+            schema
+                .fields()
+                .iter()
+                .map(|f| f.name().as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    })?;
+    if !is_numeric(schema.field(idx).data_type()) {
+        return Err(Error::Schema {
+            path: path.to_path_buf(),
+            column: name.to_string(),
+            msg: format!(
+                "type {}, expected a numeric type",
+                schema.field(idx).data_type()
+            ),
+        });
+    }
+    let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), [idx]);
+    let reader = builder.with_projection(mask).build().map_err(pq)?;
+    let mut out = Vec::new();
+    for batch in reader {
+        let batch = batch.map_err(|source| Error::Arrow {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let row0 = out.len();
+        out.extend(as_f64(batch.column(0), path, name, row0)?);
+    }
+    Ok(out)
+}
+
 /// A numeric column as f64, rejecting nulls and non-finite values with their row.
 fn as_f64(col: &ArrayRef, path: &Path, name: &str, row0: usize) -> Result<Vec<f64>> {
     if col.null_count() > 0 {

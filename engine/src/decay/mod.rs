@@ -25,6 +25,7 @@
 //!   `alpha = 1` over a declared horizon `T`, `ceil(log2 T) + 1` levels, sensitivity
 //!   `(ceil(log2 T) + 1) B`.
 
+pub mod io;
 pub mod noise;
 
 use crate::error::{Error, Result, check_epsilon};
@@ -133,6 +134,65 @@ impl Releases {
     }
 }
 
+/// Released values of one segment's nodes, per level, from the segment's first step.
+struct Flat {
+    levels: Vec<(u64, Vec<f64>)>,
+}
+
+impl Flat {
+    fn new(h: u32, from: u64) -> Self {
+        Self {
+            levels: (0..=h).map(|k| (from >> k, Vec::new())).collect(),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, k: u32, v: f64) {
+        self.levels[k as usize].1.push(v);
+    }
+
+    #[inline]
+    fn get(&self, k: u32, m: u64) -> f64 {
+        let (base, v) = &self.levels[k as usize];
+        v[(m - base) as usize]
+    }
+}
+
+/// Prefix and suffix sums of one block's canonical decompositions. Steps at or after
+/// `stop` are not formed yet; their entries are left at zero and never read.
+fn block_sums(rel: &Flat, h: u32, start: u64, wp: usize, stop: u64) -> (Vec<f64>, Vec<f64>) {
+    let n = ((stop.saturating_sub(start)) as usize).min(wp);
+    let mut pre = vec![0.0; wp];
+    for o in 0..n {
+        let size = 1usize << (o + 1).trailing_zeros();
+        let k = size.trailing_zeros();
+        let node = rel.get(k, (start + (o + 1 - size) as u64) >> k);
+        pre[o] = if o + 1 == size {
+            node
+        } else {
+            pre[o - size] + node
+        };
+    }
+    let mut suf = vec![0.0; wp];
+    if n == wp {
+        for o in (0..wp).rev() {
+            let size = if o == 0 {
+                wp
+            } else {
+                1usize << o.trailing_zeros()
+            };
+            let k = size.trailing_zeros().min(h);
+            let node = rel.get(k, (start + o as u64) >> k);
+            suf[o] = if o + size == wp {
+                node
+            } else {
+                node + suf[o + size]
+            };
+        }
+    }
+    (pre, suf)
+}
+
 /// Sum of the released nodes covering `[l, u]` (maximal aligned nodes of level `<= h`, left
 /// to right): the one combination both paths use.
 #[inline]
@@ -140,10 +200,9 @@ fn interval_sum(l: u64, u: u64, h: u32, get: impl Fn(u32, u64) -> f64) -> f64 {
     let mut s = 0.0;
     let mut at = l;
     while at <= u {
-        let mut k = at.trailing_zeros().min(h);
-        while k > 0 && at + (1u64 << k) - 1 > u {
-            k -= 1;
-        }
+        // The largest aligned node starting at `at` that fits in [at, u] and the forest.
+        let fits = 63 - (u - at + 1).leading_zeros();
+        let k = at.trailing_zeros().min(h).min(fits);
         s += get(k, at >> k);
         at += 1u64 << k;
     }
@@ -197,7 +256,18 @@ impl WindowSum {
             return Err(Error::param("window", "the window must be >= 1 step"));
         }
         let h = w.next_power_of_two().trailing_zeros();
-        let noise = KeyedNoise::new(key, 0, f64::from(h + 1) * bound, h + 1, epsilon)?;
+        // Every release is a grid multiple and every sum the bulk path forms (at most 4(h + 1)
+        // releases, each at most W' B plus noise) is exact, so online and bulk may add the
+        // same nodes in different orders and still agree bit for bit.
+        let noise = KeyedNoise::new_exact(
+            key,
+            0,
+            f64::from(h + 1) * bound,
+            h + 1,
+            epsilon,
+            (1u64 << h) as f64 * bound,
+            4 * (h + 1),
+        )?;
         Ok(Self {
             w,
             h,
@@ -248,34 +318,92 @@ impl WindowSum {
     /// Bulk: the estimates for a whole series, in parallel over segments of whole blocks.
     /// Same key, same numbers as `push`, bit for bit.
     pub fn bulk(&self, xs: &[f64]) -> Vec<f64> {
+        self.bulk_offset(xs, 0, 0)
+    }
+
+    /// Bulk over a series too long for memory: `chunks` yields consecutive pieces, `sink`
+    /// gets the estimates of each piece. Memory is one chunk plus two blocks.
+    pub fn stream<E>(
+        &self,
+        chunks: impl Iterator<Item = std::result::Result<Vec<f64>, E>>,
+        mut sink: impl FnMut(&[f64]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<u64, E> {
+        let block = 1u64 << self.h;
+        let mut history: Vec<f64> = Vec::new();
+        let mut base = 0u64; // step of history[0], a multiple of the block
+        for chunk in chunks {
+            let chunk = chunk?;
+            let start = base + history.len() as u64;
+            history.extend_from_slice(&chunk);
+            let out = self.bulk_offset(&history, base, start);
+            sink(&out)?;
+            let end = base + history.len() as u64;
+            let keep = (end / block).saturating_sub(1) * block;
+            history.drain(..(keep - base) as usize);
+            base = keep;
+        }
+        Ok(base + history.len() as u64)
+    }
+
+    /// `xs[i]` is step `base + i` (`base` a multiple of the block); the estimates for steps
+    /// `out_from .. base + xs.len()`.
+    fn bulk_offset(&self, xs: &[f64], base: u64, out_from: u64) -> Vec<f64> {
         let block = 1u64 << self.h;
         let seg = block.max(1 << 14);
-        let n = xs.len() as u64;
-        let segments: Vec<u64> = (0..n.div_ceil(seg)).collect();
+        let end = base + xs.len() as u64;
+        let first_seg = out_from / seg;
+        let segments: Vec<u64> = (first_seg..end.div_ceil(seg)).collect();
         segments
             .par_iter()
             .flat_map_iter(|&s| {
-                let start = s * seg;
-                let end = (start + seg).min(n);
+                let start = (s * seg).max(out_from);
+                let stop = ((s + 1) * seg).min(end);
                 // The window can reach back into the previous block: rebuild it too.
-                let from = start.saturating_sub(block);
+                let from = ((start / block) * block).saturating_sub(block).max(base);
                 let mut forest = Forest::new(self.h, 1.0);
-                let mut rel = Releases::new(self.h);
+                let mut rel = Flat::new(self.h, from);
                 let first = first_id(from, self.h);
-                let count = (first_id(end, self.h) - first) as usize;
+                let count = (first_id(stop, self.h) - first) as usize;
                 let mut z = vec![0i64; count];
                 self.noise.fill(first, &mut z);
                 let mut idx = 0usize;
-                for t in from..end {
-                    forest.step(t, xs[t as usize], |k, m, v| {
-                        rel.push(k, m, self.noise.release(v, z[idx]));
+                for t in from..stop {
+                    forest.step(t, xs[(t - base) as usize], |k, _m, v| {
+                        rel.push(k, self.noise.release(v, z[idx]));
                         idx += 1;
                     });
                 }
-                (start..end)
+                // Per block: prefix sums Pre[o] (nodes of [start, start + o]) and suffix sums
+                // Suf[o] (nodes of [start + o, end]), one addition per step each.
+                let wp = block as usize;
+                let blocks: Vec<(Vec<f64>, Vec<f64>)> = (from / block..stop.div_ceil(block))
+                    .map(|b| block_sums(&rel, self.h, b * block, wp, stop))
+                    .collect();
+                let b0 = from / block;
+                (start..stop)
                     .map(|t| {
+                        let b = t / block;
+                        let sb = b * block;
+                        let (pre, suf) = &blocks[(b - b0) as usize];
+                        let o = (t - sb) as usize;
                         let l = (t + 1).saturating_sub(self.w);
-                        interval_sum(l, t, self.h, |k, m| rel.get(k, m))
+                        if sb + block > stop {
+                            // A block the segment ends inside: no suffix sums yet.
+                            interval_sum(l, t, self.h, |k, m| rel.get(k, m))
+                        } else if l == sb {
+                            pre[o]
+                        } else if l < sb {
+                            let (_, prev) = &blocks[(b - 1 - b0) as usize];
+                            prev[(l - (sb - block)) as usize] + pre[o]
+                        } else {
+                            let p = 63 - (l ^ (t + 1)).leading_zeros();
+                            let c = ((t + 1) >> p) << p;
+                            let lo = (l - sb) as usize;
+                            let co = (c - sb) as usize;
+                            let right = pre[o] - if co > 0 { pre[co - 1] } else { 0.0 };
+                            let left = suf[lo] - if co < wp { suf[co] } else { 0.0 };
+                            left + right
+                        }
                     })
                     .collect::<Vec<_>>()
             })
@@ -439,17 +567,21 @@ impl ExponentialSum {
     /// Bulk: sequential over the series (one pass, noise drawn in keystream order), same
     /// numbers as `push`.
     pub fn bulk(&self, xs: &[f64]) -> Result<Vec<f64>> {
-        let mut me = self.clone();
+        self.clone().bulk_continue(xs)
+    }
+
+    /// Bulk from the current state on (streaming: call it chunk after chunk).
+    pub fn bulk_continue(&mut self, xs: &[f64]) -> Result<Vec<f64>> {
+        let me = self;
         let mut out = Vec::with_capacity(xs.len());
         let chunk = 1usize << 16;
         let mut z = Vec::new();
-        for (c, part) in xs.chunks(chunk).enumerate() {
+        for part in xs.chunks(chunk) {
             let start = me.t;
             let first = first_id(start, me.h);
             let count = (first_id(start + part.len() as u64, me.h) - first) as usize;
             z.resize(count, 0);
             me.noise.fill(first, &mut z);
-            let _ = c;
             for (i, &x) in part.iter().enumerate() {
                 let t = start + i as u64;
                 let zz = &z;
@@ -459,6 +591,358 @@ impl ExponentialSum {
         }
         Ok(out)
     }
+}
+
+/// Baseline: each window sum released with its own Laplace noise. One step is in `W`
+/// outputs, so the output vector has L1 sensitivity `W B` and every output gets
+/// `Lap(W B / eps)`: error `O(W / eps)`.
+#[derive(Debug, Clone)]
+pub struct LaplaceWindow {
+    w: u64,
+    noise: KeyedNoise,
+    bound: f64,
+    epsilon: f64,
+}
+
+impl LaplaceWindow {
+    pub fn new(w: u64, epsilon: f64, bound: f64, key: [u8; 32]) -> Result<Self> {
+        check_epsilon("epsilon", epsilon)?;
+        check_bound(bound)?;
+        if w < 1 {
+            return Err(Error::param("window", "the window must be >= 1 step"));
+        }
+        let touched = u32::try_from(w).unwrap_or(u32::MAX);
+        let noise = KeyedNoise::new(key, 2, w as f64 * bound, touched, epsilon)?;
+        Ok(Self {
+            w,
+            noise,
+            bound,
+            epsilon,
+        })
+    }
+
+    /// All estimates; the true window sums are exact running differences of integers.
+    pub fn run(&self, xs: &[f64]) -> Vec<f64> {
+        let truth = window_truth(xs, self.w);
+        let mut z = vec![0i64; xs.len()];
+        self.noise.fill(0, &mut z);
+        truth
+            .iter()
+            .zip(&z)
+            .map(|(v, &z)| self.noise.release(*v, z))
+            .collect()
+    }
+}
+
+/// Baseline for bits: randomized response. Each bit is flipped with probability
+/// `p = 1 / (1 + e^eps)` (eps-DP per step, and a step is in one report), debiased as
+/// `(y - p) / (1 - 2p)`, and the window sums of the debiased values are released.
+#[derive(Debug, Clone)]
+pub struct RandomizedResponse {
+    w: u64,
+    p: f64,
+    key: [u8; 32],
+    epsilon: f64,
+}
+
+impl RandomizedResponse {
+    pub fn new(w: u64, epsilon: f64, key: [u8; 32]) -> Result<Self> {
+        check_epsilon("epsilon", epsilon)?;
+        if w < 1 {
+            return Err(Error::param("window", "the window must be >= 1 step"));
+        }
+        Ok(Self {
+            w,
+            p: 1.0 / (1.0 + epsilon.exp()),
+            key,
+            epsilon,
+        })
+    }
+
+    pub fn run(&self, xs: &[f64]) -> Result<Vec<f64>> {
+        if let Some(i) = xs.iter().position(|&x| x != 0.0 && x != 1.0) {
+            return Err(Error::param(
+                "model",
+                format!("randomized response needs bits; step {i} is {}", xs[i]),
+            ));
+        }
+        use rand_chacha::ChaCha20Rng;
+        use rand_core::{RngCore, SeedableRng};
+        let mut r = ChaCha20Rng::from_seed(self.key);
+        r.set_stream(3);
+        let threshold = (self.p * (1u64 << 53) as f64) as u64;
+        let debiased: Vec<f64> = xs
+            .iter()
+            .map(|&x| {
+                let flip = (r.next_u64() >> 11) < threshold;
+                let y = if flip { 1.0 - x } else { x };
+                (y - self.p) / (1.0 - 2.0 * self.p)
+            })
+            .collect();
+        Ok(window_truth(&debiased, self.w))
+    }
+
+    pub fn std_at(&self, j: u64) -> f64 {
+        let n = (j + 1).min(self.w) as f64;
+        (n * self.p * (1.0 - self.p)).sqrt() / (1.0 - 2.0 * self.p)
+    }
+}
+
+/// Exact window sums by a running difference (evaluation and baselines only).
+fn window_truth(xs: &[f64], w: u64) -> Vec<f64> {
+    let mut s = 0.0;
+    (0..xs.len())
+        .map(|j| {
+            s += xs[j];
+            if j as u64 >= w {
+                s -= xs[j - w as usize];
+            }
+            s
+        })
+        .collect()
+}
+
+/// A configured mechanism, for the CLI and benchmarks.
+#[derive(Debug, Clone)]
+pub enum Mechanism {
+    Window(WindowSum),
+    Exponential(ExponentialSum),
+    Laplace(LaplaceWindow),
+    Rr(RandomizedResponse),
+}
+
+impl Mechanism {
+    /// Build `model` ("window", "exponential", "running") from its parameters.
+    pub fn build(
+        model: &str,
+        window: Option<u64>,
+        alpha: Option<f64>,
+        horizon: Option<u64>,
+        epsilon: f64,
+        bound: f64,
+        key: [u8; 32],
+    ) -> Result<Self> {
+        let need = |what: &str| Error::param(what, format!("model '{model}' needs --{what}"));
+        match model {
+            "window" => Ok(Self::Window(WindowSum::new(
+                window.ok_or_else(|| need("window"))?,
+                epsilon,
+                bound,
+                key,
+            )?)),
+            "exponential" => Ok(Self::Exponential(ExponentialSum::new(
+                alpha.ok_or_else(|| need("alpha"))?,
+                epsilon,
+                bound,
+                key,
+            )?)),
+            "running" => Ok(Self::Exponential(ExponentialSum::running(
+                horizon.ok_or_else(|| need("horizon"))?,
+                epsilon,
+                bound,
+                key,
+            )?)),
+            "laplace" => Ok(Self::Laplace(LaplaceWindow::new(
+                window.ok_or_else(|| need("window"))?,
+                epsilon,
+                bound,
+                key,
+            )?)),
+            "rr" => Ok(Self::Rr(RandomizedResponse::new(
+                window.ok_or_else(|| need("window"))?,
+                epsilon,
+                key,
+            )?)),
+            other => Err(Error::param(
+                "model",
+                format!("unknown model '{other}' (window, exponential, running, laplace or rr)"),
+            )),
+        }
+    }
+
+    pub fn calibration(&self) -> Calibration {
+        match self {
+            Self::Window(m) => m.calibration(),
+            Self::Exponential(m) => m.calibration(),
+            Self::Laplace(m) => Calibration {
+                model: format!("per-output Laplace baseline (W = {})", m.w),
+                epsilon: m.epsilon,
+                bound: m.bound,
+                levels: 1,
+                sensitivity: m.w as f64 * m.bound,
+                counter_scale: m.noise.scale(),
+                counter_std: m.noise.std_dev(),
+            },
+            Self::Rr(m) => Calibration {
+                model: format!("randomized response baseline (W = {})", m.w),
+                epsilon: m.epsilon,
+                bound: 1.0,
+                levels: 1,
+                sensitivity: 1.0,
+                counter_scale: 0.0,
+                counter_std: m.std_at(0),
+            },
+        }
+    }
+
+    pub fn std_at(&self, j: u64) -> f64 {
+        match self {
+            Self::Window(m) => m.std_at(j),
+            Self::Exponential(m) => m.std_at(j),
+            Self::Laplace(m) => m.noise.std_dev(),
+            Self::Rr(m) => m.std_at(j),
+        }
+    }
+
+    /// All estimates, bulk path.
+    pub fn bulk(&self, xs: &[f64]) -> Result<Vec<f64>> {
+        match self {
+            Self::Window(m) => Ok(m.bulk(xs)),
+            Self::Exponential(m) => m.bulk(xs),
+            Self::Laplace(m) => Ok(m.run(xs)),
+            Self::Rr(m) => m.run(xs),
+        }
+    }
+
+    /// All estimates, one step at a time (the online path; same numbers).
+    pub fn online(&self, xs: &[f64]) -> Result<Vec<f64>> {
+        match self {
+            Self::Window(m) => {
+                let mut m = m.clone();
+                Ok(xs.iter().map(|&x| m.push(x)).collect())
+            }
+            Self::Exponential(m) => {
+                let mut m = m.clone();
+                xs.iter().map(|&x| m.push(x)).collect()
+            }
+            // The baselines release each step from its own keyed draw: one path.
+            Self::Laplace(_) | Self::Rr(_) => self.bulk(xs),
+        }
+    }
+
+    /// The true decayed sums (evaluation only; never part of a private output).
+    pub fn truth(&self, xs: &[f64]) -> Vec<f64> {
+        match self {
+            Self::Window(WindowSum { w, .. })
+            | Self::Laplace(LaplaceWindow { w, .. })
+            | Self::Rr(RandomizedResponse { w, .. }) => window_truth(xs, *w),
+            Self::Exponential(m) => {
+                let mut s = 0.0;
+                xs.iter()
+                    .map(|&x| {
+                        s = m.alpha * s + x;
+                        s
+                    })
+                    .collect()
+            }
+        }
+    }
+}
+
+/// Throughput of the bulk path on a generated stream of `steps` values in `{0, 1, 2, 3}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchResult {
+    pub model: String,
+    pub steps: u64,
+    pub seconds: f64,
+    pub steps_per_second: f64,
+    pub peak_rss_mib: f64,
+    pub threads: usize,
+    /// Time generating the input (not included in `seconds`).
+    pub generate_seconds: f64,
+}
+
+/// Peak resident memory of this process (Linux), MiB.
+pub fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// `kinsey bench decay`: the bulk path over a generated stream, chunk by chunk.
+pub fn bench(
+    model: &str,
+    steps: u64,
+    window: u64,
+    alpha: f64,
+    chunk: usize,
+) -> Result<BenchResult> {
+    let m = Mechanism::build(
+        model,
+        Some(window),
+        Some(alpha),
+        Some(steps),
+        1.0,
+        3.0,
+        noise::key(None),
+    )?;
+    let mut gen_s = 0.0;
+    let mut done = 0u64;
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next_chunk = |len: usize| -> Vec<f64> {
+        let t = std::time::Instant::now();
+        let v: Vec<f64> = (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 62) as f64
+            })
+            .collect();
+        gen_s += t.elapsed().as_secs_f64();
+        v
+    };
+    let t = std::time::Instant::now();
+    let mut checksum = 0.0;
+    match &m {
+        Mechanism::Window(w) => {
+            let chunks = std::iter::from_fn(|| {
+                (done < steps).then(|| {
+                    let len = (steps - done).min(chunk as u64) as usize;
+                    done += len as u64;
+                    Ok::<_, Error>(next_chunk(len))
+                })
+            });
+            w.stream(chunks, |o| {
+                checksum += o.last().copied().unwrap_or(0.0);
+                Ok(())
+            })?;
+        }
+        Mechanism::Laplace(_) | Mechanism::Rr(_) => {
+            while done < steps {
+                let len = (steps - done).min(chunk as u64) as usize;
+                let out = m.bulk(&next_chunk(len))?;
+                checksum += out.last().copied().unwrap_or(0.0);
+                done += len as u64;
+            }
+        }
+        Mechanism::Exponential(e) => {
+            let mut e = e.clone();
+            while done < steps {
+                let len = (steps - done).min(chunk as u64) as usize;
+                let xs = next_chunk(len);
+                let out = e.bulk_continue(&xs)?;
+                checksum += out.last().copied().unwrap_or(0.0);
+                done += len as u64;
+            }
+        }
+    }
+    let seconds = t.elapsed().as_secs_f64() - gen_s;
+    std::hint::black_box(checksum);
+    Ok(BenchResult {
+        model: m.calibration().model,
+        steps,
+        seconds,
+        steps_per_second: steps as f64 / seconds,
+        peak_rss_mib: peak_rss_mib(),
+        threads: rayon::current_num_threads(),
+        generate_seconds: gen_s,
+    })
 }
 
 #[cfg(test)]

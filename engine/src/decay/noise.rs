@@ -77,6 +77,36 @@ impl KeyedNoise {
         })
     }
 
+    /// Like [`new`](Self::new), with a grid coarse enough that every sum of at most `terms`
+    /// releases of counters whose true values are at most `max_value` is exact in f64 (so
+    /// any summation order gives the same bits). `|Z| <= 37 t` always: `U >= 2^-53`.
+    pub fn new_exact(
+        key: [u8; 32],
+        stream: u64,
+        sensitivity: f64,
+        touched: u32,
+        epsilon: f64,
+        max_value: f64,
+        terms: u32,
+    ) -> Result<Self> {
+        let fine = Self::new(key, stream, sensitivity, touched, epsilon)?;
+        let worst = f64::from(terms) * (max_value + 38.0 * fine.scale() * 2.0);
+        let needed = worst.log2().ceil() as i32 - 51;
+        if needed <= fine.grid_exp {
+            return Ok(fine);
+        }
+        let grid_exp = needed;
+        let gamma = (grid_exp as f64).exp2();
+        let t = ((sensitivity / gamma).ceil() + f64::from(touched)) / epsilon;
+        Ok(Self {
+            key,
+            stream,
+            grid_exp,
+            t,
+            gamma,
+        })
+    }
+
     /// The grid step.
     pub fn gamma(&self) -> f64 {
         self.gamma
@@ -182,13 +212,18 @@ mod tests {
     fn discrete_laplace_law_and_power() {
         let n = KeyedNoise::new([1; 32], 0, 1.0, 1, 1.0).expect("ok");
         // Check the law in grid units with a small t so bins are populated.
-        let small = KeyedNoise { t: 3.0, ..n.clone() };
+        let small = KeyedNoise {
+            t: 3.0,
+            ..n.clone()
+        };
         let mut z = vec![0i64; 200_000];
         small.fill(0, &mut z);
         let probs = |t: f64| -> Vec<f64> {
             let q = (-1.0 / t).exp();
             let c = (1.0 - q) / (1.0 + q);
-            let mut p: Vec<f64> = (-15..=15).map(|k: i64| c * q.powi(k.abs() as i32)).collect();
+            let mut p: Vec<f64> = (-15..=15)
+                .map(|k: i64| c * q.powi(k.abs() as i32))
+                .collect();
             let tail = (1.0 - p.iter().sum::<f64>()) / 2.0;
             p.insert(0, tail);
             p.push(tail);
@@ -217,5 +252,9 @@ mod tests {
         assert_eq!(n.release(3.0, 0), 3.0);
         assert!(KeyedNoise::new([0; 32], 0, 1.0, 1, 0.0).is_err());
         assert!(KeyedNoise::new([0; 32], 0, f64::NAN, 1, 1.0).is_err());
+        // A coarser grid when sums could lose bits; the scale stays the same.
+        let e = KeyedNoise::new_exact([0; 32], 0, 11.0, 11, 0.1, 1e11, 64).expect("ok");
+        assert!(e.grid_exp > n.grid_exp);
+        assert!((e.scale() / n.scale() - 1.0).abs() < 1e-2);
     }
 }

@@ -23,9 +23,28 @@ fn window_online_equals_bulk_bit_for_bit() {
         let on: Vec<f64> = xs.iter().map(|&x| online.push(x)).collect();
         assert_eq!(bulk.len(), xs.len());
         assert!(
-            on.iter().zip(&bulk).all(|(a, b)| a.to_bits() == b.to_bits()),
+            on.iter()
+                .zip(&bulk)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
             "W = {w}"
         );
+        // Streaming in uneven chunks gives the same numbers.
+        let mut streamed = Vec::new();
+        let chunks = xs.chunks(7_777).map(|c| Ok::<_, ()>(c.to_vec()));
+        let n = m
+            .stream(chunks, |o| {
+                streamed.extend_from_slice(o);
+                Ok(())
+            })
+            .expect("stream");
+        assert_eq!(n, xs.len() as u64);
+        assert!(
+            streamed
+                .iter()
+                .zip(&bulk)
+                .all(|(a, b)| a.to_bits() == b.to_bits())
+        );
+        assert_eq!(streamed.len(), bulk.len());
     }
 }
 
@@ -108,7 +127,10 @@ fn window_error_does_not_grow_with_the_stream() {
     let m = WindowSum::new(100, 1.0, 1.0, [0; 32]).expect("ok");
     let early = m.std_at(1_000);
     let late = m.std_at(1_000_000_007);
-    assert!(late <= early * 1.5 && late >= early / 1.5, "{early} vs {late}");
+    assert!(
+        late <= early * 1.5 && late >= early / 1.5,
+        "{early} vs {late}"
+    );
     let e = ExponentialSum::new(0.99, 1.0, 1.0, [0; 32]).expect("ok");
     assert!(e.std_at(1 << 40) < 2.0 * e.std_at(1 << 12));
 }
@@ -169,4 +191,35 @@ fn exponential_sensitivity_is_the_series() {
     let want = 1.0 + a + a.powi(3) + a.powi(7) + a.powi(15) + a.powi(31) + a.powi(63);
     assert!((exponential_sensitivity(a, 62) - want).abs() < 1e-15);
     assert_eq!(exponential_sensitivity(1.0, 10), 10.0);
+}
+
+#[test]
+fn baselines_have_their_stated_error() {
+    let xs: Vec<f64> = series(3000, 6)
+        .iter()
+        .map(|v| f64::from(*v > 1.5))
+        .collect();
+    let j = 2500usize;
+    for w in [10u64, 200] {
+        let truth = true_window(&xs, w as usize, j);
+        check_std(&format!("laplace {w}"), 2000, |r| {
+            let mut key = [4u8; 32];
+            key[..8].copy_from_slice(&r.to_le_bytes());
+            let m = Mechanism::build("laplace", Some(w), None, None, 1.0, 1.0, key).expect("ok");
+            (m.bulk(&xs).expect("run")[j], truth, m.std_at(j as u64))
+        });
+        check_std(&format!("rr {w}"), 2000, |r| {
+            let mut key = [6u8; 32];
+            key[..8].copy_from_slice(&r.to_le_bytes());
+            let m = Mechanism::build("rr", Some(w), None, None, 1.0, 1.0, key).expect("ok");
+            (m.bulk(&xs).expect("run")[j], truth, m.std_at(j as u64))
+        });
+    }
+    let m = Mechanism::build("rr", Some(4), None, None, 1.0, 1.0, [0; 32]).expect("ok");
+    let e = m.bulk(&[0.0, 2.0]).expect_err("not bits");
+    assert!(e.to_string().contains("step 1"), "{e}");
+    let e = Mechanism::build("windw", Some(4), None, None, 1.0, 1.0, [0; 32]).expect_err("x");
+    assert!(e.to_string().contains("unknown model 'windw'"), "{e}");
+    let e = Mechanism::build("exponential", None, None, None, 1.0, 1.0, [0; 32]).expect_err("x");
+    assert!(e.to_string().contains("--alpha"), "{e}");
 }
