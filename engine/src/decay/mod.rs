@@ -135,14 +135,18 @@ impl Releases {
 }
 
 /// Released values of one segment's nodes, per level, from the segment's first step.
+#[derive(Default)]
 struct Flat {
     levels: Vec<(u64, Vec<f64>)>,
 }
 
 impl Flat {
-    fn new(h: u32, from: u64) -> Self {
-        Self {
-            levels: (0..=h).map(|k| (from >> k, Vec::new())).collect(),
+    /// Empty levels `0..=h` starting at step `from`, keeping their allocations.
+    fn reset(&mut self, h: u32, from: u64) {
+        self.levels.resize_with(h as usize + 1, Default::default);
+        for (k, (base, v)) in self.levels.iter_mut().enumerate() {
+            *base = from >> k;
+            v.clear();
         }
     }
 
@@ -160,9 +164,9 @@ impl Flat {
 
 /// Prefix and suffix sums of one block's canonical decompositions. Steps at or after
 /// `stop` are not formed yet; their entries are left at zero and never read.
-fn block_sums(rel: &Flat, h: u32, start: u64, wp: usize, stop: u64) -> (Vec<f64>, Vec<f64>) {
+fn block_sums(rel: &Flat, h: u32, start: u64, stop: u64, pre: &mut [f64], suf: &mut [f64]) {
+    let wp = pre.len();
     let n = ((stop.saturating_sub(start)) as usize).min(wp);
-    let mut pre = vec![0.0; wp];
     for o in 0..n {
         let size = 1usize << (o + 1).trailing_zeros();
         let k = size.trailing_zeros();
@@ -173,7 +177,6 @@ fn block_sums(rel: &Flat, h: u32, start: u64, wp: usize, stop: u64) -> (Vec<f64>
             pre[o - size] + node
         };
     }
-    let mut suf = vec![0.0; wp];
     if n == wp {
         for o in (0..wp).rev() {
             let size = if o == 0 {
@@ -190,7 +193,6 @@ fn block_sums(rel: &Flat, h: u32, start: u64, wp: usize, stop: u64) -> (Vec<f64>
             };
         }
     }
-    (pre, suf)
 }
 
 /// Sum of the released nodes covering `[l, u]` (maximal aligned nodes of level `<= h`, left
@@ -349,66 +351,110 @@ impl WindowSum {
     /// `out_from .. base + xs.len()`.
     fn bulk_offset(&self, xs: &[f64], base: u64, out_from: u64) -> Vec<f64> {
         let block = 1u64 << self.h;
-        let seg = block.max(1 << 14);
+        let seg = block.max(1 << 15);
         let end = base + xs.len() as u64;
-        let first_seg = out_from / seg;
-        let segments: Vec<u64> = (first_seg..end.div_ceil(seg)).collect();
-        segments
-            .par_iter()
-            .flat_map_iter(|&s| {
-                let start = (s * seg).max(out_from);
-                let stop = ((s + 1) * seg).min(end);
-                // The window can reach back into the previous block: rebuild it too.
-                let from = ((start / block) * block).saturating_sub(block).max(base);
-                let mut forest = Forest::new(self.h, 1.0);
-                let mut rel = Flat::new(self.h, from);
-                let first = first_id(from, self.h);
-                let count = (first_id(stop, self.h) - first) as usize;
-                let mut z = vec![0i64; count];
-                self.noise.fill(first, &mut z);
-                let mut idx = 0usize;
-                for t in from..stop {
-                    forest.step(t, xs[(t - base) as usize], |k, _m, v| {
-                        rel.push(k, self.noise.release(v, z[idx]));
-                        idx += 1;
-                    });
-                }
-                // Per block: prefix sums Pre[o] (nodes of [start, start + o]) and suffix sums
-                // Suf[o] (nodes of [start + o, end]), one addition per step each.
-                let wp = block as usize;
-                let blocks: Vec<(Vec<f64>, Vec<f64>)> = (from / block..stop.div_ceil(block))
-                    .map(|b| block_sums(&rel, self.h, b * block, wp, stop))
-                    .collect();
-                let b0 = from / block;
-                (start..stop)
-                    .map(|t| {
-                        let b = t / block;
-                        let sb = b * block;
-                        let (pre, suf) = &blocks[(b - b0) as usize];
-                        let o = (t - sb) as usize;
-                        let l = (t + 1).saturating_sub(self.w);
-                        if sb + block > stop {
-                            // A block the segment ends inside: no suffix sums yet.
-                            interval_sum(l, t, self.h, |k, m| rel.get(k, m))
-                        } else if l == sb {
-                            pre[o]
-                        } else if l < sb {
-                            let (_, prev) = &blocks[(b - 1 - b0) as usize];
-                            prev[(l - (sb - block)) as usize] + pre[o]
-                        } else {
-                            let p = 63 - (l ^ (t + 1)).leading_zeros();
-                            let c = ((t + 1) >> p) << p;
-                            let lo = (l - sb) as usize;
-                            let co = (c - sb) as usize;
-                            let right = pre[o] - if co > 0 { pre[co - 1] } else { 0.0 };
-                            let left = suf[lo] - if co < wp { suf[co] } else { 0.0 };
-                            left + right
-                        }
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .collect()
+        let mut out = vec![0.0; (end - out_from) as usize];
+        // Segments are aligned to `seg` in step numbers; the first may start late.
+        let first_len = ((out_from / seg + 1) * seg).min(end) - out_from;
+        let (head, tail) = out.split_at_mut(first_len as usize);
+        let mut pieces: Vec<(u64, &mut [f64])> = vec![(out_from, head)];
+        let mut at = out_from + first_len;
+        for c in tail.chunks_mut(seg as usize) {
+            let len = c.len() as u64;
+            pieces.push((at, c));
+            at += len;
+        }
+        pieces
+            .into_par_iter()
+            .for_each_init(Scratch::default, |sc, (start, dst)| {
+                self.segment(xs, base, start, start + dst.len() as u64, dst, sc);
+            });
+        out
     }
+
+    /// Estimates for steps `start..stop` into `dst`, rebuilding the blocks they need.
+    fn segment(
+        &self,
+        xs: &[f64],
+        base: u64,
+        start: u64,
+        stop: u64,
+        dst: &mut [f64],
+        sc: &mut Scratch,
+    ) {
+        let block = 1u64 << self.h;
+        // The window can reach back into the previous block: rebuild it too.
+        let from = ((start / block) * block).saturating_sub(block).max(base);
+        let mut forest = Forest::new(self.h, 1.0);
+        sc.rel.reset(self.h, from);
+        let first = first_id(from, self.h);
+        let count = (first_id(stop, self.h) - first) as usize;
+        sc.z.clear();
+        sc.z.resize(count, 0);
+        self.noise.fill(first, &mut sc.z);
+        let (rel, z) = (&mut sc.rel, &sc.z);
+        let mut idx = 0usize;
+        for t in from..stop {
+            forest.step(t, xs[(t - base) as usize], |k, _m, v| {
+                rel.push(k, self.noise.release(v, z[idx]));
+                idx += 1;
+            });
+        }
+        // Per block: prefix sums Pre[o] (nodes of [start, start + o]) and suffix sums
+        // Suf[o] (nodes of [start + o, end]), one addition per step each. All releases
+        // are grid multiples and these sums are exact, so they equal `interval_sum`.
+        let wp = block as usize;
+        let b0 = from / block;
+        let nb = (stop.div_ceil(block) - b0) as usize;
+        sc.pre.resize(nb * wp, 0.0);
+        sc.suf.resize(nb * wp, 0.0);
+        for i in 0..nb {
+            let sb = (b0 + i as u64) * block;
+            block_sums(
+                &sc.rel,
+                self.h,
+                sb,
+                stop,
+                &mut sc.pre[i * wp..(i + 1) * wp],
+                &mut sc.suf[i * wp..(i + 1) * wp],
+            );
+        }
+        let (rel, pre_all, suf_all) = (&sc.rel, &sc.pre, &sc.suf);
+        for (d, t) in dst.iter_mut().zip(start..stop) {
+            let b = t / block;
+            let sb = b * block;
+            let i = (b - b0) as usize;
+            let pre = &pre_all[i * wp..(i + 1) * wp];
+            let o = (t - sb) as usize;
+            let l = (t + 1).saturating_sub(self.w);
+            *d = if sb + block > stop {
+                // A block the segment ends inside: no suffix sums yet.
+                interval_sum(l, t, self.h, |k, m| rel.get(k, m))
+            } else if l == sb {
+                pre[o]
+            } else if l < sb {
+                suf_all[(i - 1) * wp + (l - (sb - block)) as usize] + pre[o]
+            } else {
+                let suf = &suf_all[i * wp..(i + 1) * wp];
+                let p = 63 - (l ^ (t + 1)).leading_zeros();
+                let c = ((t + 1) >> p) << p;
+                let lo = (l - sb) as usize;
+                let co = (c - sb) as usize;
+                let right = pre[o] - if co > 0 { pre[co - 1] } else { 0.0 };
+                let left = suf[lo] - if co < wp { suf[co] } else { 0.0 };
+                left + right
+            };
+        }
+    }
+}
+
+/// Per-thread buffers reused across segments (no page faults per segment).
+#[derive(Default)]
+struct Scratch {
+    z: Vec<i64>,
+    rel: Flat,
+    pre: Vec<f64>,
+    suf: Vec<f64>,
 }
 
 /// Exponentially decayed sums `sum alpha^(j - i) x_i` (and, with `alpha = 1` over a declared

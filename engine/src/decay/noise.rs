@@ -36,6 +36,7 @@ pub struct KeyedNoise {
     /// Discrete Laplace parameter in grid steps.
     pub t: f64,
     gamma: f64,
+    inv_gamma: f64,
 }
 
 impl std::fmt::Debug for KeyedNoise {
@@ -74,6 +75,7 @@ impl KeyedNoise {
             grid_exp,
             t,
             gamma,
+            inv_gamma: 1.0 / gamma,
         })
     }
 
@@ -104,6 +106,7 @@ impl KeyedNoise {
             grid_exp,
             t,
             gamma,
+            inv_gamma: 1.0 / gamma,
         })
     }
 
@@ -132,7 +135,8 @@ impl KeyedNoise {
     fn attempt(&self, w: u64) -> Option<i64> {
         let negative = w >> 63 == 1;
         let u = ((w & ((1u64 << 53) - 1)) + 1) as f64 * (1.0 / (1u64 << 53) as f64);
-        let m = (-self.t * u.ln()).floor() as i64;
+        // -t ln U >= 0, so truncation is the floor.
+        let m = (-self.t * u.ln()) as i64;
         match (negative, m) {
             (true, 0) => None,
             (true, m) => Some(-m),
@@ -175,7 +179,8 @@ impl KeyedNoise {
     /// The released value of a counter with true value `v` and noise `z`.
     #[inline]
     pub fn release(&self, v: f64, z: i64) -> f64 {
-        self.gamma * ((v / self.gamma).round() + z as f64)
+        // gamma is a power of two: multiplying by its inverse is exact.
+        self.gamma * ((v * self.inv_gamma).round() + z as f64)
     }
 }
 
