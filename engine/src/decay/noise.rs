@@ -3,7 +3,7 @@
 //! and the bulk path (millions of counters in parallel) draw exactly the same values.
 //!
 //! Generator: ChaCha20 keyed by the secret key, nonce = `stream`, and counter `id` owns the
-//! 16 keystream bytes at word position `4 id` (two little-endian u64 words). Bulk reads the
+//! 8 keystream bytes at word position `2 id` (one little-endian u64). Bulk reads the
 //! keystream sequentially, online seeks: the same bytes either way.
 //!
 //! Float safety (as `dp::laplace`): a counter is released on the grid `gamma Z`, `gamma = 2^k`
@@ -16,8 +16,8 @@
 //! Sampler: `U` in (0, 1] (53 bits) and a sign bit from the first word; `M = floor(-t ln U)` is
 //! geometric with `P(M >= k) = q^k`, `q = e^(-1/t)`; `Z = +-M`, rejecting (-, 0) so zero is not
 //! counted twice, which gives exactly `P(Z = z) = (1 - q)/(1 + q) q^|z|`. A rejection (rate
-//! `(1 - q)/2`, about `2^-31` at the grids used) retries with the second word, then with words
-//! of stream `!stream` at the same position: still a pure function of the id.
+//! `(1 - q)/2`, about `2^-31` at the grids used) retries with words of stream `!stream` at
+//! the same position: still a pure function of the id.
 
 use crate::error::{Error, Result, check_epsilon};
 use rand_chacha::ChaCha20Rng;
@@ -144,13 +144,19 @@ impl KeyedNoise {
         }
     }
 
-    /// The discrete Laplace draw of counter `id` from its two words.
-    fn draw(&self, id: u64, w0: u64, w1: u64) -> i64 {
-        if let Some(z) = self.attempt(w0).or_else(|| self.attempt(w1)) {
+    /// The discrete Laplace draw of counter `id` from its word.
+    #[inline]
+    fn draw(&self, id: u64, w0: u64) -> i64 {
+        if let Some(z) = self.attempt(w0) {
             return z;
         }
+        self.retry(id)
+    }
+
+    #[cold]
+    fn retry(&self, id: u64) -> i64 {
         let mut r = self.rng(!self.stream);
-        r.set_word_pos(u128::from(id) * 4);
+        r.set_word_pos(u128::from(id) * 2);
         loop {
             if let Some(z) = self.attempt(r.next_u64()) {
                 return z;
@@ -161,18 +167,16 @@ impl KeyedNoise {
     /// Noise of counter `id` (random access: the online path).
     pub fn z(&self, id: u64) -> i64 {
         let mut r = self.rng(self.stream);
-        r.set_word_pos(u128::from(id) * 4);
-        let (w0, w1) = (r.next_u64(), r.next_u64());
-        self.draw(id, w0, w1)
+        r.set_word_pos(u128::from(id) * 2);
+        self.draw(id, r.next_u64())
     }
 
     /// Noise of counters `first .. first + out.len()` (sequential keystream: the bulk path).
     pub fn fill(&self, first: u64, out: &mut [i64]) {
         let mut r = self.rng(self.stream);
-        r.set_word_pos(u128::from(first) * 4);
+        r.set_word_pos(u128::from(first) * 2);
         for (i, o) in out.iter_mut().enumerate() {
-            let (w0, w1) = (r.next_u64(), r.next_u64());
-            *o = self.draw(first + i as u64, w0, w1);
+            *o = self.draw(first + i as u64, r.next_u64());
         }
     }
 
