@@ -930,6 +930,7 @@ pub fn bench(
     let mut gen_s = 0.0;
     let mut done = 0u64;
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let shift = if model == "rr" { 63 } else { 62 }; // bits for randomized response
     let mut next_chunk = |len: usize| -> Vec<f64> {
         let t = std::time::Instant::now();
         let v: Vec<f64> = (0..len)
@@ -937,7 +938,7 @@ pub fn bench(
                 state ^= state << 13;
                 state ^= state >> 7;
                 state ^= state << 17;
-                (state >> 62) as f64
+                (state >> shift) as f64
             })
             .collect();
         gen_s += t.elapsed().as_secs_f64();
