@@ -148,9 +148,12 @@ enum Cmd {
         model: String,
         #[arg(long)]
         epsilon: f64,
-        /// Window length in steps (model window).
+        /// Window length in steps (models window, laplace, rr).
         #[arg(long)]
         window: Option<u64>,
+        /// Window lengths for model allwindow (all from one tree), e.g. 60,1440.
+        #[arg(long, value_delimiter = ',')]
+        windows: Option<Vec<u64>>,
         /// Decay per step, in (0, 1) (model exponential).
         #[arg(long)]
         alpha: Option<f64>,
@@ -862,6 +865,7 @@ fn run(cli: Cli) -> Result<()> {
             model,
             epsilon,
             window,
+            windows,
             alpha,
             horizon,
             bound,
@@ -877,9 +881,10 @@ fn run(cli: Cli) -> Result<()> {
                 eprintln!("warning: {}", kinsey::dp::rng::USER_SEED_WARNING);
             }
             let key = kinsey::decay::noise::key(seed);
-            let m = kinsey::decay::Mechanism::build(
+            let m = kinsey::decay::Mechanism::build_with(
                 &model,
                 window,
+                windows,
                 alpha,
                 horizon.or(Some(n)),
                 epsilon,
@@ -889,11 +894,7 @@ fn run(cli: Cli) -> Result<()> {
             let load_s = t.elapsed().as_secs_f64();
             let t = Instant::now();
             let bar = kinsey::cli_support::spinner("private decayed sums");
-            let est = if online {
-                m.online(&series.values)
-            } else {
-                m.bulk(&series.values)
-            };
+            let est = m.run(&series.values, online);
             bar.finish_and_clear();
             let est = est?;
             let run_s = t.elapsed().as_secs_f64();
@@ -911,28 +912,44 @@ fn run(cli: Cli) -> Result<()> {
                 "seconds": {"load": load_s, "mechanism": run_s},
                 "steps_per_second": n as f64 / run_s.max(1e-12),
             });
+            let names = m.columns();
             if evaluate {
-                let truth = m.truth(&series.values);
-                let errs: Vec<f64> = est.iter().zip(&truth).map(|(a, b)| a - b).collect();
-                let rmse = (errs.iter().map(|e| e * e).sum::<f64>() / errs.len() as f64).sqrt();
-                let mae = errs.iter().map(|e| e.abs()).sum::<f64>() / errs.len() as f64;
-                let max = errs.iter().fold(0.0f64, |a, e| a.max(e.abs()));
-                let mean_truth = truth.iter().sum::<f64>() / truth.len() as f64;
-                report["evaluation"] = serde_json::json!({
-                    "rmse": rmse, "mean_abs_error": mae, "max_abs_error": max,
-                    "theoretical_std_last_step": m.std_at(n - 1),
-                    "mean_true_value": mean_truth,
-                });
-                println!(
-                    "evaluation: RMSE {rmse:.3}, mean |error| {mae:.3}, max {max:.3} (theory: std {:.3} at the last step; mean true value {mean_truth:.3})",
-                    m.std_at(n - 1)
-                );
+                let mut evals = Vec::new();
+                for (c, (name, (est, truth))) in names
+                    .iter()
+                    .zip(est.iter().zip(m.truth_columns(&series.values)))
+                    .enumerate()
+                {
+                    let errs: Vec<f64> = est.iter().zip(&truth).map(|(a, b)| a - b).collect();
+                    let rmse = (errs.iter().map(|e| e * e).sum::<f64>() / errs.len() as f64).sqrt();
+                    let mae = errs.iter().map(|e| e.abs()).sum::<f64>() / errs.len() as f64;
+                    let max = errs.iter().fold(0.0f64, |a, e| a.max(e.abs()));
+                    let mean_truth = truth.iter().sum::<f64>() / truth.len() as f64;
+                    evals.push(serde_json::json!({
+                        "column": name,
+                        "rmse": rmse, "mean_abs_error": mae, "max_abs_error": max,
+                        "theoretical_std_last_step": m.std_at_col(c, n - 1),
+                        "mean_true_value": mean_truth,
+                    }));
+                    println!(
+                        "evaluation ({name}): RMSE {rmse:.3}, mean |error| {mae:.3}, max {max:.3} (theory: std {:.3} at the last step; mean true value {mean_truth:.3})",
+                        m.std_at_col(c, n - 1)
+                    );
+                }
+                report["evaluation"] = if evals.len() == 1 {
+                    evals.swap_remove(0)
+                } else {
+                    serde_json::Value::from(evals)
+                };
             }
             let mut o = Outputs::new();
             if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
                 o.ensure_dir(dir)?;
             }
-            o.write(&out, &kinsey::decay::io::encode(&out, &est)?)?;
+            o.write(
+                &out,
+                &kinsey::decay::io::encode_columns(&out, &names, &est)?,
+            )?;
             let rep_path = PathBuf::from(format!("{}.report.json", out.display()));
             write_json(&mut o, &rep_path, &report)?;
             o.commit()?;

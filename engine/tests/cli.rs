@@ -529,7 +529,7 @@ fn decay_window_bulk_and_online_agree_and_bad_input_fails() {
     };
     let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
     let s = run(&a, &["--evaluate"]);
-    assert!(s.contains("evaluation: RMSE"), "{s}");
+    assert!(s.contains("evaluation (estimate): RMSE"), "{s}");
     run(&b, &["--online"]);
     assert_eq!(std::fs::read(&a).expect("a"), std::fs::read(&b).expect("b"));
     let r = json(&dir.path().join("a.csv.report.json"));
@@ -539,6 +539,32 @@ fn decay_window_bulk_and_online_agree_and_bad_input_fails() {
     assert!(r["warning"].as_str().expect("seed warning").contains("NOT"));
     let lines = std::fs::read_to_string(&a).expect("a");
     assert_eq!(lines.lines().count(), 5001);
+    // All windows from one tree: one column per window, each evaluated.
+    let c = dir.path().join("c.parquet");
+    let s = ok(&[
+        "decay",
+        "--input",
+        arg(&input),
+        "--column",
+        "count",
+        "--model",
+        "allwindow",
+        "--windows",
+        "60,1440",
+        "--epsilon",
+        "1",
+        "--bound",
+        "4",
+        "--out",
+        arg(&c),
+        "--evaluate",
+    ]);
+    assert!(
+        s.contains("(window_60)") && s.contains("(window_1440)"),
+        "{s}"
+    );
+    let r = json(&dir.path().join("c.parquet.report.json"));
+    assert_eq!(r["evaluation"].as_array().expect("per window").len(), 2);
     // Bad parameters and input: clear errors, nothing written.
     let bad = dir.path().join("bad.csv");
     for (extra, needle) in [

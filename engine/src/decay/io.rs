@@ -113,22 +113,34 @@ fn read_csv_column(path: &Path, column: &str) -> Result<Vec<f64>> {
 
 /// The (step, estimate) table as CSV or Parquet bytes, by the output's extension.
 pub fn encode(path: &Path, estimates: &[f64]) -> Result<Vec<u8>> {
+    encode_columns(path, &["estimate".to_string()], &[estimates.to_vec()])
+}
+
+/// A (step, column...) table as CSV or Parquet bytes.
+pub fn encode_columns(path: &Path, names: &[String], cols: &[Vec<f64>]) -> Result<Vec<u8>> {
+    let n = cols.first().map_or(0, Vec::len);
     if is_parquet(path) {
         use arrow::array::{ArrayRef, Float64Array, UInt64Array};
         use arrow::datatypes::{DataType, Field, Schema};
         use arrow::record_batch::RecordBatch;
         use std::sync::Arc;
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("step", DataType::UInt64, false),
-            Field::new("estimate", DataType::Float64, false),
-        ]));
-        let steps: ArrayRef = Arc::new(UInt64Array::from_iter_values(0..estimates.len() as u64));
-        let est: ArrayRef = Arc::new(Float64Array::from(estimates.to_vec()));
+        let mut fields = vec![Field::new("step", DataType::UInt64, false)];
+        fields.extend(
+            names
+                .iter()
+                .map(|c| Field::new(c, DataType::Float64, false)),
+        );
+        let schema = Arc::new(Schema::new(fields));
+        let mut arrays: Vec<ArrayRef> = vec![Arc::new(UInt64Array::from_iter_values(0..n as u64))];
+        arrays.extend(
+            cols.iter()
+                .map(|c| Arc::new(Float64Array::from(c.clone())) as ArrayRef),
+        );
         let arrow_err = |source| Error::Arrow {
             path: path.to_path_buf(),
             source,
         };
-        let batch = RecordBatch::try_new(schema.clone(), vec![steps, est]).map_err(arrow_err)?;
+        let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(arrow_err)?;
         let mut buf = Vec::new();
         let pq = |source| Error::Parquet {
             path: path.to_path_buf(),
@@ -139,10 +151,20 @@ pub fn encode(path: &Path, estimates: &[f64]) -> Result<Vec<u8>> {
         w.close().map_err(pq)?;
         Ok(buf)
     } else {
-        let mut s = String::with_capacity(estimates.len() * 24 + 16);
-        s.push_str("step,estimate\n");
-        for (i, v) in estimates.iter().enumerate() {
-            s.push_str(&format!("{i},{v}\n"));
+        use std::fmt::Write;
+        let mut s = String::with_capacity(n * (1 + 24 * cols.len()) + 64);
+        s.push_str("step");
+        for c in names {
+            s.push(',');
+            s.push_str(c);
+        }
+        s.push('\n');
+        for i in 0..n {
+            let _ = write!(s, "{i}");
+            for c in cols {
+                let _ = write!(s, ",{}", c[i]);
+            }
+            s.push('\n');
         }
         Ok(s.into_bytes())
     }

@@ -639,6 +639,189 @@ impl ExponentialSum {
     }
 }
 
+/// Riemann zeta `sum_{n >= 1} n^-s` for `s > 1` (partial sum plus Euler-Maclaurin tail).
+pub fn zeta(s: f64) -> f64 {
+    let n = 10_000u32;
+    let partial: f64 = (1..=n).map(|k| f64::from(k).powf(-s)).sum();
+    let nf = f64::from(n);
+    partial + nf.powf(1.0 - s) / (s - 1.0) - 0.5 * nf.powf(-s) + s / 12.0 * nf.powf(-s - 1.0)
+}
+
+/// Window sums for several window sizes at once from one tree: level `k` (0-based) gets
+/// `eps_k = eps / (zeta(delta) (k + 1)^delta)`, so the levels together spend at most
+/// `sum_k eps_k = eps` however many levels and windows are used. Each `x_i` lies in one node
+/// per level (L1 sensitivity `B` per level), so level `k`'s counters get `Lap(B / eps_k)`. A
+/// window of size `W` uses the nodes of levels `<= ceil(log2 W)` covering it.
+#[derive(Debug, Clone)]
+pub struct AllWindowSum {
+    windows: Vec<u64>,
+    hs: Vec<u32>,
+    h: u32,
+    delta: f64,
+    levels: Vec<KeyedNoise>,
+    bound: f64,
+    epsilon: f64,
+    forest: Forest,
+    rel: Releases,
+    t: u64,
+    next_id: u64,
+}
+
+impl AllWindowSum {
+    pub fn new(
+        windows: &[u64],
+        epsilon: f64,
+        bound: f64,
+        delta: f64,
+        key: [u8; 32],
+    ) -> Result<Self> {
+        check_epsilon("epsilon", epsilon)?;
+        check_bound(bound)?;
+        if windows.is_empty() || windows.contains(&0) {
+            return Err(Error::param(
+                "windows",
+                "list one or more window sizes, each >= 1 step",
+            ));
+        }
+        if !(delta > 1.0 && delta.is_finite()) {
+            return Err(Error::param(
+                "delta",
+                format!("the level exponent must be > 1, got {delta}"),
+            ));
+        }
+        let hs: Vec<u32> = windows
+            .iter()
+            .map(|w| w.next_power_of_two().trailing_zeros())
+            .collect();
+        let h = hs.iter().copied().max().unwrap_or(0);
+        let z = zeta(delta);
+        let levels = (0..=h)
+            .map(|k| {
+                let eps_k = epsilon / (z * f64::from(k + 1).powf(delta));
+                KeyedNoise::new_exact(
+                    key,
+                    5,
+                    bound,
+                    1,
+                    eps_k,
+                    (1u64 << h) as f64 * bound,
+                    4 * (h + 1),
+                )
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            windows: windows.to_vec(),
+            hs,
+            h,
+            delta,
+            levels,
+            bound,
+            epsilon,
+            forest: Forest::new(h, 1.0),
+            rel: Releases::new(h),
+            t: 0,
+            next_id: 0,
+        })
+    }
+
+    pub fn windows(&self) -> &[u64] {
+        &self.windows
+    }
+
+    pub fn calibration(&self) -> Calibration {
+        Calibration {
+            model: format!(
+                "all windows (W = {:?}, delta = {}, levels 0..={})",
+                self.windows, self.delta, self.h
+            ),
+            epsilon: self.epsilon,
+            bound: self.bound,
+            levels: self.h + 1,
+            sensitivity: self.bound,
+            counter_scale: self.levels[0].scale(),
+            counter_std: self.levels[0].std_dev(),
+        }
+    }
+
+    /// Standard deviation of window `i`'s estimate at step `j`.
+    pub fn std_at(&self, i: usize, j: u64) -> f64 {
+        let l = (j + 1).saturating_sub(self.windows[i]);
+        interval_sum(l, j, self.hs[i], |k, _| {
+            self.levels[k as usize].std_dev().powi(2)
+        })
+        .sqrt()
+    }
+
+    /// Online: one step in, one estimate per window out.
+    pub fn push(&mut self, x: f64) -> Vec<f64> {
+        let t = self.t;
+        let (levels, rel, next_id) = (&self.levels, &mut self.rel, &mut self.next_id);
+        self.forest.step(t, x, |k, m, v| {
+            let n = &levels[k as usize];
+            rel.push(k, m, n.release(v, n.z(*next_id)));
+            *next_id += 1;
+        });
+        let out = self
+            .windows
+            .iter()
+            .zip(&self.hs)
+            .map(|(&w, &h)| {
+                let l = (t + 1).saturating_sub(w);
+                interval_sum(l, t, h, |k, m| self.rel.get(k, m))
+            })
+            .collect();
+        self.t += 1;
+        let wmax = self.windows.iter().copied().max().unwrap_or(1);
+        self.rel.prune(self.t.saturating_sub(wmax));
+        out
+    }
+
+    /// Bulk: per window, all estimates; parallel over segments; same numbers as `push`.
+    pub fn bulk(&self, xs: &[f64]) -> Vec<Vec<f64>> {
+        let block = 1u64 << self.h;
+        let seg = block.max(1 << 15);
+        let n = xs.len() as u64;
+        let parts: Vec<Vec<Vec<f64>>> = (0..n.div_ceil(seg))
+            .into_par_iter()
+            .map(|s| {
+                let start = s * seg;
+                let stop = (start + seg).min(n);
+                let from = ((start / block) * block).saturating_sub(block);
+                let mut forest = Forest::new(self.h, 1.0);
+                let mut rel = Flat::default();
+                rel.reset(self.h, from);
+                let first = first_id(from, self.h);
+                let mut words = vec![0u64; (first_id(stop, self.h) - first) as usize];
+                self.levels[0].words(first, &mut words);
+                let mut idx = 0usize;
+                for t in from..stop {
+                    forest.step(t, xs[t as usize], |k, _m, v| {
+                        let nz = &self.levels[k as usize];
+                        let id = first + idx as u64;
+                        rel.push(k, nz.release(v, nz.draw(id, words[idx])));
+                        idx += 1;
+                    });
+                }
+                self.windows
+                    .iter()
+                    .zip(&self.hs)
+                    .map(|(&w, &h)| {
+                        (start..stop)
+                            .map(|t| {
+                                let l = (t + 1).saturating_sub(w);
+                                interval_sum(l, t, h, |k, m| rel.get(k, m))
+                            })
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        (0..self.windows.len())
+            .map(|i| parts.iter().flat_map(|p| p[i].iter().copied()).collect())
+            .collect()
+    }
+}
+
 /// Baseline: each window sum released with its own Laplace noise. One step is in `W`
 /// outputs, so the output vector has L1 sensitivity `W B` and every output gets
 /// `Lap(W B / eps)`: error `O(W / eps)`.
@@ -755,6 +938,7 @@ pub enum Mechanism {
     Exponential(ExponentialSum),
     Laplace(LaplaceWindow),
     Rr(RandomizedResponse),
+    AllWindow(AllWindowSum),
 }
 
 impl Mechanism {
@@ -762,6 +946,21 @@ impl Mechanism {
     pub fn build(
         model: &str,
         window: Option<u64>,
+        alpha: Option<f64>,
+        horizon: Option<u64>,
+        epsilon: f64,
+        bound: f64,
+        key: [u8; 32],
+    ) -> Result<Self> {
+        Self::build_with(model, window, None, alpha, horizon, epsilon, bound, key)
+    }
+
+    /// [`build`](Self::build) with a list of windows (model `allwindow`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn build_with(
+        model: &str,
+        window: Option<u64>,
+        windows: Option<Vec<u64>>,
         alpha: Option<f64>,
         horizon: Option<u64>,
         epsilon: f64,
@@ -786,6 +985,13 @@ impl Mechanism {
                 horizon.ok_or_else(|| need("horizon"))?,
                 epsilon,
                 bound,
+                key,
+            )?)),
+            "allwindow" => Ok(Self::AllWindow(AllWindowSum::new(
+                &windows.ok_or_else(|| need("windows"))?,
+                epsilon,
+                bound,
+                2.0,
                 key,
             )?)),
             "laplace" => Ok(Self::Laplace(LaplaceWindow::new(
@@ -819,6 +1025,7 @@ impl Mechanism {
                 counter_scale: m.noise.scale(),
                 counter_std: m.noise.std_dev(),
             },
+            Self::AllWindow(m) => m.calibration(),
             Self::Rr(m) => Calibration {
                 model: format!("randomized response baseline (W = {})", m.w),
                 epsilon: m.epsilon,
@@ -837,6 +1044,47 @@ impl Mechanism {
             Self::Exponential(m) => m.std_at(j),
             Self::Laplace(m) => m.noise.std_dev(),
             Self::Rr(m) => m.std_at(j),
+            Self::AllWindow(m) => m.std_at(0, j),
+        }
+    }
+
+    /// Output column names: one per window for `allwindow`, else `estimate`.
+    pub fn columns(&self) -> Vec<String> {
+        match self {
+            Self::AllWindow(m) => m.windows().iter().map(|w| format!("window_{w}")).collect(),
+            _ => vec!["estimate".into()],
+        }
+    }
+
+    /// Every output column, by the bulk or the online path (the same numbers).
+    pub fn run(&self, xs: &[f64], online: bool) -> Result<Vec<Vec<f64>>> {
+        match (self, online) {
+            (Self::AllWindow(m), false) => Ok(m.bulk(xs)),
+            (Self::AllWindow(m), true) => {
+                let mut m = m.clone();
+                let rows: Vec<Vec<f64>> = xs.iter().map(|&x| m.push(x)).collect();
+                Ok((0..m.windows().len())
+                    .map(|i| rows.iter().map(|r| r[i]).collect())
+                    .collect())
+            }
+            (_, false) => Ok(vec![self.bulk(xs)?]),
+            (_, true) => Ok(vec![self.online(xs)?]),
+        }
+    }
+
+    /// True values per column (evaluation only).
+    pub fn truth_columns(&self, xs: &[f64]) -> Vec<Vec<f64>> {
+        match self {
+            Self::AllWindow(m) => m.windows().iter().map(|&w| window_truth(xs, w)).collect(),
+            _ => vec![self.truth(xs)],
+        }
+    }
+
+    /// Standard deviation of column `col` at step `j`.
+    pub fn std_at_col(&self, col: usize, j: u64) -> f64 {
+        match self {
+            Self::AllWindow(m) => m.std_at(col, j),
+            _ => self.std_at(j),
         }
     }
 
@@ -847,6 +1095,7 @@ impl Mechanism {
             Self::Exponential(m) => m.bulk(xs),
             Self::Laplace(m) => Ok(m.run(xs)),
             Self::Rr(m) => m.run(xs),
+            Self::AllWindow(m) => Ok(m.bulk(xs).swap_remove(0)),
         }
     }
 
@@ -863,6 +1112,10 @@ impl Mechanism {
             }
             // The baselines release each step from its own keyed draw: one path.
             Self::Laplace(_) | Self::Rr(_) => self.bulk(xs),
+            Self::AllWindow(m) => {
+                let mut m = m.clone();
+                Ok(xs.iter().map(|&x| m.push(x)[0]).collect())
+            }
         }
     }
 
@@ -872,6 +1125,7 @@ impl Mechanism {
             Self::Window(WindowSum { w, .. })
             | Self::Laplace(LaplaceWindow { w, .. })
             | Self::Rr(RandomizedResponse { w, .. }) => window_truth(xs, *w),
+            Self::AllWindow(m) => window_truth(xs, m.windows()[0]),
             Self::Exponential(m) => {
                 let mut s = 0.0;
                 xs.iter()
@@ -960,7 +1214,7 @@ pub fn bench(
                 Ok(())
             })?;
         }
-        Mechanism::Laplace(_) | Mechanism::Rr(_) => {
+        Mechanism::Laplace(_) | Mechanism::Rr(_) | Mechanism::AllWindow(_) => {
             while done < steps {
                 let len = (steps - done).min(chunk as u64) as usize;
                 let out = m.bulk(&next_chunk(len))?;

@@ -144,9 +144,19 @@ impl KeyedNoise {
         }
     }
 
+    /// The raw keystream words of counters `first .. first + out.len()` (for mechanisms whose
+    /// counters use different scales: each level's `draw` turns a word into noise).
+    pub fn words(&self, first: u64, out: &mut [u64]) {
+        let mut r = self.rng(self.stream);
+        r.set_word_pos(u128::from(first) * 2);
+        for o in out.iter_mut() {
+            *o = r.next_u64();
+        }
+    }
+
     /// The discrete Laplace draw of counter `id` from its word.
     #[inline]
-    fn draw(&self, id: u64, w0: u64) -> i64 {
+    pub fn draw(&self, id: u64, w0: u64) -> i64 {
         if let Some(z) = self.attempt(w0) {
             return z;
         }

@@ -223,3 +223,34 @@ fn baselines_have_their_stated_error() {
     let e = Mechanism::build("exponential", None, None, None, 1.0, 1.0, [0; 32]).expect_err("x");
     assert!(e.to_string().contains("--alpha"), "{e}");
 }
+
+#[test]
+fn allwindow_online_equals_bulk_and_matches_theory() {
+    let xs = series(70_000, 7);
+    let m = AllWindowSum::new(&[1, 60, 1440], 1.0, 3.0, 2.0, [8; 32]).expect("ok");
+    let bulk = m.bulk(&xs);
+    let mut online = m.clone();
+    for (t, &x) in xs.iter().enumerate() {
+        let o = online.push(x);
+        for i in 0..3 {
+            assert_eq!(o[i].to_bits(), bulk[i][t].to_bits(), "window {i} step {t}");
+        }
+    }
+    // The levels' epsilons sum to at most eps, whatever the number of levels.
+    let z = zeta(2.0);
+    assert!((z - std::f64::consts::PI.powi(2) / 6.0).abs() < 1e-10);
+    let spent: f64 = (0..=m.h)
+        .map(|k| 1.0 / (z * f64::from(k + 1).powi(2)))
+        .sum();
+    assert!(spent < 1.0);
+    let j = 3000usize;
+    let truth = true_window(&xs, 60, j);
+    check_std("allwindow 60", 2000, |r| {
+        let mut key = [3u8; 32];
+        key[..8].copy_from_slice(&r.to_le_bytes());
+        let m = AllWindowSum::new(&[60, 1440], 1.0, 3.0, 2.0, key).expect("ok");
+        (m.bulk(&xs[..=j])[0][j], truth, m.std_at(0, j as u64))
+    });
+    assert!(AllWindowSum::new(&[], 1.0, 1.0, 2.0, [0; 32]).is_err());
+    assert!(AllWindowSum::new(&[4], 1.0, 1.0, 1.0, [0; 32]).is_err());
+}
