@@ -143,7 +143,7 @@ enum Cmd {
         /// The column holding each step's value.
         #[arg(long, default_value = "value")]
         column: String,
-        /// window | exponential | running
+        /// window | allwindow | exponential | polynomial | running | laplace | rr
         #[arg(long)]
         model: String,
         #[arg(long)]
@@ -157,6 +157,12 @@ enum Cmd {
         /// Decay per step, in (0, 1) (model exponential).
         #[arg(long)]
         alpha: Option<f64>,
+        /// Decay exponent c > 1 of g(i) = (i + 1)^-c (model polynomial).
+        #[arg(long)]
+        c: Option<f64>,
+        /// Approximation parameter in (0, 1): estimates F' with (1 - beta) F <= F' <= F.
+        #[arg(long, default_value_t = 0.1)]
+        beta: f64,
         /// Longest stream the running sum is calibrated for (default: the series length).
         #[arg(long)]
         horizon: Option<u64>,
@@ -867,6 +873,8 @@ fn run(cli: Cli) -> Result<()> {
             window,
             windows,
             alpha,
+            c,
+            beta,
             horizon,
             bound,
             out,
@@ -886,6 +894,7 @@ fn run(cli: Cli) -> Result<()> {
                 window,
                 windows,
                 alpha,
+                c.map(|c| (c, beta)),
                 horizon.or(Some(n)),
                 epsilon,
                 bound,

@@ -252,6 +252,17 @@ pub struct WindowSum {
 
 impl WindowSum {
     pub fn new(w: u64, epsilon: f64, bound: f64, key: [u8; 32]) -> Result<Self> {
+        Self::with_stream(w, epsilon, bound, key, 0)
+    }
+
+    /// An instance with its own noise stream (several instances under one key).
+    pub fn with_stream(
+        w: u64,
+        epsilon: f64,
+        bound: f64,
+        key: [u8; 32],
+        stream: u64,
+    ) -> Result<Self> {
         check_epsilon("epsilon", epsilon)?;
         check_bound(bound)?;
         if w < 1 {
@@ -263,7 +274,7 @@ impl WindowSum {
         // same nodes in different orders and still agree bit for bit.
         let noise = KeyedNoise::new_exact(
             key,
-            0,
+            stream,
             f64::from(h + 1) * bound,
             h + 1,
             epsilon,
@@ -822,6 +833,194 @@ impl AllWindowSum {
     }
 }
 
+/// Polynomially decayed sums `F(k) = sum_i (k - i + 1)^-c x_i`, approximated within a factor
+/// `1 - beta` (the seed's bicriteria guarantee). Lags are cut at `b(j) = max{i : (i + 1)^-c >=
+/// (1 - beta)^j}`; on the lags `(b(j-1), b(j)]` the decay is replaced by `(1 - beta)^j`, so
+/// `(1 - beta) g <= g' <= g`, and `F'(k) = x_k + sum_j (1 - beta)^j WS_j(k - b(j-1) - 1)`, where
+/// `WS_j` is the window sum of width `W_j = b(j) - b(j-1)`. Each `WS_j` is a [`WindowSum`]
+/// with its own noise stream and budget `eps_j = eps w_j (h_j + 1) / S`, `S = sum_j w_j (h_j +
+/// 1)`: the budgets add up to eps (sequential composition), and every instance's weighted
+/// counters get the same noise scale `S B / eps`, as the seed prescribes. Instances start
+/// once the stream is longer than their smallest lag; `S` sums over all instances (the
+/// series converges), so the calibration does not depend on the stream length. Online the
+/// estimate needs the last `b(j)` steps of each instance: memory grows with the largest lag
+/// in use, which is the nature of heavy-tailed decay.
+#[derive(Debug, Clone)]
+pub struct PolynomialSum {
+    c: f64,
+    beta: f64,
+    epsilon: f64,
+    bound: f64,
+    /// (width, weight, lag offset b(j-1) + 1, instance) for j >= 1 with W_j >= 1; lag 0 first.
+    parts: Vec<(u64, f64, u64, WindowSum)>,
+    total: f64,
+    /// Online: the recent outputs of each instance, newest last.
+    recent: Vec<std::collections::VecDeque<f64>>,
+}
+
+/// `b(j)` for the polynomial decay `(i + 1)^-c` and step `1 - beta`.
+fn poly_cut(c: f64, beta: f64, j: u32) -> u64 {
+    let x = (1.0 - beta).powf(-f64::from(j) / c);
+    (x.floor() as u64).saturating_sub(1)
+}
+
+impl PolynomialSum {
+    /// `max_len`: the longest stream this instance will see (instances whose smallest lag is
+    /// beyond it are not built; the calibration includes them anyway).
+    pub fn new(
+        c: f64,
+        beta: f64,
+        epsilon: f64,
+        bound: f64,
+        key: [u8; 32],
+        max_len: u64,
+    ) -> Result<Self> {
+        check_epsilon("epsilon", epsilon)?;
+        check_bound(bound)?;
+        if !(c > 1.0 && c.is_finite()) {
+            return Err(Error::param(
+                "c",
+                format!("the decay exponent must be > 1, got {c}"),
+            ));
+        }
+        if !(beta > 0.0 && beta < 1.0) {
+            return Err(Error::param(
+                "beta",
+                format!("beta must be in (0, 1), got {beta}"),
+            ));
+        }
+        // (width, weight, offset) for lag 0 and every nonempty (b(j-1), b(j)].
+        let mut specs: Vec<(u64, f64, u64)> = vec![(1, 1.0, 0)];
+        let mut total = 1.0; // lag 0: window 1, h = 0
+        let mut prev = 0u64;
+        for j in 1..20_000u32 {
+            let b = poly_cut(c, beta, j);
+            let w = (1.0 - beta).powi(j as i32);
+            if b > prev {
+                let width = b - prev;
+                let h = width.next_power_of_two().trailing_zeros();
+                total += w * f64::from(h + 1);
+                if prev < max_len {
+                    specs.push((width, w, prev + 1));
+                }
+                prev = b;
+            }
+            if w * 64.0 < 1e-17 * total {
+                break;
+            }
+        }
+        let parts = specs
+            .into_iter()
+            .enumerate()
+            .map(|(i, (width, w, off))| {
+                let h = width.next_power_of_two().trailing_zeros();
+                let eps_j = epsilon * w * f64::from(h + 1) / total;
+                WindowSum::with_stream(width, eps_j, bound, key, 100 + i as u64)
+                    .map(|ws| (width, w, off, ws))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let n = parts.len();
+        Ok(Self {
+            c,
+            beta,
+            epsilon,
+            bound,
+            parts,
+            total,
+            recent: vec![std::collections::VecDeque::new(); n],
+        })
+    }
+
+    pub fn calibration(&self) -> Calibration {
+        Calibration {
+            model: format!(
+                "polynomial (c = {}, beta = {}, {} window instances)",
+                self.c,
+                self.beta,
+                self.parts.len()
+            ),
+            epsilon: self.epsilon,
+            bound: self.bound,
+            levels: self.parts.len() as u32,
+            sensitivity: self.total * self.bound,
+            counter_scale: self.total * self.bound / self.epsilon,
+            counter_std: std::f64::consts::SQRT_2 * self.total * self.bound / self.epsilon,
+        }
+    }
+
+    /// Standard deviation of the estimate at step `j`.
+    pub fn std_at(&self, j: u64) -> f64 {
+        self.parts
+            .iter()
+            .filter(|(_, _, off, _)| *off <= j)
+            .map(|(_, w, off, ws)| (w * ws.std_at(j - off)).powi(2))
+            .sum::<f64>()
+            .sqrt()
+    }
+
+    /// Online: one step in, the estimate out.
+    pub fn push(&mut self, x: f64) -> f64 {
+        let mut out = 0.0;
+        for ((_, w, off, ws), q) in self.parts.iter_mut().zip(&mut self.recent) {
+            q.push_back(ws.push(x));
+            // The instance's output `off` steps ago (its window ends `off` steps back).
+            if q.len() as u64 > *off {
+                out += *w * q[q.len() - 1 - *off as usize];
+            }
+            while q.len() as u64 > *off + 1 {
+                q.pop_front();
+            }
+        }
+        out
+    }
+
+    /// Bulk: every instance in bulk, combined in the same order as `push`.
+    pub fn bulk(&self, xs: &[f64]) -> Vec<f64> {
+        let outs: Vec<Vec<f64>> = self
+            .parts
+            .par_iter()
+            .map(|(_, _, off, ws)| {
+                if (*off as usize) < xs.len() {
+                    ws.bulk(&xs[..xs.len() - *off as usize])
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        (0..xs.len())
+            .map(|k| {
+                let mut out = 0.0;
+                for ((_, w, off, _), o) in self.parts.iter().zip(&outs) {
+                    if k as u64 >= *off {
+                        out += *w * o[k - *off as usize];
+                    }
+                }
+                out
+            })
+            .collect()
+    }
+
+    /// The approximated decayed sums `F'` (what the mechanism estimates without bias), exact.
+    pub fn approx_truth(&self, xs: &[f64]) -> Vec<f64> {
+        let wins: Vec<Vec<f64>> = self
+            .parts
+            .iter()
+            .map(|(w, ..)| window_truth(xs, *w))
+            .collect();
+        (0..xs.len())
+            .map(|k| {
+                let mut out = 0.0;
+                for ((_, w, off, _), t) in self.parts.iter().zip(&wins) {
+                    if k as u64 >= *off {
+                        out += *w * t[k - *off as usize];
+                    }
+                }
+                out
+            })
+            .collect()
+    }
+}
+
 /// Baseline: each window sum released with its own Laplace noise. One step is in `W`
 /// outputs, so the output vector has L1 sensitivity `W B` and every output gets
 /// `Lap(W B / eps)`: error `O(W / eps)`.
@@ -939,6 +1138,7 @@ pub enum Mechanism {
     Laplace(LaplaceWindow),
     Rr(RandomizedResponse),
     AllWindow(AllWindowSum),
+    Polynomial(PolynomialSum),
 }
 
 impl Mechanism {
@@ -952,7 +1152,9 @@ impl Mechanism {
         bound: f64,
         key: [u8; 32],
     ) -> Result<Self> {
-        Self::build_with(model, window, None, alpha, horizon, epsilon, bound, key)
+        Self::build_with(
+            model, window, None, alpha, None, horizon, epsilon, bound, key,
+        )
     }
 
     /// [`build`](Self::build) with a list of windows (model `allwindow`).
@@ -962,6 +1164,7 @@ impl Mechanism {
         window: Option<u64>,
         windows: Option<Vec<u64>>,
         alpha: Option<f64>,
+        poly: Option<(f64, f64)>,
         horizon: Option<u64>,
         epsilon: f64,
         bound: f64,
@@ -987,6 +1190,17 @@ impl Mechanism {
                 bound,
                 key,
             )?)),
+            "polynomial" => {
+                let (c, beta) = poly.ok_or_else(|| need("c and --beta"))?;
+                Ok(Self::Polynomial(PolynomialSum::new(
+                    c,
+                    beta,
+                    epsilon,
+                    bound,
+                    key,
+                    horizon.ok_or_else(|| need("horizon"))?,
+                )?))
+            }
             "allwindow" => Ok(Self::AllWindow(AllWindowSum::new(
                 &windows.ok_or_else(|| need("windows"))?,
                 epsilon,
@@ -1026,6 +1240,7 @@ impl Mechanism {
                 counter_std: m.noise.std_dev(),
             },
             Self::AllWindow(m) => m.calibration(),
+            Self::Polynomial(m) => m.calibration(),
             Self::Rr(m) => Calibration {
                 model: format!("randomized response baseline (W = {})", m.w),
                 epsilon: m.epsilon,
@@ -1045,6 +1260,7 @@ impl Mechanism {
             Self::Laplace(m) => m.noise.std_dev(),
             Self::Rr(m) => m.std_at(j),
             Self::AllWindow(m) => m.std_at(0, j),
+            Self::Polynomial(m) => m.std_at(j),
         }
     }
 
@@ -1096,6 +1312,7 @@ impl Mechanism {
             Self::Laplace(m) => Ok(m.run(xs)),
             Self::Rr(m) => m.run(xs),
             Self::AllWindow(m) => Ok(m.bulk(xs).swap_remove(0)),
+            Self::Polynomial(m) => Ok(m.bulk(xs)),
         }
     }
 
@@ -1116,6 +1333,10 @@ impl Mechanism {
                 let mut m = m.clone();
                 Ok(xs.iter().map(|&x| m.push(x)[0]).collect())
             }
+            Self::Polynomial(m) => {
+                let mut m = m.clone();
+                Ok(xs.iter().map(|&x| m.push(x)).collect())
+            }
         }
     }
 
@@ -1126,6 +1347,8 @@ impl Mechanism {
             | Self::Laplace(LaplaceWindow { w, .. })
             | Self::Rr(RandomizedResponse { w, .. }) => window_truth(xs, *w),
             Self::AllWindow(m) => window_truth(xs, m.windows()[0]),
+            // The (1 - beta)-approximation F' the mechanism estimates without bias.
+            Self::Polynomial(m) => m.approx_truth(xs),
             Self::Exponential(m) => {
                 let mut s = 0.0;
                 xs.iter()
@@ -1214,7 +1437,10 @@ pub fn bench(
                 Ok(())
             })?;
         }
-        Mechanism::Laplace(_) | Mechanism::Rr(_) | Mechanism::AllWindow(_) => {
+        Mechanism::Laplace(_)
+        | Mechanism::Rr(_)
+        | Mechanism::AllWindow(_)
+        | Mechanism::Polynomial(_) => {
             while done < steps {
                 let len = (steps - done).min(chunk as u64) as usize;
                 let out = m.bulk(&next_chunk(len))?;

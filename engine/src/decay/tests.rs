@@ -254,3 +254,36 @@ fn allwindow_online_equals_bulk_and_matches_theory() {
     assert!(AllWindowSum::new(&[], 1.0, 1.0, 2.0, [0; 32]).is_err());
     assert!(AllWindowSum::new(&[4], 1.0, 1.0, 1.0, [0; 32]).is_err());
 }
+
+#[test]
+fn polynomial_online_equals_bulk_and_bicriteria_holds() {
+    let xs = series(5000, 8);
+    let (c, beta) = (1.5, 0.2);
+    let m = PolynomialSum::new(c, beta, 1.0, 3.0, [4; 32], xs.len() as u64).expect("ok");
+    let bulk = m.bulk(&xs);
+    let mut online = m.clone();
+    for (t, &x) in xs.iter().enumerate() {
+        assert_eq!(online.push(x).to_bits(), bulk[t].to_bits(), "step {t}");
+    }
+    // (1 - beta) F <= F' <= F against the exact polynomial sum.
+    let approx = m.approx_truth(&xs);
+    for k in [0usize, 1, 10, 999, 4999] {
+        let f: f64 = (0..=k).map(|i| ((k - i + 1) as f64).powf(-c) * xs[i]).sum();
+        assert!(
+            approx[k] <= f + 1e-9 && approx[k] >= (1.0 - beta) * f - 1e-9,
+            "k {k}: {} vs {f}",
+            approx[k]
+        );
+    }
+    // The error around F' matches the theory.
+    let j = 4000usize;
+    let truth = approx[j];
+    check_std("polynomial", 1000, |r| {
+        let mut key = [2u8; 32];
+        key[..8].copy_from_slice(&r.to_le_bytes());
+        let m = PolynomialSum::new(c, beta, 1.0, 3.0, key, (j + 1) as u64).expect("ok");
+        (m.bulk(&xs[..=j])[j], truth, m.std_at(j as u64))
+    });
+    assert!(PolynomialSum::new(1.0, 0.1, 1.0, 1.0, [0; 32], 10).is_err());
+    assert!(PolynomialSum::new(2.0, 1.0, 1.0, 1.0, [0; 32], 10).is_err());
+}
