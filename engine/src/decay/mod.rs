@@ -974,50 +974,38 @@ impl PolynomialSum {
         out
     }
 
-    /// Bulk: every instance in bulk, combined in the same order as `push`.
+    /// Bulk: every instance in bulk (each parallel inside), added into the result one
+    /// instance after another, in the same order as `push`: memory stays at two series.
     pub fn bulk(&self, xs: &[f64]) -> Vec<f64> {
-        let outs: Vec<Vec<f64>> = self
-            .parts
-            .par_iter()
-            .map(|(_, _, off, ws)| {
-                if (*off as usize) < xs.len() {
-                    ws.bulk(&xs[..xs.len() - *off as usize])
-                } else {
-                    Vec::new()
-                }
-            })
-            .collect();
-        (0..xs.len())
-            .map(|k| {
-                let mut out = 0.0;
-                for ((_, w, off, _), o) in self.parts.iter().zip(&outs) {
-                    if k as u64 >= *off {
-                        out += *w * o[k - *off as usize];
-                    }
-                }
-                out
-            })
-            .collect()
+        let mut out = vec![0.0; xs.len()];
+        for (_, w, off, ws) in &self.parts {
+            let off = *off as usize;
+            if off >= xs.len() {
+                continue;
+            }
+            let o = ws.bulk(&xs[..xs.len() - off]);
+            out[off..]
+                .par_iter_mut()
+                .zip(o.par_iter())
+                .for_each(|(r, v)| *r += *w * v);
+        }
+        out
     }
 
     /// The approximated decayed sums `F'` (what the mechanism estimates without bias), exact.
     pub fn approx_truth(&self, xs: &[f64]) -> Vec<f64> {
-        let wins: Vec<Vec<f64>> = self
-            .parts
-            .iter()
-            .map(|(w, ..)| window_truth(xs, *w))
-            .collect();
-        (0..xs.len())
-            .map(|k| {
-                let mut out = 0.0;
-                for ((_, w, off, _), t) in self.parts.iter().zip(&wins) {
-                    if k as u64 >= *off {
-                        out += *w * t[k - *off as usize];
-                    }
-                }
-                out
-            })
-            .collect()
+        let mut out = vec![0.0; xs.len()];
+        for (width, w, off, _) in &self.parts {
+            let off = *off as usize;
+            if off >= xs.len() {
+                continue;
+            }
+            let t = window_truth(&xs[..xs.len() - off], *width);
+            for (r, v) in out[off..].iter_mut().zip(&t) {
+                *r += *w * v;
+            }
+        }
+        out
     }
 }
 
