@@ -20,8 +20,10 @@ run() { # name input column bound eps model-args...
   python3 - "$tmp/o.csv.report.json" "$name" "$eps" "$*" >> "$out" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-e = r["evaluation"]
-print(f"| {sys.argv[2]} | {sys.argv[4]} | {sys.argv[3]} | {r['steps']} | {e['rmse']:.2f} | {e['theoretical_std_last_step']:.2f} | {e['mean_true_value']:.2f} |")
+ev = r["evaluation"]
+for e in (ev if isinstance(ev, list) else [ev]):
+    col = "" if e["column"] == "estimate" else f" ({e['column']})"
+    print(f"| {sys.argv[2]} | {sys.argv[4]}{col} | {sys.argv[3]} | {r['steps']} | {e['rmse']:.2f} | {e['theoretical_std_last_step']:.2f} | {e['mean_true_value']:.2f} |")
 PY
 }
 {
@@ -44,6 +46,10 @@ for eps in 0.5 1; do
     run "flights-3m delayed-arrival bits" "$BITS" bits 1 $eps --model exponential --alpha $a
   done
   run "flights-3m delayed-arrival bits" "$BITS" bits 1 $eps --model running
+done
+run "flights-3m delayed-arrival bits" "$BITS" bits 1 1 --model allwindow --windows 60,1440
+for c in 1.5 3; do
+  run "flights-3m delayed-arrival bits" "$BITS" bits 1 1 --model polynomial --c $c --beta 0.1
 done
 DEP=$DATA/departures_per_minute.csv
 for w in 60 1440; do

@@ -242,6 +242,8 @@ pub struct WindowSum {
     w: u64,
     h: u32,
     noise: KeyedNoise,
+    /// Every sum of releases is exact (bulk may reorder additions).
+    exact_sums: bool,
     bound: f64,
     epsilon: f64,
     forest: Forest,
@@ -272,7 +274,7 @@ impl WindowSum {
         // Every release is a grid multiple and every sum the bulk path forms (at most 4(h + 1)
         // releases, each at most W' B plus noise) is exact, so online and bulk may add the
         // same nodes in different orders and still agree bit for bit.
-        let noise = KeyedNoise::new_exact(
+        let exact = KeyedNoise::new_exact(
             key,
             stream,
             f64::from(h + 1) * bound,
@@ -281,10 +283,17 @@ impl WindowSum {
             (1u64 << h) as f64 * bound,
             4 * (h + 1),
         )?;
+        let fine = KeyedNoise::new(key, stream, f64::from(h + 1) * bound, h + 1, epsilon)?;
+        // Exact sums need a grid within 2^52 of the largest sum; when the noise is so much
+        // larger than the sensitivity that this grid would inflate the scale, keep the fine
+        // grid and let bulk add the nodes in the online order instead.
+        let exact_sums = exact.scale() <= fine.scale() * (1.0 + 1e-6);
+        let noise = if exact_sums { exact } else { fine };
         Ok(Self {
             w,
             h,
             noise,
+            exact_sums,
             bound,
             epsilon,
             forest: Forest::new(h, 1.0),
@@ -438,7 +447,7 @@ impl WindowSum {
             let pre = &pre_all[i * wp..(i + 1) * wp];
             let o = (t - sb) as usize;
             let l = (t + 1).saturating_sub(self.w);
-            *d = if sb + block > stop {
+            *d = if sb + block > stop || !self.exact_sums {
                 // A block the segment ends inside: no suffix sums yet.
                 interval_sum(l, t, self.h, |k, m| rel.get(k, m))
             } else if l == sb {
@@ -838,9 +847,10 @@ impl AllWindowSum {
 /// (1 - beta)^j}`; on the lags `(b(j-1), b(j)]` the decay is replaced by `(1 - beta)^j`, so
 /// `(1 - beta) g <= g' <= g`, and `F'(k) = x_k + sum_j (1 - beta)^j WS_j(k - b(j-1) - 1)`, where
 /// `WS_j` is the window sum of width `W_j = b(j) - b(j-1)`. Each `WS_j` is a [`WindowSum`]
-/// with its own noise stream and budget `eps_j = eps w_j (h_j + 1) / S`, `S = sum_j w_j (h_j +
-/// 1)`: the budgets add up to eps (sequential composition), and every instance's weighted
-/// counters get the same noise scale `S B / eps`, as the seed prescribes. Instances start
+/// over the weighted stream `w_j x` (bound `w_j B`) with its own noise stream and budget
+/// `eps_j = eps w_j (h_j + 1) / S`, `S = sum_j w_j (h_j + 1)`: the budgets add up to eps
+/// (sequential composition), and every instance's counters get the same noise scale
+/// `S B / eps`, as the seed prescribes. Instances start
 /// once the stream is longer than their smallest lag; `S` sums over all instances (the
 /// series converges), so the calibration does not depend on the stream length. Online the
 /// estimate needs the last `b(j)` steps of each instance: memory grows with the largest lag
@@ -915,7 +925,7 @@ impl PolynomialSum {
             .map(|(i, (width, w, off))| {
                 let h = width.next_power_of_two().trailing_zeros();
                 let eps_j = epsilon * w * f64::from(h + 1) / total;
-                WindowSum::with_stream(width, eps_j, bound, key, 100 + i as u64)
+                WindowSum::with_stream(width, eps_j, w * bound, key, 100 + i as u64)
                     .map(|ws| (width, w, off, ws))
             })
             .collect::<Result<Vec<_>>>()?;
@@ -953,7 +963,7 @@ impl PolynomialSum {
         self.parts
             .iter()
             .filter(|(_, _, off, _)| *off <= j)
-            .map(|(_, w, off, ws)| (w * ws.std_at(j - off)).powi(2))
+            .map(|(_, _, off, ws)| ws.std_at(j - off).powi(2))
             .sum::<f64>()
             .sqrt()
     }
@@ -962,10 +972,10 @@ impl PolynomialSum {
     pub fn push(&mut self, x: f64) -> f64 {
         let mut out = 0.0;
         for ((_, w, off, ws), q) in self.parts.iter_mut().zip(&mut self.recent) {
-            q.push_back(ws.push(x));
+            q.push_back(ws.push(*w * x));
             // The instance's output `off` steps ago (its window ends `off` steps back).
             if q.len() as u64 > *off {
-                out += *w * q[q.len() - 1 - *off as usize];
+                out += q[q.len() - 1 - *off as usize];
             }
             while q.len() as u64 > *off + 1 {
                 q.pop_front();
@@ -983,11 +993,12 @@ impl PolynomialSum {
             if off >= xs.len() {
                 continue;
             }
-            let o = ws.bulk(&xs[..xs.len() - off]);
+            let weighted: Vec<f64> = xs[..xs.len() - off].par_iter().map(|x| *w * x).collect();
+            let o = ws.bulk(&weighted);
             out[off..]
                 .par_iter_mut()
                 .zip(o.par_iter())
-                .for_each(|(r, v)| *r += *w * v);
+                .for_each(|(r, v)| *r += v);
         }
         out
     }

@@ -66,7 +66,10 @@ impl KeyedNoise {
                 format!("must be finite and > 0, got {sensitivity}"),
             ));
         }
-        let grid_exp = (sensitivity / epsilon).log2().floor() as i32 - GRID_BITS_BELOW_SCALE;
+        // 2^30 grid steps below the scale, and below the sensitivity when eps > 1 would put
+        // the grid above it (then rounding, not the data, would dominate the sensitivity).
+        let grid_exp =
+            (sensitivity * (1.0 / epsilon).min(1.0)).log2().floor() as i32 - GRID_BITS_BELOW_SCALE;
         let gamma = (grid_exp as f64).exp2();
         let t = ((sensitivity / gamma).ceil() + f64::from(touched)) / epsilon;
         Ok(Self {
@@ -271,6 +274,10 @@ mod tests {
         assert_eq!(n.release(3.0, 0), 3.0);
         assert!(KeyedNoise::new([0; 32], 0, 1.0, 1, 0.0).is_err());
         assert!(KeyedNoise::new([0; 32], 0, f64::NAN, 1, 1.0).is_err());
+        // Tiny eps (noise 10^17 x the sensitivity): the grid stays below the sensitivity, so
+        // rounding does not inflate the scale.
+        let tiny = KeyedNoise::new([0; 32], 0, 1e-16, 20, 1e-17).expect("ok");
+        assert!((tiny.scale() / 10.0 - 1.0).abs() < 1e-6, "{}", tiny.scale());
         // A coarser grid when sums could lose bits; the scale stays the same.
         let e = KeyedNoise::new_exact([0; 32], 0, 11.0, 11, 0.1, 1e11, 64).expect("ok");
         assert!(e.grid_exp > n.grid_exp);
