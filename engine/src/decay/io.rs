@@ -146,7 +146,13 @@ pub fn encode_columns(path: &Path, names: &[String], cols: &[Vec<f64>]) -> Resul
             path: path.to_path_buf(),
             source,
         };
-        let mut w = parquet::arrow::ArrowWriter::try_new(&mut buf, schema, None).map_err(pq)?;
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_compression(parquet::basic::Compression::ZSTD(
+                parquet::basic::ZstdLevel::default(),
+            ))
+            .build();
+        let mut w =
+            parquet::arrow::ArrowWriter::try_new(&mut buf, schema, Some(props)).map_err(pq)?;
         w.write(&batch).map_err(pq)?;
         w.close().map_err(pq)?;
         Ok(buf)
