@@ -143,6 +143,17 @@ enum Cmd {
         /// The column holding each step's value.
         #[arg(long, default_value = "value")]
         column: String,
+        /// Event input: bucket this timestamp column (Parquet timestamp, or ISO text in CSV)
+        /// into steps of `--step`; each step's value is its number of events.
+        #[arg(long)]
+        time_column: Option<String>,
+        /// Step width for --time-column: 30s, 1m, 15m, 1h, 1d.
+        #[arg(long, default_value = "1m")]
+        step: String,
+        /// Keep only events with COLUMN OP NUMBER (e.g. "delay>=15"); without --time-column,
+        /// one bit per event.
+        #[arg(long = "where")]
+        predicate: Option<String>,
         /// window | allwindow | exponential | polynomial | running | laplace | rr
         #[arg(long)]
         model: String,
@@ -868,6 +879,9 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Decay {
             input,
             column,
+            time_column,
+            step,
+            predicate,
             model,
             epsilon,
             window,
@@ -883,7 +897,19 @@ fn run(cli: Cli) -> Result<()> {
             seed,
         } => {
             let t = Instant::now();
-            let series = kinsey::decay::io::load(&input, &column, bound)?;
+            let series = if time_column.is_some() || predicate.is_some() {
+                let spec = kinsey::decay::io::EventSpec {
+                    time_column,
+                    step_seconds: kinsey::decay::io::parse_step(&step)?,
+                    predicate: predicate
+                        .as_deref()
+                        .map(kinsey::decay::io::Predicate::parse)
+                        .transpose()?,
+                };
+                kinsey::decay::io::load_events(&input, &spec, bound)?
+            } else {
+                kinsey::decay::io::load(&input, &column, bound)?
+            };
             let n = series.values.len() as u64;
             if seed.is_some() {
                 eprintln!("warning: {}", kinsey::dp::rng::USER_SEED_WARNING);

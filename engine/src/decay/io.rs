@@ -210,3 +210,312 @@ mod tests {
         assert_eq!(back, vec![1.0, 2.0]);
     }
 }
+
+/// How to turn an event table into a series: bucket a timestamp column into steps of
+/// `step_seconds`, and/or keep only events satisfying a predicate on another column.
+#[derive(Debug, Clone, Default)]
+pub struct EventSpec {
+    pub time_column: Option<String>,
+    pub step_seconds: i64,
+    pub predicate: Option<Predicate>,
+}
+
+/// `COLUMN OP NUMBER` with OP one of `>=`, `>`, `<=`, `<`, `==`, `!=`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Predicate {
+    pub column: String,
+    pub op: String,
+    pub value: f64,
+}
+
+impl Predicate {
+    pub fn parse(s: &str) -> Result<Self> {
+        let bad = || {
+            Error::param(
+                "where",
+                format!("'{s}' is not COLUMN OP NUMBER (OP: >= > <= < == !=)"),
+            )
+        };
+        for op in [">=", "<=", "==", "!=", ">", "<"] {
+            if let Some((c, v)) = s.split_once(op) {
+                let value: f64 = v.trim().parse().map_err(|_| bad())?;
+                let column = c.trim().to_string();
+                if column.is_empty() {
+                    return Err(bad());
+                }
+                return Ok(Self {
+                    column,
+                    op: op.to_string(),
+                    value,
+                });
+            }
+        }
+        Err(bad())
+    }
+
+    fn holds(&self, x: f64) -> bool {
+        match self.op.as_str() {
+            ">=" => x >= self.value,
+            ">" => x > self.value,
+            "<=" => x <= self.value,
+            "<" => x < self.value,
+            "==" => x == self.value,
+            _ => x != self.value,
+        }
+    }
+}
+
+/// `30s`, `1m`, `15m`, `1h`, `1d` -> seconds.
+pub fn parse_step(s: &str) -> Result<i64> {
+    let bad = || {
+        Error::param(
+            "step",
+            format!("'{s}' is not a step width like 30s, 1m, 1h or 1d"),
+        )
+    };
+    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: i64 = num.parse().map_err(|_| bad())?;
+    let mult = match unit {
+        "s" => 1,
+        "m" | "" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(bad()),
+    };
+    if n < 1 {
+        return Err(bad());
+    }
+    Ok(n * mult)
+}
+
+/// Seconds since 1970-01-01 of an ISO local timestamp `YYYY-MM-DD[T ]HH:MM[:SS]`.
+fn parse_iso(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let (date, time) = s.split_once(['T', ' '])?;
+    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
+    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    let mut t = time.split(':').map(|p| p.parse::<i64>().ok());
+    let (hh, mm) = (t.next()??, t.next()??);
+    let ss = t.next().flatten().unwrap_or(0);
+    // Days from civil (Howard Hinnant's algorithm).
+    let y2 = if m <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + hh * 3600 + mm * 60 + ss)
+}
+
+/// Timestamps (seconds) of a CSV column of ISO strings or a Parquet timestamp/integer column.
+fn read_times(path: &Path, column: &str) -> Result<Vec<i64>> {
+    if is_parquet(path) {
+        use arrow::array::{Array, AsArray};
+        use arrow::datatypes::{DataType, Int64Type, TimeUnit};
+        use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let pq = |source| Error::Parquet {
+            path: path.to_path_buf(),
+            source,
+        };
+        let b = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
+        let idx = b.schema().index_of(column).map_err(|_| Error::Schema {
+            path: path.to_path_buf(),
+            column: column.to_string(),
+            msg: "time column not found".into(),
+        })?;
+        let div = match b.schema().field(idx).data_type() {
+            DataType::Timestamp(TimeUnit::Second, _) | DataType::Int64 => 1,
+            DataType::Timestamp(TimeUnit::Millisecond, _) => 1_000,
+            DataType::Timestamp(TimeUnit::Microsecond, _) => 1_000_000,
+            DataType::Timestamp(TimeUnit::Nanosecond, _) => 1_000_000_000,
+            other => {
+                return Err(Error::Schema {
+                    path: path.to_path_buf(),
+                    column: column.to_string(),
+                    msg: format!("type {other}, expected a timestamp or integer seconds"),
+                });
+            }
+        };
+        let mask = parquet::arrow::ProjectionMask::roots(b.parquet_schema(), [idx]);
+        let mut out = Vec::new();
+        for batch in b.with_projection(mask).build().map_err(pq)? {
+            let batch = batch.map_err(|source| Error::Arrow {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            let col =
+                arrow::compute::cast(batch.column(0), &DataType::Int64).map_err(|source| {
+                    Error::Arrow {
+                        path: path.to_path_buf(),
+                        source,
+                    }
+                })?;
+            if col.null_count() > 0 {
+                return Err(Error::Value {
+                    path: path.to_path_buf(),
+                    column: column.to_string(),
+                    row: out.len(),
+                    msg: "null timestamp".into(),
+                });
+            }
+            out.extend(
+                col.as_primitive::<Int64Type>()
+                    .values()
+                    .iter()
+                    .map(|v| v.div_euclid(div)),
+            );
+        }
+        Ok(out)
+    } else {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let mut lines = text.lines();
+        let header = lines.next().unwrap_or_default();
+        let idx = header
+            .split(',')
+            .position(|n| n.trim() == column)
+            .ok_or_else(|| Error::Schema {
+                path: path.to_path_buf(),
+                column: column.to_string(),
+                msg: "time column not found".into(),
+            })?;
+        lines
+            .filter(|l| !l.trim().is_empty())
+            .enumerate()
+            .map(|(row, l)| {
+                let cell = l.split(',').nth(idx).unwrap_or_default();
+                parse_iso(cell).ok_or_else(|| Error::Value {
+                    path: path.to_path_buf(),
+                    column: column.to_string(),
+                    row,
+                    msg: format!("'{cell}' is not a timestamp YYYY-MM-DDTHH:MM[:SS]"),
+                })
+            })
+            .collect()
+    }
+}
+
+/// The series of an event table: per-step event counts (with a time column; steps with no
+/// event are zeros) or one bit per event (without), keeping only events satisfying the
+/// predicate; clamped to `bound` like [`load`].
+pub fn load_events(path: &Path, spec: &EventSpec, bound: f64) -> Result<Series> {
+    let keep: Option<Vec<bool>> = match &spec.predicate {
+        Some(p) => {
+            let v = if is_parquet(path) {
+                crate::data::parquet_io::read_column(path, &p.column)?
+            } else {
+                read_csv_column(path, &p.column)?
+            };
+            Some(v.iter().map(|&x| p.holds(x)).collect())
+        }
+        None => None,
+    };
+    let raw: Vec<f64> = match &spec.time_column {
+        Some(tc) => {
+            let ts = read_times(path, tc)?;
+            if let Some(i) = ts.windows(2).position(|w| w[1] < w[0]) {
+                return Err(Error::Value {
+                    path: path.to_path_buf(),
+                    column: tc.clone(),
+                    row: i + 1,
+                    msg: "timestamps are not sorted (sort the events by time first)".into(),
+                });
+            }
+            let step = spec.step_seconds.max(1);
+            let first = ts.first().ok_or_else(|| Error::format(path, "no events"))?;
+            let t0 = first.div_euclid(step);
+            let last = ts.last().copied().unwrap_or(*first).div_euclid(step);
+            let mut counts = vec![0.0; (last - t0 + 1) as usize];
+            for (i, t) in ts.iter().enumerate() {
+                if keep.as_ref().is_none_or(|k| k[i]) {
+                    counts[(t.div_euclid(step) - t0) as usize] += 1.0;
+                }
+            }
+            counts
+        }
+        None => keep
+            .ok_or_else(|| Error::param("where", "event input needs --time-column or --where"))?
+            .into_iter()
+            .map(|b| f64::from(u8::from(b)))
+            .collect(),
+    };
+    if raw.is_empty() {
+        return Err(Error::format(path, "the series is empty"));
+    }
+    let clamped = raw.iter().filter(|&&v| v > bound).count();
+    Ok(Series {
+        values: raw.into_iter().map(|v| v.min(bound)).collect(),
+        clamped,
+    })
+}
+
+#[cfg(test)]
+mod event_tests {
+    use super::*;
+
+    #[test]
+    fn buckets_csv_events_with_gaps_and_a_predicate() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("e.csv");
+        std::fs::write(
+            &p,
+            "date,delay\n2001-01-01T00:01,3\n2001-01-01T00:01,20\n2001-01-01T00:04,15\n",
+        )
+        .expect("write");
+        let spec = EventSpec {
+            time_column: Some("date".into()),
+            step_seconds: 60,
+            predicate: None,
+        };
+        assert_eq!(
+            load_events(&p, &spec, 9.0).expect("ok").values,
+            vec![2.0, 0.0, 0.0, 1.0]
+        );
+        let late = EventSpec {
+            predicate: Some(Predicate::parse("delay >= 15").expect("pred")),
+            ..spec.clone()
+        };
+        assert_eq!(
+            load_events(&p, &late, 9.0).expect("ok").values,
+            vec![1.0, 0.0, 0.0, 1.0]
+        );
+        let bits = EventSpec {
+            time_column: None,
+            ..late
+        };
+        assert_eq!(
+            load_events(&p, &bits, 1.0).expect("ok").values,
+            vec![0.0, 1.0, 1.0]
+        );
+        std::fs::write(&p, "date,delay\n2001-01-01T00:05,3\n2001-01-01T00:01,20\n").expect("w");
+        let e = load_events(&p, &spec, 9.0).expect_err("unsorted");
+        assert!(
+            e.to_string().contains("not sorted") && e.to_string().contains("row 1"),
+            "{e}"
+        );
+        assert!(Predicate::parse("delay ~ 3").is_err());
+        assert_eq!(parse_step("15m").expect("ok"), 900);
+        assert!(parse_step("1w").is_err());
+        assert_eq!(parse_iso("1970-01-02T00:00"), Some(86_400));
+        assert_eq!(parse_iso("2001-01-01T00:00"), Some(978_307_200));
+    }
+
+    /// flights-3m.parquet bucketed by minute reproduces the shared per-minute counts.
+    #[test]
+    fn flights_parquet_buckets_to_the_shared_per_minute_counts() {
+        let f = crate::testdata::shared_data_dir().join("flights-3m");
+        let spec = EventSpec {
+            time_column: Some("date".into()),
+            step_seconds: 60,
+            predicate: None,
+        };
+        let s = load_events(&f.join("flights-3m.parquet"), &spec, 1e9).expect("parquet");
+        let want = load(&f.join("departures_per_minute.csv"), "departures", 1e9).expect("csv");
+        // The CSV starts at 00:00 (no departure); the first event is at 00:01.
+        assert_eq!(want.values[0], 0.0);
+        assert_eq!(s.values.len(), want.values.len() - 1);
+        assert!(s.values.iter().zip(&want.values[1..]).all(|(a, b)| a == b));
+        assert_eq!(s.values.iter().sum::<f64>(), 3_000_000.0);
+    }
+}
