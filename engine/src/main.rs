@@ -184,9 +184,13 @@ enum Cmd {
         /// `<out>.report.json` is written beside it.
         #[arg(long)]
         out: PathBuf,
-        /// Also compute the true sums and report the error (the true sums are not written).
+        /// Also compute the true sums and report the error (the true sums are not written);
+        /// draws true vs private over `--plot-range` to `<out>.plot.svg` and `.png`.
         #[arg(long)]
         evaluate: bool,
+        /// Steps to plot with --evaluate, FROM:TO (default: the last 1,440 steps).
+        #[arg(long)]
+        plot_range: Option<String>,
         /// Run the online path (one step at a time) instead of bulk: the same numbers.
         #[arg(long)]
         online: bool,
@@ -893,6 +897,7 @@ fn run(cli: Cli) -> Result<()> {
             bound,
             out,
             evaluate,
+            plot_range,
             online,
             seed,
         } => {
@@ -948,12 +953,57 @@ fn run(cli: Cli) -> Result<()> {
                 "steps_per_second": n as f64 / run_s.max(1e-12),
             });
             let names = m.columns();
+            let mut o = Outputs::new();
+            if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+                o.ensure_dir(dir)?;
+            }
             if evaluate {
+                let truths = m.truth_columns(&series.values);
+                let (from, to) = match &plot_range {
+                    Some(r) => {
+                        let bad = || Error::param("plot-range", format!("'{r}' is not FROM:TO"));
+                        let (a, b) = r.split_once(':').ok_or_else(bad)?;
+                        let (a, b): (usize, usize) =
+                            (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                        if a >= b || b > est[0].len() {
+                            return Err(Error::param(
+                                "plot-range",
+                                format!("{a}:{b} is not a range within 0:{}", est[0].len()),
+                            ));
+                        }
+                        (a, b)
+                    }
+                    None => (est[0].len().saturating_sub(1440), est[0].len()),
+                };
+                let pts = |v: &[f64]| -> Vec<(f64, f64)> {
+                    (from..to).map(|i| (i as f64, v[i])).collect()
+                };
+                let chart = kinsey::plot::Chart {
+                    title: format!("{} (eps = {epsilon})", cal.model),
+                    x_label: "step".into(),
+                    y_label: names[0].clone(),
+                    series: vec![
+                        kinsey::plot::Series {
+                            name: "private estimate".into(),
+                            points: pts(&est[0]),
+                            err: None,
+                            dashed: false,
+                        },
+                        kinsey::plot::Series {
+                            name: "true (not released)".into(),
+                            points: pts(&truths[0]),
+                            err: None,
+                            dashed: false,
+                        },
+                    ],
+                    log_x: false,
+                };
+                // write_chart replaces the last extension: `<out>.plot.svg` and `<out>.plot.png`.
+                let stem = PathBuf::from(format!("{}.plot.chart", out.display()));
+                kinsey::plot::write_chart(&mut o, &stem, &chart)?;
                 let mut evals = Vec::new();
-                for (c, (name, (est, truth))) in names
-                    .iter()
-                    .zip(est.iter().zip(m.truth_columns(&series.values)))
-                    .enumerate()
+                for (c, (name, (est, truth))) in
+                    names.iter().zip(est.iter().zip(truths)).enumerate()
                 {
                     let errs: Vec<f64> = est.iter().zip(&truth).map(|(a, b)| a - b).collect();
                     let rmse = (errs.iter().map(|e| e * e).sum::<f64>() / errs.len() as f64).sqrt();
@@ -976,10 +1026,6 @@ fn run(cli: Cli) -> Result<()> {
                 } else {
                     serde_json::Value::from(evals)
                 };
-            }
-            let mut o = Outputs::new();
-            if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-                o.ensure_dir(dir)?;
             }
             o.write(
                 &out,

@@ -116,8 +116,11 @@ where
                 .label(&s.name)
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
         }
-        cc.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
-            .map_err(|e| perr(&e))?;
+        if pts.len() <= 200 {
+            // Markers only where they can be told apart.
+            cc.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                .map_err(|e| perr(&e))?;
+        }
         if let Some(err) = &s.err {
             cc.draw_series(
                 pts.iter()

@@ -532,6 +532,9 @@ fn decay_window_bulk_and_online_agree_and_bad_input_fails() {
     assert!(s.contains("evaluation (estimate): RMSE"), "{s}");
     run(&b, &["--online"]);
     assert_eq!(std::fs::read(&a).expect("a"), std::fs::read(&b).expect("b"));
+    assert!(
+        dir.path().join("a.csv.plot.svg").exists() && dir.path().join("a.csv.plot.png").exists()
+    );
     let r = json(&dir.path().join("a.csv.report.json"));
     assert_eq!(r["clamped_steps"], 0);
     assert_eq!(r["steps"], 5000);
