@@ -661,7 +661,8 @@ impl ExponentialSum {
 
 /// Riemann zeta `sum_{n >= 1} n^-s` for `s > 1` (partial sum plus Euler-Maclaurin tail).
 pub fn zeta(s: f64) -> f64 {
-    let n = 10_000u32;
+    // The tail correction leaves an error of order n^(-s-3): below 1e-11 for s > 1.
+    let n = 1_000u32;
     let partial: f64 = (1..=n).map(|k| f64::from(k).powf(-s)).sum();
     let nf = f64::from(n);
     partial + nf.powf(1.0 - s) / (s - 1.0) - 0.5 * nf.powf(-s) + s / 12.0 * nf.powf(-s - 1.0)

@@ -287,3 +287,69 @@ fn polynomial_online_equals_bulk_and_bicriteria_holds() {
     assert!(PolynomialSum::new(1.0, 0.1, 1.0, 1.0, [0; 32], 10).is_err());
     assert!(PolynomialSum::new(2.0, 1.0, 1.0, 1.0, [0; 32], 10).is_err());
 }
+
+/// Tail log-ratio `ln P(X >= c | D') / P(X >= c | D)` of one released counter over many keys,
+/// where `D'` raises step 6 by 1: the privacy loss this counter contributes.
+fn counter_loss(release: impl Fn([u8; 32], &[f64]) -> f64, threshold: f64) -> f64 {
+    let d = [0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0];
+    let mut d2 = d;
+    d2[6] = 1.0;
+    let mut tail = [0u64; 2];
+    for r in 0..150_000u64 {
+        let mut key = [9u8; 32];
+        key[..8].copy_from_slice(&r.to_le_bytes());
+        for (which, data) in [&d, &d2].into_iter().enumerate() {
+            if release(key, data) >= threshold {
+                tail[which] += 1;
+            }
+        }
+    }
+    (tail[1] as f64 / tail[0] as f64).ln()
+}
+
+#[test]
+fn exponential_and_allwindow_neighbours_respect_epsilon_with_power() {
+    // Exponential: step 6 is in left nodes with weights alpha^(u_k - 6); the leaf has weight
+    // 1, so the total loss is (S / B) times the leaf's loss, S the sensitivity series.
+    let alpha = 0.8;
+    let s = exponential_sensitivity(alpha, 63);
+    for (factor, ok) in [(1.0, true), (0.7, false)] {
+        let loss = counter_loss(
+            |key, data| {
+                let mut m = ExponentialSum::new(alpha, 1.0, 1.0, key).expect("ok");
+                m.noise.t *= factor;
+                for &x in data {
+                    m.push(x).expect("push");
+                }
+                m.last_left[0]
+            },
+            s,
+        );
+        let eps = s * loss;
+        assert_eq!(
+            eps < 1.08,
+            ok,
+            "exponential, noise x{factor}: measured eps {eps}"
+        );
+    }
+    // All windows: the leaf level spends eps_0 = eps / zeta(2); the levels together eps.
+    for (factor, ok) in [(1.0, true), (0.7, false)] {
+        let loss = counter_loss(
+            |key, data| {
+                let mut m = AllWindowSum::new(&[8], 1.0, 1.0, 2.0, key).expect("ok");
+                m.levels[0].t *= factor;
+                for &x in data {
+                    m.push(x);
+                }
+                m.rel.get(0, 6)
+            },
+            zeta(2.0),
+        );
+        let eps = zeta(2.0) * loss;
+        assert_eq!(
+            eps < 1.08,
+            ok,
+            "allwindow, noise x{factor}: measured eps {eps}"
+        );
+    }
+}
