@@ -70,16 +70,35 @@ impl KeyedNoise {
         // the grid above it (then rounding, not the data, would dominate the sensitivity).
         let grid_exp =
             (sensitivity * (1.0 / epsilon).min(1.0)).log2().floor() as i32 - GRID_BITS_BELOW_SCALE;
+        Ok(Self::on_grid(
+            key,
+            stream,
+            sensitivity,
+            touched,
+            epsilon,
+            grid_exp,
+        ))
+    }
+
+    /// The calibration on grid `2^grid_exp`: `t = (ceil(S / gamma) + touched) / eps`.
+    fn on_grid(
+        key: [u8; 32],
+        stream: u64,
+        sensitivity: f64,
+        touched: u32,
+        epsilon: f64,
+        grid_exp: i32,
+    ) -> Self {
         let gamma = (grid_exp as f64).exp2();
         let t = ((sensitivity / gamma).ceil() + f64::from(touched)) / epsilon;
-        Ok(Self {
+        Self {
             key,
             stream,
             grid_exp,
             t,
             gamma,
             inv_gamma: 1.0 / gamma,
-        })
+        }
     }
 
     /// Like [`new`](Self::new), with a grid coarse enough that every sum of at most `terms`
@@ -100,17 +119,14 @@ impl KeyedNoise {
         if needed <= fine.grid_exp {
             return Ok(fine);
         }
-        let grid_exp = needed;
-        let gamma = (grid_exp as f64).exp2();
-        let t = ((sensitivity / gamma).ceil() + f64::from(touched)) / epsilon;
-        Ok(Self {
+        Ok(Self::on_grid(
             key,
             stream,
-            grid_exp,
-            t,
-            gamma,
-            inv_gamma: 1.0 / gamma,
-        })
+            sensitivity,
+            touched,
+            epsilon,
+            needed,
+        ))
     }
 
     /// The grid step.
