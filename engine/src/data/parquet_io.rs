@@ -209,6 +209,25 @@ fn read_one(path: &Path, spec: &ColumnSpec) -> Result<Dataset> {
 /// One numeric column of a Parquet file (all row groups) as f64; nulls and non-finite
 /// values are errors naming their row.
 pub fn read_column(path: &Path, name: &str) -> Result<Vec<f64>> {
+    let (dt, arrays) = read_column_arrays(path, name)?;
+    if !is_numeric(&dt) {
+        return Err(Error::Schema {
+            path: path.to_path_buf(),
+            column: name.to_string(),
+            msg: format!("type {dt}, expected a numeric type"),
+        });
+    }
+    let mut out = Vec::new();
+    for a in &arrays {
+        let row0 = out.len();
+        out.extend(as_f64(a, path, name, row0)?);
+    }
+    Ok(out)
+}
+
+/// One column of a Parquet file (only that column is decoded): its type and its arrays,
+/// one per record batch. A missing column is an error listing the columns there are.
+pub fn read_column_arrays(path: &Path, name: &str) -> Result<(DataType, Vec<ArrayRef>)> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let pq = |source| Error::Parquet {
         path: path.to_path_buf(),
@@ -229,28 +248,19 @@ pub fn read_column(path: &Path, name: &str) -> Result<Vec<f64>> {
                 .join(", ")
         ),
     })?;
-    if !is_numeric(schema.field(idx).data_type()) {
-        return Err(Error::Schema {
-            path: path.to_path_buf(),
-            column: name.to_string(),
-            msg: format!(
-                "type {}, expected a numeric type",
-                schema.field(idx).data_type()
-            ),
-        });
-    }
     let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), [idx]);
     let reader = builder.with_projection(mask).build().map_err(pq)?;
-    let mut out = Vec::new();
-    for batch in reader {
-        let batch = batch.map_err(|source| Error::Arrow {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let row0 = out.len();
-        out.extend(as_f64(batch.column(0), path, name, row0)?);
-    }
-    Ok(out)
+    let arrays = reader
+        .map(|batch| {
+            batch
+                .map(|b| b.column(0).clone())
+                .map_err(|source| Error::Arrow {
+                    path: path.to_path_buf(),
+                    source,
+                })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((schema.field(idx).data_type().clone(), arrays))
 }
 
 /// A numeric column as f64, rejecting nulls and non-finite values with their row.

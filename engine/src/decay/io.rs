@@ -73,6 +73,17 @@ fn read_bits(path: &Path) -> Result<Vec<f64>> {
 }
 
 fn read_csv_column(path: &Path, column: &str) -> Result<Vec<f64>> {
+    csv_cells(path, column, |c| c.parse::<f64>().ok(), "a number")
+}
+
+/// The cells of one column of a CSV file with a header, parsed; `row` in errors counts the
+/// non-empty data lines from 0.
+fn csv_cells<T>(
+    path: &Path,
+    column: &str,
+    parse: impl Fn(&str) -> Option<T>,
+    expected: &str,
+) -> Result<Vec<T>> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     let mut lines = text.lines();
     let header = lines
@@ -88,24 +99,15 @@ fn read_csv_column(path: &Path, column: &str) -> Result<Vec<f64>> {
             msg: format!("column not found; the columns are: {}", names.join(", ")),
         })?;
     lines
+        .filter(|l| !l.trim().is_empty())
         .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
         .map(|(row, line)| {
-            let cell = line
-                .split(',')
-                .nth(idx)
-                .map(str::trim)
-                .ok_or_else(|| Error::Value {
-                    path: path.to_path_buf(),
-                    column: column.to_string(),
-                    row,
-                    msg: "missing field".into(),
-                })?;
-            cell.parse::<f64>().map_err(|_| Error::Value {
+            let cell = line.split(',').nth(idx).map(str::trim).unwrap_or_default();
+            parse(cell).ok_or_else(|| Error::Value {
                 path: path.to_path_buf(),
                 column: column.to_string(),
                 row,
-                msg: format!("'{cell}' is not a number"),
+                msg: format!("'{cell}' is not {expected}"),
             })
         })
         .collect()
@@ -310,90 +312,47 @@ fn parse_iso(s: &str) -> Option<i64> {
 
 /// Timestamps (seconds) of a CSV column of ISO strings or a Parquet timestamp/integer column.
 fn read_times(path: &Path, column: &str) -> Result<Vec<i64>> {
-    if is_parquet(path) {
-        use arrow::array::{Array, AsArray};
-        use arrow::datatypes::{DataType, Int64Type, TimeUnit};
-        use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        let pq = |source| Error::Parquet {
-            path: path.to_path_buf(),
-            source,
-        };
-        let b = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
-        let idx = b.schema().index_of(column).map_err(|_| Error::Schema {
-            path: path.to_path_buf(),
-            column: column.to_string(),
-            msg: "time column not found".into(),
-        })?;
-        let div = match b.schema().field(idx).data_type() {
-            DataType::Timestamp(TimeUnit::Second, _) | DataType::Int64 => 1,
-            DataType::Timestamp(TimeUnit::Millisecond, _) => 1_000,
-            DataType::Timestamp(TimeUnit::Microsecond, _) => 1_000_000,
-            DataType::Timestamp(TimeUnit::Nanosecond, _) => 1_000_000_000,
-            other => {
-                return Err(Error::Schema {
-                    path: path.to_path_buf(),
-                    column: column.to_string(),
-                    msg: format!("type {other}, expected a timestamp or integer seconds"),
-                });
-            }
-        };
-        let mask = parquet::arrow::ProjectionMask::roots(b.parquet_schema(), [idx]);
-        let mut out = Vec::new();
-        for batch in b.with_projection(mask).build().map_err(pq)? {
-            let batch = batch.map_err(|source| Error::Arrow {
-                path: path.to_path_buf(),
-                source,
-            })?;
-            let col =
-                arrow::compute::cast(batch.column(0), &DataType::Int64).map_err(|source| {
-                    Error::Arrow {
-                        path: path.to_path_buf(),
-                        source,
-                    }
-                })?;
-            if col.null_count() > 0 {
-                return Err(Error::Value {
-                    path: path.to_path_buf(),
-                    column: column.to_string(),
-                    row: out.len(),
-                    msg: "null timestamp".into(),
-                });
-            }
-            out.extend(
-                col.as_primitive::<Int64Type>()
-                    .values()
-                    .iter()
-                    .map(|v| v.div_euclid(div)),
-            );
-        }
-        Ok(out)
-    } else {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        let mut lines = text.lines();
-        let header = lines.next().unwrap_or_default();
-        let idx = header
-            .split(',')
-            .position(|n| n.trim() == column)
-            .ok_or_else(|| Error::Schema {
+    if !is_parquet(path) {
+        return csv_cells(path, column, parse_iso, "a timestamp YYYY-MM-DDTHH:MM[:SS]");
+    }
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::{DataType, Int64Type, TimeUnit};
+    let (dt, arrays) = crate::data::parquet_io::read_column_arrays(path, column)?;
+    let div = match dt {
+        DataType::Timestamp(TimeUnit::Second, _) | DataType::Int64 => 1,
+        DataType::Timestamp(TimeUnit::Millisecond, _) => 1_000,
+        DataType::Timestamp(TimeUnit::Microsecond, _) => 1_000_000,
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => 1_000_000_000,
+        other => {
+            return Err(Error::Schema {
                 path: path.to_path_buf(),
                 column: column.to_string(),
-                msg: "time column not found".into(),
-            })?;
-        lines
-            .filter(|l| !l.trim().is_empty())
-            .enumerate()
-            .map(|(row, l)| {
-                let cell = l.split(',').nth(idx).unwrap_or_default();
-                parse_iso(cell).ok_or_else(|| Error::Value {
-                    path: path.to_path_buf(),
-                    column: column.to_string(),
-                    row,
-                    msg: format!("'{cell}' is not a timestamp YYYY-MM-DDTHH:MM[:SS]"),
-                })
-            })
-            .collect()
+                msg: format!("type {other}, expected a timestamp or integer seconds"),
+            });
+        }
+    };
+    let mut out = Vec::new();
+    for a in &arrays {
+        let col = arrow::compute::cast(a, &DataType::Int64).map_err(|source| Error::Arrow {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if col.null_count() > 0 {
+            return Err(Error::Value {
+                path: path.to_path_buf(),
+                column: column.to_string(),
+                row: out.len() + (0..col.len()).find(|&i| col.is_null(i)).unwrap_or(0),
+                msg: "null timestamp".into(),
+            });
+        }
+        out.extend(
+            col.as_primitive::<Int64Type>()
+                .values()
+                .iter()
+                .map(|v| v.div_euclid(div)),
+        );
     }
+    Ok(out)
 }
 
 /// The series of an event table: per-step event counts (with a time column; steps with no
