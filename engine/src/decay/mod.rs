@@ -604,17 +604,18 @@ impl ExponentialSum {
         acc
     }
 
-    fn take(&mut self, t: u64, x: f64, z: &mut impl FnMut(u64) -> i64) -> Result<f64> {
-        if self.horizon.is_some_and(|hz| t >= hz) {
+    /// Step `t`; `z(noise, id)` gives counter `id`'s draw, asked for released (left) nodes only.
+    fn take(&mut self, t: u64, x: f64, z: &mut impl FnMut(&KeyedNoise, u64) -> i64) -> Result<f64> {
+        if let Some(hz) = self.horizon.filter(|&hz| t >= hz) {
             return Err(Error::param(
                 "horizon",
-                format!("the stream is longer than the declared horizon of {t} steps"),
+                format!("the stream is longer than the declared horizon of {hz} steps"),
             ));
         }
         let (noise, last, next_id) = (&self.noise, &mut self.last_left, &mut self.next_id);
         self.forest.step(t, x, |k, m, v| {
             if m & 1 == 0 {
-                last[k as usize] = noise.release(v, z(*next_id));
+                last[k as usize] = noise.release(v, z(noise, *next_id));
             }
             *next_id += 1;
         });
@@ -624,8 +625,7 @@ impl ExponentialSum {
     /// Online: one step in, the decayed sum up to here out.
     pub fn push(&mut self, x: f64) -> Result<f64> {
         let t = self.t;
-        let noise = self.noise.clone();
-        let out = self.take(t, x, &mut |id| noise.z(id))?;
+        let out = self.take(t, x, &mut |noise, id| noise.z(id))?;
         self.t += 1;
         Ok(out)
     }
@@ -637,23 +637,23 @@ impl ExponentialSum {
     }
 
     /// Bulk from the current state on (streaming: call it chunk after chunk).
+    /// The keystream is read in order, but only the left nodes' words become draws (the
+    /// right nodes, half the ids, are never released).
     pub fn bulk_continue(&mut self, xs: &[f64]) -> Result<Vec<f64>> {
-        let me = self;
         let mut out = Vec::with_capacity(xs.len());
-        let chunk = 1usize << 16;
-        let mut z = Vec::new();
-        for part in xs.chunks(chunk) {
-            let start = me.t;
-            let first = first_id(start, me.h);
-            let count = (first_id(start + part.len() as u64, me.h) - first) as usize;
-            z.resize(count, 0);
-            me.noise.fill(first, &mut z);
+        let mut words = Vec::new();
+        for part in xs.chunks(1 << 16) {
+            let start = self.t;
+            let first = first_id(start, self.h);
+            let count = (first_id(start + part.len() as u64, self.h) - first) as usize;
+            words.resize(count, 0);
+            self.noise.words(first, &mut words);
             for (i, &x) in part.iter().enumerate() {
-                let t = start + i as u64;
-                let zz = &z;
-                out.push(me.take(t, x, &mut |id| zz[(id - first) as usize])?);
+                let w = &words;
+                let mut z = |n: &KeyedNoise, id: u64| n.draw(id, w[(id - first) as usize]);
+                out.push(self.take(start + i as u64, x, &mut z)?);
             }
-            me.t = start + part.len() as u64;
+            self.t = start + part.len() as u64;
         }
         Ok(out)
     }
