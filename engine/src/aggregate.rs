@@ -180,15 +180,18 @@ pub trait Aggregator {
     fn aggregate(&self, parties: &[PartyInput]) -> Result<Aggregate>;
 }
 
+/// The fixed-point format of every value that enters the aggregate: `2^-32` steps,
+/// magnitudes below `2^100` before scaling down (the backend interface's codec).
+pub const FIXED_POINT: kinsey_backend::FixedPoint = kinsey_backend::FixedPoint {
+    frac_bits: FIXED_POINT_BITS,
+    capacity_bits: 100,
+};
+
 /// Fixed-point encoding `round(x 2^f)` with overflow detection.
 pub fn encode_fixed(x: f64) -> Result<i128> {
-    let v = (x * (FIXED_POINT_BITS as f64).exp2()).round();
-    if !v.is_finite() || v.abs() >= 2f64.powi(100) {
-        return Err(Error::Numerical(format!(
-            "value {x} does not fit the fixed-point encoding"
-        )));
-    }
-    Ok(v as i128)
+    FIXED_POINT
+        .encode(x)
+        .map_err(|e| Error::Numerical(format!("value {x} does not fit the fixed point: {e}")))
 }
 
 /// The integer the protocol computes: `sum_j enc(w_j) + K enc(eta_smallest)`, per coordinate.

@@ -5,7 +5,6 @@ use crate::aggregate::{PartyInput, fixed_point_sum};
 use crate::dp::NoiseRng;
 use crate::error::{Error, Result};
 use crate::protocol::{ProtocolReport, SecureAggregator};
-use kinsey_backend::registry::BackendOptions;
 use serde::Serialize;
 
 /// Paillier operations per second at one key size and thread count.
@@ -185,15 +184,11 @@ pub fn protocol_table(r: &ProtocolReport) -> String {
 
 /// `kinsey backends`: each registered backend with its default self-description.
 pub fn describe_backends() -> Vec<(String, String)> {
-    let r = crate::crypto::registry();
-    r.names()
+    crate::crypto::registry()
+        .build_all_for_listing()
         .into_iter()
-        .map(|n| {
-            let opts = BackendOptions {
-                allow_insecure: true,
-                ..Default::default()
-            };
-            let d = match r.create(&n, &opts) {
+        .map(|(n, b)| {
+            let d = match b {
                 Ok(b) => {
                     let i = b.info();
                     format!(

@@ -958,74 +958,36 @@ fn run(cli: Cli) -> Result<()> {
                 o.ensure_dir(dir)?;
             }
             if evaluate {
-                let truths = m.truth_columns(&series.values);
-                let (from, to) = match &plot_range {
-                    Some(r) => {
-                        let bad = || Error::param("plot-range", format!("'{r}' is not FROM:TO"));
-                        let (a, b) = r.split_once(':').ok_or_else(bad)?;
-                        let (a, b): (usize, usize) =
-                            (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-                        if a >= b || b > est[0].len() {
-                            return Err(Error::param(
-                                "plot-range",
-                                format!("{a}:{b} is not a range within 0:{}", est[0].len()),
-                            ));
-                        }
-                        (a, b)
-                    }
-                    None => (est[0].len().saturating_sub(1440), est[0].len()),
-                };
-                let pts = |v: &[f64]| -> Vec<(f64, f64)> {
-                    (from..to).map(|i| (i as f64, v[i])).collect()
-                };
-                let chart = kinsey::plot::Chart {
-                    title: format!("{} (eps = {epsilon})", cal.model),
-                    x_label: "step".into(),
-                    y_label: names[0].clone(),
-                    series: vec![
-                        kinsey::plot::Series {
-                            name: "private estimate".into(),
-                            points: pts(&est[0]),
-                            err: None,
-                            dashed: false,
-                        },
-                        kinsey::plot::Series {
-                            name: "true (not released)".into(),
-                            points: pts(&truths[0]),
-                            err: None,
-                            dashed: false,
-                        },
-                    ],
-                    log_x: false,
-                };
+                use kinsey::decay::evaluate;
+                let range = evaluate::plot_range(plot_range.as_deref(), est[0].len())?;
+                let (stats, truths) = evaluate::errors(&m, &series.values, &est);
+                let chart = evaluate::chart(
+                    format!("{} (eps = {epsilon})", cal.model),
+                    &names[0],
+                    &est[0],
+                    &truths[0],
+                    range,
+                );
                 // write_chart replaces the last extension: `<out>.plot.svg` and `<out>.plot.png`.
                 let stem = PathBuf::from(format!("{}.plot.chart", out.display()));
                 kinsey::plot::write_chart(&mut o, &stem, &chart)?;
-                let mut evals = Vec::new();
-                for (c, (name, (est, truth))) in
-                    names.iter().zip(est.iter().zip(truths)).enumerate()
-                {
-                    let errs: Vec<f64> = est.iter().zip(&truth).map(|(a, b)| a - b).collect();
-                    let rmse = (errs.iter().map(|e| e * e).sum::<f64>() / errs.len() as f64).sqrt();
-                    let mae = errs.iter().map(|e| e.abs()).sum::<f64>() / errs.len() as f64;
-                    let max = errs.iter().fold(0.0f64, |a, e| a.max(e.abs()));
-                    let mean_truth = truth.iter().sum::<f64>() / truth.len() as f64;
-                    evals.push(serde_json::json!({
-                        "column": name,
-                        "rmse": rmse, "mean_abs_error": mae, "max_abs_error": max,
-                        "theoretical_std_last_step": m.std_at_col(c, n - 1),
-                        "mean_true_value": mean_truth,
-                    }));
+                for e in &stats {
                     println!(
-                        "evaluation ({name}): RMSE {rmse:.3}, mean |error| {mae:.3}, max {max:.3} (theory: std {:.3} at the last step; mean true value {mean_truth:.3})",
-                        m.std_at_col(c, n - 1)
+                        "evaluation ({}): RMSE {:.3}, mean |error| {:.3}, max {:.3} (theory: std {:.3} at the last step; mean true value {:.3})",
+                        e.column,
+                        e.rmse,
+                        e.mean_abs_error,
+                        e.max_abs_error,
+                        e.theoretical_std_last_step,
+                        e.mean_true_value
                     );
                 }
-                report["evaluation"] = if evals.len() == 1 {
-                    evals.swap_remove(0)
+                report["evaluation"] = if stats.len() == 1 {
+                    serde_json::to_value(&stats[0])
                 } else {
-                    serde_json::Value::from(evals)
-                };
+                    serde_json::to_value(&stats)
+                }
+                .map_err(|e| Error::Numerical(e.to_string()))?;
             }
             o.write(
                 &out,

@@ -25,6 +25,7 @@
 //!   `alpha = 1` over a declared horizon `T`, `ceil(log2 T) + 1` levels, sensitivity
 //!   `(ceil(log2 T) + 1) B`.
 
+pub mod evaluate;
 pub mod io;
 pub mod noise;
 

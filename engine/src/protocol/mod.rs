@@ -900,18 +900,20 @@ impl SecureAggregator {
                     format!("party {} has a different dimension", j + 1),
                 ));
             }
+            let noise_codec = kinsey_backend::FixedPoint {
+                capacity_bits: NOISE_BITS,
+                ..aggregate::FIXED_POINT
+            };
             for &x in &p.noise {
-                let v = aggregate::encode_fixed(x)?;
-                if v.unsigned_abs() >= 1u128 << NOISE_BITS {
-                    return Err(Error::param(
+                noise_codec.encode(x).map_err(|e| {
+                    Error::param(
                         "privacy.epsilon",
                         format!(
-                            "party {}'s noise value {x:e} exceeds the protocol's range 2^{}",
-                            j + 1,
-                            NOISE_BITS - aggregate::FIXED_POINT_BITS
+                            "party {}'s noise value {x:e} is too large for the protocol: {e}",
+                            j + 1
                         ),
-                    ));
-                }
+                    )
+                })?;
             }
             for &x in &p.w {
                 aggregate::encode_fixed(x)?;

@@ -2,7 +2,7 @@
 //! at run time. An unknown name, or one whose cargo feature is off, is an error that lists
 //! the names that exist.
 
-use crate::{AdditiveHe, BackendError, BackendInfo};
+use crate::{AdditiveHe, BackendError};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -16,6 +16,9 @@ pub struct BackendOptions {
     /// Allow backends that do not encrypt at all (`mock`).
     pub allow_insecure: bool,
 }
+
+/// A backend, or why it could not be built.
+pub type Built = Result<Arc<dyn AdditiveHe>, BackendError>;
 
 /// A factory building a backend from options.
 pub type Factory = fn(&BackendOptions) -> Result<Arc<dyn AdditiveHe>, BackendError>;
@@ -86,15 +89,19 @@ impl Registry {
         }
     }
 
-    /// Every compiled-in backend's self-description with default options (for `kinsey backends`).
-    pub fn describe_all(&self) -> Vec<Result<BackendInfo, (String, BackendError)>> {
+    /// Every compiled-in backend built with default options and insecure ones allowed, for
+    /// listing them (`kinsey backends`); a backend that cannot be built says why.
+    pub fn build_all_for_listing(&self) -> Vec<(String, Built)> {
         let opts = BackendOptions {
             allow_insecure: true,
             ..Default::default()
         };
         self.names()
             .into_iter()
-            .map(|n| self.create(&n, &opts).map(|b| b.info()).map_err(|e| (n, e)))
+            .map(|n| {
+                let b = self.create(&n, &opts);
+                (n, b)
+            })
             .collect()
     }
 }
