@@ -9,6 +9,9 @@
 //! * [`protocol`]: the secure 3-stage aggregation protocol, its transport and audits.
 //! * [`pipeline`]: the end-to-end job and its report.
 //! * [`experiment`]: Figure 2 of seed 001.
+//! * [`toolbox`]: DP histograms and decision trees (seed 002).
+//! * [`sulq`]: SuLQ queries, k-means, PCA/SVD, perceptron, STAT, implication (seed 003).
+//! * [`decay`]: decayed sums under continual observation (seed 004).
 //! * [`config`]: TOML configuration.
 
 pub mod aggregate;
@@ -27,6 +30,8 @@ pub mod logreg;
 pub mod pipeline;
 pub mod plot;
 pub mod protocol;
+pub mod sulq;
 pub mod testdata;
+pub mod toolbox;
 
 pub use error::{Error, Result};

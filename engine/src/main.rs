@@ -12,6 +12,7 @@ use kinsey::dp::NoiseRng;
 use kinsey::error::{Error, Result};
 use kinsey::logreg::{Objective, SolverConfig};
 use kinsey::pipeline::{self, JobSpec, ModelFile};
+use kinsey::toolbox::commands;
 use kinsey_kernels::DevicePref;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -198,6 +199,15 @@ enum Cmd {
         #[arg(long)]
         seed: Option<u64>,
     },
+    /// DP histogram or count of a column (seed 002), under bounded or unbounded neighbours.
+    Histogram(commands::HistogramArgs),
+    /// DP decision tree: ID3 with a private split choice (seed 002, Friedman & Schuster).
+    Tree(commands::TreeArgs),
+    /// SuLQ algorithms (seed 003): noisy sums with a bounded number of queries.
+    Sulq {
+        #[command(subcommand)]
+        cmd: Sulq,
+    },
     /// The crypto backends compiled into this build, with their security description.
     Backends,
     /// Paillier keys and ciphertexts in python-paillier's formats.
@@ -303,6 +313,20 @@ impl ColumnArgs {
 }
 
 #[derive(Subcommand, Debug)]
+enum Sulq {
+    /// SuLQ k-means: k (1 + d) sums per iteration as one vector query.
+    Kmeans(commands::KmeansArgs),
+    /// SuLQ PCA (noisy covariance) or SVD (noisy A^T A, --no-center), eigenvectors by faer.
+    Pca(commands::PcaArgs),
+    /// SuLQ perceptron.
+    Perceptron(commands::PerceptronArgs),
+    /// The statistical-query adapter with an SQ learner: the best single binary predictor.
+    Stat(commands::StatArgs),
+    /// Vertically partitioned test: does alpha (in A) imply beta (in B) in probability?
+    Implication(commands::ImplicationArgs),
+}
+
+#[derive(Subcommand, Debug)]
 enum Experiment {
     /// Figure 2 of seed 001 on a9a.
     Figure2 {
@@ -325,6 +349,21 @@ enum Experiment {
 
 #[derive(Subcommand, Debug)]
 enum Bench {
+    /// SuLQ k-means and PCA fit times on a matrix in [0, 1]^d (one JSON line).
+    Sulq {
+        #[arg(long)]
+        input: PathBuf,
+        #[arg(long, default_value_t = 8)]
+        k: usize,
+        #[arg(long, default_value_t = 10)]
+        iterations: usize,
+        #[arg(long, default_value_t = 5)]
+        components: usize,
+        #[arg(long, default_value_t = 1.0)]
+        epsilon: f64,
+        #[arg(long, default_value_t = 1e-6)]
+        delta: f64,
+    },
     /// Newton training to ||grad J|| <= 1e-10: rows/s and time to the tolerance.
     Train {
         #[arg(long, default_value_t = 1_000_000)]
@@ -442,6 +481,14 @@ fn finish_job(report: &pipeline::Report, out: &Path, label: &str) -> Result<()> 
         out.display(),
         out.display()
     );
+    Ok(())
+}
+
+fn report_done(d: commands::Done) -> Result<()> {
+    println!("{}", d.summary);
+    for p in &d.written {
+        println!("  wrote {}", p.display());
+    }
     Ok(())
 }
 
@@ -1011,6 +1058,21 @@ fn run(cli: Cli) -> Result<()> {
         }
         Cmd::Bench {
             which:
+                Bench::Sulq {
+                    input,
+                    k,
+                    iterations,
+                    components,
+                    epsilon,
+                    delta,
+                },
+        } => {
+            let v = kinsey::sulq::bench::run(&input, k, iterations, components, epsilon, delta)?;
+            println!("{v}");
+            Ok(())
+        }
+        Cmd::Bench {
+            which:
                 Bench::Decay {
                     steps,
                     model,
@@ -1034,6 +1096,15 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Cmd::Histogram(a) => report_done(commands::run_histogram(&a)?),
+        Cmd::Tree(a) => report_done(commands::run_tree(&a)?),
+        Cmd::Sulq { cmd } => report_done(match cmd {
+            Sulq::Kmeans(a) => commands::run_kmeans(&a)?,
+            Sulq::Pca(a) => commands::run_pca(&a)?,
+            Sulq::Perceptron(a) => commands::run_perceptron(&a)?,
+            Sulq::Stat(a) => commands::run_stat(&a)?,
+            Sulq::Implication(a) => commands::run_implication(&a)?,
+        }),
         Cmd::Backends => {
             for (name, d) in kinsey::bench_crypto::describe_backends() {
                 println!("{name}\n  {d}");

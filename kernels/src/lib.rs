@@ -9,6 +9,7 @@
 
 pub mod cpu;
 pub mod gpu;
+pub mod stats;
 
 use std::fmt;
 

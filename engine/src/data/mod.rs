@@ -4,6 +4,7 @@
 //! text with an explicit dimension, and the synthetic planted-logistic generator.
 //! Features are held as `f32` (the GPU's type; the solvers accumulate in `f64`).
 
+pub mod columns;
 pub mod libsvm;
 pub mod output;
 pub mod parquet_io;

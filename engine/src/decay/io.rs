@@ -2,6 +2,7 @@
 //! column, clamped to the declared per-step bound (clamping counted); estimates written as
 //! (step, estimate) CSV or Parquet.
 
+use crate::data::columns::is_parquet;
 use crate::error::{Error, Result};
 use std::path::Path;
 
@@ -13,23 +14,16 @@ pub struct Series {
     pub clamped: usize,
 }
 
-fn is_parquet(path: &Path) -> bool {
-    path.extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
-}
-
 /// One value per step from column `column` of a CSV (with a header) or Parquet file.
 /// Values must be finite and >= 0; values above `bound` are clamped to it.
 pub fn load(path: &Path, column: &str, bound: f64) -> Result<Series> {
     let is_bits = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("txt"));
-    let raw = if is_parquet(path) {
-        crate::data::parquet_io::read_column(path, column)?
-    } else if is_bits {
+    let raw = if is_bits {
         read_bits(path)?
     } else {
-        read_csv_column(path, column)?
+        crate::data::columns::read_numeric(path, column)?
     };
     if raw.is_empty() {
         return Err(Error::format(path, "the series is empty"));
@@ -68,47 +62,6 @@ fn read_bits(path: &Path) -> Result<Vec<f64>> {
                 row: i,
                 msg: format!("'{}' is not a bit", other as char),
             }),
-        })
-        .collect()
-}
-
-fn read_csv_column(path: &Path, column: &str) -> Result<Vec<f64>> {
-    csv_cells(path, column, |c| c.parse::<f64>().ok(), "a number")
-}
-
-/// The cells of one column of a CSV file with a header, parsed; `row` in errors counts the
-/// non-empty data lines from 0.
-fn csv_cells<T>(
-    path: &Path,
-    column: &str,
-    parse: impl Fn(&str) -> Option<T>,
-    expected: &str,
-) -> Result<Vec<T>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let mut lines = text.lines();
-    let header = lines
-        .next()
-        .ok_or_else(|| Error::format(path, "empty file: expected a header line"))?;
-    let names: Vec<&str> = header.split(',').map(str::trim).collect();
-    let idx = names
-        .iter()
-        .position(|n| *n == column)
-        .ok_or_else(|| Error::Schema {
-            path: path.to_path_buf(),
-            column: column.to_string(),
-            msg: format!("column not found; the columns are: {}", names.join(", ")),
-        })?;
-    lines
-        .filter(|l| !l.trim().is_empty())
-        .enumerate()
-        .map(|(row, line)| {
-            let cell = line.split(',').nth(idx).map(str::trim).unwrap_or_default();
-            parse(cell).ok_or_else(|| Error::Value {
-                path: path.to_path_buf(),
-                column: column.to_string(),
-                row,
-                msg: format!("'{cell}' is not {expected}"),
-            })
         })
         .collect()
 }
@@ -255,7 +208,7 @@ impl Predicate {
         Err(bad())
     }
 
-    fn holds(&self, x: f64) -> bool {
+    pub fn holds(&self, x: f64) -> bool {
         match self.op.as_str() {
             ">=" => x >= self.value,
             ">" => x > self.value,
@@ -313,7 +266,12 @@ fn parse_iso(s: &str) -> Option<i64> {
 /// Timestamps (seconds) of a CSV column of ISO strings or a Parquet timestamp/integer column.
 fn read_times(path: &Path, column: &str) -> Result<Vec<i64>> {
     if !is_parquet(path) {
-        return csv_cells(path, column, parse_iso, "a timestamp YYYY-MM-DDTHH:MM[:SS]");
+        return crate::data::columns::csv_cells(
+            path,
+            column,
+            parse_iso,
+            "a timestamp YYYY-MM-DDTHH:MM[:SS]",
+        );
     }
     use arrow::array::{Array, AsArray};
     use arrow::datatypes::{DataType, Int64Type, TimeUnit};
@@ -361,11 +319,7 @@ fn read_times(path: &Path, column: &str) -> Result<Vec<i64>> {
 pub fn load_events(path: &Path, spec: &EventSpec, bound: f64) -> Result<Series> {
     let keep: Option<Vec<bool>> = match &spec.predicate {
         Some(p) => {
-            let v = if is_parquet(path) {
-                crate::data::parquet_io::read_column(path, &p.column)?
-            } else {
-                read_csv_column(path, &p.column)?
-            };
+            let v = crate::data::columns::read_numeric(path, &p.column)?;
             Some(v.iter().map(|&x| p.holds(x)).collect())
         }
         None => None,

@@ -8,6 +8,7 @@ pub mod exponential;
 pub mod gaussian;
 pub mod l2laplace;
 pub mod laplace;
+pub mod neighbours;
 pub mod rng;
 pub mod stattest;
 
@@ -16,4 +17,5 @@ pub use exponential::ExponentialMechanism;
 pub use gaussian::GaussianMechanism;
 pub use l2laplace::L2LaplaceMechanism;
 pub use laplace::LaplaceMechanism;
+pub use neighbours::Neighbours;
 pub use rng::{NoiseRng, RngRecord, SeedSource};

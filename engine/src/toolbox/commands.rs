@@ -1,0 +1,948 @@
+//! The toolbox commands behind `kinsey histogram`, `kinsey tree` and `kinsey sulq ...`:
+//! argument structs (clap) and runners that read the input, run the algorithm and write
+//! the outputs all-or-nothing into one directory (a `report.json` with the guarantee, the
+//! seed record and the neighbour definition; result tables; charts where a person would
+//! rather look). `--evaluate` adds non-private accuracy figures to the report, marked as
+//! such: they are computed on the raw data and must not be published.
+
+use super::attributes::{AttributeSpec, read_categorical_data};
+use super::histogram::{self, Binning};
+use super::table::{ColumnBounds, Matrix, Range, read_matrix};
+use super::tree::{self, Score, Selection, TreeConfig};
+use crate::data::columns::{read_categorical, read_numeric};
+use crate::data::output::Outputs;
+use crate::decay::io::Predicate;
+use crate::dp::{Neighbours, NoiseRng};
+use crate::error::{Error, Result};
+use crate::plot::{Chart, Series, write_chart};
+use crate::sulq::{self, Calibration, SulqDb};
+use clap::Args;
+use serde::Serialize;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+fn parse_neighbours(s: &str) -> std::result::Result<Neighbours, String> {
+    s.parse().map_err(|e: Error| e.to_string())
+}
+
+fn parse_calibration(s: &str) -> std::result::Result<Calibration, String> {
+    s.parse().map_err(|e: Error| e.to_string())
+}
+
+fn write_json<T: Serialize>(o: &mut Outputs, path: &Path, v: &T) -> Result<()> {
+    let bytes = serde_json::to_vec_pretty(v).map_err(|e| Error::Numerical(e.to_string()))?;
+    o.write(path, &bytes)
+}
+
+fn csv(header: &str, rows: impl Iterator<Item = String>) -> Vec<u8> {
+    let mut s = String::from(header);
+    s.push('\n');
+    for r in rows {
+        s.push_str(&r);
+        s.push('\n');
+    }
+    s.into_bytes()
+}
+
+/// What every command prints and returns.
+#[derive(Debug, Clone)]
+pub struct Done {
+    pub summary: String,
+    pub written: Vec<PathBuf>,
+    pub report: serde_json::Value,
+}
+
+fn finish(mut o: Outputs, out: &Path, report: serde_json::Value, summary: String) -> Result<Done> {
+    write_json(&mut o, &out.join("report.json"), &report)?;
+    let written = o.commit()?;
+    Ok(Done {
+        summary,
+        written,
+        report,
+    })
+}
+
+// ---------------------------------------------------------------- histogram
+
+#[derive(Args, Debug, Clone)]
+pub struct HistogramArgs {
+    /// Parquet (file or directory) or CSV with a header.
+    #[arg(long)]
+    pub input: PathBuf,
+    /// The column to count.
+    #[arg(long)]
+    pub column: String,
+    /// Numeric bins LO:HI:BINS (plus "< LO" and ">= HI" bins).
+    #[arg(long, conflicts_with = "categories", allow_hyphen_values = true)]
+    pub bins: Option<String>,
+    /// Declared categories (plus "(other)"); without --bins or --categories, one bin: a count.
+    #[arg(long, value_delimiter = ',')]
+    pub categories: Option<Vec<String>>,
+    /// Count only rows with COLUMN OP NUMBER (a public predicate), e.g. "delay>=15".
+    #[arg(long = "where")]
+    pub predicate: Option<String>,
+    #[arg(long)]
+    pub epsilon: f64,
+    /// bounded (replace one row: sensitivity 2) or unbounded (add/remove: sensitivity 1).
+    #[arg(long, value_parser = parse_neighbours)]
+    pub neighbours: Neighbours,
+    /// Output directory: histogram.csv, report.json, histogram.svg/png.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Seed the noise (recorded; NOT private against whoever knows it).
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+pub fn run_histogram(a: &HistogramArgs) -> Result<Done> {
+    crate::plot::check_fonts()?;
+    let keep: Option<Vec<bool>> = match &a.predicate {
+        Some(p) => {
+            let p = Predicate::parse(p)?;
+            Some(
+                read_numeric(&a.input, &p.column)?
+                    .iter()
+                    .map(|&x| p.holds(x))
+                    .collect(),
+            )
+        }
+        None => None,
+    };
+    let filter = |i: usize| {
+        keep.as_ref()
+            .is_none_or(|k| k.get(i).copied().unwrap_or(false))
+    };
+    let (binning, exact) = match (&a.bins, &a.categories) {
+        (Some(spec), _) => {
+            let b = Binning::numeric(spec)?;
+            let v: Vec<f64> = read_numeric(&a.input, &a.column)?
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| filter(*i))
+                .map(|(_, v)| v)
+                .collect();
+            let c = b.count_numeric(&v)?;
+            (b, c)
+        }
+        (None, Some(cats)) => {
+            let b = Binning::categories(cats)?;
+            let v: Vec<String> = read_categorical(&a.input, &a.column)?
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| filter(*i))
+                .map(|(_, v)| v)
+                .collect();
+            let c = b.count_categories(&v)?;
+            (b, c)
+        }
+        (None, None) => {
+            // a count: one category holding every (kept) row; the column must exist
+            let n = read_numeric(&a.input, &a.column)
+                .map(|v| v.len())
+                .or_else(|_| read_categorical(&a.input, &a.column).map(|v| v.len()))?;
+            let c = (0..n).filter(|&i| filter(i)).count() as u64;
+            (Binning::Categories(vec!["count".into()]), vec![c, 0])
+        }
+    };
+    let is_count = a.bins.is_none() && a.categories.is_none();
+    let mut labels = binning.labels();
+    let exact = if is_count {
+        labels.truncate(1);
+        exact[..1].to_vec()
+    } else {
+        exact
+    };
+    let mut rng = NoiseRng::new(a.seed);
+    let rel = histogram::release(&exact, labels, a.neighbours, a.epsilon, &mut rng)?;
+    let mut o = Outputs::new();
+    o.ensure_dir(&a.out)?;
+    o.write(
+        &a.out.join("histogram.csv"),
+        &csv(
+            "bin,noisy_count,count",
+            rel.labels
+                .iter()
+                .zip(&rel.noisy)
+                .zip(&rel.counts)
+                .map(|((l, v), c)| format!("\"{l}\",{v},{c}")),
+        ),
+    )?;
+    if !is_count {
+        let chart = Chart {
+            title: format!(
+                "{}: DP histogram (eps = {}, {})",
+                a.column,
+                a.epsilon,
+                a.neighbours.as_str()
+            ),
+            x_label: "bin (see histogram.csv)".into(),
+            y_label: "noisy count".into(),
+            series: vec![Series {
+                name: format!("noisy count (std {:.1})", rel.noise_std),
+                points: rel
+                    .noisy
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (i as f64, *v))
+                    .collect(),
+                err: Some(vec![rel.noise_std; rel.noisy.len()]),
+                dashed: false,
+            }],
+            log_x: false,
+        };
+        write_chart(&mut o, &a.out.join("histogram"), &chart)?;
+    }
+    let summary = format!(
+        "{} of '{}' under {} neighbours (sensitivity {}), eps = {}: noise std {:.2} per bin; total {}{}",
+        if is_count { "count" } else { "histogram" },
+        a.column,
+        a.neighbours.as_str(),
+        rel.sensitivity,
+        a.epsilon,
+        rel.noise_std,
+        rel.total.round(),
+        if rel.total_is_exact {
+            " (exact, public under bounded neighbours)"
+        } else {
+            " (noisy)"
+        }
+    );
+    let report = json!({
+        "kind": "kinsey.histogram.v1",
+        "input": a.input, "column": a.column, "where": a.predicate,
+        "binning": binning, "release": rel, "rng": rng.record(),
+    });
+    finish(o, &a.out, report, summary)
+}
+
+// ---------------------------------------------------------------- tree
+
+#[derive(Args, Debug, Clone)]
+pub struct TreeArgs {
+    /// Training data, Parquet or CSV.
+    #[arg(long)]
+    pub input: PathBuf,
+    #[arg(long, default_value = "label")]
+    pub label: String,
+    /// The declared class values of the label column.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        allow_hyphen_values = true,
+        default_value = "-1,1"
+    )]
+    pub classes: Vec<f64>,
+    /// Attributes: NAME (0/1) or NAME:LO:HI:BINS; default every other column, as 0/1.
+    #[arg(long, value_delimiter = ',')]
+    pub attributes: Vec<String>,
+    #[arg(long, default_value_t = 5)]
+    pub depth: usize,
+    /// exponential | laplace | none (the non-private tree)
+    #[arg(long, default_value = "exponential")]
+    pub selection: String,
+    /// info_gain | gini | max
+    #[arg(long, default_value = "info_gain")]
+    pub score: String,
+    #[arg(long)]
+    pub epsilon: Option<f64>,
+    #[arg(long, value_parser = parse_neighbours)]
+    pub neighbours: Neighbours,
+    /// Public bound on the rows (needed for info_gain under unbounded neighbours).
+    #[arg(long)]
+    pub row_bound: Option<usize>,
+    /// Test data (same columns) for the accuracy in the report.
+    #[arg(long)]
+    pub test: Option<PathBuf>,
+    /// Output directory: tree.json, report.json.
+    #[arg(long)]
+    pub out: PathBuf,
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+pub fn run_tree(a: &TreeArgs) -> Result<Done> {
+    let selection: Selection = a.selection.parse()?;
+    let epsilon = match (selection, a.epsilon) {
+        (Selection::None, _) => a.epsilon.unwrap_or(f64::INFINITY),
+        (_, Some(e)) => e,
+        (_, None) => {
+            return Err(Error::param("epsilon", "a private tree needs --epsilon"));
+        }
+    };
+    let specs = a
+        .attributes
+        .iter()
+        .map(|s| s.parse())
+        .collect::<Result<Vec<AttributeSpec>>>()?;
+    let train = read_categorical_data(&a.input, &specs, &a.label, &a.classes)?;
+    let test = match &a.test {
+        Some(t) => {
+            let specs: Vec<AttributeSpec> = if specs.is_empty() {
+                train
+                    .names
+                    .iter()
+                    .map(|n| AttributeSpec {
+                        name: n.clone(),
+                        bins: None,
+                    })
+                    .collect()
+            } else {
+                specs.clone()
+            };
+            Some(read_categorical_data(t, &specs, &a.label, &a.classes)?)
+        }
+        None => None,
+    };
+    let cfg = TreeConfig {
+        depth: a.depth,
+        selection,
+        score: a.score.parse::<Score>()?,
+        epsilon,
+        neighbours: a.neighbours,
+        row_bound: a.row_bound,
+    };
+    let mut rng = NoiseRng::new(a.seed);
+    let res = tree::train(&train, &cfg, &mut rng)?;
+    let test_acc = test.as_ref().map(|t| tree::accuracy(&res.root, t));
+    let mut o = Outputs::new();
+    o.ensure_dir(&a.out)?;
+    write_json(&mut o, &a.out.join("tree.json"), &res.root)?;
+    let summary = format!(
+        "{} tree, depth {}, {} leaves, score {:?}, {} neighbours{}{}",
+        a.selection,
+        a.depth,
+        res.leaves,
+        cfg.score,
+        a.neighbours.as_str(),
+        if selection == Selection::None {
+            " (NOT private)".to_string()
+        } else {
+            format!(
+                ", eps = {epsilon} ({} per mechanism)",
+                res.epsilon_per_mechanism
+            )
+        },
+        test_acc
+            .map(|v| format!("; test accuracy {v:.4}"))
+            .unwrap_or_default()
+    );
+    let report = json!({
+        "kind": "kinsey.dp_tree.v1",
+        "input": a.input, "attributes": train.names, "classes": train.class_labels,
+        "config": res.config, "epsilon_per_mechanism": res.epsilon_per_mechanism,
+        "score_sensitivity": res.score_sensitivity, "count_sensitivity": res.count_sensitivity,
+        "leaves": res.leaves, "accountant": res.accountant,
+        "test": a.test, "test_accuracy": test_acc, "rng": rng.record(),
+    });
+    finish(o, &a.out, report, summary)
+}
+
+// ---------------------------------------------------------------- SuLQ
+
+/// Budget and output options shared by the SuLQ commands.
+#[derive(Args, Debug, Clone)]
+pub struct SulqCommon {
+    #[arg(long)]
+    pub epsilon: f64,
+    /// delta of (eps, delta)-DP; keep it well below 1/n.
+    #[arg(long, default_value_t = 1e-6)]
+    pub delta: f64,
+    #[arg(long, value_parser = parse_neighbours)]
+    pub neighbours: Neighbours,
+    /// zcdp (Gaussian mechanism, zCDP accounting) or paper (the seed's R bound).
+    #[arg(long, value_parser = parse_calibration, default_value = "zcdp")]
+    pub calibration: Calibration,
+    /// Output directory.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Add non-private evaluation figures to the report (computed on the raw data).
+    #[arg(long)]
+    pub evaluate: bool,
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+/// Input columns of the SuLQ commands.
+#[derive(Args, Debug, Clone)]
+pub struct SulqInput {
+    /// Parquet (file or directory) or CSV with a header.
+    #[arg(long)]
+    pub input: PathBuf,
+    /// Feature columns: NAME (already in range) or NAME:LO:HI (public bounds); default
+    /// every numeric column except the label.
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    pub columns: Vec<String>,
+    /// Clip values outside the range instead of failing.
+    #[arg(long)]
+    pub clip: bool,
+}
+
+impl SulqInput {
+    fn read(&self, range: Range, exclude: &[&str]) -> Result<Matrix> {
+        let cols = self
+            .columns
+            .iter()
+            .map(|s| s.parse())
+            .collect::<Result<Vec<ColumnBounds>>>()?;
+        read_matrix(&self.input, &cols, exclude, range, self.clip)
+    }
+}
+
+fn warn_delta(c: &SulqCommon, n: usize) {
+    if c.delta >= 1.0 / n as f64 {
+        tracing::warn!(
+            "delta = {} is not below 1/n = {:.3e}: a mechanism could publish a whole row \
+             with probability delta",
+            c.delta,
+            1.0 / n as f64
+        );
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct KmeansArgs {
+    #[command(flatten)]
+    pub input: SulqInput,
+    #[arg(long, default_value_t = 5)]
+    pub k: usize,
+    #[arg(long, default_value_t = 8)]
+    pub iterations: usize,
+    #[command(flatten)]
+    pub common: SulqCommon,
+}
+
+pub fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
+    crate::plot::check_fonts()?;
+    let m = a.input.read(Range::Unit, &[])?;
+    let c = &a.common;
+    warn_delta(c, m.n);
+    let cfg = sulq::kmeans::KmeansConfig {
+        k: a.k,
+        iters: a.iterations,
+    };
+    let plan = sulq::kmeans::plan(&cfg, m.d, c.epsilon, c.delta, c.calibration, c.neighbours)?;
+    let mut rng = NoiseRng::new(c.seed);
+    let init = sulq::kmeans::random_centers(a.k, m.d, &mut rng);
+    let mut db = SulqDb::new(plan, rng.fork());
+    let res = sulq::kmeans::run(&m, &cfg, &init, &mut db)?;
+    let flat: Vec<f64> = res.centers.concat();
+    let evaluation = if c.evaluate {
+        let private = sulq::kmeans::mean_inertia(&m, &flat)?;
+        let exact = sulq::kmeans::mean_inertia(&m, &sulq::kmeans::lloyd(&m, &cfg, &init)?)?;
+        Some(
+            json!({"NOT_PRIVATE": "computed on the raw data; do not publish",
+            "mean_inertia_private": private, "mean_inertia_non_private_same_start": exact,
+            "ratio": private / exact}),
+        )
+    } else {
+        None
+    };
+    let mut o = Outputs::new();
+    o.ensure_dir(&c.out)?;
+    o.write(
+        &c.out.join("centers.csv"),
+        &csv(
+            &format!("center,noisy_size,{}", m.names.join(",")),
+            res.centers
+                .iter()
+                .zip(&res.sizes)
+                .enumerate()
+                .map(|(j, (v, s))| {
+                    format!(
+                        "{j},{s},{}",
+                        v.iter()
+                            .map(|x| x.to_string())
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    )
+                }),
+        ),
+    )?;
+    let chart = Chart {
+        title: format!("SuLQ k-means centres (k = {}, eps = {})", a.k, c.epsilon),
+        x_label: "feature index (see centers.csv)".into(),
+        y_label: "centre coordinate in [0, 1]".into(),
+        series: res
+            .centers
+            .iter()
+            .zip(&res.sizes)
+            .enumerate()
+            .map(|(j, (v, s))| Series {
+                name: format!("centre {j} (size ~{:.0})", s),
+                points: v.iter().enumerate().map(|(t, x)| (t as f64, *x)).collect(),
+                err: None,
+                dashed: false,
+            })
+            .collect(),
+        log_x: false,
+    };
+    write_chart(&mut o, &c.out.join("centers"), &chart)?;
+    let summary = format!(
+        "SuLQ k-means: k = {}, {} iterations on {} rows x {} columns; sigma {:.2} per unit query, \
+         {:.1} units of T = {:.1}; eps spent {:.4} (delta {}){}",
+        a.k,
+        a.iterations,
+        m.n,
+        m.d,
+        db.plan.sigma,
+        db.used(),
+        db.plan.units,
+        res.guarantee.epsilon_spent,
+        c.delta,
+        evaluation
+            .as_ref()
+            .map(|e| format!("; inertia ratio to non-private {:.4}", e["ratio"]))
+            .unwrap_or_default()
+    );
+    let report = json!({"kind": "kinsey.sulq_kmeans.v1", "input": a.input.input,
+        "columns": m.names, "clipped": m.clipped, "rows": m.n, "result": res,
+        "ledger": db.ledger, "evaluation": evaluation, "rng": rng.record()});
+    finish(o, &c.out, report, summary)
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct PcaArgs {
+    #[command(flatten)]
+    pub input: SulqInput,
+    #[arg(long, default_value_t = 2)]
+    pub components: usize,
+    /// SVD of A^T A instead of PCA of the covariance.
+    #[arg(long)]
+    pub no_center: bool,
+    #[command(flatten)]
+    pub common: SulqCommon,
+}
+
+pub fn run_pca(a: &PcaArgs) -> Result<Done> {
+    crate::plot::check_fonts()?;
+    let m = a.input.read(Range::Unit, &[])?;
+    let c = &a.common;
+    warn_delta(c, m.n);
+    let cfg = sulq::pca::PcaConfig {
+        components: a.components,
+        center: !a.no_center,
+    };
+    let plan = sulq::pca::plan(&cfg, m.d, c.epsilon, c.delta, c.calibration, c.neighbours)?;
+    let mut rng = NoiseRng::new(c.seed);
+    let mut db = SulqDb::new(plan, rng.fork());
+    let res = sulq::pca::run(&m, &cfg, &mut db)?;
+    let evaluation = if c.evaluate {
+        let (vals, _) = sulq::pca::exact(&m, &cfg)?;
+        let pos: f64 = vals.iter().filter(|v| **v > 0.0).sum();
+        Some(
+            json!({"NOT_PRIVATE": "computed on the raw data; do not publish",
+            "captured_variance_vs_optimal": sulq::pca::captured_variance_ratio(&m, &res.components)?,
+            "explained_variance_ratio_non_private": vals.iter().map(|v| v.max(0.0) / pos).collect::<Vec<_>>()}),
+        )
+    } else {
+        None
+    };
+    let mut o = Outputs::new();
+    o.ensure_dir(&c.out)?;
+    o.write(
+        &c.out.join("components.csv"),
+        &csv(
+            &format!(
+                "component,eigenvalue,explained_variance_ratio,{}",
+                m.names.join(",")
+            ),
+            res.components.iter().enumerate().map(|(j, v)| {
+                format!(
+                    "{j},{},{},{}",
+                    res.eigenvalues[j],
+                    res.explained_variance_ratio[j],
+                    v.iter()
+                        .map(|x| x.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )
+            }),
+        ),
+    )?;
+    let mut cum = 0.0;
+    let mut series = vec![
+        Series {
+            name: "explained variance ratio (private)".into(),
+            points: res
+                .explained_variance_ratio
+                .iter()
+                .enumerate()
+                .map(|(i, v)| ((i + 1) as f64, *v))
+                .collect(),
+            err: None,
+            dashed: false,
+        },
+        Series {
+            name: "cumulative (private)".into(),
+            points: res
+                .explained_variance_ratio
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    cum += v;
+                    ((i + 1) as f64, cum)
+                })
+                .collect(),
+            err: None,
+            dashed: true,
+        },
+    ];
+    if let Some(e) = &evaluation
+        && let Some(v) = e["explained_variance_ratio_non_private"].as_array()
+    {
+        series.push(Series {
+            name: "explained variance ratio (non-private, evaluation)".into(),
+            points: v
+                .iter()
+                .enumerate()
+                .map(|(i, x)| ((i + 1) as f64, x.as_f64().unwrap_or(0.0)))
+                .collect(),
+            err: None,
+            dashed: true,
+        });
+    }
+    let chart = Chart {
+        title: format!(
+            "SuLQ {} explained variance (eps = {})",
+            if cfg.center { "PCA" } else { "SVD" },
+            c.epsilon
+        ),
+        x_label: "component".into(),
+        y_label: "share of variance".into(),
+        series,
+        log_x: false,
+    };
+    write_chart(&mut o, &c.out.join("explained_variance"), &chart)?;
+    let summary = format!(
+        "SuLQ {}: {} of {} components on {} rows; top explained variance ratios {:?}; eps spent \
+         {:.4} (delta {}){}",
+        if cfg.center { "PCA" } else { "SVD" },
+        a.components,
+        m.d,
+        m.n,
+        res.explained_variance_ratio
+            .iter()
+            .take(a.components)
+            .map(|v| (v * 1000.0).round() / 1000.0)
+            .collect::<Vec<_>>(),
+        res.guarantee.epsilon_spent,
+        c.delta,
+        evaluation
+            .as_ref()
+            .map(|e| format!(
+                "; captures {:.4} of the optimal variance",
+                e["captured_variance_vs_optimal"]
+            ))
+            .unwrap_or_default()
+    );
+    let report = json!({"kind": "kinsey.sulq_pca.v1", "input": a.input.input,
+        "columns": m.names, "clipped": m.clipped, "rows": m.n, "result": res,
+        "ledger": db.ledger, "evaluation": evaluation, "rng": rng.record()});
+    finish(o, &c.out, report, summary)
+}
+
+/// Labels of a labelled SuLQ input, in {-1, +1}.
+fn read_labels(path: &Path, label: &str, zero_one: bool) -> Result<Vec<f32>> {
+    let enc = if zero_one {
+        crate::data::LabelEncoding::ZeroOne
+    } else {
+        crate::data::LabelEncoding::PlusMinusOne
+    };
+    read_numeric(path, label)?
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| crate::data::map_label(v, enc, path, label, i))
+        .collect()
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct PerceptronArgs {
+    #[command(flatten)]
+    pub input: SulqInput,
+    #[arg(long, default_value = "label")]
+    pub label: String,
+    /// Labels are 0/1 (mapped to -1/+1) instead of -1/+1.
+    #[arg(long)]
+    pub zero_one: bool,
+    #[arg(long, default_value_t = 10)]
+    pub rounds: usize,
+    /// Append a constant-1 feature (a bias through the origin's hyperplane).
+    #[arg(long)]
+    pub intercept: bool,
+    /// Test data (same columns) for the accuracy in the report.
+    #[arg(long)]
+    pub test: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: SulqCommon,
+}
+
+fn with_intercept(mut m: Matrix) -> Matrix {
+    let d = m.d + 1;
+    let mut x = Vec::with_capacity(m.n * d);
+    for i in 0..m.n {
+        x.extend_from_slice(m.row(i));
+        x.push(1.0);
+    }
+    m.x = x;
+    m.d = d;
+    m.names.push("(intercept)".into());
+    m.clipped.push(0);
+    m
+}
+
+pub fn run_perceptron(a: &PerceptronArgs) -> Result<Done> {
+    let label = a.label.as_str();
+    let load = |path: &Path| -> Result<(Matrix, Vec<f32>)> {
+        let inp = SulqInput {
+            input: path.to_path_buf(),
+            ..a.input.clone()
+        };
+        let m = inp.read(Range::Signed, &[label])?;
+        let y = read_labels(path, label, a.zero_one)?;
+        Ok((if a.intercept { with_intercept(m) } else { m }, y))
+    };
+    let (m, y) = load(&a.input.input)?;
+    let test = a.test.as_deref().map(load).transpose()?;
+    let c = &a.common;
+    warn_delta(c, m.n);
+    let plan = sulq::perceptron::plan(
+        a.rounds,
+        m.d,
+        c.epsilon,
+        c.delta,
+        c.calibration,
+        c.neighbours,
+    )?;
+    let mut rng = NoiseRng::new(c.seed);
+    let mut db = SulqDb::new(plan, rng.fork());
+    let res = sulq::perceptron::run(&m, &y, a.rounds, &mut db)?;
+    let test_acc = test
+        .as_ref()
+        .map(|(tm, ty)| sulq::perceptron::accuracy(tm, ty, &res.w))
+        .transpose()?;
+    let evaluation = if c.evaluate {
+        let w0 = sulq::perceptron::exact(&m, &y, a.rounds)?;
+        Some(
+            json!({"NOT_PRIVATE": "computed on the raw data; do not publish",
+            "train_accuracy_private": sulq::perceptron::accuracy(&m, &y, &res.w)?,
+            "train_accuracy_non_private": sulq::perceptron::accuracy(&m, &y, &w0)?,
+            "test_accuracy_non_private": test.as_ref().map(|(tm, ty)| sulq::perceptron::accuracy(tm, ty, &w0)).transpose()?}),
+        )
+    } else {
+        None
+    };
+    let mut o = Outputs::new();
+    o.ensure_dir(&c.out)?;
+    write_json(
+        &mut o,
+        &c.out.join("model.json"),
+        &json!({"kind": "kinsey.sulq_perceptron.v1", "features": m.names, "w": res.w,
+            "rule": "predict +1 when <x, w> > 0; features mapped to [-1, 1] as in the report"}),
+    )?;
+    let summary = format!(
+        "SuLQ perceptron: {} rounds run of {} ({}), kept round {}, {} rows x {} features; eps spent {:.4} (delta {}){}",
+        res.rounds_run,
+        a.rounds,
+        if res.stopped_early {
+            "stopped: few misclassified rows left"
+        } else {
+            "all planned"
+        },
+        res.kept_round,
+        m.n,
+        m.d,
+        res.guarantee.epsilon_spent,
+        c.delta,
+        test_acc
+            .map(|v| format!("; test accuracy {v:.4}"))
+            .unwrap_or_default()
+    );
+    let report = json!({"kind": "kinsey.sulq_perceptron.v1", "input": a.input.input,
+        "columns": m.names, "clipped": m.clipped, "rows": m.n, "result": res,
+        "test": a.test, "test_accuracy": test_acc,
+        "ledger": db.ledger, "evaluation": evaluation, "rng": rng.record()});
+    finish(o, &c.out, report, summary)
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct StatArgs {
+    #[command(flatten)]
+    pub input: SulqInput,
+    #[arg(long, default_value = "label")]
+    pub label: String,
+    #[arg(long)]
+    pub zero_one: bool,
+    /// Required accuracy of each STAT answer (refused up front if the budget cannot reach it).
+    #[arg(long)]
+    pub tau: Option<f64>,
+    #[command(flatten)]
+    pub common: SulqCommon,
+}
+
+pub fn run_stat(a: &StatArgs) -> Result<Done> {
+    let m = a.input.read(Range::Unit, &[a.label.as_str()])?;
+    let y = read_labels(&a.input.input, &a.label, a.zero_one)?;
+    let c = &a.common;
+    warn_delta(c, m.n);
+    let plan = sulq::stat::plan(
+        m.d,
+        m.n,
+        a.tau,
+        c.epsilon,
+        c.delta,
+        c.calibration,
+        c.neighbours,
+    )?;
+    let mut rng = NoiseRng::new(c.seed);
+    let mut db = SulqDb::new(plan, rng.fork());
+    let mut adapter = sulq::stat::StatAdapter::new(&mut db, m.n)?;
+    let res = sulq::stat::best_stump(&m, &y, &mut adapter)?;
+    let evaluation = if c.evaluate {
+        let j = m.names.iter().position(|n| *n == res.feature).unwrap_or(0);
+        let best = (0..m.d)
+            .map(|t| {
+                let e = sulq::stat::stump_error(&m, &y, t, true);
+                e.min(1.0 - e)
+            })
+            .fold(f64::INFINITY, f64::min);
+        Some(
+            json!({"NOT_PRIVATE": "computed on the raw data; do not publish",
+            "chosen_error_exact": sulq::stat::stump_error(&m, &y, j, res.positive_when_set),
+            "best_error_exact": best}),
+        )
+    } else {
+        None
+    };
+    let mut o = Outputs::new();
+    o.ensure_dir(&c.out)?;
+    let summary = format!(
+        "SQ learner on SuLQ ({} STAT queries, accuracy +-{:.4}): best single predictor '{}' \
+         (+1 when {}), noisy error {:.4}; eps spent {:.4} (delta {})",
+        m.d,
+        res.tau,
+        res.feature,
+        if res.positive_when_set {
+            "set"
+        } else {
+            "not set"
+        },
+        res.noisy_error,
+        res.guarantee.epsilon_spent,
+        c.delta
+    );
+    let report = json!({"kind": "kinsey.sulq_stat.v1", "input": a.input.input, "rows": m.n,
+        "result": res, "ledger": db.ledger, "evaluation": evaluation, "rng": rng.record()});
+    finish(o, &c.out, report, summary)
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ImplicationArgs {
+    /// Database A (holds alpha): Parquet or CSV.
+    #[arg(long)]
+    pub a: PathBuf,
+    /// alpha: a 0/1 column of A, or a predicate "COLUMN OP NUMBER".
+    #[arg(long)]
+    pub alpha: String,
+    /// Database B (holds beta), rows aligned with A.
+    #[arg(long)]
+    pub b: PathBuf,
+    /// beta: a 0/1 column of B, or a predicate.
+    #[arg(long)]
+    pub beta: String,
+    /// Test Pr[beta | alpha] >= Pr[beta] + gap.
+    #[arg(long, default_value_t = 0.05)]
+    pub gap: f64,
+    /// groups (one vector query per database) or heavy-sets (the seed's).
+    #[arg(long, default_value = "groups")]
+    pub method: String,
+    /// Random halves tried by heavy-sets.
+    #[arg(long, default_value_t = 200)]
+    pub trials: usize,
+    /// Budget of EACH database (they are held and accounted separately).
+    #[command(flatten)]
+    pub common: SulqCommon,
+}
+
+/// A 0/1 column or a predicate over a numeric column, as booleans.
+pub fn read_event(path: &Path, spec: &str) -> Result<Vec<bool>> {
+    if spec.contains(['<', '>', '=', '!']) {
+        let p = Predicate::parse(spec)?;
+        return Ok(read_numeric(path, &p.column)?
+            .iter()
+            .map(|&x| p.holds(x))
+            .collect());
+    }
+    read_numeric(path, spec)?
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            if v == 0.0 || v == 1.0 {
+                Ok(v == 1.0)
+            } else {
+                Err(Error::Value {
+                    path: path.to_path_buf(),
+                    column: spec.to_string(),
+                    row: i,
+                    msg: format!("value {v} is not 0 or 1; give a predicate like \"{spec}>=1\""),
+                })
+            }
+        })
+        .collect()
+}
+
+pub fn run_implication(a: &ImplicationArgs) -> Result<Done> {
+    let alpha = read_event(&a.a, &a.alpha)?;
+    let beta = read_event(&a.b, &a.beta)?;
+    let c = &a.common;
+    warn_delta(c, alpha.len());
+    let cfg = sulq::implication::ImplicationConfig {
+        method: a.method.parse()?,
+        trials: a.trials,
+        gap: a.gap,
+    };
+    let plan = sulq::implication::plan(
+        &cfg,
+        alpha.len(),
+        c.epsilon,
+        c.delta,
+        c.calibration,
+        c.neighbours,
+    )?;
+    let mut rng = NoiseRng::new(c.seed);
+    let mut db_a = SulqDb::new(plan.clone(), rng.fork());
+    let mut db_b = SulqDb::new(plan, rng.fork());
+    let mut public = rng.fork();
+    let res = sulq::implication::run(&alpha, &beta, &cfg, &mut db_a, &mut db_b, &mut public)?;
+    let evaluation = c.evaluate.then(|| {
+        json!({"NOT_PRIVATE": "computed on the joined raw data; do not publish",
+            "delta_exact": sulq::implication::exact_delta(&alpha, &beta)})
+    });
+    let mut o = Outputs::new();
+    o.ensure_dir(&c.out)?;
+    let summary = format!(
+        "alpha = '{}' (A) implies beta = '{}' (B) with gap {}? {:?}: Pr[beta|alpha] - Pr[beta] = \
+         {:.4} +- {:.4} (1 s.e.; {} {}); each database spent eps {:.4} (delta {}){}",
+        a.alpha,
+        a.beta,
+        a.gap,
+        res.verdict,
+        res.delta_hat,
+        res.std_error,
+        res.sets_used,
+        if cfg.method == sulq::implication::Method::Groups {
+            "groups"
+        } else {
+            "heavy sets"
+        },
+        res.guarantee_a.epsilon_spent,
+        c.delta,
+        evaluation
+            .as_ref()
+            .map(|e| format!("; exact {:.4}", e["delta_exact"]))
+            .unwrap_or_default()
+    );
+    let report = json!({"kind": "kinsey.sulq_implication.v1", "a": a.a, "b": a.b,
+        "alpha": a.alpha, "beta": a.beta, "result": res, "ledger_a": db_a.ledger,
+        "ledger_b": db_b.ledger, "evaluation": evaluation, "rng": rng.record()});
+    finish(o, &c.out, report, summary)
+}

@@ -1,0 +1,277 @@
+//! Sum kernels of the DP toolbox (SuLQ k-means, PCA/SVD, perceptron): each returns the
+//! exact sums over rows that a SuLQ query then perturbs. Rows are row-major `f32`, sums are
+//! accumulated in `f64` per block of rows and the blocks are reduced in a fixed order, so
+//! a result does not depend on the number of threads.
+//!
+//! The GPU twin of [`kmeans_sums`] is `gpu::GpuKmeans` (`shaders/kmeans.wgsl`).
+
+use crate::KernelError;
+use faer::{Accum, Mat, MatRef, Par};
+use rayon::prelude::*;
+
+/// Rows per block: one block is one rayon task and one f32 Gram product.
+pub const BLOCK_ROWS: usize = 4096;
+
+fn check(x: &[f32], d: usize) -> Result<usize, KernelError> {
+    if d == 0 {
+        return Err(KernelError::Input("dimension must be >= 1".into()));
+    }
+    if !x.len().is_multiple_of(d) {
+        return Err(KernelError::Input(format!(
+            "{} values are not whole rows of {d} columns",
+            x.len()
+        )));
+    }
+    Ok(x.len() / d)
+}
+
+/// Per-cluster sizes and coordinate sums for one Lloyd step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KmeansSums {
+    /// Rows whose nearest centre is j (ties go to the lowest index).
+    pub counts: Vec<f64>,
+    /// Row-major `k x d`: sum of the rows assigned to centre j.
+    pub sums: Vec<f64>,
+    /// Sum over rows of the squared distance to the nearest centre.
+    pub inertia: f64,
+}
+
+/// Index of the nearest centre of `row` and its squared distance (f32 arithmetic, the
+/// shader's; ties go to the lowest index). `centers` is row-major `k x d` in f32.
+#[inline]
+pub fn nearest(row: &[f32], centers: &[f32], d: usize) -> (usize, f32) {
+    let mut best = (0, f32::INFINITY);
+    for (j, c) in centers.chunks_exact(d).enumerate() {
+        let dist: f32 = row.iter().zip(c).map(|(a, b)| (a - b) * (a - b)).sum();
+        if dist < best.1 {
+            best = (j, dist);
+        }
+    }
+    best
+}
+
+/// Assign every row to its nearest centre and sum sizes and coordinates per centre.
+pub fn kmeans_sums(x: &[f32], d: usize, centers: &[f64]) -> Result<KmeansSums, KernelError> {
+    check(x, d)?;
+    if centers.is_empty() || !centers.len().is_multiple_of(d) {
+        return Err(KernelError::Input(format!(
+            "{} centre values are not whole centres of {d} columns",
+            centers.len()
+        )));
+    }
+    let k = centers.len() / d;
+    let c32: Vec<f32> = centers.iter().map(|&v| v as f32).collect();
+    let empty = || KmeansSums {
+        counts: vec![0.0; k],
+        sums: vec![0.0; k * d],
+        inertia: 0.0,
+    };
+    let partials: Vec<KmeansSums> = x
+        .par_chunks(BLOCK_ROWS * d)
+        .map(|block| {
+            let mut acc = empty();
+            for row in block.chunks_exact(d) {
+                let (j, dist) = nearest(row, &c32, d);
+                acc.counts[j] += 1.0;
+                acc.inertia += dist as f64;
+                for (s, &v) in acc.sums[j * d..(j + 1) * d].iter_mut().zip(row) {
+                    *s += v as f64;
+                }
+            }
+            acc
+        })
+        .collect();
+    Ok(partials.into_iter().fold(empty(), |mut a, b| {
+        a.inertia += b.inertia;
+        a.counts
+            .iter_mut()
+            .zip(&b.counts)
+            .for_each(|(s, v)| *s += v);
+        a.sums.iter_mut().zip(&b.sums).for_each(|(s, v)| *s += v);
+        a
+    }))
+}
+
+/// `X^T X` (row-major `d x d`, symmetric) and the column sums of `X`. Each block of rows is
+/// one f32 faer product on a row-major view, added into f64.
+pub fn gram_sums(x: &[f32], d: usize) -> Result<(Vec<f64>, Vec<f64>), KernelError> {
+    check(x, d)?;
+    let zero = || (vec![0.0f64; d * d], vec![0.0f64; d]);
+    let partials: Vec<(Vec<f64>, Vec<f64>)> = x
+        .par_chunks(BLOCK_ROWS * d)
+        .map(|block| {
+            let rows = block.len() / d;
+            let xb = MatRef::from_row_major_slice(block, rows, d);
+            let mut g = Mat::<f32>::zeros(d, d);
+            faer::linalg::matmul::matmul(
+                g.as_mut(),
+                Accum::Replace,
+                xb.transpose(),
+                xb,
+                1.0f32,
+                Par::Seq,
+            );
+            let (mut gs, mut cs) = zero();
+            for i in 0..d {
+                for j in 0..d {
+                    gs[i * d + j] = g[(i, j)] as f64;
+                }
+            }
+            for row in block.chunks_exact(d) {
+                cs.iter_mut().zip(row).for_each(|(s, &v)| *s += v as f64);
+            }
+            (gs, cs)
+        })
+        .collect();
+    Ok(partials
+        .into_iter()
+        .fold(zero(), |(mut g, mut c), (bg, bc)| {
+            g.iter_mut().zip(&bg).for_each(|(s, v)| *s += v);
+            c.iter_mut().zip(&bc).for_each(|(s, v)| *s += v);
+            (g, c)
+        }))
+}
+
+/// `sum_i (x_i - m)(x_i - m)^T` from `X^T X`, the column sums `s` and `n` rows:
+/// `X^T X - m s^T - s m^T + n m m^T` (f64; the entries are bounded, so no cancellation
+/// worth the name at the noise scales of a release).
+pub fn center_gram(xtx: &[f64], colsum: &[f64], n: usize, m: &[f64]) -> Vec<f64> {
+    let d = m.len();
+    let mut out = xtx.to_vec();
+    for i in 0..d {
+        for j in 0..d {
+            out[i * d + j] += -m[i] * colsum[j] - colsum[i] * m[j] + n as f64 * m[i] * m[j];
+        }
+    }
+    out
+}
+
+/// Perceptron step sums at `w`: the number of rows with `y_i <x_i, w> <= 0` and the sum of
+/// `y_i x_i` over them.
+pub fn perceptron_sums(
+    x: &[f32],
+    y: &[f32],
+    d: usize,
+    w: &[f64],
+) -> Result<(f64, Vec<f64>), KernelError> {
+    let n = check(x, d)?;
+    if y.len() != n || w.len() != d {
+        return Err(KernelError::Input(format!(
+            "{n} rows, {} labels and a weight vector of {} for {d} columns",
+            y.len(),
+            w.len()
+        )));
+    }
+    let partials: Vec<(f64, Vec<f64>)> = x
+        .par_chunks(BLOCK_ROWS * d)
+        .zip(y.par_chunks(BLOCK_ROWS))
+        .map(|(block, labels)| {
+            let mut count = 0.0;
+            let mut sums = vec![0.0; d];
+            for (row, &yi) in block.chunks_exact(d).zip(labels) {
+                let z: f64 = row.iter().zip(w).map(|(&a, b)| a as f64 * b).sum();
+                if yi as f64 * z <= 0.0 {
+                    count += 1.0;
+                    sums.iter_mut()
+                        .zip(row)
+                        .for_each(|(s, &v)| *s += (yi * v) as f64);
+                }
+            }
+            (count, sums)
+        })
+        .collect();
+    Ok(partials
+        .into_iter()
+        .fold((0.0, vec![0.0; d]), |(c, mut s), (bc, bs)| {
+            s.iter_mut().zip(&bs).for_each(|(a, b)| *a += b);
+            (c + bc, s)
+        }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    fn data(n: usize, d: usize, seed: u64) -> Vec<f32> {
+        let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        (0..n * d).map(|_| r.random::<f32>()).collect()
+    }
+
+    #[test]
+    fn kmeans_sums_match_the_definition() {
+        let (n, d) = (10_000, 5);
+        let x = data(n, d, 1);
+        let centers: Vec<f64> = data(3, d, 2).iter().map(|&v| v as f64).collect();
+        let got = kmeans_sums(&x, d, &centers).expect("shapes");
+        let mut counts = [0.0; 3];
+        let mut sums = vec![0.0; 3 * d];
+        for row in x.chunks(d) {
+            let mut best = (0, f64::INFINITY);
+            for j in 0..3 {
+                let dist: f64 = (0..d)
+                    .map(|t| (row[t] as f64 - centers[j * d + t]).powi(2))
+                    .sum();
+                if dist < best.1 {
+                    best = (j, dist);
+                }
+            }
+            counts[best.0] += 1.0;
+            for t in 0..d {
+                sums[best.0 * d + t] += row[t] as f64;
+            }
+        }
+        assert_eq!(got.counts, counts.to_vec());
+        for (a, b) in got.sums.iter().zip(&sums) {
+            assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+        }
+        assert_eq!(got.counts.iter().sum::<f64>(), n as f64);
+        assert!(kmeans_sums(&x, d, &centers[..4]).is_err());
+    }
+
+    #[test]
+    fn gram_and_centering_match_the_definition() {
+        let (n, d) = (9_000, 4);
+        let x = data(n, d, 3);
+        let (g, s) = gram_sums(&x, d).expect("shapes");
+        let m = [0.3, 0.5, 0.1, 0.9];
+        let c = center_gram(&g, &s, n, &m);
+        let mut want = vec![0.0; d * d];
+        for row in x.chunks(d) {
+            for i in 0..d {
+                for j in 0..d {
+                    want[i * d + j] += (row[i] as f64 - m[i]) * (row[j] as f64 - m[j]);
+                }
+            }
+        }
+        for (a, b) in c.iter().zip(&want) {
+            assert!((a - b).abs() < 1e-6 * n as f64, "{a} vs {b}");
+        }
+        assert!(gram_sums(&x[..7], d).is_err());
+    }
+
+    #[test]
+    fn perceptron_sums_match_the_definition() {
+        let (n, d) = (5_000, 3);
+        let x: Vec<f32> = data(n, d, 4).iter().map(|v| 2.0 * v - 1.0).collect();
+        let y: Vec<f32> = (0..n)
+            .map(|i| if x[i * d] > 0.1 { 1.0 } else { -1.0 })
+            .collect();
+        let w = [0.2, -0.1, 0.3];
+        let (c, s) = perceptron_sums(&x, &y, d, &w).expect("shapes");
+        let mut wc = 0.0;
+        let mut ws = vec![0.0; d];
+        for (row, &yi) in x.chunks(d).zip(&y) {
+            let z: f64 = (0..d).map(|t| row[t] as f64 * w[t]).sum();
+            if yi as f64 * z <= 0.0 {
+                wc += 1.0;
+                (0..d).for_each(|t| ws[t] += (yi * row[t]) as f64);
+            }
+        }
+        assert_eq!(c, wc);
+        for (a, b) in s.iter().zip(&ws) {
+            assert!((a - b).abs() < 1e-9);
+        }
+        assert!(perceptron_sums(&x, &y[1..], d, &w).is_err());
+    }
+}
