@@ -363,6 +363,9 @@ enum Bench {
         epsilon: f64,
         #[arg(long, default_value_t = 1e-6)]
         delta: f64,
+        /// auto | cpu | gpu (the k-means assignment step)
+        #[arg(long, default_value = "cpu")]
+        device: String,
     },
     /// Newton training to ||grad J|| <= 1e-10: rows/s and time to the tolerance.
     Train {
@@ -1065,9 +1068,18 @@ fn run(cli: Cli) -> Result<()> {
                     components,
                     epsilon,
                     delta,
+                    device: dev,
                 },
         } => {
-            let v = kinsey::sulq::bench::run(&input, k, iterations, components, epsilon, delta)?;
+            let v = kinsey::sulq::bench::run(
+                &input,
+                k,
+                iterations,
+                components,
+                epsilon,
+                delta,
+                device(&dev)?,
+            )?;
             println!("{v}");
             Ok(())
         }

@@ -614,3 +614,292 @@ fn decay_window_bulk_and_online_agree_and_bad_input_fails() {
     ]);
     assert!(e.contains("row 1") && e.contains("non-negative"), "{e}");
 }
+
+/// A small CSV for the toolbox commands: binary a, b; numeric t in [0, 40]; label in
+/// {-1, +1} equal to +1 mostly when a = 1.
+fn toolbox_csv(dir: &Path, n: usize) -> std::path::PathBuf {
+    let mut s = String::from("a,b,t,label\n");
+    let mut x: u64 = 88172645463325252;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for _ in 0..n {
+        let a = next() % 2;
+        let b = next() % 2;
+        let t = next() % 41;
+        let agree = next() % 10 != 0;
+        let label = if (a == 1) == agree { 1 } else { -1 };
+        s.push_str(&format!("{a},{b},{t},{label}\n"));
+    }
+    let p = dir.join("toolbox.csv");
+    std::fs::write(&p, s).expect("write");
+    p
+}
+
+#[test]
+fn histogram_records_the_neighbour_definition_and_refuses_bad_input() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let csv = toolbox_csv(dir.path(), 2000);
+    let out = dir.path().join("h");
+    let s = ok(&[
+        "histogram",
+        "--input",
+        arg(&csv),
+        "--column",
+        "t",
+        "--bins",
+        "-10:50:6",
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "bounded",
+        "--out",
+        arg(&out),
+    ]);
+    assert!(
+        s.contains("sensitivity 2") && s.contains("total 2000"),
+        "{s}"
+    );
+    let r = json(&out.join("report.json"));
+    assert_eq!(r["release"]["neighbours"], "bounded");
+    assert_eq!(r["release"]["labels"].as_array().expect("bins").len(), 8);
+    assert!(out.join("histogram.png").exists() && out.join("histogram.csv").exists());
+    let out2 = dir.path().join("h2");
+    let s = ok(&[
+        "histogram",
+        "--input",
+        arg(&csv),
+        "--column",
+        "a",
+        "--categories",
+        "0,1",
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "unbounded",
+        "--out",
+        arg(&out2),
+        "--where",
+        "t>=20",
+    ]);
+    assert!(s.contains("sensitivity 1") && s.contains("(noisy)"), "{s}");
+    for (bad, what) in [
+        (vec!["--epsilon", "0"], "epsilon"),
+        (vec!["--epsilon", "1", "--column", "nope"], "nope"),
+        (vec!["--epsilon", "NaN"], "epsilon"),
+    ] {
+        let bad_out = dir.path().join("bad");
+        let mut a = vec![
+            "histogram",
+            "--input",
+            arg(&csv),
+            "--neighbours",
+            "bounded",
+            "--out",
+            arg(&bad_out),
+            "--bins",
+            "0:1:2",
+        ];
+        if !bad.contains(&"--column") {
+            a.extend(["--column", "t"]);
+        }
+        a.extend(bad.iter().copied());
+        let e = fails(&a);
+        assert!(e.contains(what), "{a:?}: {e}");
+        assert!(!bad_out.exists(), "nothing written on error");
+    }
+    let e = fails(&[
+        "histogram",
+        "--input",
+        arg(&csv),
+        "--column",
+        "t",
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "swap",
+        "--out",
+        arg(&dir.path().join("x")),
+    ]);
+    assert!(e.contains("swap"), "{e}");
+}
+
+#[test]
+fn tree_and_sulq_commands_run_with_their_guarantee_and_refuse_bad_input() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let csv = toolbox_csv(dir.path(), 4000);
+    let out = dir.path().join("tree");
+    let s = ok(&[
+        "tree",
+        "--input",
+        arg(&csv),
+        "--attributes",
+        "a,b,t:0:40:4",
+        "--test",
+        arg(&csv),
+        "--epsilon",
+        "2",
+        "--depth",
+        "2",
+        "--neighbours",
+        "bounded",
+        "--out",
+        arg(&out),
+    ]);
+    assert!(s.contains("test accuracy"), "{s}");
+    let r = json(&out.join("report.json"));
+    assert!(r["test_accuracy"].as_f64().expect("acc") > 0.8, "{r}");
+    let spent: f64 = r["accountant"]["ledger"]
+        .as_array()
+        .expect("ledger")
+        .iter()
+        .map(|s| s["epsilon"].as_f64().expect("eps"))
+        .sum();
+    assert!(spent <= 2.0 + 1e-9 && spent > 0.0);
+    let e = fails(&[
+        "tree",
+        "--input",
+        arg(&csv),
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "bounded",
+        "--out",
+        arg(&dir.path().join("t2")),
+    ]);
+    assert!(
+        e.contains("'t'") && e.contains("BINS"),
+        "t is not binary: {e}"
+    );
+    assert!(!dir.path().join("t2").exists());
+
+    let common = |o: &Path| {
+        vec![
+            "--epsilon".to_string(),
+            "2".into(),
+            "--neighbours".into(),
+            "bounded".into(),
+            "--out".into(),
+            arg(o).into(),
+            "--evaluate".into(),
+        ]
+    };
+    let run = |sub: &[&str], o: &Path| {
+        let mut a: Vec<String> = sub.iter().map(|s| s.to_string()).collect();
+        a.extend(common(o));
+        let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+        ok(&refs)
+    };
+    let km = dir.path().join("km");
+    run(
+        &[
+            "sulq",
+            "kmeans",
+            "--input",
+            arg(&csv),
+            "--columns",
+            "a,b,t:0:40",
+            "--k",
+            "2",
+        ],
+        &km,
+    );
+    let r = json(&km.join("report.json"));
+    assert_eq!(r["result"]["centers"].as_array().expect("centres").len(), 2);
+    assert!(
+        r["result"]["guarantee"]["epsilon_spent"]
+            .as_f64()
+            .expect("eps")
+            <= 2.0
+    );
+    assert!(km.join("centers.png").exists());
+    let pca = dir.path().join("pca");
+    run(
+        &[
+            "sulq",
+            "pca",
+            "--input",
+            arg(&csv),
+            "--columns",
+            "a,b,t:0:40",
+        ],
+        &pca,
+    );
+    assert!(pca.join("explained_variance.svg").exists());
+    let pc = dir.path().join("pc");
+    let s = run(
+        &[
+            "sulq",
+            "perceptron",
+            "--input",
+            arg(&csv),
+            "--columns",
+            "a,b",
+            "--intercept",
+            "--test",
+            arg(&csv),
+        ],
+        &pc,
+    );
+    assert!(s.contains("test accuracy"), "{s}");
+    let st = dir.path().join("st");
+    let s = run(
+        &["sulq", "stat", "--input", arg(&csv), "--columns", "a,b"],
+        &st,
+    );
+    assert!(s.contains("'a'"), "a predicts the label: {s}");
+    let im = dir.path().join("im");
+    run(
+        &[
+            "sulq",
+            "implication",
+            "--a",
+            arg(&csv),
+            "--alpha",
+            "a",
+            "--b",
+            arg(&csv),
+            "--beta",
+            "label>=1",
+        ],
+        &im,
+    );
+    assert!(
+        json(&im.join("report.json"))["evaluation"]["delta_exact"]
+            .as_f64()
+            .expect("d")
+            > 0.3
+    );
+    // out of [0, 1] without declared bounds: the row is named, nothing is written
+    let bad = dir.path().join("bad");
+    let mut a: Vec<String> = ["sulq", "kmeans", "--input", arg(&csv), "--columns", "t"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    a.extend(common(&bad));
+    let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+    let e = fails(&refs);
+    assert!(e.contains("row") && e.contains("t:LO:HI"), "{e}");
+    assert!(!bad.exists());
+    // a tau the budget cannot reach is refused up front
+    let e = fails(&[
+        "sulq",
+        "stat",
+        "--input",
+        arg(&csv),
+        "--columns",
+        "a,b",
+        "--tau",
+        "0.0001",
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "bounded",
+        "--out",
+        arg(&bad),
+    ]);
+    assert!(e.contains("accuracy"), "{e}");
+}

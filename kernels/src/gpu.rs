@@ -6,6 +6,8 @@
 //! (f32), runs the three passes of `shaders/logistic.wgsl` per block, reads the per-chunk
 //! partial sums back and adds them in f64. The pipelines are built once per kernel.
 
+pub mod kmeans;
+
 use crate::{KernelError, LogisticKernel, LossSums, Rows};
 use std::sync::mpsc;
 use wgpu::util::DeviceExt;

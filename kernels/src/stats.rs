@@ -92,6 +92,56 @@ pub fn kmeans_sums(x: &[f32], d: usize, centers: &[f64]) -> Result<KmeansSums, K
     }))
 }
 
+/// The k-means step on the CPU or a GPU, chosen like the logistic kernel (`auto` takes a GPU
+/// only if it is not a software rasteriser).
+pub enum KmeansKernel<'a> {
+    Cpu { x: &'a [f32], d: usize },
+    Gpu(Box<crate::gpu::kmeans::GpuKmeans<'a>>),
+}
+
+impl std::fmt::Debug for KmeansKernel<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+impl<'a> KmeansKernel<'a> {
+    pub fn select(pref: crate::DevicePref, x: &'a [f32], d: usize) -> Result<Self, KernelError> {
+        use crate::DevicePref;
+        use crate::gpu::{GpuContext, kmeans::GpuKmeans};
+        check(x, d)?;
+        match pref {
+            DevicePref::Cpu => Ok(Self::Cpu { x, d }),
+            DevicePref::Gpu => Ok(Self::Gpu(Box::new(GpuKmeans::new(
+                GpuContext::open()?,
+                x,
+                d,
+            )?))),
+            DevicePref::Auto => match GpuContext::open() {
+                Ok(ctx) if !ctx.is_software() => {
+                    Ok(Self::Gpu(Box::new(GpuKmeans::new(ctx, x, d)?)))
+                }
+                _ => Ok(Self::Cpu { x, d }),
+            },
+        }
+    }
+
+    /// One step's sizes, sums and inertia at `centers`.
+    pub fn sums(&self, centers: &[f64]) -> Result<KmeansSums, KernelError> {
+        match self {
+            Self::Cpu { x, d } => kmeans_sums(x, *d, centers),
+            Self::Gpu(g) => g.sums(centers),
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Cpu { .. } => format!("cpu (rayon, {} threads)", rayon::current_num_threads()),
+            Self::Gpu(g) => g.describe(),
+        }
+    }
+}
+
 /// `X^T X` (row-major `d x d`, symmetric) and the column sums of `X`. Each block of rows is
 /// one f32 faer product on a row-major view, added into f64.
 pub fn gram_sums(x: &[f32], d: usize) -> Result<(Vec<f64>, Vec<f64>), KernelError> {

@@ -128,6 +128,16 @@ impl GaussianMechanism {
     }
 }
 
+/// `exact + N(0, std^2)` per coordinate, released on the grid `grid` (input rounded to the
+/// grid, noise rounded to the grid). The caller states the sensitivity and accounts for the
+/// rounding (SuLQ adds `sqrt(d) * grid` to the L2 sensitivity); this only samples.
+pub fn add_noise_on_grid(exact: &[f64], std: f64, grid: f64, rng: &mut NoiseRng) -> Vec<f64> {
+    exact
+        .iter()
+        .map(|&v| grid * ((v / grid).round() + (std * rng.std_normal() / grid).round()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,6 +18,7 @@ pub fn run(
     components: usize,
     epsilon: f64,
     delta: f64,
+    device: kinsey_kernels::DevicePref,
 ) -> Result<Value> {
     let t = Instant::now();
     let m = read_matrix(input, &[], &[], Range::Unit, true)?;
@@ -30,7 +31,8 @@ pub fn run(
     let init = kmeans::random_centers(k, m.d, &mut rng);
     let plan = kmeans::plan(&cfg, m.d, epsilon, delta, Calibration::Zcdp, nb)?;
     let mut db = SulqDb::new(plan, rng.fork());
-    let km = kmeans::run(&m, &cfg, &init, &mut db)?;
+    let kernel = kinsey_kernels::stats::KmeansKernel::select(device, &m.x, m.d)?;
+    let km = kmeans::run(&m, &cfg, &init, &mut db, &kernel)?;
     let kmeans_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
@@ -46,7 +48,7 @@ pub fn run(
     Ok(json!({
         "rows": m.n, "dim": m.d, "threads": rayon::current_num_threads(),
         "epsilon": epsilon, "delta": delta, "load_s": load_s,
-        "kmeans_s": kmeans_s, "kmeans_iters": iters, "centers": km.centers,
+        "kmeans_s": kmeans_s, "kmeans_device": kernel.describe(), "kmeans_iters": iters, "centers": km.centers,
         "pca_s": pca_s, "components": pc.components,
     }))
 }

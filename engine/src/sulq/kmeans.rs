@@ -10,14 +10,18 @@
 //! * bounded (replace): the row may leave centre a and join centre b: `sqrt(2 (1 + d))`.
 //!
 //! Centres start at points drawn uniformly in the box (public randomness, independent of
-//! the data). A centre whose noisy size is below `3 sigma` keeps its previous position
-//! (its average would be mostly noise). The exact sums come from the kernels crate.
+//! the data). A centre whose noisy size is below `max(3, 2 sqrt(d)) sigma` (its average
+//! would be mostly noise) is re-seeded next to the centre with the largest noisy size, offset by up to 0.1
+//! per coordinate (a public pseudo-random offset): the large cluster is split at the next
+//! step. Both rules use released values only (post-processing, no budget); without them a
+//! random start in high dimension leaves most centres empty for good. The exact sums come
+//! from the kernels crate, on the CPU or a GPU.
 
 use super::{Calibration, Guarantee, Need, Plan, Sensitivity, SulqDb};
 use crate::dp::{Neighbours, NoiseRng};
 use crate::error::{Error, Result};
 use crate::toolbox::table::Matrix;
-use kinsey_kernels::stats::kmeans_sums;
+use kinsey_kernels::stats::{KmeansKernel, kmeans_sums};
 use serde::Serialize;
 
 /// What to run.
@@ -95,8 +99,15 @@ fn check(m: &Matrix, cfg: &KmeansConfig) -> Result<()> {
     Ok(())
 }
 
-/// Run SuLQ k-means from `init` (row-major `k x d`).
-pub fn run(m: &Matrix, cfg: &KmeansConfig, init: &[f64], db: &mut SulqDb) -> Result<KmeansResult> {
+/// Run SuLQ k-means from `init` (row-major `k x d`); the exact sums come from `kernel`
+/// (built on `m`'s rows).
+pub fn run(
+    m: &Matrix,
+    cfg: &KmeansConfig,
+    init: &[f64],
+    db: &mut SulqDb,
+    kernel: &KmeansKernel<'_>,
+) -> Result<KmeansResult> {
     check(m, cfg)?;
     let (k, d) = (cfg.k, m.d);
     if init.len() != k * d {
@@ -106,11 +117,11 @@ pub fn run(m: &Matrix, cfg: &KmeansConfig, init: &[f64], db: &mut SulqDb) -> Res
     let mut centers = init.to_vec();
     let mut history = Vec::new();
     for it in 0..cfg.iters {
-        let s = kmeans_sums(&m.x, d, &centers)?;
+        let s = kernel.sums(&centers)?;
         let mut exact = s.counts.clone();
         exact.extend_from_slice(&s.sums);
         let noisy = db.release(&format!("k-means step {}", it + 1), &exact, sens)?;
-        let floor = 3.0 * db.plan.sigma;
+        let floor = size_floor(db.plan.sigma, d);
         for j in 0..k {
             let size = noisy[j];
             if size > floor {
@@ -119,6 +130,7 @@ pub fn run(m: &Matrix, cfg: &KmeansConfig, init: &[f64], db: &mut SulqDb) -> Res
                 }
             }
         }
+        reseed(&mut centers, &noisy[..k], floor, d, it);
         history.push(noisy[..k].to_vec());
     }
     Ok(KmeansResult {
@@ -130,12 +142,44 @@ pub fn run(m: &Matrix, cfg: &KmeansConfig, init: &[f64], db: &mut SulqDb) -> Res
     })
 }
 
+/// Smallest noisy size at which a centre moves to its noisy average: the average's noise
+/// has norm about `sigma sqrt(d) / size`, so `2 sigma sqrt(d)` keeps it near 0.5 (and at
+/// least 3 sigma, the seed's "size >> sqrt(R)").
+pub fn size_floor(sigma: f64, d: usize) -> f64 {
+    sigma * f64::max(3.0, 2.0 * (d as f64).sqrt())
+}
+
+/// A public pseudo-random offset in [-0.1, 0.1] for (step, centre, coordinate): splitmix64.
+fn offset(it: usize, j: usize, t: usize) -> f64 {
+    let mut z = (it as u64) << 40 ^ (j as u64) << 20 ^ t as u64;
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    0.2 * ((z >> 11) as f64 / (1u64 << 53) as f64) - 0.1
+}
+
+/// Move centres with `size <= floor` next to the largest centre (post-processing).
+fn reseed(centers: &mut [f64], sizes: &[f64], floor: f64, d: usize, it: usize) {
+    let big = (0..sizes.len()).fold(0, |b, j| if sizes[j] > sizes[b] { j } else { b });
+    if sizes[big] <= floor {
+        return;
+    }
+    for j in 0..sizes.len() {
+        if sizes[j] <= floor {
+            for t in 0..d {
+                centers[j * d + t] = (centers[big * d + t] + offset(it, j, t)).clamp(0.0, 1.0);
+            }
+        }
+    }
+}
+
 /// Non-private Lloyd iterations from the same start (the evaluation's reference).
 pub fn lloyd(m: &Matrix, cfg: &KmeansConfig, init: &[f64]) -> Result<Vec<f64>> {
     check(m, cfg)?;
     let d = m.d;
     let mut centers = init.to_vec();
-    for _ in 0..cfg.iters {
+    for it in 0..cfg.iters {
         let s = kmeans_sums(&m.x, d, &centers)?;
         for j in 0..cfg.k {
             if s.counts[j] > 0.0 {
@@ -144,6 +188,7 @@ pub fn lloyd(m: &Matrix, cfg: &KmeansConfig, init: &[f64]) -> Result<Vec<f64>> {
                 }
             }
         }
+        reseed(&mut centers, &s.counts, 0.0, d, it);
     }
     Ok(centers)
 }
@@ -178,7 +223,8 @@ mod tests {
         let init = [0.1, 0.5, 0.5, 0.1, 0.9, 0.9];
         let p = plan(&cfg, 2, 1.0, 1e-6, Calibration::Zcdp, Neighbours::Bounded).expect("plan");
         let mut db = SulqDb::new(p, rng.fork());
-        let r = run(&m, &cfg, &init, &mut db).expect("runs");
+        let cpu = KmeansKernel::Cpu { x: &m.x, d: m.d };
+        let r = run(&m, &cfg, &init, &mut db, &cpu).expect("runs");
         assert!(
             (db.used() / db.plan.units - 1.0).abs() < 1e-6,
             "the plan is spent"
@@ -194,9 +240,47 @@ mod tests {
         // one more step than planned is refused
         let more = KmeansConfig { k: 3, iters: 1 };
         assert!(matches!(
-            run(&m, &more, &init, &mut db),
+            run(&m, &more, &init, &mut db, &cpu),
             Err(Error::Budget(_))
         ));
+    }
+
+    /// Replacing (bounded) or removing (unbounded) any row moves the joint answer by at most
+    /// the stated L2 sensitivity, including the worst case of a corner row changing centre.
+    #[test]
+    fn stated_sensitivity_bounds_neighbouring_answers() {
+        let m = blobs(600, 3);
+        let centers = [0.0, 0.0, 1.0, 1.0, 0.5, 0.9];
+        let answer = |x: &[f32]| -> Vec<f64> {
+            let s = kmeans_sums(x, 2, &centers).expect("ok");
+            [s.counts, s.sums].concat()
+        };
+        let base = answer(&m.x);
+        let dist = |a: &[f64], b: &[f64]| -> f64 {
+            a.iter()
+                .zip(b)
+                .map(|(u, v)| (u - v).powi(2))
+                .sum::<f64>()
+                .sqrt()
+        };
+        let mut worst_b: f64 = 0.0;
+        for i in 0..m.n {
+            for corner in [[0.0f32, 0.0], [1.0, 1.0], [0.0, 1.0], [1.0, 0.0]] {
+                let mut x = m.x.clone();
+                x[2 * i..2 * i + 2].copy_from_slice(&corner);
+                worst_b = worst_b.max(dist(&base, &answer(&x)));
+            }
+        }
+        let mut worst_u: f64 = 0.0;
+        for i in (0..m.n).step_by(7) {
+            let mut x = m.x.clone();
+            x.drain(2 * i..2 * i + 2);
+            worst_u = worst_u.max(dist(&base, &answer(&x)));
+        }
+        let b = step_sensitivity(3, 2, Neighbours::Bounded).l2;
+        let u = step_sensitivity(3, 2, Neighbours::Unbounded).l2;
+        assert!(worst_b <= b + 1e-9 && worst_b > 0.8 * b, "{worst_b} vs {b}");
+        assert!(worst_u <= u + 1e-9, "{worst_u} vs {u}");
     }
 
     #[test]
@@ -208,25 +292,10 @@ mod tests {
         assert!((u.l2 * u.l2 - 51.0).abs() < 1e-9);
         let m = blobs(30, 2);
         let bad = KmeansConfig { k: 0, iters: 1 };
-        assert!(
-            run(
-                &m,
-                &bad,
-                &[],
-                &mut SulqDb::new(
-                    plan(
-                        &KmeansConfig { k: 1, iters: 1 },
-                        2,
-                        1.0,
-                        1e-6,
-                        Calibration::Zcdp,
-                        Neighbours::Bounded
-                    )
-                    .expect("ok"),
-                    NoiseRng::from_seed_quiet(1)
-                )
-            )
-            .is_err()
-        );
+        let one = KmeansConfig { k: 1, iters: 1 };
+        let p = plan(&one, 2, 1.0, 1e-6, Calibration::Zcdp, Neighbours::Bounded).expect("ok");
+        let mut db = SulqDb::new(p, NoiseRng::from_seed_quiet(1));
+        let cpu = KmeansKernel::Cpu { x: &m.x, d: m.d };
+        assert!(run(&m, &bad, &[], &mut db, &cpu).is_err());
     }
 }

@@ -291,10 +291,7 @@ impl SulqDb {
         self.used += units;
         let std = self.plan.sigma / repeats.sqrt();
         let g = self.plan.grid(sens.l2, exact.len());
-        let out = exact
-            .iter()
-            .map(|&v| g * ((v / g).round() + (std * self.rng.std_normal() / g).round()))
-            .collect();
+        let out = crate::dp::gaussian::add_noise_on_grid(exact, std, g, &mut self.rng);
         self.ledger.push(QueryRecord {
             label: label.to_string(),
             coordinates: exact.len(),

@@ -407,6 +407,9 @@ pub struct KmeansArgs {
     pub k: usize,
     #[arg(long, default_value_t = 8)]
     pub iterations: usize,
+    /// Where the assignment step runs: auto (a real GPU if any), cpu or gpu.
+    #[arg(long, default_value = "auto")]
+    pub device: String,
     #[command(flatten)]
     pub common: SulqCommon,
 }
@@ -424,7 +427,12 @@ pub fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
     let mut rng = NoiseRng::new(c.seed);
     let init = sulq::kmeans::random_centers(a.k, m.d, &mut rng);
     let mut db = SulqDb::new(plan, rng.fork());
-    let res = sulq::kmeans::run(&m, &cfg, &init, &mut db)?;
+    let pref: kinsey_kernels::DevicePref = a
+        .device
+        .parse()
+        .map_err(|e: kinsey_kernels::KernelError| Error::param("device", e.to_string()))?;
+    let kernel = kinsey_kernels::stats::KmeansKernel::select(pref, &m.x, m.d)?;
+    let res = sulq::kmeans::run(&m, &cfg, &init, &mut db, &kernel)?;
     let flat: Vec<f64> = res.centers.concat();
     let evaluation = if c.evaluate {
         let private = sulq::kmeans::mean_inertia(&m, &flat)?;
@@ -494,7 +502,7 @@ pub fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
             .map(|e| format!("; inertia ratio to non-private {:.4}", e["ratio"]))
             .unwrap_or_default()
     );
-    let report = json!({"kind": "kinsey.sulq_kmeans.v1", "input": a.input.input,
+    let report = json!({"kind": "kinsey.sulq_kmeans.v1", "input": a.input.input, "device": kernel.describe(),
         "columns": m.names, "clipped": m.clipped, "rows": m.n, "result": res,
         "ledger": db.ledger, "evaluation": evaluation, "rng": rng.record()});
     finish(o, &c.out, report, summary)

@@ -1,0 +1,363 @@
+//! GPU k-means step: rows resident on the device in blocks (each binding <= 128 MiB, each
+//! dispatch <= 65535 workgroups per dimension), `shaders/kmeans.wgsl` assigns each row to
+//! its nearest centre, the host reads the assignments back and adds sizes and coordinate
+//! sums in f64 (rayon). The CPU twin is [`crate::stats::kmeans_sums`].
+
+use super::{GpuContext, MAX_WG, read_f32, storage_entry};
+use crate::KernelError;
+use crate::stats::{BLOCK_ROWS, KmeansSums};
+use rayon::prelude::*;
+use std::sync::mpsc;
+use wgpu::util::DeviceExt;
+
+/// The WGSL source.
+pub const KMEANS_WGSL: &str = include_str!("../../../shaders/kmeans.wgsl");
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    rows: u32,
+    d: u32,
+    k: u32,
+    pad: u32,
+}
+
+struct Block {
+    start: usize,
+    rows: u32,
+    x: wgpu::Buffer,
+    assign: wgpu::Buffer,
+    dist: wgpu::Buffer,
+    assign_read: wgpu::Buffer,
+    dist_read: wgpu::Buffer,
+}
+
+/// Rows resident on a GPU, ready for k-means steps.
+pub struct GpuKmeans<'a> {
+    ctx: GpuContext,
+    x: &'a [f32],
+    d: usize,
+    layout: wgpu::BindGroupLayout,
+    pipeline: wgpu::ComputePipeline,
+    blocks: Vec<Block>,
+}
+
+impl std::fmt::Debug for GpuKmeans<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GpuKmeans({}, d = {})", self.ctx.describe(), self.d)
+    }
+}
+
+fn read_u32(device: &wgpu::Device, buf: &wgpu::Buffer) -> Result<Vec<u32>, KernelError> {
+    let (tx, rx) = mpsc::channel();
+    buf.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+        let _ = tx.send(r);
+    });
+    device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| KernelError::Map(e.to_string()))?;
+    rx.recv()
+        .map_err(|e| KernelError::Map(e.to_string()))?
+        .map_err(|e| KernelError::Map(e.to_string()))?;
+    let out = {
+        let view = buf
+            .get_mapped_range(..)
+            .map_err(|e| KernelError::Map(e.to_string()))?;
+        bytemuck::cast_slice::<u8, u32>(&view).to_vec()
+    };
+    buf.unmap();
+    Ok(out)
+}
+
+impl<'a> GpuKmeans<'a> {
+    /// Upload row-major `x` (`d` columns) to the device of `ctx`.
+    pub fn new(ctx: GpuContext, x: &'a [f32], d: usize) -> Result<Self, KernelError> {
+        if d == 0 || x.is_empty() || !x.len().is_multiple_of(d) {
+            return Err(KernelError::Input(format!(
+                "{} values are not whole rows of {d} columns",
+                x.len()
+            )));
+        }
+        let n = x.len() / d;
+        let cap = ctx.binding_cap();
+        let per_block = ((cap / (d as u64 * 4)).min(MAX_WG * 256) as usize).max(1);
+        let dev = &ctx.device;
+        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("kmeans.wgsl"),
+            source: wgpu::ShaderSource::Wgsl(KMEANS_WGSL.into()),
+        });
+        let layout = dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("kmeans"),
+            entries: &[
+                wgpu::BindGroupLayoutEntry {
+                    binding: 0,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                },
+                storage_entry(1, true),
+                storage_entry(2, true),
+                storage_entry(3, false),
+                storage_entry(4, false),
+            ],
+        });
+        let pl = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("kmeans"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("assign_rows"),
+            layout: Some(&pl),
+            module: &module,
+            entry_point: Some("assign_rows"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        if let Some(err) = pollster::block_on(scope.pop()) {
+            return Err(KernelError::Validation(err.to_string()));
+        }
+        let scope = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let plain = |label: &str, size: u64, usage| {
+            dev.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        let out = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
+        let read = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
+        let mut blocks = Vec::new();
+        for start in (0..n).step_by(per_block) {
+            let m = per_block.min(n - start);
+            blocks.push(Block {
+                start,
+                rows: m as u32,
+                x: dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("x"),
+                    contents: bytemuck::cast_slice(&x[start * d..(start + m) * d]),
+                    usage: wgpu::BufferUsages::STORAGE,
+                }),
+                assign: plain("assign", m as u64 * 4, out),
+                dist: plain("dist", m as u64 * 4, out),
+                assign_read: plain("assign read", m as u64 * 4, read),
+                dist_read: plain("dist read", m as u64 * 4, read),
+            });
+        }
+        if let Some(err) = pollster::block_on(scope.pop()) {
+            return Err(KernelError::Device(format!(
+                "uploading {n} x {d} rows: {err}"
+            )));
+        }
+        Ok(Self {
+            ctx,
+            x,
+            d,
+            layout,
+            pipeline,
+            blocks,
+        })
+    }
+
+    /// Nearest centre and squared distance of every row (the shader's output).
+    pub fn assign(&self, centers: &[f64]) -> Result<(Vec<u32>, Vec<f32>), KernelError> {
+        let d = self.d;
+        if centers.is_empty() || !centers.len().is_multiple_of(d) {
+            return Err(KernelError::Input(format!(
+                "{} centre values are not whole centres of {d} columns",
+                centers.len()
+            )));
+        }
+        let k = centers.len() / d;
+        let dev = &self.ctx.device;
+        let c32: Vec<f32> = centers.iter().map(|&v| v as f32).collect();
+        let cbuf = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("centers"),
+            contents: bytemuck::cast_slice(&c32),
+            usage: wgpu::BufferUsages::STORAGE,
+        });
+        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("kmeans"),
+        });
+        let mut keep = Vec::new();
+        for b in &self.blocks {
+            let params = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("params"),
+                contents: bytemuck::bytes_of(&Params {
+                    rows: b.rows,
+                    d: d as u32,
+                    k: k as u32,
+                    pad: 0,
+                }),
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+            let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("kmeans block"),
+                layout: &self.layout,
+                entries: &[
+                    wgpu::BindGroupEntry {
+                        binding: 0,
+                        resource: params.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 1,
+                        resource: b.x.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 2,
+                        resource: cbuf.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 3,
+                        resource: b.assign.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 4,
+                        resource: b.dist.as_entire_binding(),
+                    },
+                ],
+            });
+            {
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("assign"),
+                    timestamp_writes: None,
+                });
+                pass.set_pipeline(&self.pipeline);
+                pass.set_bind_group(0, &bind, &[]);
+                let groups = b.rows.div_ceil(256);
+                let gx = groups.min(MAX_WG as u32);
+                pass.dispatch_workgroups(gx, groups.div_ceil(gx), 1);
+            }
+            enc.copy_buffer_to_buffer(&b.assign, 0, &b.assign_read, 0, None);
+            enc.copy_buffer_to_buffer(&b.dist, 0, &b.dist_read, 0, None);
+            keep.push((params, bind));
+        }
+        self.ctx.queue.submit([enc.finish()]);
+        if let Some(err) = pollster::block_on(scope.pop()) {
+            return Err(KernelError::Validation(err.to_string()));
+        }
+        let mut assign = Vec::with_capacity(self.x.len() / d);
+        let mut dist = Vec::with_capacity(self.x.len() / d);
+        for b in &self.blocks {
+            debug_assert_eq!(assign.len(), b.start);
+            assign.extend(read_u32(dev, &b.assign_read)?);
+            dist.extend(read_f32(dev, &b.dist_read)?);
+        }
+        if let Some(&bad) = assign.iter().find(|&&j| j as usize >= k) {
+            return Err(KernelError::Validation(format!(
+                "centre index {bad} out of range"
+            )));
+        }
+        Ok((assign, dist))
+    }
+
+    /// One Lloyd step's sums: assignments on the GPU, f64 sums on the host.
+    pub fn sums(&self, centers: &[f64]) -> Result<KmeansSums, KernelError> {
+        let (assign, dist) = self.assign(centers)?;
+        let d = self.d;
+        let k = centers.len() / d;
+        let empty = || KmeansSums {
+            counts: vec![0.0; k],
+            sums: vec![0.0; k * d],
+            inertia: 0.0,
+        };
+        let parts: Vec<KmeansSums> = self
+            .x
+            .par_chunks(BLOCK_ROWS * d)
+            .zip(assign.par_chunks(BLOCK_ROWS))
+            .zip(dist.par_chunks(BLOCK_ROWS))
+            .map(|((block, a), dd)| {
+                let mut acc = empty();
+                for ((row, &j), &di) in block.chunks_exact(d).zip(a).zip(dd) {
+                    let j = j as usize;
+                    acc.counts[j] += 1.0;
+                    acc.inertia += di as f64;
+                    for (s, &v) in acc.sums[j * d..(j + 1) * d].iter_mut().zip(row) {
+                        *s += v as f64;
+                    }
+                }
+                acc
+            })
+            .collect();
+        Ok(parts.into_iter().fold(empty(), |mut a, b| {
+            a.inertia += b.inertia;
+            a.counts
+                .iter_mut()
+                .zip(&b.counts)
+                .for_each(|(s, v)| *s += v);
+            a.sums.iter_mut().zip(&b.sums).for_each(|(s, v)| *s += v);
+            a
+        }))
+    }
+
+    pub fn describe(&self) -> String {
+        format!("gpu: {}", self.ctx.describe())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::{kmeans_sums, nearest};
+    use rand::{Rng, SeedableRng};
+
+    /// GPU assignments equal the CPU twin's (a near-tie may flip under a fused
+    /// multiply-add: allowed only where the two distances agree to 1e-5), and the sums
+    /// agree. Fails, not skips, without an adapter (CI installs lavapipe).
+    #[test]
+    fn gpu_assignments_match_cpu() {
+        let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        for &(n, d, k) in &[(20_000usize, 50usize, 8usize), (3_001, 3, 5)] {
+            let x: Vec<f32> = (0..n * d).map(|_| r.random::<f32>()).collect();
+            let centers: Vec<f64> = (0..k * d).map(|_| r.random::<f64>()).collect();
+            let ctx = GpuContext::open().expect("a GPU adapter (lavapipe in CI) must be available");
+            let g = GpuKmeans::new(ctx, &x, d).expect("upload");
+            let (assign, dist) = g.assign(&centers).expect("gpu");
+            let c32: Vec<f32> = centers.iter().map(|&v| v as f32).collect();
+            let mut flips = 0;
+            for i in 0..n {
+                let (j, dj) = nearest(&x[i * d..(i + 1) * d], &c32, d);
+                assert!(
+                    (dist[i] - dj).abs() <= 1e-5 * dj.max(1.0),
+                    "row {i}: {} vs {dj}",
+                    dist[i]
+                );
+                if assign[i] as usize != j {
+                    flips += 1;
+                }
+            }
+            assert!(
+                flips * 1000 <= n,
+                "{flips} of {n} rows assigned differently"
+            );
+            let cpu = kmeans_sums(&x, d, &centers).expect("cpu");
+            let gpu = g.sums(&centers).expect("gpu");
+            assert!((gpu.inertia - cpu.inertia).abs() <= 1e-5 * cpu.inertia);
+            let diff: f64 = gpu
+                .counts
+                .iter()
+                .zip(&cpu.counts)
+                .map(|(a, b)| (a - b).abs())
+                .sum();
+            assert!(diff <= 2.0 * flips as f64);
+        }
+    }
+
+    #[test]
+    fn shader_validates() {
+        let module = naga::front::wgsl::parse_str(KMEANS_WGSL).expect("WGSL parses");
+        naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::empty(),
+        )
+        .validate(&module)
+        .expect("WGSL validates");
+    }
+}
