@@ -73,6 +73,19 @@ fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
     }
 }
 
+fn uniform_entry(binding: u32) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Uniform,
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
 impl GpuContext {
     /// Open the first suitable adapter (high-performance preference; lavapipe qualifies).
     pub fn open() -> Result<Self, KernelError> {
@@ -104,16 +117,7 @@ impl GpuContext {
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("logistic"),
             entries: &[
-                wgpu::BindGroupLayoutEntry {
-                    binding: 0,
-                    visibility: wgpu::ShaderStages::COMPUTE,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Uniform,
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
-                    count: None,
-                },
+                uniform_entry(0),
                 storage_entry(1, true),
                 storage_entry(2, true),
                 storage_entry(3, true),
@@ -358,8 +362,11 @@ impl GpuLogistic {
     }
 }
 
-/// Read a mapped staging buffer as f32.
-fn read_f32(device: &wgpu::Device, buf: &wgpu::Buffer) -> Result<Vec<f32>, KernelError> {
+/// Read a mapped staging buffer as plain values (f32 partial sums, u32 assignments).
+fn read_pod<T: bytemuck::Pod>(
+    device: &wgpu::Device,
+    buf: &wgpu::Buffer,
+) -> Result<Vec<T>, KernelError> {
     let (tx, rx) = mpsc::channel();
     buf.slice(..).map_async(wgpu::MapMode::Read, move |r| {
         let _ = tx.send(r);
@@ -374,7 +381,7 @@ fn read_f32(device: &wgpu::Device, buf: &wgpu::Buffer) -> Result<Vec<f32>, Kerne
         let view = buf
             .get_mapped_range(..)
             .map_err(|e| KernelError::Map(e.to_string()))?;
-        bytemuck::cast_slice::<u8, f32>(&view).to_vec()
+        bytemuck::cast_slice::<u8, T>(&view).to_vec()
     };
     buf.unmap();
     Ok(out)
@@ -442,7 +449,7 @@ impl LogisticKernel for GpuLogistic {
         let mut grad = vec![0.0f64; d];
         let mut hup = hessian.then(|| vec![0.0f64; d * d]);
         for b in &self.blocks {
-            let g = read_f32(dev, &b.gread)?;
+            let g = read_pod::<f32>(dev, &b.gread)?;
             for c in g.chunks_exact(d + 1) {
                 for (acc, &v) in grad.iter_mut().zip(&c[..d]) {
                     *acc += v as f64;
@@ -450,7 +457,7 @@ impl LogisticKernel for GpuLogistic {
                 loss += c[d] as f64;
             }
             if let Some(h) = hup.as_mut() {
-                let parts = read_f32(dev, &b.hread)?;
+                let parts = read_pod::<f32>(dev, &b.hread)?;
                 for c in parts.chunks_exact(d * d) {
                     for j in 0..d {
                         for k in j..d {

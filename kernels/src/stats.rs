@@ -61,6 +61,17 @@ pub fn kmeans_sums(x: &[f32], d: usize, centers: &[f64]) -> Result<KmeansSums, K
     }
     let k = centers.len() / d;
     let c32: Vec<f32> = centers.iter().map(|&v| v as f32).collect();
+    Ok(accumulate(x, d, k, |_, row| nearest(row, &c32, d)))
+}
+
+/// Sizes, sums and inertia given each row's (centre, squared distance), computed by
+/// `assign(global row index, row)`; blocks of rows in parallel, reduced in a fixed order.
+pub fn accumulate(
+    x: &[f32],
+    d: usize,
+    k: usize,
+    assign: impl Fn(usize, &[f32]) -> (usize, f32) + Sync,
+) -> KmeansSums {
     let empty = || KmeansSums {
         counts: vec![0.0; k],
         sums: vec![0.0; k * d],
@@ -68,10 +79,11 @@ pub fn kmeans_sums(x: &[f32], d: usize, centers: &[f64]) -> Result<KmeansSums, K
     };
     let partials: Vec<KmeansSums> = x
         .par_chunks(BLOCK_ROWS * d)
-        .map(|block| {
+        .enumerate()
+        .map(|(b, block)| {
             let mut acc = empty();
-            for row in block.chunks_exact(d) {
-                let (j, dist) = nearest(row, &c32, d);
+            for (r, row) in block.chunks_exact(d).enumerate() {
+                let (j, dist) = assign(b * BLOCK_ROWS + r, row);
                 acc.counts[j] += 1.0;
                 acc.inertia += dist as f64;
                 for (s, &v) in acc.sums[j * d..(j + 1) * d].iter_mut().zip(row) {
@@ -81,7 +93,7 @@ pub fn kmeans_sums(x: &[f32], d: usize, centers: &[f64]) -> Result<KmeansSums, K
             acc
         })
         .collect();
-    Ok(partials.into_iter().fold(empty(), |mut a, b| {
+    partials.into_iter().fold(empty(), |mut a, b| {
         a.inertia += b.inertia;
         a.counts
             .iter_mut()
@@ -89,7 +101,7 @@ pub fn kmeans_sums(x: &[f32], d: usize, centers: &[f64]) -> Result<KmeansSums, K
             .for_each(|(s, v)| *s += v);
         a.sums.iter_mut().zip(&b.sums).for_each(|(s, v)| *s += v);
         a
-    }))
+    })
 }
 
 /// The k-means step on the CPU or a GPU, chosen like the logistic kernel (`auto` takes a GPU

@@ -37,7 +37,7 @@ impl std::str::FromStr for AttributeSpec {
                 let lo: f64 = lo.parse().map_err(|_| bad("LO is not a number"))?;
                 let hi: f64 = hi.parse().map_err(|_| bad("HI is not a number"))?;
                 let bins: usize = bins.parse().map_err(|_| bad("BINS is not a count"))?;
-                if !(lo < hi && lo.is_finite() && hi.is_finite()) || !(2..=1024).contains(&bins) {
+                if !(lo < hi && lo.is_finite() && hi.is_finite() && (2..=1024).contains(&bins)) {
                     return Err(bad("need finite LO < HI and 2 <= BINS <= 1024"));
                 }
                 Ok(Self {

@@ -462,7 +462,7 @@ mod tests {
             assert!(acc > 0.85, "{sel:?}: {acc}");
             let a = r.accountant.expect("private");
             assert!(a.spent().0 <= 2.0 + 1e-9, "{:?}", a.ledger);
-            assert!(a.ledger.len() >= 2 && a.ledger.len() % 2 == 0);
+            assert!(a.ledger.len() >= 2 && a.ledger.len().is_multiple_of(2));
         }
     }
 

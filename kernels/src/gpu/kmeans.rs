@@ -3,11 +3,9 @@
 //! its nearest centre, the host reads the assignments back and adds sizes and coordinate
 //! sums in f64 (rayon). The CPU twin is [`crate::stats::kmeans_sums`].
 
-use super::{GpuContext, MAX_WG, read_f32, storage_entry};
+use super::{GpuContext, MAX_WG, read_pod, storage_entry, uniform_entry};
 use crate::KernelError;
-use crate::stats::{BLOCK_ROWS, KmeansSums};
-use rayon::prelude::*;
-use std::sync::mpsc;
+use crate::stats::{KmeansSums, accumulate};
 use wgpu::util::DeviceExt;
 
 /// The WGSL source.
@@ -48,27 +46,6 @@ impl std::fmt::Debug for GpuKmeans<'_> {
     }
 }
 
-fn read_u32(device: &wgpu::Device, buf: &wgpu::Buffer) -> Result<Vec<u32>, KernelError> {
-    let (tx, rx) = mpsc::channel();
-    buf.slice(..).map_async(wgpu::MapMode::Read, move |r| {
-        let _ = tx.send(r);
-    });
-    device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .map_err(|e| KernelError::Map(e.to_string()))?;
-    rx.recv()
-        .map_err(|e| KernelError::Map(e.to_string()))?
-        .map_err(|e| KernelError::Map(e.to_string()))?;
-    let out = {
-        let view = buf
-            .get_mapped_range(..)
-            .map_err(|e| KernelError::Map(e.to_string()))?;
-        bytemuck::cast_slice::<u8, u32>(&view).to_vec()
-    };
-    buf.unmap();
-    Ok(out)
-}
-
 impl<'a> GpuKmeans<'a> {
     /// Upload row-major `x` (`d` columns) to the device of `ctx`.
     pub fn new(ctx: GpuContext, x: &'a [f32], d: usize) -> Result<Self, KernelError> {
@@ -90,16 +67,7 @@ impl<'a> GpuKmeans<'a> {
         let layout = dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("kmeans"),
             entries: &[
-                wgpu::BindGroupLayoutEntry {
-                    binding: 0,
-                    visibility: wgpu::ShaderStages::COMPUTE,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Uniform,
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
-                    count: None,
-                },
+                uniform_entry(0),
                 storage_entry(1, true),
                 storage_entry(2, true),
                 storage_entry(3, false),
@@ -247,8 +215,8 @@ impl<'a> GpuKmeans<'a> {
         let mut dist = Vec::with_capacity(self.x.len() / d);
         for b in &self.blocks {
             debug_assert_eq!(assign.len(), b.start);
-            assign.extend(read_u32(dev, &b.assign_read)?);
-            dist.extend(read_f32(dev, &b.dist_read)?);
+            assign.extend(read_pod::<u32>(dev, &b.assign_read)?);
+            dist.extend(read_pod::<f32>(dev, &b.dist_read)?);
         }
         if let Some(&bad) = assign.iter().find(|&&j| j as usize >= k) {
             return Err(KernelError::Validation(format!(
@@ -261,40 +229,12 @@ impl<'a> GpuKmeans<'a> {
     /// One Lloyd step's sums: assignments on the GPU, f64 sums on the host.
     pub fn sums(&self, centers: &[f64]) -> Result<KmeansSums, KernelError> {
         let (assign, dist) = self.assign(centers)?;
-        let d = self.d;
-        let k = centers.len() / d;
-        let empty = || KmeansSums {
-            counts: vec![0.0; k],
-            sums: vec![0.0; k * d],
-            inertia: 0.0,
-        };
-        let parts: Vec<KmeansSums> = self
-            .x
-            .par_chunks(BLOCK_ROWS * d)
-            .zip(assign.par_chunks(BLOCK_ROWS))
-            .zip(dist.par_chunks(BLOCK_ROWS))
-            .map(|((block, a), dd)| {
-                let mut acc = empty();
-                for ((row, &j), &di) in block.chunks_exact(d).zip(a).zip(dd) {
-                    let j = j as usize;
-                    acc.counts[j] += 1.0;
-                    acc.inertia += di as f64;
-                    for (s, &v) in acc.sums[j * d..(j + 1) * d].iter_mut().zip(row) {
-                        *s += v as f64;
-                    }
-                }
-                acc
-            })
-            .collect();
-        Ok(parts.into_iter().fold(empty(), |mut a, b| {
-            a.inertia += b.inertia;
-            a.counts
-                .iter_mut()
-                .zip(&b.counts)
-                .for_each(|(s, v)| *s += v);
-            a.sums.iter_mut().zip(&b.sums).for_each(|(s, v)| *s += v);
-            a
-        }))
+        Ok(accumulate(
+            self.x,
+            self.d,
+            centers.len() / self.d,
+            |i, _| (assign[i] as usize, dist[i]),
+        ))
     }
 
     pub fn describe(&self) -> String {
