@@ -86,6 +86,48 @@ fn uniform_entry(binding: u32) -> wgpu::BindGroupLayoutEntry {
     }
 }
 
+/// One WGSL module, its bind group layout and a compute pipeline per entry point, with
+/// validation errors turned into `KernelError::Validation`.
+fn build_pipelines(
+    device: &wgpu::Device,
+    label: &str,
+    wgsl: &str,
+    entries: &[wgpu::BindGroupLayoutEntry],
+    entry_points: &[&str],
+) -> Result<(wgpu::BindGroupLayout, Vec<wgpu::ComputePipeline>), KernelError> {
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some(label),
+        source: wgpu::ShaderSource::Wgsl(wgsl.into()),
+    });
+    let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: Some(label),
+        entries,
+    });
+    let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some(label),
+        bind_group_layouts: &[Some(&layout)],
+        immediate_size: 0,
+    });
+    let pipes = entry_points
+        .iter()
+        .map(|entry| {
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry),
+                layout: Some(&pl),
+                module: &module,
+                entry_point: Some(entry),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        })
+        .collect();
+    if let Some(err) = pollster::block_on(scope.pop()) {
+        return Err(KernelError::Validation(err.to_string()));
+    }
+    Ok((layout, pipes))
+}
+
 impl GpuContext {
     /// Open the first suitable adapter (high-performance preference; lavapipe qualifies).
     pub fn open() -> Result<Self, KernelError> {
@@ -109,14 +151,11 @@ impl GpuContext {
             trace: wgpu::Trace::Off,
         }))
         .map_err(|e| KernelError::Device(e.to_string()))?;
-        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("logistic.wgsl"),
-            source: wgpu::ShaderSource::Wgsl(LOGISTIC_WGSL.into()),
-        });
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("logistic"),
-            entries: &[
+        let (layout, pipes) = build_pipelines(
+            &device,
+            "logistic.wgsl",
+            LOGISTIC_WGSL,
+            &[
                 uniform_entry(0),
                 storage_entry(1, true),
                 storage_entry(2, true),
@@ -125,26 +164,11 @@ impl GpuContext {
                 storage_entry(5, false),
                 storage_entry(6, false),
             ],
-        });
-        let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("logistic"),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        let make = |entry: &str| {
-            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(entry),
-                layout: Some(&pl),
-                module: &module,
-                entry_point: Some(entry),
-                compilation_options: Default::default(),
-                cache: None,
-            })
-        };
-        let (margins, gradient, hessian) = (make("margins"), make("gradient"), make("hessian"));
-        if let Some(err) = pollster::block_on(scope.pop()) {
-            return Err(KernelError::Validation(err.to_string()));
-        }
+            &["margins", "gradient", "hessian"],
+        )?;
+        let [margins, gradient, hessian]: [wgpu::ComputePipeline; 3] = pipes
+            .try_into()
+            .map_err(|_| KernelError::Validation("expected three logistic pipelines".into()))?;
         Ok(Self {
             device,
             queue,

@@ -192,19 +192,22 @@ pub fn run(m: &Matrix, cfg: &PcaConfig, db: &mut SulqDb) -> Result<PcaResult> {
     })
 }
 
-/// Non-private reference: (eigenvalues, components) of the exact covariance or `A^T A / n`.
-pub fn exact(m: &Matrix, cfg: &PcaConfig) -> Result<(Vec<f64>, Vec<Vec<f64>>)> {
-    let d = m.d;
-    let (xtx, colsum) = gram_sums(&m.x, d)?;
+/// The exact covariance (centred) or `A^T A / n`, full row-major `d x d`.
+fn exact_scatter(m: &Matrix, center: bool) -> Result<Vec<f64>> {
+    let (xtx, colsum) = gram_sums(&m.x, m.d)?;
     let n = m.n as f64;
-    let s = if cfg.center {
+    let s = if center {
         let mu: Vec<f64> = colsum.iter().map(|s| s / n).collect();
         center_gram(&xtx, &colsum, m.n, &mu)
     } else {
         xtx
     };
-    let tri: Vec<f64> = upper(&s, d).iter().map(|v| v / n).collect();
-    let (vals, vecs) = top_eigen(&tri, d)?;
+    Ok(s.iter().map(|v| v / n).collect())
+}
+
+/// Non-private reference: (eigenvalues, components) of the exact covariance or `A^T A / n`.
+pub fn exact(m: &Matrix, cfg: &PcaConfig) -> Result<(Vec<f64>, Vec<Vec<f64>>)> {
+    let (vals, vecs) = top_eigen(&upper(&exact_scatter(m, cfg.center)?, m.d), m.d)?;
     Ok((vals, vecs.into_iter().take(cfg.components).collect()))
 }
 
@@ -213,24 +216,14 @@ pub fn exact(m: &Matrix, cfg: &PcaConfig) -> Result<(Vec<f64>, Vec<Vec<f64>>)> {
 /// evaluation). 1.0 is optimal.
 pub fn captured_variance_ratio(m: &Matrix, components: &[Vec<f64>]) -> Result<f64> {
     let d = m.d;
-    let cfg = PcaConfig {
-        components: components.len(),
-        center: true,
-    };
-    let (xtx, colsum) = gram_sums(&m.x, d)?;
-    let n = m.n as f64;
-    let mu: Vec<f64> = colsum.iter().map(|s| s / n).collect();
-    let cov: Vec<f64> = center_gram(&xtx, &colsum, m.n, &mu)
-        .iter()
-        .map(|v| v / n)
-        .collect();
+    let cov = exact_scatter(m, true)?;
     let quad = |v: &[f64]| -> f64 {
         (0..d)
             .map(|i| v[i] * (0..d).map(|j| cov[i * d + j] * v[j]).sum::<f64>())
             .sum()
     };
     let got: f64 = components.iter().map(|v| quad(v)).sum();
-    let (vals, _) = exact(m, &cfg)?;
+    let (vals, _) = top_eigen(&upper(&cov, d), d)?;
     let best: f64 = vals.iter().take(components.len()).sum();
     Ok(if best > 0.0 { got / best } else { 1.0 })
 }

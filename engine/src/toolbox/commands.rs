@@ -388,6 +388,15 @@ impl SulqInput {
     }
 }
 
+/// Warn about delta, then the run's generator (its seed record goes in the report) and a
+/// SuLQ database on a fork of it.
+fn open_db(c: &SulqCommon, n: usize, plan: sulq::Plan) -> (NoiseRng, SulqDb) {
+    warn_delta(c, n);
+    let mut rng = NoiseRng::new(c.seed);
+    let db = SulqDb::new(plan, rng.fork());
+    (rng, db)
+}
+
 fn warn_delta(c: &SulqCommon, n: usize) {
     if c.delta >= 1.0 / n as f64 {
         tracing::warn!(
@@ -418,15 +427,13 @@ pub fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
     crate::plot::check_fonts()?;
     let m = a.input.read(Range::Unit, &[])?;
     let c = &a.common;
-    warn_delta(c, m.n);
     let cfg = sulq::kmeans::KmeansConfig {
         k: a.k,
         iters: a.iterations,
     };
     let plan = sulq::kmeans::plan(&cfg, m.d, c.epsilon, c.delta, c.calibration, c.neighbours)?;
-    let mut rng = NoiseRng::new(c.seed);
+    let (mut rng, mut db) = open_db(c, m.n, plan);
     let init = sulq::kmeans::random_centers(a.k, m.d, &mut rng);
-    let mut db = SulqDb::new(plan, rng.fork());
     let pref: kinsey_kernels::DevicePref = a
         .device
         .parse()
@@ -525,14 +532,12 @@ pub fn run_pca(a: &PcaArgs) -> Result<Done> {
     crate::plot::check_fonts()?;
     let m = a.input.read(Range::Unit, &[])?;
     let c = &a.common;
-    warn_delta(c, m.n);
     let cfg = sulq::pca::PcaConfig {
         components: a.components,
         center: !a.no_center,
     };
     let plan = sulq::pca::plan(&cfg, m.d, c.epsilon, c.delta, c.calibration, c.neighbours)?;
-    let mut rng = NoiseRng::new(c.seed);
-    let mut db = SulqDb::new(plan, rng.fork());
+    let (rng, mut db) = open_db(c, m.n, plan);
     let res = sulq::pca::run(&m, &cfg, &mut db)?;
     let evaluation = if c.evaluate {
         let (vals, _) = sulq::pca::exact(&m, &cfg)?;
@@ -712,7 +717,6 @@ pub fn run_perceptron(a: &PerceptronArgs) -> Result<Done> {
     let (m, y) = load(&a.input.input)?;
     let test = a.test.as_deref().map(load).transpose()?;
     let c = &a.common;
-    warn_delta(c, m.n);
     let plan = sulq::perceptron::plan(
         a.rounds,
         m.d,
@@ -721,8 +725,7 @@ pub fn run_perceptron(a: &PerceptronArgs) -> Result<Done> {
         c.calibration,
         c.neighbours,
     )?;
-    let mut rng = NoiseRng::new(c.seed);
-    let mut db = SulqDb::new(plan, rng.fork());
+    let (rng, mut db) = open_db(c, m.n, plan);
     let res = sulq::perceptron::run(&m, &y, a.rounds, &mut db)?;
     let test_acc = test
         .as_ref()
@@ -791,7 +794,6 @@ pub fn run_stat(a: &StatArgs) -> Result<Done> {
     let m = a.input.read(Range::Unit, &[a.label.as_str()])?;
     let y = read_labels(&a.input.input, &a.label, a.zero_one)?;
     let c = &a.common;
-    warn_delta(c, m.n);
     let plan = sulq::stat::plan(
         m.d,
         m.n,
@@ -801,8 +803,7 @@ pub fn run_stat(a: &StatArgs) -> Result<Done> {
         c.calibration,
         c.neighbours,
     )?;
-    let mut rng = NoiseRng::new(c.seed);
-    let mut db = SulqDb::new(plan, rng.fork());
+    let (rng, mut db) = open_db(c, m.n, plan);
     let mut adapter = sulq::stat::StatAdapter::new(&mut db, m.n)?;
     let res = sulq::stat::best_stump(&m, &y, &mut adapter)?;
     let evaluation = if c.evaluate {
@@ -902,7 +903,7 @@ pub fn run_implication(a: &ImplicationArgs) -> Result<Done> {
     let alpha = read_event(&a.a, &a.alpha)?;
     let beta = read_event(&a.b, &a.beta)?;
     let c = &a.common;
-    warn_delta(c, alpha.len());
+
     let cfg = sulq::implication::ImplicationConfig {
         method: a.method.parse()?,
         trials: a.trials,
@@ -916,8 +917,7 @@ pub fn run_implication(a: &ImplicationArgs) -> Result<Done> {
         c.calibration,
         c.neighbours,
     )?;
-    let mut rng = NoiseRng::new(c.seed);
-    let mut db_a = SulqDb::new(plan.clone(), rng.fork());
+    let (mut rng, mut db_a) = open_db(c, alpha.len(), plan.clone());
     let mut db_b = SulqDb::new(plan, rng.fork());
     let mut public = rng.fork();
     let res = sulq::implication::run(&alpha, &beta, &cfg, &mut db_a, &mut db_b, &mut public)?;

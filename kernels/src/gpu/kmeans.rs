@@ -3,7 +3,7 @@
 //! its nearest centre, the host reads the assignments back and adds sizes and coordinate
 //! sums in f64 (rayon). The CPU twin is [`crate::stats::kmeans_sums`].
 
-use super::{GpuContext, MAX_WG, read_pod, storage_entry, uniform_entry};
+use super::{GpuContext, MAX_WG, build_pipelines, read_pod, storage_entry, uniform_entry};
 use crate::KernelError;
 use crate::stats::{KmeansSums, accumulate};
 use wgpu::util::DeviceExt;
@@ -59,37 +59,22 @@ impl<'a> GpuKmeans<'a> {
         let cap = ctx.binding_cap();
         let per_block = ((cap / (d as u64 * 4)).min(MAX_WG * 256) as usize).max(1);
         let dev = &ctx.device;
-        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("kmeans.wgsl"),
-            source: wgpu::ShaderSource::Wgsl(KMEANS_WGSL.into()),
-        });
-        let layout = dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("kmeans"),
-            entries: &[
+        let (layout, mut pipes) = build_pipelines(
+            dev,
+            "kmeans.wgsl",
+            KMEANS_WGSL,
+            &[
                 uniform_entry(0),
                 storage_entry(1, true),
                 storage_entry(2, true),
                 storage_entry(3, false),
                 storage_entry(4, false),
             ],
-        });
-        let pl = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("kmeans"),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("assign_rows"),
-            layout: Some(&pl),
-            module: &module,
-            entry_point: Some("assign_rows"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
-        if let Some(err) = pollster::block_on(scope.pop()) {
-            return Err(KernelError::Validation(err.to_string()));
-        }
+            &["assign_rows"],
+        )?;
+        let pipeline = pipes
+            .pop()
+            .ok_or_else(|| KernelError::Validation("no k-means pipeline".into()))?;
         let scope = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let plain = |label: &str, size: u64, usage| {
             dev.create_buffer(&wgpu::BufferDescriptor {
