@@ -146,7 +146,7 @@ pub fn synthetic_inputs(parties: usize, dim: usize, rng: &mut NoiseRng) -> Vec<P
 pub fn protocol_run(agg: &SecureAggregator, parties: usize, dim: usize) -> Result<ProtocolReport> {
     let mut rng = NoiseRng::from_os();
     let inputs = synthetic_inputs(parties, dim, &mut rng);
-    let out = agg.run(&inputs, &mut rng)?;
+    let out = agg.run(&inputs)?;
     if out.sum != fixed_point_sum(&inputs)? {
         return Err(Error::Numerical(
             "protocol result differs from the plaintext sum".into(),

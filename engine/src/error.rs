@@ -100,14 +100,24 @@ impl Error {
 
 /// Check that a privacy parameter epsilon is a finite positive number.
 pub fn check_epsilon(name: &str, eps: f64) -> Result<()> {
-    if !(eps.is_finite() && eps > 0.0) {
+    if !(eps.is_finite() && (MIN_EPSILON..=MAX_EPSILON).contains(&eps)) {
         return Err(Error::param(
             name,
-            format!("epsilon must be finite and > 0, got {eps}"),
+            format!(
+                "epsilon must be in [{MIN_EPSILON:e}, {MAX_EPSILON}] (below that the noise \
+                 overflows the exact samplers, above it no guarantee is meaningful), got {eps}"
+            ),
         ));
     }
     Ok(())
 }
+
+/// Smallest epsilon any command accepts: below it the exact samplers' integer parameters
+/// would overflow (docs/privacy.md, "Parameter ranges").
+pub const MIN_EPSILON: f64 = 1e-6;
+/// Largest epsilon any command accepts: `e^100` is no privacy at all, and larger values make
+/// calibrations degenerate (a Gaussian sigma of 0, noise below the grid).
+pub const MAX_EPSILON: f64 = 100.0;
 
 /// Check that a delta is in [0, 1).
 pub fn check_delta(name: &str, delta: f64) -> Result<()> {

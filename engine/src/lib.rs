@@ -30,6 +30,7 @@ pub mod logreg;
 pub mod pipeline;
 pub mod plot;
 pub mod protocol;
+pub mod release;
 pub mod sulq;
 pub mod testdata;
 pub mod toolbox;

@@ -34,15 +34,21 @@ enum Cmd {
     Demo {
         #[arg(long, default_value = "kinsey-out")]
         out: PathBuf,
-        /// Reproducible noise (recorded; the release is then not private against whoever knows it).
+        /// Reproducible noise (the release is then not private against whoever knows it).
         #[arg(long)]
         seed: Option<u64>,
+        /// Write the seed's value into the report (by default it says only that a seed was used).
+        #[arg(long)]
+        record_seed: bool,
         #[arg(long, default_value = "auto")]
         device: String,
         #[arg(long, default_value_t = 1.0)]
         epsilon: f64,
         #[command(flatten)]
         crypto: CryptoArgs,
+        /// Skip the diagnostics (on by default for the demo, whose parties are synthetic).
+        #[arg(long)]
+        no_diagnostics: bool,
         /// Test hook: make a participant fail (PARTICIPANT:STAGE:abort|garbage).
         #[arg(long, hide = true)]
         inject_fault: Option<String>,
@@ -54,6 +60,13 @@ enum Cmd {
         /// Overrides [output] dir.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Also compute and write the NOT PRIVATE diagnostics (party sizes, per-party fits,
+        /// non-private baselines, test errors, timings) to diagnostics.NOT-PRIVATE.json.
+        #[arg(long)]
+        diagnostics: bool,
+        /// Write the seed's value into the report (by default it says only that a seed was used).
+        #[arg(long)]
+        record_seed: bool,
     },
     /// Apply a published model to a data set; prints the error rate if labels are present.
     Predict {
@@ -151,6 +164,13 @@ enum Cmd {
         /// Step width for --time-column: 30s, 1m, 15m, 1h, 1d.
         #[arg(long, default_value = "1m")]
         step: String,
+        /// First time of a --time-column series (public; YYYY-MM-DDTHH:MM[:SS] or seconds).
+        #[arg(long)]
+        start: Option<String>,
+        /// Last time of a --time-column series (public): the output covers start..=end
+        /// whatever the events, and events outside are dropped.
+        #[arg(long)]
+        end: Option<String>,
         /// Keep only events with COLUMN OP NUMBER (e.g. "delay>=15"); without --time-column,
         /// one bit per event.
         #[arg(long = "where")]
@@ -175,7 +195,8 @@ enum Cmd {
         /// Approximation parameter in (0, 1): estimates F' with (1 - beta) F <= F' <= F.
         #[arg(long, default_value_t = 0.1)]
         beta: f64,
-        /// Longest stream the running sum is calibrated for (default: the series length).
+        /// Longest stream the running sum is calibrated for (default: the series length,
+        /// which is public: a column's length, or --start..--end).
         #[arg(long)]
         horizon: Option<u64>,
         /// Per-step contribution bound B: values are clamped to [0, B] (clamping counted).
@@ -185,8 +206,12 @@ enum Cmd {
         /// `<out>.report.json` is written beside it.
         #[arg(long)]
         out: PathBuf,
-        /// Also compute the true sums and report the error (the true sums are not written);
-        /// draws true vs private over `--plot-range` to `<out>.plot.svg` and `.png`.
+        /// Write the NOT PRIVATE diagnostics (clamped steps, timings) to
+        /// `<out>.NOT-PRIVATE.diagnostics.json`.
+        #[arg(long)]
+        diagnostics: bool,
+        /// Diagnostics (implies --diagnostics): compute the true sums and the error, and draw
+        /// true vs private over `--plot-range` to `<out>.NOT-PRIVATE.plot.svg` and `.png`.
         #[arg(long)]
         evaluate: bool,
         /// Steps to plot with --evaluate, FROM:TO (default: the last 1,440 steps).
@@ -195,9 +220,13 @@ enum Cmd {
         /// Run the online path (one step at a time) instead of bulk: the same numbers.
         #[arg(long)]
         online: bool,
-        /// Derive the noise key from a seed (recorded; NOT private against whoever knows it).
+        /// Derive the noise key from a seed and the release's parameters (NOT private
+        /// against whoever knows the seed).
         #[arg(long)]
         seed: Option<u64>,
+        /// Write the seed's value into the report (by default it says only that one was used).
+        #[arg(long)]
+        record_seed: bool,
     },
     /// DP histogram or count of a column (seed 002), under bounded or unbounded neighbours.
     Histogram(commands::HistogramArgs),
@@ -467,16 +496,21 @@ fn write_json<T: serde::Serialize>(outputs: &mut Outputs, path: &Path, v: &T) ->
 fn finish_job(report: &pipeline::Report, out: &Path, label: &str) -> Result<()> {
     let mut o = Outputs::new();
     o.ensure_dir(out)?;
-    write_json(&mut o, &out.join("report.json"), report)?;
+    write_json(&mut o, &out.join("report.json"), &report.release)?;
+    let r = &report.release;
     let model = ModelFile {
         kind: "kinsey.dp_aggregate_logistic.v1".into(),
-        features: report.features.clone(),
+        features: r.features.clone(),
         label: label.into(),
-        row_transform: report.row_transform,
-        w: report.w.clone(),
-        epsilon: report.privacy.epsilon,
+        row_transform: r.row_transform,
+        w: r.w.clone(),
+        epsilon: r.privacy.epsilon,
     };
     write_json(&mut o, &out.join("model.json"), &model)?;
+    let diag = kinsey::release::diagnostics_path(out, "job");
+    if let Some(d) = &report.diagnostics {
+        kinsey::release::write_diagnostics(&mut o, &diag, d)?;
+    }
     o.commit()?;
     print!("{}", report.summary());
     println!(
@@ -484,7 +518,25 @@ fn finish_job(report: &pipeline::Report, out: &Path, label: &str) -> Result<()> 
         out.display(),
         out.display()
     );
+    if report.diagnostics.is_some() {
+        kinsey::release::print_diagnostic(&format!("wrote {}", diag.display()));
+    }
     Ok(())
+}
+
+/// The release description that keys a seeded generator for an aggregate-classifier job:
+/// every public parameter of the release (the aggregation mode and backend are excluded on
+/// purpose: switching them must not change a seeded run's model).
+fn job_label(command: &str, spec: &JobSpec, d: usize) -> String {
+    format!(
+        "{command}|d={d}|lambda={}|epsilon={}|calibration={}|noise={}|tolerance={}|transform={:?}",
+        spec.objective.lambda,
+        spec.privacy.epsilon,
+        spec.privacy.calibration.name(),
+        spec.privacy.noise.name(),
+        spec.solver.tolerance,
+        spec.transform
+    )
 }
 
 fn report_done(d: commands::Done) -> Result<()> {
@@ -500,9 +552,11 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Demo {
             out,
             seed,
+            record_seed,
             device: dev,
             epsilon,
             crypto,
+            no_diagnostics,
             inject_fault,
         } => {
             let t = Instant::now();
@@ -541,7 +595,10 @@ fn run(cli: Cli) -> Result<()> {
                     (a, _) => a,
                 },
             };
-            let mut rng = NoiseRng::new(seed);
+            let mut rng = NoiseRng::for_release(seed, &job_label("demo", &spec, d));
+            if record_seed {
+                rng.record_seed(seed);
+            }
             let report = pipeline::run(
                 "demo",
                 parties,
@@ -549,10 +606,16 @@ fn run(cli: Cli) -> Result<()> {
                 &spec,
                 &mut rng,
                 t.elapsed().as_secs_f64(),
+                !no_diagnostics,
             )?;
             finish_job(&report, &out, "label")
         }
-        Cmd::Train { config, out } => {
+        Cmd::Train {
+            config,
+            out,
+            diagnostics,
+            record_seed,
+        } => {
             let cfg = TrainConfig::load(&config)?;
             let t = Instant::now();
             let cols = cfg.data.columns();
@@ -577,7 +640,16 @@ fn run(cli: Cli) -> Result<()> {
                 transform: cfg.data.transform()?,
                 aggregation: cfg.crypto.aggregation()?,
             };
-            let mut rng = NoiseRng::new(cfg.privacy.seed);
+            let label = format!(
+                "{}|parties={:?}|label={}",
+                job_label("train", &spec, 0),
+                cfg.data.parties,
+                cfg.data.label
+            );
+            let mut rng = NoiseRng::for_release(cfg.privacy.seed, &label);
+            if record_seed {
+                rng.record_seed(cfg.privacy.seed);
+            }
             let report = pipeline::run(
                 "train",
                 parties,
@@ -585,6 +657,7 @@ fn run(cli: Cli) -> Result<()> {
                 &spec,
                 &mut rng,
                 t.elapsed().as_secs_f64(),
+                diagnostics,
             )?;
             finish_job(
                 &report,
@@ -884,7 +957,7 @@ fn run(cli: Cli) -> Result<()> {
                     json,
                 },
         } => {
-            let mut rng = NoiseRng::from_os().crypto_rng();
+            let mut rng = kinsey::dp::rng::os_crypto_rng();
             for b in bits {
                 for &t in &threads {
                     let r = kinsey::bench_crypto::paillier_throughput(b, count, t, &mut rng)?;
@@ -935,6 +1008,8 @@ fn run(cli: Cli) -> Result<()> {
             column,
             time_column,
             step,
+            start,
+            end,
             predicate,
             model,
             epsilon,
@@ -946,13 +1021,36 @@ fn run(cli: Cli) -> Result<()> {
             horizon,
             bound,
             out,
+            diagnostics,
             evaluate,
             plot_range,
             online,
             seed,
+            record_seed,
         } => {
+            use kinsey::release::{NOT_PRIVATE_PREFIX, print_diagnostic};
             let t = Instant::now();
+            let diagnostics = diagnostics || evaluate;
+            let release_label = format!(
+                "decay|input={}|column={column}|time={time_column:?}|step={step}|start={start:?}|end={end:?}|where={predicate:?}|model={model}|epsilon={epsilon}|window={window:?}|windows={windows:?}|alpha={alpha:?}|c={c:?}|beta={beta}|horizon={horizon:?}|bound={bound}",
+                input.display()
+            );
             let series = if time_column.is_some() || predicate.is_some() {
+                let range = match (&time_column, &start, &end) {
+                    (Some(_), Some(s), Some(e)) => Some((
+                        kinsey::decay::io::parse_time("start", s)?,
+                        kinsey::decay::io::parse_time("end", e)?,
+                    )),
+                    (Some(_), _, _) => {
+                        return Err(Error::param(
+                            "start",
+                            "--time-column needs a public --start and --end (the first and \
+                             last events are private, and the output length must not depend \
+                             on them)",
+                        ));
+                    }
+                    (None, _, _) => None,
+                };
                 let spec = kinsey::decay::io::EventSpec {
                     time_column,
                     step_seconds: kinsey::decay::io::parse_step(&step)?,
@@ -960,6 +1058,7 @@ fn run(cli: Cli) -> Result<()> {
                         .as_deref()
                         .map(kinsey::decay::io::Predicate::parse)
                         .transpose()?,
+                    range,
                 };
                 kinsey::decay::io::load_events(&input, &spec, bound)?
             } else {
@@ -969,7 +1068,7 @@ fn run(cli: Cli) -> Result<()> {
             if seed.is_some() {
                 eprintln!("warning: {}", kinsey::dp::rng::USER_SEED_WARNING);
             }
-            let key = kinsey::decay::noise::key(seed);
+            let key = kinsey::decay::noise::key(seed, &release_label);
             let m = kinsey::decay::Mechanism::build_with(
                 &model,
                 window,
@@ -989,16 +1088,32 @@ fn run(cli: Cli) -> Result<()> {
             let est = est?;
             let run_s = t.elapsed().as_secs_f64();
             let cal = m.calibration();
-            let mut report = serde_json::json!({
+            let report = serde_json::json!({
                 "input": input.display().to_string(),
                 "column": column,
                 "steps": n,
-                "clamped_steps": series.clamped,
+                "steps_are": "public: the column's length, or --start..=--end",
                 "calibration": cal,
+                "guarantee": kinsey::release::Guarantee {
+                    kind: "pure".into(),
+                    epsilon,
+                    delta: 0.0,
+                    neighbours: "change one step's value within [0, bound] (event-level: one \
+                                 event per step changes)".into(),
+                    mechanism: format!("{}: exact discrete Laplace on tree counters", cal.model),
+                    sensitivity: format!("{} (L1, over all counters)", cal.sensitivity),
+                },
                 "path": if online { "online" } else { "bulk" },
-                "noise_key": if seed.is_some() { format!("derived from user seed {}", seed.unwrap_or(0)) } else { "OS-random 256-bit key (not stored)".into() },
+                "noise_key": match (seed, record_seed) {
+                    (Some(s), true) => format!("derived from user seed {s} and the release's parameters"),
+                    (Some(_), false) => "derived from a user seed and the release's parameters (seed not recorded)".into(),
+                    (None, _) => "OS-random 256-bit key (not stored)".into(),
+                },
                 "warning": seed.map(|_| kinsey::dp::rng::USER_SEED_WARNING),
                 "std_at_last_step": m.std_at(n - 1),
+            });
+            let mut diag = serde_json::json!({
+                "clamped_steps": series.clamped,
                 "seconds": {"load": load_s, "mechanism": run_s},
                 "steps_per_second": n as f64 / run_s.max(1e-12),
             });
@@ -1012,18 +1127,21 @@ fn run(cli: Cli) -> Result<()> {
                 let range = evaluate::plot_range(plot_range.as_deref(), est[0].len())?;
                 let (stats, truths) = evaluate::errors(&m, &series.values, &est);
                 let chart = evaluate::chart(
-                    format!("{} (eps = {epsilon})", cal.model),
+                    format!(
+                        "NOT PRIVATE: {} (eps = {epsilon}) against the true sums",
+                        cal.model
+                    ),
                     &names[0],
                     &est[0],
                     &truths[0],
                     range,
                 );
-                // write_chart replaces the last extension: `<out>.plot.svg` and `<out>.plot.png`.
-                let stem = PathBuf::from(format!("{}.plot.chart", out.display()));
+                // write_chart replaces the last extension: `<out>.NOT-PRIVATE.plot.svg`/`.png`.
+                let stem = PathBuf::from(format!("{}.NOT-PRIVATE.plot.chart", out.display()));
                 kinsey::plot::write_chart(&mut o, &stem, &chart)?;
                 for e in &stats {
                     println!(
-                        "evaluation ({}): RMSE {:.3}, mean |error| {:.3}, max {:.3} (theory: std {:.3} at the last step; mean true value {:.3})",
+                        "{NOT_PRIVATE_PREFIX} evaluation ({}): RMSE {:.3}, mean |error| {:.3}, max {:.3} (theory: std {:.3} at the last step; mean true value {:.3})",
                         e.column,
                         e.rmse,
                         e.mean_abs_error,
@@ -1032,7 +1150,7 @@ fn run(cli: Cli) -> Result<()> {
                         e.mean_true_value
                     );
                 }
-                report["evaluation"] = if stats.len() == 1 {
+                diag["evaluation"] = if stats.len() == 1 {
                     serde_json::to_value(&stats[0])
                 } else {
                     serde_json::to_value(&stats)
@@ -1045,18 +1163,29 @@ fn run(cli: Cli) -> Result<()> {
             )?;
             let rep_path = PathBuf::from(format!("{}.report.json", out.display()));
             write_json(&mut o, &rep_path, &report)?;
+            let diag_path =
+                PathBuf::from(format!("{}.NOT-PRIVATE.diagnostics.json", out.display()));
+            if diagnostics {
+                kinsey::release::write_diagnostics(&mut o, &diag_path, &diag)?;
+            }
             o.commit()?;
             println!(
-                "{}: {n} steps, {} clamped, counter noise std {:.3}, estimate std {:.3}; {:.3e} steps/s ({}); wrote {} and {}",
+                "{}: {n} steps, counter noise std {:.3}, estimate std {:.3} ({}); wrote {} and {}",
                 cal.model,
-                series.clamped,
                 cal.counter_std,
                 m.std_at(n - 1),
-                n as f64 / run_s.max(1e-12),
                 if online { "online" } else { "bulk" },
                 out.display(),
                 rep_path.display()
             );
+            if diagnostics {
+                print_diagnostic(&format!(
+                    "{} steps clamped to the bound; {:.3e} steps/s; wrote {}",
+                    series.clamped,
+                    n as f64 / run_s.max(1e-12),
+                    diag_path.display()
+                ));
+            }
             Ok(())
         }
         Cmd::Bench {
@@ -1138,7 +1267,7 @@ fn keys(_: KeysCmd) -> Result<()> {
 #[cfg(feature = "paillier")]
 fn keys(which: KeysCmd) -> Result<()> {
     use kinsey::keyfiles;
-    let mut rng = NoiseRng::from_os().crypto_rng();
+    let mut rng = kinsey::dp::rng::os_crypto_rng();
     let wrote = |files: Vec<PathBuf>| {
         for f in files {
             println!("wrote {}", f.display());

@@ -10,6 +10,7 @@ use crate::dp::{NoiseRng, RngRecord};
 use crate::error::{Error, Result};
 use crate::logreg::{self, Fit, Objective, SolverConfig};
 use crate::protocol::{ProtocolReport, SecureAggregator};
+use crate::release::Guarantee;
 use kinsey_kernels::{DevicePref, LogisticKernel, cpu::CpuLogistic};
 use serde::Serialize;
 use std::time::Instant;
@@ -83,9 +84,11 @@ pub struct Timings {
     pub total_s: f64,
 }
 
-/// The run report (written as report.json).
+/// The release (written as report.json beside model.json): the published classifier, its
+/// guarantee and public parameters only. No party size, per-party figure, baseline,
+/// timing or noise scale (the scale would reveal the smallest party's size).
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub struct Release {
     pub kinsey_version: String,
     pub command: String,
     pub objective: String,
@@ -93,30 +96,109 @@ pub struct Report {
     pub strong_convexity: f64,
     pub solver: SolverConfig,
     pub privacy: PrivacySpec,
-    pub gradient_bound_used: f64,
+    /// The public bound g on every party's `||grad J||` (`model.tolerance`); it enters the
+    /// sensitivity, and a party that cannot reach it ends the run with an error.
+    pub gradient_bound: f64,
     pub row_transform: RowTransform,
-    pub parties: Vec<PartyReport>,
-    pub party_sizes: Vec<usize>,
+    /// K, the number of parties (public).
+    pub parties: usize,
     pub dim: usize,
     pub features: Vec<String>,
     pub aggregator: String,
-    /// The secure protocol's report (backend, per-stage crypto time, operations, traffic).
+    /// The crypto backend's description, when the secure protocol ran.
+    pub backend: Option<kinsey_backend::BackendInfo>,
+    /// Set when the backend is insecure (mock, or test-size keys).
+    pub security_warning: Option<String>,
+    pub guarantee: Guarantee,
+    pub fixed_point_bits: u32,
+    pub rng: RngRecord,
+    /// The published classifier.
+    pub w: Vec<f64>,
+}
+
+/// Diagnostics (written only when asked, NOT PRIVATE): every figure computed from the
+/// parties' exact data.
+#[derive(Debug, Clone, Serialize)]
+pub struct Diagnostics {
+    pub party_sizes: Vec<usize>,
+    pub parties: Vec<PartyReport>,
+    /// The calibration of the noise that was published (it holds n_(1)).
+    pub published_noise: NoiseCalibration,
+    /// The secure protocol's report (per-stage time, operations, traffic).
     pub protocol: Option<ProtocolReport>,
     /// The secure result equals the plaintext reference with the same noise, bit for bit.
     pub matches_plaintext_reference: Option<bool>,
-    /// Set when the backend is insecure (mock, or test-size keys).
-    pub security_warning: Option<String>,
-    pub published_noise: NoiseCalibration,
-    pub fixed_point_bits: u32,
-    pub rng: RngRecord,
     pub compute_device: String,
     pub models: Vec<ModelEval>,
     pub theorem_4_2: Theorem42,
     pub test_rows: Option<usize>,
     pub test_error: Option<f64>,
     pub timings: Timings,
-    /// The published classifier.
-    pub w: Vec<f64>,
+}
+
+/// A run's outcome: the release, and the diagnostics when they were asked for.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub release: Release,
+    pub diagnostics: Option<Diagnostics>,
+}
+
+/// The guarantee of the aggregate classifier under `spec`.
+pub fn guarantee(spec: &JobSpec, k: usize, d: usize) -> Guarantee {
+    let tol = spec.solver.tolerance;
+    let (mechanism, sens) = match (spec.privacy.noise, spec.privacy.calibration) {
+        (aggregate::NoiseKind::L2, _) => (
+            "L2-Laplace (density proportional to exp(-eps ||z||_2 / Delta2)), each party's \
+             draw at resolution 2^-32 / K, the smallest party's selected",
+            "L2",
+        ),
+        (aggregate::NoiseKind::Laplace, _) => (
+            "per-coordinate discrete Laplace (exact sampler) in steps of 2^-32 / K, \
+             calibrated to the L1 sensitivity sqrt(d) Delta2, the smallest party's selected",
+            "L1 = sqrt(d) x L2",
+        ),
+    };
+    let formula = match spec.privacy.calibration {
+        aggregate::Calibration::Tight => format!(
+            "{sens} sensitivity Delta2 = (2 / (n_(1) Lambda) + 2 g / Lambda) / K + sqrt(d) \
+             2^-32 (1 + 1/K) / K, with Lambda = {}, g = {tol:e} (public bound), K = {k}, \
+             d = {d}, and n_(1) the smallest party's size (secret: no participant learns it)",
+            spec.objective.strong_convexity()
+        ),
+        aggregate::Calibration::Paper => format!(
+            "{sens} sensitivity Delta2 = 2 / (n_(1) lambda) + 2 g / Lambda + sqrt(d) 2^-32 \
+             (1 + 1/K) / K (the published scale), with lambda = {}, g = {tol:e}, K = {k}, \
+             d = {d}, and n_(1) the smallest party's size (secret)",
+            spec.objective.lambda
+        ),
+    };
+    Guarantee {
+        kind: "pure".into(),
+        epsilon: spec.privacy.epsilon,
+        delta: 0.0,
+        neighbours: "bounded: replace one row of one party (party sizes fixed)".into(),
+        mechanism: mechanism.into(),
+        sensitivity: formula,
+    }
+}
+
+/// The public gradient bound: `model.tolerance`. Every party must have reached it; one that
+/// did not ends the run (its norm is never used, so the noise cannot follow the data).
+pub fn public_gradient_bound(fits: &[Fit], solver: &SolverConfig) -> Result<f64> {
+    if let Some(j) = fits.iter().position(|f| !(f.grad_norm <= solver.tolerance)) {
+        return Err(Error::param(
+            "model.max_iterations",
+            format!(
+                "party {} did not reach the public gradient bound ||grad J|| <= {:e} \
+                 (model.tolerance) within {} Newton iterations; raise model.max_iterations \
+                 (the bound enters the noise calibration, so it cannot adapt to the data)",
+                j + 1,
+                solver.tolerance,
+                solver.max_iterations
+            ),
+        ));
+    }
+    Ok(solver.tolerance)
 }
 
 /// Train on one data set with the chosen device.
@@ -141,6 +223,8 @@ fn concat(parts: &[Dataset]) -> Dataset {
 }
 
 /// Run the whole job. `parties` and `test` are transformed in place by `spec.transform`.
+/// Diagnostics (baselines, per-party figures, evaluation) are computed only when
+/// `diagnostics` is set.
 pub fn run(
     command: &str,
     mut parties: Vec<Dataset>,
@@ -148,6 +232,7 @@ pub fn run(
     spec: &JobSpec,
     rng: &mut NoiseRng,
     ingest_s: f64,
+    diagnostics: bool,
 ) -> Result<Report> {
     let t0 = Instant::now();
     let first = parties
@@ -183,10 +268,7 @@ pub fn run(
 
     // Aggregation: each party calibrates to its own size and draws its own noise.
     let t1 = Instant::now();
-    let g = fits
-        .iter()
-        .map(|f| f.grad_norm)
-        .fold(spec.solver.tolerance, f64::max);
+    let g = public_gradient_bound(&fits, &spec.solver)?;
     let mut inputs = Vec::with_capacity(k);
     let mut calibrations = Vec::with_capacity(k);
     for (p, f) in parties.iter().zip(&fits) {
@@ -199,15 +281,12 @@ pub fn run(
         });
         calibrations.push(cal);
     }
-    // The protocol's randomness is its own stream, so the other draws do not depend on the
-    // aggregation mode or the backend.
-    let mut protocol_rng = rng.fork();
     let reference = PlaintextAggregator.aggregate(&inputs)?;
     let (agg, aggregator_name, protocol, matches) = match &spec.aggregation {
         Aggregation::Plaintext => (reference, PlaintextAggregator.name(), None, None),
         Aggregation::Secure(sec) => {
             let bar = crate::cli_support::spinner("secure aggregation protocol");
-            let out = sec.run(&inputs, &mut protocol_rng);
+            let out = sec.run(&inputs);
             bar.finish_and_clear();
             let out = out?;
             let same = out.w == reference.w;
@@ -241,28 +320,39 @@ pub fn run(
     });
     let smallest = aggregate::smallest_party(&inputs)?;
     let t_agg = t1.elapsed().as_secs_f64();
+    let release = Release {
+        kinsey_version: env!("CARGO_PKG_VERSION").into(),
+        command: command.into(),
+        objective: "J(w) = (1/n) sum log(1 + exp(-y w.x)) + lambda w.w  (seed 001 eq. 2)".into(),
+        lambda: spec.objective.lambda,
+        strong_convexity: spec.objective.strong_convexity(),
+        solver: spec.solver,
+        privacy: spec.privacy,
+        gradient_bound: g,
+        row_transform: spec.transform,
+        parties: k,
+        dim: d,
+        features: parties[0].features.clone(),
+        aggregator: aggregator_name,
+        backend: protocol.as_ref().map(|p| p.backend.clone()),
+        security_warning,
+        guarantee: guarantee(spec, k, d),
+        fixed_point_bits: aggregate::FIXED_POINT_BITS,
+        rng: rng.record(),
+        w: agg.w,
+    };
+    if !diagnostics {
+        return Ok(Report {
+            release,
+            diagnostics: None,
+        });
+    }
 
-    // Baselines on the pooled data.
+    // Diagnostics: baselines on the pooled data, evaluation, per-party figures.
     let t2 = Instant::now();
     let pooled = concat(&parties);
     let pooled_fit = fit(&pooled, spec)?;
-    let pooled_cal = aggregate::calibrate(
-        &spec.objective,
-        &spec.privacy,
-        pooled.n(),
-        1,
-        d,
-        pooled_fit.grad_norm.max(spec.solver.tolerance),
-    )?;
-    let dp_pooled: Vec<f64> = pooled_fit
-        .w
-        .iter()
-        .zip(pooled_cal.sample(&mut rng.fork()))
-        .map(|(a, b)| a + b)
-        .collect();
     let t_base = t2.elapsed().as_secs_f64();
-
-    // Evaluation.
     let t3 = Instant::now();
     let ws: Vec<&[f64]> = fits.iter().map(|f| f.w.as_slice()).collect();
     let avg = aggregate::average(&ws);
@@ -274,10 +364,9 @@ pub fn run(
     let j_star = pooled_fit.objective;
     let mut models = Vec::new();
     for (name, w) in [
-        ("dp_aggregate", agg.w.as_slice()),
+        ("dp_aggregate", release.w.as_slice()),
         ("non_private_average", avg.as_slice()),
         ("non_private_pooled", pooled_fit.w.as_slice()),
-        ("dp_pooled", dp_pooled.as_slice()),
     ] {
         let obj = objective_at(w)?;
         models.push(ModelEval {
@@ -318,27 +407,12 @@ pub fn run(
         .collect::<Vec<_>>();
     let t_eval = t3.elapsed().as_secs_f64();
     let published_noise = party_reports[smallest].noise.clone();
-    Ok(Report {
-        kinsey_version: env!("CARGO_PKG_VERSION").into(),
-        command: command.into(),
-        objective: "J(w) = (1/n) sum log(1 + exp(-y w.x)) + lambda w.w  (seed 001 eq. 2)".into(),
-        lambda: spec.objective.lambda,
-        strong_convexity: spec.objective.strong_convexity(),
-        solver: spec.solver,
-        privacy: spec.privacy,
-        gradient_bound_used: g,
-        row_transform: spec.transform,
+    let diagnostics = Diagnostics {
         party_sizes: parties.iter().map(Dataset::n).collect(),
         parties: party_reports,
-        dim: d,
-        features: parties[0].features.clone(),
-        aggregator: aggregator_name,
+        published_noise,
         protocol,
         matches_plaintext_reference: matches,
-        security_warning,
-        published_noise,
-        fixed_point_bits: aggregate::FIXED_POINT_BITS,
-        rng: rng.record(),
         compute_device: fits[0].device.clone(),
         test_rows: test.as_ref().map(Dataset::n),
         test_error: models[0].test_error,
@@ -357,7 +431,10 @@ pub fn run(
             evaluation_s: t_eval,
             total_s: ingest_s + t0.elapsed().as_secs_f64(),
         },
-        w: agg.w,
+    };
+    Ok(Report {
+        release,
+        diagnostics: Some(diagnostics),
     })
 }
 
@@ -373,46 +450,60 @@ pub struct ModelFile {
 }
 
 impl Report {
-    /// A short human summary for the terminal.
+    /// A short human summary for the terminal: the release, then (when computed) the
+    /// diagnostics, each of their lines marked NOT PRIVATE.
     pub fn summary(&self) -> String {
+        let r = &self.release;
         let mut s = String::new();
         s.push_str(&format!(
-            "kinsey: DP aggregate classifier, K = {} parties, d = {}, sizes {:?}\n",
-            self.parties.len(),
-            self.dim,
-            self.party_sizes
+            "kinsey: DP aggregate classifier, K = {} parties, d = {}\n",
+            r.parties, r.dim
         ));
         s.push_str(&format!(
-            "  privacy: epsilon = {}, calibration = {:?}, noise = {:?}, L2 sensitivity = {:.3e}, E||eta|| = {:.3e}\n",
-            self.privacy.epsilon,
-            self.privacy.calibration,
-            self.privacy.noise,
-            self.published_noise.l2_sensitivity,
-            self.published_noise.expected_noise_norm
+            "  privacy: epsilon = {}-DP ({}), calibration = {}, noise = {}, gradient bound {:e}\n",
+            r.guarantee.epsilon,
+            r.guarantee.neighbours,
+            r.privacy.calibration.name(),
+            r.privacy.noise.name(),
+            r.gradient_bound
         ));
-        s.push_str(&format!("  device: {}\n", self.compute_device));
-        s.push_str(&format!("  aggregation: {}\n", self.aggregator));
-        if let Some(p) = &self.protocol {
-            s.push_str(&format!(
-                "  protocol: {:.2} s, {} homomorphic operations, {:.1} KiB sent in all; {}\n",
-                p.wall_seconds,
-                p.homomorphic_operations,
-                p.total_bytes as f64 / 1024.0,
-                p.comparison
-            ));
-            s.push_str(&p.stage_lines("    "));
-            if self.matches_plaintext_reference == Some(true) {
-                s.push_str(
-                    "  secure result = plaintext reference with the same noise (bit for bit)\n",
-                );
-            }
-        }
-        if let Some(w) = &self.security_warning {
+        s.push_str(&format!("  aggregation: {}\n", r.aggregator));
+        if let Some(w) = &r.security_warning {
             s.push_str(&format!("  WARNING: {w}\n"));
         }
-        for m in &self.models {
+        if let Some(w) = &r.rng.warning {
+            s.push_str(&format!("  WARNING: {w}\n"));
+        }
+        let Some(dg) = &self.diagnostics else {
+            return s;
+        };
+        let p = crate::release::NOT_PRIVATE_PREFIX;
+        s.push_str(&format!(
+            "{p} party sizes {:?}; device {}\n",
+            dg.party_sizes, dg.compute_device
+        ));
+        s.push_str(&format!(
+            "{p} published noise: L2 sensitivity {:.3e}, E||eta|| = {:.3e}\n",
+            dg.published_noise.l2_sensitivity, dg.published_noise.expected_noise_norm
+        ));
+        if let Some(pr) = &dg.protocol {
             s.push_str(&format!(
-                "  {:<22} objective {:.6}  train error {:.4}{}\n",
+                "{p} protocol: {:.2} s, {} homomorphic operations, {:.1} KiB sent in all; {}\n",
+                pr.wall_seconds,
+                pr.homomorphic_operations,
+                pr.total_bytes as f64 / 1024.0,
+                pr.comparison
+            ));
+            s.push_str(&pr.stage_lines(&format!("{p}   ")));
+            if dg.matches_plaintext_reference == Some(true) {
+                s.push_str(&format!(
+                    "{p} secure result = plaintext reference with the same noise (bit for bit)\n"
+                ));
+            }
+        }
+        for m in &dg.models {
+            s.push_str(&format!(
+                "{p} {:<22} objective {:.6}  train error {:.4}{}\n",
                 m.name,
                 m.objective,
                 m.train_error,
@@ -422,13 +513,10 @@ impl Report {
             ));
         }
         s.push_str(&format!(
-            "  Theorem 4.2: ||w_hat - w*|| = {:.3e} <= bound {:.3e} (ratio {:.3})\n",
-            self.theorem_4_2.distance, self.theorem_4_2.bound, self.theorem_4_2.ratio
+            "{p} Theorem 4.2: ||w_hat - w*|| = {:.3e} <= bound {:.3e} (ratio {:.3})\n",
+            dg.theorem_4_2.distance, dg.theorem_4_2.bound, dg.theorem_4_2.ratio
         ));
-        s.push_str(&format!("  total time {:.2} s\n", self.timings.total_s));
-        if let Some(w) = &self.rng.warning {
-            s.push_str(&format!("  WARNING: {w}\n"));
-        }
+        s.push_str(&format!("{p} total time {:.2} s\n", dg.timings.total_s));
         s
     }
 }

@@ -128,7 +128,7 @@ pub fn csv_cells<T>(
                 path: path.to_path_buf(),
                 column: column.to_string(),
                 row,
-                msg: format!("'{cell}' is not {expected}"),
+                msg: format!("the cell is not {expected}"),
             })
         })
         .collect()

@@ -157,8 +157,30 @@ pub enum RowTransform {
     Clip,
 }
 
-/// Rows may exceed norm 1 by this much after f32 rounding of a declared transform.
+/// Rows may exceed norm 1 by this much (f32 rounding of data prepared elsewhere); such rows
+/// are projected onto the ball, so every row the solver sees has norm <= 1 exactly, as the
+/// sensitivity assumes (the audit found rows of norm 1 + 1e-5 used unchanged).
 pub const UNIT_BALL_TOLERANCE: f64 = 1e-5;
+
+/// The L2 norm of an f32 row, in f64 (as the kernels compute it).
+fn row_norm(row: &[f32]) -> f64 {
+    row.iter()
+        .map(|&v| (v as f64) * (v as f64))
+        .sum::<f64>()
+        .sqrt()
+}
+
+/// Scale `row` onto the unit ball: after f32 rounding its f64 norm is at most 1 exactly.
+fn project_into_ball(row: &mut [f32]) {
+    let mut norm = row_norm(row);
+    while norm > 1.0 {
+        let f = (1.0 - 1e-7) / norm;
+        for v in row.iter_mut() {
+            *v = (*v as f64 * f) as f32;
+        }
+        norm = row_norm(row);
+    }
+}
 
 impl RowTransform {
     /// Apply in place and check the unit-ball condition the privacy guarantee needs.
@@ -175,11 +197,7 @@ impl RowTransform {
             ));
         }
         for (i, row) in data.x.chunks_exact_mut(d).enumerate() {
-            let norm = row
-                .iter()
-                .map(|&v| (v as f64) * (v as f64))
-                .sum::<f64>()
-                .sqrt();
+            let norm = row_norm(row);
             match *self {
                 RowTransform::None => {
                     if norm > 1.0 + UNIT_BALL_TOLERANCE {
@@ -188,11 +206,15 @@ impl RowTransform {
                             column: "<row>".into(),
                             row: i,
                             msg: format!(
-                                "row has L2 norm {norm:.4} > 1; the privacy guarantee needs rows \
+                                "the row has L2 norm > 1; the privacy guarantee needs rows \
                                  in the unit ball: declare row_transform = \"scale\" (with \
                                  row_scale) or \"clip\""
                             ),
                         });
+                    }
+                    if norm > 1.0 {
+                        project_into_ball(row);
+                        changed += 1;
                     }
                 }
                 RowTransform::Scale(c) => {
@@ -200,24 +222,23 @@ impl RowTransform {
                         *v = (*v as f64 * c) as f32;
                     }
                     changed += 1;
-                    if norm * c > 1.0 + UNIT_BALL_TOLERANCE {
+                    let norm = row_norm(row);
+                    if norm > 1.0 + UNIT_BALL_TOLERANCE {
                         return Err(Error::Value {
                             path: data.source.clone(),
                             column: "<row>".into(),
                             row: i,
                             msg: format!(
-                                "row has L2 norm {norm:.4}; scaled by {c} it is {:.4} > 1 \
-                                 (choose a smaller row_scale or use \"clip\")",
-                                norm * c
+                                "scaled by {c}, the row has L2 norm > 1 (choose a smaller \
+                                 row_scale or use \"clip\")"
                             ),
                         });
                     }
+                    project_into_ball(row);
                 }
                 RowTransform::Clip => {
                     if norm > 1.0 {
-                        for v in row.iter_mut() {
-                            *v = (*v as f64 / norm) as f32;
-                        }
+                        project_into_ball(row);
                         changed += 1;
                     }
                 }
@@ -240,6 +261,28 @@ mod tests {
             features: Dataset::default_feature_names(d),
             source: "mem".into(),
         }
+    }
+
+    /// Item 8 of the privacy audit: a row of norm 1 + 5e-6 was used as it was while the
+    /// sensitivity assumed norm 1. Now every row that passes has norm <= 1 exactly.
+    #[test]
+    fn rows_just_outside_the_ball_are_projected_onto_it() {
+        let s = (1.0f64 + 5e-6).sqrt() as f32;
+        let mut a = ds(vec![s * 0.6, s * 0.8, 0.5, 0.5], 2);
+        assert!(row_norm(&a.x[..2]) > 1.0);
+        let changed = RowTransform::None
+            .apply(&mut a)
+            .expect("within the tolerance");
+        assert_eq!(changed, 1);
+        for row in a.x.chunks(2) {
+            assert!(row_norm(row) <= 1.0, "{}", row_norm(row));
+        }
+        let mut b = ds(vec![0.6000001, 0.8000001], 2);
+        RowTransform::Clip.apply(&mut b).expect("clip");
+        assert!(row_norm(&b.x) <= 1.0);
+        let mut c = ds(vec![3.0, 4.0], 2);
+        RowTransform::Scale(0.2).apply(&mut c).expect("scale");
+        assert!(row_norm(&c.x) <= 1.0);
     }
 
     #[test]

@@ -284,7 +284,7 @@ fn as_f64(col: &ArrayRef, path: &Path, name: &str, row0: usize) -> Result<Vec<f6
             path: path.to_path_buf(),
             column: name.to_string(),
             row: row0 + i,
-            msg: format!("non-finite value {}", vals[i]),
+            msg: "non-finite value (NaN or infinity)".into(),
         });
     }
     Ok(vals)

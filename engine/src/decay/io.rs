@@ -36,7 +36,7 @@ pub fn load(path: &Path, column: &str, bound: f64) -> Result<Series> {
                 path: path.to_path_buf(),
                 column: column.to_string(),
                 row,
-                msg: format!("value {v} is not a finite non-negative number"),
+                msg: "the value is not a finite non-negative number".into(),
             });
         }
         if v > bound {
@@ -56,11 +56,11 @@ fn read_bits(path: &Path) -> Result<Vec<f64>> {
         .map(|(i, &b)| match b {
             b'0' => Ok(0.0),
             b'1' => Ok(1.0),
-            other => Err(Error::Value {
+            _ => Err(Error::Value {
                 path: path.to_path_buf(),
                 column: "bits".into(),
                 row: i,
-                msg: format!("'{}' is not a bit", other as char),
+                msg: format!("character {} is not a bit (0 or 1)", i + 1),
             }),
         })
         .collect()
@@ -173,6 +173,27 @@ pub struct EventSpec {
     pub time_column: Option<String>,
     pub step_seconds: i64,
     pub predicate: Option<Predicate>,
+    /// The public time range `[start, end]` (seconds) of a time-bucketed series: required
+    /// with a time column, because the first and last events are private (one added event
+    /// a day later would add 1,440 one-minute steps to the output).
+    pub range: Option<(i64, i64)>,
+}
+
+/// Most steps a time-bucketed series may have (checked before anything is allocated).
+pub const MAX_EVENT_STEPS: i64 = 1 << 32;
+
+/// Parse a public time bound: ISO `YYYY-MM-DD[T ]HH:MM[:SS]` or integer seconds.
+pub fn parse_time(name: &str, s: &str) -> Result<i64> {
+    s.trim()
+        .parse::<i64>()
+        .ok()
+        .or_else(|| parse_iso(s))
+        .ok_or_else(|| {
+            Error::param(
+                name,
+                format!("'{s}' is not a time (YYYY-MM-DDTHH:MM[:SS] or integer seconds)"),
+            )
+        })
 }
 
 /// `COLUMN OP NUMBER` with OP one of `>=`, `>`, `<=`, `<`, `==`, `!=`.
@@ -336,13 +357,30 @@ pub fn load_events(path: &Path, spec: &EventSpec, bound: f64) -> Result<Series> 
                 });
             }
             let step = spec.step_seconds.max(1);
-            let first = ts.first().ok_or_else(|| Error::format(path, "no events"))?;
-            let t0 = first.div_euclid(step);
-            let last = ts.last().copied().unwrap_or(*first).div_euclid(step);
-            let mut counts = vec![0.0; (last - t0 + 1) as usize];
+            let (start, end) = spec.range.ok_or_else(|| {
+                Error::param(
+                    "start",
+                    "a time-bucketed series needs a public --start and --end: its first and \
+                     last events are private, and the output length must not depend on them",
+                )
+            })?;
+            let t0 = start.div_euclid(step);
+            let last = end.div_euclid(step);
+            let steps = last - t0 + 1;
+            if !(1..=MAX_EVENT_STEPS).contains(&steps) {
+                return Err(Error::param(
+                    "end",
+                    format!(
+                        "--start/--end at step {}s give {steps} steps; need 1 to {MAX_EVENT_STEPS}",
+                        spec.step_seconds
+                    ),
+                ));
+            }
+            let mut counts = vec![0.0; steps as usize];
             for (i, t) in ts.iter().enumerate() {
-                if keep.as_ref().is_none_or(|k| k[i]) {
-                    counts[(t.div_euclid(step) - t0) as usize] += 1.0;
+                let s = t.div_euclid(step) - t0;
+                if (0..steps).contains(&s) && keep.as_ref().is_none_or(|k| k[i]) {
+                    counts[s as usize] += 1.0;
                 }
             }
             counts
@@ -376,14 +414,26 @@ mod event_tests {
             "date,delay\n2001-01-01T00:01,3\n2001-01-01T00:01,20\n2001-01-01T00:04,15\n",
         )
         .expect("write");
+        let t = |s: &str| parse_time("start", s).expect("time");
         let spec = EventSpec {
             time_column: Some("date".into()),
             step_seconds: 60,
             predicate: None,
+            range: Some((t("2001-01-01T00:01"), t("2001-01-01T00:04"))),
         };
         assert_eq!(
             load_events(&p, &spec, 9.0).expect("ok").values,
             vec![2.0, 0.0, 0.0, 1.0]
+        );
+        let no_range = EventSpec {
+            range: None,
+            ..spec.clone()
+        };
+        assert!(
+            load_events(&p, &no_range, 9.0)
+                .expect_err("range required")
+                .to_string()
+                .contains("--start")
         );
         let late = EventSpec {
             predicate: Some(Predicate::parse("delay >= 15").expect("pred")),
@@ -412,16 +462,56 @@ mod event_tests {
         assert!(parse_step("1w").is_err());
         assert_eq!(parse_iso("1970-01-02T00:00"), Some(86_400));
         assert_eq!(parse_iso("2001-01-01T00:00"), Some(978_307_200));
+        assert_eq!(t("978307200"), 978_307_200);
+        let huge = EventSpec {
+            step_seconds: 1,
+            range: Some((0, t("2020-01-01T00:00"))),
+            ..spec.clone()
+        };
+        assert!(
+            load_events(&p, &huge, 9.0).is_err(),
+            "refused before allocating"
+        );
+    }
+
+    /// Item 5 of the privacy audit: the series ran from the first to the last event, so one
+    /// added event (even one the predicate drops) a day later added 1,440 output steps. With
+    /// the public range the length is fixed, and events outside it are dropped.
+    #[test]
+    fn event_series_length_is_public() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("e.csv");
+        let q = dir.path().join("f.csv");
+        std::fs::write(&p, "date,delay\n2001-01-01T00:01,20\n2001-01-01T00:03,15\n").expect("w");
+        std::fs::write(
+            &q,
+            "date,delay\n2001-01-01T00:01,20\n2001-01-01T00:03,15\n2001-01-02T00:03,1\n",
+        )
+        .expect("w");
+        let t = |s: &str| parse_time("start", s).expect("time");
+        let spec = EventSpec {
+            time_column: Some("date".into()),
+            step_seconds: 60,
+            predicate: Some(Predicate::parse("delay>=15").expect("pred")),
+            range: Some((t("2001-01-01T00:00"), t("2001-01-01T00:09"))),
+        };
+        let a = load_events(&p, &spec, 9.0).expect("ok").values;
+        let b = load_events(&q, &spec, 9.0).expect("ok").values;
+        assert_eq!(a.len(), 10);
+        assert_eq!(a, b);
     }
 
     /// flights-3m.parquet bucketed by minute reproduces the shared per-minute counts.
     #[test]
     fn flights_parquet_buckets_to_the_shared_per_minute_counts() {
         let f = crate::testdata::shared_data_dir().join("flights-3m");
+        let ts = read_times(&f.join("flights-3m.parquet"), "date").expect("times");
+        let (lo, hi) = (ts[0], ts[ts.len() - 1]);
         let spec = EventSpec {
             time_column: Some("date".into()),
             step_seconds: 60,
             predicate: None,
+            range: Some((lo, hi)),
         };
         let s = load_events(&f.join("flights-3m.parquet"), &spec, 1e9).expect("parquet");
         let want = load(&f.join("departures_per_minute.csv"), "departures", 1e9).expect("csv");

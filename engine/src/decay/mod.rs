@@ -647,7 +647,7 @@ impl ExponentialSum {
             let start = self.t;
             let first = first_id(start, self.h);
             let count = (first_id(start + part.len() as u64, self.h) - first) as usize;
-            words.resize(count, 0);
+            words.resize(count, [0u64; 2]);
             self.noise.words(first, &mut words);
             for (i, &x) in part.iter().enumerate() {
                 let w = &words;
@@ -813,7 +813,7 @@ impl AllWindowSum {
                 let mut rel = Flat::default();
                 rel.reset(self.h, from);
                 let first = first_id(from, self.h);
-                let mut words = vec![0u64; (first_id(stop, self.h) - first) as usize];
+                let mut words = vec![[0u64; 2]; (first_id(stop, self.h) - first) as usize];
                 self.levels[0].words(first, &mut words);
                 let mut idx = 0usize;
                 for t in from..stop {
@@ -1403,7 +1403,7 @@ pub fn bench(
         Some(steps),
         1.0,
         3.0,
-        noise::key(None),
+        noise::key(None, "bench"),
     )?;
     let mut gen_s = 0.0;
     let mut done = 0u64;

@@ -2,39 +2,47 @@
 //! function of (secret 256-bit key, stream, id), so the online path (one counter at a time)
 //! and the bulk path (millions of counters in parallel) draw exactly the same values.
 //!
-//! Generator: ChaCha20 keyed by the secret key, nonce = `stream`, and counter `id` owns the
-//! 8 keystream bytes at word position `2 id` (one little-endian u64). Bulk reads the
-//! keystream sequentially, online seeks: the same bytes either way.
+//! Generator: ChaCha20 keyed by the secret key, nonce = `stream` (below 2^63), and counter
+//! `id` owns the 16 keystream bytes at 32-bit word position `4 id` (two little-endian u64).
+//! Bulk reads the keystream sequentially, online seeks: the same bytes either way. A draw
+//! that needs more than those 128 bits (a few percent of them) continues on the counter's
+//! own extension stream: ChaCha20 keyed by `ChaCha20(key, nonce = 2^63 + stream)`'s first
+//! 32 bytes, nonce = `id`; still a pure function of (key, stream, id).
 //!
 //! Float safety (as `dp::laplace`): a counter is released on the grid `gamma Z`, `gamma = 2^k`
-//! chosen from the scale only, as `gamma (round(v / gamma) + Z)` with `Z` a discrete Laplace.
-//! Privacy map: if the true counters have L1 sensitivity `S` and one input touches at most
-//! `h` counters, the rounded counters have integer L1 sensitivity at most `ceil(S / gamma) +
-//! h` grid steps, and discrete Laplace with parameter `t` per counter is `(that) / t`-DP; so
-//! `t = (ceil(S / gamma) + h) / eps`.
+//! chosen from public values only, as `gamma (round(v / gamma) + Z)` with `Z` a discrete
+//! Laplace. Privacy map: if the true counters have L1 sensitivity `S` and one input touches
+//! at most `h` counters, the rounded counters have integer L1 sensitivity at most
+//! `Delta_int = ceil(S / gamma) + h` grid steps, and the discrete Laplace with parameter `t`
+//! per counter is `Delta_int / t`-DP; `t = 2^k / r >= Delta_int / eps` is checked in
+//! integers.
 //!
-//! Sampler: `U` in (0, 1] (53 bits) and a sign bit from the first word; `M = floor(-t ln U)` is
-//! geometric with `P(M >= k) = q^k`, `q = e^(-1/t)`; `Z = +-M`, rejecting (-, 0) so zero is not
-//! counted twice, which gives exactly `P(Z = z) = (1 - q)/(1 + q) q^|z|`. A rejection (rate
-//! `(1 - q)/2`, about `2^-31` at the grids used) retries with words of stream `!stream` at
-//! the same position: still a pure function of the id.
+//! Sampler: [`crate::dp::exact::DiscreteLaplace`], the exact integer sampler (Canonne,
+//! Kamath & Steinke 2020): no logarithm, no float, support all of Z. The sampler it replaces
+//! (`floor(-t ln U)` from one 53-bit uniform) could not reach most integers beyond about 15
+//! scales, and which ones it reached shifted with the input (Mironov's attack pattern).
 
+use crate::dp::exact::{DiscreteLaplace, RandomBits};
 use crate::error::{Error, Result, check_epsilon};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 
-/// Bits of grid resolution below the per-counter noise scale.
-pub const GRID_BITS_BELOW_SCALE: i32 = 30;
+/// Bits of grid resolution below the sensitivity (and below the per-counter scale).
+pub const GRID_BITS_BELOW_SCALE: i32 = 20;
+
+/// Noise magnitudes beyond this many scales are treated as impossible when a grid is chosen
+/// so that sums are exact in f64 (probability `e^-80` per counter; see `new_exact`).
+const EXACT_SUM_SCALES: f64 = 80.0;
 
 /// Noise for the counters of one mechanism instance.
 #[derive(Clone)]
 pub struct KeyedNoise {
     key: [u8; 32],
+    ext_key: [u8; 32],
     stream: u64,
     /// Grid exponent: releases are multiples of 2^grid_exp.
     pub grid_exp: i32,
-    /// Discrete Laplace parameter in grid steps.
-    pub t: f64,
+    law: DiscreteLaplace,
     gamma: f64,
     inv_gamma: f64,
 }
@@ -44,8 +52,44 @@ impl std::fmt::Debug for KeyedNoise {
         write!(
             f,
             "KeyedNoise(stream {}, grid 2^{}, t {})",
-            self.stream, self.grid_exp, self.t
+            self.stream,
+            self.grid_exp,
+            self.t()
         )
+    }
+}
+
+/// The random bits of one counter: its two keystream words, then its extension stream.
+struct CounterBits<'a> {
+    noise: &'a KeyedNoise,
+    id: u64,
+    words: [u64; 2],
+    next: usize,
+    ext: Option<ChaCha20Rng>,
+}
+
+impl RandomBits for CounterBits<'_> {
+    #[inline]
+    fn next_u64(&mut self) -> u64 {
+        if self.next < 2 {
+            self.next += 1;
+            return self.words[self.next - 1];
+        }
+        self.extension()
+    }
+}
+
+impl CounterBits<'_> {
+    #[cold]
+    fn extension(&mut self) -> u64 {
+        let (key, id) = (self.noise.ext_key, self.id);
+        self.ext
+            .get_or_insert_with(|| {
+                let mut r = ChaCha20Rng::from_seed(key);
+                r.set_stream(id);
+                r
+            })
+            .next_u64()
     }
 }
 
@@ -66,21 +110,14 @@ impl KeyedNoise {
                 format!("must be finite and > 0, got {sensitivity}"),
             ));
         }
-        // 2^30 grid steps below the scale, and below the sensitivity when eps > 1 would put
+        // 2^20 grid steps below the sensitivity, and below the scale when eps > 1 would put
         // the grid above it (then rounding, not the data, would dominate the sensitivity).
         let grid_exp =
             (sensitivity * (1.0 / epsilon).min(1.0)).log2().floor() as i32 - GRID_BITS_BELOW_SCALE;
-        Ok(Self::on_grid(
-            key,
-            stream,
-            sensitivity,
-            touched,
-            epsilon,
-            grid_exp,
-        ))
+        Self::on_grid(key, stream, sensitivity, touched, epsilon, grid_exp)
     }
 
-    /// The calibration on grid `2^grid_exp`: `t = (ceil(S / gamma) + touched) / eps`.
+    /// The calibration on grid `2^grid_exp`: `t >= (ceil(S / gamma) + touched) / eps`.
     fn on_grid(
         key: [u8; 32],
         stream: u64,
@@ -88,22 +125,39 @@ impl KeyedNoise {
         touched: u32,
         epsilon: f64,
         grid_exp: i32,
-    ) -> Self {
+    ) -> Result<Self> {
+        if stream >= 1 << 63 {
+            return Err(Error::param("stream", "noise streams are below 2^63"));
+        }
         let gamma = (grid_exp as f64).exp2();
-        let t = ((sensitivity / gamma).ceil() + f64::from(touched)) / epsilon;
-        Self {
+        let d_int = (sensitivity / gamma).ceil() + f64::from(touched);
+        if !(d_int < 2f64.powi(50)) {
+            return Err(Error::param(
+                "sensitivity",
+                format!("sensitivity {sensitivity:e} is too fine for grid 2^{grid_exp}"),
+            ));
+        }
+        let law = DiscreteLaplace::for_sensitivity(d_int as u64, epsilon)?;
+        let mut ext_key = [0u8; 32];
+        let mut r = ChaCha20Rng::from_seed(key);
+        r.set_stream((1 << 63) | stream);
+        r.fill_bytes(&mut ext_key);
+        Ok(Self {
             key,
+            ext_key,
             stream,
             grid_exp,
-            t,
+            law,
             gamma,
             inv_gamma: 1.0 / gamma,
-        }
+        })
     }
 
     /// Like [`new`](Self::new), with a grid coarse enough that every sum of at most `terms`
     /// releases of counters whose true values are at most `max_value` is exact in f64 (so
-    /// any summation order gives the same bits). `|Z| <= 37 t` always: `U >= 2^-53`.
+    /// any summation order gives the same bits) unless some `|Z|` exceeds 80 scales, an
+    /// event of probability `e^-80` per counter (then the orders may differ in the last
+    /// bit; privacy is unaffected, as both are post-processing of the same releases).
     pub fn new_exact(
         key: [u8; 32],
         stream: u64,
@@ -114,19 +168,12 @@ impl KeyedNoise {
         terms: u32,
     ) -> Result<Self> {
         let fine = Self::new(key, stream, sensitivity, touched, epsilon)?;
-        let worst = f64::from(terms) * (max_value + 38.0 * fine.scale() * 2.0);
+        let worst = f64::from(terms) * (max_value + EXACT_SUM_SCALES * fine.scale() * 2.0);
         let needed = worst.log2().ceil() as i32 - 51;
         if needed <= fine.grid_exp {
             return Ok(fine);
         }
-        Ok(Self::on_grid(
-            key,
-            stream,
-            sensitivity,
-            touched,
-            epsilon,
-            needed,
-        ))
+        Self::on_grid(key, stream, sensitivity, touched, epsilon, needed)
     }
 
     /// The grid step.
@@ -134,78 +181,79 @@ impl KeyedNoise {
         self.gamma
     }
 
+    /// The discrete Laplace parameter in grid steps.
+    pub fn t(&self) -> f64 {
+        self.law.t()
+    }
+
     /// The effective continuous scale `gamma t` (a hair above `S / eps`).
     pub fn scale(&self) -> f64 {
-        self.gamma * self.t
+        self.gamma * self.t()
     }
 
-    /// Standard deviation of one counter's noise (`sqrt 2` times the scale, up to the grid).
+    /// Standard deviation of one counter's noise (the discrete Laplace's, in value units).
     pub fn std_dev(&self) -> f64 {
-        std::f64::consts::SQRT_2 * self.scale()
+        self.gamma * self.law.std_dev()
     }
 
-    fn rng(&self, stream: u64) -> ChaCha20Rng {
+    /// The same key and grid with `factor` times the noise parameter (tests: a mechanism
+    /// with too little noise must be caught).
+    #[cfg(test)]
+    pub(crate) fn scaled(&self, factor: f64) -> Self {
+        self.with_t(self.t() * factor)
+    }
+
+    /// A test law with parameter close to `t` (tests of the law in grid steps).
+    #[cfg(test)]
+    pub(crate) fn with_t(&self, t: f64) -> Self {
+        Self {
+            law: DiscreteLaplace::for_sensitivity(1, 1.0 / t).expect("valid test t"),
+            ..self.clone()
+        }
+    }
+
+    fn rng(&self) -> ChaCha20Rng {
         let mut r = ChaCha20Rng::from_seed(self.key);
-        r.set_stream(stream);
+        r.set_stream(self.stream);
         r
     }
 
-    /// One attempt from one word; `None` is a rejection.
-    fn attempt(&self, w: u64) -> Option<i64> {
-        let negative = w >> 63 == 1;
-        let u = ((w & ((1u64 << 53) - 1)) + 1) as f64 * (1.0 / (1u64 << 53) as f64);
-        // -t ln U >= 0, so truncation is the floor.
-        let m = (-self.t * u.ln()) as i64;
-        match (negative, m) {
-            (true, 0) => None,
-            (true, m) => Some(-m),
-            (false, m) => Some(m),
-        }
-    }
-
     /// The raw keystream words of counters `first .. first + out.len()` (for mechanisms whose
-    /// counters use different scales: each level's `draw` turns a word into noise).
-    pub fn words(&self, first: u64, out: &mut [u64]) {
-        let mut r = self.rng(self.stream);
-        r.set_word_pos(u128::from(first) * 2);
+    /// counters use different scales: each level's `draw` turns a pair into noise).
+    pub fn words(&self, first: u64, out: &mut [[u64; 2]]) {
+        let mut r = self.rng();
+        r.set_word_pos(u128::from(first) * 4);
         for o in out.iter_mut() {
-            *o = r.next_u64();
+            *o = [r.next_u64(), r.next_u64()];
         }
     }
 
-    /// The discrete Laplace draw of counter `id` from its word.
+    /// The discrete Laplace draw of counter `id` from its words.
     #[inline]
-    pub fn draw(&self, id: u64, w0: u64) -> i64 {
-        if let Some(z) = self.attempt(w0) {
-            return z;
-        }
-        self.retry(id)
-    }
-
-    #[cold]
-    fn retry(&self, id: u64) -> i64 {
-        let mut r = self.rng(!self.stream);
-        r.set_word_pos(u128::from(id) * 2);
-        loop {
-            if let Some(z) = self.attempt(r.next_u64()) {
-                return z;
-            }
-        }
+    pub fn draw(&self, id: u64, words: [u64; 2]) -> i64 {
+        let mut bits = CounterBits {
+            noise: self,
+            id,
+            words,
+            next: 0,
+            ext: None,
+        };
+        self.law.sample(&mut bits)
     }
 
     /// Noise of counter `id` (random access: the online path).
     pub fn z(&self, id: u64) -> i64 {
-        let mut r = self.rng(self.stream);
-        r.set_word_pos(u128::from(id) * 2);
-        self.draw(id, r.next_u64())
+        let mut r = self.rng();
+        r.set_word_pos(u128::from(id) * 4);
+        self.draw(id, [r.next_u64(), r.next_u64()])
     }
 
     /// Noise of counters `first .. first + out.len()` (sequential keystream: the bulk path).
     pub fn fill(&self, first: u64, out: &mut [i64]) {
-        let mut r = self.rng(self.stream);
-        r.set_word_pos(u128::from(first) * 2);
+        let mut r = self.rng();
+        r.set_word_pos(u128::from(first) * 4);
         for (i, o) in out.iter_mut().enumerate() {
-            *o = self.draw(first + i as u64, r.next_u64());
+            *o = self.draw(first + i as u64, [r.next_u64(), r.next_u64()]);
         }
     }
 
@@ -217,15 +265,18 @@ impl KeyedNoise {
     }
 }
 
-/// A fresh secret key from the OS, or one derived from a user seed (recorded and warned
-/// about by the caller, like every user seed).
-pub fn key(seed: Option<u64>) -> [u8; 32] {
-    let mut k = [0u8; 32];
+/// A fresh secret key from the OS, or one derived from a user seed and the release's
+/// description (recorded and warned about by the caller, like every user seed): two
+/// releases with different descriptions never share a key.
+pub fn key(seed: Option<u64>, release: &str) -> [u8; 32] {
     match seed {
-        Some(s) => ChaCha20Rng::seed_from_u64(s).fill_bytes(&mut k),
-        None => ChaCha20Rng::from_os_rng().fill_bytes(&mut k),
+        Some(s) => crate::dp::rng::derive_key(s, release),
+        None => {
+            let mut k = [0u8; 32];
+            ChaCha20Rng::from_os_rng().fill_bytes(&mut k);
+            k
+        }
     }
-    k
 }
 
 #[cfg(test)]
@@ -250,10 +301,7 @@ mod tests {
     fn discrete_laplace_law_and_power() {
         let n = KeyedNoise::new([1; 32], 0, 1.0, 1, 1.0).expect("ok");
         // Check the law in grid units with a small t so bins are populated.
-        let small = KeyedNoise {
-            t: 3.0,
-            ..n.clone()
-        };
+        let small = n.with_t(3.0);
         let mut z = vec![0i64; 200_000];
         small.fill(0, &mut z);
         let probs = |t: f64| -> Vec<f64> {
@@ -274,10 +322,13 @@ mod tests {
             }
             h
         };
-        let expected: Vec<f64> = probs(3.0).iter().map(|p| p * z.len() as f64).collect();
+        let expected: Vec<f64> = probs(small.t())
+            .iter()
+            .map(|p| p * z.len() as f64)
+            .collect();
         let (_, p) = chi_square_test(&hist(&z), &expected);
         assert!(p > ALPHA, "p = {p}");
-        let weak = KeyedNoise { t: 2.1, ..n };
+        let weak = n.with_t(2.1);
         weak.fill(0, &mut z);
         let (_, p) = chi_square_test(&hist(&z), &expected);
         assert!(p < ALPHA, "30% less noise must be detected, p = {p}");
@@ -286,14 +337,18 @@ mod tests {
     #[test]
     fn calibration_accounts_for_rounding() {
         let n = KeyedNoise::new([0; 32], 0, 11.0, 11, 0.1).expect("ok");
-        assert!(n.scale() >= 110.0 && n.scale() < 110.0 * (1.0 + 1e-6));
+        assert!(n.scale() >= 110.0 && n.scale() < 110.0 * (1.0 + 3e-4));
         assert_eq!(n.release(3.0, 0), 3.0);
         assert!(KeyedNoise::new([0; 32], 0, 1.0, 1, 0.0).is_err());
         assert!(KeyedNoise::new([0; 32], 0, f64::NAN, 1, 1.0).is_err());
-        // Tiny eps (noise 10^17 x the sensitivity): the grid stays below the sensitivity, so
+        // Tiny eps (noise 10^6 x the sensitivity): the grid stays below the sensitivity, so
         // rounding does not inflate the scale.
-        let tiny = KeyedNoise::new([0; 32], 0, 1e-16, 20, 1e-17).expect("ok");
-        assert!((tiny.scale() / 10.0 - 1.0).abs() < 1e-6, "{}", tiny.scale());
+        let tiny = KeyedNoise::new([0; 32], 0, 1e-10, 20, 1e-6).expect("ok");
+        assert!((tiny.scale() / 1e-4 - 1.0).abs() < 3e-4, "{}", tiny.scale());
+        assert!(
+            KeyedNoise::new([0; 32], 0, 1.0, 1, 1e-9).is_err(),
+            "eps below the range"
+        );
         // A coarser grid when sums could lose bits; the scale stays the same.
         let e = KeyedNoise::new_exact([0; 32], 0, 11.0, 11, 0.1, 1e11, 64).expect("ok");
         assert!(e.grid_exp > n.grid_exp);

@@ -151,7 +151,7 @@ fn measured_epsilon(noise_factor: f64) -> f64 {
         key[..8].copy_from_slice(&r.to_le_bytes());
         for (which, data) in [&d, &d2].into_iter().enumerate() {
             let mut m = WindowSum::new(w, eps, b, key).expect("ok");
-            m.noise.t *= noise_factor;
+            m.noise = m.noise.scaled(noise_factor);
             h = m.h;
             for &x in data.iter() {
                 m.push(x);
@@ -317,7 +317,7 @@ fn exponential_and_allwindow_neighbours_respect_epsilon_with_power() {
         let loss = counter_loss(
             |key, data| {
                 let mut m = ExponentialSum::new(alpha, 1.0, 1.0, key).expect("ok");
-                m.noise.t *= factor;
+                m.noise = m.noise.scaled(factor);
                 for &x in data {
                     m.push(x).expect("push");
                 }
@@ -337,7 +337,7 @@ fn exponential_and_allwindow_neighbours_respect_epsilon_with_power() {
         let loss = counter_loss(
             |key, data| {
                 let mut m = AllWindowSum::new(&[8], 1.0, 1.0, 2.0, key).expect("ok");
-                m.levels[0].t *= factor;
+                m.levels[0] = m.levels[0].scaled(factor);
                 for &x in data {
                     m.push(x);
                 }

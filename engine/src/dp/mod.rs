@@ -4,6 +4,7 @@
 //! Architecture invariant: privacy noise is sampled only in this module.
 
 pub mod accountant;
+pub mod exact;
 pub mod exponential;
 pub mod gaussian;
 pub mod l2laplace;

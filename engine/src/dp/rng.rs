@@ -2,8 +2,16 @@
 //!
 //! Architecture invariant: no noise is sampled outside `engine/src/dp`, and every sampler
 //! takes a [`NoiseRng`], so a non-cryptographic generator cannot reach a mechanism.
-//! A user seed is allowed for reproducible audits; it is recorded in the report and a
-//! warning is printed, because the release is not private against whoever knows the seed.
+//!
+//! Seeds: a user seed is allowed for reproducible audits, and a warning is printed, because
+//! the release is not private against whoever knows the seed. A seed never keys a generator
+//! directly: [`NoiseRng::for_release`] derives the key from the seed *and* the release's
+//! canonical description (command, column, mechanism, epsilon, every public parameter), so
+//! two releases that differ in anything (two columns, two epsilons, two mechanisms) draw
+//! from unrelated streams and their noise can neither cancel nor scale. The report says that
+//! a seed was used, not which, unless the user asks for it (`--record-seed`).
+//! Cryptographic keys, masks and permutations never come from here: they come from the OS
+//! ([`os_crypto_rng`]) whatever the seed.
 
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -15,8 +23,9 @@ use serde::{Deserialize, Serialize};
 pub enum SeedSource {
     /// 256 bits from the operating system: the only setting under which the release is private.
     Os,
-    /// A user-given seed (reproducible, NOT private against anyone who knows it).
-    User(u64),
+    /// A user-given seed (reproducible, NOT private against anyone who knows it); the value
+    /// is recorded only when the user asked for it (`--record-seed`).
+    User(Option<u64>),
 }
 
 /// What a report says about the randomness used.
@@ -38,6 +47,30 @@ pub struct NoiseRng {
     source: SeedSource,
 }
 
+/// A 256-bit key from a user seed and a release description: a PRF cascade over ChaCha20
+/// (each step keys ChaCha20 with the previous key and takes 32 bytes at the nonce given by
+/// the next 8 bytes of the input), over the length-prefixed description, so the inputs are
+/// prefix-free. Different descriptions give unrelated keys.
+pub fn derive_key(seed: u64, release: &str) -> [u8; 32] {
+    let mut key = [0u8; 32];
+    ChaCha20Rng::seed_from_u64(seed).fill_bytes(&mut key);
+    let bytes = release.as_bytes();
+    let len = (bytes.len() as u64).to_le_bytes();
+    for chunk in std::iter::once(&len[..]).chain(bytes.chunks(8)) {
+        let mut word = [0u8; 8];
+        word[..chunk.len()].copy_from_slice(chunk);
+        let mut r = ChaCha20Rng::from_seed(key);
+        r.set_stream(u64::from_le_bytes(word));
+        r.fill_bytes(&mut key);
+    }
+    key
+}
+
+/// A generator for cryptographic keys, masks and permutations: always seeded by the OS.
+pub fn os_crypto_rng() -> ChaCha20Rng {
+    ChaCha20Rng::from_os_rng()
+}
+
 impl NoiseRng {
     /// OS-seeded generator: the default.
     pub fn from_os() -> Self {
@@ -47,25 +80,35 @@ impl NoiseRng {
         }
     }
 
-    /// Seeded generator; prints the warning once through `tracing` (the CLI also shows it).
-    pub fn from_user_seed(seed: u64) -> Self {
-        tracing::warn!("{USER_SEED_WARNING} (seed = {seed})");
-        Self::from_seed_quiet(seed)
-    }
-
-    /// Seeded generator without the warning, for tests and for derived child streams.
+    /// Seeded generator without the warning, for tests (the seed is recorded).
     pub fn from_seed_quiet(seed: u64) -> Self {
         Self {
             inner: ChaCha20Rng::seed_from_u64(seed),
-            source: SeedSource::User(seed),
+            source: SeedSource::User(Some(seed)),
         }
     }
 
-    /// `Some(seed)` -> user seed, `None` -> OS.
-    pub fn new(seed: Option<u64>) -> Self {
+    /// The generator of one release: from the OS without a seed; with a user seed, keyed by
+    /// [`derive_key`]`(seed, release)` (and a warning through `tracing`). `release` must be
+    /// the release's canonical description: every public parameter that distinguishes it.
+    /// The seed is not recorded unless [`record_seed`](Self::record_seed) is called.
+    pub fn for_release(seed: Option<u64>, release: &str) -> Self {
         match seed {
-            Some(s) => Self::from_user_seed(s),
+            Some(s) => {
+                tracing::warn!("{USER_SEED_WARNING}");
+                Self {
+                    inner: ChaCha20Rng::from_seed(derive_key(s, release)),
+                    source: SeedSource::User(None),
+                }
+            }
             None => Self::from_os(),
+        }
+    }
+
+    /// Record the user seed's value in reports (`--record-seed`).
+    pub fn record_seed(&mut self, seed: Option<u64>) {
+        if let (SeedSource::User(_), Some(s)) = (self.source, seed) {
+            self.source = SeedSource::User(Some(s));
         }
     }
 
@@ -90,14 +133,6 @@ impl NoiseRng {
             inner: ChaCha20Rng::from_seed(key),
             source: self.source,
         }
-    }
-
-    /// A child ChaCha20 generator for the crypto layer (keys, masks, encryption randomness);
-    /// like [`fork`](Self::fork) it is keyed by 256 bits drawn from this one.
-    pub fn crypto_rng(&mut self) -> ChaCha20Rng {
-        let mut key = [0u8; 32];
-        self.inner.fill_bytes(&mut key);
-        ChaCha20Rng::from_seed(key)
     }
 
     /// Uniform in (0, 1]: 53 random bits, never 0 (so `ln` is finite).
@@ -159,7 +194,7 @@ mod tests {
         let mut b = NoiseRng::from_seed_quiet(7);
         assert_eq!(a.next_u64(), b.next_u64());
         let rec = a.record();
-        assert_eq!(rec.seed, SeedSource::User(7));
+        assert_eq!(rec.seed, SeedSource::User(Some(7)));
         assert!(rec.warning.is_some());
         assert!(NoiseRng::from_os().record().warning.is_none());
     }
@@ -180,6 +215,37 @@ mod tests {
             assert!(u > 0.0 && u <= 1.0);
             assert!(r.below(7) < 7);
         }
+    }
+
+    /// Item 2 of the privacy audit: one seed, two releases that differ in epsilon or column,
+    /// must not share (or scale) noise; the same release twice is reproducible; the seed is
+    /// not in the record unless asked for.
+    #[test]
+    fn a_seed_gives_each_release_its_own_stream() {
+        let a = |label: &str| NoiseRng::for_release(Some(1), label).next_u64();
+        assert_eq!(
+            a("histogram|col=delay|eps=1"),
+            a("histogram|col=delay|eps=1")
+        );
+        assert_ne!(
+            a("histogram|col=delay|eps=1"),
+            a("histogram|col=delay|eps=2")
+        );
+        assert_ne!(
+            a("histogram|col=delay|eps=1"),
+            a("histogram|col=dist|eps=1")
+        );
+        assert_ne!(
+            NoiseRng::for_release(Some(1), "x").next_u64(),
+            NoiseRng::for_release(Some(2), "x").next_u64()
+        );
+        let mut r = NoiseRng::for_release(Some(5), "x");
+        assert_eq!(r.record().seed, SeedSource::User(None));
+        r.record_seed(Some(5));
+        assert_eq!(r.record().seed, SeedSource::User(Some(5)));
+        // prefix-free: a label and its extension by zero bytes differ
+        assert_ne!(derive_key(1, "ab"), derive_key(1, "ab\0"));
+        assert_ne!(os_crypto_rng().next_u64(), os_crypto_rng().next_u64());
     }
 
     #[test]

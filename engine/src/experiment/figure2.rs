@@ -166,7 +166,17 @@ pub fn run(train: &Dataset, test: &Dataset, cfg: &Figure2Config) -> Result<Figur
     train.check_same_features(&test)?;
     RowTransform::Scale(cfg.row_scale).apply(&mut train)?;
     RowTransform::Scale(cfg.row_scale).apply(&mut test)?;
-    let mut rng = NoiseRng::new(cfg.seed);
+    let mut rng = NoiseRng::for_release(
+        cfg.seed,
+        &format!(
+            "experiment figure2|lambdas={:?}|epsilons={:?}|runs={}|noise={}|row_scale={}",
+            cfg.lambdas,
+            cfg.epsilons,
+            cfg.runs,
+            cfg.noise.name(),
+            cfg.row_scale
+        ),
+    );
     let solver = SolverConfig::default();
     let k = 5;
     let mut points = Vec::new();
@@ -193,7 +203,7 @@ pub fn run(train: &Dataset, test: &Dataset, cfg: &Figure2Config) -> Result<Figur
             std_test_error: 0.0,
             runs: 1,
         });
-        let g_star = star.grad_norm.max(solver.tolerance);
+        let g_star = crate::pipeline::public_gradient_bound(std::slice::from_ref(&star), &solver)?;
         points.extend(sweep(
             &obj,
             cfg,
@@ -222,10 +232,7 @@ pub fn run(train: &Dataset, test: &Dataset, cfg: &Figure2Config) -> Result<Figur
                 ratio: dist / bound,
                 average_test_error: logreg::error_rate(&avg, &test.x, &test.y, test.d),
             });
-            let g = fits
-                .iter()
-                .map(|f| f.grad_norm)
-                .fold(solver.tolerance, f64::max);
+            let g = crate::pipeline::public_gradient_bound(&fits, &solver)?;
             let series = format!("DP aggregate, {name}");
             points.extend(sweep(
                 &obj,

@@ -10,10 +10,12 @@
 //!   revealed as ties), `< 2^40`;
 //! * `a_j` uniform below `2^(40 + sigma)`, the curator's masks `r` below `2^(80 + sigma)`,
 //!   sigma = 40 statistical bits;
-//! * fixed point `2^-32` (the reference aggregator's); noise `|eta| 2^32 < 2^72`, Stage 3's
-//!   mask `s` below `2^(72 + sigma)`;
+//! * fixed point `2^-32` for the models (the reference aggregator's) and `2^-32 / K` for the
+//!   noise (`aggregate::encode_noise`, so no residue of the published sum is noise-free):
+//!   `|eta| K 2^32 < 2^80`, Stage 3's mask `s` below `2^(80 + sigma)`;
 //! * re-sharing and publication in Z_(2^128): the published shares are uniform apart from
-//!   their sum, which is the signed sum `sum_j w_j + K eta` in fixed point.
+//!   their sum, which is the signed sum `sum_j W_j + N` (models at 2^-32, noise at
+//!   2^-32 / K).
 //!
 //! One deviation from a literal reading of protocol.md, step 1.2: `b_j` does not go from
 //! `P_j` straight to the curator (the sender would reveal `pi1(j)` to it, and with `pi2` the
@@ -28,7 +30,7 @@ pub mod transport;
 mod tests;
 
 use crate::aggregate::{self, PartyInput};
-use crate::dp::NoiseRng;
+use crate::dp::rng::os_crypto_rng;
 use crate::error::{Error, Result};
 use kinsey_backend::compare::{Duplex, frame, unframe};
 use kinsey_backend::{
@@ -51,8 +53,8 @@ pub const MAX_PARTIES: usize = 256;
 pub const KEY_BITS: u32 = 40;
 /// Statistical security of every additive mask.
 pub const SIGMA: u32 = 40;
-/// Bits of the largest fixed-point noise value.
-pub const NOISE_BITS: u32 = 72;
+/// Bits of the largest fixed-point noise value (units of `2^-32 / K`).
+pub const NOISE_BITS: u32 = 80;
 
 /// A failure to inject in a test run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -697,7 +699,7 @@ fn party(ctx: &mut Ctx, j: usize, input: &PartyInput) -> R<Vec<i128>> {
     let eta: Vec<i128> = input
         .noise
         .iter()
-        .map(|&x| aggregate::encode_fixed(x))
+        .map(|&x| aggregate::encode_noise(x, k))
         .collect::<Result<_>>()
         .map_err(|e| ctx.own(e))?;
     let psi = ctx.op_on(c, "multiply by plaintext", d, |he, _| {
@@ -741,7 +743,7 @@ fn party(ctx: &mut Ctx, j: usize, input: &PartyInput) -> R<Vec<i128>> {
         let masked = ctx.op_on(from, "add", d, |he, _| he.add_batch(&zeta_pk, &total, &zs))?;
         ctx.send(c, MASKED, &cts_bytes(&masked))?;
         for (vi, si) in v.iter_mut().zip(&s) {
-            *vi -= k as i128 * si;
+            *vi -= si;
         }
     }
     let out = reshare(ctx, &v)?;
@@ -840,8 +842,7 @@ fn curator(ctx: &mut Ctx) -> R<Vec<i128>> {
     for x in &e {
         ctx.t.learn("eta + s", *x);
     }
-    let v: Vec<i128> = e.iter().map(|x| k as i128 * x).collect();
-    let out = reshare(ctx, &v)?;
+    let out = reshare(ctx, &e)?;
     ctx.finish();
     Ok(out)
 }
@@ -872,7 +873,7 @@ impl SecureAggregator {
             ));
         }
         let info = self.backend.info();
-        let need = KEY_BITS + 2 * SIGMA + 1;
+        let need = (KEY_BITS + 2 * SIGMA + 1).max(NOISE_BITS + SIGMA + 1);
         if info.plaintext_bits < need {
             return Err(Error::param(
                 "crypto.backend",
@@ -900,20 +901,19 @@ impl SecureAggregator {
                     format!("party {} has a different dimension", j + 1),
                 ));
             }
-            let noise_codec = kinsey_backend::FixedPoint {
-                capacity_bits: NOISE_BITS,
-                ..aggregate::FIXED_POINT
-            };
             for &x in &p.noise {
-                noise_codec.encode(x).map_err(|e| {
-                    Error::param(
+                let fits = aggregate::encode_noise(x, k)
+                    .is_ok_and(|v| v.unsigned_abs() < 1u128 << NOISE_BITS);
+                if !fits {
+                    return Err(Error::param(
                         "privacy.epsilon",
                         format!(
-                            "party {}'s noise value {x:e} is too large for the protocol: {e}",
+                            "party {}'s noise is too large for the protocol's fixed point \
+                             (|eta| K 2^32 must stay below 2^{NOISE_BITS})",
                             j + 1
                         ),
-                    )
-                })?;
+                    ));
+                }
             }
             for &x in &p.w {
                 aggregate::encode_fixed(x)?;
@@ -922,8 +922,9 @@ impl SecureAggregator {
         Ok(d)
     }
 
-    /// Run the protocol on the parties' inputs; `rng` seeds every participant's own stream.
-    pub fn run(&self, parties: &[PartyInput], rng: &mut NoiseRng) -> Result<SecureOutcome> {
+    /// Run the protocol on the parties' inputs. Every participant's keys, masks and
+    /// permutations come from its own OS-seeded generator, whatever seed the DP noise has.
+    pub fn run(&self, parties: &[PartyInput]) -> Result<SecureOutcome> {
         let d = self.check_inputs(parties)?;
         let k = parties.len();
         let start = Instant::now();
@@ -931,7 +932,7 @@ impl SecureAggregator {
         let cmp = self.backend.comparison();
         let fault = self.config.fault;
         let he = self.backend.as_ref();
-        let rngs: Vec<ChaCha20Rng> = (0..=k).map(|_| rng.crypto_rng()).collect();
+        let rngs: Vec<ChaCha20Rng> = (0..=k).map(|_| os_crypto_rng()).collect();
         let results: Vec<std::thread::Result<RoleResult>> = std::thread::scope(|s| {
             let handles: Vec<_> = endpoints
                 .into_iter()

@@ -4,6 +4,7 @@
 use super::transport::{Direction, Peer, Stage};
 use super::*;
 use crate::aggregate::{Aggregator, PlaintextAggregator, fixed_point_sum};
+use crate::dp::NoiseRng;
 use crate::dp::stattest::{ALPHA, chi_square_uniform};
 use kinsey_backend::registry::BackendOptions;
 
@@ -35,7 +36,6 @@ fn parties(sizes: &[usize], d: usize, seed: u64) -> Vec<PartyInput> {
 fn run(
     name: &str,
     inputs: &[PartyInput],
-    seed: u64,
     record: bool,
     fault: Option<Fault>,
 ) -> Result<SecureOutcome> {
@@ -47,7 +47,7 @@ fn run(
             fault,
         },
     );
-    agg.run(inputs, &mut NoiseRng::from_seed_quiet(seed))
+    agg.run(inputs)
 }
 
 #[test]
@@ -59,7 +59,7 @@ fn mock_protocol_equals_the_plaintext_aggregate_bit_for_bit() {
         (vec![4000, 3000, 2000, 1000, 5, 6000, 7000], 4),
     ] {
         let inputs = parties(&sizes, 6, seed);
-        let out = run("mock", &inputs, seed, false, None).expect("run");
+        let out = run("mock", &inputs, false, None).expect("run");
         assert_eq!(out.sum, fixed_point_sum(&inputs).expect("sum"), "{sizes:?}");
         let reference = PlaintextAggregator.aggregate(&inputs).expect("plain");
         assert_eq!(out.w, reference.w);
@@ -69,7 +69,7 @@ fn mock_protocol_equals_the_plaintext_aggregate_bit_for_bit() {
 #[test]
 fn paillier_protocol_equals_the_plaintext_aggregate_and_reports_traffic() {
     let inputs = parties(&[1200, 800, 950], 5, 9);
-    let out = run("paillier", &inputs, 9, false, None).expect("run");
+    let out = run("paillier", &inputs, false, None).expect("run");
     assert_eq!(out.sum, fixed_point_sum(&inputs).expect("sum"));
     let r = &out.report;
     assert_eq!(r.backend.name, "paillier");
@@ -107,7 +107,7 @@ fn audit_curator(out: &SecureOutcome, inputs: &[PartyInput]) -> std::result::Res
         secrets.push((format!("n_{j}"), p.n as i128));
         secrets.push((format!("key_{j}"), p.n as i128 * k + j as i128));
         for (i, &x) in p.noise.iter().enumerate() {
-            let v = aggregate::encode_fixed(x).map_err(|e| e.to_string())?;
+            let v = aggregate::encode_noise(x, inputs.len()).map_err(|e| e.to_string())?;
             secrets.push((format!("eta_{j}[{i}]"), v));
         }
         for (i, &x) in p.w.iter().enumerate() {
@@ -161,7 +161,7 @@ fn audit_curator(out: &SecureOutcome, inputs: &[PartyInput]) -> std::result::Res
 #[test]
 fn curator_view_holds_no_size_share_noise_or_classifier() {
     let inputs = parties(&[70_001, 65_537, 90_210], 4, 21);
-    let out = run("paillier", &inputs, 21, true, None).expect("run");
+    let out = run("paillier", &inputs, true, None).expect("run");
     audit_curator(&out, &inputs).expect("paillier transcript is clean");
     let curator = &out.views[3];
     let labels: std::collections::BTreeSet<&str> =
@@ -169,7 +169,7 @@ fn curator_view_holds_no_size_share_noise_or_classifier() {
     assert!(labels.contains("smallest (pi2 position)"));
     assert!(labels.contains("eta + s"));
     // The audit has teeth: the mock backend sends plaintexts in the clear, and it says so.
-    let out = run("mock", &inputs, 21, true, None).expect("run");
+    let out = run("mock", &inputs, true, None).expect("run");
     let leak = audit_curator(&out, &inputs).expect_err("mock leaks");
     assert!(leak.contains("appears in a message"), "{leak}");
 }
@@ -188,8 +188,8 @@ fn parties_cannot_tell_who_is_smallest() {
         sizes[smallest] = 10;
         let inputs = parties(&sizes, 1, 5);
         let mut counts = vec![0u64; k - 1];
-        for seed in 0..400u64 {
-            let out = run("mock", &inputs, 1000 + seed, true, None).expect("run");
+        for _ in 0..400u64 {
+            let out = run("mock", &inputs, true, None).expect("run");
             let p1 = &out.views[0];
             let pairs: Vec<Vec<u8>> = p1
                 .messages
@@ -222,8 +222,8 @@ fn published_shares_are_uniform_apart_from_their_sum() {
     let inputs = parties(&[300, 200], 2, 8);
     let mut bins = vec![0u64; 16];
     let mut first = Vec::new();
-    for seed in 0..300u64 {
-        let out = run("mock", &inputs, 5000 + seed, true, None).expect("run");
+    for _ in 0..300u64 {
+        let out = run("mock", &inputs, true, None).expect("run");
         let mut total = 0u128;
         for v in &out.views {
             let shares: Vec<i128> = v
@@ -259,7 +259,7 @@ fn a_failing_participant_is_named_with_its_stage() {
                     stage,
                     kind,
                 };
-                let e = run("mock", &inputs, 4, false, Some(fault))
+                let e = run("mock", &inputs, false, Some(fault))
                     .err()
                     .unwrap_or_else(|| panic!("{fault:?} was not noticed"));
                 let msg = e.to_string();
@@ -278,7 +278,7 @@ fn garbage_ciphertexts_are_caught_by_paillier_validation() {
         stage: Stage::Noise,
         kind: FaultKind::Garbage,
     };
-    let e = run("paillier", &inputs, 4, false, Some(fault)).expect_err("noticed");
+    let e = run("paillier", &inputs, false, Some(fault)).expect_err("noticed");
     let msg = e.to_string();
     assert!(msg.contains("stage 2") && msg.contains("party 2"), "{msg}");
 }
@@ -287,10 +287,10 @@ fn garbage_ciphertexts_are_caught_by_paillier_validation() {
 fn bad_inputs_are_refused_before_anything_is_sent() {
     let mut inputs = parties(&[40, 50], 2, 3);
     inputs[1].n = 1 << 33;
-    let e = run("mock", &inputs, 1, false, None).expect_err("too big");
+    let e = run("mock", &inputs, false, None).expect_err("too big");
     assert!(e.to_string().contains("party 2 has 8589934592 rows"), "{e}");
     let mut inputs = parties(&[40, 50], 2, 3);
     inputs[0].noise[1] = 1e30;
-    assert!(run("mock", &inputs, 1, false, None).is_err());
-    assert!(run("mock", &[], 1, false, None).is_err());
+    assert!(run("mock", &inputs, false, None).is_err());
+    assert!(run("mock", &[], false, None).is_err());
 }

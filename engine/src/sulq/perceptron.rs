@@ -79,7 +79,7 @@ fn check_labels(y: &[f32], m: &Matrix) -> Result<()> {
             path: m.source.clone(),
             column: "label".into(),
             row: i,
-            msg: format!("label {} is not -1 or +1", y[i]),
+            msg: "the label is not -1 or +1".into(),
         });
     }
     Ok(())

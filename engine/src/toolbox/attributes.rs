@@ -90,7 +90,7 @@ pub fn read_categorical_data(
                     path: path.to_path_buf(),
                     column: label.to_string(),
                     row,
-                    msg: format!("class {v} is not among the declared classes {classes:?}"),
+                    msg: format!("the class value is not among the declared classes {classes:?}"),
                 })
         })
         .collect::<Result<Vec<u16>>>()?;
@@ -103,7 +103,7 @@ pub fn read_categorical_data(
             return Err(Error::Schema {
                 path: path.to_path_buf(),
                 column: s.name.clone(),
-                msg: format!("{} rows, the label has {n}", v.len()),
+                msg: "its row count differs from the label column's".into(),
             });
         }
         match s.bins {
@@ -115,7 +115,7 @@ pub fn read_categorical_data(
                             column: s.name.clone(),
                             row: i,
                             msg: format!(
-                                "value {x} is not 0 or 1; declare bins as {}:LO:HI:BINS",
+                                "the value is not 0 or 1; declare bins as {}:LO:HI:BINS",
                                 s.name
                             ),
                         });

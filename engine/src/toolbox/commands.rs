@@ -52,14 +52,77 @@ pub struct Done {
     pub report: serde_json::Value,
 }
 
-fn finish(mut o: Outputs, out: &Path, report: serde_json::Value, summary: String) -> Result<Done> {
+fn finish(o: Outputs, out: &Path, report: serde_json::Value, summary: String) -> Result<Done> {
+    finish_split(o, out, report, summary, None)
+}
+
+/// Write the release report, and the diagnostics (first field NOT PRIVATE) when given; the
+/// diagnostic lines join the summary, each marked NOT PRIVATE.
+fn finish_split(
+    mut o: Outputs,
+    out: &Path,
+    report: serde_json::Value,
+    mut summary: String,
+    diagnostics: Option<(serde_json::Value, Vec<String>)>,
+) -> Result<Done> {
     write_json(&mut o, &out.join("report.json"), &report)?;
+    if let Some((d, lines)) = diagnostics {
+        let path = crate::release::diagnostics_path(out, "run");
+        crate::release::write_diagnostics(&mut o, &path, &d)?;
+        for l in lines
+            .into_iter()
+            .chain(std::iter::once(format!("wrote {}", path.display())))
+        {
+            summary.push('\n');
+            summary.push_str(crate::release::NOT_PRIVATE_PREFIX);
+            summary.push(' ');
+            summary.push_str(&l);
+        }
+    }
     let written = o.commit()?;
     Ok(Done {
         summary,
         written,
         report,
     })
+}
+
+/// A SuLQ report split into release and diagnostics: the exact row count (public only under
+/// bounded neighbours), clipping counts, test accuracies and evaluation figures leave the
+/// release, and are written (NOT PRIVATE) only with `--diagnostics`.
+fn finish_sulq(
+    o: Outputs,
+    c: &SulqCommon,
+    mut report: serde_json::Value,
+    summary: String,
+    lines: Vec<String>,
+) -> Result<Done> {
+    let mut diag = serde_json::Map::new();
+    if let Some(obj) = report.as_object_mut() {
+        for key in ["clipped", "evaluation", "test_accuracy"] {
+            if let Some(v) = obj.remove(key) {
+                diag.insert(key.into(), v);
+            }
+        }
+        if !c.neighbours.n_is_public()
+            && let Some(v) = obj.remove("rows")
+        {
+            diag.insert("rows".into(), v);
+        }
+    }
+    let diagnostics = c
+        .diagnostics
+        .then_some((serde_json::Value::Object(diag), lines));
+    finish_split(o, &c.out, report, summary, diagnostics)
+}
+
+/// "N rows" where n is public (bounded neighbours), otherwise nothing that depends on n.
+fn rows_text(c: &SulqCommon, n: usize) -> String {
+    if c.neighbours.n_is_public() {
+        format!("{n} rows")
+    } else {
+        "a private number of rows".into()
+    }
 }
 
 // ---------------------------------------------------------------- histogram
@@ -89,9 +152,25 @@ pub struct HistogramArgs {
     /// Output directory: histogram.csv, report.json, histogram.svg/png.
     #[arg(long)]
     pub out: PathBuf,
-    /// Seed the noise (recorded; NOT private against whoever knows it).
+    /// Seed the noise (reproducible; NOT private against whoever knows it).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Write the seed's value into the report (by default it says only that one was used).
+    #[arg(long)]
+    pub record_seed: bool,
+}
+
+/// The generator of one release: OS-seeded, or derived from the user seed and the release's
+/// description (so no two releases share noise), with the seed recorded only if asked.
+fn release_rng(seed: Option<u64>, record: bool, label: &str) -> NoiseRng {
+    if seed.is_some() {
+        eprintln!("warning: {}", crate::dp::rng::USER_SEED_WARNING);
+    }
+    let mut rng = NoiseRng::for_release(seed, label);
+    if record {
+        rng.record_seed(seed);
+    }
+    rng
 }
 
 pub fn run_histogram(a: &HistogramArgs) -> Result<Done> {
@@ -152,8 +231,19 @@ pub fn run_histogram(a: &HistogramArgs) -> Result<Done> {
     } else {
         exact
     };
-    let mut rng = NoiseRng::new(a.seed);
-    let rel = histogram::release(&exact, labels, a.neighbours, a.epsilon, &mut rng)?;
+    let label = format!(
+        "histogram|input={}|column={}|bins={:?}|categories={:?}|where={:?}|epsilon={}|neighbours={}",
+        a.input.display(),
+        a.column,
+        a.bins,
+        a.categories,
+        a.predicate,
+        a.epsilon,
+        a.neighbours.as_str()
+    );
+    let mut rng = release_rng(a.seed, a.record_seed, &label);
+    let filtered = a.predicate.is_some();
+    let rel = histogram::release(&exact, labels, a.neighbours, a.epsilon, filtered, &mut rng)?;
     let mut o = Outputs::new();
     o.ensure_dir(&a.out)?;
     o.write(
@@ -202,9 +292,9 @@ pub fn run_histogram(a: &HistogramArgs) -> Result<Done> {
         rel.noise_std,
         rel.total.round(),
         if rel.total_is_exact {
-            " (exact, public under bounded neighbours)"
+            " (n, public under bounded neighbours)"
         } else {
-            " (noisy)"
+            " (sum of the noisy bins)"
         }
     );
     let report = json!({
@@ -253,11 +343,20 @@ pub struct TreeArgs {
     /// Test data (same columns) for the accuracy in the report.
     #[arg(long)]
     pub test: Option<PathBuf>,
-    /// Output directory: tree.json, report.json.
+    /// Output directory: tree.json, report.json (with `--selection none`, the non-private
+    /// tree: tree.NOT-PRIVATE.json and report.NOT-PRIVATE.json).
     #[arg(long)]
     pub out: PathBuf,
+    /// Compute the NOT PRIVATE diagnostics (test accuracy on --test) and write them to
+    /// run.NOT-PRIVATE.diagnostics.json.
+    #[arg(long)]
+    pub diagnostics: bool,
+    /// Seed the noise (reproducible; NOT private against whoever knows it).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Write the seed's value into the report (by default it says only that one was used).
+    #[arg(long)]
+    pub record_seed: bool,
 }
 
 pub fn run_tree(a: &TreeArgs) -> Result<Done> {
@@ -301,40 +400,82 @@ pub fn run_tree(a: &TreeArgs) -> Result<Done> {
         neighbours: a.neighbours,
         row_bound: a.row_bound,
     };
-    let mut rng = NoiseRng::new(a.seed);
+    let label = format!(
+        "tree|input={}|label={}|classes={:?}|attributes={:?}|depth={}|selection={}|score={}|epsilon={epsilon}|neighbours={}|row_bound={:?}",
+        a.input.display(),
+        a.label,
+        a.classes,
+        a.attributes,
+        a.depth,
+        a.selection,
+        a.score,
+        a.neighbours.as_str(),
+        a.row_bound
+    );
+    let mut rng = release_rng(a.seed, a.record_seed, &label);
     let res = tree::train(&train, &cfg, &mut rng)?;
-    let test_acc = test.as_ref().map(|t| tree::accuracy(&res.root, t));
+    let test_acc = match (&test, a.diagnostics) {
+        (Some(t), true) => Some(tree::accuracy(&res.root, t)),
+        _ => None,
+    };
     let mut o = Outputs::new();
     o.ensure_dir(&a.out)?;
+    if selection == Selection::None {
+        // The non-private tree is exact data: it is a diagnostic, never a release.
+        crate::release::write_diagnostics(&mut o, &a.out.join("tree.NOT-PRIVATE.json"), &res.root)?;
+        let report = json!({
+            "kind": "kinsey.tree_non_private.v1",
+            "input": a.input, "attributes": train.names, "classes": train.class_labels,
+            "config": res.config, "leaves": res.leaves, "test": a.test,
+            "test_accuracy": test_acc,
+        });
+        crate::release::write_diagnostics(&mut o, &a.out.join("report.NOT-PRIVATE.json"), &report)?;
+        let written = o.commit()?;
+        let summary = format!(
+            "{} non-private tree (--selection none), depth {}, {} leaves: written as NOT PRIVATE diagnostics{}",
+            crate::release::NOT_PRIVATE_PREFIX,
+            a.depth,
+            res.leaves,
+            test_acc
+                .map(|v| format!("; test accuracy {v:.4}"))
+                .unwrap_or_default()
+        );
+        return Ok(Done {
+            summary,
+            written,
+            report,
+        });
+    }
     write_json(&mut o, &a.out.join("tree.json"), &res.root)?;
     let summary = format!(
-        "{} tree, depth {}, {} leaves, score {:?}, {} neighbours{}{}",
+        "{} tree, depth {}, {} leaves, score {:?}, {} neighbours{}",
         a.selection,
         a.depth,
         res.leaves,
         cfg.score,
         a.neighbours.as_str(),
-        if selection == Selection::None {
-            " (NOT private)".to_string()
-        } else {
-            format!(
-                ", eps = {epsilon} ({} per mechanism)",
-                res.epsilon_per_mechanism
-            )
-        },
-        test_acc
-            .map(|v| format!("; test accuracy {v:.4}"))
-            .unwrap_or_default()
+        format!(
+            ", eps = {epsilon} ({} per mechanism)",
+            res.epsilon_per_mechanism
+        ),
     );
     let report = json!({
         "kind": "kinsey.dp_tree.v1",
         "input": a.input, "attributes": train.names, "classes": train.class_labels,
         "config": res.config, "epsilon_per_mechanism": res.epsilon_per_mechanism,
         "score_sensitivity": res.score_sensitivity, "count_sensitivity": res.count_sensitivity,
-        "leaves": res.leaves, "accountant": res.accountant,
-        "test": a.test, "test_accuracy": test_acc, "rng": rng.record(),
+        "leaves": res.leaves, "accountant": res.accountant, "rng": rng.record(),
     });
-    finish(o, &a.out, report, summary)
+    let diagnostics = a.diagnostics.then(|| {
+        (
+            json!({"test": a.test, "test_accuracy": test_acc}),
+            test_acc
+                .iter()
+                .map(|v| format!("test accuracy {v:.4}"))
+                .collect(),
+        )
+    });
+    finish_split(o, &a.out, report, summary, diagnostics)
 }
 
 // ---------------------------------------------------------------- SuLQ
@@ -355,11 +496,17 @@ pub struct SulqCommon {
     /// Output directory.
     #[arg(long)]
     pub out: PathBuf,
-    /// Add non-private evaluation figures to the report (computed on the raw data).
-    #[arg(long)]
-    pub evaluate: bool,
+    /// Compute NOT PRIVATE diagnostics (exact row count under unbounded neighbours,
+    /// clipping counts, non-private baselines, test accuracy) and write them to
+    /// run.NOT-PRIVATE.diagnostics.json (`--evaluate` is the old name).
+    #[arg(long, alias = "evaluate")]
+    pub diagnostics: bool,
+    /// Seed the noise (reproducible; NOT private against whoever knows it).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Write the seed's value into the report (by default it says only that one was used).
+    #[arg(long)]
+    pub record_seed: bool,
 }
 
 /// Input columns of the SuLQ commands.
@@ -390,15 +537,24 @@ impl SulqInput {
 
 /// Warn about delta, then the run's generator (its seed record goes in the report) and a
 /// SuLQ database on a fork of it.
-fn open_db(c: &SulqCommon, n: usize, plan: sulq::Plan) -> (NoiseRng, SulqDb) {
+fn open_db(c: &SulqCommon, n: usize, plan: sulq::Plan, label: &str) -> (NoiseRng, SulqDb) {
     warn_delta(c, n);
-    let mut rng = NoiseRng::new(c.seed);
+    let label = format!(
+        "sulq {label}|epsilon={}|delta={}|neighbours={}|calibration={:?}",
+        c.epsilon,
+        c.delta,
+        c.neighbours.as_str(),
+        c.calibration
+    );
+    let mut rng = release_rng(c.seed, c.record_seed, &label);
     let db = SulqDb::new(plan, rng.fork());
     (rng, db)
 }
 
+/// Warn when delta is not below 1/n; only where n is public (bounded neighbours), so that
+/// whether the warning appears does not depend on a private n.
 fn warn_delta(c: &SulqCommon, n: usize) {
-    if c.delta >= 1.0 / n as f64 {
+    if c.neighbours.n_is_public() && c.delta >= 1.0 / n as f64 {
         tracing::warn!(
             "delta = {} is not below 1/n = {:.3e}: a mechanism could publish a whole row \
              with probability delta",
@@ -432,7 +588,12 @@ pub fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
         iters: a.iterations,
     };
     let plan = sulq::kmeans::plan(&cfg, m.d, c.epsilon, c.delta, c.calibration, c.neighbours)?;
-    let (mut rng, mut db) = open_db(c, m.n, plan);
+    let (mut rng, mut db) = open_db(
+        c,
+        m.n,
+        plan,
+        &format!("kmeans|{:?}|k={}|iters={}", a.input, a.k, a.iterations),
+    );
     let init = sulq::kmeans::random_centers(a.k, m.d, &mut rng);
     let pref: kinsey_kernels::DevicePref = a
         .device
@@ -441,7 +602,7 @@ pub fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
     let kernel = kinsey_kernels::stats::KmeansKernel::select(pref, &m.x, m.d)?;
     let res = sulq::kmeans::run(&m, &cfg, &init, &mut db, &kernel)?;
     let flat: Vec<f64> = res.centers.concat();
-    let evaluation = if c.evaluate {
+    let evaluation = if c.diagnostics {
         let private = sulq::kmeans::mean_inertia(&m, &flat)?;
         let exact = sulq::kmeans::mean_inertia(&m, &sulq::kmeans::lloyd(&m, &cfg, &init)?)?;
         Some(
@@ -493,26 +654,26 @@ pub fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
     };
     write_chart(&mut o, &c.out.join("centers"), &chart)?;
     let summary = format!(
-        "SuLQ k-means: k = {}, {} iterations on {} rows x {} columns; sigma {:.2} per unit query, \
-         {:.1} units of T = {:.1}; eps spent {:.4} (delta {}){}",
+        "SuLQ k-means: k = {}, {} iterations on {} x {} columns; sigma {:.2} per unit query, \
+         {:.1} units of T = {:.1}; eps spent {:.4} (delta {})",
         a.k,
         a.iterations,
-        m.n,
+        rows_text(c, m.n),
         m.d,
         db.plan.sigma,
         db.used(),
         db.plan.units,
         res.guarantee.epsilon_spent,
         c.delta,
-        evaluation
-            .as_ref()
-            .map(|e| format!("; inertia ratio to non-private {:.4}", e["ratio"]))
-            .unwrap_or_default()
     );
+    let lines = evaluation
+        .iter()
+        .map(|e| format!("inertia ratio to non-private {:.4}", e["ratio"]))
+        .collect();
     let report = json!({"kind": "kinsey.sulq_kmeans.v1", "input": a.input.input, "device": kernel.describe(),
         "columns": m.names, "clipped": m.clipped, "rows": m.n, "result": res,
         "ledger": db.ledger, "evaluation": evaluation, "rng": rng.record()});
-    finish(o, &c.out, report, summary)
+    finish_sulq(o, c, report, summary, lines)
 }
 
 #[derive(Args, Debug, Clone)]
@@ -537,9 +698,17 @@ pub fn run_pca(a: &PcaArgs) -> Result<Done> {
         center: !a.no_center,
     };
     let plan = sulq::pca::plan(&cfg, m.d, c.epsilon, c.delta, c.calibration, c.neighbours)?;
-    let (rng, mut db) = open_db(c, m.n, plan);
+    let (rng, mut db) = open_db(
+        c,
+        m.n,
+        plan,
+        &format!(
+            "pca|{:?}|components={}|center={}",
+            a.input, a.components, cfg.center
+        ),
+    );
     let res = sulq::pca::run(&m, &cfg, &mut db)?;
-    let evaluation = if c.evaluate {
+    let evaluation = if c.diagnostics {
         let (vals, _) = sulq::pca::exact(&m, &cfg)?;
         let pos: f64 = vals.iter().filter(|v| **v > 0.0).sum();
         Some(
@@ -573,7 +742,7 @@ pub fn run_pca(a: &PcaArgs) -> Result<Done> {
         ),
     )?;
     let mut cum = 0.0;
-    let mut series = vec![
+    let series = vec![
         Series {
             name: "explained variance ratio (private)".into(),
             points: res
@@ -600,20 +769,6 @@ pub fn run_pca(a: &PcaArgs) -> Result<Done> {
             dashed: true,
         },
     ];
-    if let Some(e) = &evaluation
-        && let Some(v) = e["explained_variance_ratio_non_private"].as_array()
-    {
-        series.push(Series {
-            name: "explained variance ratio (non-private, evaluation)".into(),
-            points: v
-                .iter()
-                .enumerate()
-                .map(|(i, x)| ((i + 1) as f64, x.as_f64().unwrap_or(0.0)))
-                .collect(),
-            err: None,
-            dashed: true,
-        });
-    }
     let chart = Chart {
         title: format!(
             "SuLQ {} explained variance (eps = {})",
@@ -627,12 +782,12 @@ pub fn run_pca(a: &PcaArgs) -> Result<Done> {
     };
     write_chart(&mut o, &c.out.join("explained_variance"), &chart)?;
     let summary = format!(
-        "SuLQ {}: {} of {} components on {} rows; top explained variance ratios {:?}; eps spent \
-         {:.4} (delta {}){}",
+        "SuLQ {}: {} of {} components on {}; top explained variance ratios {:?}; eps spent \
+         {:.4} (delta {})",
         if cfg.center { "PCA" } else { "SVD" },
         a.components,
         m.d,
-        m.n,
+        rows_text(c, m.n),
         res.explained_variance_ratio
             .iter()
             .take(a.components)
@@ -640,18 +795,20 @@ pub fn run_pca(a: &PcaArgs) -> Result<Done> {
             .collect::<Vec<_>>(),
         res.guarantee.epsilon_spent,
         c.delta,
-        evaluation
-            .as_ref()
-            .map(|e| format!(
-                "; captures {:.4} of the optimal variance",
-                e["captured_variance_vs_optimal"]
-            ))
-            .unwrap_or_default()
     );
+    let lines = evaluation
+        .iter()
+        .map(|e| {
+            format!(
+                "captures {:.4} of the optimal variance",
+                e["captured_variance_vs_optimal"]
+            )
+        })
+        .collect();
     let report = json!({"kind": "kinsey.sulq_pca.v1", "input": a.input.input,
         "columns": m.names, "clipped": m.clipped, "rows": m.n, "result": res,
         "ledger": db.ledger, "evaluation": evaluation, "rng": rng.record()});
-    finish(o, &c.out, report, summary)
+    finish_sulq(o, c, report, summary, lines)
 }
 
 /// Labels of a labelled SuLQ input, in {-1, +1}.
@@ -725,13 +882,21 @@ pub fn run_perceptron(a: &PerceptronArgs) -> Result<Done> {
         c.calibration,
         c.neighbours,
     )?;
-    let (rng, mut db) = open_db(c, m.n, plan);
+    let (rng, mut db) = open_db(
+        c,
+        m.n,
+        plan,
+        &format!(
+            "perceptron|{:?}|label={}|rounds={}|intercept={}",
+            a.input, a.label, a.rounds, a.intercept
+        ),
+    );
     let res = sulq::perceptron::run(&m, &y, a.rounds, &mut db)?;
-    let test_acc = test
-        .as_ref()
-        .map(|(tm, ty)| sulq::perceptron::accuracy(tm, ty, &res.w))
-        .transpose()?;
-    let evaluation = if c.evaluate {
+    let test_acc = match (&test, c.diagnostics) {
+        (Some((tm, ty)), true) => Some(sulq::perceptron::accuracy(tm, ty, &res.w)?),
+        _ => None,
+    };
+    let evaluation = if c.diagnostics {
         let w0 = sulq::perceptron::exact(&m, &y, a.rounds)?;
         Some(
             json!({"NOT_PRIVATE": "computed on the raw data; do not publish",
@@ -751,7 +916,7 @@ pub fn run_perceptron(a: &PerceptronArgs) -> Result<Done> {
             "rule": "predict +1 when <x, w> > 0; features mapped to [-1, 1] as in the report"}),
     )?;
     let summary = format!(
-        "SuLQ perceptron: {} rounds run of {} ({}), kept round {}, {} rows x {} features; eps spent {:.4} (delta {}){}",
+        "SuLQ perceptron: {} rounds run of {} ({}), kept round {}, {} x {} features; eps spent {:.4} (delta {})",
         res.rounds_run,
         a.rounds,
         if res.stopped_early {
@@ -760,19 +925,20 @@ pub fn run_perceptron(a: &PerceptronArgs) -> Result<Done> {
             "all planned"
         },
         res.kept_round,
-        m.n,
+        rows_text(c, m.n),
         m.d,
         res.guarantee.epsilon_spent,
         c.delta,
-        test_acc
-            .map(|v| format!("; test accuracy {v:.4}"))
-            .unwrap_or_default()
     );
+    let lines = test_acc
+        .iter()
+        .map(|v| format!("test accuracy {v:.4}"))
+        .collect();
     let report = json!({"kind": "kinsey.sulq_perceptron.v1", "input": a.input.input,
         "columns": m.names, "clipped": m.clipped, "rows": m.n, "result": res,
         "test": a.test, "test_accuracy": test_acc,
         "ledger": db.ledger, "evaluation": evaluation, "rng": rng.record()});
-    finish(o, &c.out, report, summary)
+    finish_sulq(o, c, report, summary, lines)
 }
 
 #[derive(Args, Debug, Clone)]
@@ -803,10 +969,33 @@ pub fn run_stat(a: &StatArgs) -> Result<Done> {
         c.calibration,
         c.neighbours,
     )?;
-    let (rng, mut db) = open_db(c, m.n, plan);
+    let (rng, mut db) = open_db(
+        c,
+        m.n,
+        plan,
+        &format!("stat|{:?}|label={}|tau={:?}", a.input, a.label, a.tau),
+    );
     let mut adapter = sulq::stat::StatAdapter::new(&mut db, m.n)?;
+    if let Some(t) = a.tau
+        && !c.neighbours.n_is_public()
+        && t < adapter.accuracy()
+    {
+        // Under unbounded neighbours n is private: the check uses the noisy row count
+        // (post-processing), after the one query that released it.
+        return Err(Error::param(
+            "tau",
+            format!(
+                "{} STAT queries at eps = {}, delta = {} reach an accuracy of {:.4} on the \
+                 noisy row count, not {t}; ask fewer queries, a larger budget or a coarser tau",
+                m.d,
+                c.epsilon,
+                c.delta,
+                adapter.accuracy()
+            ),
+        ));
+    }
     let res = sulq::stat::best_stump(&m, &y, &mut adapter)?;
-    let evaluation = if c.evaluate {
+    let evaluation = if c.diagnostics {
         let j = m.names.iter().position(|n| *n == res.feature).unwrap_or(0);
         let best = (0..m.d)
             .map(|t| {
@@ -841,7 +1030,7 @@ pub fn run_stat(a: &StatArgs) -> Result<Done> {
     );
     let report = json!({"kind": "kinsey.sulq_stat.v1", "input": a.input.input, "rows": m.n,
         "result": res, "ledger": db.ledger, "evaluation": evaluation, "rng": rng.record()});
-    finish(o, &c.out, report, summary)
+    finish_sulq(o, c, report, summary, Vec::new())
 }
 
 #[derive(Args, Debug, Clone)]
@@ -892,7 +1081,7 @@ pub fn read_event(path: &Path, spec: &str) -> Result<Vec<bool>> {
                     path: path.to_path_buf(),
                     column: spec.to_string(),
                     row: i,
-                    msg: format!("value {v} is not 0 or 1; give a predicate like \"{spec}>=1\""),
+                    msg: format!("the value is not 0 or 1; give a predicate like \"{spec}>=1\""),
                 })
             }
         })
@@ -917,11 +1106,25 @@ pub fn run_implication(a: &ImplicationArgs) -> Result<Done> {
         c.calibration,
         c.neighbours,
     )?;
-    let (mut rng, mut db_a) = open_db(c, alpha.len(), plan.clone());
+    let (mut rng, mut db_a) = open_db(
+        c,
+        alpha.len(),
+        plan.clone(),
+        &format!(
+            "implication|a={}|b={}|alpha={}|beta={}|method={}|trials={}|gap={}",
+            a.a.display(),
+            a.b.display(),
+            a.alpha,
+            a.beta,
+            a.method,
+            a.trials,
+            a.gap
+        ),
+    );
     let mut db_b = SulqDb::new(plan, rng.fork());
     let mut public = rng.fork();
     let res = sulq::implication::run(&alpha, &beta, &cfg, &mut db_a, &mut db_b, &mut public)?;
-    let evaluation = c.evaluate.then(|| {
+    let evaluation = c.diagnostics.then(|| {
         json!({"NOT_PRIVATE": "computed on the joined raw data; do not publish",
             "delta_exact": sulq::implication::exact_delta(&alpha, &beta)})
     });
@@ -929,7 +1132,7 @@ pub fn run_implication(a: &ImplicationArgs) -> Result<Done> {
     o.ensure_dir(&c.out)?;
     let summary = format!(
         "alpha = '{}' (A) implies beta = '{}' (B) with gap {}? {:?}: Pr[beta|alpha] - Pr[beta] = \
-         {:.4} +- {:.4} (1 s.e.; {} {}); each database spent eps {:.4} (delta {}){}",
+         {:.4} +- {:.4} (1 s.e.; {} {}); each database spent eps {:.4} (delta {})",
         a.alpha,
         a.beta,
         a.gap,
@@ -944,13 +1147,13 @@ pub fn run_implication(a: &ImplicationArgs) -> Result<Done> {
         },
         res.guarantee_a.epsilon_spent,
         c.delta,
-        evaluation
-            .as_ref()
-            .map(|e| format!("; exact {:.4}", e["delta_exact"]))
-            .unwrap_or_default()
     );
+    let lines = evaluation
+        .iter()
+        .map(|e| format!("exact Pr[beta|alpha] - Pr[beta] = {:.4}", e["delta_exact"]))
+        .collect();
     let report = json!({"kind": "kinsey.sulq_implication.v1", "a": a.a, "b": a.b,
         "alpha": a.alpha, "beta": a.beta, "result": res, "ledger_a": db_a.ledger,
         "ledger_b": db_b.ledger, "evaluation": evaluation, "rng": rng.record()});
-    finish(o, &c.out, report, summary)
+    finish_sulq(o, c, report, summary, lines)
 }

@@ -11,8 +11,9 @@
 //!
 //! Privacy map: each count gets the float-safe discrete Laplace of [`LaplaceMechanism`]
 //! calibrated to that sensitivity and eps, which makes the whole vector eps-DP
-//! (Dwork et al. 2006 with the L1 sensitivity above). The total count is exact and public
-//! under bounded neighbours; under unbounded neighbours it is the sum of the noisy bins
+//! (Dwork et al. 2006 with the L1 sensitivity above). The total count is published exactly
+//! only where it is n itself under bounded neighbours (no row filter): a count behind a
+//! predicate is not n and is private. Otherwise it is the sum of the noisy bins
 //! (post-processing, no extra budget). Clamping negatives to 0 and rounding is
 //! post-processing too; both the raw and the post-processed counts are released.
 
@@ -145,17 +146,20 @@ pub struct HistogramRelease {
     pub noisy: Vec<f64>,
     /// Post-processing: rounded and clamped at 0.
     pub counts: Vec<u64>,
-    /// Exact n under bounded neighbours (public there); the noisy sum under unbounded.
+    /// Exact n under bounded neighbours without a row filter (public there); otherwise the
+    /// sum of the noisy bins.
     pub total: f64,
     pub total_is_exact: bool,
 }
 
-/// Release `exact` bin counts under `neighbours` with budget `epsilon`.
+/// Release `exact` bin counts under `neighbours` with budget `epsilon`; `filtered` says
+/// whether a row filter chose the rows counted (then their total is not n, and is private).
 pub fn release(
     exact: &[u64],
     labels: Vec<String>,
     neighbours: Neighbours,
     epsilon: f64,
+    filtered: bool,
     rng: &mut NoiseRng,
 ) -> Result<HistogramRelease> {
     let sensitivity = histogram_sensitivity(neighbours);
@@ -165,7 +169,7 @@ pub fn release(
         .map(|&c| mech.release(c as f64, rng))
         .collect::<Result<Vec<f64>>>()?;
     let counts = noisy.iter().map(|v| v.round().max(0.0) as u64).collect();
-    let (total, total_is_exact) = if neighbours.n_is_public() {
+    let (total, total_is_exact) = if neighbours.n_is_public() && !filtered {
         (exact.iter().sum::<u64>() as f64, true)
     } else {
         (noisy.iter().sum(), false)
@@ -217,7 +221,7 @@ mod tests {
             let exact = [50u64, 0, 1000, 3];
             let mut samples: Vec<f64> = Vec::new();
             for _ in 0..1500 {
-                let r = release(&exact, vec!["".into(); 4], nb, eps, &mut rng).expect("ok");
+                let r = release(&exact, vec!["".into(); 4], nb, eps, false, &mut rng).expect("ok");
                 samples.extend(r.noisy.iter().zip(exact).map(|(v, c)| v - c as f64));
             }
             let b = histogram_sensitivity(nb) / eps;
@@ -232,27 +236,29 @@ mod tests {
     }
 
     #[test]
-    fn total_is_public_only_under_bounded() {
+    fn total_is_public_only_under_bounded_without_a_filter() {
         let mut rng = NoiseRng::from_seed_quiet(3);
-        let b = release(
-            &[5, 6],
-            vec!["a".into(), "b".into()],
-            Neighbours::Bounded,
-            1.0,
-            &mut rng,
-        )
-        .expect("ok");
+        let ab = || vec!["a".into(), "b".into()];
+        let b = release(&[5, 6], ab(), Neighbours::Bounded, 1.0, false, &mut rng).expect("ok");
         assert!(b.total_is_exact && b.total == 11.0 && b.sensitivity == 2.0);
-        let u = release(
-            &[5, 6],
-            vec!["a".into(), "b".into()],
-            Neighbours::Unbounded,
-            1.0,
-            &mut rng,
-        )
-        .expect("ok");
+        let u = release(&[5, 6], ab(), Neighbours::Unbounded, 1.0, false, &mut rng).expect("ok");
         assert!(!u.total_is_exact && u.sensitivity == 1.0);
         assert!((u.total - u.noisy.iter().sum::<f64>()).abs() < 1e-9);
-        assert!(release(&[1], vec!["a".into()], Neighbours::Bounded, 0.0, &mut rng).is_err());
+        // Item 3 of the privacy audit: rows chosen by a predicate do not total n, so their
+        // total is private even under bounded neighbours.
+        let f = release(&[5, 6], ab(), Neighbours::Bounded, 1.0, true, &mut rng).expect("ok");
+        assert!(!f.total_is_exact && f.total != 11.0);
+        assert!((f.total - f.noisy.iter().sum::<f64>()).abs() < 1e-9);
+        assert!(
+            release(
+                &[1],
+                vec!["a".into()],
+                Neighbours::Bounded,
+                0.0,
+                false,
+                &mut rng
+            )
+            .is_err()
+        );
     }
 }

@@ -172,7 +172,7 @@ pub fn read_matrix(
             return Err(Error::Schema {
                 path: path.to_path_buf(),
                 column: c.name.clone(),
-                msg: format!("{} rows, the first column has {n}", v.len()),
+                msg: "its row count differs from the first column's".into(),
             });
         }
         for (i, &raw) in v.iter().enumerate() {
@@ -192,7 +192,7 @@ pub fn read_matrix(
                     column: c.name.clone(),
                     row: i,
                     msg: format!(
-                        "value {raw} is outside {}; declare public bounds as {}:LO:HI or \
+                        "the value is outside {}; declare public bounds as {}:LO:HI or \
                          ask for clipping",
                         range.describe(),
                         c.name

@@ -355,7 +355,7 @@ pub fn train(data: &CatData, cfg: &TreeConfig, rng: &mut NoiseRng) -> Result<Tre
         (_, Some(b)) => {
             return Err(Error::param(
                 "row_bound",
-                format!("the declared bound {b} is below the {} rows", data.n),
+                format!("the declared bound {b} is below the number of rows in the input"),
             ));
         }
         (Neighbours::Bounded, None) => data.n as f64,

@@ -233,10 +233,7 @@ fn element_of_order(
 fn crt(ap: &Integer, p: &Integer, aq: &Integer, q: &Integer) -> Integer {
     // a = aq + q ((ap - aq) q^-1 mod p)
     let qinv = q.clone().invert(p).unwrap_or_default();
-    let mut t = ((ap - aq).complete() * qinv) % p;
-    if t < 0 {
-        t += p;
-    }
+    let t = crate::sec_mod(&((ap - aq).complete() * qinv), p);
     aq + t * q
 }
 
@@ -353,8 +350,8 @@ impl SecureComparison for Dgk {
         let zeros = cs
             .par_iter()
             .map(|c| {
-                let cp = (c % &sk.p).complete();
-                u8::from(cp.secure_pow_mod(&sk.vp, &sk.p) == 1)
+                // powm_sec reduces the base by the secret p itself (mpn_sec_div_r)
+                u8::from(Integer::from(c.secure_pow_mod_ref(&sk.vp, &sk.p)) == 1)
             })
             .reduce(|| 0, |a, b| a | b);
         Ok(learner_output(zeros == 1, masked, y_top))

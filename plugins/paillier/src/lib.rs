@@ -274,16 +274,36 @@ struct Sk {
     hq: Integer,
     q_inv_p: Integer,
     q2_inv_p2: Integer,
+    /// `p^-1 mod 2^bits(p)` and `q^-1 mod 2^bits(q)`: the L function's exact division by
+    /// a secret prime as a multiplication and a truncation (no GMP division by a secret).
+    p_inv_2k: Integer,
+    q_inv_2k: Integer,
+}
+
+/// `x mod m` for a secret odd modulus `m`, through GMP's side-channel silent
+/// `mpz_powm_sec` (its base reduction is `mpn_sec_div_r`); the result is in `[0, m)`
+/// whatever the sign of `x`. Plain `%` is a GMP division whose running time depends on the
+/// values, which a secret modulus must not meet.
+pub(crate) fn sec_mod(x: &Integer, m: &Integer) -> Integer {
+    Integer::from(x.secure_pow_mod_ref(&Integer::from(1), m))
+}
+
+/// `L(x) = (x - 1) / d` for `x = 1 (mod d)`, `0 <= L < d`: `(x - 1) d^-1 mod 2^bits(d)`
+/// (exact division by a 2-adic inverse; `d_inv_2k` precomputed).
+fn l_secret(x: Integer, d: &Integer, d_inv_2k: &Integer) -> Integer {
+    ((x - 1u32) * d_inv_2k).keep_bits(d.significant_bits())
+}
+
+/// `d^-1 mod 2^bits(d)` for odd `d`.
+fn inv_2k(d: &Integer) -> Option<Integer> {
+    let m = Integer::from(1) << d.significant_bits();
+    d.clone().invert(&m).ok()
 }
 
 struct SkCtx {
     sk: Sk,
     tp: FixedBase,
     tq: FixedBase,
-}
-
-fn l_function(x: Integer, d: &Integer) -> Integer {
-    (x - 1u32) / d
 }
 
 /// Serialize a secret key: magic, public key, p, q.
@@ -334,14 +354,16 @@ fn parse_sk(sk: &SecretKey) -> Result<Sk, BackendError> {
     // With g = n + 1: g^(p-1) = 1 + (p-1) n (mod p^2), so L_p(g^(p-1) mod p^2) = (p-1) q
     // = -q (mod p) and h_p = (-q)^-1 mod p; likewise h_q = (-p)^-1 mod q. No exponentiation
     // with the secret p - 1 is needed to derive them.
-    let hp = (p.clone() - (&q % &p).complete())
+    let hp = (p.clone() - sec_mod(&q, &p))
         .invert(&p)
         .map_err(|_| bad())?;
-    let hq = (q.clone() - (&p % &q).complete())
+    let hq = (q.clone() - sec_mod(&p, &q))
         .invert(&q)
         .map_err(|_| bad())?;
     let q_inv_p = q.clone().invert(&p).map_err(|_| bad())?;
     let q2_inv_p2 = q2.clone().invert(&p2).map_err(|_| bad())?;
+    let p_inv_2k = inv_2k(&p).ok_or_else(bad)?;
+    let q_inv_2k = inv_2k(&q).ok_or_else(bad)?;
     Ok(Sk {
         pk,
         p,
@@ -354,6 +376,8 @@ fn parse_sk(sk: &SecretKey) -> Result<Sk, BackendError> {
         hq,
         q_inv_p,
         q2_inv_p2,
+        p_inv_2k,
+        q_inv_2k,
     })
 }
 
@@ -640,13 +664,10 @@ impl AdditiveHe for Paillier {
         Ok(m.par_iter()
             .zip(es.par_iter())
             .map(|(&v, e)| {
-                let cp = (s.pk.g_pow(v, &s.p2) * ctx.tp.pow(e)) % &s.p2;
-                let cq = (s.pk.g_pow(v, &s.q2) * ctx.tq.pow(e)) % &s.q2;
+                let cp = sec_mod(&(s.pk.g_pow(v, &s.p2) * ctx.tp.pow(e)), &s.p2);
+                let cq = sec_mod(&(s.pk.g_pow(v, &s.q2) * ctx.tq.pow(e)), &s.q2);
                 // Garner: c = cq + q^2 ((cp - cq) (q^2)^-1 mod p^2)
-                let mut t = ((cp - &cq) * &s.q2_inv_p2) % &s.p2;
-                if t < 0 {
-                    t += &s.p2;
-                }
+                let t = sec_mod(&((cp - &cq) * &s.q2_inv_p2), &s.p2);
                 s.pk.to_ct(&(cq + t * &s.q2))
             })
             .collect())
@@ -658,15 +679,14 @@ impl AdditiveHe for Paillier {
         let cs = s.pk.parse_cts(c)?;
         cs.par_iter()
             .map(|c| {
-                let cp = (c % &s.p2).complete();
-                let cq = (c % &s.q2).complete();
-                let mp = (l_function(cp.secure_pow_mod(&s.pm1, &s.p2), &s.p) * &s.hp) % &s.p;
-                let mq = (l_function(cq.secure_pow_mod(&s.qm1, &s.q2), &s.q) * &s.hq) % &s.q;
+                // Every reduction by a secret modulus is side-channel silent (sec_mod), and
+                // the L function divides by a secret prime through its 2-adic inverse.
+                let cp = Integer::from(c.secure_pow_mod_ref(&s.pm1, &s.p2));
+                let cq = Integer::from(c.secure_pow_mod_ref(&s.qm1, &s.q2));
+                let mp = sec_mod(&(l_secret(cp, &s.p, &s.p_inv_2k) * &s.hp), &s.p);
+                let mq = sec_mod(&(l_secret(cq, &s.q, &s.q_inv_2k) * &s.hq), &s.q);
                 // CRT: m = mq + q ((mp - mq) q^-1 mod p)
-                let mut t = ((mp - &mq) * &s.q_inv_p) % &s.p;
-                if t < 0 {
-                    t += &s.p;
-                }
+                let t = sec_mod(&((mp - &mq) * &s.q_inv_p), &s.p);
                 s.pk.signed(mq + t * &s.q)
             })
             .collect()
@@ -711,22 +731,23 @@ impl AdditiveHe for Paillier {
         same_len(a.len(), s.len())?;
         let k = parse_pk(pk)?;
         let x = k.parse_cts(a)?;
+        // a^v = a^(v + 2^127) (a^-1)^(2^127): one secret exponent of fixed length (bit 127
+        // always set) through secure_pow_mod, and no branch on the sign or zero-ness of the
+        // secret scalar (the audit found both); the correction has a public exponent.
+        let offset = Integer::from(1) << 127u32;
         x.par_iter()
             .zip(s.par_iter())
             .map(|(x, &v)| {
-                if v == 0 {
-                    // E(0) with r = 1; the protocol re-randomises before anything leaves a party.
-                    return Ok(k.to_ct(&Integer::from(1)));
-                }
-                let base = if v < 0 {
-                    x.clone()
-                        .invert(&k.n2)
-                        .map_err(|_| BackendError::BadCiphertext("not invertible".into()))?
-                } else {
-                    x.clone()
-                };
-                let e = Integer::from(v.unsigned_abs());
-                Ok(k.to_ct(&base.secure_pow_mod(&e, &k.n2)))
+                let inv = x
+                    .clone()
+                    .invert(&k.n2)
+                    .map_err(|_| BackendError::BadCiphertext("not invertible".into()))?;
+                let corr = inv
+                    .pow_mod(&offset, &k.n2)
+                    .map_err(|_| BackendError::BadCiphertext("not invertible".into()))?;
+                let e = Integer::from((v as u128).wrapping_add(1u128 << 127));
+                let xe = Integer::from(x.secure_pow_mod_ref(&e, &k.n2));
+                Ok(k.to_ct(&(xe * corr % &k.n2)))
             })
             .collect()
     }
