@@ -45,10 +45,21 @@ fn demo_runs_and_reports() {
     let out = dir.path().join("out");
     let stdout = ok(&["demo", "--out", arg(&out), "--device", "cpu", "--seed", "3"]);
     assert!(stdout.contains("test error"), "{stdout}");
+    // The release: the model, its guarantee and public parameters.
     let r = json(&out.join("report.json"));
-    assert_eq!(r["parties"].as_array().expect("parties").len(), 5);
-    assert!(r["test_error"].as_f64().expect("test error") < 0.35);
-    assert_eq!(r["rng"]["seed"]["value"], 3);
+    assert_eq!(r["parties"], 5);
+    assert_eq!(r["guarantee"]["epsilon"], 1.0);
+    assert!(
+        r["guarantee"]["sensitivity"]
+            .as_str()
+            .expect("formula")
+            .contains("n_(1)")
+    );
+    assert_eq!(r["rng"]["seed"]["kind"], "user");
+    assert!(
+        r["rng"]["seed"]["value"].is_null(),
+        "the seed is not recorded"
+    );
     assert!(
         r["rng"]["warning"]
             .as_str()
@@ -56,15 +67,36 @@ fn demo_runs_and_reports() {
             .contains("NOT differentially private")
     );
     assert_eq!(r["privacy"]["calibration"], "tight");
-    assert!(r["theorem_4_2"]["holds"].as_bool().expect("bool"));
-    // The demo runs the secure protocol with Paillier-2048, equal to the plaintext reference.
-    assert_eq!(r["protocol"]["backend"]["name"], "paillier");
-    assert_eq!(r["protocol"]["backend"]["key_bits"], 2048);
-    assert_eq!(r["matches_plaintext_reference"], true);
+    assert_eq!(r["backend"]["name"], "paillier");
+    assert_eq!(r["backend"]["key_bits"], 2048);
     assert!(r["security_warning"].is_null());
-    let stages = r["protocol"]["stages"].as_array().expect("stages");
+    for key in [
+        "party_sizes",
+        "test_error",
+        "theorem_4_2",
+        "timings",
+        "models",
+    ] {
+        assert!(
+            r.get(key).is_none(),
+            "{key} is a diagnostic, not part of the release"
+        );
+    }
+    // The diagnostics (on by default for the demo): NOT PRIVATE first.
+    let diag_path = out.join("job.NOT-PRIVATE.diagnostics.json");
+    let text = std::fs::read_to_string(&diag_path).expect("diagnostics");
+    assert!(
+        text.trim_start().starts_with("{\n  \"NOT PRIVATE\""),
+        "{text}"
+    );
+    let d = &json(&diag_path)["diagnostics"];
+    assert!(d["test_error"].as_f64().expect("test error") < 0.35);
+    assert!(d["theorem_4_2"]["holds"].as_bool().expect("bool"));
+    // The demo runs the secure protocol with Paillier-2048, equal to the plaintext reference.
+    assert_eq!(d["matches_plaintext_reference"], true);
+    let stages = d["protocol"]["stages"].as_array().expect("stages");
     assert_eq!(stages.len(), 4);
-    for p in r["protocol"]["participants"]
+    for p in d["protocol"]["participants"]
         .as_array()
         .expect("participants")
     {
@@ -76,7 +108,10 @@ fn demo_runs_and_reports() {
         "aggregation_s",
         "evaluation_s",
     ] {
-        assert!(r["timings"][key].is_number(), "{key}");
+        assert!(d["timings"][key].is_number(), "{key}");
+    }
+    for line in stdout.lines().filter(|l| l.contains("test error")) {
+        assert!(line.starts_with("NOT PRIVATE"), "{line}");
     }
     // Same seed, same release; the model file predicts.
     let out2 = dir.path().join("out2");
@@ -133,12 +168,17 @@ dir = "result"
     )
     .expect("write");
     let stdout = ok(&["train", "--config", arg(&cfg)]);
-    assert!(stdout.contains("dp_aggregate"), "{stdout}");
+    assert!(
+        !stdout.contains("NOT PRIVATE"),
+        "no diagnostics unless asked: {stdout}"
+    );
+    assert!(stdout.contains("DP aggregate classifier"), "{stdout}");
     let result = dir.path().join("result");
     let r = json(&result.join("report.json"));
     assert_eq!(r["privacy"]["noise"], "laplace");
     assert_eq!(r["rng"]["seed"]["kind"], "os");
-    assert_eq!(r["party_sizes"], serde_json::json!([10000, 10000, 10000]));
+    assert!(r.get("party_sizes").is_none(), "sizes are not released");
+    assert!(!result.join("job.NOT-PRIVATE.diagnostics.json").exists());
     let preds = dir.path().join("preds.csv");
     let s = ok(&[
         "predict",
@@ -361,15 +401,14 @@ fn switching_the_backend_changes_nothing_else() {
     );
     assert_eq!(ra["w"], rb["w"]);
     assert_eq!(ra["w"], rc["w"]);
-    assert_eq!(ra["models"], rb["models"]);
-    assert_eq!(rb["protocol"]["backend"]["insecure"], true);
+    assert_eq!(rb["backend"]["insecure"], true);
     assert!(
         rb["security_warning"]
             .as_str()
             .expect("warning")
             .contains("INSECURE")
     );
-    assert!(rc["protocol"].is_null());
+    assert!(rc["backend"].is_null());
     // Refusals name the problem and leave nothing behind.
     let refused = write_train_config(dir.path(), "[crypto]\nbackend = \"mock\"");
     let e = fails(&[
@@ -529,17 +568,28 @@ fn decay_window_bulk_and_online_agree_and_bad_input_fails() {
     };
     let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
     let s = run(&a, &["--evaluate"]);
-    assert!(s.contains("evaluation (estimate): RMSE"), "{s}");
+    assert!(
+        s.contains("NOT PRIVATE (diagnostic): evaluation (estimate): RMSE"),
+        "{s}"
+    );
     run(&b, &["--online"]);
     assert_eq!(std::fs::read(&a).expect("a"), std::fs::read(&b).expect("b"));
     assert!(
-        dir.path().join("a.csv.plot.svg").exists() && dir.path().join("a.csv.plot.png").exists()
+        dir.path().join("a.csv.NOT-PRIVATE.plot.svg").exists()
+            && dir.path().join("a.csv.NOT-PRIVATE.plot.png").exists()
     );
     let r = json(&dir.path().join("a.csv.report.json"));
-    assert_eq!(r["clamped_steps"], 0);
+    assert!(r.get("clamped_steps").is_none() && r.get("evaluation").is_none());
     assert_eq!(r["steps"], 5000);
-    assert!(r["evaluation"]["rmse"].as_f64().expect("rmse") > 0.0);
     assert!(r["warning"].as_str().expect("seed warning").contains("NOT"));
+    let d = &json(&dir.path().join("a.csv.NOT-PRIVATE.diagnostics.json"))["diagnostics"];
+    assert_eq!(d["clamped_steps"], 0);
+    assert!(d["evaluation"]["rmse"].as_f64().expect("rmse") > 0.0);
+    assert!(
+        !dir.path()
+            .join("b.csv.NOT-PRIVATE.diagnostics.json")
+            .exists()
+    );
     let lines = std::fs::read_to_string(&a).expect("a");
     assert_eq!(lines.lines().count(), 5001);
     // All windows from one tree: one column per window, each evaluated.
@@ -566,8 +616,14 @@ fn decay_window_bulk_and_online_agree_and_bad_input_fails() {
         s.contains("(window_60)") && s.contains("(window_1440)"),
         "{s}"
     );
-    let r = json(&dir.path().join("c.parquet.report.json"));
-    assert_eq!(r["evaluation"].as_array().expect("per window").len(), 2);
+    let r = json(&dir.path().join("c.parquet.NOT-PRIVATE.diagnostics.json"));
+    assert_eq!(
+        r["diagnostics"]["evaluation"]
+            .as_array()
+            .expect("per window")
+            .len(),
+        2
+    );
     // Bad parameters and input: clear errors, nothing written.
     let bad = dir.path().join("bad.csv");
     for (extra, needle) in [
@@ -685,7 +741,10 @@ fn histogram_records_the_neighbour_definition_and_refuses_bad_input() {
         "--where",
         "t>=20",
     ]);
-    assert!(s.contains("sensitivity 1") && s.contains("(noisy)"), "{s}");
+    assert!(
+        s.contains("sensitivity 1") && s.contains("(sum of the noisy bins)"),
+        "{s}"
+    );
     for (bad, what) in [
         (vec!["--epsilon", "0"], "epsilon"),
         (vec!["--epsilon", "1", "--column", "nope"], "nope"),
@@ -748,10 +807,16 @@ fn tree_and_sulq_commands_run_with_their_guarantee_and_refuse_bad_input() {
         "bounded",
         "--out",
         arg(&out),
+        "--diagnostics",
     ]);
-    assert!(s.contains("test accuracy"), "{s}");
+    assert!(s.contains("NOT PRIVATE (diagnostic): test accuracy"), "{s}");
     let r = json(&out.join("report.json"));
-    assert!(r["test_accuracy"].as_f64().expect("acc") > 0.8, "{r}");
+    assert!(r.get("test_accuracy").is_none());
+    let d = json(&out.join("run.NOT-PRIVATE.diagnostics.json"));
+    assert!(
+        d["diagnostics"]["test_accuracy"].as_f64().expect("acc") > 0.8,
+        "{d}"
+    );
     let spent: f64 = r["accountant"]["ledger"]
         .as_array()
         .expect("ledger")
@@ -868,7 +933,8 @@ fn tree_and_sulq_commands_run_with_their_guarantee_and_refuse_bad_input() {
         &im,
     );
     assert!(
-        json(&im.join("report.json"))["evaluation"]["delta_exact"]
+        json(&im.join("run.NOT-PRIVATE.diagnostics.json"))["diagnostics"]["evaluation"]
+            ["delta_exact"]
             .as_f64()
             .expect("d")
             > 0.3
@@ -902,4 +968,420 @@ fn tree_and_sulq_commands_run_with_their_guarantee_and_refuse_bad_input() {
         arg(&bad),
     ]);
     assert!(e.contains("accuracy"), "{e}");
+}
+
+// ------------------------------------------------------------ what a release may contain
+
+/// Every number written in `text` (integers, decimals, exponents).
+fn numbers(text: &str) -> Vec<f64> {
+    text.split(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
+        .filter_map(|t| t.trim_matches(|c| c == '.' || c == '+').parse::<f64>().ok())
+        .collect()
+}
+
+/// Scan every release file under `dir` (any file whose name does not say NOT-PRIVATE; PNG
+/// pictures are drawn from the same values as their SVG twins) and every stdout line not
+/// marked NOT PRIVATE for the exact values in `secrets`.
+fn assert_release_clean(what: &str, dir: &Path, stdout: &str, secrets: &[(&str, f64)]) {
+    let mut texts: Vec<(String, String)> = stdout
+        .lines()
+        .filter(|l| !l.starts_with("NOT PRIVATE"))
+        .map(|l| ("stdout".to_string(), l.to_string()))
+        .collect();
+    for entry in walk(dir) {
+        let name = entry.to_string_lossy().into_owned();
+        if name.contains("NOT-PRIVATE") || name.ends_with(".png") || name.ends_with(".parquet") {
+            continue;
+        }
+        let mut text = std::fs::read_to_string(&entry).expect("text release file");
+        if text.starts_with("step,") {
+            // a series: the step column is the public index, the rest are estimates
+            text = text
+                .lines()
+                .map(|l| l.split_once(',').map_or("", |(_, rest)| rest))
+                .collect::<Vec<_>>()
+                .join("\n");
+        }
+        texts.push((name, text));
+    }
+    assert!(!texts.is_empty(), "{what}: nothing to scan");
+    for (name, text) in &texts {
+        let nums = numbers(text);
+        for (label, v) in secrets {
+            assert!(
+                !nums.contains(v),
+                "{what}: {name} holds the exact {label} ({v}):\n{text}"
+            );
+        }
+    }
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// A private table with known exact statistics: 7,919 rows; `v` in [0, 100] with exactly
+/// 1,237 values above 80; `f` in {0, 1} with exactly 3,163 ones; `g` a copy of `f`;
+/// a 0/1 `label`.
+fn secret_table(dir: &Path) -> std::path::PathBuf {
+    let mut s = String::from("v,f,g,label\n");
+    for i in 0..7919u64 {
+        let v = if i < 1237 {
+            80.5 + (i % 19) as f64
+        } else {
+            (i % 80) as f64 + 0.25
+        };
+        let f = u64::from((i * 7 + 3) % 7919 < 3163);
+        let label = if (i * 13) % 5 < 2 { 1 } else { -1 };
+        s.push_str(&format!("{v},{f},{f},{label}\n"));
+    }
+    let p = dir.join("secret.csv");
+    std::fs::write(&p, s).expect("write");
+    p
+}
+
+/// Items 3 and 6 of the privacy audit: every command's release files and stdout, scanned
+/// for the exact statistics the test knows. Each of these leaked before: the filtered
+/// total under bounded neighbours, n and the clipping count under unbounded neighbours,
+/// the clamped steps of a series, the party sizes of the aggregate classifier.
+#[test]
+fn release_files_hold_no_exact_statistic() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let csv = secret_table(dir.path());
+    let n = ("row count n", 7919.0);
+    let ones = ("count of f = 1", 3163.0);
+    let clipped = ("clipped count", 1237.0);
+
+    // Histogram behind a predicate, bounded: its total is not n, so it is not published.
+    let h = dir.path().join("h");
+    let s = ok(&[
+        "histogram",
+        "--input",
+        arg(&csv),
+        "--column",
+        "v",
+        "--bins",
+        "0:100:5",
+        "--where",
+        "f>=1",
+        "--epsilon",
+        "0.01",
+        "--neighbours",
+        "bounded",
+        "--out",
+        arg(&h),
+    ]);
+    assert_release_clean("histogram --where (bounded)", &h, &s, &[ones]);
+    // Unbounded: n itself is private.
+    let hu = dir.path().join("hu");
+    let s = ok(&[
+        "histogram",
+        "--input",
+        arg(&csv),
+        "--column",
+        "v",
+        "--bins",
+        "0:100:5",
+        "--epsilon",
+        "0.01",
+        "--neighbours",
+        "unbounded",
+        "--out",
+        arg(&hu),
+    ]);
+    assert_release_clean("histogram (unbounded)", &hu, &s, &[n]);
+
+    // SuLQ under unbounded neighbours: no n, no clipping count, also with diagnostics on.
+    let km = dir.path().join("km");
+    let s = ok(&[
+        "sulq",
+        "kmeans",
+        "--input",
+        arg(&csv),
+        "--columns",
+        "v:0:80,f",
+        "--k",
+        "2",
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "unbounded",
+        "--out",
+        arg(&km),
+        "--diagnostics",
+    ]);
+    assert_release_clean("sulq kmeans", &km, &s, &[n, clipped]);
+    let d = json(&km.join("run.NOT-PRIVATE.diagnostics.json"));
+    assert_eq!(d["diagnostics"]["rows"], 7919, "the diagnostics hold them");
+    let pca = dir.path().join("pca");
+    let s = ok(&[
+        "sulq",
+        "pca",
+        "--input",
+        arg(&csv),
+        "--columns",
+        "v:0:80,f,g",
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "unbounded",
+        "--out",
+        arg(&pca),
+    ]);
+    assert_release_clean("sulq pca", &pca, &s, &[n, clipped]);
+    let st = dir.path().join("st");
+    let s = ok(&[
+        "sulq",
+        "stat",
+        "--input",
+        arg(&csv),
+        "--columns",
+        "f,g",
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "unbounded",
+        "--out",
+        arg(&st),
+    ]);
+    assert_release_clean("sulq stat", &st, &s, &[n]);
+    // A tau the budget cannot reach: under unbounded neighbours the refusal must not quote n.
+    let e = fails(&[
+        "sulq",
+        "stat",
+        "--input",
+        arg(&csv),
+        "--columns",
+        "f,g",
+        "--tau",
+        "0.00001",
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "unbounded",
+        "--out",
+        arg(&dir.path().join("x")),
+    ]);
+    assert!(
+        e.contains("accuracy") && !numbers(&e).contains(&7919.0),
+        "{e}"
+    );
+
+    // The non-private tree is only ever written as a NOT PRIVATE diagnostic.
+    let tr = dir.path().join("tree");
+    let s = ok(&[
+        "tree",
+        "--input",
+        arg(&csv),
+        "--attributes",
+        "f,g",
+        "--selection",
+        "none",
+        "--neighbours",
+        "bounded",
+        "--out",
+        arg(&tr),
+    ]);
+    assert!(s.starts_with("NOT PRIVATE"), "{s}");
+    assert!(!tr.join("tree.json").exists() && !tr.join("report.json").exists());
+    let t = std::fs::read_to_string(tr.join("tree.NOT-PRIVATE.json")).expect("tree");
+    assert!(t.trim_start().starts_with("{\n  \"NOT PRIVATE\""), "{t}");
+
+    // Decayed sums: the clamped steps and the true series stay out of the release.
+    let series = dir.path().join("series.csv");
+    let mut text = String::from("x\n");
+    for i in 0..3000 {
+        text.push_str(if i % 5 == 0 { "3\n" } else { "1\n" }); // 600 steps above the bound
+    }
+    std::fs::write(&series, text).expect("write");
+    let dc = dir.path().join("dc");
+    std::fs::create_dir(&dc).expect("dir");
+    let s = ok(&[
+        "decay",
+        "--input",
+        arg(&series),
+        "--column",
+        "x",
+        "--model",
+        "window",
+        "--window",
+        "64",
+        "--epsilon",
+        "1",
+        "--bound",
+        "2",
+        "--out",
+        arg(&dc.join("w.csv")),
+        "--evaluate",
+    ]);
+    assert_release_clean("decay", &dc, &s, &[("clamped steps", 600.0)]);
+    let d = json(&dc.join("w.csv.NOT-PRIVATE.diagnostics.json"));
+    assert_eq!(d["diagnostics"]["clamped_steps"], 600);
+    // Events need a public range.
+    let e = fails(&[
+        "decay",
+        "--input",
+        arg(&csv),
+        "--time-column",
+        "v",
+        "--model",
+        "window",
+        "--window",
+        "4",
+        "--epsilon",
+        "1",
+        "--out",
+        arg(&dc.join("e.csv")),
+    ]);
+    assert!(e.contains("--start"), "{e}");
+
+    // The aggregate classifier: no party size in the release, diagnostics or not.
+    let demo = dir.path().join("demo");
+    let s = ok(&[
+        "demo",
+        "--out",
+        arg(&demo),
+        "--device",
+        "cpu",
+        "--backend",
+        "mock",
+        "--allow-insecure",
+    ]);
+    let sizes: Vec<(&str, f64)> = [20000.0, 30000.0, 40000.0, 50000.0, 60000.0]
+        .iter()
+        .map(|&v| ("party size", v))
+        .collect();
+    assert_release_clean("demo", &demo, &s, &sizes);
+    assert!(s.contains("NOT PRIVATE (diagnostic): party sizes"), "{s}");
+}
+
+/// Item 2 of the privacy audit: with one seed, two epsilons used to give noise in ratio
+/// exactly 2 (so `2 n(eps = 2) - n(eps = 1)` was the exact count) and two columns the same
+/// noise. Now every release has its own stream.
+#[test]
+fn a_seed_never_lets_two_releases_cancel_their_noise() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let csv = secret_table(dir.path());
+    let noisy = |column: &str, eps: &str, name: &str| -> Vec<f64> {
+        let out = dir.path().join(name);
+        ok(&[
+            "histogram",
+            "--input",
+            arg(&csv),
+            "--column",
+            column,
+            "--categories",
+            "0,1",
+            "--epsilon",
+            eps,
+            "--neighbours",
+            "bounded",
+            "--seed",
+            "1",
+            "--out",
+            arg(&out),
+        ]);
+        let r = json(&out.join("report.json"));
+        assert!(
+            r["rng"]["seed"]["value"].is_null(),
+            "the seed is not recorded"
+        );
+        r["release"]["noisy"]
+            .as_array()
+            .expect("noisy")
+            .iter()
+            .map(|v| v.as_f64().expect("number"))
+            .collect()
+    };
+    let exact = [7919.0 - 3163.0, 3163.0, 0.0];
+    let n1 = noisy("f", "1", "e1");
+    let n2 = noisy("f", "2", "e2");
+    let recovered = n1
+        .iter()
+        .zip(&n2)
+        .zip(&exact)
+        .filter(|((a, b), x)| 2.0 * *b - *a == **x)
+        .count();
+    assert_eq!(
+        recovered, 0,
+        "2 n(eps=2) - n(eps=1) must not give the exact counts"
+    );
+    let g = noisy("g", "1", "g1");
+    let noise_f: Vec<f64> = n1.iter().zip(&exact).map(|(a, x)| a - x).collect();
+    let noise_g: Vec<f64> = g.iter().zip(&exact).map(|(a, x)| a - x).collect();
+    assert_ne!(noise_f, noise_g, "two columns get two streams");
+    assert_eq!(
+        n1,
+        noisy("f", "1", "again"),
+        "the same release is reproducible"
+    );
+}
+
+/// Item 4 of the privacy audit: a party that stops before the public gradient bound used to
+/// put its own gradient norm into the noise scale. Now the run fails and writes nothing.
+#[test]
+fn the_gradient_bound_is_public() {
+    let dir = tempfile::tempdir().expect("tmp");
+    ok(&[
+        "generate",
+        "--parties",
+        "2",
+        "--rows",
+        "4000",
+        "--dim",
+        "5",
+        "--out",
+        arg(&dir.path().join("parties")),
+        "--seed",
+        "2",
+    ]);
+    let cfg = write_train_config(dir.path(), "[crypto]\naggregation = \"plaintext\"");
+    let text = std::fs::read_to_string(&cfg).expect("cfg").replace(
+        "lambda = 0.01",
+        "lambda = 0.01\nmax_iterations = 1\ntolerance = 1e-30",
+    );
+    std::fs::write(&cfg, text).expect("write");
+    let out = dir.path().join("out");
+    let e = fails(&["train", "--config", arg(&cfg), "--out", arg(&out)]);
+    assert!(
+        e.contains("public gradient bound") && e.contains("max_iterations"),
+        "{e}"
+    );
+    assert!(!out.exists());
+}
+
+/// Item 8 of the privacy audit: an absurd epsilon published NaN with exit code 0.
+#[test]
+fn absurd_epsilons_are_refused() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let csv = secret_table(dir.path());
+    for eps in ["1e308", "1e-308", "inf"] {
+        let out = dir.path().join("h");
+        let e = fails(&[
+            "histogram",
+            "--input",
+            arg(&csv),
+            "--column",
+            "f",
+            "--epsilon",
+            eps,
+            "--neighbours",
+            "bounded",
+            "--out",
+            arg(&out),
+        ]);
+        assert!(e.contains("epsilon"), "{eps}: {e}");
+        assert!(!out.exists());
+    }
 }

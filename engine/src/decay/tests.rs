@@ -353,3 +353,72 @@ fn exponential_and_allwindow_neighbours_respect_epsilon_with_power() {
         );
     }
 }
+
+/// The L1 change of the released counters' true values when one step changes by `b`,
+/// maximised over every step of a stream of `len` steps: derived from the forest, not
+/// assumed. `released(k, m)` says which nodes are released.
+fn derived_sensitivity(
+    h: u32,
+    alpha: f64,
+    len: u64,
+    b: f64,
+    released: impl Fn(u32, u64) -> bool,
+) -> f64 {
+    let xs: Vec<f64> = series(len as usize, 3)
+        .iter()
+        .map(|v| (v % 2.0) * b)
+        .collect();
+    let nodes = |xs: &[f64]| -> Vec<(u32, u64, f64)> {
+        let mut f = Forest::new(h, alpha);
+        let mut out = Vec::new();
+        for (t, &x) in xs.iter().enumerate() {
+            f.step(t as u64, x, |k, m, v| {
+                if released(k, m) {
+                    out.push((k, m, v));
+                }
+            });
+        }
+        out
+    };
+    let base = nodes(&xs);
+    let mut worst = 0.0f64;
+    for i in 0..len as usize {
+        let mut ys = xs.clone();
+        ys[i] = if ys[i] > 0.5 * b { 0.0 } else { b };
+        let other = nodes(&ys);
+        let l1: f64 = base
+            .iter()
+            .zip(&other)
+            .map(|(a, c)| (a.2 - c.2).abs())
+            .sum();
+        worst = worst.max(l1);
+    }
+    worst
+}
+
+/// The neighbouring-input guarantee checks the sensitivity the code states against the one
+/// the forest actually has: for the window sum every step is in exactly one node per level
+/// (the stated `(h + 1) B` is reached), for the exponential sum the left nodes' weights sum
+/// to at most the stated series, for the running sum to `levels B`.
+#[test]
+fn stated_sensitivities_bound_the_derived_ones() {
+    let b = 2.0;
+    let w = WindowSum::new(8, 1.0, b, [1; 32]).expect("ok");
+    let stated = w.calibration().sensitivity;
+    let derived = derived_sensitivity(w.h, 1.0, 64, b, |_, _| true);
+    assert!(derived <= stated + 1e-9, "window: {derived} > {stated}");
+    assert!(derived >= stated - 1e-9, "window: the bound is tight");
+    for alpha in [0.5, 0.9] {
+        let e = ExponentialSum::new(alpha, 1.0, b, [1; 32]).expect("ok");
+        let stated = e.calibration().sensitivity;
+        let derived = derived_sensitivity(e.h.min(8), alpha, 256, b, |_, m| m % 2 == 0);
+        assert!(
+            derived <= stated + 1e-9,
+            "alpha {alpha}: {derived} > {stated}"
+        );
+        assert!(
+            derived > 0.5 * stated,
+            "alpha {alpha}: the bound is not loose"
+        );
+    }
+}

@@ -80,6 +80,18 @@ pub struct ProtocolConfig {
     /// Keep every byte of every view (audits); traffic counts are kept regardless.
     pub record_views: bool,
     pub fault: Option<Fault>,
+    /// Test hook: a deliberately leaking variant of the protocol, which the transcript
+    /// audits and uniformity tests must catch (so they are shown able to fail).
+    pub leak: Option<Leak>,
+}
+
+/// A deliberately broken protocol variant (tests only show their audits catch it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leak {
+    /// Every additive mask and re-sharing share has width zero.
+    ZeroMasks,
+    /// Every secret permutation is the identity.
+    IdentityPermutations,
 }
 
 impl Default for ProtocolConfig {
@@ -88,6 +100,7 @@ impl Default for ProtocolConfig {
             timeout: Duration::from_secs(600),
             record_views: false,
             fault: None,
+            leak: None,
         }
     }
 }
@@ -272,6 +285,7 @@ struct Ctx<'a> {
     stage_end: BTreeMap<Stage, Duration>,
     ops: BTreeMap<(Stage, &'static str), OpStat>,
     fault: Option<Fault>,
+    leak: Option<Leak>,
 }
 
 impl<'a> Ctx<'a> {
@@ -363,14 +377,28 @@ impl<'a> Ctx<'a> {
     }
 
     fn random_below_pow2(&mut self, bits: u32) -> i128 {
+        if self.leak == Some(Leak::ZeroMasks) {
+            return 0;
+        }
         let v = (u128::from(self.rng.next_u64()) << 64) | u128::from(self.rng.next_u64());
         (v >> (128 - bits)) as i128
     }
 
+    /// A uniform permutation (Fisher-Yates with unbiased draws by rejection).
     fn permutation(&mut self) -> Vec<usize> {
         let mut p: Vec<usize> = (0..self.k).collect();
+        if self.leak == Some(Leak::IdentityPermutations) {
+            return p;
+        }
         for i in (1..p.len()).rev() {
-            let j = (self.rng.next_u64() % (i as u64 + 1)) as usize;
+            let m = i as u64 + 1;
+            let zone = u64::MAX - u64::MAX % m;
+            let j = loop {
+                let v = self.rng.next_u64();
+                if v < zone {
+                    break (v % m) as usize;
+                }
+            };
             p.swap(i, j);
         }
         p
@@ -956,6 +984,7 @@ impl SecureAggregator {
                             stage_end: BTreeMap::new(),
                             ops: BTreeMap::new(),
                             fault,
+                            leak: self.config.leak,
                         };
                         let out = match me {
                             Peer::Party(j) => party(&mut ctx, j, &parties[j]),

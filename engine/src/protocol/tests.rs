@@ -39,12 +39,24 @@ fn run(
     record: bool,
     fault: Option<Fault>,
 ) -> Result<SecureOutcome> {
+    run_variant(name, inputs, record, fault, None)
+}
+
+/// `run`, or a deliberately leaking variant of the protocol.
+fn run_variant(
+    name: &str,
+    inputs: &[PartyInput],
+    record: bool,
+    fault: Option<Fault>,
+    leak: Option<Leak>,
+) -> Result<SecureOutcome> {
     let agg = SecureAggregator::new(
         backend(name),
         ProtocolConfig {
             timeout: Duration::from_secs(60),
             record_views: record,
             fault,
+            leak,
         },
     );
     agg.run(inputs)
@@ -64,6 +76,18 @@ fn mock_protocol_equals_the_plaintext_aggregate_bit_for_bit() {
         let reference = PlaintextAggregator.aggregate(&inputs).expect("plain");
         assert_eq!(out.w, reference.w);
     }
+}
+
+/// d >= 8: Stage 2 takes the fixed-base table path of `mul_plain_one_batch`.
+#[test]
+fn paillier_protocol_with_d_at_least_8_takes_the_fixed_base_path() {
+    let inputs = parties(&[1200, 800, 950], 9, 19);
+    let out = run("paillier", &inputs, false, None).expect("run");
+    assert_eq!(out.sum, fixed_point_sum(&inputs).expect("sum"));
+    assert_eq!(
+        out.report.stages[2].operations.get("multiply by plaintext"),
+        Some(&27)
+    );
 }
 
 #[test]
@@ -174,6 +198,52 @@ fn curator_view_holds_no_size_share_noise_or_classifier() {
     assert!(leak.contains("appears in a message"), "{leak}");
 }
 
+/// The audit also catches real encryption with zero-width masks: the curator then decrypts
+/// the selected noise itself.
+#[test]
+fn curator_audit_catches_zero_width_masks() {
+    let inputs = parties(&[70_001, 65_537, 90_210], 9, 23);
+    let out = run_variant("paillier", &inputs, true, None, Some(Leak::ZeroMasks)).expect("run");
+    let leak = audit_curator(&out, &inputs).expect_err("zero masks leak");
+    assert!(leak.contains("curator learned"), "{leak}");
+}
+
+/// Which position won before the last comparison, over `runs` runs.
+fn pairing_counts(k: usize, smallest: usize, runs: usize, leak: Option<Leak>) -> Vec<u64> {
+    let mut sizes = vec![1000usize; k];
+    for (j, s) in sizes.iter_mut().enumerate() {
+        *s += 10 * j;
+    }
+    sizes[smallest] = 10;
+    let inputs = parties(&sizes, 1, 5);
+    let mut counts = vec![0u64; k - 1];
+    for _ in 0..runs {
+        let out = run_variant("mock", &inputs, true, None, leak).expect("run");
+        let p1 = &out.views[0];
+        let pairs: Vec<Vec<u8>> = p1
+            .messages
+            .iter()
+            .filter(|m| m.direction == Direction::Received && m.kind == PAIR)
+            .map(|m| m.bytes.clone())
+            .collect();
+        assert_eq!(pairs.len(), k, "K - 1 comparisons and a stop");
+        counts[pairs[k - 2][2] as usize] += 1;
+    }
+    counts
+}
+
+/// The pairing test has power: with identity permutations the winning position is fixed,
+/// and the same chi-square test rejects it.
+#[test]
+fn pairing_uniformity_test_rejects_fixed_permutations() {
+    let counts = pairing_counts(5, 3, 100, Some(Leak::IdentityPermutations));
+    let (_, p) = chi_square_uniform(&counts);
+    assert!(
+        p < ALPHA,
+        "identity permutations must be caught: {counts:?}, p = {p}"
+    );
+}
+
 #[test]
 fn parties_cannot_tell_who_is_smallest() {
     // What the party side observes about the outcome is P1's list of comparison requests,
@@ -215,6 +285,34 @@ fn parties_cannot_tell_who_is_smallest() {
             "smallest = {smallest}: counts {counts:?}, p = {p}"
         );
     }
+}
+
+/// Top-nibble counts of every participant's first published share over `runs` runs.
+fn share_nibbles(runs: usize, leak: Option<Leak>) -> Vec<u64> {
+    let inputs = parties(&[300, 200], 2, 8);
+    let mut bins = vec![0u64; 16];
+    for _ in 0..runs {
+        let out = run_variant("mock", &inputs, true, None, leak).expect("run");
+        for v in &out.views {
+            for (l, x) in &v.learned {
+                if l == "published share 0" {
+                    bins[((*x as u128) >> 124) as usize] += 1;
+                }
+            }
+        }
+    }
+    bins
+}
+
+/// The share test has power: with zero-width re-sharing masks the same test rejects.
+#[test]
+fn share_uniformity_test_rejects_zero_masks() {
+    let bins = share_nibbles(100, Some(Leak::ZeroMasks));
+    let (_, p) = chi_square_uniform(&bins);
+    assert!(p < ALPHA, "zero masks must be caught: {bins:?}, p = {p}");
+    let bins = share_nibbles(100, None);
+    let (_, p) = chi_square_uniform(&bins);
+    assert!(p > ALPHA, "{bins:?}, p = {p}");
 }
 
 #[test]
