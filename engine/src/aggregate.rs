@@ -155,7 +155,7 @@ pub fn calibrate(
             // Integer L1 sensitivity in units of 1/(K 2^f): sqrt(d) l2 K 2^f, rounded up.
             let unit = k as f64 * (FIXED_POINT_BITS as f64).exp2();
             let d1 = ((d as f64).sqrt() * l2 * unit).ceil();
-            if !(d1 < 2f64.powi(50)) {
+            if !d1.is_finite() || d1 >= 2f64.powi(50) {
                 return Err(Error::param(
                     "privacy.noise",
                     "the Laplace noise's sensitivity does not fit the fixed point; use noise = \"l2\"",

@@ -185,7 +185,10 @@ pub fn guarantee(spec: &JobSpec, k: usize, d: usize) -> Guarantee {
 /// The public gradient bound: `model.tolerance`. Every party must have reached it; one that
 /// did not ends the run (its norm is never used, so the noise cannot follow the data).
 pub fn public_gradient_bound(fits: &[Fit], solver: &SolverConfig) -> Result<f64> {
-    if let Some(j) = fits.iter().position(|f| !(f.grad_norm <= solver.tolerance)) {
+    if let Some(j) = fits
+        .iter()
+        .position(|f| f.grad_norm.is_nan() || f.grad_norm > solver.tolerance)
+    {
         return Err(Error::param(
             "model.max_iterations",
             format!(

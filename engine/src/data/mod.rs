@@ -205,11 +205,10 @@ impl RowTransform {
                             path: data.source.clone(),
                             column: "<row>".into(),
                             row: i,
-                            msg: format!(
-                                "the row has L2 norm > 1; the privacy guarantee needs rows \
-                                 in the unit ball: declare row_transform = \"scale\" (with \
-                                 row_scale) or \"clip\""
-                            ),
+                            msg: "the row has L2 norm > 1; the privacy guarantee needs rows \
+                                  in the unit ball: declare row_transform = \"scale\" (with \
+                                  row_scale) or \"clip\""
+                                .into(),
                         });
                     }
                     if norm > 1.0 {

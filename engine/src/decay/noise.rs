@@ -131,7 +131,7 @@ impl KeyedNoise {
         }
         let gamma = (grid_exp as f64).exp2();
         let d_int = (sensitivity / gamma).ceil() + f64::from(touched);
-        if !(d_int < 2f64.powi(50)) {
+        if !d_int.is_finite() || d_int >= 2f64.powi(50) {
             return Err(Error::param(
                 "sensitivity",
                 format!("sensitivity {sensitivity:e} is too fine for grid 2^{grid_exp}"),

@@ -448,16 +448,14 @@ pub fn run_tree(a: &TreeArgs) -> Result<Done> {
     }
     write_json(&mut o, &a.out.join("tree.json"), &res.root)?;
     let summary = format!(
-        "{} tree, depth {}, {} leaves, score {:?}, {} neighbours{}",
+        "{} tree, depth {}, {} leaves, score {:?}, {} neighbours, eps = {epsilon} ({} per \
+         mechanism)",
         a.selection,
         a.depth,
         res.leaves,
         cfg.score,
         a.neighbours.as_str(),
-        format!(
-            ", eps = {epsilon} ({} per mechanism)",
-            res.epsilon_per_mechanism
-        ),
+        res.epsilon_per_mechanism
     );
     let report = json!({
         "kind": "kinsey.dp_tree.v1",
