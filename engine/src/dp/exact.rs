@@ -140,6 +140,103 @@ impl<'a, R: RandomBits + ?Sized> BitReader<'a, R> {
         false // V agrees with num / 2^k on all k bits, so V >= num / 2^k
     }
 
+    /// [`below_dyadic`](Self::below_dyadic) for `num < 2^k`, `k <= 64` (the hot path).
+    #[inline]
+    pub fn below_dyadic64(&mut self, num: u64, k: u32) -> bool {
+        let mut rem = k;
+        while rem > 0 {
+            if self.left == 0 {
+                self.refill();
+            }
+            let c = rem.min(self.left);
+            let r = self.buf >> (64 - c);
+            let t = if c == 64 {
+                num
+            } else {
+                (num >> (rem - c)) & ((1u64 << c) - 1)
+            };
+            if r != t {
+                let first = 63 - (r ^ t).leading_zeros();
+                self.consume(c - first);
+                return r < t;
+            }
+            self.consume(c);
+            rem -= c;
+        }
+        false
+    }
+
+    /// Compare the next 64 bits of a lazily drawn `V` with `t`, reading bits only up to the
+    /// first difference (all 64 when equal).
+    #[inline]
+    fn compare64(&mut self, t: u64) -> std::cmp::Ordering {
+        let mut rem = 64u32;
+        while rem > 0 {
+            if self.left == 0 {
+                self.refill();
+            }
+            let c = rem.min(self.left);
+            let r = self.buf >> (64 - c);
+            let tc = if c == 64 {
+                t
+            } else {
+                (t >> (rem - c)) & ((1u64 << c) - 1)
+            };
+            if r != tc {
+                let first = 63 - (r ^ tc).leading_zeros();
+                self.consume(c - first);
+                return r.cmp(&tc);
+            }
+            self.consume(c);
+            rem -= c;
+        }
+        std::cmp::Ordering::Equal
+    }
+
+    /// `Bern(1 / m)` for `m >= 1`: is a lazily drawn `V` below `1/m`? The binary expansion of
+    /// `1/m` is produced 64 bits at a time by long division (the first chunk from a table
+    /// for small m), so a draw reads about two bits.
+    #[inline(always)]
+    pub fn bernoulli_recip(&mut self, m: u64) -> bool {
+        if m <= 1 {
+            return true;
+        }
+        // 1/m = 0.t1 t2 ... in base 2^64: t1 = floor(2^64 / m) (exact for m not a power of
+        // two; for m = 2^j the expansion is t1 = 2^(64 - j) followed by zeros).
+        let t = if (m as usize) < RECIP.len() {
+            RECIP[m as usize]
+        } else if m.is_power_of_two() {
+            1u64 << (64 - m.trailing_zeros())
+        } else {
+            u64::MAX / m
+        };
+        match self.compare64(t) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Greater => false,
+            std::cmp::Ordering::Equal => self.recip_tail(m),
+        }
+    }
+
+    /// The rest of `Bern(1/m)` once the first 64 bits of `V` equal `t1` (probability 2^-64).
+    #[cold]
+    fn recip_tail(&mut self, m: u64) -> bool {
+        if m.is_power_of_two() {
+            return false; // 1/m = t1 exactly, and V >= t1
+        }
+        let m128 = u128::from(m);
+        let mut rem = (u128::from(u64::MAX % m) + 1) % m128;
+        loop {
+            let wide = rem << 64;
+            let t = (wide / m128) as u64;
+            rem = wide % m128;
+            match self.compare64(t) {
+                std::cmp::Ordering::Less => return true,
+                std::cmp::Ordering::Greater => return false,
+                std::cmp::Ordering::Equal => {}
+            }
+        }
+    }
+
     /// Uniform integer in `[0, n)`, `n >= 1`, by rejection (no modulo bias).
     pub fn uniform_below(&mut self, n: u128) -> u128 {
         debug_assert!(n >= 1);
@@ -180,6 +277,49 @@ fn bernoulli_exp_minus_unit<R: RandomBits + ?Sized>(
         k += 1;
     }
     k % 2 == 1
+}
+
+/// First 64-bit digit of `1/m` in base `2^64` for small `m` (`floor(2^64 / m)`, and
+/// `2^(64 - j)` for `m = 2^j`); entries 0 and 1 are unused.
+const RECIP: [u64; 32] = {
+    let mut t = [0u64; 32];
+    let mut m = 2;
+    while m < 32 {
+        t[m] = if (m as u64).is_power_of_two() {
+            1u64 << (64 - (m as u64).trailing_zeros())
+        } else {
+            u64::MAX / m as u64
+        };
+        m += 1;
+    }
+    t
+};
+
+/// `Bern(exp(-u / 2^k))` for `u < 2^k`, `k <= 64`: von Neumann with dyadic comparisons.
+#[inline]
+fn bernoulli_exp_minus_dyadic<R: RandomBits + ?Sized>(
+    bits: &mut BitReader<'_, R>,
+    u: u64,
+    k: u32,
+) -> bool {
+    // A_j ~ Bern(gamma / j) = Bern(1 / j) and Bern(gamma), independent; Bern(1/1) = 1.
+    let mut j: u64 = 1;
+    loop {
+        if !(bits.bernoulli_recip(j) && bits.below_dyadic64(u, k)) {
+            return j % 2 == 1;
+        }
+        j += 1;
+    }
+}
+
+/// `Bern(exp(-1))` (von Neumann with gamma = 1: `A_j = Bern(1 / j)`).
+#[inline]
+fn bernoulli_exp_minus_one<R: RandomBits + ?Sized>(bits: &mut BitReader<'_, R>) -> bool {
+    let mut j: u64 = 2;
+    while bits.bernoulli_recip(j) {
+        j += 1;
+    }
+    j % 2 == 1
 }
 
 /// `Bern(exp(-num/den))` for any `num / den >= 0`, `den >= 1` (CKS Algorithm 1).
@@ -287,22 +427,26 @@ impl DiscreteLaplace {
 
     /// One draw from a bit reader.
     pub fn sample_bits<R: RandomBits + ?Sized>(&self, bits: &mut BitReader<'_, R>) -> i64 {
-        let s: u128 = 1u128 << self.k;
         loop {
-            let u = u128::from(bits.bits(self.k));
-            if !bernoulli_exp_minus_unit(bits, u, s) {
+            let u = bits.bits(self.k);
+            if !bernoulli_exp_minus_dyadic(bits, u, self.k) {
                 continue;
             }
-            let mut v: u128 = 0;
-            while bernoulli_exp_minus_unit(bits, 1, 1) {
+            let mut v: u64 = 0;
+            while bernoulli_exp_minus_one(bits) {
                 v += 1;
             }
-            let y = (u + (v << self.k)) / u128::from(self.r);
+            let y = if v < 1u64 << (63 - self.k) {
+                ((v << self.k) | u) / self.r
+            } else {
+                let wide = (u128::from(v) << self.k) | u128::from(u);
+                u64::try_from(wide / u128::from(self.r)).unwrap_or(u64::MAX)
+            };
             let negative = bits.bit();
             if negative && y == 0 {
                 continue;
             }
-            // |Y| >= 2^63 has probability below exp(-2^50): saturate rather than wrap.
+            // |Y| >= 2^63 has probability below exp(-2^13): saturate rather than wrap.
             let y = i64::try_from(y).unwrap_or(i64::MAX);
             return if negative { -y } else { y };
         }
