@@ -340,6 +340,23 @@ dir = "out"
     );
 }
 
+/// Two synthetic parties (4,000 rows, 5 features) in `dir/parties`.
+fn two_parties(dir: &Path) {
+    ok(&[
+        "generate",
+        "--parties",
+        "2",
+        "--rows",
+        "4000",
+        "--dim",
+        "5",
+        "--out",
+        arg(&dir.join("parties")),
+        "--seed",
+        "2",
+    ]);
+}
+
 fn write_train_config(dir: &Path, crypto: &str) -> std::path::PathBuf {
     let cfg = dir.join(format!("train-{}.toml", crypto.len()));
     std::fs::write(
@@ -366,19 +383,7 @@ device = "cpu"
 #[test]
 fn switching_the_backend_changes_nothing_else() {
     let dir = tempfile::tempdir().expect("tmp");
-    ok(&[
-        "generate",
-        "--parties",
-        "2",
-        "--rows",
-        "4000",
-        "--dim",
-        "5",
-        "--out",
-        arg(&dir.path().join("parties")),
-        "--seed",
-        "2",
-    ]);
+    two_parties(dir.path());
     let paillier = write_train_config(dir.path(), "[crypto]\nbackend = \"paillier\"");
     let mock = write_train_config(
         dir.path(),
@@ -1333,19 +1338,7 @@ fn a_seed_never_lets_two_releases_cancel_their_noise() {
 #[test]
 fn the_gradient_bound_is_public() {
     let dir = tempfile::tempdir().expect("tmp");
-    ok(&[
-        "generate",
-        "--parties",
-        "2",
-        "--rows",
-        "4000",
-        "--dim",
-        "5",
-        "--out",
-        arg(&dir.path().join("parties")),
-        "--seed",
-        "2",
-    ]);
+    two_parties(dir.path());
     let cfg = write_train_config(dir.path(), "[crypto]\naggregation = \"plaintext\"");
     let text = std::fs::read_to_string(&cfg).expect("cfg").replace(
         "lambda = 0.01",

@@ -112,65 +112,11 @@ impl<'a, R: RandomBits + ?Sized> BitReader<'a, R> {
         self.bits(1) == 1
     }
 
-    /// Is a uniform real `V` in [0, 1), drawn lazily, below `num / 2^k`? (`k <= 128`.)
-    /// Bits are read only up to the first one where `V` and `num / 2^k` differ.
+    /// Compare the next `width <= 64` bits of a lazily drawn `V` with the `width`-bit number
+    /// `t`, reading bits only up to the first one where they differ (all `width` when equal).
     #[inline]
-    pub fn below_dyadic(&mut self, num: u128, k: u32) -> bool {
-        if k < 128 && num >> k != 0 {
-            return true; // num / 2^k >= 1
-        }
-        let mut rem = k;
-        while rem > 0 {
-            if self.left == 0 {
-                self.refill();
-            }
-            let c = rem.min(self.left);
-            let r = self.buf >> (64 - c);
-            let mask = if c == 64 { u64::MAX } else { (1u64 << c) - 1 };
-            let t = ((num >> (rem - c)) as u64) & mask;
-            if r != t {
-                // The highest differing bit decides; read up to and including it.
-                let first = 63 - (r ^ t).leading_zeros();
-                self.consume(c - first);
-                return r < t;
-            }
-            self.consume(c);
-            rem -= c;
-        }
-        false // V agrees with num / 2^k on all k bits, so V >= num / 2^k
-    }
-
-    /// [`below_dyadic`](Self::below_dyadic) for `num < 2^k`, `k <= 64` (the hot path).
-    #[inline]
-    pub fn below_dyadic64(&mut self, num: u64, k: u32) -> bool {
-        let mut rem = k;
-        while rem > 0 {
-            if self.left == 0 {
-                self.refill();
-            }
-            let c = rem.min(self.left);
-            let r = self.buf >> (64 - c);
-            let t = if c == 64 {
-                num
-            } else {
-                (num >> (rem - c)) & ((1u64 << c) - 1)
-            };
-            if r != t {
-                let first = 63 - (r ^ t).leading_zeros();
-                self.consume(c - first);
-                return r < t;
-            }
-            self.consume(c);
-            rem -= c;
-        }
-        false
-    }
-
-    /// Compare the next 64 bits of a lazily drawn `V` with `t`, reading bits only up to the
-    /// first difference (all 64 when equal).
-    #[inline]
-    fn compare64(&mut self, t: u64) -> std::cmp::Ordering {
-        let mut rem = 64u32;
+    fn compare_bits(&mut self, t: u64, width: u32) -> std::cmp::Ordering {
+        let mut rem = width;
         while rem > 0 {
             if self.left == 0 {
                 self.refill();
@@ -183,6 +129,7 @@ impl<'a, R: RandomBits + ?Sized> BitReader<'a, R> {
                 (t >> (rem - c)) & ((1u64 << c) - 1)
             };
             if r != tc {
+                // The highest differing bit decides; read up to and including it.
                 let first = 63 - (r ^ tc).leading_zeros();
                 self.consume(c - first);
                 return r.cmp(&tc);
@@ -191,6 +138,31 @@ impl<'a, R: RandomBits + ?Sized> BitReader<'a, R> {
             rem -= c;
         }
         std::cmp::Ordering::Equal
+    }
+
+    /// Is a uniform real `V` in [0, 1), drawn lazily, below `num / 2^k`? (`k <= 128`.)
+    /// Bits are read only up to the first one where `V` and `num / 2^k` differ.
+    pub fn below_dyadic(&mut self, num: u128, k: u32) -> bool {
+        if k < 128 && num >> k != 0 {
+            return true; // num / 2^k >= 1
+        }
+        let mut rem = k;
+        while rem > 0 {
+            let c = rem.min(64);
+            let t = (num >> (rem - c)) as u64 & if c == 64 { u64::MAX } else { (1u64 << c) - 1 };
+            match self.compare_bits(t, c) {
+                std::cmp::Ordering::Less => return true,
+                std::cmp::Ordering::Greater => return false,
+                std::cmp::Ordering::Equal => rem -= c,
+            }
+        }
+        false // V agrees with num / 2^k on all k bits, so V >= num / 2^k
+    }
+
+    /// [`below_dyadic`](Self::below_dyadic) for `num < 2^k`, `k <= 64` (the hot path).
+    #[inline]
+    pub fn below_dyadic64(&mut self, num: u64, k: u32) -> bool {
+        self.compare_bits(num, k) == std::cmp::Ordering::Less
     }
 
     /// `Bern(1 / m)` for `m >= 1`: is a lazily drawn `V` below `1/m`? The binary expansion of
@@ -210,7 +182,7 @@ impl<'a, R: RandomBits + ?Sized> BitReader<'a, R> {
         } else {
             u64::MAX / m
         };
-        match self.compare64(t) {
+        match self.compare_bits(t, 64) {
             std::cmp::Ordering::Less => true,
             std::cmp::Ordering::Greater => false,
             std::cmp::Ordering::Equal => self.recip_tail(m),
@@ -229,7 +201,7 @@ impl<'a, R: RandomBits + ?Sized> BitReader<'a, R> {
             let wide = rem << 64;
             let t = (wide / m128) as u64;
             rem = wide % m128;
-            match self.compare64(t) {
+            match self.compare_bits(t, 64) {
                 std::cmp::Ordering::Less => return true,
                 std::cmp::Ordering::Greater => return false,
                 std::cmp::Ordering::Equal => {}

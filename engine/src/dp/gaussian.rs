@@ -45,6 +45,14 @@ pub fn analytic_delta(sensitivity: f64, epsilon: f64, sigma: f64) -> f64 {
 
 /// Smallest sigma with `analytic_delta(sensitivity, eps, sigma) <= delta`.
 pub fn analytic_sigma(sensitivity: f64, epsilon: f64, delta: f64) -> Result<f64> {
+    smallest_sigma(sensitivity, epsilon, delta, |sigma| {
+        analytic_delta(sensitivity, epsilon, sigma) <= delta
+    })
+}
+
+/// The smallest sigma (to bisection precision) for which `ok(sigma)` holds, `ok` monotone;
+/// checks the parameters of a Gaussian calibration first.
+fn smallest_sigma(l2: f64, epsilon: f64, delta: f64, ok: impl Fn(f64) -> bool) -> Result<f64> {
     check_epsilon("epsilon", epsilon)?;
     check_delta("delta", delta)?;
     if delta == 0.0 {
@@ -53,21 +61,19 @@ pub fn analytic_sigma(sensitivity: f64, epsilon: f64, delta: f64) -> Result<f64>
             "the Gaussian mechanism needs delta > 0",
         ));
     }
-    let (mut lo, mut hi) = (sensitivity * 1e-6, sensitivity);
-    while analytic_delta(sensitivity, epsilon, hi) > delta {
+    let (mut lo, mut hi) = (l2 * 1e-6, l2);
+    while !ok(hi) {
         hi *= 2.0;
-        if hi > sensitivity * 1e12 {
-            return Err(Error::Numerical(
-                "analytic Gaussian calibration diverged".into(),
-            ));
+        if hi > l2 * 1e12 {
+            return Err(Error::Numerical("Gaussian calibration diverged".into()));
         }
     }
     for _ in 0..200 {
         let mid = 0.5 * (lo + hi);
-        if analytic_delta(sensitivity, epsilon, mid) > delta {
-            lo = mid;
-        } else {
+        if ok(mid) {
             hi = mid;
+        } else {
+            lo = mid;
         }
     }
     Ok(hi)
@@ -132,31 +138,9 @@ impl GaussianMechanism {
 /// Smallest sigma whose discrete Gaussian is (eps, delta)-DP for L2 sensitivity `l2` through
 /// zCDP: `zcdp_delta(l2^2 / (2 sigma^2), eps) <= delta`, by bisection.
 pub fn zcdp_sigma(l2: f64, epsilon: f64, delta: f64) -> Result<f64> {
-    check_epsilon("epsilon", epsilon)?;
-    check_delta("delta", delta)?;
-    if delta == 0.0 {
-        return Err(Error::param(
-            "delta",
-            "the Gaussian mechanism needs delta > 0",
-        ));
-    }
-    let ok = |sigma: f64| zcdp_delta(l2 * l2 / (2.0 * sigma * sigma), epsilon) <= delta;
-    let (mut lo, mut hi) = (l2 * 1e-6, l2);
-    while !ok(hi) {
-        hi *= 2.0;
-        if hi > l2 * 1e12 {
-            return Err(Error::Numerical("Gaussian calibration diverged".into()));
-        }
-    }
-    for _ in 0..200 {
-        let mid = 0.5 * (lo + hi);
-        if ok(mid) {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
-    Ok(hi)
+    smallest_sigma(l2, epsilon, delta, |sigma| {
+        zcdp_delta(l2 * l2 / (2.0 * sigma * sigma), epsilon) <= delta
+    })
 }
 
 /// `exact + Z` per coordinate, `Z` an exact discrete Gaussian of standard deviation `std`

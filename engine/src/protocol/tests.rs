@@ -227,7 +227,14 @@ fn pairing_counts(k: usize, smallest: usize, runs: usize, leak: Option<Leak>) ->
             .map(|m| m.bytes.clone())
             .collect();
         assert_eq!(pairs.len(), k, "K - 1 comparisons and a stop");
-        counts[pairs[k - 2][2] as usize] += 1;
+        counts[pairs[k - 2][2] as usize] += 1; // first i128 of the payload, little-endian
+        // No party ever decrypts anything under the curator's key: the only plaintexts the
+        // party side learns are its blinded Stage 1 shares.
+        for v in &out.views[..k] {
+            assert!(v.learned.iter().all(|(l, _)| l.starts_with("a~")
+                || l.starts_with("published")
+                || l == "a (own share)"));
+        }
     }
     counts
 }
@@ -249,36 +256,8 @@ fn parties_cannot_tell_who_is_smallest() {
     // What the party side observes about the outcome is P1's list of comparison requests,
     // which are positions in the curator's secret order pi2. Whoever is smallest, the
     // position that won before the last comparison must be uniform over K - 1 positions.
-    let k = 5;
     for smallest in [0usize, 3] {
-        let mut sizes = vec![1000usize; k];
-        for (j, s) in sizes.iter_mut().enumerate() {
-            *s += 10 * j;
-        }
-        sizes[smallest] = 10;
-        let inputs = parties(&sizes, 1, 5);
-        let mut counts = vec![0u64; k - 1];
-        for _ in 0..400u64 {
-            let out = run("mock", &inputs, true, None).expect("run");
-            let p1 = &out.views[0];
-            let pairs: Vec<Vec<u8>> = p1
-                .messages
-                .iter()
-                .filter(|m| m.direction == Direction::Received && m.kind == PAIR)
-                .map(|m| m.bytes.clone())
-                .collect();
-            assert_eq!(pairs.len(), k, "K - 1 comparisons and a stop");
-            let last = &pairs[k - 2];
-            let best = last[2] as usize; // first i128 of the payload, little-endian
-            counts[best] += 1;
-            // No party ever decrypts anything under the curator's key: the only plaintexts
-            // the party side learns are its blinded Stage 1 shares.
-            for v in &out.views[..k] {
-                assert!(v.learned.iter().all(|(l, _)| l.starts_with("a~")
-                    || l.starts_with("published")
-                    || l == "a (own share)"));
-            }
-        }
+        let counts = pairing_counts(5, smallest, 400, None);
         let (_, p) = chi_square_uniform(&counts);
         assert!(
             p > ALPHA,
