@@ -252,9 +252,12 @@ pub const FIXED_POINT: kinsey_backend::FixedPoint = kinsey_backend::FixedPoint {
 
 /// Fixed-point encoding `round(x 2^f)` with overflow detection.
 pub fn encode_fixed(x: f64) -> Result<i128> {
-    FIXED_POINT
-        .encode(x)
-        .map_err(|e| Error::Numerical(format!("value {x} does not fit the fixed point: {e}")))
+    FIXED_POINT.encode(x).map_err(|_| {
+        Error::Numerical(format!(
+            "a model coordinate is not finite or overflows the fixed point (|x| < 2^{})",
+            FIXED_POINT.capacity_bits - FIXED_POINT_BITS
+        ))
+    })
 }
 
 /// The noise encoding: `round(eta K 2^f)`, units of `1 / (K 2^f)`, with overflow detection.
@@ -263,10 +266,10 @@ pub fn encode_noise(x: f64, k: usize) -> Result<i128> {
         frac_bits: FIXED_POINT_BITS,
         capacity_bits: 100,
     };
-    codec.encode(x * k as f64).map_err(|e| {
-        Error::Numerical(format!(
-            "a noise value does not fit the fixed point at 1/K resolution: {e}"
-        ))
+    codec.encode(x * k as f64).map_err(|_| {
+        Error::Numerical(
+            "a noise value is not finite or overflows the fixed point at 1/K resolution".into(),
+        )
     })
 }
 

@@ -1183,6 +1183,60 @@ fn release_files_hold_no_exact_statistic() {
         "{e}"
     );
 
+    let pc = dir.path().join("pc");
+    let s = ok(&[
+        "sulq",
+        "perceptron",
+        "--input",
+        arg(&csv),
+        "--columns",
+        "v:0:80,f",
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "unbounded",
+        "--out",
+        arg(&pc),
+    ]);
+    assert_release_clean("sulq perceptron", &pc, &s, &[n, clipped]);
+    let im = dir.path().join("im");
+    let s = ok(&[
+        "sulq",
+        "implication",
+        "--a",
+        arg(&csv),
+        "--alpha",
+        "f",
+        "--b",
+        arg(&csv),
+        "--beta",
+        "label>=1",
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "bounded",
+        "--out",
+        arg(&im),
+    ]);
+    assert_release_clean("sulq implication", &im, &s, &[ones]);
+    let td = dir.path().join("td");
+    let s = ok(&[
+        "tree",
+        "--input",
+        arg(&csv),
+        "--attributes",
+        "f,g",
+        "--score",
+        "gini",
+        "--epsilon",
+        "0.5",
+        "--neighbours",
+        "unbounded",
+        "--out",
+        arg(&td),
+    ]);
+    assert_release_clean("tree", &td, &s, &[n, ones]);
+
     // The non-private tree is only ever written as a NOT PRIVATE diagnostic.
     let tr = dir.path().join("tree");
     let s = ok(&[
@@ -1269,6 +1323,37 @@ fn release_files_hold_no_exact_statistic() {
         .collect();
     assert_release_clean("demo", &demo, &s, &sizes);
     assert!(s.contains("NOT PRIVATE (diagnostic): party sizes"), "{s}");
+    // train on parties of 3,001 rows each (9,003 split in three), without and with
+    // diagnostics: the release is the same kind of file either way.
+    ok(&[
+        "generate",
+        "--parties",
+        "3",
+        "--rows",
+        "9003",
+        "--dim",
+        "4",
+        "--out",
+        arg(&dir.path().join("parties")),
+    ]);
+    let cfg = write_train_config(dir.path(), "[crypto]\naggregation = \"plaintext\"");
+    let text = std::fs::read_to_string(&cfg).expect("cfg").replace(
+        "\"parties/party-2.parquet\"]",
+        "\"parties/party-2.parquet\", \"parties/party-3.parquet\"]",
+    );
+    std::fs::write(&cfg, text).expect("write");
+    for extra in [None, Some("--diagnostics")] {
+        let tr = dir.path().join(format!("train{}", extra.is_some()));
+        let mut args = vec!["train", "--config", arg(&cfg), "--out", arg(&tr)];
+        args.extend(extra);
+        let s = ok(&args);
+        assert_release_clean(
+            "train",
+            &tr,
+            &s,
+            &[("party size", 3001.0), ("rows", 9003.0)],
+        );
+    }
 }
 
 /// Item 2 of the privacy audit: with one seed, two epsilons used to give noise in ratio

@@ -71,7 +71,7 @@ fn check_labels(y: &[f32], m: &Matrix) -> Result<()> {
     if y.len() != m.n {
         return Err(Error::param(
             "labels",
-            format!("{} labels for {} rows", y.len(), m.n),
+            "the label column's length differs from the feature columns'".to_string(),
         ));
     }
     if let Some(i) = y.iter().position(|&v| v != 1.0 && v != -1.0) {

@@ -142,7 +142,7 @@ pub fn best_stump(m: &Matrix, y: &[f32], adapter: &mut StatAdapter<'_>) -> Resul
     if y.len() != m.n {
         return Err(Error::param(
             "labels",
-            format!("{} labels for {} rows", y.len(), m.n),
+            "the label column's length differs from the feature columns'".to_string(),
         ));
     }
     let tau = adapter.accuracy();
