@@ -463,7 +463,7 @@ impl Report {
             r.parties, r.dim
         ));
         s.push_str(&format!(
-            "  privacy: epsilon = {}-DP ({}), calibration = {}, noise = {}, gradient bound {:e}\n",
+            "  privacy: pure {}-DP, neighbours {}; calibration = {}, noise = {}, gradient bound {:e}\n",
             r.guarantee.epsilon,
             r.guarantee.neighbours,
             r.privacy.calibration.name(),
