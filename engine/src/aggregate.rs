@@ -262,11 +262,7 @@ pub fn encode_fixed(x: f64) -> Result<i128> {
 
 /// The noise encoding: `round(eta K 2^f)`, units of `1 / (K 2^f)`, with overflow detection.
 pub fn encode_noise(x: f64, k: usize) -> Result<i128> {
-    let codec = kinsey_backend::FixedPoint {
-        frac_bits: FIXED_POINT_BITS,
-        capacity_bits: 100,
-    };
-    codec.encode(x * k as f64).map_err(|_| {
+    FIXED_POINT.encode(x * k as f64).map_err(|_| {
         Error::Numerical(
             "a noise value is not finite or overflows the fixed point at 1/K resolution".into(),
         )

@@ -12,6 +12,7 @@ use kinsey::dp::NoiseRng;
 use kinsey::error::{Error, Result};
 use kinsey::logreg::{Objective, SolverConfig};
 use kinsey::pipeline::{self, JobSpec, ModelFile};
+use kinsey::release::write_json;
 use kinsey::toolbox::commands;
 use kinsey_kernels::DevicePref;
 use std::path::{Path, PathBuf};
@@ -486,11 +487,6 @@ fn load(path: &Path, spec: &ColumnSpec, dim: Option<usize>) -> Result<Dataset> {
         Some(d) => read_libsvm(path, d, spec.labels),
         None => read_parquet(path, spec),
     }
-}
-
-fn write_json<T: serde::Serialize>(outputs: &mut Outputs, path: &Path, v: &T) -> Result<()> {
-    let bytes = serde_json::to_vec_pretty(v).map_err(|e| Error::Numerical(e.to_string()))?;
-    outputs.write(path, &bytes)
 }
 
 fn finish_job(report: &pipeline::Report, out: &Path, label: &str) -> Result<()> {

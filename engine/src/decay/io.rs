@@ -463,6 +463,8 @@ mod event_tests {
         assert_eq!(parse_iso("1970-01-02T00:00"), Some(86_400));
         assert_eq!(parse_iso("2001-01-01T00:00"), Some(978_307_200));
         assert_eq!(t("978307200"), 978_307_200);
+        let e = parse_time("start", "yesterday").expect_err("not a time");
+        assert!(e.to_string().contains("start") && e.to_string().contains("yesterday"));
         let huge = EventSpec {
             step_seconds: 1,
             range: Some((0, t("2020-01-01T00:00"))),

@@ -16,14 +16,15 @@
 //!   `(-, 0)` rejected. A power-of-two numerator makes `U` a plain bit string and its
 //!   Bernoulli a dyadic comparison, which is what makes the sampler fast.
 //! * [`DiscreteGaussian`]: `P(Z = z)` proportional to `exp(-z^2 / (2 sigma^2))` for the
-//!   rational `sigma^2 = a / b` (CKS Algorithm 3), by rejection from a discrete Laplace.
+//!   rational `sigma^2 = a / b` (CKS Algorithm 3), by rejection from the discrete Laplace
+//!   above.
 //!
 //! Statistical distance from the ideal law: zero for the Bernoulli and discrete Laplace
 //! samplers (every loop ends with probability 1 and no branch is truncated; a magnitude of
 //! 2^63 or more, probability below `exp(-2^13)` at the largest `t` accepted, saturates). The
 //! discrete Gaussian computes its acceptance ratio in 256-bit integers and treats a
-//! candidate with `|Y| t b >= 2^128` as a rejection; with `sigma <= 2^40` that needs
-//! `|Y| > 2^79`, a Laplace tail below `exp(-2^38)`. Both distances are below `2^-1000` per
+//! candidate with `|Y| b 2^k >= 2^128` as a rejection; with `sigma <= 2^40` (so `2^k < 2^55`)
+//! that needs `|Y| > 2^65`, a Laplace tail below `exp(-2^23)`. Both distances are below `2^-1000` per
 //! draw: stated here, and negligible against any delta a release reports.
 
 use super::rng::NoiseRng;
@@ -525,8 +526,9 @@ fn bernoulli_exp_minus_wide<R: RandomBits + ?Sized>(
 pub struct DiscreteGaussian {
     a: u128,
     b: u128,
-    /// The Laplace proposal's parameter `t = floor(sigma) + 1` (an integer).
-    t: u64,
+    /// The Laplace proposal, `t = 2^k / r` just above `floor(sigma) + 1` (CKS take exactly
+    /// `floor(sigma) + 1`; any `t > 0` gives the same law, this one only sets the speed).
+    proposal: DiscreteLaplace,
 }
 
 impl DiscreteGaussian {
@@ -547,19 +549,11 @@ impl DiscreteGaussian {
         }
         let a0 = sigma * sigma * Self::B as f64; // < 2^88, relative error <= 2^-53
         let a = (a0 * (1.0 + 2f64.powi(-40))).ceil() as u128 + 1;
-        let b = Self::B;
-        // t = floor(sqrt(a / b)) + 1, by integer square root.
-        let mut m = (a as f64 / b as f64).sqrt().floor() as u128;
-        while m * m * b > a {
-            m -= 1;
-        }
-        while (m + 1) * (m + 1) * b <= a {
-            m += 1;
-        }
+        let t = (a as f64 / Self::B as f64).sqrt().floor() + 1.0;
         Ok(Self {
             a,
-            b,
-            t: (m + 1) as u64,
+            b: Self::B,
+            proposal: DiscreteLaplace::for_sensitivity(1, 1.0 / t)?,
         })
     }
 
@@ -571,44 +565,20 @@ impl DiscreteGaussian {
     /// One draw (CKS Algorithm 3).
     pub fn sample<R: RandomBits + ?Sized>(&self, src: &mut R) -> i64 {
         let mut bits = BitReader::new(src);
-        let t = u128::from(self.t);
-        // 2 a b t^2 < 2^(1 + 88 + 8 + 82): as a 256-bit number.
-        let den = U256::mul(2 * self.a * self.b, t * t);
+        let DiscreteLaplace { k, r } = self.proposal;
+        // With t = 2^k / r: gamma = (|y| - sigma^2 / t)^2 / (2 sigma^2)
+        //   = (|y| b 2^k - a r)^2 / (2 a b 2^(2k)); 2 a b < 2^97 and 2^(2k) <= 2^124.
+        let den = U256::mul(2 * self.a * self.b, 1u128 << (2 * k));
+        let ar = self.a * u128::from(r); // < 2^101
         loop {
-            let y = self.laplace_t(&mut bits);
-            // gamma = (|y| - sigma^2/t)^2 / (2 sigma^2) = (|y| t b - a)^2 / (2 a b t^2)
-            let Some(x) = u128::from(y.unsigned_abs())
-                .checked_mul(t)
-                .and_then(|x| x.checked_mul(self.b))
-            else {
-                continue; // |y| > 2^79: astronomically far tail, stated in the module docs
+            let y = self.proposal.sample_bits(&mut bits);
+            let Some(x) = u128::from(y.unsigned_abs()).checked_mul(self.b << k) else {
+                continue; // |y| > 2^66: astronomically far tail, stated in the module docs
             };
-            let diff = x.abs_diff(self.a);
+            let diff = x.abs_diff(ar);
             if bernoulli_exp_minus_wide(&mut bits, U256::mul(diff, diff), den) {
                 return y;
             }
-        }
-    }
-
-    /// Discrete Laplace with integer parameter `t` (CKS Algorithm 2 with s = t, r = 1).
-    fn laplace_t<R: RandomBits + ?Sized>(&self, bits: &mut BitReader<'_, R>) -> i64 {
-        let s = u128::from(self.t);
-        loop {
-            let u = bits.uniform_below(s);
-            if !bernoulli_exp_minus_unit(bits, u, s) {
-                continue;
-            }
-            let mut v: u128 = 0;
-            while bernoulli_exp_minus_unit(bits, 1, 1) {
-                v += 1;
-            }
-            let y = u + s * v;
-            let negative = bits.bit();
-            if negative && y == 0 {
-                continue;
-            }
-            let y = i64::try_from(y).unwrap_or(i64::MAX);
-            return if negative { -y } else { y };
         }
     }
 }

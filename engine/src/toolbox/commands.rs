@@ -15,9 +15,9 @@ use crate::decay::io::Predicate;
 use crate::dp::{Neighbours, NoiseRng};
 use crate::error::{Error, Result};
 use crate::plot::{Chart, Series, write_chart};
+use crate::release::write_json;
 use crate::sulq::{self, Calibration, SulqDb};
 use clap::Args;
-use serde::Serialize;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -27,11 +27,6 @@ fn parse_neighbours(s: &str) -> std::result::Result<Neighbours, String> {
 
 fn parse_calibration(s: &str) -> std::result::Result<Calibration, String> {
     s.parse().map_err(|e: Error| e.to_string())
-}
-
-fn write_json<T: Serialize>(o: &mut Outputs, path: &Path, v: &T) -> Result<()> {
-    let bytes = serde_json::to_vec_pretty(v).map_err(|e| Error::Numerical(e.to_string()))?;
-    o.write(path, &bytes)
 }
 
 fn csv(header: &str, rows: impl Iterator<Item = String>) -> Vec<u8> {
