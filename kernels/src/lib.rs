@@ -5,7 +5,7 @@
 //! The logistic-regression kernel computes, for a weight vector `w`, the *sums over rows*
 //! of the logistic loss `log(1 + exp(-y x.w))`, its gradient and its Hessian `X^T D X`.
 //! Scaling by `1/n` and the regulariser belong to the objective, which is written once in
-//! the engine (`kinsey::logreg::Objective`); kernels know nothing about privacy.
+//! the engine (`kinsey_learn::logreg::Objective`); kernels know nothing about privacy.
 
 pub mod cpu;
 pub mod gpu;

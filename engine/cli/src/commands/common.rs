@@ -1,0 +1,215 @@
+//! What several subcommands share: crypto and column flags, value parsers, loading, and
+//! writing an aggregate-classifier job's outputs.
+
+use kinsey_core::{Error, Result};
+use kinsey_data::libsvm::read_libsvm;
+use kinsey_data::output::{Outputs, write_json};
+use kinsey_data::parquet_io::{ColumnSpec, read_parquet};
+use kinsey_data::{Dataset, LabelEncoding};
+use kinsey_dp::{Neighbours, NoiseRng};
+use kinsey_kernels::DevicePref;
+use kinsey_learn::aggregate::NoiseKind;
+use kinsey_learn::pipeline::{self, JobSpec, ModelFile};
+use std::path::{Path, PathBuf};
+
+/// The `[crypto]` section as command-line flags (demo).
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct CryptoArgs {
+    /// "secure" (the 3-stage protocol) or "plaintext" (reference, no secrecy).
+    #[arg(long, default_value = "secure")]
+    pub(crate) aggregation: String,
+    /// Crypto backend ("paillier" or "mock"; see `kinsey backends`).
+    #[arg(long, default_value = "paillier")]
+    pub(crate) backend: String,
+    /// Key size in bits (backend default: 2048 for Paillier).
+    #[arg(long)]
+    pub(crate) key_bits: Option<u32>,
+    /// Accept a backend that does not encrypt (mock).
+    #[arg(long)]
+    pub(crate) allow_insecure: bool,
+    /// Accept keys below the backend's minimum.
+    #[arg(long)]
+    pub(crate) allow_insecure_test_keys: bool,
+}
+
+impl CryptoArgs {
+    pub(crate) fn config(&self) -> crate::config::CryptoConfig {
+        crate::config::CryptoConfig {
+            aggregation: self.aggregation.clone(),
+            backend: self.backend.clone(),
+            key_bits: self.key_bits,
+            allow_insecure_test_keys: self.allow_insecure_test_keys,
+            allow_insecure: self.allow_insecure,
+        }
+    }
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct ColumnArgs {
+    #[arg(long, default_value = "label")]
+    pub(crate) label: String,
+    #[arg(long, value_parser = parse_labels, default_value = "pm1")]
+    pub(crate) labels: LabelEncoding,
+}
+
+impl ColumnArgs {
+    pub(crate) fn spec(&self) -> ColumnSpec {
+        ColumnSpec {
+            label: self.label.clone(),
+            features: Vec::new(),
+            labels: self.labels,
+        }
+    }
+}
+
+pub(crate) fn parse_labels(s: &str) -> std::result::Result<LabelEncoding, String> {
+    match s {
+        "pm1" | "plus_minus_one" => Ok(LabelEncoding::PlusMinusOne),
+        "01" | "zero_one" => Ok(LabelEncoding::ZeroOne),
+        o => Err(format!("unknown label encoding '{o}' (pm1 or zero_one)")),
+    }
+}
+
+pub(crate) fn parse_noise(s: &str) -> std::result::Result<NoiseKind, String> {
+    match s {
+        "l2" => Ok(NoiseKind::L2),
+        "laplace" => Ok(NoiseKind::Laplace),
+        o => Err(format!("unknown noise '{o}' (l2 or laplace)")),
+    }
+}
+
+pub(crate) fn device(s: &str) -> Result<DevicePref> {
+    s.parse()
+        .map_err(|e: kinsey_kernels::KernelError| Error::param("device", e.to_string()))
+}
+
+/// Parquet (file or directory) by default; LIBSVM when a dimension is given.
+pub(crate) fn load(path: &Path, spec: &ColumnSpec, dim: Option<usize>) -> Result<Dataset> {
+    match dim {
+        Some(d) => read_libsvm(path, d, spec.labels),
+        None => read_parquet(path, spec),
+    }
+}
+
+pub(crate) fn finish_job(report: &pipeline::Report, out: &Path, label: &str) -> Result<()> {
+    let mut o = Outputs::new();
+    o.ensure_dir(out)?;
+    write_json(&mut o, &out.join("report.json"), &report.release)?;
+    let r = &report.release;
+    let model = ModelFile {
+        kind: "kinsey.dp_aggregate_logistic.v1".into(),
+        features: r.features.clone(),
+        label: label.into(),
+        row_transform: r.row_transform,
+        w: r.w.clone(),
+        epsilon: r.privacy.epsilon,
+    };
+    write_json(&mut o, &out.join("model.json"), &model)?;
+    let diag = kinsey_data::output::diagnostics_path(out, "job");
+    if let Some(d) = &report.diagnostics {
+        kinsey_data::output::write_diagnostics(&mut o, &diag, d)?;
+    }
+    o.commit()?;
+    print!("{}", report.summary());
+    println!(
+        "  wrote {}/report.json and {}/model.json",
+        out.display(),
+        out.display()
+    );
+    if report.diagnostics.is_some() {
+        crate::term::print_diagnostic(&format!("wrote {}", diag.display()));
+    }
+    Ok(())
+}
+
+/// The release description that keys a seeded generator for an aggregate-classifier job:
+/// every public parameter of the release (the aggregation mode and backend are excluded on
+/// purpose: switching them must not change a seeded run's model).
+pub(crate) fn job_label(command: &str, spec: &JobSpec, d: usize) -> String {
+    format!(
+        "{command}|d={d}|lambda={}|epsilon={}|calibration={}|noise={}|tolerance={}|transform={:?}",
+        spec.objective.lambda,
+        spec.privacy.epsilon,
+        spec.privacy.calibration.name(),
+        spec.privacy.noise.name(),
+        spec.solver.tolerance,
+        spec.transform
+    )
+}
+
+pub(crate) fn parse_neighbours(s: &str) -> std::result::Result<Neighbours, String> {
+    s.parse().map_err(|e: Error| e.to_string())
+}
+
+pub(crate) fn csv(header: &str, rows: impl Iterator<Item = String>) -> Vec<u8> {
+    let mut s = String::from(header);
+    s.push('\n');
+    for r in rows {
+        s.push_str(&r);
+        s.push('\n');
+    }
+    s.into_bytes()
+}
+
+/// What every command prints and returns.
+#[derive(Debug, Clone)]
+pub(crate) struct Done {
+    pub(crate) summary: String,
+    pub(crate) written: Vec<PathBuf>,
+}
+
+pub(crate) fn finish(
+    o: Outputs,
+    out: &Path,
+    report: serde_json::Value,
+    summary: String,
+) -> Result<Done> {
+    finish_split(o, out, report, summary, None)
+}
+
+/// Write the release report, and the diagnostics (first field NOT PRIVATE) when given; the
+/// diagnostic lines join the summary, each marked NOT PRIVATE.
+pub(crate) fn finish_split(
+    mut o: Outputs,
+    out: &Path,
+    report: serde_json::Value,
+    mut summary: String,
+    diagnostics: Option<(serde_json::Value, Vec<String>)>,
+) -> Result<Done> {
+    write_json(&mut o, &out.join("report.json"), &report)?;
+    if let Some((d, lines)) = diagnostics {
+        let path = kinsey_data::output::diagnostics_path(out, "run");
+        kinsey_data::output::write_diagnostics(&mut o, &path, &d)?;
+        for l in lines
+            .into_iter()
+            .chain(std::iter::once(format!("wrote {}", path.display())))
+        {
+            summary.push('\n');
+            summary.push_str(kinsey_dp::release::NOT_PRIVATE_PREFIX);
+            summary.push(' ');
+            summary.push_str(&l);
+        }
+    }
+    let written = o.commit()?;
+    Ok(Done { summary, written })
+}
+
+pub(crate) fn release_rng(seed: Option<u64>, record: bool, label: &str) -> NoiseRng {
+    if seed.is_some() {
+        eprintln!("warning: {}", kinsey_dp::rng::USER_SEED_WARNING);
+    }
+    let mut rng = NoiseRng::for_release(seed, label);
+    if record {
+        rng.record_seed(seed);
+    }
+    rng
+}
+
+/// Print a finished command's summary and the files it wrote.
+pub(crate) fn report_done(d: Done) -> Result<()> {
+    println!("{}", d.summary);
+    for p in &d.written {
+        println!("  wrote {}", p.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,58 @@
+//! The subcommands, one file each. Adding a subcommand is one new file with a clap
+//! `Args` struct and `fn run(Args) -> Result<()>`, plus one line in [`subcommands!`] below
+//! (which declares the module, the clap variant and the dispatch).
+
+mod common;
+
+/// Declares each subcommand's module, the clap enum [`Cmd`] and its dispatch.
+macro_rules! subcommands {
+    ($($(#[$meta:meta])* $variant:ident => $module:ident,)*) => {
+        $(pub(crate) mod $module;)*
+
+        /// Every subcommand of `kinsey`.
+        #[derive(clap::Subcommand, Debug)]
+        pub(crate) enum Cmd {
+            $($(#[$meta])* $variant($module::Args),)*
+        }
+
+        impl Cmd {
+            /// Run the chosen subcommand.
+            pub(crate) fn run(self) -> kinsey_core::Result<()> {
+                match self {
+                    $(Cmd::$variant(a) => $module::run(a),)*
+                }
+            }
+        }
+    };
+}
+
+subcommands! {
+    /// The main job on built-in synthetic data: 5 parties, train, aggregate privately, evaluate.
+    Demo => demo,
+    /// Train the DP aggregate classifier on the parties listed in a TOML config.
+    Train => train,
+    /// Apply a published model to a data set; prints the error rate if labels are present.
+    Predict => predict,
+    /// Convert a LIBSVM text file to Parquet (features f1..fD, label).
+    Convert => convert,
+    /// Shuffle a data set (recorded seed) and split it into one Parquet file per party.
+    Split => split,
+    /// Synthetic parties from a planted logistic model (plus a test set).
+    Generate => generate,
+    /// Reproduce an experiment of the seeds.
+    Experiment => experiment,
+    /// Throughput benchmarks.
+    Bench => bench,
+    /// Private window, exponentially decayed or running sums of a time series (seed 004).
+    Decay => decay,
+    /// DP histogram or count of a column (seed 002), under bounded or unbounded neighbours.
+    Histogram => histogram,
+    /// DP decision tree: ID3 with a private split choice (seed 002, Friedman & Schuster).
+    Tree => tree,
+    /// SuLQ algorithms (seed 003): noisy sums with a bounded number of queries.
+    Sulq => sulq,
+    /// The crypto backends compiled into this build, with their security description.
+    Backends => backends,
+    /// Paillier keys and ciphertexts in python-paillier's formats.
+    Keys => keys,
+}

@@ -1,0 +1,770 @@
+//! `kinsey sulq`: the SuLQ algorithms of seed 003.
+
+use super::common::*;
+use kinsey_data::table::{ColumnBounds, Matrix, Range, read_matrix};
+use kinsey_data::columns::read_numeric;
+use kinsey_data::output::Outputs;
+use kinsey_data::series::Predicate;
+use kinsey_dp::{Neighbours, NoiseRng};
+use kinsey_core::{Error, Result};
+use crate::plot::{Chart, Series, write_chart};
+use kinsey_data::output::write_json;
+use kinsey_stats::sulq::{self, Calibration, SulqDb};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use clap::Subcommand;
+
+pub(crate) fn parse_calibration(s: &str) -> std::result::Result<Calibration, String> {
+    s.parse().map_err(|e: Error| e.to_string())
+}
+
+/// A SuLQ report split into release and diagnostics: the exact row count (public only under
+/// bounded neighbours), clipping counts, test accuracies and evaluation figures leave the
+/// release, and are written (NOT PRIVATE) only with `--diagnostics`.
+pub(crate) fn finish_sulq(
+    o: Outputs,
+    c: &SulqCommon,
+    mut report: serde_json::Value,
+    summary: String,
+    lines: Vec<String>,
+) -> Result<Done> {
+    let mut diag = serde_json::Map::new();
+    if let Some(obj) = report.as_object_mut() {
+        for key in ["clipped", "evaluation", "test_accuracy"] {
+            if let Some(v) = obj.remove(key) {
+                diag.insert(key.into(), v);
+            }
+        }
+        if !c.neighbours.n_is_public()
+            && let Some(v) = obj.remove("rows")
+        {
+            diag.insert("rows".into(), v);
+        }
+    }
+    let diagnostics = c
+        .diagnostics
+        .then_some((serde_json::Value::Object(diag), lines));
+    finish_split(o, &c.out, report, summary, diagnostics)
+}
+
+/// "N rows" where n is public (bounded neighbours), otherwise nothing that depends on n.
+pub(crate) fn rows_text(c: &SulqCommon, n: usize) -> String {
+    if c.neighbours.n_is_public() {
+        format!("{n} rows")
+    } else {
+        "a private number of rows".into()
+    }
+}
+
+// ---------------------------------------------------------------- histogram
+
+
+/// SuLQ algorithms (seed 003): noisy sums with a bounded number of queries.
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    #[command(subcommand)]
+    cmd: Which,
+}
+
+/// Runs the chosen SuLQ algorithm.
+pub(crate) fn run(a: Args) -> Result<()> {
+    report_done(match a.cmd {
+        Which::Kmeans(a) => run_kmeans(&a)?,
+        Which::Pca(a) => run_pca(&a)?,
+        Which::Perceptron(a) => run_perceptron(&a)?,
+        Which::Stat(a) => run_stat(&a)?,
+        Which::Implication(a) => run_implication(&a)?,
+    })
+}
+
+#[derive(Subcommand, Debug)]
+enum Which {
+    /// SuLQ k-means: k (1 + d) sums per iteration as one vector query.
+    Kmeans(KmeansArgs),
+    /// SuLQ PCA (noisy covariance) or SVD (noisy A^T A, --no-center), eigenvectors by faer.
+    Pca(PcaArgs),
+    /// SuLQ perceptron.
+    Perceptron(PerceptronArgs),
+    /// The statistical-query adapter with an SQ learner: the best single binary predictor.
+    Stat(StatArgs),
+    /// Vertically partitioned test: does alpha (in A) imply beta (in B) in probability?
+    Implication(ImplicationArgs),
+}
+
+
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct SulqCommon {
+    #[arg(long)]
+    pub epsilon: f64,
+    /// delta of (eps, delta)-DP; keep it well below 1/n.
+    #[arg(long, default_value_t = 1e-6)]
+    pub delta: f64,
+    #[arg(long, value_parser = parse_neighbours)]
+    pub neighbours: Neighbours,
+    /// zcdp (Gaussian mechanism, zCDP accounting) or paper (the seed's R bound).
+    #[arg(long, value_parser = parse_calibration, default_value = "zcdp")]
+    pub calibration: Calibration,
+    /// Output directory.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Compute NOT PRIVATE diagnostics (exact row count under unbounded neighbours,
+    /// clipping counts, non-private baselines, test accuracy) and write them to
+    /// run.NOT-PRIVATE.diagnostics.json (`--evaluate` is the old name).
+    #[arg(long, alias = "evaluate")]
+    pub diagnostics: bool,
+    /// Seed the noise (reproducible; NOT private against whoever knows it).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write the seed's value into the report (by default it says only that one was used).
+    #[arg(long)]
+    pub record_seed: bool,
+}
+
+/// Input columns of the SuLQ commands.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct SulqInput {
+    /// Parquet (file or directory) or CSV with a header.
+    #[arg(long)]
+    pub input: PathBuf,
+    /// Feature columns: NAME (already in range) or NAME:LO:HI (public bounds); default
+    /// every numeric column except the label.
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    pub columns: Vec<String>,
+    /// Clip values outside the range instead of failing.
+    #[arg(long)]
+    pub clip: bool,
+}
+
+impl SulqInput {
+    fn read(&self, range: Range, exclude: &[&str]) -> Result<Matrix> {
+        let cols = self
+            .columns
+            .iter()
+            .map(|s| s.parse())
+            .collect::<Result<Vec<ColumnBounds>>>()?;
+        read_matrix(&self.input, &cols, exclude, range, self.clip)
+    }
+}
+
+/// Warn about delta, then the run's generator (its seed record goes in the report) and a
+/// SuLQ database on a fork of it.
+fn open_db(c: &SulqCommon, n: usize, plan: sulq::Plan, label: &str) -> (NoiseRng, SulqDb) {
+    warn_delta(c, n);
+    let label = format!(
+        "sulq {label}|epsilon={}|delta={}|neighbours={}|calibration={:?}",
+        c.epsilon,
+        c.delta,
+        c.neighbours.as_str(),
+        c.calibration
+    );
+    let mut rng = release_rng(c.seed, c.record_seed, &label);
+    let db = SulqDb::new(plan, rng.fork());
+    (rng, db)
+}
+
+/// Warn when delta is not below 1/n; only where n is public (bounded neighbours), so that
+/// whether the warning appears does not depend on a private n.
+fn warn_delta(c: &SulqCommon, n: usize) {
+    if c.neighbours.n_is_public() && c.delta >= 1.0 / n as f64 {
+        tracing::warn!(
+            "delta = {} is not below 1/n = {:.3e}: a mechanism could publish a whole row \
+             with probability delta",
+            c.delta,
+            1.0 / n as f64
+        );
+    }
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct KmeansArgs {
+    #[command(flatten)]
+    pub input: SulqInput,
+    #[arg(long, default_value_t = 5)]
+    pub k: usize,
+    #[arg(long, default_value_t = 8)]
+    pub iterations: usize,
+    /// Where the assignment step runs: auto (a real GPU if any), cpu or gpu.
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+    #[command(flatten)]
+    pub common: SulqCommon,
+}
+
+pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
+    crate::plot::check_fonts()?;
+    let m = a.input.read(Range::Unit, &[])?;
+    let c = &a.common;
+    let cfg = sulq::kmeans::KmeansConfig {
+        k: a.k,
+        iters: a.iterations,
+    };
+    let plan = sulq::kmeans::plan(&cfg, m.d, c.epsilon, c.delta, c.calibration, c.neighbours)?;
+    let (mut rng, mut db) = open_db(
+        c,
+        m.n,
+        plan,
+        &format!("kmeans|{:?}|k={}|iters={}", a.input, a.k, a.iterations),
+    );
+    let init = sulq::kmeans::random_centers(a.k, m.d, &mut rng);
+    let pref: kinsey_kernels::DevicePref = a
+        .device
+        .parse()
+        .map_err(|e: kinsey_kernels::KernelError| Error::param("device", e.to_string()))?;
+    let kernel = kinsey_kernels::stats::KmeansKernel::select(pref, &m.x, m.d)?;
+    let res = sulq::kmeans::run(&m, &cfg, &init, &mut db, &kernel)?;
+    let flat: Vec<f64> = res.centers.concat();
+    let evaluation = if c.diagnostics {
+        let private = sulq::kmeans::mean_inertia(&m, &flat)?;
+        let exact = sulq::kmeans::mean_inertia(&m, &sulq::kmeans::lloyd(&m, &cfg, &init)?)?;
+        Some(
+            json!({"NOT_PRIVATE": "computed on the raw data; do not publish",
+            "mean_inertia_private": private, "mean_inertia_non_private_same_start": exact,
+            "ratio": private / exact}),
+        )
+    } else {
+        None
+    };
+    let mut o = Outputs::new();
+    o.ensure_dir(&c.out)?;
+    o.write(
+        &c.out.join("centers.csv"),
+        &csv(
+            &format!("center,noisy_size,{}", m.names.join(",")),
+            res.centers
+                .iter()
+                .zip(&res.sizes)
+                .enumerate()
+                .map(|(j, (v, s))| {
+                    format!(
+                        "{j},{s},{}",
+                        v.iter()
+                            .map(|x| x.to_string())
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    )
+                }),
+        ),
+    )?;
+    let chart = Chart {
+        title: format!("SuLQ k-means centres (k = {}, eps = {})", a.k, c.epsilon),
+        x_label: "feature index (see centers.csv)".into(),
+        y_label: "centre coordinate in [0, 1]".into(),
+        series: res
+            .centers
+            .iter()
+            .zip(&res.sizes)
+            .enumerate()
+            .map(|(j, (v, s))| Series {
+                name: format!("centre {j} (size ~{:.0})", s),
+                points: v.iter().enumerate().map(|(t, x)| (t as f64, *x)).collect(),
+                err: None,
+                dashed: false,
+            })
+            .collect(),
+        log_x: false,
+    };
+    write_chart(&mut o, &c.out.join("centers"), &chart)?;
+    let summary = format!(
+        "SuLQ k-means: k = {}, {} iterations on {} x {} columns; sigma {:.2} per unit query, \
+         {:.1} units of T = {:.1}; eps spent {:.4} (delta {})",
+        a.k,
+        a.iterations,
+        rows_text(c, m.n),
+        m.d,
+        db.plan.sigma,
+        db.used(),
+        db.plan.units,
+        res.guarantee.epsilon_spent,
+        c.delta,
+    );
+    let lines = evaluation
+        .iter()
+        .map(|e| format!("inertia ratio to non-private {:.4}", e["ratio"]))
+        .collect();
+    let report = json!({"kind": "kinsey.sulq_kmeans.v1", "input": a.input.input, "device": kernel.describe(),
+        "columns": m.names, "clipped": m.clipped, "rows": m.n, "result": res,
+        "ledger": db.ledger, "evaluation": evaluation, "rng": rng.record()});
+    finish_sulq(o, c, report, summary, lines)
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct PcaArgs {
+    #[command(flatten)]
+    pub input: SulqInput,
+    #[arg(long, default_value_t = 2)]
+    pub components: usize,
+    /// SVD of A^T A instead of PCA of the covariance.
+    #[arg(long)]
+    pub no_center: bool,
+    #[command(flatten)]
+    pub common: SulqCommon,
+}
+
+pub(crate) fn run_pca(a: &PcaArgs) -> Result<Done> {
+    crate::plot::check_fonts()?;
+    let m = a.input.read(Range::Unit, &[])?;
+    let c = &a.common;
+    let cfg = sulq::pca::PcaConfig {
+        components: a.components,
+        center: !a.no_center,
+    };
+    let plan = sulq::pca::plan(&cfg, m.d, c.epsilon, c.delta, c.calibration, c.neighbours)?;
+    let (rng, mut db) = open_db(
+        c,
+        m.n,
+        plan,
+        &format!(
+            "pca|{:?}|components={}|center={}",
+            a.input, a.components, cfg.center
+        ),
+    );
+    let res = sulq::pca::run(&m, &cfg, &mut db)?;
+    let evaluation = if c.diagnostics {
+        let (vals, _) = sulq::pca::exact(&m, &cfg)?;
+        let pos: f64 = vals.iter().filter(|v| **v > 0.0).sum();
+        Some(
+            json!({"NOT_PRIVATE": "computed on the raw data; do not publish",
+            "captured_variance_vs_optimal": sulq::pca::captured_variance_ratio(&m, &res.components)?,
+            "explained_variance_ratio_non_private": vals.iter().map(|v| v.max(0.0) / pos).collect::<Vec<_>>()}),
+        )
+    } else {
+        None
+    };
+    let mut o = Outputs::new();
+    o.ensure_dir(&c.out)?;
+    o.write(
+        &c.out.join("components.csv"),
+        &csv(
+            &format!(
+                "component,eigenvalue,explained_variance_ratio,{}",
+                m.names.join(",")
+            ),
+            res.components.iter().enumerate().map(|(j, v)| {
+                format!(
+                    "{j},{},{},{}",
+                    res.eigenvalues[j],
+                    res.explained_variance_ratio[j],
+                    v.iter()
+                        .map(|x| x.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )
+            }),
+        ),
+    )?;
+    let mut cum = 0.0;
+    let series = vec![
+        Series {
+            name: "explained variance ratio (private)".into(),
+            points: res
+                .explained_variance_ratio
+                .iter()
+                .enumerate()
+                .map(|(i, v)| ((i + 1) as f64, *v))
+                .collect(),
+            err: None,
+            dashed: false,
+        },
+        Series {
+            name: "cumulative (private)".into(),
+            points: res
+                .explained_variance_ratio
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    cum += v;
+                    ((i + 1) as f64, cum)
+                })
+                .collect(),
+            err: None,
+            dashed: true,
+        },
+    ];
+    let chart = Chart {
+        title: format!(
+            "SuLQ {} explained variance (eps = {})",
+            if cfg.center { "PCA" } else { "SVD" },
+            c.epsilon
+        ),
+        x_label: "component".into(),
+        y_label: "share of variance".into(),
+        series,
+        log_x: false,
+    };
+    write_chart(&mut o, &c.out.join("explained_variance"), &chart)?;
+    let summary = format!(
+        "SuLQ {}: {} of {} components on {}; top explained variance ratios {:?}; eps spent \
+         {:.4} (delta {})",
+        if cfg.center { "PCA" } else { "SVD" },
+        a.components,
+        m.d,
+        rows_text(c, m.n),
+        res.explained_variance_ratio
+            .iter()
+            .take(a.components)
+            .map(|v| (v * 1000.0).round() / 1000.0)
+            .collect::<Vec<_>>(),
+        res.guarantee.epsilon_spent,
+        c.delta,
+    );
+    let lines = evaluation
+        .iter()
+        .map(|e| {
+            format!(
+                "captures {:.4} of the optimal variance",
+                e["captured_variance_vs_optimal"]
+            )
+        })
+        .collect();
+    let report = json!({"kind": "kinsey.sulq_pca.v1", "input": a.input.input,
+        "columns": m.names, "clipped": m.clipped, "rows": m.n, "result": res,
+        "ledger": db.ledger, "evaluation": evaluation, "rng": rng.record()});
+    finish_sulq(o, c, report, summary, lines)
+}
+
+/// Labels of a labelled SuLQ input, in {-1, +1}.
+fn read_labels(path: &Path, label: &str, zero_one: bool) -> Result<Vec<f32>> {
+    let enc = if zero_one {
+        kinsey_data::LabelEncoding::ZeroOne
+    } else {
+        kinsey_data::LabelEncoding::PlusMinusOne
+    };
+    read_numeric(path, label)?
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| kinsey_data::map_label(v, enc, path, label, i))
+        .collect()
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct PerceptronArgs {
+    #[command(flatten)]
+    pub input: SulqInput,
+    #[arg(long, default_value = "label")]
+    pub label: String,
+    /// Labels are 0/1 (mapped to -1/+1) instead of -1/+1.
+    #[arg(long)]
+    pub zero_one: bool,
+    #[arg(long, default_value_t = 10)]
+    pub rounds: usize,
+    /// Append a constant-1 feature (a bias through the origin's hyperplane).
+    #[arg(long)]
+    pub intercept: bool,
+    /// Test data (same columns) for the accuracy in the report.
+    #[arg(long)]
+    pub test: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: SulqCommon,
+}
+
+fn with_intercept(mut m: Matrix) -> Matrix {
+    let d = m.d + 1;
+    let mut x = Vec::with_capacity(m.n * d);
+    for i in 0..m.n {
+        x.extend_from_slice(m.row(i));
+        x.push(1.0);
+    }
+    m.x = x;
+    m.d = d;
+    m.names.push("(intercept)".into());
+    m.clipped.push(0);
+    m
+}
+
+pub(crate) fn run_perceptron(a: &PerceptronArgs) -> Result<Done> {
+    let label = a.label.as_str();
+    let load = |path: &Path| -> Result<(Matrix, Vec<f32>)> {
+        let inp = SulqInput {
+            input: path.to_path_buf(),
+            ..a.input.clone()
+        };
+        let m = inp.read(Range::Signed, &[label])?;
+        let y = read_labels(path, label, a.zero_one)?;
+        Ok((if a.intercept { with_intercept(m) } else { m }, y))
+    };
+    let (m, y) = load(&a.input.input)?;
+    let test = a.test.as_deref().map(load).transpose()?;
+    let c = &a.common;
+    let plan = sulq::perceptron::plan(
+        a.rounds,
+        m.d,
+        c.epsilon,
+        c.delta,
+        c.calibration,
+        c.neighbours,
+    )?;
+    let (rng, mut db) = open_db(
+        c,
+        m.n,
+        plan,
+        &format!(
+            "perceptron|{:?}|label={}|rounds={}|intercept={}",
+            a.input, a.label, a.rounds, a.intercept
+        ),
+    );
+    let res = sulq::perceptron::run(&m, &y, a.rounds, &mut db)?;
+    let test_acc = match (&test, c.diagnostics) {
+        (Some((tm, ty)), true) => Some(sulq::perceptron::accuracy(tm, ty, &res.w)?),
+        _ => None,
+    };
+    let evaluation = if c.diagnostics {
+        let w0 = sulq::perceptron::exact(&m, &y, a.rounds)?;
+        Some(
+            json!({"NOT_PRIVATE": "computed on the raw data; do not publish",
+            "train_accuracy_private": sulq::perceptron::accuracy(&m, &y, &res.w)?,
+            "train_accuracy_non_private": sulq::perceptron::accuracy(&m, &y, &w0)?,
+            "test_accuracy_non_private": test.as_ref().map(|(tm, ty)| sulq::perceptron::accuracy(tm, ty, &w0)).transpose()?}),
+        )
+    } else {
+        None
+    };
+    let mut o = Outputs::new();
+    o.ensure_dir(&c.out)?;
+    write_json(
+        &mut o,
+        &c.out.join("model.json"),
+        &json!({"kind": "kinsey.sulq_perceptron.v1", "features": m.names, "w": res.w,
+            "rule": "predict +1 when <x, w> > 0; features mapped to [-1, 1] as in the report"}),
+    )?;
+    let summary = format!(
+        "SuLQ perceptron: {} rounds run of {} ({}), kept round {}, {} x {} features; eps spent {:.4} (delta {})",
+        res.rounds_run,
+        a.rounds,
+        if res.stopped_early {
+            "stopped: few misclassified rows left"
+        } else {
+            "all planned"
+        },
+        res.kept_round,
+        rows_text(c, m.n),
+        m.d,
+        res.guarantee.epsilon_spent,
+        c.delta,
+    );
+    let lines = test_acc
+        .iter()
+        .map(|v| format!("test accuracy {v:.4}"))
+        .collect();
+    let report = json!({"kind": "kinsey.sulq_perceptron.v1", "input": a.input.input,
+        "columns": m.names, "clipped": m.clipped, "rows": m.n, "result": res,
+        "test": a.test, "test_accuracy": test_acc,
+        "ledger": db.ledger, "evaluation": evaluation, "rng": rng.record()});
+    finish_sulq(o, c, report, summary, lines)
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct StatArgs {
+    #[command(flatten)]
+    pub input: SulqInput,
+    #[arg(long, default_value = "label")]
+    pub label: String,
+    #[arg(long)]
+    pub zero_one: bool,
+    /// Required accuracy of each STAT answer (refused up front if the budget cannot reach it).
+    #[arg(long)]
+    pub tau: Option<f64>,
+    #[command(flatten)]
+    pub common: SulqCommon,
+}
+
+pub(crate) fn run_stat(a: &StatArgs) -> Result<Done> {
+    let m = a.input.read(Range::Unit, &[a.label.as_str()])?;
+    let y = read_labels(&a.input.input, &a.label, a.zero_one)?;
+    let c = &a.common;
+    let plan = sulq::stat::plan(
+        m.d,
+        m.n,
+        a.tau,
+        c.epsilon,
+        c.delta,
+        c.calibration,
+        c.neighbours,
+    )?;
+    let (rng, mut db) = open_db(
+        c,
+        m.n,
+        plan,
+        &format!("stat|{:?}|label={}|tau={:?}", a.input, a.label, a.tau),
+    );
+    let mut adapter = sulq::stat::StatAdapter::new(&mut db, m.n)?;
+    if let Some(t) = a.tau
+        && !c.neighbours.n_is_public()
+        && t < adapter.accuracy()
+    {
+        // Under unbounded neighbours n is private: the check uses the noisy row count
+        // (post-processing), after the one query that released it.
+        return Err(Error::param(
+            "tau",
+            format!(
+                "{} STAT queries at eps = {}, delta = {} reach an accuracy of {:.4} on the \
+                 noisy row count, not {t}; ask fewer queries, a larger budget or a coarser tau",
+                m.d,
+                c.epsilon,
+                c.delta,
+                adapter.accuracy()
+            ),
+        ));
+    }
+    let res = sulq::stat::best_stump(&m, &y, &mut adapter)?;
+    let evaluation = if c.diagnostics {
+        let j = m.names.iter().position(|n| *n == res.feature).unwrap_or(0);
+        let best = (0..m.d)
+            .map(|t| {
+                let e = sulq::stat::stump_error(&m, &y, t, true);
+                e.min(1.0 - e)
+            })
+            .fold(f64::INFINITY, f64::min);
+        Some(
+            json!({"NOT_PRIVATE": "computed on the raw data; do not publish",
+            "chosen_error_exact": sulq::stat::stump_error(&m, &y, j, res.positive_when_set),
+            "best_error_exact": best}),
+        )
+    } else {
+        None
+    };
+    let mut o = Outputs::new();
+    o.ensure_dir(&c.out)?;
+    let summary = format!(
+        "SQ learner on SuLQ ({} STAT queries, accuracy +-{:.4}): best single predictor '{}' \
+         (+1 when {}), noisy error {:.4}; eps spent {:.4} (delta {})",
+        m.d,
+        res.tau,
+        res.feature,
+        if res.positive_when_set {
+            "set"
+        } else {
+            "not set"
+        },
+        res.noisy_error,
+        res.guarantee.epsilon_spent,
+        c.delta
+    );
+    let report = json!({"kind": "kinsey.sulq_stat.v1", "input": a.input.input, "rows": m.n,
+        "result": res, "ledger": db.ledger, "evaluation": evaluation, "rng": rng.record()});
+    finish_sulq(o, c, report, summary, Vec::new())
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct ImplicationArgs {
+    /// Database A (holds alpha): Parquet or CSV.
+    #[arg(long)]
+    pub a: PathBuf,
+    /// alpha: a 0/1 column of A, or a predicate "COLUMN OP NUMBER".
+    #[arg(long)]
+    pub alpha: String,
+    /// Database B (holds beta), rows aligned with A.
+    #[arg(long)]
+    pub b: PathBuf,
+    /// beta: a 0/1 column of B, or a predicate.
+    #[arg(long)]
+    pub beta: String,
+    /// Test Pr[beta | alpha] >= Pr[beta] + gap.
+    #[arg(long, default_value_t = 0.05)]
+    pub gap: f64,
+    /// groups (one vector query per database) or heavy-sets (the seed's).
+    #[arg(long, default_value = "groups")]
+    pub method: String,
+    /// Random halves tried by heavy-sets.
+    #[arg(long, default_value_t = 200)]
+    pub trials: usize,
+    /// Budget of EACH database (they are held and accounted separately).
+    #[command(flatten)]
+    pub common: SulqCommon,
+}
+
+/// A 0/1 column or a predicate over a numeric column, as booleans.
+pub(crate) fn read_event(path: &Path, spec: &str) -> Result<Vec<bool>> {
+    if spec.contains(['<', '>', '=', '!']) {
+        let p = Predicate::parse(spec)?;
+        return Ok(read_numeric(path, &p.column)?
+            .iter()
+            .map(|&x| p.holds(x))
+            .collect());
+    }
+    read_numeric(path, spec)?
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            if v == 0.0 || v == 1.0 {
+                Ok(v == 1.0)
+            } else {
+                Err(Error::Value {
+                    path: path.to_path_buf(),
+                    column: spec.to_string(),
+                    row: i,
+                    msg: format!("the value is not 0 or 1; give a predicate like \"{spec}>=1\""),
+                })
+            }
+        })
+        .collect()
+}
+
+pub(crate) fn run_implication(a: &ImplicationArgs) -> Result<Done> {
+    let alpha = read_event(&a.a, &a.alpha)?;
+    let beta = read_event(&a.b, &a.beta)?;
+    let c = &a.common;
+
+    let cfg = sulq::implication::ImplicationConfig {
+        method: a.method.parse()?,
+        trials: a.trials,
+        gap: a.gap,
+    };
+    let plan = sulq::implication::plan(
+        &cfg,
+        alpha.len(),
+        c.epsilon,
+        c.delta,
+        c.calibration,
+        c.neighbours,
+    )?;
+    let (mut rng, mut db_a) = open_db(
+        c,
+        alpha.len(),
+        plan.clone(),
+        &format!(
+            "implication|a={}|b={}|alpha={}|beta={}|method={}|trials={}|gap={}",
+            a.a.display(),
+            a.b.display(),
+            a.alpha,
+            a.beta,
+            a.method,
+            a.trials,
+            a.gap
+        ),
+    );
+    let mut db_b = SulqDb::new(plan, rng.fork());
+    let mut public = rng.fork();
+    let res = sulq::implication::run(&alpha, &beta, &cfg, &mut db_a, &mut db_b, &mut public)?;
+    let evaluation = c.diagnostics.then(|| {
+        json!({"NOT_PRIVATE": "computed on the joined raw data; do not publish",
+            "delta_exact": sulq::implication::exact_delta(&alpha, &beta)})
+    });
+    let mut o = Outputs::new();
+    o.ensure_dir(&c.out)?;
+    let summary = format!(
+        "alpha = '{}' (A) implies beta = '{}' (B) with gap {}? {:?}: Pr[beta|alpha] - Pr[beta] = \
+         {:.4} +- {:.4} (1 s.e.; {} {}); each database spent eps {:.4} (delta {})",
+        a.alpha,
+        a.beta,
+        a.gap,
+        res.verdict,
+        res.delta_hat,
+        res.std_error,
+        res.sets_used,
+        if cfg.method == sulq::implication::Method::Groups {
+            "groups"
+        } else {
+            "heavy sets"
+        },
+        res.guarantee_a.epsilon_spent,
+        c.delta,
+    );
+    let lines = evaluation
+        .iter()
+        .map(|e| format!("exact Pr[beta|alpha] - Pr[beta] = {:.4}", e["delta_exact"]))
+        .collect();
+    let report = json!({"kind": "kinsey.sulq_implication.v1", "a": a.a, "b": a.b,
+        "alpha": a.alpha, "beta": a.beta, "result": res, "ledger_a": db_a.ledger,
+        "ledger_b": db_b.ledger, "evaluation": evaluation, "rng": rng.record()});
+    finish_sulq(o, c, report, summary, lines)
+}

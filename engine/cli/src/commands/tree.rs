@@ -1,0 +1,189 @@
+//! `kinsey tree`: DP decision trees (seed 002).
+
+use super::common::*;
+use kinsey_data::attributes::{AttributeSpec, read_categorical_data};
+use kinsey_stats::tree::{self, Score, Selection, TreeConfig};
+use kinsey_data::output::Outputs;
+use kinsey_dp::Neighbours;
+use kinsey_core::{Error, Result};
+use kinsey_data::output::write_json;
+use serde_json::json;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct Args {
+    /// Training data, Parquet or CSV.
+    #[arg(long)]
+    pub input: PathBuf,
+    #[arg(long, default_value = "label")]
+    pub label: String,
+    /// The declared class values of the label column.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        allow_hyphen_values = true,
+        default_value = "-1,1"
+    )]
+    pub classes: Vec<f64>,
+    /// Attributes: NAME (0/1) or NAME:LO:HI:BINS; default every other column, as 0/1.
+    #[arg(long, value_delimiter = ',')]
+    pub attributes: Vec<String>,
+    #[arg(long, default_value_t = 5)]
+    pub depth: usize,
+    /// exponential | laplace | none (the non-private tree)
+    #[arg(long, default_value = "exponential")]
+    pub selection: String,
+    /// info_gain | gini | max
+    #[arg(long, default_value = "info_gain")]
+    pub score: String,
+    #[arg(long)]
+    pub epsilon: Option<f64>,
+    #[arg(long, value_parser = parse_neighbours)]
+    pub neighbours: Neighbours,
+    /// Public bound on the rows (needed for info_gain under unbounded neighbours).
+    #[arg(long)]
+    pub row_bound: Option<usize>,
+    /// Test data (same columns) for the accuracy in the report.
+    #[arg(long)]
+    pub test: Option<PathBuf>,
+    /// Output directory: tree.json, report.json (with `--selection none`, the non-private
+    /// tree: tree.NOT-PRIVATE.json and report.NOT-PRIVATE.json).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Compute the NOT PRIVATE diagnostics (test accuracy on --test) and write them to
+    /// run.NOT-PRIVATE.diagnostics.json.
+    #[arg(long)]
+    pub diagnostics: bool,
+    /// Seed the noise (reproducible; NOT private against whoever knows it).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write the seed's value into the report (by default it says only that one was used).
+    #[arg(long)]
+    pub record_seed: bool,
+}
+
+fn run_tree(a: &Args) -> Result<Done> {
+    let selection: Selection = a.selection.parse()?;
+    let epsilon = match (selection, a.epsilon) {
+        (Selection::None, _) => a.epsilon.unwrap_or(f64::INFINITY),
+        (_, Some(e)) => e,
+        (_, None) => {
+            return Err(Error::param("epsilon", "a private tree needs --epsilon"));
+        }
+    };
+    let specs = a
+        .attributes
+        .iter()
+        .map(|s| s.parse())
+        .collect::<Result<Vec<AttributeSpec>>>()?;
+    let train = read_categorical_data(&a.input, &specs, &a.label, &a.classes)?;
+    let test = match &a.test {
+        Some(t) => {
+            let specs: Vec<AttributeSpec> = if specs.is_empty() {
+                train
+                    .names
+                    .iter()
+                    .map(|n| AttributeSpec {
+                        name: n.clone(),
+                        bins: None,
+                    })
+                    .collect()
+            } else {
+                specs.clone()
+            };
+            Some(read_categorical_data(t, &specs, &a.label, &a.classes)?)
+        }
+        None => None,
+    };
+    let cfg = TreeConfig {
+        depth: a.depth,
+        selection,
+        score: a.score.parse::<Score>()?,
+        epsilon,
+        neighbours: a.neighbours,
+        row_bound: a.row_bound,
+    };
+    let label = format!(
+        "tree|input={}|label={}|classes={:?}|attributes={:?}|depth={}|selection={}|score={}|epsilon={epsilon}|neighbours={}|row_bound={:?}",
+        a.input.display(),
+        a.label,
+        a.classes,
+        a.attributes,
+        a.depth,
+        a.selection,
+        a.score,
+        a.neighbours.as_str(),
+        a.row_bound
+    );
+    let mut rng = release_rng(a.seed, a.record_seed, &label);
+    let res = tree::train(&train, &cfg, &mut rng)?;
+    let test_acc = match (&test, a.diagnostics) {
+        (Some(t), true) => Some(tree::accuracy(&res.root, t)),
+        _ => None,
+    };
+    let mut o = Outputs::new();
+    o.ensure_dir(&a.out)?;
+    if selection == Selection::None {
+        // The non-private tree is exact data: it is a diagnostic, never a release.
+        kinsey_data::output::write_diagnostics(&mut o, &a.out.join("tree.NOT-PRIVATE.json"), &res.root)?;
+        let report = json!({
+            "kind": "kinsey.tree_non_private.v1",
+            "input": a.input, "attributes": train.names, "classes": train.class_labels,
+            "config": res.config, "leaves": res.leaves, "test": a.test,
+            "test_accuracy": test_acc,
+        });
+        kinsey_data::output::write_diagnostics(&mut o, &a.out.join("report.NOT-PRIVATE.json"), &report)?;
+        let written = o.commit()?;
+        let summary = format!(
+            "{} non-private tree (--selection none), depth {}, {} leaves: written as NOT PRIVATE diagnostics{}",
+            kinsey_dp::release::NOT_PRIVATE_PREFIX,
+            a.depth,
+            res.leaves,
+            test_acc
+                .map(|v| format!("; test accuracy {v:.4}"))
+                .unwrap_or_default()
+        );
+        return Ok(Done {
+            summary,
+            written,
+            report,
+        });
+    }
+    write_json(&mut o, &a.out.join("tree.json"), &res.root)?;
+    let summary = format!(
+        "{} tree, depth {}, {} leaves, score {:?}, {} neighbours, eps = {epsilon} ({} per \
+         mechanism)",
+        a.selection,
+        a.depth,
+        res.leaves,
+        cfg.score,
+        a.neighbours.as_str(),
+        res.epsilon_per_mechanism
+    );
+    let report = json!({
+        "kind": "kinsey.dp_tree.v1",
+        "input": a.input, "attributes": train.names, "classes": train.class_labels,
+        "config": res.config, "epsilon_per_mechanism": res.epsilon_per_mechanism,
+        "score_sensitivity": res.score_sensitivity, "count_sensitivity": res.count_sensitivity,
+        "leaves": res.leaves, "accountant": res.accountant, "rng": rng.record(),
+    });
+    let diagnostics = a.diagnostics.then(|| {
+        (
+            json!({"test": a.test, "test_accuracy": test_acc}),
+            test_acc
+                .iter()
+                .map(|v| format!("test accuracy {v:.4}"))
+                .collect(),
+        )
+    });
+    finish_split(o, &a.out, report, summary, diagnostics)
+}
+
+// ---------------------------------------------------------------- SuLQ
+
+/// Budget and output options shared by the SuLQ commands.
+
+/// Runs `kinsey tree`.
+pub(crate) fn run(a: Args) -> Result<()> {
+    report_done(run_tree(&a)?)
+}

@@ -1,0 +1,412 @@
+//! TOML configuration of `kinsey train` (annotated example: `examples/train.toml`).
+//! Unknown keys are errors (a typo must not silently fall back to a default). Relative
+//! paths are resolved against the config file's directory.
+
+use kinsey_core::{Error, Result};
+use kinsey_data::parquet_io::ColumnSpec;
+use kinsey_data::{LabelEncoding, RowTransform};
+use kinsey_learn::aggregate::{Calibration, NoiseKind, PrivacySpec};
+use kinsey_learn::logreg::SolverConfig;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TrainConfig {
+    pub data: DataConfig,
+    #[serde(default)]
+    pub model: ModelConfig,
+    pub privacy: PrivacyConfig,
+    #[serde(default)]
+    pub compute: ComputeConfig,
+    #[serde(default)]
+    pub output: OutputConfig,
+    #[serde(default)]
+    pub crypto: CryptoConfig,
+}
+
+/// `[crypto]`: how the aggregate is computed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CryptoConfig {
+    /// "secure" (the 3-stage protocol) or "plaintext" (the reference, no secrecy between
+    /// parties: for experiments).
+    #[serde(default = "default_aggregation")]
+    pub aggregation: String,
+    /// A registered backend: "paillier" (default) or "mock" (insecure, tests only).
+    #[serde(default = "default_backend")]
+    pub backend: String,
+    /// Key size in bits (Paillier: 2048 default, 3072, 4096).
+    #[serde(default)]
+    pub key_bits: Option<u32>,
+    /// Accept keys below the backend's minimum (tests only).
+    #[serde(default)]
+    pub allow_insecure_test_keys: bool,
+    /// Accept a backend that does not encrypt (`mock`).
+    #[serde(default)]
+    pub allow_insecure: bool,
+}
+
+fn default_aggregation() -> String {
+    "secure".into()
+}
+fn default_backend() -> String {
+    "paillier".into()
+}
+
+impl Default for CryptoConfig {
+    fn default() -> Self {
+        Self {
+            aggregation: default_aggregation(),
+            backend: default_backend(),
+            key_bits: None,
+            allow_insecure_test_keys: false,
+            allow_insecure: false,
+        }
+    }
+}
+
+/// How the noisy average is computed, as the config chose it.
+#[derive(Debug, Clone)]
+pub enum Aggregation {
+    /// The reference computation in one place (no secrecy between parties).
+    Plaintext,
+    /// The secure 3-stage protocol over a crypto backend.
+    Secure(kinsey_protocol::SecureAggregator),
+}
+
+impl Aggregation {
+    /// The aggregator the job runs.
+    pub fn into_aggregator(self) -> std::sync::Arc<dyn kinsey_learn::aggregate::Aggregator> {
+        match self {
+            Self::Plaintext => std::sync::Arc::new(kinsey_learn::aggregate::PlaintextAggregator),
+            Self::Secure(s) => std::sync::Arc::new(s),
+        }
+    }
+}
+
+impl CryptoConfig {
+    /// The aggregation this section asks for; creating the backend checks the name, the key
+    /// size and the insecure flags.
+    pub fn aggregation(&self) -> Result<Aggregation> {
+        match self.aggregation.as_str() {
+            "plaintext" => Ok(Aggregation::Plaintext),
+            "secure" => {
+                let backend = kinsey_protocol::registry::registry().create(
+                    &self.backend,
+                    &kinsey_backend::registry::BackendOptions {
+                        key_bits: self.key_bits,
+                        allow_insecure_test_keys: self.allow_insecure_test_keys,
+                        allow_insecure: self.allow_insecure,
+                    },
+                )?;
+                Ok(Aggregation::Secure(kinsey_protocol::SecureAggregator::new(
+                    backend,
+                    kinsey_protocol::ProtocolConfig::default(),
+                )))
+            }
+            other => Err(Error::param(
+                "crypto.aggregation",
+                format!("unknown aggregation '{other}' (expected secure or plaintext)"),
+            )),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DataConfig {
+    /// One Parquet file or directory per party.
+    pub parties: Vec<PathBuf>,
+    /// Optional test set (same columns).
+    #[serde(default)]
+    pub test: Option<PathBuf>,
+    #[serde(default = "default_label")]
+    pub label: String,
+    /// Empty: every numeric column except the label.
+    #[serde(default)]
+    pub features: Vec<String>,
+    #[serde(default)]
+    pub labels: LabelEncoding,
+    /// "none" (rows must be in the unit ball), "scale" (with row_scale) or "clip".
+    #[serde(default = "default_transform")]
+    pub row_transform: String,
+    #[serde(default)]
+    pub row_scale: Option<f64>,
+}
+
+fn default_label() -> String {
+    "label".into()
+}
+fn default_transform() -> String {
+    "none".into()
+}
+
+impl DataConfig {
+    pub fn columns(&self) -> ColumnSpec {
+        ColumnSpec {
+            label: self.label.clone(),
+            features: self.features.clone(),
+            labels: self.labels,
+        }
+    }
+
+    pub fn transform(&self) -> Result<RowTransform> {
+        match (self.row_transform.as_str(), self.row_scale) {
+            ("none", None) => Ok(RowTransform::None),
+            ("clip", None) => Ok(RowTransform::Clip),
+            ("scale", Some(c)) => Ok(RowTransform::Scale(c)),
+            ("scale", None) => Err(Error::param(
+                "data.row_scale",
+                "row_transform = \"scale\" needs row_scale",
+            )),
+            ("none" | "clip", Some(_)) => Err(Error::param(
+                "data.row_scale",
+                "row_scale is only used with row_transform = \"scale\"",
+            )),
+            (other, _) => Err(Error::param(
+                "data.row_transform",
+                format!("unknown transform '{other}' (expected none, scale or clip)"),
+            )),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// lambda of seed 001 eq. (2): J(w) = mean loss + lambda w.w
+    pub lambda: f64,
+    #[serde(default = "default_tol")]
+    pub tolerance: f64,
+    #[serde(default = "default_iters")]
+    pub max_iterations: usize,
+    /// Rows in the Hessian subsample (0 = all rows); see `SolverConfig::hessian_rows`.
+    #[serde(default = "default_hessian_rows")]
+    pub hessian_rows: usize,
+}
+
+fn default_hessian_rows() -> usize {
+    SolverConfig::default().hessian_rows
+}
+
+fn default_tol() -> f64 {
+    SolverConfig::default().tolerance
+}
+fn default_iters() -> usize {
+    SolverConfig::default().max_iterations
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        Self {
+            lambda: 1e-3,
+            tolerance: default_tol(),
+            max_iterations: default_iters(),
+            hessian_rows: default_hessian_rows(),
+        }
+    }
+}
+
+impl ModelConfig {
+    pub fn solver(&self) -> SolverConfig {
+        SolverConfig {
+            tolerance: self.tolerance,
+            max_iterations: self.max_iterations,
+            hessian_rows: self.hessian_rows,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PrivacyConfig {
+    pub epsilon: f64,
+    #[serde(default)]
+    pub calibration: Calibration,
+    #[serde(default)]
+    pub noise: NoiseKind,
+    /// Reproducible noise for audits; the release is then NOT private against whoever knows it.
+    #[serde(default)]
+    pub seed: Option<u64>,
+}
+
+impl PrivacyConfig {
+    pub fn spec(&self) -> PrivacySpec {
+        PrivacySpec {
+            epsilon: self.epsilon,
+            calibration: self.calibration,
+            noise: self.noise,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ComputeConfig {
+    /// "auto" | "cpu" | "gpu"
+    #[serde(default = "default_device")]
+    pub device: String,
+}
+
+fn default_device() -> String {
+    "auto".into()
+}
+
+impl Default for ComputeConfig {
+    fn default() -> Self {
+        Self {
+            device: default_device(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OutputConfig {
+    #[serde(default = "default_out")]
+    pub dir: PathBuf,
+}
+
+fn default_out() -> PathBuf {
+    PathBuf::from("kinsey-out")
+}
+
+impl Default for OutputConfig {
+    fn default() -> Self {
+        Self { dir: default_out() }
+    }
+}
+
+impl TrainConfig {
+    /// Parse and validate a TOML file; relative paths become relative to its directory.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let mut cfg = Self::parse(&text).map_err(|e| match e {
+            Error::Config { msg, .. } => Error::Config {
+                path: path.to_path_buf(),
+                msg,
+            },
+            other => other,
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let fix = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        cfg.data.parties.iter_mut().for_each(fix);
+        if let Some(t) = cfg.data.test.as_mut() {
+            fix(t);
+        }
+        fix(&mut cfg.output.dir);
+        Ok(cfg)
+    }
+
+    /// Parse TOML text and check parameter ranges.
+    pub fn parse(text: &str) -> Result<Self> {
+        let cfg: TrainConfig = toml::from_str(text).map_err(|e| Error::Config {
+            path: PathBuf::from("<config>"),
+            msg: e.to_string(),
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if self.data.parties.is_empty() {
+            return Err(Error::param(
+                "data.parties",
+                "list at least one party data set",
+            ));
+        }
+        kinsey_core::check_epsilon("privacy.epsilon", self.privacy.epsilon)?;
+        kinsey_learn::logreg::Objective::new(self.model.lambda)?;
+        if !(self.model.tolerance.is_finite() && self.model.tolerance > 0.0) {
+            return Err(Error::param("model.tolerance", "must be > 0"));
+        }
+        self.data.transform()?;
+        self.compute
+            .device
+            .parse::<kinsey_kernels::DevicePref>()
+            .map_err(|e| Error::param("compute.device", e.to_string()))?;
+        self.crypto.aggregation()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[data]
+parties = ["a.parquet", "b.parquet"]
+row_transform = "scale"
+row_scale = 0.25
+[model]
+lambda = 0.01
+[privacy]
+epsilon = 0.5
+calibration = "paper"
+noise = "laplace"
+"#;
+
+    #[test]
+    fn parses_and_defaults() {
+        let c = TrainConfig::parse(GOOD).expect("valid");
+        assert_eq!(c.privacy.calibration, Calibration::Paper);
+        assert_eq!(c.privacy.noise, NoiseKind::Laplace);
+        assert_eq!(c.data.transform().expect("ok"), RowTransform::Scale(0.25));
+        assert_eq!(c.compute.device, "auto");
+        assert_eq!(c.model.tolerance, 1e-10);
+        assert_eq!(c.crypto.backend, "paillier");
+        let mock = TrainConfig::parse(&format!(
+            "{GOOD}\n[crypto]\nbackend = \"mock\"\nallow_insecure = true"
+        ))
+        .expect("mock allowed");
+        match mock.crypto.aggregation().expect("ok") {
+            crate::config::Aggregation::Secure(s) => assert!(s.backend().info().insecure),
+            crate::config::Aggregation::Plaintext => panic!("secure by default"),
+        }
+    }
+
+    #[test]
+    fn bad_configs_are_named() {
+        for (bad, needle) in [
+            (GOOD.replace("epsilon = 0.5", "epsilon = -1"), "epsilon"),
+            (GOOD.replace("epsilon = 0.5", "epsilon = nan"), "epsilon"),
+            (GOOD.replace("\"paper\"", "\"loose\""), "loose"),
+            (GOOD.replace("lambda = 0.01", "lambda = 0"), "lambda"),
+            (GOOD.replace("row_scale = 0.25", ""), "row_scale"),
+            (GOOD.replace("[model]", "[model]\nlamda = 1"), "lamda"),
+            (GOOD.replace("\"scale\"", "\"squash\""), "squash"),
+            (format!("{GOOD}\n[compute]\ndevice = \"tpu\""), "tpu"),
+            (
+                format!("{GOOD}\n[crypto]\nbackend = \"rsa\""),
+                "unknown crypto backend 'rsa'; available: mock, paillier",
+            ),
+            (
+                format!("{GOOD}\n[crypto]\nbackend = \"mock\""),
+                "allow_insecure",
+            ),
+            (
+                format!("{GOOD}\n[crypto]\nkey_bits = 1024"),
+                "allow_insecure_test_keys",
+            ),
+            (
+                format!("{GOOD}\n[crypto]\naggregation = \"magic\""),
+                "magic",
+            ),
+        ] {
+            let e = TrainConfig::parse(&bad).expect_err(needle).to_string();
+            assert!(e.contains(needle), "{needle}: {e}");
+        }
+    }
+
+    #[test]
+    fn example_config_parses() {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/train.toml");
+        TrainConfig::load(&p).expect("examples/train.toml is valid");
+    }
+}

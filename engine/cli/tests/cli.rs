@@ -1,0 +1,1465 @@
+//! End-to-end tests of the `kinsey` binary: the main job, the config path, the data tools,
+//! and bad inputs (clear error, nothing left behind).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// A path as a command-line argument.
+fn arg(p: &Path) -> &str {
+    p.to_str().expect("utf8 path")
+}
+
+fn kinsey(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kinsey"))
+        .args(args)
+        .env("KINSEY_NO_PROGRESS", "1")
+        .env("KINSEY_LOG", "warn")
+        .output()
+        .expect("kinsey runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = kinsey(args);
+    assert!(
+        o.status.success(),
+        "kinsey {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn fails(args: &[&str]) -> String {
+    let o = kinsey(args);
+    assert!(!o.status.success(), "kinsey {args:?} should fail");
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("file")).expect("json")
+}
+
+#[test]
+fn demo_runs_and_reports() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("out");
+    let stdout = ok(&["demo", "--out", arg(&out), "--device", "cpu", "--seed", "3"]);
+    assert!(stdout.contains("test error"), "{stdout}");
+    // The release: the model, its guarantee and public parameters.
+    let r = json(&out.join("report.json"));
+    assert_eq!(r["parties"], 5);
+    assert_eq!(r["guarantee"]["epsilon"], 1.0);
+    assert!(
+        r["guarantee"]["sensitivity"]
+            .as_str()
+            .expect("formula")
+            .contains("n_(1)")
+    );
+    assert_eq!(r["rng"]["seed"]["kind"], "user");
+    assert!(
+        r["rng"]["seed"]["value"].is_null(),
+        "the seed is not recorded"
+    );
+    assert!(
+        r["rng"]["warning"]
+            .as_str()
+            .expect("warning")
+            .contains("NOT differentially private")
+    );
+    assert_eq!(r["privacy"]["calibration"], "tight");
+    assert_eq!(r["backend"]["name"], "paillier");
+    assert_eq!(r["backend"]["key_bits"], 2048);
+    assert!(r["security_warning"].is_null());
+    for key in [
+        "party_sizes",
+        "test_error",
+        "theorem_4_2",
+        "timings",
+        "models",
+    ] {
+        assert!(
+            r.get(key).is_none(),
+            "{key} is a diagnostic, not part of the release"
+        );
+    }
+    // The diagnostics (on by default for the demo): NOT PRIVATE first.
+    let diag_path = out.join("job.NOT-PRIVATE.diagnostics.json");
+    let text = std::fs::read_to_string(&diag_path).expect("diagnostics");
+    assert!(
+        text.trim_start().starts_with("{\n  \"NOT PRIVATE\""),
+        "{text}"
+    );
+    let d = &json(&diag_path)["diagnostics"];
+    assert!(d["test_error"].as_f64().expect("test error") < 0.35);
+    assert!(d["theorem_4_2"]["holds"].as_bool().expect("bool"));
+    // The demo runs the secure protocol with Paillier-2048, equal to the plaintext reference.
+    assert_eq!(d["matches_plaintext_reference"], true);
+    let stages = d["protocol"]["stages"].as_array().expect("stages");
+    assert_eq!(stages.len(), 4);
+    for p in d["protocol"]["participants"]
+        .as_array()
+        .expect("participants")
+    {
+        assert!(p["bytes_sent"].as_u64().expect("bytes") > 0);
+    }
+    for key in [
+        "ingest_s",
+        "local_training_s",
+        "aggregation_s",
+        "evaluation_s",
+    ] {
+        assert!(d["timings"][key].is_number(), "{key}");
+    }
+    for line in stdout.lines().filter(|l| l.contains("test error")) {
+        assert!(line.starts_with("NOT PRIVATE"), "{line}");
+    }
+    // Same seed, same release; the model file predicts.
+    let out2 = dir.path().join("out2");
+    ok(&[
+        "demo",
+        "--out",
+        arg(&out2),
+        "--device",
+        "cpu",
+        "--seed",
+        "3",
+    ]);
+    assert_eq!(
+        json(&out.join("model.json"))["w"],
+        json(&out2.join("model.json"))["w"]
+    );
+}
+
+#[test]
+fn generate_train_predict_round_trip() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let parties = dir.path().join("parties");
+    let p = arg(&parties);
+    ok(&[
+        "generate",
+        "--parties",
+        "3",
+        "--rows",
+        "30000",
+        "--dim",
+        "8",
+        "--out",
+        p,
+        "--seed",
+        "4",
+    ]);
+    let cfg = dir.path().join("train.toml");
+    std::fs::write(
+        &cfg,
+        r#"
+[data]
+parties = ["parties/party-1.parquet", "parties/party-2.parquet", "parties/party-3.parquet"]
+test = "parties/test.parquet"
+[model]
+lambda = 0.001
+[privacy]
+epsilon = 2.0
+noise = "laplace"
+[compute]
+device = "cpu"
+[output]
+dir = "result"
+"#,
+    )
+    .expect("write");
+    let stdout = ok(&["train", "--config", arg(&cfg)]);
+    assert!(
+        !stdout.contains("NOT PRIVATE"),
+        "no diagnostics unless asked: {stdout}"
+    );
+    assert!(stdout.contains("DP aggregate classifier"), "{stdout}");
+    let result = dir.path().join("result");
+    let r = json(&result.join("report.json"));
+    assert_eq!(r["privacy"]["noise"], "laplace");
+    assert_eq!(r["rng"]["seed"]["kind"], "os");
+    assert!(r.get("party_sizes").is_none(), "sizes are not released");
+    assert!(!result.join("job.NOT-PRIVATE.diagnostics.json").exists());
+    let preds = dir.path().join("preds.csv");
+    let s = ok(&[
+        "predict",
+        "--model",
+        arg(&result.join("model.json")),
+        "--input",
+        arg(&parties.join("test.parquet")),
+        "--out",
+        arg(&preds),
+    ]);
+    assert!(s.contains("error rate"), "{s}");
+    assert_eq!(
+        std::fs::read_to_string(&preds)
+            .expect("csv")
+            .lines()
+            .count(),
+        6001
+    );
+}
+
+#[test]
+fn convert_and_split_a9a() {
+    let data = kinsey_data::testdata::shared_data_dir().join("a9a/a9a");
+    let dir = tempfile::tempdir().expect("tmp");
+    let pq = dir.path().join("a9a.parquet");
+    ok(&[
+        "convert",
+        "--libsvm",
+        arg(&data),
+        "--dim",
+        "123",
+        "--out",
+        arg(&pq),
+    ]);
+    let parts = dir.path().join("parts");
+    ok(&[
+        "split",
+        "--input",
+        arg(&pq),
+        "--sizes",
+        "4884,6512,6512,6512,8141",
+        "--out",
+        arg(&parts),
+        "--seed",
+        "7",
+    ]);
+    let s = json(&parts.join("split.json"));
+    assert_eq!(s["seed"], 7);
+    assert_eq!(s["rows_in"], 32561);
+    let ds =
+        kinsey_data::parquet_io::read_parquet(&parts.join("party-1.parquet"), &Default::default())
+            .expect("party 1");
+    assert_eq!((ds.n(), ds.d), (4884, 123));
+    // Too many rows requested: an error, and no directory is left behind.
+    let bad = dir.path().join("bad");
+    let e = fails(&[
+        "split",
+        "--input",
+        arg(&pq),
+        "--sizes",
+        "30000,30000",
+        "--out",
+        arg(&bad),
+    ]);
+    assert!(e.contains("32561"), "{e}");
+    assert!(!bad.exists());
+}
+
+#[test]
+fn bad_inputs_fail_clearly_and_leave_nothing() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let parties = dir.path().join("parties");
+    ok(&[
+        "generate",
+        "--parties",
+        "2",
+        "--rows",
+        "2000",
+        "--dim",
+        "4",
+        "--out",
+        arg(&parties),
+    ]);
+    let cfg = dir.path().join("c.toml");
+    let write_cfg = |body: &str| std::fs::write(&cfg, body).expect("write");
+    let base = r#"
+[data]
+parties = ["parties/party-1.parquet", "parties/party-2.parquet"]
+[privacy]
+epsilon = 1.0
+[output]
+dir = "out"
+"#;
+    let out = dir.path().join("out");
+    let c = arg(&cfg);
+
+    write_cfg(&base.replace("epsilon = 1.0", "epsilon = 0.0"));
+    assert!(fails(&["train", "--config", c]).contains("epsilon"));
+
+    // A corrupted party file: the error names it, and no report is written.
+    std::fs::write(parties.join("party-2.parquet"), b"garbage").expect("corrupt");
+    write_cfg(base);
+    let e = fails(&["train", "--config", c]);
+    assert!(e.contains("party-2.parquet"), "{e}");
+    assert!(!out.exists());
+
+    // Rows outside the unit ball without a declared transform.
+    let big = dir.path().join("big");
+    ok(&[
+        "generate",
+        "--parties",
+        "2",
+        "--rows",
+        "2000",
+        "--dim",
+        "4",
+        "--out",
+        arg(&big),
+    ]);
+    let mut ds =
+        kinsey_data::parquet_io::read_parquet(&big.join("party-1.parquet"), &Default::default())
+            .expect("read");
+    ds.x.iter_mut().for_each(|v| *v *= 10.0);
+    let mut o = kinsey_data::output::Outputs::new();
+    kinsey_data::parquet_io::write_parquet(&mut o, &big.join("party-1.parquet"), &ds, "label")
+        .expect("write");
+    o.commit().expect("commit");
+    write_cfg(&base.replace("parties/", "big/"));
+    let e = fails(&["train", "--config", c]);
+    assert!(
+        e.contains("unit ball") && e.contains("party-1.parquet"),
+        "{e}"
+    );
+    write_cfg(
+        &base
+            .replace("parties/", "big/")
+            .replace("[privacy]", "[privacy]\n")
+            .replace("parties = [", "row_transform = \"clip\"\nparties = ["),
+    );
+    ok(&["train", "--config", c]);
+    assert!(out.join("report.json").exists());
+
+    // Unknown keys and devices are named.
+    write_cfg(&base.replace("epsilon = 1.0", "epsilon = 1.0\nepsylon = 2"));
+    assert!(fails(&["train", "--config", c]).contains("epsylon"));
+    write_cfg(&format!("{base}\n[compute]\ndevice = \"quantum\""));
+    assert!(fails(&["train", "--config", c]).contains("quantum"));
+    assert!(
+        fails(&[
+            "convert",
+            "--libsvm",
+            "/nonexistent/file",
+            "--dim",
+            "3",
+            "--out",
+            "x.parquet"
+        ])
+        .contains("/nonexistent/file")
+    );
+}
+
+/// Two synthetic parties (4,000 rows, 5 features) in `dir/parties`.
+fn two_parties(dir: &Path) {
+    ok(&[
+        "generate",
+        "--parties",
+        "2",
+        "--rows",
+        "4000",
+        "--dim",
+        "5",
+        "--out",
+        arg(&dir.join("parties")),
+        "--seed",
+        "2",
+    ]);
+}
+
+fn write_train_config(dir: &Path, crypto: &str) -> std::path::PathBuf {
+    let cfg = dir.join(format!("train-{}.toml", crypto.len()));
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+[data]
+parties = ["parties/party-1.parquet", "parties/party-2.parquet"]
+[model]
+lambda = 0.01
+[privacy]
+epsilon = 1.0
+seed = 11
+[compute]
+device = "cpu"
+{crypto}
+"#
+        ),
+    )
+    .expect("write");
+    cfg
+}
+
+#[test]
+fn switching_the_backend_changes_nothing_else() {
+    let dir = tempfile::tempdir().expect("tmp");
+    two_parties(dir.path());
+    let paillier = write_train_config(dir.path(), "[crypto]\nbackend = \"paillier\"");
+    let mock = write_train_config(
+        dir.path(),
+        "[crypto]\nbackend = \"mock\"\nallow_insecure = true",
+    );
+    let plain = write_train_config(dir.path(), "[crypto]\naggregation = \"plaintext\"");
+    let (a, b, c) = (
+        dir.path().join("a"),
+        dir.path().join("b"),
+        dir.path().join("c"),
+    );
+    ok(&["train", "--config", arg(&paillier), "--out", arg(&a)]);
+    let s = ok(&["train", "--config", arg(&mock), "--out", arg(&b)]);
+    assert!(s.contains("WARNING: INSECURE crypto backend 'mock'"), "{s}");
+    ok(&["train", "--config", arg(&plain), "--out", arg(&c)]);
+    let (ra, rb, rc) = (
+        json(&a.join("report.json")),
+        json(&b.join("report.json")),
+        json(&c.join("report.json")),
+    );
+    assert_eq!(ra["w"], rb["w"]);
+    assert_eq!(ra["w"], rc["w"]);
+    assert_eq!(rb["backend"]["insecure"], true);
+    assert!(
+        rb["security_warning"]
+            .as_str()
+            .expect("warning")
+            .contains("INSECURE")
+    );
+    assert!(rc["backend"].is_null());
+    // Refusals name the problem and leave nothing behind.
+    let refused = write_train_config(dir.path(), "[crypto]\nbackend = \"mock\"");
+    let e = fails(&[
+        "train",
+        "--config",
+        arg(&refused),
+        "--out",
+        arg(&dir.path().join("d")),
+    ]);
+    assert!(e.contains("allow_insecure"), "{e}");
+    let unknown = write_train_config(dir.path(), "[crypto]\nbackend = \"tfhe-gpu\"");
+    let e = fails(&[
+        "train",
+        "--config",
+        arg(&unknown),
+        "--out",
+        arg(&dir.path().join("e")),
+    ]);
+    assert!(e.contains("available: mock, paillier"), "{e}");
+    assert!(!dir.path().join("d").exists() && !dir.path().join("e").exists());
+}
+
+#[test]
+fn backends_and_keys_commands() {
+    let s = ok(&["backends"]);
+    assert!(
+        s.contains("paillier") && s.contains("112 bits") && s.contains("DGK"),
+        "{s}"
+    );
+    assert!(s.contains("mock") && s.contains("INSECURE"), "{s}");
+    let dir = tempfile::tempdir().expect("tmp");
+    let keys = dir.path().join("keys");
+    let e = fails(&["keys", "generate", "--out", arg(&keys), "--bits", "1024"]);
+    assert!(e.contains("allow_insecure_test_keys"), "{e}");
+    ok(&[
+        "keys",
+        "generate",
+        "--out",
+        arg(&keys),
+        "--bits",
+        "1024",
+        "--allow-insecure-test-keys",
+    ]);
+    let ct = ok(&[
+        "keys",
+        "encrypt",
+        "--public",
+        arg(&keys.join("public.json")),
+        "-0.5",
+        "--allow-insecure-test-keys",
+    ]);
+    let ctf = dir.path().join("ct.json");
+    std::fs::write(&ctf, &ct).expect("write");
+    let v = ok(&[
+        "keys",
+        "decrypt",
+        "--private",
+        arg(&keys.join("private.json")),
+        arg(&ctf),
+        "--allow-insecure-test-keys",
+    ]);
+    assert_eq!(v.trim(), "-0.5");
+    let ex = dir.path().join("phe");
+    ok(&[
+        "keys",
+        "export",
+        "--private",
+        arg(&keys.join("private.json")),
+        "--out",
+        arg(&ex),
+    ]);
+    let back = dir.path().join("back");
+    ok(&[
+        "keys",
+        "import",
+        "--private",
+        arg(&ex.join("private.json")),
+        "--out",
+        arg(&back),
+    ]);
+    std::fs::write(&ctf, "{\"v\": \"0\", \"e\": -8}").expect("write");
+    let e = fails(&[
+        "keys",
+        "decrypt",
+        "--private",
+        arg(&back.join("private.json")),
+        arg(&ctf),
+        "--allow-insecure-test-keys",
+    ]);
+    assert!(e.contains("outside"), "{e}");
+}
+
+#[test]
+fn a_protocol_failure_names_stage_and_participant_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for (fault, needles) in [
+        (
+            "party3:2:garbage",
+            ["stage 2 (oblivious noise selection)", "party 3"],
+        ),
+        (
+            "curator:3:abort",
+            ["stage 3 (additive shares)", "the curator"],
+        ),
+    ] {
+        let out = dir.path().join("out");
+        let e = fails(&[
+            "demo",
+            "--out",
+            arg(&out),
+            "--device",
+            "cpu",
+            "--backend",
+            "mock",
+            "--allow-insecure",
+            "--inject-fault",
+            fault,
+        ]);
+        for n in needles {
+            assert!(e.contains(n), "{fault}: {e}");
+        }
+        assert!(!out.exists(), "{fault}: output left behind");
+    }
+}
+
+#[test]
+fn decay_window_bulk_and_online_agree_and_bad_input_fails() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let input = dir.path().join("s.csv");
+    let mut text = String::from("minute,count\n");
+    for i in 0..5000 {
+        text.push_str(&format!("{i},{}\n", (i * 7919) % 5));
+    }
+    std::fs::write(&input, text).expect("write");
+    let run = |out: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "decay",
+            "--input",
+            arg(&input),
+            "--column",
+            "count",
+            "--model",
+            "window",
+            "--window",
+            "60",
+            "--epsilon",
+            "1",
+            "--bound",
+            "4",
+            "--seed",
+            "5",
+            "--out",
+            arg(out),
+        ];
+        args.extend_from_slice(extra);
+        ok(&args)
+    };
+    let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+    let s = run(&a, &["--evaluate"]);
+    assert!(
+        s.contains("NOT PRIVATE (diagnostic): evaluation (estimate): RMSE"),
+        "{s}"
+    );
+    run(&b, &["--online"]);
+    assert_eq!(std::fs::read(&a).expect("a"), std::fs::read(&b).expect("b"));
+    assert!(
+        dir.path().join("a.csv.NOT-PRIVATE.plot.svg").exists()
+            && dir.path().join("a.csv.NOT-PRIVATE.plot.png").exists()
+    );
+    let r = json(&dir.path().join("a.csv.report.json"));
+    assert!(r.get("clamped_steps").is_none() && r.get("evaluation").is_none());
+    assert_eq!(r["steps"], 5000);
+    assert!(r["warning"].as_str().expect("seed warning").contains("NOT"));
+    let d = &json(&dir.path().join("a.csv.NOT-PRIVATE.diagnostics.json"))["diagnostics"];
+    assert_eq!(d["clamped_steps"], 0);
+    assert!(d["evaluation"]["rmse"].as_f64().expect("rmse") > 0.0);
+    assert!(
+        !dir.path()
+            .join("b.csv.NOT-PRIVATE.diagnostics.json")
+            .exists()
+    );
+    let lines = std::fs::read_to_string(&a).expect("a");
+    assert_eq!(lines.lines().count(), 5001);
+    // All windows from one tree: one column per window, each evaluated.
+    let c = dir.path().join("c.parquet");
+    let s = ok(&[
+        "decay",
+        "--input",
+        arg(&input),
+        "--column",
+        "count",
+        "--model",
+        "allwindow",
+        "--windows",
+        "60,1440",
+        "--epsilon",
+        "1",
+        "--bound",
+        "4",
+        "--out",
+        arg(&c),
+        "--evaluate",
+    ]);
+    assert!(
+        s.contains("(window_60)") && s.contains("(window_1440)"),
+        "{s}"
+    );
+    let r = json(&dir.path().join("c.parquet.NOT-PRIVATE.diagnostics.json"));
+    assert_eq!(
+        r["diagnostics"]["evaluation"]
+            .as_array()
+            .expect("per window")
+            .len(),
+        2
+    );
+    // Bad parameters and input: clear errors, nothing written.
+    let bad = dir.path().join("bad.csv");
+    for (extra, needle) in [
+        (vec!["--model", "window", "--window", "0"], "window"),
+        (
+            vec!["--model", "window", "--window", "5", "--epsilon", "0"],
+            "epsilon",
+        ),
+        (vec!["--model", "exponential", "--alpha", "1.5"], "alpha"),
+        (vec!["--model", "wave"], "unknown model"),
+    ] {
+        let mut args = vec![
+            "decay",
+            "--input",
+            arg(&input),
+            "--column",
+            "count",
+            "--epsilon",
+            "1",
+            "--out",
+            arg(&bad),
+        ];
+        // later flags win: the bad value overrides the default
+        args.extend(extra);
+        let e = fails(&args);
+        assert!(e.contains(needle), "{needle}: {e}");
+        assert!(!bad.exists());
+    }
+    std::fs::write(&input, "count\n1\n-3\n").expect("write");
+    let e = fails(&[
+        "decay",
+        "--input",
+        arg(&input),
+        "--column",
+        "count",
+        "--model",
+        "window",
+        "--window",
+        "2",
+        "--epsilon",
+        "1",
+        "--out",
+        arg(&bad),
+    ]);
+    assert!(e.contains("row 1") && e.contains("non-negative"), "{e}");
+}
+
+/// A small CSV for the toolbox commands: binary a, b; numeric t in [0, 40]; label in
+/// {-1, +1} equal to +1 mostly when a = 1.
+fn toolbox_csv(dir: &Path, n: usize) -> std::path::PathBuf {
+    let mut s = String::from("a,b,t,label\n");
+    let mut x: u64 = 88172645463325252;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for _ in 0..n {
+        let a = next() % 2;
+        let b = next() % 2;
+        let t = next() % 41;
+        let agree = next() % 10 != 0;
+        let label = if (a == 1) == agree { 1 } else { -1 };
+        s.push_str(&format!("{a},{b},{t},{label}\n"));
+    }
+    let p = dir.join("toolbox.csv");
+    std::fs::write(&p, s).expect("write");
+    p
+}
+
+#[test]
+fn histogram_records_the_neighbour_definition_and_refuses_bad_input() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let csv = toolbox_csv(dir.path(), 2000);
+    let out = dir.path().join("h");
+    let s = ok(&[
+        "histogram",
+        "--input",
+        arg(&csv),
+        "--column",
+        "t",
+        "--bins",
+        "-10:50:6",
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "bounded",
+        "--out",
+        arg(&out),
+    ]);
+    assert!(
+        s.contains("sensitivity 2") && s.contains("total 2000"),
+        "{s}"
+    );
+    let r = json(&out.join("report.json"));
+    assert_eq!(r["release"]["neighbours"], "bounded");
+    assert_eq!(r["release"]["labels"].as_array().expect("bins").len(), 8);
+    assert!(out.join("histogram.png").exists() && out.join("histogram.csv").exists());
+    let out2 = dir.path().join("h2");
+    let s = ok(&[
+        "histogram",
+        "--input",
+        arg(&csv),
+        "--column",
+        "a",
+        "--categories",
+        "0,1",
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "unbounded",
+        "--out",
+        arg(&out2),
+        "--where",
+        "t>=20",
+    ]);
+    assert!(
+        s.contains("sensitivity 1") && s.contains("(sum of the noisy bins)"),
+        "{s}"
+    );
+    for (bad, what) in [
+        (vec!["--epsilon", "0"], "epsilon"),
+        (vec!["--epsilon", "1", "--column", "nope"], "nope"),
+        (vec!["--epsilon", "NaN"], "epsilon"),
+    ] {
+        let bad_out = dir.path().join("bad");
+        let mut a = vec![
+            "histogram",
+            "--input",
+            arg(&csv),
+            "--neighbours",
+            "bounded",
+            "--out",
+            arg(&bad_out),
+            "--bins",
+            "0:1:2",
+        ];
+        if !bad.contains(&"--column") {
+            a.extend(["--column", "t"]);
+        }
+        a.extend(bad.iter().copied());
+        let e = fails(&a);
+        assert!(e.contains(what), "{a:?}: {e}");
+        assert!(!bad_out.exists(), "nothing written on error");
+    }
+    let e = fails(&[
+        "histogram",
+        "--input",
+        arg(&csv),
+        "--column",
+        "t",
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "swap",
+        "--out",
+        arg(&dir.path().join("x")),
+    ]);
+    assert!(e.contains("swap"), "{e}");
+}
+
+#[test]
+fn tree_and_sulq_commands_run_with_their_guarantee_and_refuse_bad_input() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let csv = toolbox_csv(dir.path(), 4000);
+    let out = dir.path().join("tree");
+    let s = ok(&[
+        "tree",
+        "--input",
+        arg(&csv),
+        "--attributes",
+        "a,b,t:0:40:4",
+        "--test",
+        arg(&csv),
+        "--epsilon",
+        "2",
+        "--depth",
+        "2",
+        "--neighbours",
+        "bounded",
+        "--out",
+        arg(&out),
+        "--diagnostics",
+    ]);
+    assert!(s.contains("NOT PRIVATE (diagnostic): test accuracy"), "{s}");
+    let r = json(&out.join("report.json"));
+    assert!(r.get("test_accuracy").is_none());
+    let d = json(&out.join("run.NOT-PRIVATE.diagnostics.json"));
+    assert!(
+        d["diagnostics"]["test_accuracy"].as_f64().expect("acc") > 0.8,
+        "{d}"
+    );
+    let spent: f64 = r["accountant"]["ledger"]
+        .as_array()
+        .expect("ledger")
+        .iter()
+        .map(|s| s["epsilon"].as_f64().expect("eps"))
+        .sum();
+    assert!(spent <= 2.0 + 1e-9 && spent > 0.0);
+    let e = fails(&[
+        "tree",
+        "--input",
+        arg(&csv),
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "bounded",
+        "--out",
+        arg(&dir.path().join("t2")),
+    ]);
+    assert!(
+        e.contains("'t'") && e.contains("BINS"),
+        "t is not binary: {e}"
+    );
+    assert!(!dir.path().join("t2").exists());
+
+    let common = |o: &Path| {
+        vec![
+            "--epsilon".to_string(),
+            "2".into(),
+            "--neighbours".into(),
+            "bounded".into(),
+            "--out".into(),
+            arg(o).into(),
+            "--evaluate".into(),
+        ]
+    };
+    let run = |sub: &[&str], o: &Path| {
+        let mut a: Vec<String> = sub.iter().map(|s| s.to_string()).collect();
+        a.extend(common(o));
+        let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+        ok(&refs)
+    };
+    let km = dir.path().join("km");
+    run(
+        &[
+            "sulq",
+            "kmeans",
+            "--input",
+            arg(&csv),
+            "--columns",
+            "a,b,t:0:40",
+            "--k",
+            "2",
+        ],
+        &km,
+    );
+    let r = json(&km.join("report.json"));
+    assert_eq!(r["result"]["centers"].as_array().expect("centres").len(), 2);
+    assert!(
+        r["result"]["guarantee"]["epsilon_spent"]
+            .as_f64()
+            .expect("eps")
+            <= 2.0
+    );
+    assert!(km.join("centers.png").exists());
+    let pca = dir.path().join("pca");
+    run(
+        &[
+            "sulq",
+            "pca",
+            "--input",
+            arg(&csv),
+            "--columns",
+            "a,b,t:0:40",
+        ],
+        &pca,
+    );
+    assert!(pca.join("explained_variance.svg").exists());
+    let pc = dir.path().join("pc");
+    let s = run(
+        &[
+            "sulq",
+            "perceptron",
+            "--input",
+            arg(&csv),
+            "--columns",
+            "a,b",
+            "--intercept",
+            "--test",
+            arg(&csv),
+        ],
+        &pc,
+    );
+    assert!(s.contains("test accuracy"), "{s}");
+    let st = dir.path().join("st");
+    let s = run(
+        &["sulq", "stat", "--input", arg(&csv), "--columns", "a,b"],
+        &st,
+    );
+    assert!(s.contains("'a'"), "a predicts the label: {s}");
+    let im = dir.path().join("im");
+    run(
+        &[
+            "sulq",
+            "implication",
+            "--a",
+            arg(&csv),
+            "--alpha",
+            "a",
+            "--b",
+            arg(&csv),
+            "--beta",
+            "label>=1",
+        ],
+        &im,
+    );
+    assert!(
+        json(&im.join("run.NOT-PRIVATE.diagnostics.json"))["diagnostics"]["evaluation"]
+            ["delta_exact"]
+            .as_f64()
+            .expect("d")
+            > 0.3
+    );
+    // out of [0, 1] without declared bounds: the row is named, nothing is written
+    let bad = dir.path().join("bad");
+    let mut a: Vec<String> = ["sulq", "kmeans", "--input", arg(&csv), "--columns", "t"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    a.extend(common(&bad));
+    let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+    let e = fails(&refs);
+    assert!(e.contains("row") && e.contains("t:LO:HI"), "{e}");
+    assert!(!bad.exists());
+    // a tau the budget cannot reach is refused up front
+    let e = fails(&[
+        "sulq",
+        "stat",
+        "--input",
+        arg(&csv),
+        "--columns",
+        "a,b",
+        "--tau",
+        "0.0001",
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "bounded",
+        "--out",
+        arg(&bad),
+    ]);
+    assert!(e.contains("accuracy"), "{e}");
+}
+
+// ------------------------------------------------------------ what a release may contain
+
+/// Every number written in `text` (integers, decimals, exponents).
+fn numbers(text: &str) -> Vec<f64> {
+    text.split(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
+        .filter_map(|t| t.trim_matches(|c| c == '.' || c == '+').parse::<f64>().ok())
+        .collect()
+}
+
+/// Scan every release file under `dir` (any file whose name does not say NOT-PRIVATE; PNG
+/// pictures are drawn from the same values as their SVG twins) and every stdout line not
+/// marked NOT PRIVATE for the exact values in `secrets`.
+fn assert_release_clean(what: &str, dir: &Path, stdout: &str, secrets: &[(&str, f64)]) {
+    let mut texts: Vec<(String, String)> = stdout
+        .lines()
+        .filter(|l| !l.starts_with("NOT PRIVATE"))
+        .map(|l| ("stdout".to_string(), l.to_string()))
+        .collect();
+    for entry in walk(dir) {
+        let name = entry.to_string_lossy().into_owned();
+        if name.contains("NOT-PRIVATE") || name.ends_with(".png") || name.ends_with(".parquet") {
+            continue;
+        }
+        let mut text = std::fs::read_to_string(&entry).expect("text release file");
+        if text.starts_with("step,") {
+            // a series: the step column is the public index, the rest are estimates
+            text = text
+                .lines()
+                .map(|l| l.split_once(',').map_or("", |(_, rest)| rest))
+                .collect::<Vec<_>>()
+                .join("\n");
+        }
+        texts.push((name, text));
+    }
+    assert!(!texts.is_empty(), "{what}: nothing to scan");
+    for (name, text) in &texts {
+        let nums = numbers(text);
+        for (label, v) in secrets {
+            assert!(
+                !nums.contains(v),
+                "{what}: {name} holds the exact {label} ({v}):\n{text}"
+            );
+        }
+    }
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// A private table with known exact statistics: 7,919 rows; `v` in [0, 100] with exactly
+/// 1,237 values above 80; `f` in {0, 1} with exactly 3,163 ones; `g` a copy of `f`;
+/// a 0/1 `label`.
+fn secret_table(dir: &Path) -> std::path::PathBuf {
+    let mut s = String::from("v,f,g,label\n");
+    for i in 0..7919u64 {
+        let v = if i < 1237 {
+            80.5 + (i % 19) as f64
+        } else {
+            (i % 80) as f64 + 0.25
+        };
+        let f = u64::from((i * 7 + 3) % 7919 < 3163);
+        let label = if (i * 13) % 5 < 2 { 1 } else { -1 };
+        s.push_str(&format!("{v},{f},{f},{label}\n"));
+    }
+    let p = dir.join("secret.csv");
+    std::fs::write(&p, s).expect("write");
+    p
+}
+
+/// Items 3 and 6 of the privacy audit: every command's release files and stdout, scanned
+/// for the exact statistics the test knows. Each of these leaked before: the filtered
+/// total under bounded neighbours, n and the clipping count under unbounded neighbours,
+/// the clamped steps of a series, the party sizes of the aggregate classifier.
+#[test]
+fn release_files_hold_no_exact_statistic() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let csv = secret_table(dir.path());
+    let n = ("row count n", 7919.0);
+    let ones = ("count of f = 1", 3163.0);
+    let clipped = ("clipped count", 1237.0);
+
+    // Histogram behind a predicate, bounded: its total is not n, so it is not published.
+    let h = dir.path().join("h");
+    let s = ok(&[
+        "histogram",
+        "--input",
+        arg(&csv),
+        "--column",
+        "v",
+        "--bins",
+        "0:100:5",
+        "--where",
+        "f>=1",
+        "--epsilon",
+        "0.01",
+        "--neighbours",
+        "bounded",
+        "--out",
+        arg(&h),
+    ]);
+    assert_release_clean("histogram --where (bounded)", &h, &s, &[ones]);
+    // Unbounded: n itself is private.
+    let hu = dir.path().join("hu");
+    let s = ok(&[
+        "histogram",
+        "--input",
+        arg(&csv),
+        "--column",
+        "v",
+        "--bins",
+        "0:100:5",
+        "--epsilon",
+        "0.01",
+        "--neighbours",
+        "unbounded",
+        "--out",
+        arg(&hu),
+    ]);
+    assert_release_clean("histogram (unbounded)", &hu, &s, &[n]);
+
+    // SuLQ under unbounded neighbours: no n, no clipping count, also with diagnostics on.
+    let km = dir.path().join("km");
+    let s = ok(&[
+        "sulq",
+        "kmeans",
+        "--input",
+        arg(&csv),
+        "--columns",
+        "v:0:80,f",
+        "--k",
+        "2",
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "unbounded",
+        "--out",
+        arg(&km),
+        "--diagnostics",
+    ]);
+    assert_release_clean("sulq kmeans", &km, &s, &[n, clipped]);
+    let d = json(&km.join("run.NOT-PRIVATE.diagnostics.json"));
+    assert_eq!(d["diagnostics"]["rows"], 7919, "the diagnostics hold them");
+    let pca = dir.path().join("pca");
+    let s = ok(&[
+        "sulq",
+        "pca",
+        "--input",
+        arg(&csv),
+        "--columns",
+        "v:0:80,f,g",
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "unbounded",
+        "--out",
+        arg(&pca),
+    ]);
+    assert_release_clean("sulq pca", &pca, &s, &[n, clipped]);
+    let st = dir.path().join("st");
+    let s = ok(&[
+        "sulq",
+        "stat",
+        "--input",
+        arg(&csv),
+        "--columns",
+        "f,g",
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "unbounded",
+        "--out",
+        arg(&st),
+    ]);
+    assert_release_clean("sulq stat", &st, &s, &[n]);
+    // A tau the budget cannot reach: under unbounded neighbours the refusal must not quote n.
+    let e = fails(&[
+        "sulq",
+        "stat",
+        "--input",
+        arg(&csv),
+        "--columns",
+        "f,g",
+        "--tau",
+        "0.00001",
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "unbounded",
+        "--out",
+        arg(&dir.path().join("x")),
+    ]);
+    assert!(
+        e.contains("accuracy") && !numbers(&e).contains(&7919.0),
+        "{e}"
+    );
+
+    let pc = dir.path().join("pc");
+    let s = ok(&[
+        "sulq",
+        "perceptron",
+        "--input",
+        arg(&csv),
+        "--columns",
+        "v:0:80,f",
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "unbounded",
+        "--out",
+        arg(&pc),
+    ]);
+    assert_release_clean("sulq perceptron", &pc, &s, &[n, clipped]);
+    let im = dir.path().join("im");
+    let s = ok(&[
+        "sulq",
+        "implication",
+        "--a",
+        arg(&csv),
+        "--alpha",
+        "f",
+        "--b",
+        arg(&csv),
+        "--beta",
+        "label>=1",
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "bounded",
+        "--out",
+        arg(&im),
+    ]);
+    assert_release_clean("sulq implication", &im, &s, &[ones]);
+    let td = dir.path().join("td");
+    let s = ok(&[
+        "tree",
+        "--input",
+        arg(&csv),
+        "--attributes",
+        "f,g",
+        "--score",
+        "gini",
+        "--epsilon",
+        "0.5",
+        "--neighbours",
+        "unbounded",
+        "--out",
+        arg(&td),
+    ]);
+    assert_release_clean("tree", &td, &s, &[n, ones]);
+
+    // The non-private tree is only ever written as a NOT PRIVATE diagnostic.
+    let tr = dir.path().join("tree");
+    let s = ok(&[
+        "tree",
+        "--input",
+        arg(&csv),
+        "--attributes",
+        "f,g",
+        "--selection",
+        "none",
+        "--neighbours",
+        "bounded",
+        "--out",
+        arg(&tr),
+    ]);
+    assert!(s.starts_with("NOT PRIVATE"), "{s}");
+    assert!(!tr.join("tree.json").exists() && !tr.join("report.json").exists());
+    let t = std::fs::read_to_string(tr.join("tree.NOT-PRIVATE.json")).expect("tree");
+    assert!(t.trim_start().starts_with("{\n  \"NOT PRIVATE\""), "{t}");
+
+    // Decayed sums: the clamped steps and the true series stay out of the release.
+    let series = dir.path().join("series.csv");
+    let mut text = String::from("x\n");
+    for i in 0..3000 {
+        text.push_str(if i % 5 == 0 { "3\n" } else { "1\n" }); // 600 steps above the bound
+    }
+    std::fs::write(&series, text).expect("write");
+    let dc = dir.path().join("dc");
+    std::fs::create_dir(&dc).expect("dir");
+    let s = ok(&[
+        "decay",
+        "--input",
+        arg(&series),
+        "--column",
+        "x",
+        "--model",
+        "window",
+        "--window",
+        "64",
+        "--epsilon",
+        "1",
+        "--bound",
+        "2",
+        "--out",
+        arg(&dc.join("w.csv")),
+        "--evaluate",
+    ]);
+    assert_release_clean("decay", &dc, &s, &[("clamped steps", 600.0)]);
+    let d = json(&dc.join("w.csv.NOT-PRIVATE.diagnostics.json"));
+    assert_eq!(d["diagnostics"]["clamped_steps"], 600);
+    // Events need a public range.
+    let e = fails(&[
+        "decay",
+        "--input",
+        arg(&csv),
+        "--time-column",
+        "v",
+        "--model",
+        "window",
+        "--window",
+        "4",
+        "--epsilon",
+        "1",
+        "--out",
+        arg(&dc.join("e.csv")),
+    ]);
+    assert!(e.contains("--start"), "{e}");
+
+    // The aggregate classifier: no party size in the release, diagnostics or not.
+    let demo = dir.path().join("demo");
+    let s = ok(&[
+        "demo",
+        "--out",
+        arg(&demo),
+        "--device",
+        "cpu",
+        "--backend",
+        "mock",
+        "--allow-insecure",
+    ]);
+    let sizes: Vec<(&str, f64)> = [20000.0, 30000.0, 40000.0, 50000.0, 60000.0]
+        .iter()
+        .map(|&v| ("party size", v))
+        .collect();
+    assert_release_clean("demo", &demo, &s, &sizes);
+    assert!(s.contains("NOT PRIVATE (diagnostic): party sizes"), "{s}");
+    // train on parties of 3,001 rows each (9,003 split in three), without and with
+    // diagnostics: the release is the same kind of file either way.
+    ok(&[
+        "generate",
+        "--parties",
+        "3",
+        "--rows",
+        "9003",
+        "--dim",
+        "4",
+        "--out",
+        arg(&dir.path().join("parties")),
+    ]);
+    let cfg = write_train_config(dir.path(), "[crypto]\naggregation = \"plaintext\"");
+    let text = std::fs::read_to_string(&cfg).expect("cfg").replace(
+        "\"parties/party-2.parquet\"]",
+        "\"parties/party-2.parquet\", \"parties/party-3.parquet\"]",
+    );
+    std::fs::write(&cfg, text).expect("write");
+    for extra in [None, Some("--diagnostics")] {
+        let tr = dir.path().join(format!("train{}", extra.is_some()));
+        let mut args = vec!["train", "--config", arg(&cfg), "--out", arg(&tr)];
+        args.extend(extra);
+        let s = ok(&args);
+        assert_release_clean(
+            "train",
+            &tr,
+            &s,
+            &[("party size", 3001.0), ("rows", 9003.0)],
+        );
+    }
+}
+
+/// Item 2 of the privacy audit: with one seed, two epsilons used to give noise in ratio
+/// exactly 2 (so `2 n(eps = 2) - n(eps = 1)` was the exact count) and two columns the same
+/// noise. Now every release has its own stream.
+#[test]
+fn a_seed_never_lets_two_releases_cancel_their_noise() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let csv = secret_table(dir.path());
+    let noisy = |column: &str, eps: &str, name: &str| -> Vec<f64> {
+        let out = dir.path().join(name);
+        ok(&[
+            "histogram",
+            "--input",
+            arg(&csv),
+            "--column",
+            column,
+            "--categories",
+            "0,1",
+            "--epsilon",
+            eps,
+            "--neighbours",
+            "bounded",
+            "--seed",
+            "1",
+            "--out",
+            arg(&out),
+        ]);
+        let r = json(&out.join("report.json"));
+        assert!(
+            r["rng"]["seed"]["value"].is_null(),
+            "the seed is not recorded"
+        );
+        r["release"]["noisy"]
+            .as_array()
+            .expect("noisy")
+            .iter()
+            .map(|v| v.as_f64().expect("number"))
+            .collect()
+    };
+    let exact = [7919.0 - 3163.0, 3163.0, 0.0];
+    let n1 = noisy("f", "1", "e1");
+    let n2 = noisy("f", "2", "e2");
+    let recovered = n1
+        .iter()
+        .zip(&n2)
+        .zip(&exact)
+        .filter(|((a, b), x)| 2.0 * *b - *a == **x)
+        .count();
+    assert_eq!(
+        recovered, 0,
+        "2 n(eps=2) - n(eps=1) must not give the exact counts"
+    );
+    let g = noisy("g", "1", "g1");
+    let noise_f: Vec<f64> = n1.iter().zip(&exact).map(|(a, x)| a - x).collect();
+    let noise_g: Vec<f64> = g.iter().zip(&exact).map(|(a, x)| a - x).collect();
+    assert_ne!(noise_f, noise_g, "two columns get two streams");
+    assert_eq!(
+        n1,
+        noisy("f", "1", "again"),
+        "the same release is reproducible"
+    );
+}
+
+/// Item 4 of the privacy audit: a party that stops before the public gradient bound used to
+/// put its own gradient norm into the noise scale. Now the run fails and writes nothing.
+#[test]
+fn the_gradient_bound_is_public() {
+    let dir = tempfile::tempdir().expect("tmp");
+    two_parties(dir.path());
+    let cfg = write_train_config(dir.path(), "[crypto]\naggregation = \"plaintext\"");
+    let text = std::fs::read_to_string(&cfg).expect("cfg").replace(
+        "lambda = 0.01",
+        "lambda = 0.01\nmax_iterations = 1\ntolerance = 1e-30",
+    );
+    std::fs::write(&cfg, text).expect("write");
+    let out = dir.path().join("out");
+    let e = fails(&["train", "--config", arg(&cfg), "--out", arg(&out)]);
+    assert!(
+        e.contains("public gradient bound") && e.contains("max_iterations"),
+        "{e}"
+    );
+    assert!(!out.exists());
+}
+
+/// Item 8 of the privacy audit: an absurd epsilon published NaN with exit code 0.
+#[test]
+fn absurd_epsilons_are_refused() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let csv = secret_table(dir.path());
+    for eps in ["1e308", "1e-308", "inf"] {
+        let out = dir.path().join("h");
+        let e = fails(&[
+            "histogram",
+            "--input",
+            arg(&csv),
+            "--column",
+            "f",
+            "--epsilon",
+            eps,
+            "--neighbours",
+            "bounded",
+            "--out",
+            arg(&out),
+        ]);
+        assert!(e.contains("epsilon"), "{eps}: {e}");
+        assert!(!out.exists());
+    }
+}

@@ -1,0 +1,135 @@
+//! Single columns of a CSV (with a header) or Parquet file, by the file's extension:
+//! numeric columns as f64 and categorical columns (text, integers, booleans) as strings.
+//! Only the named column is decoded.
+
+use arrow::array::{Array, AsArray};
+use arrow::datatypes::DataType;
+use kinsey_core::{Error, Result};
+use std::path::Path;
+
+/// Whether a path names a Parquet file (or a directory, read as Parquet).
+pub fn is_parquet(path: &Path) -> bool {
+    path.is_dir()
+        || path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
+}
+
+/// One numeric column; nulls and non-finite values are errors naming their row.
+pub fn read_numeric(path: &Path, column: &str) -> Result<Vec<f64>> {
+    if is_parquet(path) {
+        crate::parquet_io::read_column(path, column)
+    } else {
+        read_csv_column(path, column)
+    }
+}
+
+/// One column as category labels: text as is, integers and booleans in decimal. Floats
+/// are refused (bin them with numeric bins instead); nulls are errors naming their row.
+pub fn read_categorical(path: &Path, column: &str) -> Result<Vec<String>> {
+    if !is_parquet(path) {
+        return csv_cells(path, column, |c| Some(c.to_string()), "a category");
+    }
+    let (dt, arrays) = crate::parquet_io::read_column_arrays(path, column)?;
+    let mut out = Vec::new();
+    for a in &arrays {
+        if a.null_count() > 0 {
+            let i = (0..a.len()).find(|&i| a.is_null(i)).unwrap_or(0);
+            return Err(Error::Value {
+                path: path.to_path_buf(),
+                column: column.to_string(),
+                row: out.len() + i,
+                msg: "null value (fill missing values or drop the rows first)".into(),
+            });
+        }
+        let a = match a.data_type() {
+            DataType::Dictionary(_, v) => {
+                arrow::compute::cast(a, v).map_err(|source| Error::Arrow {
+                    path: path.to_path_buf(),
+                    source,
+                })?
+            }
+            _ => a.clone(),
+        };
+        match a.data_type() {
+            DataType::Utf8 => out.extend(
+                a.as_string::<i32>()
+                    .iter()
+                    .map(|v| v.unwrap_or("").to_string()),
+            ),
+            DataType::LargeUtf8 => out.extend(
+                a.as_string::<i64>()
+                    .iter()
+                    .map(|v| v.unwrap_or("").to_string()),
+            ),
+            DataType::Utf8View => out.extend(
+                a.as_string_view()
+                    .iter()
+                    .map(|v| v.unwrap_or("").to_string()),
+            ),
+            t if t.is_integer() || *t == DataType::Boolean => {
+                let s =
+                    arrow::compute::cast(&a, &DataType::Utf8).map_err(|source| Error::Arrow {
+                        path: path.to_path_buf(),
+                        source,
+                    })?;
+                out.extend(
+                    s.as_string::<i32>()
+                        .iter()
+                        .map(|v| v.unwrap_or("").to_string()),
+                );
+            }
+            _ => {
+                return Err(Error::Schema {
+                    path: path.to_path_buf(),
+                    column: column.to_string(),
+                    msg: format!(
+                        "type {dt} is not categorical (text, integer or boolean); use numeric bins"
+                    ),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub fn read_csv_column(path: &Path, column: &str) -> Result<Vec<f64>> {
+    csv_cells(path, column, |c| c.parse::<f64>().ok(), "a number")
+}
+
+/// The cells of one column of a CSV file with a header, parsed; `row` in errors counts the
+/// non-empty data lines from 0.
+pub fn csv_cells<T>(
+    path: &Path,
+    column: &str,
+    parse: impl Fn(&str) -> Option<T>,
+    expected: &str,
+) -> Result<Vec<T>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let mut lines = text.lines();
+    let header = lines
+        .next()
+        .ok_or_else(|| Error::format(path, "empty file: expected a header line"))?;
+    let names: Vec<&str> = header.split(',').map(str::trim).collect();
+    let idx = names
+        .iter()
+        .position(|n| *n == column)
+        .ok_or_else(|| Error::Schema {
+            path: path.to_path_buf(),
+            column: column.to_string(),
+            msg: format!("column not found; the columns are: {}", names.join(", ")),
+        })?;
+    lines
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(row, line)| {
+            let cell = line.split(',').nth(idx).map(str::trim).unwrap_or_default();
+            parse(cell).ok_or_else(|| Error::Value {
+                path: path.to_path_buf(),
+                column: column.to_string(),
+                row,
+                msg: format!("the cell is not {expected}"),
+            })
+        })
+        .collect()
+}

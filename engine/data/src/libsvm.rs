@@ -1,0 +1,121 @@
+//! LIBSVM text reader with an explicit dimension.
+//!
+//! Format: `<label> <index>:<value> ...`, indices 1-based and ascending. The dimension is
+//! given, never inferred: a9a has d = 123 but feature 123 never occurs in a9a.t, so an
+//! inferred dimension would make train and test disagree.
+
+use super::{Dataset, LabelEncoding, map_label};
+use kinsey_core::{Error, Result};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+/// Read a LIBSVM file into a dense data set of dimension `dim`.
+pub fn read_libsvm(path: &Path, dim: usize, labels: LabelEncoding) -> Result<Dataset> {
+    if dim == 0 {
+        return Err(Error::param("dim", "must be >= 1"));
+    }
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut x = Vec::new();
+    let mut y = Vec::new();
+    for (lineno, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| Error::io(path, e))?;
+        let row = lineno; // 0-based row == line index (blank lines are errors, not skipped)
+        let bad = |msg: String| Error::format(path, format!("line {}: {msg}", lineno + 1));
+        let mut parts = line.split_ascii_whitespace();
+        let label_tok = parts.next().ok_or_else(|| bad("empty line".into()))?;
+        let label: f64 = label_tok
+            .parse()
+            .map_err(|_| bad(format!("label '{label_tok}' is not a number")))?;
+        y.push(map_label(label, labels, path, "label", row)?);
+        let start = x.len();
+        x.resize(start + dim, 0.0f32);
+        let mut last = 0usize;
+        for tok in parts {
+            let (i, v) = tok
+                .split_once(':')
+                .ok_or_else(|| bad(format!("'{tok}' is not index:value")))?;
+            let i: usize = i
+                .parse()
+                .map_err(|_| bad(format!("index '{i}' is not a positive integer")))?;
+            let v: f64 = v
+                .parse()
+                .map_err(|_| bad(format!("value '{v}' is not a number")))?;
+            if i == 0 || i > dim {
+                return Err(bad(format!(
+                    "index {i} is outside 1..={dim} (the declared dimension)"
+                )));
+            }
+            if i <= last {
+                return Err(bad(format!("indices must ascend ({i} after {last})")));
+            }
+            if !v.is_finite() {
+                return Err(bad(format!("non-finite value at index {i}")));
+            }
+            last = i;
+            x[start + i - 1] = v as f32;
+        }
+    }
+    let ds = Dataset {
+        x,
+        y,
+        d: dim,
+        features: Dataset::default_feature_names(dim),
+        source: path.to_path_buf(),
+    };
+    ds.check_nonempty()?;
+    Ok(ds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(content: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("x.libsvm");
+        std::fs::write(&p, content).expect("write");
+        (dir, p)
+    }
+
+    #[test]
+    fn parses_with_fixed_dimension() {
+        let (_d, p) = tmp("+1 1:1 3:0.5 \n-1 2:1 \n");
+        let ds = read_libsvm(&p, 5, LabelEncoding::PlusMinusOne).expect("parse");
+        assert_eq!(ds.d, 5);
+        assert_eq!(ds.y, vec![1.0, -1.0]);
+        assert_eq!(ds.row(0), &[1.0, 0.0, 0.5, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        for (content, needle) in [
+            ("+1 1:1\n-1 9:1\n", "line 2"),
+            ("+1 1:x\n", "value 'x'"),
+            ("+1 3:1 2:1\n", "ascend"),
+            ("abc 1:1\n", "label 'abc'"),
+            ("+1 1:1\n\n", "empty line"),
+            ("", "zero rows"),
+        ] {
+            let (_d, p) = tmp(content);
+            let e = read_libsvm(&p, 4, LabelEncoding::PlusMinusOne)
+                .expect_err(content)
+                .to_string();
+            assert!(e.contains(needle), "{content:?}: {e}");
+        }
+    }
+
+    /// The real a9a files: d = 123 fixed, 32,561 / 16,281 rows, norms up to sqrt(14).
+    /// Missing data is a failure (not a skip), as CI must see it.
+    #[test]
+    fn reads_a9a() {
+        let (tr, te) = crate::testdata::a9a().expect("a9a in ../shared/data");
+        assert_eq!((tr.n(), te.n()), (32_561, 16_281));
+        assert_eq!(tr.y.iter().filter(|&&v| v > 0.0).count(), 7_841);
+        assert_eq!(te.y.iter().filter(|&&v| v > 0.0).count(), 3_846);
+        let max_ones = (0..tr.n())
+            .map(|i| tr.row(i).iter().filter(|&&v| v != 0.0).count())
+            .max();
+        assert_eq!(max_ones, Some(14));
+        assert_eq!(tr.x.iter().filter(|&&v| v != 0.0).count(), 451_592);
+    }
+}

@@ -1,0 +1,497 @@
+//! Parquet ingest and output with arrow-rs.
+//!
+//! A party's data set is a Parquet file, or a directory of Parquet files with the same
+//! schema (read in name order). The label column and the feature columns come from the
+//! config (default: `label`, and every other numeric column). Integers, floats and
+//! booleans are features; a non-numeric column listed as a feature is an error, and in
+//! the default mode non-numeric columns are skipped with a warning.
+
+use super::output::Outputs;
+use super::{Dataset, LabelEncoding, map_label};
+use arrow::array::{Array, ArrayRef, AsArray, Float32Array, RecordBatch};
+use arrow::datatypes::{DataType, Field, Float64Type, Schema};
+use kinsey_core::{Error, Result};
+use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+use serde::{Deserialize, Serialize};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Which columns to read.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct ColumnSpec {
+    pub label: String,
+    /// Empty: every numeric column except the label.
+    pub features: Vec<String>,
+    pub labels: LabelEncoding,
+}
+
+impl Default for ColumnSpec {
+    fn default() -> Self {
+        Self {
+            label: "label".into(),
+            features: Vec::new(),
+            labels: LabelEncoding::PlusMinusOne,
+        }
+    }
+}
+
+/// Rows per batch when reading and per row group when writing.
+const BATCH_ROWS: usize = 64 * 1024;
+
+fn is_numeric(dt: &DataType) -> bool {
+    dt.is_numeric() || matches!(dt, DataType::Boolean)
+}
+
+/// Parquet files of a path: the file itself, or the `*.parquet` files of a directory.
+pub fn parquet_files(path: &Path) -> Result<Vec<PathBuf>> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if meta.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|e| Error::io(path, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(Error::format(path, "directory contains no .parquet files"));
+    }
+    Ok(files)
+}
+
+/// Read a Parquet file or directory into a dense data set.
+pub fn read_parquet(path: &Path, spec: &ColumnSpec) -> Result<Dataset> {
+    let files = parquet_files(path)?;
+    let mut out: Option<Dataset> = None;
+    for f in &files {
+        let part = read_one(f, spec)?;
+        match out.as_mut() {
+            None => out = Some(part),
+            Some(acc) => {
+                acc.check_same_features(&part)?;
+                acc.x.extend_from_slice(&part.x);
+                acc.y.extend_from_slice(&part.y);
+            }
+        }
+    }
+    let mut ds = out.ok_or_else(|| Error::format(path, "no data"))?;
+    ds.source = path.to_path_buf();
+    ds.check_nonempty()?;
+    Ok(ds)
+}
+
+fn read_one(path: &Path, spec: &ColumnSpec) -> Result<Dataset> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let pq = |source| Error::Parquet {
+        path: path.to_path_buf(),
+        source,
+    };
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
+    let schema = builder.schema().clone();
+    let total_rows = builder.metadata().file_metadata().num_rows().max(0) as usize;
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    let label_idx = schema.index_of(&spec.label).map_err(|_| Error::Schema {
+        path: path.to_path_buf(),
+        column: spec.label.clone(),
+        msg: format!(
+            "label column not found; the columns are: {}",
+            names.join(", ")
+        ),
+    })?;
+    if !is_numeric(schema.field(label_idx).data_type()) {
+        return Err(Error::Schema {
+            path: path.to_path_buf(),
+            column: spec.label.clone(),
+            msg: format!(
+                "label column has type {}, expected a numeric type",
+                schema.field(label_idx).data_type()
+            ),
+        });
+    }
+    let feature_idx: Vec<usize> = if spec.features.is_empty() {
+        let mut v = Vec::new();
+        for (i, f) in schema.fields().iter().enumerate() {
+            if i == label_idx {
+                continue;
+            }
+            if is_numeric(f.data_type()) {
+                v.push(i);
+            } else {
+                tracing::warn!(
+                    "{}: skipping non-numeric column '{}' ({})",
+                    path.display(),
+                    f.name(),
+                    f.data_type()
+                );
+            }
+        }
+        v
+    } else {
+        spec.features
+            .iter()
+            .map(|name| {
+                let i = schema.index_of(name).map_err(|_| Error::Schema {
+                    path: path.to_path_buf(),
+                    column: name.clone(),
+                    msg: format!("feature column not found; the columns are: {}", names.join(", ")),
+                })?;
+                let dt = schema.field(i).data_type();
+                if !is_numeric(dt) {
+                    return Err(Error::Schema {
+                        path: path.to_path_buf(),
+                        column: name.clone(),
+                        msg: format!("non-numeric feature (type {dt}); features must be integers, floats or booleans"),
+                    });
+                }
+                if i == label_idx {
+                    return Err(Error::Schema {
+                        path: path.to_path_buf(),
+                        column: name.clone(),
+                        msg: "the label column cannot also be a feature".into(),
+                    });
+                }
+                Ok(i)
+            })
+            .collect::<Result<_>>()?
+    };
+    if feature_idx.is_empty() {
+        return Err(Error::Schema {
+            path: path.to_path_buf(),
+            column: "<features>".into(),
+            msg: "no numeric feature columns".into(),
+        });
+    }
+    let d = feature_idx.len();
+    let features: Vec<String> = feature_idx
+        .iter()
+        .map(|&i| schema.field(i).name().clone())
+        .collect();
+    let reader = builder.with_batch_size(BATCH_ROWS).build().map_err(pq)?;
+    let mut x = Vec::with_capacity(total_rows * d);
+    let mut y = Vec::with_capacity(total_rows);
+    let mut row0 = 0usize;
+    let arrow_err = |source| Error::Arrow {
+        path: path.to_path_buf(),
+        source,
+    };
+    for batch in reader {
+        let batch = batch.map_err(arrow_err)?;
+        let m = batch.num_rows();
+        let label = as_f64(batch.column(label_idx), path, &spec.label, row0)?;
+        for (i, &v) in label.iter().enumerate() {
+            y.push(map_label(v, spec.labels, path, &spec.label, row0 + i)?);
+        }
+        let start = x.len();
+        x.resize(start + m * d, 0.0);
+        for (j, (&ci, name)) in feature_idx.iter().zip(&features).enumerate() {
+            let col = as_f64(batch.column(ci), path, name, row0)?;
+            for (i, &v) in col.iter().enumerate() {
+                x[start + i * d + j] = v as f32;
+            }
+        }
+        row0 += m;
+    }
+    Ok(Dataset {
+        x,
+        y,
+        d,
+        features,
+        source: path.to_path_buf(),
+    })
+}
+
+/// One numeric column of a Parquet file (all row groups) as f64; nulls and non-finite
+/// values are errors naming their row.
+pub fn read_column(path: &Path, name: &str) -> Result<Vec<f64>> {
+    let (dt, arrays) = read_column_arrays(path, name)?;
+    if !is_numeric(&dt) {
+        return Err(Error::Schema {
+            path: path.to_path_buf(),
+            column: name.to_string(),
+            msg: format!("type {dt}, expected a numeric type"),
+        });
+    }
+    let mut out = Vec::new();
+    for a in &arrays {
+        let row0 = out.len();
+        out.extend(as_f64(a, path, name, row0)?);
+    }
+    Ok(out)
+}
+
+/// One column of a Parquet file (only that column is decoded): its type and its arrays,
+/// one per record batch. A missing column is an error listing the columns there are.
+pub fn read_column_arrays(path: &Path, name: &str) -> Result<(DataType, Vec<ArrayRef>)> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let pq = |source| Error::Parquet {
+        path: path.to_path_buf(),
+        source,
+    };
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
+    let schema = builder.schema().clone();
+    let idx = schema.index_of(name).map_err(|_| Error::Schema {
+        path: path.to_path_buf(),
+        column: name.to_string(),
+        msg: format!(
+            "column not found; the columns are: {}",
+            schema
+                .fields()
+                .iter()
+                .map(|f| f.name().as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    })?;
+    let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), [idx]);
+    let reader = builder.with_projection(mask).build().map_err(pq)?;
+    let arrays = reader
+        .map(|batch| {
+            batch
+                .map(|b| b.column(0).clone())
+                .map_err(|source| Error::Arrow {
+                    path: path.to_path_buf(),
+                    source,
+                })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((schema.field(idx).data_type().clone(), arrays))
+}
+
+/// A numeric column as f64, rejecting nulls and non-finite values with their row.
+fn as_f64(col: &ArrayRef, path: &Path, name: &str, row0: usize) -> Result<Vec<f64>> {
+    if col.null_count() > 0 {
+        let i = (0..col.len()).find(|&i| col.is_null(i)).unwrap_or(0);
+        return Err(Error::Value {
+            path: path.to_path_buf(),
+            column: name.to_string(),
+            row: row0 + i,
+            msg: "null value (fill or drop missing values before training)".into(),
+        });
+    }
+    let cast = arrow::compute::cast(col, &DataType::Float64).map_err(|source| Error::Arrow {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let vals = cast.as_primitive::<Float64Type>().values().to_vec();
+    if let Some(i) = vals.iter().position(|v| !v.is_finite()) {
+        return Err(Error::Value {
+            path: path.to_path_buf(),
+            column: name.to_string(),
+            row: row0 + i,
+            msg: "non-finite value (NaN or infinity)".into(),
+        });
+    }
+    Ok(vals)
+}
+
+/// Arrow schema for a data set written by kinsey: Float32 features, Float32 label.
+fn schema_for(ds: &Dataset, label: &str) -> Arc<Schema> {
+    let mut fields: Vec<Field> = ds
+        .features
+        .iter()
+        .map(|n| Field::new(n, DataType::Float32, false))
+        .collect();
+    fields.push(Field::new(label, DataType::Float32, false));
+    Arc::new(Schema::new(fields))
+}
+
+/// Write a data set to a Parquet file (ZSTD), staged in `outputs` (committed by the caller).
+pub fn write_parquet(
+    outputs: &mut Outputs,
+    target: &Path,
+    ds: &Dataset,
+    label: &str,
+) -> Result<()> {
+    let tmp = outputs.stage(target)?;
+    let file = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    let schema = schema_for(ds, label);
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).map_err(|e| {
+            Error::Parquet {
+                path: target.to_path_buf(),
+                source: e,
+            }
+        })?))
+        .set_max_row_group_row_count(Some(BATCH_ROWS * 2))
+        .build();
+    let pq = |source| Error::Parquet {
+        path: target.to_path_buf(),
+        source,
+    };
+    let mut writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(pq)?;
+    let d = ds.d;
+    for start in (0..ds.n()).step_by(BATCH_ROWS) {
+        let end = (start + BATCH_ROWS).min(ds.n());
+        let mut cols: Vec<ArrayRef> = (0..d)
+            .map(|j| {
+                Arc::new(Float32Array::from_iter_values(
+                    (start..end).map(|i| ds.x[i * d + j]),
+                )) as ArrayRef
+            })
+            .collect();
+        cols.push(Arc::new(Float32Array::from(ds.y[start..end].to_vec())));
+        let batch = RecordBatch::try_new(schema.clone(), cols).map_err(|source| Error::Arrow {
+            path: target.to_path_buf(),
+            source,
+        })?;
+        writer.write(&batch).map_err(pq)?;
+    }
+    writer.close().map_err(pq)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{BooleanArray, Int32Array, StringArray};
+
+    fn write_batch(path: &Path, cols: Vec<(&str, ArrayRef)>) {
+        let batch = RecordBatch::try_from_iter(cols).expect("batch");
+        let f = File::create(path).expect("create");
+        let mut w = ArrowWriter::try_new(f, batch.schema(), None).expect("writer");
+        w.write(&batch).expect("write");
+        w.close().expect("close");
+    }
+
+    fn f32col(v: &[f32]) -> ArrayRef {
+        Arc::new(Float32Array::from(v.to_vec()))
+    }
+
+    #[test]
+    fn reads_mixed_numeric_types_and_skips_strings() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("a.parquet");
+        write_batch(
+            &p,
+            vec![
+                ("age", Arc::new(Int32Array::from(vec![1, 2, 3])) as ArrayRef),
+                (
+                    "flag",
+                    Arc::new(BooleanArray::from(vec![true, false, true])) as ArrayRef,
+                ),
+                (
+                    "name",
+                    Arc::new(StringArray::from(vec!["a", "b", "c"])) as ArrayRef,
+                ),
+                ("label", f32col(&[1.0, -1.0, 1.0])),
+            ],
+        );
+        let ds = read_parquet(&p, &ColumnSpec::default()).expect("read");
+        assert_eq!(ds.features, vec!["age", "flag"]);
+        assert_eq!(ds.x, vec![1.0, 1.0, 2.0, 0.0, 3.0, 1.0]);
+        assert_eq!(ds.y, vec![1.0, -1.0, 1.0]);
+        let spec = ColumnSpec {
+            features: vec!["name".into()],
+            ..Default::default()
+        };
+        let e = read_parquet(&p, &spec)
+            .expect_err("string feature")
+            .to_string();
+        assert!(e.contains("'name'") && e.contains("non-numeric"), "{e}");
+    }
+
+    #[test]
+    fn bad_inputs_name_file_column_and_row() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("b.parquet");
+        write_batch(
+            &p,
+            vec![
+                ("f1", f32col(&[0.1, f32::NAN])),
+                ("label", f32col(&[1.0, 1.0])),
+            ],
+        );
+        let e = read_parquet(&p, &ColumnSpec::default())
+            .expect_err("nan")
+            .to_string();
+        assert!(
+            e.contains("b.parquet") && e.contains("'f1'") && e.contains("row 1"),
+            "{e}"
+        );
+
+        write_batch(
+            &p,
+            vec![("f1", f32col(&[0.1, 0.2])), ("y", f32col(&[1.0, 1.0]))],
+        );
+        let e = read_parquet(&p, &ColumnSpec::default())
+            .expect_err("no label")
+            .to_string();
+        assert!(e.contains("'label'") && e.contains("not found"), "{e}");
+
+        write_batch(
+            &p,
+            vec![("f1", f32col(&[0.1, 0.2])), ("label", f32col(&[1.0, 0.0]))],
+        );
+        let e = read_parquet(&p, &ColumnSpec::default())
+            .expect_err("0 label")
+            .to_string();
+        assert!(e.contains("row 1") && e.contains("zero_one"), "{e}");
+        let spec = ColumnSpec {
+            labels: LabelEncoding::ZeroOne,
+            ..Default::default()
+        };
+        assert_eq!(
+            read_parquet(&p, &spec).expect("declared").y,
+            vec![1.0, -1.0]
+        );
+
+        let nulls: ArrayRef = Arc::new(Float32Array::from(vec![Some(0.1), None]));
+        write_batch(&p, vec![("f1", nulls), ("label", f32col(&[1.0, 1.0]))]);
+        let e = read_parquet(&p, &ColumnSpec::default())
+            .expect_err("null")
+            .to_string();
+        assert!(e.contains("null") && e.contains("row 1"), "{e}");
+
+        write_batch(&p, vec![("f1", f32col(&[])), ("label", f32col(&[]))]);
+        let e = read_parquet(&p, &ColumnSpec::default())
+            .expect_err("empty")
+            .to_string();
+        assert!(e.contains("zero rows"), "{e}");
+
+        std::fs::write(&p, b"PAR1 this is not parquet").expect("write");
+        assert!(read_parquet(&p, &ColumnSpec::default()).is_err());
+        let missing = dir.path().join("missing.parquet");
+        let e = read_parquet(&missing, &ColumnSpec::default())
+            .expect_err("missing")
+            .to_string();
+        assert!(e.contains("missing.parquet"), "{e}");
+    }
+
+    #[test]
+    fn truncated_file_is_an_error() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("t.parquet");
+        let ds = super::super::synth::generate_one(2000, 5, 3.0, 1, "mem".into());
+        let mut o = Outputs::new();
+        write_parquet(&mut o, &p, &ds, "label").expect("write");
+        o.commit().expect("commit");
+        let bytes = std::fs::read(&p).expect("read");
+        std::fs::write(&p, &bytes[..bytes.len() / 2]).expect("truncate");
+        let e = read_parquet(&p, &ColumnSpec::default())
+            .expect_err("truncated")
+            .to_string();
+        assert!(e.contains("t.parquet"), "{e}");
+    }
+
+    #[test]
+    fn round_trip_and_directory_read() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let ds = super::super::synth::generate_one(150_000, 4, 3.0, 2, "mem".into());
+        let mut o = Outputs::new();
+        write_parquet(&mut o, &dir.path().join("p1.parquet"), &ds, "label").expect("write");
+        write_parquet(&mut o, &dir.path().join("p2.parquet"), &ds, "label").expect("write");
+        o.commit().expect("commit");
+        let back =
+            read_parquet(&dir.path().join("p1.parquet"), &ColumnSpec::default()).expect("read");
+        assert_eq!(back.x, ds.x);
+        assert_eq!(back.y, ds.y);
+        let both = read_parquet(dir.path(), &ColumnSpec::default()).expect("dir");
+        assert_eq!(both.n(), 2 * ds.n());
+    }
+}

@@ -1,0 +1,24 @@
+//! The DP core: the CSPRNG, the mechanisms (each with its sensitivity and privacy map
+//! stated beside the code, plus statistical tests with a power check), and the accountant.
+//!
+//! Architecture invariant: privacy noise is sampled only in this crate.
+
+pub mod accountant;
+pub mod exact;
+pub mod exponential;
+pub mod gaussian;
+pub mod l2laplace;
+pub mod laplace;
+pub mod neighbours;
+pub mod release;
+pub mod rng;
+#[cfg(any(test, feature = "testing"))]
+pub mod stattest;
+
+pub use accountant::Accountant;
+pub use exponential::ExponentialMechanism;
+pub use gaussian::GaussianMechanism;
+pub use l2laplace::L2LaplaceMechanism;
+pub use laplace::LaplaceMechanism;
+pub use neighbours::Neighbours;
+pub use rng::{NoiseRng, RngRecord, SeedSource};

@@ -1,0 +1,75 @@
+//! Release versus diagnostics: what a command may publish, and where everything else goes.
+//!
+//! Architecture invariant: every command's output is split in two.
+//! * The **release**: the private values and a [`Guarantee`] (mechanism, neighbour
+//!   definition, sensitivity, epsilon, delta) plus public parameters only: values the user
+//!   declared (bounds, bins, epsilon, horizon, start/end) or that the neighbour definition
+//!   makes public (n under bounded neighbours without a filter). It goes to the files the
+//!   command always writes and to stdout.
+//! * The **diagnostics**: anything computed from the exact data (true values, exact counts,
+//!   clipping counts, per-party sizes and fits, non-private baselines, test errors, timings
+//!   that depend on the data). They are computed and written only when asked for
+//!   (`--diagnostics`; on by default only for `demo` and `experiment`, which run on synthetic
+//!   or public data), to files whose first field says NOT PRIVATE ([`NotPrivate`]), and to
+//!   stdout only on lines that start with [`NOT_PRIVATE_PREFIX`].
+//!
+//! Error messages about private data name the file, column and kind of problem, never a
+//! private value, row number or count.
+//!
+//! The CLI test `release_files_hold_no_exact_statistic` runs every command and scans every
+//! release file and stdout for the exact values it knows.
+
+use serde::Serialize;
+
+/// The first field of every diagnostics file, and what it says.
+pub const NOT_PRIVATE_NOTICE: &str = "NOT PRIVATE: computed from the exact data; not covered \
+by any privacy guarantee. Do not publish.";
+
+/// Every stdout line that shows a diagnostic starts with this.
+pub const NOT_PRIVATE_PREFIX: &str = "NOT PRIVATE (diagnostic):";
+
+/// A diagnostics document: `{"NOT PRIVATE": notice, "diagnostics": ...}`, in that order.
+#[derive(Debug, Serialize)]
+pub struct NotPrivate<'a, T: Serialize> {
+    #[serde(rename = "NOT PRIVATE")]
+    notice: &'static str,
+    diagnostics: &'a T,
+}
+
+impl<'a, T: Serialize> NotPrivate<'a, T> {
+    /// Wrap diagnostics for writing.
+    pub fn new(diagnostics: &'a T) -> Self {
+        Self {
+            notice: NOT_PRIVATE_NOTICE,
+            diagnostics,
+        }
+    }
+}
+
+/// What a release guarantees, stated in every release report.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Guarantee {
+    /// "pure" (eps-DP), "approximate" ((eps, delta)-DP) or "zcdp-converted".
+    pub kind: String,
+    pub epsilon: f64,
+    pub delta: f64,
+    /// The neighbour definition the guarantee is stated for.
+    pub neighbours: String,
+    /// The mechanism and its noise law.
+    pub mechanism: String,
+    /// The sensitivity, as a number where it is public, or as a formula of public and
+    /// secret quantities where it is not (the aggregate classifier's n_(1)).
+    pub sensitivity: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diagnostics_files_start_with_not_private() {
+        let v = serde_json::json!({"a_count": 3, "b": [1, 2]});
+        let text = serde_json::to_string(&NotPrivate::new(&v)).expect("json");
+        assert!(text.starts_with("{\"NOT PRIVATE\":"), "{text}");
+    }
+}

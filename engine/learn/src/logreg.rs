@@ -1,0 +1,467 @@
+//! Local training: L2-regularised logistic regression, solved by Newton's method.
+//!
+//! The objective convention is written once, here (seed 001, eq. 2):
+//!
+//!   `J(w) = (1/n) sum_i log(1 + exp(-y_i w.x_i)) + lambda * w.w`
+//!
+//! so `J` is `Lambda`-strongly convex with `Lambda = 2 lambda`, and every sensitivity in
+//! the engine is derived from [`Objective::strong_convexity`] (see `docs/calibration.md`
+//! in shared/ and `aggregate.rs`), never hard-coded.
+//!
+//! Solver: Newton with a faer Cholesky solve and Armijo backtracking, to
+//! `||grad J|| <= tol` (default 1e-10). Loss and gradient are always computed in f64 on the
+//! CPU (the tolerance is below f32 resolution); the Hessian comes from the selected kernel
+//! (CPU, or GPU where it is the expensive `X^T D X`). The reached gradient norm is recorded
+//! and folded into the sensitivity by the caller.
+
+use faer::linalg::solvers::Solve;
+use faer::{Mat, Side};
+use kinsey_core::{Error, Result};
+use kinsey_kernels::{LogisticKernel, cpu::CpuLogistic};
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// The regularised objective of seed 001, eq. (2).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Objective {
+    /// The paper's lambda (coefficient of `w.w`).
+    pub lambda: f64,
+}
+
+impl Objective {
+    pub fn new(lambda: f64) -> Result<Self> {
+        if !(lambda.is_finite() && lambda > 0.0) {
+            return Err(Error::param(
+                "lambda",
+                format!("must be finite and > 0, got {lambda}"),
+            ));
+        }
+        Ok(Self { lambda })
+    }
+
+    /// Strong-convexity constant `Lambda` of J (Hessian of the regulariser `lambda w.w`).
+    pub fn strong_convexity(&self) -> f64 {
+        2.0 * self.lambda
+    }
+
+    /// L2 sensitivity of the exact minimiser when one of `n` records is replaced, for a
+    /// 1-Lipschitz loss and rows with `||x|| <= 1` (Chaudhuri & Monteleoni 2008, Cor. 2,
+    /// stated for `(Lambda/2)||w||^2`): `2 / (n Lambda)`.
+    pub fn minimiser_sensitivity(&self, n: usize) -> f64 {
+        2.0 / (n as f64 * self.strong_convexity())
+    }
+
+    /// Extra L2 distance between two *approximate* minimisers, each with
+    /// `||grad J|| <= g`: `||w~ - w*|| <= g / Lambda` per side, so `2 g / Lambda`.
+    pub fn inexact_slack(&self, g: f64) -> f64 {
+        2.0 * g / self.strong_convexity()
+    }
+
+    /// J(w) from the kernel's loss sum.
+    pub fn value(&self, loss_sum: f64, n: usize, w: &[f64]) -> f64 {
+        loss_sum / n as f64 + self.lambda * dot(w, w)
+    }
+
+    /// grad J(w) from the kernel's gradient sum.
+    pub fn gradient(&self, grad_sum: &[f64], n: usize, w: &[f64]) -> Vec<f64> {
+        grad_sum
+            .iter()
+            .zip(w)
+            .map(|(g, wi)| g / n as f64 + 2.0 * self.lambda * wi)
+            .collect()
+    }
+
+    /// Hessian of J from the kernel's Hessian sum (row-major d x d).
+    pub fn hessian(&self, hess_sum: &[f64], n: usize, d: usize) -> Mat<f64> {
+        Mat::from_fn(d, d, |j, k| {
+            hess_sum[j * d + k] / n as f64 + if j == k { self.strong_convexity() } else { 0.0 }
+        })
+    }
+}
+
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+pub fn norm(a: &[f64]) -> f64 {
+    dot(a, a).sqrt()
+}
+
+/// Solver settings.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct SolverConfig {
+    /// Stop when `||grad J|| <= tolerance`.
+    pub tolerance: f64,
+    pub max_iterations: usize,
+    /// Rows used for the Hessian (a fixed strided subsample; 0 = all rows). The gradient
+    /// and the stopping test always use every row, so the tolerance is met exactly; the
+    /// subsample only changes the Newton direction (sub-sampled Newton, Roosta-Khorasani &
+    /// Mahoney 2016): quadratic convergence becomes fast linear convergence.
+    pub hessian_rows: usize,
+}
+
+impl Default for SolverConfig {
+    fn default() -> Self {
+        Self {
+            tolerance: 1e-10,
+            max_iterations: 100,
+            hessian_rows: 1 << 15,
+        }
+    }
+}
+
+/// A trained local classifier and how it was reached.
+#[derive(Debug, Clone, Serialize)]
+pub struct Fit {
+    pub w: Vec<f64>,
+    pub objective: f64,
+    /// `||grad J(w)||` at the returned w (folded into the sensitivity).
+    pub grad_norm: f64,
+    pub iterations: usize,
+    /// Full passes over the data for loss and gradient.
+    pub passes: usize,
+    /// Hessian evaluations, and the rows each one read.
+    pub hessian_evaluations: usize,
+    pub hessian_rows: usize,
+    /// Total seconds, including the warm start on the Hessian subsample.
+    pub seconds: f64,
+    pub warm_start_seconds: f64,
+    pub n: usize,
+    pub device: String,
+}
+
+/// Rows `0, s, 2s, ...` with `s = n / m`: the Hessian subsample (deterministic, spread over
+/// the whole file so that sorted inputs are sampled evenly). `None` when all rows are used.
+pub fn hessian_subsample(n: usize, m: usize) -> Option<Vec<usize>> {
+    if m == 0 || m >= n {
+        return None;
+    }
+    let step = n as f64 / m as f64;
+    Some(
+        (0..m)
+            .map(|i| ((i as f64 * step) as usize).min(n - 1))
+            .collect(),
+    )
+}
+
+/// Train by (sub-sampled) Newton's method. `hess` provides Hessian sums over its rows (any
+/// device, all rows or a subsample); `exact` provides loss and gradient over all rows in
+/// f64 on the CPU.
+pub fn train(
+    hess: &dyn LogisticKernel,
+    exact: &CpuLogistic<'_>,
+    obj: &Objective,
+    cfg: &SolverConfig,
+    w0: Option<&[f64]>,
+) -> Result<Fit> {
+    if !(cfg.tolerance.is_finite() && cfg.tolerance > 0.0) {
+        return Err(Error::param(
+            "tolerance",
+            format!("must be > 0, got {}", cfg.tolerance),
+        ));
+    }
+    let start = Instant::now();
+    let (n, d) = exact.shape();
+    let (nh, dh) = hess.shape();
+    if dh != d || nh == 0 {
+        return Err(Error::Numerical(
+            "Hessian kernel and data shapes differ".into(),
+        ));
+    }
+    let mut passes = 0usize;
+    let mut hess_evals = 0usize;
+    let mut value_grad = |w: &[f64]| -> Result<(f64, Vec<f64>)> {
+        let s = exact.eval(w, false)?;
+        passes += 1;
+        Ok((obj.value(s.loss, n, w), obj.gradient(&s.grad, n, w)))
+    };
+    let mut sampled_hessian = |w: &[f64]| -> Result<Mat<f64>> {
+        let h = hess
+            .eval(w, true)?
+            .hess
+            .ok_or_else(|| Error::Numerical("kernel returned no Hessian".into()))?;
+        hess_evals += 1;
+        Ok(obj.hessian(&h, nh, d))
+    };
+    let mut w = match w0 {
+        Some(v) if v.len() == d => v.to_vec(),
+        Some(v) => {
+            return Err(Error::Numerical(format!(
+                "starting point has {} entries, not {d}",
+                v.len()
+            )));
+        }
+        None => vec![0.0; d],
+    };
+    let (mut f, mut g) = value_grad(&w)?;
+    // Curvature model: the (sub-sampled) Hessian, corrected by BFGS updates from the exact
+    // gradients, so the sampling error of the Hessian does not limit the convergence rate.
+    let mut b: Option<Mat<f64>> = None;
+    let mut iterations = 0;
+    let mut last_ratio = 1.0;
+    while norm(&g) > cfg.tolerance && iterations < cfg.max_iterations {
+        tracing::debug!(
+            "newton: n = {n}, iteration {iterations}, J = {f:.15}, ||grad J|| = {:.3e}",
+            norm(&g)
+        );
+        iterations += 1;
+        // Re-sample the Hessian when the last step made poor progress.
+        if b.is_none() || last_ratio > 0.25 {
+            b = Some(sampled_hessian(&w)?);
+        }
+        let bm = b
+            .as_ref()
+            .ok_or_else(|| Error::Numerical("missing Hessian".into()))?;
+        let llt = match bm.llt(Side::Lower) {
+            Ok(l) => l,
+            Err(_) => {
+                let fresh = sampled_hessian(&w)?;
+                let l = fresh.llt(Side::Lower).map_err(|e| {
+                    Error::Numerical(format!("Hessian is not positive definite: {e:?}"))
+                })?;
+                b = Some(fresh);
+                l
+            }
+        };
+        let rhs = Mat::from_fn(d, 1, |i, _| -g[i]);
+        let p = llt.solve(&rhs);
+        let step: Vec<f64> = (0..d).map(|i| p[(i, 0)]).collect();
+        let slope = dot(&g, &step);
+        let mut t = 1.0;
+        loop {
+            let trial: Vec<f64> = w.iter().zip(&step).map(|(a, b)| a + t * b).collect();
+            let (ft, gt) = value_grad(&trial)?;
+            // Armijo condition; near the optimum round-off makes f flat, so a step that
+            // reduces the gradient norm without increasing f is accepted too.
+            if ft <= f + 1e-4 * t * slope || (ft <= f + 1e-12 * f.abs() && norm(&gt) < norm(&g)) {
+                last_ratio = if t < 1.0 { 1.0 } else { norm(&gt) / norm(&g) };
+                let sv: Vec<f64> = step.iter().map(|v| t * v).collect();
+                let yv: Vec<f64> = gt.iter().zip(&g).map(|(a, c)| a - c).collect();
+                if let Some(bm) = b.as_mut() {
+                    bfgs_update(bm, &sv, &yv);
+                }
+                w = trial;
+                f = ft;
+                g = gt;
+                break;
+            }
+            t *= 0.5;
+            if t < 1e-10 {
+                return Err(Error::Numerical(format!(
+                    "line search failed at ||grad J|| = {:.3e}; the tolerance {:.1e} may be \
+                     below what this data's precision allows",
+                    norm(&g),
+                    cfg.tolerance
+                )));
+            }
+        }
+    }
+    let grad_norm = norm(&g);
+    if grad_norm > cfg.tolerance {
+        tracing::warn!(
+            "Newton stopped after {iterations} iterations at ||grad J|| = {grad_norm:.3e} > {:.1e}; \
+             the reached norm is folded into the sensitivity",
+            cfg.tolerance
+        );
+    }
+    Ok(Fit {
+        w,
+        objective: f,
+        grad_norm,
+        iterations,
+        passes,
+        hessian_evaluations: hess_evals,
+        hessian_rows: nh,
+        seconds: start.elapsed().as_secs_f64(),
+        warm_start_seconds: 0.0,
+        n,
+        device: hess.describe(),
+    })
+}
+
+/// BFGS update of a curvature matrix with step `s` and gradient change `y`; skipped when
+/// the curvature condition `y.s > 0` fails numerically.
+fn bfgs_update(b: &mut Mat<f64>, s: &[f64], y: &[f64]) {
+    let d = s.len();
+    let ys = dot(y, s);
+    let bs: Vec<f64> = (0..d)
+        .map(|i| (0..d).map(|k| b[(i, k)] * s[k]).sum())
+        .collect();
+    let sbs = dot(s, &bs);
+    if !(ys > 1e-12 * norm(s) * norm(y) && sbs > 0.0) {
+        return;
+    }
+    for i in 0..d {
+        for k in 0..d {
+            b[(i, k)] += y[i] * y[k] / ys - bs[i] * bs[k] / sbs;
+        }
+    }
+}
+
+/// Train on rows with the chosen device: the Hessian kernel runs on a strided subsample
+/// (`cfg.hessian_rows`), and when there is one the problem restricted to the subsample is
+/// solved first (its passes cost m/n of a full pass) and its optimum is the starting point
+/// of the full-data iterations. The reported passes are full-data passes; the warm start's
+/// work is in `warm_start_seconds`.
+pub fn fit_rows(
+    rows: kinsey_kernels::Rows<'_>,
+    device: kinsey_kernels::DevicePref,
+    obj: &Objective,
+    cfg: &SolverConfig,
+) -> Result<Fit> {
+    let exact = CpuLogistic::new(rows);
+    match hessian_subsample(rows.n, cfg.hessian_rows) {
+        None => {
+            let k = kinsey_kernels::select(device, rows)?;
+            train(k.as_ref(), &exact, obj, cfg, None)
+        }
+        Some(idx) => {
+            let t = Instant::now();
+            let (x, y) = gather(rows, &idx);
+            let sub_rows = kinsey_kernels::Rows::new(&x, &y, rows.d)?;
+            let sub_exact = CpuLogistic::new(sub_rows);
+            let k = kinsey_kernels::select(device, sub_rows)?;
+            let warm_cfg = SolverConfig {
+                tolerance: cfg.tolerance.max(WARM_START_TOLERANCE),
+                ..*cfg
+            };
+            let warm = train(k.as_ref(), &sub_exact, obj, &warm_cfg, None)?;
+            let warm_s = t.elapsed().as_secs_f64();
+            let mut fit = train(k.as_ref(), &exact, obj, cfg, Some(&warm.w))?;
+            fit.warm_start_seconds = warm_s;
+            fit.seconds += warm_s;
+            fit.hessian_evaluations += warm.hessian_evaluations;
+            Ok(fit)
+        }
+    }
+}
+
+/// Gradient tolerance of the warm start on the subsample.
+const WARM_START_TOLERANCE: f64 = 1e-8;
+
+/// Convenience: train on the CPU.
+pub fn train_cpu(
+    rows: kinsey_kernels::Rows<'_>,
+    obj: &Objective,
+    cfg: &SolverConfig,
+) -> Result<Fit> {
+    fit_rows(rows, kinsey_kernels::DevicePref::Cpu, obj, cfg)
+}
+
+/// Copy rows `idx` of a view.
+pub fn gather(rows: kinsey_kernels::Rows<'_>, idx: &[usize]) -> (Vec<f32>, Vec<f32>) {
+    let d = rows.d;
+    let mut x = Vec::with_capacity(idx.len() * d);
+    for &i in idx {
+        x.extend_from_slice(&rows.x[i * d..(i + 1) * d]);
+    }
+    (x, idx.iter().map(|&i| rows.y[i]).collect())
+}
+
+/// Fraction of rows where `sign(w.x)` (ties to -1) differs from the label.
+pub fn error_rate(w: &[f64], x: &[f32], y: &[f32], d: usize) -> f64 {
+    use rayon::prelude::*;
+    let wrong: usize = x
+        .par_chunks(d)
+        .zip(y.par_iter())
+        .filter(|(row, yi)| {
+            let z: f64 = row.iter().zip(w).map(|(&a, b)| a as f64 * b).sum();
+            (if z > 0.0 { 1.0 } else { -1.0 }) != **yi
+        })
+        .count();
+    wrong as f64 / y.len().max(1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kinsey_data::synth;
+
+    #[test]
+    fn newton_reaches_tolerance_and_stationarity() {
+        let ds = synth::generate_one(5000, 8, 4.0, 3, "s".into());
+        let obj = Objective::new(1e-3).expect("lambda");
+        let fit = train_cpu(ds.rows().expect("rows"), &obj, &SolverConfig::default()).expect("fit");
+        assert!(fit.grad_norm <= 1e-10, "{}", fit.grad_norm);
+        assert!(fit.iterations < 20);
+        // Objective is minimal: small perturbations increase it.
+        let k = CpuLogistic::new(ds.rows().expect("rows"));
+        for j in 0..8 {
+            let mut w = fit.w.clone();
+            w[j] += 1e-3;
+            let s = k.eval(&w, false).expect("eval");
+            assert!(obj.value(s.loss, ds.n(), &w) > fit.objective);
+        }
+    }
+
+    #[test]
+    fn sensitivity_is_derived_from_strong_convexity() {
+        let obj = Objective::new(0.5).expect("lambda");
+        assert_eq!(obj.strong_convexity(), 1.0);
+        assert!((obj.minimiser_sensitivity(100) - 0.02).abs() < 1e-15);
+        assert!((obj.inexact_slack(1e-10) - 2e-10).abs() < 1e-20);
+        assert!(Objective::new(0.0).is_err());
+    }
+
+    /// Empirical check of the sensitivity bound: replacing one record moves the exact
+    /// minimiser by at most 2/(n Lambda) (it must never exceed it).
+    #[test]
+    fn replacing_one_record_respects_the_bound() {
+        let mut ds = synth::generate_one(400, 5, 3.0, 8, "s".into());
+        let obj = Objective::new(0.05).expect("lambda");
+        let cfg = SolverConfig::default();
+        let w0 = train_cpu(ds.rows().expect("rows"), &obj, &cfg)
+            .expect("fit")
+            .w;
+        let bound = obj.minimiser_sensitivity(ds.n()) + obj.inexact_slack(cfg.tolerance);
+        for (i, flip) in [(0usize, true), (17, false), (399, true)] {
+            let saved = (ds.row(i).to_vec(), ds.y[i]);
+            // adversarial-ish replacement: unit-norm row along the first axis, label flipped
+            for (j, v) in ds.x[i * 5..(i + 1) * 5].iter_mut().enumerate() {
+                *v = if j == 0 { 1.0 } else { 0.0 };
+            }
+            if flip {
+                ds.y[i] = -ds.y[i];
+            }
+            let w1 = train_cpu(ds.rows().expect("rows"), &obj, &cfg)
+                .expect("fit")
+                .w;
+            let moved = norm(&w0.iter().zip(&w1).map(|(a, b)| a - b).collect::<Vec<_>>());
+            assert!(moved <= bound, "moved {moved} > bound {bound}");
+            ds.x[i * 5..(i + 1) * 5].copy_from_slice(&saved.0);
+            ds.y[i] = saved.1;
+        }
+    }
+
+    /// The pooled optimum on a9a equals an independent solver's: scikit-learn's values in
+    /// shared/docs/calibration.md section 7 (rows scaled by 1/sqrt(14), no intercept).
+    #[test]
+    fn a9a_optimum_matches_scikit_learn() {
+        use kinsey_data::RowTransform;
+        let (mut tr, mut te) = kinsey_data::testdata::a9a().expect("a9a in ../shared/data");
+        let scale = RowTransform::Scale(1.0 / 14f64.sqrt());
+        scale.apply(&mut tr).expect("unit ball");
+        scale.apply(&mut te).expect("unit ball");
+        for (lambda, j_ref, err_ref) in [
+            (1.0, 0.68543, 0.2362),
+            (1e-2, 0.52604, 0.2259),
+            (1e-3, 0.40882, 0.1639),
+        ] {
+            let obj = Objective::new(lambda).expect("lambda");
+            let fit =
+                train_cpu(tr.rows().expect("rows"), &obj, &SolverConfig::default()).expect("fit");
+            assert!(fit.grad_norm <= 1e-10);
+            assert!(
+                (fit.objective - j_ref).abs() < 1e-5,
+                "lambda {lambda}: J = {}",
+                fit.objective
+            );
+            let err = error_rate(&fit.w, &te.x, &te.y, te.d);
+            assert!(
+                (err - err_ref).abs() < 1e-4,
+                "lambda {lambda}: test error {err}"
+            );
+        }
+    }
+}

@@ -1,0 +1,500 @@
+//! The aggregate-classifier job end to end: local training per party, per-party noise,
+//! aggregation, baselines and evaluation, with timings. Used by `kinsey train` (user's
+//! Parquet parties) and `kinsey demo` (synthetic parties).
+
+use crate::aggregate::{
+    self, Aggregator, NoiseCalibration, PartyInput, PlaintextAggregator, PrivacySpec,
+};
+use crate::logreg::{self, Fit, Objective, SolverConfig};
+use kinsey_core::{Error, Progress, Result};
+use kinsey_data::{Dataset, RowTransform};
+use kinsey_dp::release::Guarantee;
+use kinsey_dp::{NoiseRng, RngRecord};
+use kinsey_kernels::{DevicePref, LogisticKernel, cpu::CpuLogistic};
+use serde::Serialize;
+use std::time::Instant;
+
+/// Everything a run needs besides the data.
+#[derive(Debug, Clone)]
+pub struct JobSpec {
+    pub objective: Objective,
+    pub solver: SolverConfig,
+    pub privacy: PrivacySpec,
+    pub device: DevicePref,
+    pub transform: RowTransform,
+    /// How the noisy average is computed: the plaintext reference or the secure protocol.
+    pub aggregation: std::sync::Arc<dyn Aggregator>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PartyReport {
+    pub party: usize,
+    pub source: String,
+    pub rows: usize,
+    pub rows_transformed: usize,
+    pub objective: f64,
+    pub grad_norm: f64,
+    pub newton_iterations: usize,
+    pub data_passes: usize,
+    pub hessian_evaluations: usize,
+    pub hessian_rows: usize,
+    pub seconds: f64,
+    pub device: String,
+    pub test_error: Option<f64>,
+    pub noise: NoiseCalibration,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelEval {
+    pub name: String,
+    /// J(w) on the pooled training data.
+    pub objective: f64,
+    /// Excess objective over the pooled optimum w*.
+    pub excess_objective: f64,
+    pub test_error: Option<f64>,
+    pub train_error: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Theorem42 {
+    /// `||w_hat - w*||` (unperturbed average vs pooled optimum).
+    pub distance: f64,
+    /// `(K - 1) / (n_(1) lambda)`.
+    pub bound: f64,
+    pub ratio: f64,
+    pub holds: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Timings {
+    pub ingest_s: f64,
+    pub local_training_s: f64,
+    pub aggregation_s: f64,
+    pub baselines_s: f64,
+    pub evaluation_s: f64,
+    pub total_s: f64,
+}
+
+/// The release (written as report.json beside model.json): the published classifier, its
+/// guarantee and public parameters only. No party size, per-party figure, baseline,
+/// timing or noise scale (the scale would reveal the smallest party's size).
+#[derive(Debug, Clone, Serialize)]
+pub struct Release {
+    pub kinsey_version: String,
+    pub command: String,
+    pub objective: String,
+    pub lambda: f64,
+    pub strong_convexity: f64,
+    pub solver: SolverConfig,
+    pub privacy: PrivacySpec,
+    /// The public bound g on every party's `||grad J||` (`model.tolerance`); it enters the
+    /// sensitivity, and a party that cannot reach it ends the run with an error.
+    pub gradient_bound: f64,
+    pub row_transform: RowTransform,
+    /// K, the number of parties (public).
+    pub parties: usize,
+    pub dim: usize,
+    pub features: Vec<String>,
+    pub aggregator: String,
+    /// The crypto backend's description, when the secure protocol ran.
+    pub backend: Option<kinsey_backend::BackendInfo>,
+    /// Set when the backend is insecure (mock, or test-size keys).
+    pub security_warning: Option<String>,
+    pub guarantee: Guarantee,
+    pub fixed_point_bits: u32,
+    pub rng: RngRecord,
+    /// The published classifier.
+    pub w: Vec<f64>,
+}
+
+/// Diagnostics (written only when asked, NOT PRIVATE): every figure computed from the
+/// parties' exact data.
+#[derive(Debug, Clone, Serialize)]
+pub struct Diagnostics {
+    pub party_sizes: Vec<usize>,
+    pub parties: Vec<PartyReport>,
+    /// The calibration of the noise that was published (it holds n_(1)).
+    pub published_noise: NoiseCalibration,
+    /// The secure protocol's report (per-stage time, operations, traffic).
+    pub protocol: Option<serde_json::Value>,
+    /// The protocol's report as terminal lines.
+    #[serde(skip)]
+    pub protocol_summary: Vec<String>,
+    /// The secure result equals the plaintext reference with the same noise, bit for bit.
+    pub matches_plaintext_reference: Option<bool>,
+    pub compute_device: String,
+    pub models: Vec<ModelEval>,
+    pub theorem_4_2: Theorem42,
+    pub test_rows: Option<usize>,
+    pub test_error: Option<f64>,
+    pub timings: Timings,
+}
+
+/// A run's outcome: the release, and the diagnostics when they were asked for.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub release: Release,
+    pub diagnostics: Option<Diagnostics>,
+}
+
+/// The guarantee of the aggregate classifier under `spec`.
+pub fn guarantee(spec: &JobSpec, k: usize, d: usize) -> Guarantee {
+    let tol = spec.solver.tolerance;
+    let (mechanism, sens) = match (spec.privacy.noise, spec.privacy.calibration) {
+        (aggregate::NoiseKind::L2, _) => (
+            "L2-Laplace (density proportional to exp(-eps ||z||_2 / Delta2)), each party's \
+             draw at resolution 2^-32 / K, the smallest party's selected",
+            "L2",
+        ),
+        (aggregate::NoiseKind::Laplace, _) => (
+            "per-coordinate discrete Laplace (exact sampler) in steps of 2^-32 / K, \
+             calibrated to the L1 sensitivity sqrt(d) Delta2, the smallest party's selected",
+            "L1 = sqrt(d) x L2",
+        ),
+    };
+    let formula = match spec.privacy.calibration {
+        aggregate::Calibration::Tight => format!(
+            "{sens} sensitivity Delta2 = (2 / (n_(1) Lambda) + 2 g / Lambda) / K + sqrt(d) \
+             2^-32 (1 + 1/K) / K, with Lambda = {}, g = {tol:e} (public bound), K = {k}, \
+             d = {d}, and n_(1) the smallest party's size (secret: no participant learns it)",
+            spec.objective.strong_convexity()
+        ),
+        aggregate::Calibration::Paper => format!(
+            "{sens} sensitivity Delta2 = 2 / (n_(1) lambda) + 2 g / Lambda + sqrt(d) 2^-32 \
+             (1 + 1/K) / K (the published scale), with lambda = {}, g = {tol:e}, K = {k}, \
+             d = {d}, and n_(1) the smallest party's size (secret)",
+            spec.objective.lambda
+        ),
+    };
+    Guarantee {
+        kind: "pure".into(),
+        epsilon: spec.privacy.epsilon,
+        delta: 0.0,
+        neighbours: "bounded: replace one row of one party (party sizes fixed)".into(),
+        mechanism: mechanism.into(),
+        sensitivity: formula,
+    }
+}
+
+/// The public gradient bound: `model.tolerance`. Every party must have reached it; one that
+/// did not ends the run (its norm is never used, so the noise cannot follow the data).
+pub fn public_gradient_bound(fits: &[Fit], solver: &SolverConfig) -> Result<f64> {
+    if let Some(j) = fits
+        .iter()
+        .position(|f| f.grad_norm.is_nan() || f.grad_norm > solver.tolerance)
+    {
+        return Err(Error::param(
+            "model.max_iterations",
+            format!(
+                "party {} did not reach the public gradient bound ||grad J|| <= {:e} \
+                 (model.tolerance) within {} Newton iterations; raise model.max_iterations \
+                 (the bound enters the noise calibration, so it cannot adapt to the data)",
+                j + 1,
+                solver.tolerance,
+                solver.max_iterations
+            ),
+        ));
+    }
+    Ok(solver.tolerance)
+}
+
+/// Train on one data set with the chosen device.
+pub fn fit(ds: &Dataset, spec: &JobSpec) -> Result<Fit> {
+    logreg::fit_rows(ds.rows()?, spec.device, &spec.objective, &spec.solver)
+}
+
+fn concat(parts: &[Dataset]) -> Dataset {
+    let mut x = Vec::with_capacity(parts.iter().map(|p| p.x.len()).sum());
+    let mut y = Vec::with_capacity(parts.iter().map(|p| p.n()).sum());
+    for p in parts {
+        x.extend_from_slice(&p.x);
+        y.extend_from_slice(&p.y);
+    }
+    Dataset {
+        x,
+        y,
+        d: parts[0].d,
+        features: parts[0].features.clone(),
+        source: "<pooled>".into(),
+    }
+}
+
+/// Run the whole job. `parties` and `test` are transformed in place by `spec.transform`.
+/// Diagnostics (baselines, per-party figures, evaluation) are computed only when
+/// `diagnostics` is set.
+pub fn run(
+    command: &str,
+    mut parties: Vec<Dataset>,
+    mut test: Option<Dataset>,
+    spec: &JobSpec,
+    rng: &mut NoiseRng,
+    ingest_s: f64,
+    diagnostics: bool,
+    progress: &dyn Progress,
+) -> Result<Report> {
+    let t0 = Instant::now();
+    let first = parties
+        .first()
+        .ok_or_else(|| Error::param("parties", "no parties"))?;
+    let d = first.d;
+    for p in &parties {
+        p.check_nonempty()?;
+        parties[0].check_same_features(p)?;
+    }
+    if let Some(t) = &test {
+        parties[0].check_same_features(t)?;
+    }
+    let mut transformed = Vec::new();
+    for p in parties.iter_mut() {
+        transformed.push(spec.transform.apply(p)?);
+    }
+    if let Some(t) = test.as_mut() {
+        // The test set is not protected by the release, but it must see the same features.
+        if spec.transform != RowTransform::None {
+            spec.transform.apply(t)?;
+        }
+    }
+    let k = parties.len();
+    progress.begin("training local classifiers", Some(k as u64));
+    let fits = parties
+        .iter()
+        .map(|p| {
+            let f = fit(p, spec);
+            progress.advance(1);
+            f
+        })
+        .collect::<Result<Vec<_>>>();
+    progress.end();
+    let fits = fits?;
+    let t_local = t0.elapsed().as_secs_f64();
+
+    // Aggregation: each party calibrates to its own size and draws its own noise.
+    let t1 = Instant::now();
+    let g = public_gradient_bound(&fits, &spec.solver)?;
+    let mut inputs = Vec::with_capacity(k);
+    let mut calibrations = Vec::with_capacity(k);
+    for (p, f) in parties.iter().zip(&fits) {
+        let cal = aggregate::calibrate(&spec.objective, &spec.privacy, p.n(), k, d, g)?;
+        let mut party_rng = rng.fork();
+        inputs.push(PartyInput {
+            n: p.n(),
+            w: f.w.clone(),
+            noise: cal.sample(&mut party_rng),
+        });
+        calibrations.push(cal);
+    }
+    let reference = PlaintextAggregator.aggregate(&inputs)?;
+    let (agg, matches) = if spec.aggregation.is_reference() {
+        (reference, None)
+    } else {
+        progress.begin("secure aggregation protocol", None);
+        let out = spec.aggregation.aggregate(&inputs);
+        progress.end();
+        let out = out?;
+        if out.w != reference.w {
+            return Err(Error::Numerical(
+                "the secure protocol's result differs from the plaintext reference".into(),
+            ));
+        }
+        (out, Some(true))
+    };
+    let security_warning = agg.backend.as_ref().and_then(|b| {
+        b.insecure
+            .then(|| format!("INSECURE crypto backend '{}': {}", b.name, b.notes))
+    });
+    let smallest = aggregate::smallest_party(&inputs)?;
+    let t_agg = t1.elapsed().as_secs_f64();
+    let release = Release {
+        kinsey_version: env!("CARGO_PKG_VERSION").into(),
+        command: command.into(),
+        objective: "J(w) = (1/n) sum log(1 + exp(-y w.x)) + lambda w.w  (seed 001 eq. 2)".into(),
+        lambda: spec.objective.lambda,
+        strong_convexity: spec.objective.strong_convexity(),
+        solver: spec.solver,
+        privacy: spec.privacy,
+        gradient_bound: g,
+        row_transform: spec.transform,
+        parties: k,
+        dim: d,
+        features: parties[0].features.clone(),
+        aggregator: agg.aggregator,
+        backend: agg.backend,
+        security_warning,
+        guarantee: guarantee(spec, k, d),
+        fixed_point_bits: aggregate::FIXED_POINT_BITS,
+        rng: rng.record(),
+        w: agg.w,
+    };
+    if !diagnostics {
+        return Ok(Report {
+            release,
+            diagnostics: None,
+        });
+    }
+
+    // Diagnostics: baselines on the pooled data, evaluation, per-party figures.
+    let t2 = Instant::now();
+    let pooled = concat(&parties);
+    let pooled_fit = fit(&pooled, spec)?;
+    let t_base = t2.elapsed().as_secs_f64();
+    let t3 = Instant::now();
+    let ws: Vec<&[f64]> = fits.iter().map(|f| f.w.as_slice()).collect();
+    let avg = aggregate::average(&ws);
+    let pooled_kernel = CpuLogistic::new(pooled.rows()?);
+    let objective_at = |w: &[f64]| -> Result<f64> {
+        let s = pooled_kernel.eval(w, false)?;
+        Ok(spec.objective.value(s.loss, pooled.n(), w))
+    };
+    let j_star = pooled_fit.objective;
+    let mut models = Vec::new();
+    for (name, w) in [
+        ("dp_aggregate", release.w.as_slice()),
+        ("non_private_average", avg.as_slice()),
+        ("non_private_pooled", pooled_fit.w.as_slice()),
+    ] {
+        let obj = objective_at(w)?;
+        models.push(ModelEval {
+            name: name.into(),
+            objective: obj,
+            excess_objective: obj - j_star,
+            test_error: test.as_ref().map(|t| logreg::error_rate(w, &t.x, &t.y, d)),
+            train_error: logreg::error_rate(w, &pooled.x, &pooled.y, d),
+        });
+    }
+    let n_min = parties.iter().map(Dataset::n).min().unwrap_or(0);
+    let dist = aggregate::distance(&avg, &pooled_fit.w);
+    let bound = aggregate::theorem_4_2_bound(k, n_min, spec.objective.lambda);
+    let party_reports = parties
+        .iter()
+        .zip(&fits)
+        .zip(calibrations)
+        .zip(transformed)
+        .enumerate()
+        .map(|(j, (((p, f), cal), tr))| PartyReport {
+            party: j + 1,
+            source: p.source.display().to_string(),
+            rows: p.n(),
+            rows_transformed: tr,
+            objective: f.objective,
+            grad_norm: f.grad_norm,
+            newton_iterations: f.iterations,
+            data_passes: f.passes,
+            hessian_evaluations: f.hessian_evaluations,
+            hessian_rows: f.hessian_rows,
+            seconds: f.seconds,
+            device: f.device.clone(),
+            test_error: test
+                .as_ref()
+                .map(|t| logreg::error_rate(&f.w, &t.x, &t.y, d)),
+            noise: cal,
+        })
+        .collect::<Vec<_>>();
+    let t_eval = t3.elapsed().as_secs_f64();
+    let published_noise = party_reports[smallest].noise.clone();
+    let diagnostics = Diagnostics {
+        party_sizes: parties.iter().map(Dataset::n).collect(),
+        parties: party_reports,
+        published_noise,
+        protocol: agg.report,
+        protocol_summary: agg.summary,
+        matches_plaintext_reference: matches,
+        compute_device: fits[0].device.clone(),
+        test_rows: test.as_ref().map(Dataset::n),
+        test_error: models[0].test_error,
+        models,
+        theorem_4_2: Theorem42 {
+            distance: dist,
+            bound,
+            ratio: dist / bound,
+            holds: dist <= bound,
+        },
+        timings: Timings {
+            ingest_s,
+            local_training_s: t_local,
+            aggregation_s: t_agg,
+            baselines_s: t_base,
+            evaluation_s: t_eval,
+            total_s: ingest_s + t0.elapsed().as_secs_f64(),
+        },
+    };
+    Ok(Report {
+        release,
+        diagnostics: Some(diagnostics),
+    })
+}
+
+/// The published model file (what `kinsey predict` reads).
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct ModelFile {
+    pub kind: String,
+    pub features: Vec<String>,
+    pub label: String,
+    pub row_transform: RowTransform,
+    pub w: Vec<f64>,
+    pub epsilon: f64,
+}
+
+impl Report {
+    /// A short human summary for the terminal: the release, then (when computed) the
+    /// diagnostics, each of their lines marked NOT PRIVATE.
+    pub fn summary(&self) -> String {
+        let r = &self.release;
+        let mut s = String::new();
+        s.push_str(&format!(
+            "kinsey: DP aggregate classifier, K = {} parties, d = {}\n",
+            r.parties, r.dim
+        ));
+        s.push_str(&format!(
+            "  privacy: pure {}-DP, neighbours {}; calibration = {}, noise = {}, gradient bound {:e}\n",
+            r.guarantee.epsilon,
+            r.guarantee.neighbours,
+            r.privacy.calibration.name(),
+            r.privacy.noise.name(),
+            r.gradient_bound
+        ));
+        s.push_str(&format!("  aggregation: {}\n", r.aggregator));
+        if let Some(w) = &r.security_warning {
+            s.push_str(&format!("  WARNING: {w}\n"));
+        }
+        if let Some(w) = &r.rng.warning {
+            s.push_str(&format!("  WARNING: {w}\n"));
+        }
+        let Some(dg) = &self.diagnostics else {
+            return s;
+        };
+        let p = kinsey_dp::release::NOT_PRIVATE_PREFIX;
+        s.push_str(&format!(
+            "{p} party sizes {:?}; device {}\n",
+            dg.party_sizes, dg.compute_device
+        ));
+        s.push_str(&format!(
+            "{p} published noise: L2 sensitivity {:.3e}, E||eta|| = {:.3e}\n",
+            dg.published_noise.l2_sensitivity, dg.published_noise.expected_noise_norm
+        ));
+        for line in &dg.protocol_summary {
+            s.push_str(&format!("{p} {line}\n"));
+        }
+        if dg.matches_plaintext_reference == Some(true) {
+            s.push_str(&format!(
+                "{p} secure result = plaintext reference with the same noise (bit for bit)\n"
+            ));
+        }
+        for m in &dg.models {
+            s.push_str(&format!(
+                "{p} {:<22} objective {:.6}  train error {:.4}{}\n",
+                m.name,
+                m.objective,
+                m.train_error,
+                m.test_error
+                    .map(|e| format!("  test error {e:.4}"))
+                    .unwrap_or_default()
+            ));
+        }
+        s.push_str(&format!(
+            "{p} Theorem 4.2: ||w_hat - w*|| = {:.3e} <= bound {:.3e} (ratio {:.3})\n",
+            dg.theorem_4_2.distance, dg.theorem_4_2.bound, dg.theorem_4_2.ratio
+        ));
+        s.push_str(&format!("{p} total time {:.2} s\n", dg.timings.total_s));
+        s
+    }
+}

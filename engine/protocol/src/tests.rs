@@ -1,0 +1,373 @@
+//! Protocol tests: equality with the plaintext reference, transcript audits of every
+//! participant's view, uniformity of the published shares, and failure handling.
+
+use super::transport::{Direction, Peer, Stage};
+use super::*;
+use kinsey_backend::registry::BackendOptions;
+use kinsey_dp::NoiseRng;
+use kinsey_dp::stattest::{ALPHA, chi_square_uniform};
+use kinsey_learn::aggregate::{Aggregator, PlaintextAggregator, fixed_point_sum};
+
+fn backend(name: &str) -> Arc<dyn AdditiveHe> {
+    crate::registry::registry()
+        .create(
+            name,
+            &BackendOptions {
+                key_bits: if name == "paillier" { Some(512) } else { None },
+                allow_insecure_test_keys: true,
+                allow_insecure: true,
+            },
+        )
+        .expect("backend")
+}
+
+fn parties(sizes: &[usize], d: usize, seed: u64) -> Vec<PartyInput> {
+    let mut rng = NoiseRng::from_seed_quiet(seed);
+    sizes
+        .iter()
+        .map(|&n| PartyInput {
+            n,
+            w: (0..d).map(|_| rng.std_normal()).collect(),
+            noise: (0..d).map(|_| 0.1 * rng.std_normal()).collect(),
+        })
+        .collect()
+}
+
+fn run(
+    name: &str,
+    inputs: &[PartyInput],
+    record: bool,
+    fault: Option<Fault>,
+) -> Result<SecureOutcome> {
+    run_variant(name, inputs, record, fault, None)
+}
+
+/// `run`, or a deliberately leaking variant of the protocol.
+fn run_variant(
+    name: &str,
+    inputs: &[PartyInput],
+    record: bool,
+    fault: Option<Fault>,
+    leak: Option<Leak>,
+) -> Result<SecureOutcome> {
+    let agg = SecureAggregator::new(
+        backend(name),
+        ProtocolConfig {
+            timeout: Duration::from_secs(60),
+            record_views: record,
+            fault,
+            leak,
+        },
+    );
+    agg.run(inputs)
+}
+
+#[test]
+fn mock_protocol_equals_the_plaintext_aggregate_bit_for_bit() {
+    for (sizes, seed) in [
+        (vec![500, 300, 800, 300, 1000], 1u64), // tie: the lower index wins
+        (vec![7], 2),
+        (vec![10, 9], 3),
+        (vec![4000, 3000, 2000, 1000, 5, 6000, 7000], 4),
+    ] {
+        let inputs = parties(&sizes, 6, seed);
+        let out = run("mock", &inputs, false, None).expect("run");
+        assert_eq!(out.sum, fixed_point_sum(&inputs).expect("sum"), "{sizes:?}");
+        let reference = PlaintextAggregator.aggregate(&inputs).expect("plain");
+        assert_eq!(out.w, reference.w);
+    }
+}
+
+/// d >= 8: Stage 2 takes the fixed-base table path of `mul_plain_one_batch`.
+#[test]
+fn paillier_protocol_with_d_at_least_8_takes_the_fixed_base_path() {
+    let inputs = parties(&[1200, 800, 950], 9, 19);
+    let out = run("paillier", &inputs, false, None).expect("run");
+    assert_eq!(out.sum, fixed_point_sum(&inputs).expect("sum"));
+    assert_eq!(
+        out.report.stages[2].operations.get("multiply by plaintext"),
+        Some(&27)
+    );
+}
+
+#[test]
+fn paillier_protocol_equals_the_plaintext_aggregate_and_reports_traffic() {
+    let inputs = parties(&[1200, 800, 950], 5, 9);
+    let out = run("paillier", &inputs, false, None).expect("run");
+    assert_eq!(out.sum, fixed_point_sum(&inputs).expect("sum"));
+    let r = &out.report;
+    assert_eq!(r.backend.name, "paillier");
+    assert!(r.comparison.contains("DGK"), "{}", r.comparison);
+    assert_eq!(r.stages.len(), 4);
+    assert_eq!(r.participants.len(), 4);
+    assert!(
+        r.participants
+            .iter()
+            .all(|p| p.bytes_sent > 0 && p.bytes_received > 0)
+    );
+    assert_eq!(
+        r.stages[2].operations.get("multiply by plaintext"),
+        Some(&15)
+    );
+    assert_eq!(r.stages[1].operations.get("compare"), Some(&4)); // 2 per side
+    assert!(r.homomorphic_operations > 0 && r.total_bytes > 0);
+}
+
+/// Byte patterns of a value as it would appear in a message (16-byte and 8-byte LE).
+fn patterns(v: i128) -> Vec<Vec<u8>> {
+    vec![v.to_le_bytes().to_vec(), (v as i64).to_le_bytes().to_vec()]
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Check the curator's view: no size, Stage 1 key, share a_j, noise or classifier value
+/// among what it learned or in any byte it received; the parties' secret key never reaches it.
+fn audit_curator(out: &SecureOutcome, inputs: &[PartyInput]) -> std::result::Result<(), String> {
+    let k = inputs.len() as i128;
+    let mut secrets: Vec<(String, i128)> = Vec::new();
+    for (j, p) in inputs.iter().enumerate() {
+        secrets.push((format!("n_{j}"), p.n as i128));
+        secrets.push((format!("key_{j}"), p.n as i128 * k + j as i128));
+        for (i, &x) in p.noise.iter().enumerate() {
+            let v = aggregate::encode_noise(x, inputs.len()).map_err(|e| e.to_string())?;
+            secrets.push((format!("eta_{j}[{i}]"), v));
+        }
+        for (i, &x) in p.w.iter().enumerate() {
+            let v = aggregate::encode_fixed(x).map_err(|e| e.to_string())?;
+            secrets.push((format!("w_{j}[{i}]"), v));
+        }
+        for (what, v) in &out.views[j].learned {
+            if what == "a (own share)" {
+                secrets.push((format!("a_{j}"), *v));
+            }
+        }
+    }
+    let curator = out
+        .views
+        .iter()
+        .find(|v| v.participant == Peer::Curator)
+        .ok_or("no curator view")?;
+    let received: Vec<&[u8]> = curator
+        .messages
+        .iter()
+        .filter(|m| m.direction == Direction::Received)
+        .map(|m| m.bytes.as_slice())
+        .collect();
+    if received.is_empty() || secrets.len() < 3 * inputs.len() {
+        return Err("nothing recorded".into());
+    }
+    for (name, v) in &secrets {
+        for (what, learned) in &curator.learned {
+            if learned == v {
+                return Err(format!("curator learned {name} as '{what}'"));
+            }
+        }
+        for pat in patterns(*v) {
+            if received.iter().any(|m| contains(m, &pat)) {
+                return Err(format!("{name} appears in a message the curator received"));
+            }
+        }
+    }
+    let xi_sk = out.views[0]
+        .messages
+        .iter()
+        .find(|m| m.direction == Direction::Sent && m.kind == XI_SK)
+        .ok_or("no key message")?;
+    let key_bytes = &xi_sk.bytes[2..xi_sk.bytes.len() - 8];
+    if received.iter().any(|m| contains(m, key_bytes)) {
+        return Err("the parties' secret key reached the curator".into());
+    }
+    Ok(())
+}
+
+#[test]
+fn curator_view_holds_no_size_share_noise_or_classifier() {
+    let inputs = parties(&[70_001, 65_537, 90_210], 4, 21);
+    let out = run("paillier", &inputs, true, None).expect("run");
+    audit_curator(&out, &inputs).expect("paillier transcript is clean");
+    let curator = &out.views[3];
+    let labels: std::collections::BTreeSet<&str> =
+        curator.learned.iter().map(|(l, _)| l.as_str()).collect();
+    assert!(labels.contains("smallest (pi2 position)"));
+    assert!(labels.contains("eta + s"));
+    // The audit has teeth: the mock backend sends plaintexts in the clear, and it says so.
+    let out = run("mock", &inputs, true, None).expect("run");
+    let leak = audit_curator(&out, &inputs).expect_err("mock leaks");
+    assert!(leak.contains("appears in a message"), "{leak}");
+}
+
+/// The audit also catches real encryption with zero-width masks: the curator then decrypts
+/// the selected noise itself.
+#[test]
+fn curator_audit_catches_zero_width_masks() {
+    let inputs = parties(&[70_001, 65_537, 90_210], 9, 23);
+    let out = run_variant("paillier", &inputs, true, None, Some(Leak::ZeroMasks)).expect("run");
+    let leak = audit_curator(&out, &inputs).expect_err("zero masks leak");
+    assert!(leak.contains("curator learned"), "{leak}");
+}
+
+/// Which position won before the last comparison, over `runs` runs.
+fn pairing_counts(k: usize, smallest: usize, runs: usize, leak: Option<Leak>) -> Vec<u64> {
+    let mut sizes = vec![1000usize; k];
+    for (j, s) in sizes.iter_mut().enumerate() {
+        *s += 10 * j;
+    }
+    sizes[smallest] = 10;
+    let inputs = parties(&sizes, 1, 5);
+    let mut counts = vec![0u64; k - 1];
+    for _ in 0..runs {
+        let out = run_variant("mock", &inputs, true, None, leak).expect("run");
+        let p1 = &out.views[0];
+        let pairs: Vec<Vec<u8>> = p1
+            .messages
+            .iter()
+            .filter(|m| m.direction == Direction::Received && m.kind == PAIR)
+            .map(|m| m.bytes.clone())
+            .collect();
+        assert_eq!(pairs.len(), k, "K - 1 comparisons and a stop");
+        counts[pairs[k - 2][2] as usize] += 1; // first i128 of the payload, little-endian
+        // No party ever decrypts anything under the curator's key: the only plaintexts the
+        // party side learns are its blinded Stage 1 shares.
+        for v in &out.views[..k] {
+            assert!(v.learned.iter().all(|(l, _)| l.starts_with("a~")
+                || l.starts_with("published")
+                || l == "a (own share)"));
+        }
+    }
+    counts
+}
+
+/// The pairing test has power: with identity permutations the winning position is fixed,
+/// and the same chi-square test rejects it.
+#[test]
+fn pairing_uniformity_test_rejects_fixed_permutations() {
+    let counts = pairing_counts(5, 3, 100, Some(Leak::IdentityPermutations));
+    let (_, p) = chi_square_uniform(&counts);
+    assert!(
+        p < ALPHA,
+        "identity permutations must be caught: {counts:?}, p = {p}"
+    );
+}
+
+#[test]
+fn parties_cannot_tell_who_is_smallest() {
+    // What the party side observes about the outcome is P1's list of comparison requests,
+    // which are positions in the curator's secret order pi2. Whoever is smallest, the
+    // position that won before the last comparison must be uniform over K - 1 positions.
+    for smallest in [0usize, 3] {
+        let counts = pairing_counts(5, smallest, 400, None);
+        let (_, p) = chi_square_uniform(&counts);
+        assert!(
+            p > ALPHA,
+            "smallest = {smallest}: counts {counts:?}, p = {p}"
+        );
+    }
+}
+
+/// Top-nibble counts of every participant's first published share over `runs` runs.
+fn share_nibbles(runs: usize, leak: Option<Leak>) -> Vec<u64> {
+    let inputs = parties(&[300, 200], 2, 8);
+    let mut bins = vec![0u64; 16];
+    for _ in 0..runs {
+        let out = run_variant("mock", &inputs, true, None, leak).expect("run");
+        for v in &out.views {
+            for (l, x) in &v.learned {
+                if l == "published share 0" {
+                    bins[((*x as u128) >> 124) as usize] += 1;
+                }
+            }
+        }
+    }
+    bins
+}
+
+/// The share test has power: with zero-width re-sharing masks the same test rejects.
+#[test]
+fn share_uniformity_test_rejects_zero_masks() {
+    let bins = share_nibbles(100, Some(Leak::ZeroMasks));
+    let (_, p) = chi_square_uniform(&bins);
+    assert!(p < ALPHA, "zero masks must be caught: {bins:?}, p = {p}");
+    let bins = share_nibbles(100, None);
+    let (_, p) = chi_square_uniform(&bins);
+    assert!(p > ALPHA, "{bins:?}, p = {p}");
+}
+
+#[test]
+fn published_shares_are_uniform_apart_from_their_sum() {
+    let inputs = parties(&[300, 200], 2, 8);
+    let mut bins = vec![0u64; 16];
+    let mut first = Vec::new();
+    for _ in 0..300u64 {
+        let out = run("mock", &inputs, true, None).expect("run");
+        let mut total = 0u128;
+        for v in &out.views {
+            let shares: Vec<i128> = v
+                .learned
+                .iter()
+                .filter(|(l, _)| l == "published share 0")
+                .map(|(_, x)| *x)
+                .collect();
+            assert_eq!(shares.len(), 1);
+            bins[((shares[0] as u128) >> 124) as usize] += 1;
+            total = total.wrapping_add(shares[0] as u128);
+            if v.participant == Peer::Curator {
+                first.push(shares[0]);
+            }
+        }
+        assert_eq!(total as i128, out.sum[0]);
+    }
+    let (_, p) = chi_square_uniform(&bins);
+    assert!(p > ALPHA, "top nibbles {bins:?}, p = {p}");
+    first.sort_unstable();
+    first.dedup();
+    assert_eq!(first.len(), 300, "fresh shares every run");
+}
+
+#[test]
+fn a_failing_participant_is_named_with_its_stage() {
+    let inputs = parties(&[40, 50, 60], 3, 3);
+    for participant in [Peer::Party(0), Peer::Party(2), Peer::Curator] {
+        for stage in [Stage::Smallest, Stage::Noise, Stage::Shares] {
+            for kind in [FaultKind::Abort, FaultKind::Garbage] {
+                let fault = Fault {
+                    participant,
+                    stage,
+                    kind,
+                };
+                let e = run("mock", &inputs, false, Some(fault))
+                    .err()
+                    .unwrap_or_else(|| panic!("{fault:?} was not noticed"));
+                let msg = e.to_string();
+                assert!(msg.contains(stage.name()), "{fault:?}: {msg}");
+                assert!(msg.contains(&participant.to_string()), "{fault:?}: {msg}");
+            }
+        }
+    }
+}
+
+#[test]
+fn garbage_ciphertexts_are_caught_by_paillier_validation() {
+    let inputs = parties(&[40, 50], 2, 3);
+    let fault = Fault {
+        participant: Peer::Party(1),
+        stage: Stage::Noise,
+        kind: FaultKind::Garbage,
+    };
+    let e = run("paillier", &inputs, false, Some(fault)).expect_err("noticed");
+    let msg = e.to_string();
+    assert!(msg.contains("stage 2") && msg.contains("party 2"), "{msg}");
+}
+
+#[test]
+fn bad_inputs_are_refused_before_anything_is_sent() {
+    let mut inputs = parties(&[40, 50], 2, 3);
+    inputs[1].n = 1 << 33;
+    let e = run("mock", &inputs, false, None).expect_err("too big");
+    assert!(e.to_string().contains("party 2 has 8589934592 rows"), "{e}");
+    let mut inputs = parties(&[40, 50], 2, 3);
+    inputs[0].noise[1] = 1e30;
+    assert!(run("mock", &inputs, false, None).is_err());
+    assert!(run("mock", &[], false, None).is_err());
+}
