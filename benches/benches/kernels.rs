@@ -4,7 +4,8 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use kinsey_benches::bench_rows;
-use kinsey_kernels::{LogisticKernel, Rows, cpu::CpuLogistic, gpu::GpuLogistic};
+use kinsey_kernels::logistic::{cpu::CpuLogistic, gpu::GpuLogistic};
+use kinsey_kernels::{LogisticKernel, Rows};
 use std::hint::black_box;
 
 fn kernels(c: &mut Criterion) {

@@ -6,15 +6,24 @@
 //! of the logistic loss `log(1 + exp(-y x.w))`, its gradient and its Hessian `X^T D X`.
 //! Scaling by `1/n` and the regulariser belong to the objective, which is written once in
 //! the engine (`kinsey_learn::logreg::Objective`); kernels know nothing about privacy.
+//!
+//! Layout: one folder per kernel with a GPU twin (`logistic/`, `kmeans/`: the interface in
+//! `mod.rs`, the CPU twin in `cpu.rs`, the GPU host side in `gpu.rs`, the shader in
+//! `shaders/<kernel>.wgsl`); CPU-only sum kernels in one file each (`gram.rs`,
+//! `perceptron.rs`); the device and the helpers every GPU kernel uses in `gpu/`.
 
-pub mod cpu;
 pub mod gpu;
-pub mod stats;
+pub mod gram;
+pub mod kmeans;
+pub mod logistic;
+pub mod perceptron;
+
+pub use logistic::{LogisticKernel, LossSums, row_terms, select, sigmoid};
 
 use std::fmt;
 
 /// Errors of the compute layer.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum KernelError {
     #[error(
         "no GPU adapter found ({0}); install a Vulkan driver (e.g. mesa-vulkan-drivers) or use device = \"cpu\""
@@ -92,114 +101,53 @@ impl<'a> Rows<'a> {
     }
 }
 
-/// Sums over rows of the logistic loss, its gradient and (optionally) its Hessian.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LossSums {
-    pub loss: f64,
-    pub grad: Vec<f64>,
-    /// Row-major `d x d`, symmetric.
-    pub hess: Option<Vec<f64>>,
-}
+/// Rows per block of the sum kernels: one block is one rayon task and one f32 Gram
+/// product; blocks are reduced in a fixed order, so no result depends on the thread count.
+pub const BLOCK_ROWS: usize = 4096;
 
-/// One interface, two implementations.
-pub trait LogisticKernel: Send + Sync {
-    /// Human-readable name of the implementation and device ("cpu (rayon, 2 threads)",
-    /// "gpu: NVIDIA H100 (Vulkan)").
-    fn describe(&self) -> String;
-    /// Whether this is a GPU implementation.
-    fn is_gpu(&self) -> bool;
-    /// Number of rows and columns.
-    fn shape(&self) -> (usize, usize);
-    /// Sums over rows at `w` (length d).
-    fn eval(&self, w: &[f64], hessian: bool) -> Result<LossSums, KernelError>;
-}
-
-/// Per-row terms at margin `z = x.w` with label `y`: (loss, gradient coefficient,
-/// Hessian weight) = (log(1 + e^{-yz}), -y sigma(-yz), sigma(z) sigma(-z)).
-/// The WGSL function `row_terms` in `shaders/logistic.wgsl` is its line-for-line twin.
-#[inline]
-pub fn row_terms(z: f64, y: f64) -> (f64, f64, f64) {
-    let t = -y * z;
-    // One exponential serves all three terms: e = exp(-|t|) <= 1 never overflows.
-    let e = (-t.abs()).exp();
-    // softplus(t) = max(t, 0) + log(1 + exp(-|t|))
-    let loss = t.max(0.0) + e.ln_1p();
-    // s = sigmoid(t)
-    let s = if t >= 0.0 {
-        1.0 / (1.0 + e)
-    } else {
-        e / (1.0 + e)
-    };
-    let coef = -y * s;
-    let dw = s * (1.0 - s);
-    (loss, coef, dw)
-}
-
-/// Logistic function, stable for large |t|.
-#[inline]
-pub fn sigmoid(t: f64) -> f64 {
-    if t >= 0.0 {
-        1.0 / (1.0 + (-t).exp())
-    } else {
-        let e = t.exp();
-        e / (1.0 + e)
+/// The number of rows of a row-major buffer of `d` columns, or why it is not one.
+pub(crate) fn whole_rows(x: &[f32], d: usize) -> Result<usize, KernelError> {
+    if d == 0 {
+        return Err(KernelError::Input("dimension must be >= 1".into()));
     }
-}
-
-/// Build the kernel for a preference. `Auto` tries the GPU and falls back to the CPU,
-/// logging which it used; `Gpu` fails if no adapter comes up.
-pub fn select<'a>(
-    pref: DevicePref,
-    rows: Rows<'a>,
-) -> Result<Box<dyn LogisticKernel + 'a>, KernelError> {
-    match pref {
-        DevicePref::Cpu => Ok(Box::new(cpu::CpuLogistic::new(rows))),
-        DevicePref::Gpu => Ok(Box::new(gpu::GpuLogistic::new(rows)?)),
-        DevicePref::Auto => match gpu::GpuContext::open() {
-            // A software rasteriser (lavapipe/llvmpipe) is correct but slower than the CPU
-            // path, so "auto" only takes real GPUs; ask for "gpu" to use it anyway.
-            Ok(ctx) if !ctx.is_software() => {
-                let g = gpu::GpuLogistic::with_context(ctx, rows)?;
-                tracing::info!("compute device: {}", g.describe());
-                Ok(Box::new(g))
-            }
-            Ok(ctx) => {
-                tracing::info!(
-                    "only a software GPU adapter ({}); using the CPU",
-                    ctx.describe()
-                );
-                Ok(Box::new(cpu::CpuLogistic::new(rows)))
-            }
-            Err(e) => {
-                static SAID: std::sync::Once = std::sync::Once::new();
-                SAID.call_once(|| tracing::info!("no usable GPU ({e}); using the CPU"));
-                Ok(Box::new(cpu::CpuLogistic::new(rows)))
-            }
-        },
+    if !x.len().is_multiple_of(d) {
+        return Err(KernelError::Input(format!(
+            "{} values are not whole rows of {d} columns",
+            x.len()
+        )));
     }
+    Ok(x.len() / d)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Every shader is named after its kernel (`shaders/NAME.wgsl` beside `src/NAME/`),
+    /// and naga parses and validates it.
     #[test]
-    fn row_terms_are_stable_and_consistent() {
-        for &(z, y) in &[(0.0, 1.0), (800.0, 1.0), (-800.0, 1.0), (3.0, -1.0)] {
-            let (l, c, d) = row_terms(z, y);
-            assert!(l.is_finite() && c.is_finite() && d.is_finite());
-            assert!(l >= 0.0 && (0.0..=0.25).contains(&d));
+    fn every_shader_belongs_to_a_kernel_and_validates() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut seen = 0;
+        for entry in std::fs::read_dir(root.join("../shaders")).expect("shaders/") {
+            let path = entry.expect("entry").path();
+            let stem = path.file_stem().and_then(|s| s.to_str()).expect("name");
+            assert!(
+                root.join("src").join(stem).join("gpu.rs").is_file(),
+                "{stem}.wgsl has no kernel folder src/{stem}/ with a gpu.rs"
+            );
+            let src = std::fs::read_to_string(&path).expect("read");
+            let module = naga::front::wgsl::parse_str(&src)
+                .unwrap_or_else(|e| panic!("{stem}.wgsl: {}", e.emit_to_string(&src)));
+            naga::valid::Validator::new(
+                naga::valid::ValidationFlags::all(),
+                naga::valid::Capabilities::empty(),
+            )
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{stem}.wgsl does not validate: {e:?}"));
+            seen += 1;
         }
-        let (l, c, d) = row_terms(0.0, 1.0);
-        assert!(
-            (l - 2f64.ln()).abs() < 1e-15 && (c + 0.5).abs() < 1e-15 && (d - 0.25).abs() < 1e-15
-        );
-        // derivative check of the loss wrt z
-        let h = 1e-6;
-        let (lp, _, _) = row_terms(0.3 + h, -1.0);
-        let (lm, _, _) = row_terms(0.3 - h, -1.0);
-        let (_, c, _) = row_terms(0.3, -1.0);
-        assert!(((lp - lm) / (2.0 * h) - c).abs() < 1e-8);
+        assert!(seen >= 2, "expected the logistic and kmeans shaders");
     }
 
     #[test]

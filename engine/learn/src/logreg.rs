@@ -17,7 +17,7 @@
 use faer::linalg::solvers::Solve;
 use faer::{Mat, Side};
 use kinsey_core::{Error, Result};
-use kinsey_kernels::{LogisticKernel, cpu::CpuLogistic};
+use kinsey_kernels::{LogisticKernel, logistic::cpu::CpuLogistic};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 

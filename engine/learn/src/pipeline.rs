@@ -10,7 +10,7 @@ use kinsey_core::{Error, Progress, Result};
 use kinsey_data::{Dataset, RowTransform};
 use kinsey_dp::release::Guarantee;
 use kinsey_dp::{NoiseRng, RngRecord};
-use kinsey_kernels::{DevicePref, LogisticKernel, cpu::CpuLogistic};
+use kinsey_kernels::{DevicePref, LogisticKernel, logistic::cpu::CpuLogistic};
 use serde::Serialize;
 use std::time::Instant;
 

@@ -47,212 +47,312 @@ pub(crate) fn run(a: Args) -> Result<()> {
 
 #[derive(clap::Args, Debug)]
 struct SulqArgs {
-        #[arg(long)]
-        input: PathBuf,
-        #[arg(long, default_value_t = 8)]
-        k: usize,
-        #[arg(long, default_value_t = 10)]
-        iterations: usize,
-        #[arg(long, default_value_t = 5)]
-        components: usize,
-        #[arg(long, default_value_t = 1.0)]
-        epsilon: f64,
-        #[arg(long, default_value_t = 1e-6)]
-        delta: f64,
-        /// auto | cpu | gpu (the k-means assignment step)
-        #[arg(long, default_value = "cpu")]
-        device: String,
+    #[arg(long)]
+    input: PathBuf,
+    #[arg(long, default_value_t = 8)]
+    k: usize,
+    #[arg(long, default_value_t = 10)]
+    iterations: usize,
+    #[arg(long, default_value_t = 5)]
+    components: usize,
+    #[arg(long, default_value_t = 1.0)]
+    epsilon: f64,
+    #[arg(long, default_value_t = 1e-6)]
+    delta: f64,
+    /// auto | cpu | gpu (the k-means assignment step)
+    #[arg(long, default_value = "cpu")]
+    device: String,
 }
 
 /// Runs `SulqArgs`.
 fn sulq(a: SulqArgs) -> Result<()> {
-    let SulqArgs { input, k, iterations, components, epsilon, delta, device: dev, } = a;
-            let v = kinsey_stats::sulq::bench::run(
-                &input,
-                k,
-                iterations,
-                components,
-                epsilon,
-                delta,
-                device(&dev)?,
-            )?;
-            println!("{v}");
-            Ok(())
+    let SulqArgs {
+        input,
+        k,
+        iterations,
+        components,
+        epsilon,
+        delta,
+        device: dev,
+    } = a;
+    let v = kinsey_stats::sulq::bench::run(
+        &input,
+        k,
+        iterations,
+        components,
+        epsilon,
+        delta,
+        device(&dev)?,
+    )?;
+    println!("{v}");
+    Ok(())
 }
 
 #[derive(clap::Args, Debug)]
 struct TrainArgs {
-        #[arg(long, default_value_t = 1_000_000)]
-        rows: usize,
-        #[arg(long, default_value_t = 123)]
-        dim: usize,
-        #[arg(long, default_value = "cpu")]
-        device: String,
-        #[arg(long, default_value_t = 1e-4)]
-        lambda: f64,
-        /// Train on this Parquet file instead of generated rows.
-        #[arg(long)]
-        input: Option<PathBuf>,
-        /// Print one JSON line (for scripts).
-        #[arg(long)]
-        json: bool,
-        /// Rows in the Hessian subsample (0 = all rows).
-        #[arg(long, default_value_t = SolverConfig::default().hessian_rows)]
-        hessian_rows: usize,
+    #[arg(long, default_value_t = 1_000_000)]
+    rows: usize,
+    #[arg(long, default_value_t = 123)]
+    dim: usize,
+    #[arg(long, default_value = "cpu")]
+    device: String,
+    #[arg(long, default_value_t = 1e-4)]
+    lambda: f64,
+    /// Train on this Parquet file instead of generated rows.
+    #[arg(long)]
+    input: Option<PathBuf>,
+    /// Print one JSON line (for scripts).
+    #[arg(long)]
+    json: bool,
+    /// Rows in the Hessian subsample (0 = all rows).
+    #[arg(long, default_value_t = SolverConfig::default().hessian_rows)]
+    hessian_rows: usize,
 }
 
 /// Runs `TrainArgs`.
 fn train(a: TrainArgs) -> Result<()> {
-    let TrainArgs { rows, dim, device: dev, lambda, input, json, hessian_rows, } = a;
-            let t = Instant::now();
-            let ds = match &input {
-                Some(p) => read_parquet(p, &ColumnSpec::default())?,
-                None => synth::generate(rows, dim, 16.0, 1, 1, "bench".into()),
-            };
-            let load_s = t.elapsed().as_secs_f64();
-            let spec = JobSpec {
-                objective: Objective::new(lambda)?,
-                solver: SolverConfig {
-                    hessian_rows,
-                    ..SolverConfig::default()
-                },
-                privacy: PrivacySpec {
-                    epsilon: 1.0,
-                    calibration: Calibration::Tight,
-                    noise: NoiseKind::L2,
-                },
-                device: device(&dev)?,
-                transform: RowTransform::None,
-                aggregation: std::sync::Arc::new(kinsey_learn::aggregate::PlaintextAggregator),
-            };
-            let fit = pipeline::fit(&ds, &spec)?;
-            let rows_per_s = (ds.n() * fit.passes) as f64 / fit.seconds;
-            if json {
-                println!(
-                    "{}",
-                    serde_json::json!({"rows": ds.n(), "dim": ds.d, "lambda": lambda, "device": fit.device, "seconds": fit.seconds, "load_seconds": load_s, "iterations": fit.iterations, "passes": fit.passes, "hessian_evaluations": fit.hessian_evaluations, "hessian_rows": fit.hessian_rows, "objective": fit.objective, "grad_norm": fit.grad_norm, "rows_per_s": rows_per_s, "threads": rayon::current_num_threads()})
-                );
-            } else {
-                println!("device: {}", fit.device);
-                println!("rows: {} x {}  (data ready in {load_s:.2} s)", ds.n(), ds.d);
-                println!(
-                    "time to ||grad J|| <= {:.0e}: {:.3} s  ({} Newton iterations, {} passes)",
-                    spec.solver.tolerance, fit.seconds, fit.iterations, fit.passes
-                );
-                println!(
-                    "objective {:.12}  ||grad J|| = {:.2e}",
-                    fit.objective, fit.grad_norm
-                );
-                println!(
-                    "throughput: {:.3e} rows/s (row passes per second)",
-                    rows_per_s
-                );
-            }
-            Ok(())
+    let TrainArgs {
+        rows,
+        dim,
+        device: dev,
+        lambda,
+        input,
+        json,
+        hessian_rows,
+    } = a;
+    let t = Instant::now();
+    let ds = match &input {
+        Some(p) => read_parquet(p, &ColumnSpec::default())?,
+        None => synth::generate(rows, dim, 16.0, 1, 1, "bench".into()),
+    };
+    let load_s = t.elapsed().as_secs_f64();
+    let spec = JobSpec {
+        objective: Objective::new(lambda)?,
+        solver: SolverConfig {
+            hessian_rows,
+            ..SolverConfig::default()
+        },
+        privacy: PrivacySpec {
+            epsilon: 1.0,
+            calibration: Calibration::Tight,
+            noise: NoiseKind::L2,
+        },
+        device: device(&dev)?,
+        transform: RowTransform::None,
+        aggregation: std::sync::Arc::new(kinsey_learn::aggregate::PlaintextAggregator),
+    };
+    let fit = pipeline::fit(&ds, &spec)?;
+    let rows_per_s = (ds.n() * fit.passes) as f64 / fit.seconds;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"rows": ds.n(), "dim": ds.d, "lambda": lambda, "device": fit.device, "seconds": fit.seconds, "load_seconds": load_s, "iterations": fit.iterations, "passes": fit.passes, "hessian_evaluations": fit.hessian_evaluations, "hessian_rows": fit.hessian_rows, "objective": fit.objective, "grad_norm": fit.grad_norm, "rows_per_s": rows_per_s, "threads": rayon::current_num_threads()})
+        );
+    } else {
+        println!("device: {}", fit.device);
+        println!("rows: {} x {}  (data ready in {load_s:.2} s)", ds.n(), ds.d);
+        println!(
+            "time to ||grad J|| <= {:.0e}: {:.3} s  ({} Newton iterations, {} passes)",
+            spec.solver.tolerance, fit.seconds, fit.iterations, fit.passes
+        );
+        println!(
+            "objective {:.12}  ||grad J|| = {:.2e}",
+            fit.objective, fit.grad_norm
+        );
+        println!(
+            "throughput: {:.3e} rows/s (row passes per second)",
+            rows_per_s
+        );
+    }
+    Ok(())
 }
 
 #[derive(clap::Args, Debug)]
 struct DecayArgs {
-        #[arg(long, default_value_t = 100_000_000)]
-        steps: u64,
-        #[arg(long, default_value = "window")]
-        model: String,
-        #[arg(long, default_value_t = 1024)]
-        window: u64,
-        #[arg(long, default_value_t = 0.999)]
-        alpha: f64,
-        /// Steps per chunk (memory is one chunk, independent of the stream length).
-        #[arg(long, default_value_t = 1 << 22)]
-        chunk: usize,
-        #[arg(long)]
-        json: bool,
+    #[arg(long, default_value_t = 100_000_000)]
+    steps: u64,
+    #[arg(long, default_value = "window")]
+    model: String,
+    #[arg(long, default_value_t = 1024)]
+    window: u64,
+    #[arg(long, default_value_t = 0.999)]
+    alpha: f64,
+    /// Steps per chunk (memory is one chunk, independent of the stream length).
+    #[arg(long, default_value_t = 1 << 22)]
+    chunk: usize,
+    #[arg(long)]
+    json: bool,
 }
 
 /// Runs `DecayArgs`.
 fn decay(a: DecayArgs) -> Result<()> {
-    let DecayArgs { steps, model, window, alpha, chunk, json, } = a;
-            let r = kinsey_stats::decay::bench(&model, steps, window, alpha, chunk)?;
-            if json {
-                println!(
-                    "{}",
-                    serde_json::to_string(&r).map_err(|e| Error::Numerical(e.to_string()))?
-                );
-            } else {
-                println!(
-                    "{} on {} steps: {:.2} s, {:.3e} steps/s, peak memory {:.0} MiB ({} threads)",
-                    r.model, r.steps, r.seconds, r.steps_per_second, r.peak_rss_mib, r.threads
-                );
-            }
-            Ok(())
+    let r = decay_throughput(&a)?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string(&r).map_err(|e| Error::Numerical(e.to_string()))?
+        );
+    } else {
+        println!(
+            "{} on {} steps: {:.2} s, {:.3e} steps/s, peak memory {:.0} MiB ({} threads)",
+            r.model, r.steps, r.seconds, r.steps_per_second, r.peak_rss_mib, r.threads
+        );
+    }
+    Ok(())
+}
+
+/// Throughput of a decayed sum's chunked stream on a generated series.
+#[derive(Debug, Clone, serde::Serialize)]
+struct DecayThroughput {
+    model: String,
+    steps: u64,
+    seconds: f64,
+    steps_per_second: f64,
+    peak_rss_mib: f64,
+    threads: usize,
+    /// Time generating the input (not included in `seconds`).
+    generate_seconds: f64,
+}
+
+/// The chunked stream (`DecayedSum::stream`) over `steps` generated values in `{0..3}`
+/// (bits for `rr`), chunk by chunk: memory is one chunk, whatever the length.
+fn decay_throughput(a: &DecayArgs) -> Result<DecayThroughput> {
+    use kinsey_stats::decay::{self, ModelParams, Public};
+    let params = ModelParams {
+        window: Some(a.window),
+        windows: Some(vec![60, a.window]),
+        alpha: Some(a.alpha),
+        c: Some(1.5),
+        horizon: Some(a.steps),
+        ..ModelParams::default()
+    };
+    let public = Public {
+        epsilon: 1.0,
+        bound: 3.0,
+        key: decay::noise::key(None, "bench"),
+    };
+    let mut m = decay::build(&a.model, &params, &public)?;
+    let shift = if a.model == "rr" { 63 } else { 62 };
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let (mut gen_s, mut done, mut checksum) = (0.0, 0u64, 0.0);
+    let mut xs = Vec::with_capacity(a.chunk);
+    let t = Instant::now();
+    while done < a.steps {
+        let len = (a.steps - done).min(a.chunk as u64) as usize;
+        let g = Instant::now();
+        xs.clear();
+        xs.extend((0..len).map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> shift) as f64
+        }));
+        gen_s += g.elapsed().as_secs_f64();
+        let out = m.stream(&xs)?;
+        checksum += out[0].last().copied().unwrap_or(0.0);
+        done += len as u64;
+    }
+    let seconds = t.elapsed().as_secs_f64() - gen_s;
+    std::hint::black_box(checksum);
+    Ok(DecayThroughput {
+        model: m.calibration().model,
+        steps: a.steps,
+        seconds,
+        steps_per_second: a.steps as f64 / seconds,
+        peak_rss_mib: peak_rss_mib(),
+        threads: rayon::current_num_threads(),
+        generate_seconds: gen_s,
+    })
+}
+
+/// Peak resident memory of this process (Linux), MiB.
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 #[derive(clap::Args, Debug)]
 struct PaillierArgs {
-        #[arg(long, value_delimiter = ',', default_value = "2048,3072")]
-        bits: Vec<u32>,
-        /// Values per operation and run.
-        #[arg(long, default_value_t = 256)]
-        count: usize,
-        /// Thread counts to measure (0 = all cores).
-        #[arg(long, value_delimiter = ',', default_value = "1,0")]
-        threads: Vec<usize>,
-        #[arg(long)]
-        json: bool,
+    #[arg(long, value_delimiter = ',', default_value = "2048,3072")]
+    bits: Vec<u32>,
+    /// Values per operation and run.
+    #[arg(long, default_value_t = 256)]
+    count: usize,
+    /// Thread counts to measure (0 = all cores).
+    #[arg(long, value_delimiter = ',', default_value = "1,0")]
+    threads: Vec<usize>,
+    #[arg(long)]
+    json: bool,
 }
 
 /// Runs `PaillierArgs`.
 fn paillier(a: PaillierArgs) -> Result<()> {
-    let PaillierArgs { bits, count, threads, json, } = a;
-            let mut rng = kinsey_dp::rng::os_crypto_rng();
-            for b in bits {
-                for &t in &threads {
-                    let r = kinsey_protocol::bench::paillier_throughput(b, count, t, &mut rng)?;
-                    if json {
-                        println!(
-                            "{}",
-                            serde_json::to_string(&r)
-                                .map_err(|e| Error::Numerical(e.to_string()))?
-                        );
-                    } else {
-                        print!("{}", r.table());
-                    }
-                }
-            }
-            Ok(())
-}
-
-#[derive(clap::Args, Debug)]
-struct ProtocolArgs {
-        #[arg(long, default_value_t = 5)]
-        parties: usize,
-        #[arg(long, default_value_t = 123)]
-        dim: usize,
-        #[command(flatten)]
-        crypto: CryptoArgs,
-        #[arg(long)]
-        json: bool,
-}
-
-/// Runs `ProtocolArgs`.
-fn protocol(a: ProtocolArgs) -> Result<()> {
-    let ProtocolArgs { parties, dim, crypto, json, } = a;
-            let agg = match crypto.config().aggregation()? {
-                config::Aggregation::Secure(a) => a,
-                config::Aggregation::Plaintext => {
-                    return Err(Error::param(
-                        "aggregation",
-                        "the protocol bench needs secure",
-                    ));
-                }
-            };
-            let r = kinsey_protocol::bench::protocol_run(&agg, parties, dim)?;
+    let PaillierArgs {
+        bits,
+        count,
+        threads,
+        json,
+    } = a;
+    let mut rng = kinsey_dp::rng::os_crypto_rng();
+    for b in bits {
+        for &t in &threads {
+            let r = kinsey_protocol::bench::paillier_throughput(b, count, t, &mut rng)?;
             if json {
                 println!(
                     "{}",
                     serde_json::to_string(&r).map_err(|e| Error::Numerical(e.to_string()))?
                 );
             } else {
-                print!("{}", kinsey_protocol::bench::protocol_table(&r));
+                print!("{}", r.table());
             }
-            Ok(())
+        }
+    }
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+struct ProtocolArgs {
+    #[arg(long, default_value_t = 5)]
+    parties: usize,
+    #[arg(long, default_value_t = 123)]
+    dim: usize,
+    #[command(flatten)]
+    crypto: CryptoArgs,
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `ProtocolArgs`.
+fn protocol(a: ProtocolArgs) -> Result<()> {
+    let ProtocolArgs {
+        parties,
+        dim,
+        crypto,
+        json,
+    } = a;
+    let agg = match crypto.config().aggregation()? {
+        config::Aggregation::Secure(a) => a,
+        config::Aggregation::Plaintext => {
+            return Err(Error::param(
+                "aggregation",
+                "the protocol bench needs secure",
+            ));
+        }
+    };
+    let r = kinsey_protocol::bench::protocol_run(&agg, parties, dim)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string(&r).map_err(|e| Error::Numerical(e.to_string()))?
+        );
+    } else {
+        print!("{}", kinsey_protocol::bench::protocol_table(&r));
+    }
+    Ok(())
 }

@@ -2,37 +2,42 @@
 
 use super::common::*;
 use kinsey_core::Result;
+use kinsey_data::LabelEncoding;
 use kinsey_data::libsvm::read_libsvm;
 use kinsey_data::output::Outputs;
 use kinsey_data::parquet_io::write_parquet;
-use kinsey_data::LabelEncoding;
 use std::path::PathBuf;
 
 /// Convert a LIBSVM text file to Parquet (features f1..fD, label).
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-        #[arg(long)]
-        libsvm: PathBuf,
-        #[arg(long)]
-        dim: usize,
-        #[arg(long)]
-        out: PathBuf,
-        #[arg(long, value_parser = parse_labels, default_value = "pm1")]
-        labels: LabelEncoding,
+    #[arg(long)]
+    libsvm: PathBuf,
+    #[arg(long)]
+    dim: usize,
+    #[arg(long)]
+    out: PathBuf,
+    #[arg(long, value_parser = parse_labels, default_value = "pm1")]
+    labels: LabelEncoding,
 }
 
 /// Runs `Args`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let Args { libsvm, dim, out, labels, } = a;
-            let ds = read_libsvm(&libsvm, dim, labels)?;
-            let mut o = Outputs::new();
-            write_parquet(&mut o, &out, &ds, "label")?;
-            o.commit()?;
-            println!(
-                "wrote {} ({} rows x {} features)",
-                out.display(),
-                ds.n(),
-                ds.d
-            );
-            Ok(())
+    let Args {
+        libsvm,
+        dim,
+        out,
+        labels,
+    } = a;
+    let ds = read_libsvm(&libsvm, dim, labels)?;
+    let mut o = Outputs::new();
+    write_parquet(&mut o, &out, &ds, "label")?;
+    o.commit()?;
+    println!(
+        "wrote {} ({} rows x {} features)",
+        out.display(),
+        ds.n(),
+        ds.d
+    );
+    Ok(())
 }

@@ -29,59 +29,67 @@ pub(crate) fn run(a: Args) -> Result<()> {
 
 #[derive(clap::Args, Debug)]
 struct Figure2Args {
-        #[arg(long)]
-        train: PathBuf,
-        #[arg(long)]
-        test: PathBuf,
-        #[arg(long)]
-        out: PathBuf,
-        #[arg(long, default_value_t = 200)]
-        runs: usize,
-        #[arg(long)]
-        seed: Option<u64>,
-        #[arg(long, value_delimiter = ',')]
-        lambdas: Option<Vec<f64>>,
-        #[arg(long, value_parser = parse_noise, default_value = "l2")]
-        noise: NoiseKind,
+    #[arg(long)]
+    train: PathBuf,
+    #[arg(long)]
+    test: PathBuf,
+    #[arg(long)]
+    out: PathBuf,
+    #[arg(long, default_value_t = 200)]
+    runs: usize,
+    #[arg(long)]
+    seed: Option<u64>,
+    #[arg(long, value_delimiter = ',')]
+    lambdas: Option<Vec<f64>>,
+    #[arg(long, value_parser = parse_noise, default_value = "l2")]
+    noise: NoiseKind,
 }
 
 /// Runs `Figure2Args`.
 fn figure2(a: Figure2Args) -> Result<()> {
-    let Figure2Args { train, test, out, runs, seed, lambdas, noise, } = a;
-            let spec = ColumnSpec::default();
-            let dim = |p: &Path| {
-                if p.extension().is_some_and(|e| e == "parquet") || p.is_dir() {
-                    None
-                } else {
-                    Some(123)
-                }
-            };
-            let tr = load(&train, &spec, dim(&train))?;
-            let te = load(&test, &spec, dim(&test))?;
-            let mut cfg = crate::experiment::figure2::Figure2Config {
-                runs,
-                seed,
-                noise,
-                ..Default::default()
-            };
-            if let Some(l) = lambdas {
-                cfg.lambdas = l;
-            }
-            let r = crate::experiment::figure2::run(&tr, &te, &cfg)?;
-            let files = r.write(&out)?;
-            for f in files
-                .iter()
-                .filter(|f| f.extension().is_some_and(|e| e == "md"))
-            {
-                if let Ok(s) = std::fs::read_to_string(f) {
-                    println!("{s}");
-                }
-            }
-            println!(
-                "wrote {} files to {} in {:.1} s",
-                files.len(),
-                out.display(),
-                r.seconds
-            );
-            Ok(())
+    let Figure2Args {
+        train,
+        test,
+        out,
+        runs,
+        seed,
+        lambdas,
+        noise,
+    } = a;
+    let spec = ColumnSpec::default();
+    let dim = |p: &Path| {
+        if p.extension().is_some_and(|e| e == "parquet") || p.is_dir() {
+            None
+        } else {
+            Some(123)
+        }
+    };
+    let tr = load(&train, &spec, dim(&train))?;
+    let te = load(&test, &spec, dim(&test))?;
+    let mut cfg = crate::experiment::figure2::Figure2Config {
+        runs,
+        seed,
+        noise,
+        ..Default::default()
+    };
+    if let Some(l) = lambdas {
+        cfg.lambdas = l;
+    }
+    let r = crate::experiment::figure2::run(&tr, &te, &cfg)?;
+    let files = r.write(&out)?;
+    for f in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "md"))
+    {
+        if let Ok(s) = std::fs::read_to_string(f) {
+            println!("{s}");
+        }
+    }
+    println!(
+        "wrote {} files to {} in {:.1} s",
+        files.len(),
+        out.display(),
+        r.seconds
+    );
+    Ok(())
 }

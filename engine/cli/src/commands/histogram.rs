@@ -1,13 +1,13 @@
 //! `kinsey histogram`: DP histograms and counts of a column (seed 002).
 
 use super::common::*;
-use kinsey_stats::histogram::{self, Binning};
+use crate::plot::{Chart, Series, write_chart};
+use kinsey_core::Result;
 use kinsey_data::columns::{read_categorical, read_numeric};
 use kinsey_data::output::Outputs;
 use kinsey_data::series::Predicate;
 use kinsey_dp::Neighbours;
-use kinsey_core::Result;
-use crate::plot::{Chart, Series, write_chart};
+use kinsey_stats::histogram::{self, Binning};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -180,7 +180,6 @@ fn run_histogram(a: &Args) -> Result<Done> {
 }
 
 // ---------------------------------------------------------------- tree
-
 
 /// Runs `kinsey histogram`.
 pub(crate) fn run(a: Args) -> Result<()> {

@@ -110,4 +110,3 @@ fn keys(which: KeysCmd) -> Result<()> {
     }
     Ok(())
 }
-

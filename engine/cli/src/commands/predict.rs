@@ -11,60 +11,65 @@ use std::path::PathBuf;
 /// Apply a published model to a data set; prints the error rate if labels are present.
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-        #[arg(long)]
-        model: PathBuf,
-        #[arg(long)]
-        input: PathBuf,
-        /// CSV of (row, score, prediction).
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Dimension, for LIBSVM input.
-        #[arg(long)]
-        dim: Option<usize>,
+    #[arg(long)]
+    model: PathBuf,
+    #[arg(long)]
+    input: PathBuf,
+    /// CSV of (row, score, prediction).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Dimension, for LIBSVM input.
+    #[arg(long)]
+    dim: Option<usize>,
 }
 
 /// Runs `Args`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let Args { model, input, out, dim, } = a;
-            let text = std::fs::read_to_string(&model).map_err(|e| Error::io(&model, e))?;
-            let m: ModelFile = serde_json::from_str(&text)
-                .map_err(|e| Error::format(&model, format!("not a kinsey model file: {e}")))?;
-            let spec = ColumnSpec {
-                label: m.label.clone(),
-                features: if dim.is_some() {
-                    Vec::new()
-                } else {
-                    m.features.clone()
-                },
-                labels: LabelEncoding::PlusMinusOne,
-            };
-            let mut ds = load(&input, &spec, dim)?;
-            if ds.d != m.w.len() {
-                return Err(Error::Schema {
-                    path: input.clone(),
-                    column: "<features>".into(),
-                    msg: format!(
-                        "the model has {} weights but the input has {} features",
-                        m.w.len(),
-                        ds.d
-                    ),
-                });
-            }
-            if m.row_transform != RowTransform::None {
-                m.row_transform.apply(&mut ds)?;
-            }
-            let err = kinsey_learn::logreg::error_rate(&m.w, &ds.x, &ds.y, ds.d);
-            println!("rows: {}  error rate: {err:.4}", ds.n());
-            if let Some(out) = out {
-                let mut csv = String::from("row,score,prediction\n");
-                for i in 0..ds.n() {
-                    let z: f64 = ds.row(i).iter().zip(&m.w).map(|(&a, b)| a as f64 * b).sum();
-                    csv.push_str(&format!("{i},{z},{}\n", if z > 0.0 { 1 } else { -1 }));
-                }
-                let mut o = Outputs::new();
-                o.write(&out, csv.as_bytes())?;
-                o.commit()?;
-                println!("wrote {}", out.display());
-            }
-            Ok(())
+    let Args {
+        model,
+        input,
+        out,
+        dim,
+    } = a;
+    let text = std::fs::read_to_string(&model).map_err(|e| Error::io(&model, e))?;
+    let m: ModelFile = serde_json::from_str(&text)
+        .map_err(|e| Error::format(&model, format!("not a kinsey model file: {e}")))?;
+    let spec = ColumnSpec {
+        label: m.label.clone(),
+        features: if dim.is_some() {
+            Vec::new()
+        } else {
+            m.features.clone()
+        },
+        labels: LabelEncoding::PlusMinusOne,
+    };
+    let mut ds = load(&input, &spec, dim)?;
+    if ds.d != m.w.len() {
+        return Err(Error::Schema {
+            path: input.clone(),
+            column: "<features>".into(),
+            msg: format!(
+                "the model has {} weights but the input has {} features",
+                m.w.len(),
+                ds.d
+            ),
+        });
+    }
+    if m.row_transform != RowTransform::None {
+        m.row_transform.apply(&mut ds)?;
+    }
+    let err = kinsey_learn::logreg::error_rate(&m.w, &ds.x, &ds.y, ds.d);
+    println!("rows: {}  error rate: {err:.4}", ds.n());
+    if let Some(out) = out {
+        let mut csv = String::from("row,score,prediction\n");
+        for i in 0..ds.n() {
+            let z: f64 = ds.row(i).iter().zip(&m.w).map(|(&a, b)| a as f64 * b).sum();
+            csv.push_str(&format!("{i},{z},{}\n", if z > 0.0 { 1 } else { -1 }));
+        }
+        let mut o = Outputs::new();
+        o.write(&out, csv.as_bytes())?;
+        o.commit()?;
+        println!("wrote {}", out.display());
+    }
+    Ok(())
 }

@@ -1,18 +1,18 @@
 //! `kinsey sulq`: the SuLQ algorithms of seed 003.
 
 use super::common::*;
-use kinsey_data::table::{ColumnBounds, Matrix, Range, read_matrix};
+use crate::plot::{Chart, Series, write_chart};
+use clap::Subcommand;
+use kinsey_core::{Error, Result};
 use kinsey_data::columns::read_numeric;
 use kinsey_data::output::Outputs;
-use kinsey_data::series::Predicate;
-use kinsey_dp::{Neighbours, NoiseRng};
-use kinsey_core::{Error, Result};
-use crate::plot::{Chart, Series, write_chart};
 use kinsey_data::output::write_json;
+use kinsey_data::series::Predicate;
+use kinsey_data::table::{ColumnBounds, Matrix, Range, read_matrix};
+use kinsey_dp::{Neighbours, NoiseRng};
 use kinsey_stats::sulq::{self, Calibration, SulqDb};
 use serde_json::json;
 use std::path::{Path, PathBuf};
-use clap::Subcommand;
 
 pub(crate) fn parse_calibration(s: &str) -> std::result::Result<Calibration, String> {
     s.parse().map_err(|e: Error| e.to_string())
@@ -58,7 +58,6 @@ pub(crate) fn rows_text(c: &SulqCommon, n: usize) -> String {
 
 // ---------------------------------------------------------------- histogram
 
-
 /// SuLQ algorithms (seed 003): noisy sums with a bounded number of queries.
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
@@ -90,7 +89,6 @@ enum Which {
     /// Vertically partitioned test: does alpha (in A) imply beta (in B) in probability?
     Implication(ImplicationArgs),
 }
-
 
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct SulqCommon {
@@ -210,8 +208,8 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
         .device
         .parse()
         .map_err(|e: kinsey_kernels::KernelError| Error::param("device", e.to_string()))?;
-    let kernel = kinsey_kernels::stats::KmeansKernel::select(pref, &m.x, m.d)?;
-    let res = sulq::kmeans::run(&m, &cfg, &init, &mut db, &kernel)?;
+    let kernel = kinsey_kernels::kmeans::select(pref, &m.x, m.d)?;
+    let res = sulq::kmeans::run(&m, &cfg, &init, &mut db, kernel.as_ref())?;
     let flat: Vec<f64> = res.centers.concat();
     let evaluation = if c.diagnostics {
         let private = sulq::kmeans::mean_inertia(&m, &flat)?;

@@ -14,70 +14,75 @@ use std::time::Instant;
 /// Train the DP aggregate classifier on the parties listed in a TOML config.
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-        #[arg(long)]
-        config: PathBuf,
-        /// Overrides [output] dir.
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Also compute and write the NOT PRIVATE diagnostics (party sizes, per-party fits,
-        /// non-private baselines, test errors, timings) to diagnostics.NOT-PRIVATE.json.
-        #[arg(long)]
-        diagnostics: bool,
-        /// Write the seed's value into the report (by default it says only that a seed was used).
-        #[arg(long)]
-        record_seed: bool,
+    #[arg(long)]
+    config: PathBuf,
+    /// Overrides [output] dir.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Also compute and write the NOT PRIVATE diagnostics (party sizes, per-party fits,
+    /// non-private baselines, test errors, timings) to diagnostics.NOT-PRIVATE.json.
+    #[arg(long)]
+    diagnostics: bool,
+    /// Write the seed's value into the report (by default it says only that a seed was used).
+    #[arg(long)]
+    record_seed: bool,
 }
 
 /// Runs `Args`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let Args { config, out, diagnostics, record_seed, } = a;
-            let cfg = TrainConfig::load(&config)?;
-            let t = Instant::now();
-            let cols = cfg.data.columns();
-            let bar = crate::term::bar(cfg.data.parties.len() as u64, "reading parties");
-            let mut parties = Vec::new();
-            for p in &cfg.data.parties {
-                parties.push(read_parquet(p, &cols)?);
-                bar.inc(1);
-            }
-            bar.finish_and_clear();
-            let test = cfg
-                .data
-                .test
-                .as_ref()
-                .map(|p| read_parquet(p, &cols))
-                .transpose()?;
-            let spec = JobSpec {
-                objective: Objective::new(cfg.model.lambda)?,
-                solver: cfg.model.solver(),
-                privacy: cfg.privacy.spec(),
-                device: device(&cfg.compute.device)?,
-                transform: cfg.data.transform()?,
-                aggregation: cfg.crypto.aggregation()?.into_aggregator(),
-            };
-            let label = format!(
-                "{}|parties={:?}|label={}",
-                job_label("train", &spec, 0),
-                cfg.data.parties,
-                cfg.data.label
-            );
-            let mut rng = NoiseRng::for_release(cfg.privacy.seed, &label);
-            if record_seed {
-                rng.record_seed(cfg.privacy.seed);
-            }
-            let report = pipeline::run(
-                "train",
-                parties,
-                test,
-                &spec,
-                &mut rng,
-                t.elapsed().as_secs_f64(),
-                diagnostics,
-                &term::Bars::default(),
-            )?;
-            finish_job(
-                &report,
-                &out.unwrap_or(cfg.output.dir.clone()),
-                &cfg.data.label,
-            )
+    let Args {
+        config,
+        out,
+        diagnostics,
+        record_seed,
+    } = a;
+    let cfg = TrainConfig::load(&config)?;
+    let t = Instant::now();
+    let cols = cfg.data.columns();
+    let bar = crate::term::bar(cfg.data.parties.len() as u64, "reading parties");
+    let mut parties = Vec::new();
+    for p in &cfg.data.parties {
+        parties.push(read_parquet(p, &cols)?);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let test = cfg
+        .data
+        .test
+        .as_ref()
+        .map(|p| read_parquet(p, &cols))
+        .transpose()?;
+    let spec = JobSpec {
+        objective: Objective::new(cfg.model.lambda)?,
+        solver: cfg.model.solver(),
+        privacy: cfg.privacy.spec(),
+        device: device(&cfg.compute.device)?,
+        transform: cfg.data.transform()?,
+        aggregation: cfg.crypto.aggregation()?.into_aggregator(),
+    };
+    let label = format!(
+        "{}|parties={:?}|label={}",
+        job_label("train", &spec, 0),
+        cfg.data.parties,
+        cfg.data.label
+    );
+    let mut rng = NoiseRng::for_release(cfg.privacy.seed, &label);
+    if record_seed {
+        rng.record_seed(cfg.privacy.seed);
+    }
+    let report = pipeline::run(
+        "train",
+        parties,
+        test,
+        &spec,
+        &mut rng,
+        t.elapsed().as_secs_f64(),
+        diagnostics,
+        &term::Bars::default(),
+    )?;
+    finish_job(
+        &report,
+        &out.unwrap_or(cfg.output.dir.clone()),
+        &cfg.data.label,
+    )
 }

@@ -1,12 +1,12 @@
 //! `kinsey tree`: DP decision trees (seed 002).
 
 use super::common::*;
-use kinsey_data::attributes::{AttributeSpec, read_categorical_data};
-use kinsey_stats::tree::{self, Score, Selection, TreeConfig};
-use kinsey_data::output::Outputs;
-use kinsey_dp::Neighbours;
 use kinsey_core::{Error, Result};
+use kinsey_data::attributes::{AttributeSpec, read_categorical_data};
+use kinsey_data::output::Outputs;
 use kinsey_data::output::write_json;
+use kinsey_dp::Neighbours;
+use kinsey_stats::tree::{self, Score, Selection, TreeConfig};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -125,14 +125,22 @@ fn run_tree(a: &Args) -> Result<Done> {
     o.ensure_dir(&a.out)?;
     if selection == Selection::None {
         // The non-private tree is exact data: it is a diagnostic, never a release.
-        kinsey_data::output::write_diagnostics(&mut o, &a.out.join("tree.NOT-PRIVATE.json"), &res.root)?;
+        kinsey_data::output::write_diagnostics(
+            &mut o,
+            &a.out.join("tree.NOT-PRIVATE.json"),
+            &res.root,
+        )?;
         let report = json!({
             "kind": "kinsey.tree_non_private.v1",
             "input": a.input, "attributes": train.names, "classes": train.class_labels,
             "config": res.config, "leaves": res.leaves, "test": a.test,
             "test_accuracy": test_acc,
         });
-        kinsey_data::output::write_diagnostics(&mut o, &a.out.join("report.NOT-PRIVATE.json"), &report)?;
+        kinsey_data::output::write_diagnostics(
+            &mut o,
+            &a.out.join("report.NOT-PRIVATE.json"),
+            &report,
+        )?;
         let written = o.commit()?;
         let summary = format!(
             "{} non-private tree (--selection none), depth {}, {} leaves: written as NOT PRIVATE diagnostics{}",
@@ -143,11 +151,7 @@ fn run_tree(a: &Args) -> Result<Done> {
                 .map(|v| format!("; test accuracy {v:.4}"))
                 .unwrap_or_default()
         );
-        return Ok(Done {
-            summary,
-            written,
-            report,
-        });
+        return Ok(Done { summary, written });
     }
     write_json(&mut o, &a.out.join("tree.json"), &res.root)?;
     let summary = format!(

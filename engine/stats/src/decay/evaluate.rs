@@ -1,7 +1,7 @@
 //! `kinsey decay --evaluate`: the error of the private estimates against the true sums
 //! (computed here, never written); the CLI draws the true-vs-private chart.
 
-use super::Mechanism;
+use super::DecayedSum;
 use kinsey_core::{Error, Result};
 use serde::Serialize;
 
@@ -17,8 +17,12 @@ pub struct ColumnError {
 }
 
 /// Per-column errors, and the true values (for the chart).
-pub fn errors(m: &Mechanism, xs: &[f64], est: &[Vec<f64>]) -> (Vec<ColumnError>, Vec<Vec<f64>>) {
-    let truths = m.truth_columns(xs);
+pub fn errors(
+    m: &dyn DecayedSum,
+    xs: &[f64],
+    est: &[Vec<f64>],
+) -> (Vec<ColumnError>, Vec<Vec<f64>>) {
+    let truths = m.truth(xs);
     let last = (xs.len() as u64).saturating_sub(1);
     let stats = m
         .columns()
@@ -33,7 +37,7 @@ pub fn errors(m: &Mechanism, xs: &[f64], est: &[Vec<f64>]) -> (Vec<ColumnError>,
                 rmse: (errs.clone().map(|d| d * d).sum::<f64>() / n).sqrt(),
                 mean_abs_error: errs.clone().map(f64::abs).sum::<f64>() / n,
                 max_abs_error: errs.fold(0.0, |a, d| a.max(d.abs())),
-                theoretical_std_last_step: m.std_at_col(c, last),
+                theoretical_std_last_step: m.noise_std(c, last),
                 mean_true_value: t.iter().sum::<f64>() / n,
             }
         })
@@ -64,7 +68,7 @@ mod tests {
 
     #[test]
     fn errors_and_ranges() {
-        let m = Mechanism::build("window", Some(2), None, None, 1.0, 1.0, [0; 32]).expect("ok");
+        let m = super::super::WindowSum::new(2, 1.0, 1.0, [0; 32]).expect("ok");
         let xs = [1.0, 0.0, 1.0];
         let est = vec![vec![2.0, 1.0, 0.0]]; // truth 1, 1, 1
         let (e, t) = errors(&m, &xs, &est);

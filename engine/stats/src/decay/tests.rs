@@ -2,6 +2,9 @@
 //! theoretical standard deviation; a privacy test on neighbouring streams with power
 //! against 30% too little noise.
 
+use super::allwindow::zeta;
+use super::exponential::exponential_sensitivity;
+use super::tree::*;
 use super::*;
 
 fn series(n: usize, seed: u64) -> Vec<f64> {
@@ -18,9 +21,9 @@ fn window_online_equals_bulk_bit_for_bit() {
     let xs = series(40_000, 1); // crosses the 16,384-step segment boundaries
     for w in [1u64, 5, 64, 1000, 20_000] {
         let m = WindowSum::new(w, 0.7, 3.0, [w as u8; 32]).expect("ok");
-        let bulk = m.bulk(&xs);
+        let bulk = m.bulk_series(&xs);
         let mut online = m.clone();
-        let on: Vec<f64> = xs.iter().map(|&x| online.push(x)).collect();
+        let on: Vec<f64> = xs.iter().map(|&x| online.advance(x)).collect();
         assert_eq!(bulk.len(), xs.len());
         assert!(
             on.iter()
@@ -30,13 +33,12 @@ fn window_online_equals_bulk_bit_for_bit() {
         );
         // Streaming in uneven chunks gives the same numbers.
         let mut streamed = Vec::new();
-        let chunks = xs.chunks(7_777).map(|c| Ok::<_, ()>(c.to_vec()));
-        let n = m
-            .stream(chunks, |o| {
-                streamed.extend_from_slice(o);
-                Ok(())
-            })
-            .expect("stream");
+        let mut st = m.clone();
+        for c in xs.chunks(7_777) {
+            let o = DecayedSum::stream(&mut st, c).expect("stream");
+            streamed.extend_from_slice(&o[0]);
+        }
+        let n = streamed.len() as u64;
         assert_eq!(n, xs.len() as u64);
         assert!(
             streamed
@@ -53,20 +55,25 @@ fn exponential_and_running_online_equal_bulk_bit_for_bit() {
     let xs = series(70_000, 2); // crosses the 65,536-step bulk chunk
     for alpha in [0.5, 0.9, 0.999] {
         let m = ExponentialSum::new(alpha, 1.0, 3.0, [9; 32]).expect("ok");
-        let bulk = m.bulk(&xs).expect("bulk");
+        let bulk = m.bulk_series(&xs).expect("bulk");
         let mut online = m.clone();
         for (t, &x) in xs.iter().enumerate() {
-            let v = online.push(x).expect("push");
+            let v = online.advance(x).expect("push");
             assert_eq!(v.to_bits(), bulk[t].to_bits(), "alpha {alpha}, t {t}");
         }
     }
     let m = ExponentialSum::running(70_000, 1.0, 3.0, [3; 32]).expect("ok");
-    let bulk = m.bulk(&xs).expect("bulk");
+    let bulk = m.bulk_series(&xs).expect("bulk");
     let mut online = m.clone();
     for (t, &x) in xs.iter().enumerate() {
-        assert_eq!(online.push(x).expect("push").to_bits(), bulk[t].to_bits());
+        assert_eq!(
+            online.advance(x).expect("push").to_bits(),
+            bulk[t].to_bits()
+        );
     }
-    let e = m.bulk(&series(70_001, 3)).expect_err("past the horizon");
+    let e = m
+        .bulk_series(&series(70_001, 3))
+        .expect_err("past the horizon");
     assert!(e.to_string().contains("horizon"), "{e}");
 }
 
@@ -96,7 +103,7 @@ fn errors_match_the_theoretical_standard_deviation() {
             let mut key = [0u8; 32];
             key[..8].copy_from_slice(&r.to_le_bytes());
             let m = WindowSum::new(w, 1.0, 3.0, key).expect("ok");
-            let out = m.bulk(&xs[..=j]);
+            let out = m.bulk_series(&xs[..=j]);
             (out[j], true_window(&xs, w as usize, j), m.std_at(j as u64))
         });
     }
@@ -107,7 +114,7 @@ fn errors_match_the_theoretical_standard_deviation() {
             let mut key = [1u8; 32];
             key[..8].copy_from_slice(&r.to_le_bytes());
             let m = ExponentialSum::new(alpha, 1.0, 3.0, key).expect("ok");
-            let out = m.bulk(&xs[..=j]).expect("bulk");
+            let out = m.bulk_series(&xs[..=j]).expect("bulk");
             (out[j], truth, m.std_at(j as u64))
         });
     }
@@ -117,7 +124,7 @@ fn errors_match_the_theoretical_standard_deviation() {
         let mut key = [2u8; 32];
         key[..8].copy_from_slice(&r.to_le_bytes());
         let m = ExponentialSum::running(3000, 1.0, 3.0, key).expect("ok");
-        let out = m.bulk(&xs[..=j]).expect("bulk");
+        let out = m.bulk_series(&xs[..=j]).expect("bulk");
         (out[j], truth, m.std_at(j as u64))
     });
 }
@@ -154,7 +161,7 @@ fn measured_epsilon(noise_factor: f64) -> f64 {
             m.noise = m.noise.scaled(noise_factor);
             h = m.h;
             for &x in data.iter() {
-                m.push(x);
+                m.advance(x);
             }
             // The leaf counter of step 5 (kept: the window still covers it).
             if m.rel.get(0, 5) >= 3.0 {
@@ -205,22 +212,32 @@ fn baselines_have_their_stated_error() {
         check_std(&format!("laplace {w}"), 2000, |r| {
             let mut key = [4u8; 32];
             key[..8].copy_from_slice(&r.to_le_bytes());
-            let m = Mechanism::build("laplace", Some(w), None, None, 1.0, 1.0, key).expect("ok");
-            (m.bulk(&xs).expect("run")[j], truth, m.std_at(j as u64))
+            let m = build("laplace", &window(w), &public(key)).expect("ok");
+            (
+                m.bulk(&xs).expect("run")[0][j],
+                truth,
+                m.noise_std(0, j as u64),
+            )
         });
         check_std(&format!("rr {w}"), 2000, |r| {
             let mut key = [6u8; 32];
             key[..8].copy_from_slice(&r.to_le_bytes());
-            let m = Mechanism::build("rr", Some(w), None, None, 1.0, 1.0, key).expect("ok");
-            (m.bulk(&xs).expect("run")[j], truth, m.std_at(j as u64))
+            let m = build("rr", &window(w), &public(key)).expect("ok");
+            (
+                m.bulk(&xs).expect("run")[0][j],
+                truth,
+                m.noise_std(0, j as u64),
+            )
         });
     }
-    let m = Mechanism::build("rr", Some(4), None, None, 1.0, 1.0, [0; 32]).expect("ok");
+    let mut m = build("rr", &window(4), &public([0; 32])).expect("ok");
     let e = m.bulk(&[0.0, 2.0]).expect_err("not bits");
-    assert!(e.to_string().contains("step 1"), "{e}");
-    let e = Mechanism::build("windw", Some(4), None, None, 1.0, 1.0, [0; 32]).expect_err("x");
+    assert!(e.to_string().contains("bits (0 or 1)"), "{e}");
+    let e = m.push(2.0, &mut [0.0]).expect_err("not bits");
+    assert!(e.to_string().contains("bits (0 or 1)"), "{e}");
+    let e = build("windw", &window(4), &public([0; 32])).expect_err("x");
     assert!(e.to_string().contains("unknown model 'windw'"), "{e}");
-    let e = Mechanism::build("exponential", None, None, None, 1.0, 1.0, [0; 32]).expect_err("x");
+    let e = build("exponential", &ModelParams::default(), &public([0; 32])).expect_err("x");
     assert!(e.to_string().contains("--alpha"), "{e}");
 }
 
@@ -228,10 +245,10 @@ fn baselines_have_their_stated_error() {
 fn allwindow_online_equals_bulk_and_matches_theory() {
     let xs = series(70_000, 7);
     let m = AllWindowSum::new(&[1, 60, 1440], 1.0, 3.0, 2.0, [8; 32]).expect("ok");
-    let bulk = m.bulk(&xs);
+    let bulk = m.bulk_series(&xs);
     let mut online = m.clone();
     for (t, &x) in xs.iter().enumerate() {
-        let o = online.push(x);
+        let o = online.advance(x);
         for i in 0..3 {
             assert_eq!(o[i].to_bits(), bulk[i][t].to_bits(), "window {i} step {t}");
         }
@@ -249,7 +266,7 @@ fn allwindow_online_equals_bulk_and_matches_theory() {
         let mut key = [3u8; 32];
         key[..8].copy_from_slice(&r.to_le_bytes());
         let m = AllWindowSum::new(&[60, 1440], 1.0, 3.0, 2.0, key).expect("ok");
-        (m.bulk(&xs[..=j])[0][j], truth, m.std_at(0, j as u64))
+        (m.bulk_series(&xs[..=j])[0][j], truth, m.std_at(0, j as u64))
     });
     assert!(AllWindowSum::new(&[], 1.0, 1.0, 2.0, [0; 32]).is_err());
     assert!(AllWindowSum::new(&[4], 1.0, 1.0, 1.0, [0; 32]).is_err());
@@ -260,10 +277,10 @@ fn polynomial_online_equals_bulk_and_bicriteria_holds() {
     let xs = series(5000, 8);
     let (c, beta) = (1.5, 0.2);
     let m = PolynomialSum::new(c, beta, 1.0, 3.0, [4; 32], xs.len() as u64).expect("ok");
-    let bulk = m.bulk(&xs);
+    let bulk = m.bulk_series(&xs);
     let mut online = m.clone();
     for (t, &x) in xs.iter().enumerate() {
-        assert_eq!(online.push(x).to_bits(), bulk[t].to_bits(), "step {t}");
+        assert_eq!(online.advance(x).to_bits(), bulk[t].to_bits(), "step {t}");
     }
     // (1 - beta) F <= F' <= F against the exact polynomial sum.
     let approx = m.approx_truth(&xs);
@@ -282,7 +299,7 @@ fn polynomial_online_equals_bulk_and_bicriteria_holds() {
         let mut key = [2u8; 32];
         key[..8].copy_from_slice(&r.to_le_bytes());
         let m = PolynomialSum::new(c, beta, 1.0, 3.0, key, (j + 1) as u64).expect("ok");
-        (m.bulk(&xs[..=j])[j], truth, m.std_at(j as u64))
+        (m.bulk_series(&xs[..=j])[j], truth, m.std_at(j as u64))
     });
     assert!(PolynomialSum::new(1.0, 0.1, 1.0, 1.0, [0; 32], 10).is_err());
     assert!(PolynomialSum::new(2.0, 1.0, 1.0, 1.0, [0; 32], 10).is_err());
@@ -319,7 +336,7 @@ fn exponential_and_allwindow_neighbours_respect_epsilon_with_power() {
                 let mut m = ExponentialSum::new(alpha, 1.0, 1.0, key).expect("ok");
                 m.noise = m.noise.scaled(factor);
                 for &x in data {
-                    m.push(x).expect("push");
+                    m.advance(x).expect("push");
                 }
                 m.last_left[0]
             },
@@ -339,7 +356,7 @@ fn exponential_and_allwindow_neighbours_respect_epsilon_with_power() {
                 let mut m = AllWindowSum::new(&[8], 1.0, 1.0, 2.0, key).expect("ok");
                 m.levels[0] = m.levels[0].scaled(factor);
                 for &x in data {
-                    m.push(x);
+                    m.advance(x);
                 }
                 m.rel.get(0, 6)
             },
@@ -420,5 +437,65 @@ fn stated_sensitivities_bound_the_derived_ones() {
             derived > 0.5 * stated,
             "alpha {alpha}: the bound is not loose"
         );
+    }
+}
+
+fn window(w: u64) -> ModelParams {
+    ModelParams {
+        window: Some(w),
+        ..ModelParams::default()
+    }
+}
+
+fn public(key: [u8; 32]) -> Public {
+    Public {
+        epsilon: 1.0,
+        bound: 1.0,
+        key,
+    }
+}
+
+/// Every registered model: online push, bulk, chunked stream and a fresh copy's online
+/// path give the same numbers bit for bit, through the trait alone.
+#[test]
+fn every_model_agrees_on_all_paths_through_the_trait() {
+    let xs: Vec<f64> = series(20_000, 11)
+        .iter()
+        .map(|v| f64::from(*v > 1.5))
+        .collect();
+    let params = ModelParams {
+        window: Some(100),
+        windows: Some(vec![10, 300]),
+        alpha: Some(0.95),
+        c: Some(1.5),
+        beta: 0.2,
+        horizon: Some(xs.len() as u64),
+    };
+    for (name, _) in MODELS {
+        let m = build(name, &params, &public([7; 32])).expect(name);
+        let bulk = m.bulk(&xs).expect("bulk");
+        assert_eq!(bulk.len(), m.columns().len(), "{name}");
+        let online = m.online(&xs).expect("online");
+        let mut streamed = vec![Vec::new(); bulk.len()];
+        let mut s = m.fresh();
+        for c in xs.chunks(3_333) {
+            for (col, o) in s.stream(c).expect("stream").into_iter().enumerate() {
+                streamed[col].extend(o);
+            }
+        }
+        for col in 0..bulk.len() {
+            for (path, v) in [("online", &online[col]), ("stream", &streamed[col])] {
+                assert_eq!(v.len(), xs.len(), "{name} {path}");
+                assert!(
+                    v.iter()
+                        .zip(&bulk[col])
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{name}: {path} differs from bulk in column {col}"
+                );
+            }
+        }
+        assert!(m.sensitivity() > 0.0 && m.noise_std(0, 10) > 0.0, "{name}");
+        assert_eq!(m.truth(&xs).len(), bulk.len(), "{name}");
+        assert_eq!(m.guarantee().epsilon, 1.0, "{name}");
     }
 }

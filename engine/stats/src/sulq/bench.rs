@@ -31,8 +31,8 @@ pub fn run(
     let init = kmeans::random_centers(k, m.d, &mut rng);
     let plan = kmeans::plan(&cfg, m.d, epsilon, delta, Calibration::Zcdp, nb)?;
     let mut db = SulqDb::new(plan, rng.fork());
-    let kernel = kinsey_kernels::stats::KmeansKernel::select(device, &m.x, m.d)?;
-    let km = kmeans::run(&m, &cfg, &init, &mut db, &kernel)?;
+    let kernel = kinsey_kernels::kmeans::select(device, &m.x, m.d)?;
+    let km = kmeans::run(&m, &cfg, &init, &mut db, kernel.as_ref())?;
     let kmeans_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();

@@ -21,7 +21,8 @@ use super::{Calibration, Guarantee, Need, Plan, Sensitivity, SulqDb};
 use kinsey_core::{Error, Result};
 use kinsey_data::table::Matrix;
 use kinsey_dp::{Neighbours, NoiseRng};
-use kinsey_kernels::stats::{KmeansKernel, kmeans_sums};
+use kinsey_kernels::kmeans::KmeansKernel;
+use kinsey_kernels::kmeans::cpu::kmeans_sums;
 use serde::Serialize;
 
 /// What to run.
@@ -106,7 +107,7 @@ pub fn run(
     cfg: &KmeansConfig,
     init: &[f64],
     db: &mut SulqDb,
-    kernel: &KmeansKernel<'_>,
+    kernel: &dyn KmeansKernel,
 ) -> Result<KmeansResult> {
     check(m, cfg)?;
     let (k, d) = (cfg.k, m.d);
@@ -201,6 +202,7 @@ pub fn mean_inertia(m: &Matrix, centers: &[f64]) -> Result<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kinsey_kernels::kmeans::cpu::CpuKmeans;
 
     /// Three well separated blobs in [0,1]^2.
     fn blobs(n: usize, seed: u64) -> Matrix {
@@ -223,7 +225,7 @@ mod tests {
         let init = [0.1, 0.5, 0.5, 0.1, 0.9, 0.9];
         let p = plan(&cfg, 2, 1.0, 1e-6, Calibration::Zcdp, Neighbours::Bounded).expect("plan");
         let mut db = SulqDb::new(p, rng.fork());
-        let cpu = KmeansKernel::Cpu { x: &m.x, d: m.d };
+        let cpu = CpuKmeans { x: &m.x, d: m.d };
         let r = run(&m, &cfg, &init, &mut db, &cpu).expect("runs");
         assert!(
             (db.used() / db.plan.units - 1.0).abs() < 1e-6,
@@ -295,7 +297,7 @@ mod tests {
         let one = KmeansConfig { k: 1, iters: 1 };
         let p = plan(&one, 2, 1.0, 1e-6, Calibration::Zcdp, Neighbours::Bounded).expect("ok");
         let mut db = SulqDb::new(p, NoiseRng::from_seed_quiet(1));
-        let cpu = KmeansKernel::Cpu { x: &m.x, d: m.d };
+        let cpu = CpuKmeans { x: &m.x, d: m.d };
         assert!(run(&m, &bad, &[], &mut db, &cpu).is_err());
     }
 }

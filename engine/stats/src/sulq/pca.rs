@@ -21,7 +21,7 @@ use faer::{Mat, Side};
 use kinsey_core::{Error, Result};
 use kinsey_data::table::Matrix;
 use kinsey_dp::Neighbours;
-use kinsey_kernels::stats::{center_gram, gram_sums};
+use kinsey_kernels::gram::{center_gram, gram_sums};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -140,7 +140,7 @@ pub fn run(m: &Matrix, cfg: &PcaConfig, db: &mut SulqDb) -> Result<PcaResult> {
         return Err(Error::format(&m.source, "the data set has zero rows"));
     }
     let nb = db.plan.neighbours;
-    let (xtx, colsum) = kinsey_kernels::stats::gram_sums(&m.x, d)?;
+    let (xtx, colsum) = kinsey_kernels::gram::gram_sums(&m.x, d)?;
     let exact_n = m.n as f64;
     let (scatter, mean, n_used) = if cfg.center {
         let mut q = vec![exact_n];

@@ -16,7 +16,7 @@ use super::{Calibration, Guarantee, Need, Plan, Sensitivity, SulqDb};
 use kinsey_core::{Error, Result};
 use kinsey_data::table::Matrix;
 use kinsey_dp::Neighbours;
-use kinsey_kernels::stats::perceptron_sums;
+use kinsey_kernels::perceptron::perceptron_sums;
 use serde::Serialize;
 
 pub fn round_sensitivity(d: usize, neighbours: Neighbours) -> Sensitivity {

@@ -1,4 +1,4 @@
-//! GPU implementation through wgpu (Vulkan, Metal, DX12, GL). Runs on real GPUs and on
+//! The logistic kernel's GPU host side through wgpu (Vulkan, Metal, DX12; GL on request). Runs on real GPUs and on
 //! Mesa's lavapipe (a Vulkan driver on the CPU), which is how CI tests it.
 //!
 //! Data stay resident on the device, split into blocks so that no storage binding exceeds
@@ -6,19 +6,14 @@
 //! (f32), runs the three passes of `shaders/logistic.wgsl` per block, reads the per-chunk
 //! partial sums back and adds them in f64. The pipelines are built once per kernel.
 
-pub mod kmeans;
-
-use crate::{KernelError, LogisticKernel, LossSums, Rows};
-use std::sync::mpsc;
+use super::{LogisticKernel, LossSums};
+use crate::gpu::{GpuContext, MAX_WG, build_pipelines, read_pod, storage_entry, uniform_entry};
+use crate::{KernelError, Rows};
 use wgpu::util::DeviceExt;
 
 /// The WGSL source, validated at pipeline creation (and by `shader_validates` in tests).
-pub const LOGISTIC_WGSL: &str = include_str!("../../shaders/logistic.wgsl");
+pub const LOGISTIC_WGSL: &str = include_str!("../../../shaders/logistic.wgsl");
 
-/// Per-binding cap (the portable WebGPU default).
-const MAX_BINDING: u64 = 128 << 20;
-/// Max workgroups per dispatch dimension.
-const MAX_WG: u64 = 65_535;
 const GRAD_CHUNK: u32 = 256;
 const MIN_HESS_CHUNK: u32 = 1024;
 
@@ -42,117 +37,18 @@ struct Block {
     hread: wgpu::Buffer,
 }
 
-/// An open GPU device with the logistic pipelines.
-pub struct GpuContext {
-    device: wgpu::Device,
-    queue: wgpu::Queue,
-    info: wgpu::AdapterInfo,
-    limits: wgpu::Limits,
+/// The three passes of `shaders/logistic.wgsl` and their bind-group layout.
+struct Pipelines {
     layout: wgpu::BindGroupLayout,
     margins: wgpu::ComputePipeline,
     gradient: wgpu::ComputePipeline,
     hessian: wgpu::ComputePipeline,
 }
 
-impl std::fmt::Debug for GpuContext {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "GpuContext({})", self.describe())
-    }
-}
-
-fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
-    wgpu::BindGroupLayoutEntry {
-        binding,
-        visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer {
-            ty: wgpu::BufferBindingType::Storage { read_only },
-            has_dynamic_offset: false,
-            min_binding_size: None,
-        },
-        count: None,
-    }
-}
-
-fn uniform_entry(binding: u32) -> wgpu::BindGroupLayoutEntry {
-    wgpu::BindGroupLayoutEntry {
-        binding,
-        visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer {
-            ty: wgpu::BufferBindingType::Uniform,
-            has_dynamic_offset: false,
-            min_binding_size: None,
-        },
-        count: None,
-    }
-}
-
-/// One WGSL module, its bind group layout and a compute pipeline per entry point, with
-/// validation errors turned into `KernelError::Validation`.
-fn build_pipelines(
-    device: &wgpu::Device,
-    label: &str,
-    wgsl: &str,
-    entries: &[wgpu::BindGroupLayoutEntry],
-    entry_points: &[&str],
-) -> Result<(wgpu::BindGroupLayout, Vec<wgpu::ComputePipeline>), KernelError> {
-    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: Some(label),
-        source: wgpu::ShaderSource::Wgsl(wgsl.into()),
-    });
-    let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-        label: Some(label),
-        entries,
-    });
-    let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-        label: Some(label),
-        bind_group_layouts: &[Some(&layout)],
-        immediate_size: 0,
-    });
-    let pipes = entry_points
-        .iter()
-        .map(|entry| {
-            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(entry),
-                layout: Some(&pl),
-                module: &module,
-                entry_point: Some(entry),
-                compilation_options: Default::default(),
-                cache: None,
-            })
-        })
-        .collect();
-    if let Some(err) = pollster::block_on(scope.pop()) {
-        return Err(KernelError::Validation(err.to_string()));
-    }
-    Ok((layout, pipes))
-}
-
-impl GpuContext {
-    /// Open the first suitable adapter (high-performance preference; lavapipe qualifies).
-    pub fn open() -> Result<Self, KernelError> {
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
-            power_preference: wgpu::PowerPreference::HighPerformance,
-            force_fallback_adapter: false,
-            compatible_surface: None,
-            apply_limit_buckets: false,
-        }))
-        .map_err(|e| KernelError::NoAdapter(e.to_string()))?;
-        let info = adapter.get_info();
-        let limits = adapter.limits();
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("kinsey"),
-            required_features: wgpu::Features::empty(),
-            required_limits: limits.clone(),
-            experimental_features: wgpu::ExperimentalFeatures::disabled(),
-            memory_hints: wgpu::MemoryHints::Performance,
-            trace: wgpu::Trace::Off,
-        }))
-        .map_err(|e| KernelError::Device(e.to_string()))?;
+impl Pipelines {
+    fn new(ctx: &GpuContext) -> Result<Self, KernelError> {
         let (layout, pipes) = build_pipelines(
-            &device,
+            &ctx.device,
             "logistic.wgsl",
             LOGISTIC_WGSL,
             &[
@@ -170,38 +66,18 @@ impl GpuContext {
             .try_into()
             .map_err(|_| KernelError::Validation("expected three logistic pipelines".into()))?;
         Ok(Self {
-            device,
-            queue,
-            info,
-            limits,
             layout,
             margins,
             gradient,
             hessian,
         })
     }
-
-    /// "NVIDIA H100 (Vulkan, DiscreteGpu)" or "llvmpipe (Vulkan, Cpu)".
-    pub fn describe(&self) -> String {
-        format!(
-            "{} ({:?}, {:?})",
-            self.info.name, self.info.backend, self.info.device_type
-        )
-    }
-
-    /// Whether the adapter is a software rasteriser (lavapipe/llvmpipe).
-    pub fn is_software(&self) -> bool {
-        self.info.device_type == wgpu::DeviceType::Cpu
-    }
-
-    fn binding_cap(&self) -> u64 {
-        MAX_BINDING.min(self.limits.max_storage_buffer_binding_size)
-    }
 }
 
 /// GPU logistic kernel: data resident on the device.
 pub struct GpuLogistic {
     ctx: GpuContext,
+    pipes: Pipelines,
     n: usize,
     d: usize,
     w_buf: wgpu::Buffer,
@@ -244,9 +120,9 @@ pub fn hess_chunk(rows: usize, d: usize, cap: u64) -> u32 {
 }
 
 impl GpuLogistic {
-    /// Open a device and upload the rows.
+    /// Upload the rows to the process's GPU device.
     pub fn new(rows: Rows<'_>) -> Result<Self, KernelError> {
-        Self::with_context(GpuContext::open()?, rows)
+        Self::with_context(GpuContext::shared()?, rows)
     }
 
     /// Upload the rows to an already opened device.
@@ -255,6 +131,7 @@ impl GpuLogistic {
         if n == 0 {
             return Err(KernelError::Input("no rows".into()));
         }
+        let pipes = Pipelines::new(&ctx)?;
         let cap = ctx.binding_cap();
         let per_block = block_rows(d, cap)?;
         if (d * d * 4) as u64 > cap {
@@ -323,7 +200,7 @@ impl GpuLogistic {
             let hread = plain("hread", hsize, read);
             let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("logistic block"),
-                layout: &ctx.layout,
+                layout: &pipes.layout,
                 entries: &[
                     wgpu::BindGroupEntry {
                         binding: 0,
@@ -373,6 +250,7 @@ impl GpuLogistic {
         }
         Ok(Self {
             ctx,
+            pipes,
             n,
             d,
             w_buf,
@@ -384,31 +262,6 @@ impl GpuLogistic {
     pub fn context(&self) -> &GpuContext {
         &self.ctx
     }
-}
-
-/// Read a mapped staging buffer as plain values (f32 partial sums, u32 assignments).
-fn read_pod<T: bytemuck::Pod>(
-    device: &wgpu::Device,
-    buf: &wgpu::Buffer,
-) -> Result<Vec<T>, KernelError> {
-    let (tx, rx) = mpsc::channel();
-    buf.slice(..).map_async(wgpu::MapMode::Read, move |r| {
-        let _ = tx.send(r);
-    });
-    device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .map_err(|e| KernelError::Map(e.to_string()))?;
-    rx.recv()
-        .map_err(|e| KernelError::Map(e.to_string()))?
-        .map_err(|e| KernelError::Map(e.to_string()))?;
-    let out = {
-        let view = buf
-            .get_mapped_range(..)
-            .map_err(|e| KernelError::Map(e.to_string()))?;
-        bytemuck::cast_slice::<u8, T>(&view).to_vec()
-    };
-    buf.unmap();
-    Ok(out)
 }
 
 impl LogisticKernel for GpuLogistic {
@@ -448,15 +301,15 @@ impl LogisticKernel for GpuLogistic {
                     timestamp_writes: None,
                 });
                 pass.set_bind_group(0, &b.bind, &[]);
-                pass.set_pipeline(&self.ctx.margins);
+                pass.set_pipeline(&self.pipes.margins);
                 let groups = b.rows.div_ceil(256);
                 let gx = groups.min(MAX_WG as u32);
                 pass.dispatch_workgroups(gx, groups.div_ceil(gx), 1);
-                pass.set_pipeline(&self.ctx.gradient);
+                pass.set_pipeline(&self.pipes.gradient);
                 pass.dispatch_workgroups((d as u32 + 1).div_ceil(64), b.grad_chunks, 1);
                 if hessian {
                     let tiles = (d as u32).div_ceil(16);
-                    pass.set_pipeline(&self.ctx.hessian);
+                    pass.set_pipeline(&self.pipes.hessian);
                     pass.dispatch_workgroups(tiles, tiles, b.hess_chunks);
                 }
             }
@@ -505,8 +358,8 @@ impl LogisticKernel for GpuLogistic {
 
 #[cfg(test)]
 mod tests {
+    use super::super::cpu::CpuLogistic;
     use super::*;
-    use crate::cpu::CpuLogistic;
     use rand::{Rng, SeedableRng};
 
     fn data(n: usize, d: usize, seed: u64) -> (Vec<f32>, Vec<f32>, Vec<f64>) {
@@ -536,13 +389,13 @@ mod tests {
     /// CI installs lavapipe so that an adapter always exists there.
     #[test]
     fn gpu_matches_cpu() {
-        let ctx = GpuContext::open().expect("a GPU adapter (lavapipe in CI) must be available");
+        let ctx = GpuContext::shared().expect("a GPU adapter (lavapipe in CI) must be available");
         eprintln!("adapter: {}", ctx.describe());
         for &(n, d) in &[(5000usize, 123usize), (3001, 7), (1500, 40)] {
             let (x, y, w) = data(n, d, n as u64);
             let rows = Rows::new(&x, &y, d).expect("shape");
             let cpu = CpuLogistic::new(rows).eval(&w, true).expect("cpu");
-            let ctx = GpuContext::open().expect("adapter");
+            let ctx = GpuContext::shared().expect("adapter");
             let gpu = GpuLogistic::with_context(ctx, rows)
                 .expect("upload")
                 .eval(&w, true)
@@ -572,16 +425,5 @@ mod tests {
         let hc = hess_chunk(1_000_000, 1000, 128 << 20);
         assert!((1_000_000u64.div_ceil(hc as u64)) * 1000 * 1000 * 4 <= 128 << 20);
         assert!(block_rows(100_000_000, 128 << 20).is_err());
-    }
-
-    #[test]
-    fn shader_validates() {
-        let module = naga::front::wgsl::parse_str(LOGISTIC_WGSL).expect("WGSL parses");
-        naga::valid::Validator::new(
-            naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::empty(),
-        )
-        .validate(&module)
-        .expect("WGSL validates");
     }
 }

@@ -1,0 +1,235 @@
+//! Window sums for several window sizes at once from one tree.
+
+use super::noise::KeyedNoise;
+use super::tree::{Flat, Forest, Releases, first_id, interval_sum};
+use super::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
+use kinsey_core::{Error, Result, check_epsilon};
+use rayon::prelude::*;
+
+/// Riemann zeta `sum_{n >= 1} n^-s` for `s > 1` (partial sum plus Euler-Maclaurin tail).
+pub fn zeta(s: f64) -> f64 {
+    // The tail correction leaves an error of order n^(-s-3): below 1e-11 for s > 1.
+    let n = 1_000u32;
+    let partial: f64 = (1..=n).map(|k| f64::from(k).powf(-s)).sum();
+    let nf = f64::from(n);
+    partial + nf.powf(1.0 - s) / (s - 1.0) - 0.5 * nf.powf(-s) + s / 12.0 * nf.powf(-s - 1.0)
+}
+
+/// Window sums for several window sizes at once from one tree: level `k` (0-based) gets
+/// `eps_k = eps / (zeta(delta) (k + 1)^delta)`, so the levels together spend at most
+/// `sum_k eps_k = eps` however many levels and windows are used. Each `x_i` lies in one node
+/// per level (L1 sensitivity `B` per level), so level `k`'s counters get `Lap(B / eps_k)`. A
+/// window of size `W` uses the nodes of levels `<= ceil(log2 W)` covering it.
+#[derive(Debug, Clone)]
+pub struct AllWindowSum {
+    pub(super) windows: Vec<u64>,
+    pub(super) hs: Vec<u32>,
+    pub(super) h: u32,
+    pub(super) delta: f64,
+    pub(super) levels: Vec<KeyedNoise>,
+    pub(super) bound: f64,
+    pub(super) epsilon: f64,
+    pub(super) forest: Forest,
+    pub(super) rel: Releases,
+    pub(super) t: u64,
+    pub(super) next_id: u64,
+}
+
+impl AllWindowSum {
+    pub fn new(
+        windows: &[u64],
+        epsilon: f64,
+        bound: f64,
+        delta: f64,
+        key: [u8; 32],
+    ) -> Result<Self> {
+        check_epsilon("epsilon", epsilon)?;
+        check_bound(bound)?;
+        if windows.is_empty() || windows.contains(&0) {
+            return Err(Error::param(
+                "windows",
+                "list one or more window sizes, each >= 1 step",
+            ));
+        }
+        if !(delta > 1.0 && delta.is_finite()) {
+            return Err(Error::param(
+                "delta",
+                format!("the level exponent must be > 1, got {delta}"),
+            ));
+        }
+        let hs: Vec<u32> = windows
+            .iter()
+            .map(|w| w.next_power_of_two().trailing_zeros())
+            .collect();
+        let h = hs.iter().copied().max().unwrap_or(0);
+        let z = zeta(delta);
+        let levels = (0..=h)
+            .map(|k| {
+                let eps_k = epsilon / (z * f64::from(k + 1).powf(delta));
+                KeyedNoise::new_exact(
+                    key,
+                    5,
+                    bound,
+                    1,
+                    eps_k,
+                    (1u64 << h) as f64 * bound,
+                    4 * (h + 1),
+                )
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            windows: windows.to_vec(),
+            hs,
+            h,
+            delta,
+            levels,
+            bound,
+            epsilon,
+            forest: Forest::new(h, 1.0),
+            rel: Releases::new(h),
+            t: 0,
+            next_id: 0,
+        })
+    }
+
+    pub fn windows(&self) -> &[u64] {
+        &self.windows
+    }
+
+    pub(crate) fn calibration(&self) -> Calibration {
+        Calibration {
+            model: format!(
+                "all windows (W = {:?}, delta = {}, levels 0..={})",
+                self.windows, self.delta, self.h
+            ),
+            epsilon: self.epsilon,
+            bound: self.bound,
+            levels: self.h + 1,
+            sensitivity: self.bound,
+            counter_scale: self.levels[0].scale(),
+            counter_std: self.levels[0].std_dev(),
+        }
+    }
+
+    /// Standard deviation of window `i`'s estimate at step `j`.
+    pub(crate) fn std_at(&self, i: usize, j: u64) -> f64 {
+        let l = (j + 1).saturating_sub(self.windows[i]);
+        interval_sum(l, j, self.hs[i], |k, _| {
+            self.levels[k as usize].std_dev().powi(2)
+        })
+        .sqrt()
+    }
+
+    /// Online: one step in, one estimate per window out.
+    pub(crate) fn advance(&mut self, x: f64) -> Vec<f64> {
+        let t = self.t;
+        let (levels, rel, next_id) = (&self.levels, &mut self.rel, &mut self.next_id);
+        self.forest.step(t, x, |k, m, v| {
+            let n = &levels[k as usize];
+            rel.push(k, m, n.release(v, n.z(*next_id)));
+            *next_id += 1;
+        });
+        let out = self
+            .windows
+            .iter()
+            .zip(&self.hs)
+            .map(|(&w, &h)| {
+                let l = (t + 1).saturating_sub(w);
+                interval_sum(l, t, h, |k, m| self.rel.get(k, m))
+            })
+            .collect();
+        self.t += 1;
+        let wmax = self.windows.iter().copied().max().unwrap_or(1);
+        self.rel.prune(self.t.saturating_sub(wmax));
+        out
+    }
+
+    /// Bulk: per window, all estimates; parallel over segments; same numbers as `push`.
+    pub(crate) fn bulk_series(&self, xs: &[f64]) -> Vec<Vec<f64>> {
+        let block = 1u64 << self.h;
+        let seg = block.max(1 << 15);
+        let n = xs.len() as u64;
+        let parts: Vec<Vec<Vec<f64>>> = (0..n.div_ceil(seg))
+            .into_par_iter()
+            .map(|s| {
+                let start = s * seg;
+                let stop = (start + seg).min(n);
+                let from = ((start / block) * block).saturating_sub(block);
+                let mut forest = Forest::new(self.h, 1.0);
+                let mut rel = Flat::default();
+                rel.reset(self.h, from);
+                let first = first_id(from, self.h);
+                let mut words = vec![[0u64; 2]; (first_id(stop, self.h) - first) as usize];
+                self.levels[0].words(first, &mut words);
+                let mut idx = 0usize;
+                for t in from..stop {
+                    forest.step(t, xs[t as usize], |k, _m, v| {
+                        let nz = &self.levels[k as usize];
+                        let id = first + idx as u64;
+                        rel.push(k, nz.release(v, nz.draw(id, words[idx])));
+                        idx += 1;
+                    });
+                }
+                self.windows
+                    .iter()
+                    .zip(&self.hs)
+                    .map(|(&w, &h)| {
+                        (start..stop)
+                            .map(|t| {
+                                let l = (t + 1).saturating_sub(w);
+                                interval_sum(l, t, h, |k, m| rel.get(k, m))
+                            })
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        (0..self.windows.len())
+            .map(|i| parts.iter().flat_map(|p| p[i].iter().copied()).collect())
+            .collect()
+    }
+}
+
+/// `allwindow`: needs `--windows`; the level exponent is 2.
+pub(crate) fn build(p: &ModelParams, c: &Public) -> Result<Box<dyn DecayedSum>> {
+    let windows = p.need("allwindow", "windows", &p.windows)?;
+    Ok(Box::new(AllWindowSum::new(
+        &windows, c.epsilon, c.bound, 2.0, c.key,
+    )?))
+}
+
+impl DecayedSum for AllWindowSum {
+    fn calibration(&self) -> Calibration {
+        AllWindowSum::calibration(self)
+    }
+
+    fn columns(&self) -> Vec<String> {
+        self.windows.iter().map(|w| format!("window_{w}")).collect()
+    }
+
+    fn noise_std(&self, column: usize, j: u64) -> f64 {
+        self.std_at(column, j)
+    }
+
+    fn push(&mut self, x: f64, out: &mut [f64]) -> Result<()> {
+        out.copy_from_slice(&self.advance(x));
+        Ok(())
+    }
+
+    fn bulk(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>> {
+        Ok(self.bulk_series(xs))
+    }
+
+    fn truth(&self, xs: &[f64]) -> Vec<Vec<f64>> {
+        self.windows.iter().map(|&w| window_truth(xs, w)).collect()
+    }
+
+    fn fresh(&self) -> Box<dyn DecayedSum> {
+        let mut m = self.clone();
+        m.forest = Forest::new(self.h, 1.0);
+        m.rel = Releases::new(self.h);
+        m.t = 0;
+        m.next_id = 0;
+        Box::new(m)
+    }
+}

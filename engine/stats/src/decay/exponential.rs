@@ -1,0 +1,249 @@
+//! Exponentially decayed sums, and the binary mechanism for running sums (alpha = 1 over
+//! a declared horizon).
+
+use super::noise::KeyedNoise;
+use super::tree::{Forest, first_id};
+use super::{Calibration, DecayedSum, ModelParams, Public, check_bound};
+use kinsey_core::{Error, Result, check_epsilon};
+
+/// Exponentially decayed sums `sum alpha^(j - i) x_i` (and, with `alpha = 1` over a declared
+/// horizon, the binary mechanism for running sums).
+#[derive(Debug, Clone)]
+pub struct ExponentialSum {
+    pub(super) alpha: f64,
+    pub(super) h: u32,
+    pub(super) noise: KeyedNoise,
+    pub(super) bound: f64,
+    pub(super) epsilon: f64,
+    pub(super) sensitivity: f64,
+    pub(super) forest: Forest,
+    /// Latest released left node per level.
+    pub(super) last_left: Vec<f64>,
+    /// alpha^(2^k).
+    pub(super) pow: Vec<f64>,
+    pub(super) t: u64,
+    pub(super) next_id: u64,
+    pub(super) horizon: Option<u64>,
+}
+
+/// `sum_k alpha^(2^(k-1) - 1)` over `levels` levels (all of them while terms matter).
+pub fn exponential_sensitivity(alpha: f64, levels: u32) -> f64 {
+    let mut s = 0.0;
+    for k in 1..=levels {
+        let e = (2f64).powi(k as i32 - 1) - 1.0;
+        let term = alpha.powf(e);
+        s += term;
+        if term < 1e-18 * s {
+            break;
+        }
+    }
+    s
+}
+
+impl ExponentialSum {
+    pub fn new(alpha: f64, epsilon: f64, bound: f64, key: [u8; 32]) -> Result<Self> {
+        if !(alpha > 0.0 && alpha < 1.0) {
+            return Err(Error::param(
+                "alpha",
+                format!("the decay must be in (0, 1), got {alpha}"),
+            ));
+        }
+        Self::build(alpha, 62, None, epsilon, bound, key)
+    }
+
+    /// The binary mechanism over at most `horizon` steps.
+    pub fn running(horizon: u64, epsilon: f64, bound: f64, key: [u8; 32]) -> Result<Self> {
+        if horizon < 1 {
+            return Err(Error::param("horizon", "must be >= 1 step"));
+        }
+        let h = horizon.next_power_of_two().trailing_zeros();
+        Self::build(1.0, h, Some(horizon), epsilon, bound, key)
+    }
+
+    fn build(
+        alpha: f64,
+        h: u32,
+        horizon: Option<u64>,
+        epsilon: f64,
+        bound: f64,
+        key: [u8; 32],
+    ) -> Result<Self> {
+        check_epsilon("epsilon", epsilon)?;
+        check_bound(bound)?;
+        let levels = h + 1;
+        let sensitivity = bound * exponential_sensitivity(alpha, levels);
+        let noise = KeyedNoise::new(key, 1, sensitivity, levels, epsilon)?;
+        let forest = Forest::new(h, alpha);
+        let pow = forest.left_weight.clone();
+        Ok(Self {
+            alpha,
+            h,
+            noise,
+            bound,
+            epsilon,
+            sensitivity,
+            forest,
+            last_left: vec![0.0; levels as usize],
+            pow,
+            t: 0,
+            next_id: 0,
+            horizon,
+        })
+    }
+
+    pub(crate) fn calibration(&self) -> Calibration {
+        Calibration {
+            model: match self.horizon {
+                Some(t) => format!("running (binary mechanism, horizon {t})"),
+                None => format!("exponential (alpha = {})", self.alpha),
+            },
+            epsilon: self.epsilon,
+            bound: self.bound,
+            levels: self.h + 1,
+            sensitivity: self.sensitivity,
+            counter_scale: self.noise.scale(),
+            counter_std: self.noise.std_dev(),
+        }
+    }
+
+    /// Standard deviation of the estimate at step `j`.
+    pub(crate) fn std_at(&self, j: u64) -> f64 {
+        // Left nodes of j + 1's binary digits, each weighted by alpha^(j - u).
+        let mut var = 0.0;
+        let mut end = j + 1; // exclusive end of the remaining prefix
+        for k in 0..=self.h {
+            if (j + 1) >> k & 1 == 1 {
+                let dist = (j + 1) - end;
+                var += self.alpha.powf(2.0 * dist as f64);
+                end -= 1 << k;
+            }
+        }
+        var.sqrt() * self.noise.std_dev()
+    }
+
+    #[inline]
+    fn output(&self, t: u64) -> f64 {
+        let n = t + 1;
+        let mut acc = 0.0;
+        for k in (0..=self.h).rev() {
+            if n >> k & 1 == 1 {
+                acc = acc * self.pow[k as usize] + self.last_left[k as usize];
+            }
+        }
+        acc
+    }
+
+    /// Step `t`; `z(noise, id)` gives counter `id`'s draw, asked for released (left) nodes only.
+    fn take(&mut self, t: u64, x: f64, z: &mut impl FnMut(&KeyedNoise, u64) -> i64) -> Result<f64> {
+        if let Some(hz) = self.horizon.filter(|&hz| t >= hz) {
+            return Err(Error::param(
+                "horizon",
+                format!("the stream is longer than the declared horizon of {hz} steps"),
+            ));
+        }
+        let (noise, last, next_id) = (&self.noise, &mut self.last_left, &mut self.next_id);
+        self.forest.step(t, x, |k, m, v| {
+            if m & 1 == 0 {
+                last[k as usize] = noise.release(v, z(noise, *next_id));
+            }
+            *next_id += 1;
+        });
+        Ok(self.output(t))
+    }
+
+    /// Online: one step in, the decayed sum up to here out.
+    pub(crate) fn advance(&mut self, x: f64) -> Result<f64> {
+        let t = self.t;
+        let out = self.take(t, x, &mut |noise, id| noise.z(id))?;
+        self.t += 1;
+        Ok(out)
+    }
+
+    /// Bulk: sequential over the series (one pass, noise drawn in keystream order), same
+    /// numbers as `push`.
+    pub(crate) fn bulk_series(&self, xs: &[f64]) -> Result<Vec<f64>> {
+        self.clone().bulk_continue(xs)
+    }
+
+    /// Bulk from the current state on (streaming: call it chunk after chunk).
+    /// The keystream is read in order, but only the left nodes' words become draws (the
+    /// right nodes, half the ids, are never released).
+    pub(crate) fn bulk_continue(&mut self, xs: &[f64]) -> Result<Vec<f64>> {
+        let mut out = Vec::with_capacity(xs.len());
+        let mut words = Vec::new();
+        for part in xs.chunks(1 << 16) {
+            let start = self.t;
+            let first = first_id(start, self.h);
+            let count = (first_id(start + part.len() as u64, self.h) - first) as usize;
+            words.resize(count, [0u64; 2]);
+            self.noise.words(first, &mut words);
+            for (i, &x) in part.iter().enumerate() {
+                let w = &words;
+                let mut z = |n: &KeyedNoise, id: u64| n.draw(id, w[(id - first) as usize]);
+                out.push(self.take(start + i as u64, x, &mut z)?);
+            }
+            self.t = start + part.len() as u64;
+        }
+        Ok(out)
+    }
+}
+
+/// `exponential`: needs `--alpha`.
+pub(crate) fn build(p: &ModelParams, c: &Public) -> Result<Box<dyn DecayedSum>> {
+    let alpha = p.need("exponential", "alpha", &p.alpha)?;
+    Ok(Box::new(ExponentialSum::new(
+        alpha, c.epsilon, c.bound, c.key,
+    )?))
+}
+
+/// `running`: needs `--horizon` (the CLI defaults it to the public series length).
+pub(crate) fn build_running(p: &ModelParams, c: &Public) -> Result<Box<dyn DecayedSum>> {
+    let horizon = p.need("running", "horizon", &p.horizon)?;
+    Ok(Box::new(ExponentialSum::running(
+        horizon, c.epsilon, c.bound, c.key,
+    )?))
+}
+
+impl DecayedSum for ExponentialSum {
+    fn calibration(&self) -> Calibration {
+        ExponentialSum::calibration(self)
+    }
+
+    fn noise_std(&self, _column: usize, j: u64) -> f64 {
+        self.std_at(j)
+    }
+
+    fn push(&mut self, x: f64, out: &mut [f64]) -> Result<()> {
+        out[0] = self.advance(x)?;
+        Ok(())
+    }
+
+    fn bulk(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>> {
+        Ok(vec![self.bulk_series(xs)?])
+    }
+
+    fn stream(&mut self, chunk: &[f64]) -> Result<Vec<Vec<f64>>> {
+        Ok(vec![self.bulk_continue(chunk)?])
+    }
+
+    fn truth(&self, xs: &[f64]) -> Vec<Vec<f64>> {
+        let mut s = 0.0;
+        vec![
+            xs.iter()
+                .map(|&x| {
+                    s = self.alpha * s + x;
+                    s
+                })
+                .collect(),
+        ]
+    }
+
+    fn fresh(&self) -> Box<dyn DecayedSum> {
+        let mut m = self.clone();
+        m.forest = Forest::new(self.h, self.alpha);
+        m.last_left.iter_mut().for_each(|v| *v = 0.0);
+        m.t = 0;
+        m.next_id = 0;
+        Box::new(m)
+    }
+}

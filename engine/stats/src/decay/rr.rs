@@ -1,0 +1,143 @@
+//! Baseline for bits: randomized response. Each bit is flipped with probability
+//! `p = 1 / (1 + e^eps)` (eps-DP per step, and a step is in one report), debiased as
+//! `(y - p) / (1 - 2p)`, and the window sums of the debiased values are released.
+
+use super::{Calibration, DecayedSum, ModelParams, Public, window_truth};
+use kinsey_core::{Error, Result, check_epsilon};
+use kinsey_dp::release::Guarantee;
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
+use std::collections::VecDeque;
+
+/// Randomized response on a 0/1 series, summed over a window.
+#[derive(Debug, Clone)]
+pub struct RandomizedResponse {
+    w: u64,
+    p: f64,
+    key: [u8; 32],
+    epsilon: f64,
+    /// Online: the flip stream, the last `W` debiased reports and their running sum.
+    rng: ChaCha20Rng,
+    recent: VecDeque<f64>,
+    sum: f64,
+}
+
+fn flip_stream(key: [u8; 32]) -> ChaCha20Rng {
+    let mut r = ChaCha20Rng::from_seed(key);
+    r.set_stream(3);
+    r
+}
+
+/// One bit's debiased report, from the next word of the flip stream (flip probability `p`).
+fn report(p: f64, r: &mut ChaCha20Rng, x: f64) -> f64 {
+    let threshold = (p * (1u64 << 53) as f64) as u64;
+    let flip = (r.next_u64() >> 11) < threshold;
+    let y = if flip { 1.0 - x } else { x };
+    (y - p) / (1.0 - 2.0 * p)
+}
+
+fn not_bits() -> Error {
+    // Names the problem, not the private step or value.
+    Error::param(
+        "model",
+        "randomized response needs a series of bits (0 or 1); the input has other values",
+    )
+}
+
+impl RandomizedResponse {
+    /// The baseline over windows of `w` steps.
+    pub fn new(w: u64, epsilon: f64, key: [u8; 32]) -> Result<Self> {
+        check_epsilon("epsilon", epsilon)?;
+        if w < 1 {
+            return Err(Error::param("window", "the window must be >= 1 step"));
+        }
+        Ok(Self {
+            w,
+            p: 1.0 / (1.0 + epsilon.exp()),
+            key,
+            epsilon,
+            rng: flip_stream(key),
+            recent: VecDeque::new(),
+            sum: 0.0,
+        })
+    }
+
+    /// Standard deviation of the estimate at step `j`.
+    pub(crate) fn std_at(&self, j: u64) -> f64 {
+        let n = (j + 1).min(self.w) as f64;
+        (n * self.p * (1.0 - self.p)).sqrt() / (1.0 - 2.0 * self.p)
+    }
+}
+
+/// `rr`: needs `--window`; the input must be bits.
+pub(crate) fn build(p: &ModelParams, c: &Public) -> Result<Box<dyn DecayedSum>> {
+    let w = p.need("rr", "window", &p.window)?;
+    Ok(Box::new(RandomizedResponse::new(w, c.epsilon, c.key)?))
+}
+
+impl DecayedSum for RandomizedResponse {
+    fn calibration(&self) -> Calibration {
+        Calibration {
+            model: format!("randomized response baseline (W = {})", self.w),
+            epsilon: self.epsilon,
+            bound: 1.0,
+            levels: 1,
+            sensitivity: 1.0,
+            counter_scale: 0.0,
+            counter_std: self.std_at(0),
+        }
+    }
+
+    fn noise_std(&self, _column: usize, j: u64) -> f64 {
+        self.std_at(j)
+    }
+
+    fn push(&mut self, x: f64, out: &mut [f64]) -> Result<()> {
+        if x != 0.0 && x != 1.0 {
+            return Err(not_bits());
+        }
+        let v = report(self.p, &mut self.rng, x);
+        self.sum += v;
+        self.recent.push_back(v);
+        if self.recent.len() as u64 > self.w {
+            self.sum -= self.recent.pop_front().unwrap_or(0.0);
+        }
+        out[0] = self.sum;
+        Ok(())
+    }
+
+    fn bulk(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>> {
+        if xs.iter().any(|&x| x != 0.0 && x != 1.0) {
+            return Err(not_bits());
+        }
+        let mut r = flip_stream(self.key);
+        let debiased: Vec<f64> = xs.iter().map(|&x| report(self.p, &mut r, x)).collect();
+        Ok(vec![window_truth(&debiased, self.w)])
+    }
+
+    fn truth(&self, xs: &[f64]) -> Vec<Vec<f64>> {
+        vec![window_truth(xs, self.w)]
+    }
+
+    fn fresh(&self) -> Box<dyn DecayedSum> {
+        let mut m = self.clone();
+        m.rng = flip_stream(self.key);
+        m.recent.clear();
+        m.sum = 0.0;
+        Box::new(m)
+    }
+
+    fn guarantee(&self) -> Guarantee {
+        Guarantee {
+            kind: "pure".into(),
+            epsilon: self.epsilon,
+            delta: 0.0,
+            neighbours: "change one step's bit".into(),
+            mechanism: format!(
+                "randomized response (flip probability 1 / (1 + e^eps)), W = {}",
+                self.w
+            ),
+            sensitivity: "1 (each step is in one report)".into(),
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! The dyadic forest every tree mechanism shares: nodes completing at each step, the
+//! released values kept per level, and the canonical decomposition of an interval.
+//! Node (level `k`, index `m`) covers steps `[m 2^k, (m + 1) 2^k - 1]`; nodes are numbered
+//! in the order they complete (at each step, the levels that close, bottom up), which is
+//! also their noise id.
+
+/// The nodes completing at one step, bottom up, with their true values.
+#[derive(Debug, Clone)]
+pub(super) struct Forest {
+    /// Highest level (nodes above are not formed).
+    pub(super) h: u32,
+    /// True value of the left child waiting for its sibling, per level.
+    pub(super) pending: Vec<f64>,
+    /// Weight of a left child when merged with its right sibling, per child level.
+    pub(super) left_weight: Vec<f64>,
+}
+
+impl Forest {
+    pub(super) fn new(h: u32, alpha: f64) -> Self {
+        let mut left_weight = Vec::with_capacity(h as usize + 1);
+        let mut a = alpha;
+        for _ in 0..=h {
+            left_weight.push(a); // alpha^(2^k): the right sibling of a level-k node has 2^k steps
+            a *= a;
+        }
+        Self {
+            h,
+            pending: vec![0.0; h as usize + 1],
+            left_weight,
+        }
+    }
+
+    /// Step `t` with value `x`: calls `emit(k, m, true value)` for every node that completes.
+    #[inline]
+    pub(super) fn step(&mut self, t: u64, x: f64, mut emit: impl FnMut(u32, u64, f64)) {
+        let mut v = x;
+        let mut k = 0u32;
+        loop {
+            let m = t >> k;
+            emit(k, m, v);
+            if k == self.h {
+                break;
+            }
+            if m & 1 == 0 {
+                self.pending[k as usize] = v;
+                break;
+            }
+            let w = self.left_weight[k as usize];
+            v = if w == 1.0 {
+                self.pending[k as usize] + v
+            } else {
+                w * self.pending[k as usize] + v
+            };
+            k += 1;
+        }
+    }
+}
+
+/// Number of nodes (levels `0..=h`) that complete before step `t`: the noise id of the
+/// first node completing at `t`.
+pub(super) fn first_id(t: u64, h: u32) -> u64 {
+    (0..=h.min(63)).map(|j| t >> j).sum()
+}
+
+/// Released values of the recent nodes, per level.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Releases {
+    /// Per level: index of the first kept node, and the kept values.
+    pub(super) levels: Vec<(u64, std::collections::VecDeque<f64>)>,
+}
+
+impl Releases {
+    pub(super) fn new(h: u32) -> Self {
+        Self {
+            levels: (0..=h)
+                .map(|_| (0, std::collections::VecDeque::new()))
+                .collect(),
+        }
+    }
+
+    pub(super) fn push(&mut self, k: u32, m: u64, v: f64) {
+        let (base, q) = &mut self.levels[k as usize];
+        if q.is_empty() {
+            *base = m;
+        }
+        debug_assert_eq!(*base + q.len() as u64, m);
+        q.push_back(v);
+    }
+
+    #[inline]
+    pub(super) fn get(&self, k: u32, m: u64) -> f64 {
+        let (base, q) = &self.levels[k as usize];
+        q[(m - base) as usize]
+    }
+
+    /// Drop nodes that end before step `keep_from`.
+    pub(super) fn prune(&mut self, keep_from: u64) {
+        for (k, (base, q)) in self.levels.iter_mut().enumerate() {
+            let first_needed = keep_from >> k;
+            while *base < first_needed && !q.is_empty() {
+                q.pop_front();
+                *base += 1;
+            }
+        }
+    }
+}
+
+/// Released values of one segment's nodes, per level, from the segment's first step.
+#[derive(Default)]
+pub(super) struct Flat {
+    pub(super) levels: Vec<(u64, Vec<f64>)>,
+}
+
+impl Flat {
+    /// Empty levels `0..=h` starting at step `from`, keeping their allocations.
+    pub(super) fn reset(&mut self, h: u32, from: u64) {
+        self.levels.resize_with(h as usize + 1, Default::default);
+        for (k, (base, v)) in self.levels.iter_mut().enumerate() {
+            *base = from >> k;
+            v.clear();
+        }
+    }
+
+    #[inline]
+    pub(super) fn push(&mut self, k: u32, v: f64) {
+        self.levels[k as usize].1.push(v);
+    }
+
+    #[inline]
+    pub(super) fn get(&self, k: u32, m: u64) -> f64 {
+        let (base, v) = &self.levels[k as usize];
+        v[(m - base) as usize]
+    }
+}
+
+/// Prefix and suffix sums of one block's canonical decompositions. Steps at or after
+/// `stop` are not formed yet; their entries are left at zero and never read.
+pub(super) fn block_sums(
+    rel: &Flat,
+    h: u32,
+    start: u64,
+    stop: u64,
+    pre: &mut [f64],
+    suf: &mut [f64],
+) {
+    let wp = pre.len();
+    let n = ((stop.saturating_sub(start)) as usize).min(wp);
+    for o in 0..n {
+        let size = 1usize << (o + 1).trailing_zeros();
+        let k = size.trailing_zeros();
+        let node = rel.get(k, (start + (o + 1 - size) as u64) >> k);
+        pre[o] = if o + 1 == size {
+            node
+        } else {
+            pre[o - size] + node
+        };
+    }
+    if n == wp {
+        for o in (0..wp).rev() {
+            let size = if o == 0 {
+                wp
+            } else {
+                1usize << o.trailing_zeros()
+            };
+            let k = size.trailing_zeros().min(h);
+            let node = rel.get(k, (start + o as u64) >> k);
+            suf[o] = if o + size == wp {
+                node
+            } else {
+                node + suf[o + size]
+            };
+        }
+    }
+}
+
+/// Sum of the released nodes covering `[l, u]` (maximal aligned nodes of level `<= h`, left
+/// to right): the one combination both paths use.
+#[inline]
+pub(super) fn interval_sum(l: u64, u: u64, h: u32, get: impl Fn(u32, u64) -> f64) -> f64 {
+    let mut s = 0.0;
+    let mut at = l;
+    while at <= u {
+        // The largest aligned node starting at `at` that fits in [at, u] and the forest.
+        let fits = 63 - (u - at + 1).leading_zeros();
+        let k = at.trailing_zeros().min(h).min(fits);
+        s += get(k, at >> k);
+        at += 1u64 << k;
+    }
+    s
+}

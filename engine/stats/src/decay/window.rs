@@ -1,0 +1,304 @@
+//! The sliding-window sum of the last `W` steps (seed 004, Theorem 1).
+
+use super::noise::KeyedNoise;
+use super::tree::{Flat, Forest, Releases, block_sums, first_id, interval_sum};
+use super::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
+use kinsey_core::{Error, Result, check_epsilon};
+use rayon::prelude::*;
+
+/// The sliding-window sum of the last `W` steps.
+#[derive(Debug, Clone)]
+pub struct WindowSum {
+    pub(super) w: u64,
+    pub(super) h: u32,
+    pub(super) noise: KeyedNoise,
+    /// Every sum of releases is exact (bulk may reorder additions).
+    pub(super) exact_sums: bool,
+    pub(super) bound: f64,
+    pub(super) epsilon: f64,
+    pub(super) forest: Forest,
+    pub(super) rel: Releases,
+    pub(super) t: u64,
+    pub(super) next_id: u64,
+    /// Chunked stream: the steps kept from earlier chunks (from a block boundary on) and
+    /// the step of `hist[0]`.
+    pub(super) hist: Vec<f64>,
+    pub(super) hist_base: u64,
+}
+
+impl WindowSum {
+    pub fn new(w: u64, epsilon: f64, bound: f64, key: [u8; 32]) -> Result<Self> {
+        Self::with_stream(w, epsilon, bound, key, 0)
+    }
+
+    /// An instance with its own noise stream (several instances under one key).
+    pub fn with_stream(
+        w: u64,
+        epsilon: f64,
+        bound: f64,
+        key: [u8; 32],
+        stream: u64,
+    ) -> Result<Self> {
+        check_epsilon("epsilon", epsilon)?;
+        check_bound(bound)?;
+        if w < 1 {
+            return Err(Error::param("window", "the window must be >= 1 step"));
+        }
+        let h = w.next_power_of_two().trailing_zeros();
+        // Every release is a grid multiple and every sum the bulk path forms (at most 4(h + 1)
+        // releases, each at most W' B plus noise) is exact, so online and bulk may add the
+        // same nodes in different orders and still agree bit for bit.
+        let exact = KeyedNoise::new_exact(
+            key,
+            stream,
+            f64::from(h + 1) * bound,
+            h + 1,
+            epsilon,
+            (1u64 << h) as f64 * bound,
+            4 * (h + 1),
+        )?;
+        let fine = KeyedNoise::new(key, stream, f64::from(h + 1) * bound, h + 1, epsilon)?;
+        // Exact sums need a grid within 2^52 of the largest sum; when the noise is so much
+        // larger than the sensitivity that this grid would inflate the scale, keep the fine
+        // grid and let bulk add the nodes in the online order instead.
+        let exact_sums = exact.scale() <= fine.scale() * (1.0 + 1e-6);
+        let noise = if exact_sums { exact } else { fine };
+        Ok(Self {
+            w,
+            h,
+            noise,
+            exact_sums,
+            bound,
+            epsilon,
+            forest: Forest::new(h, 1.0),
+            rel: Releases::new(h),
+            t: 0,
+            next_id: 0,
+            hist: Vec::new(),
+            hist_base: 0,
+        })
+    }
+
+    pub(crate) fn calibration(&self) -> Calibration {
+        Calibration {
+            model: format!("window (W = {}, blocks of {})", self.w, 1u64 << self.h),
+            epsilon: self.epsilon,
+            bound: self.bound,
+            levels: self.h + 1,
+            sensitivity: f64::from(self.h + 1) * self.bound,
+            counter_scale: self.noise.scale(),
+            counter_std: self.noise.std_dev(),
+        }
+    }
+
+    /// Standard deviation of the estimate at step `j` (sum of the independent counters used).
+    pub(crate) fn std_at(&self, j: u64) -> f64 {
+        let l = (j + 1).saturating_sub(self.w);
+        let nodes = interval_sum(l, j, self.h, |_, _| 1.0);
+        nodes.sqrt() * self.noise.std_dev()
+    }
+
+    /// Online: one step in, the estimate of the window ending here out.
+    pub(crate) fn advance(&mut self, x: f64) -> f64 {
+        let t = self.t;
+        let (noise, rel, next_id) = (&self.noise, &mut self.rel, &mut self.next_id);
+        self.forest.step(t, x, |k, m, v| {
+            rel.push(k, m, noise.release(v, noise.z(*next_id)));
+            *next_id += 1;
+        });
+        let l = (t + 1).saturating_sub(self.w);
+        let out = interval_sum(l, t, self.h, |k, m| self.rel.get(k, m));
+        self.t += 1;
+        self.rel.prune(self.t.saturating_sub(self.w));
+        out
+    }
+
+    /// Bulk: the estimates for a whole series, in parallel over segments of whole blocks.
+    /// Same key, same numbers as `push`, bit for bit.
+    pub(crate) fn bulk_series(&self, xs: &[f64]) -> Vec<f64> {
+        self.bulk_offset(xs, 0, 0)
+    }
+
+    /// The next chunk of a stream processed in bulk: memory is the chunk plus two blocks.
+    fn stream_chunk(&mut self, chunk: &[f64]) -> Vec<f64> {
+        let block = 1u64 << self.h;
+        let start = self.hist_base + self.hist.len() as u64;
+        self.hist.extend_from_slice(chunk);
+        let out = self.bulk_offset(&self.hist, self.hist_base, start);
+        let end = self.hist_base + self.hist.len() as u64;
+        let keep = (end / block).saturating_sub(1) * block;
+        self.hist.drain(..(keep - self.hist_base) as usize);
+        self.hist_base = keep;
+        out
+    }
+
+    /// `xs[i]` is step `base + i` (`base` a multiple of the block); the estimates for steps
+    /// `out_from .. base + xs.len()`.
+    fn bulk_offset(&self, xs: &[f64], base: u64, out_from: u64) -> Vec<f64> {
+        let block = 1u64 << self.h;
+        let seg = block.max(1 << 15);
+        let end = base + xs.len() as u64;
+        let mut out = vec![0.0; (end - out_from) as usize];
+        // Segments are aligned to `seg` in step numbers; the first may start late.
+        let first_len = ((out_from / seg + 1) * seg).min(end) - out_from;
+        let (head, tail) = out.split_at_mut(first_len as usize);
+        let mut pieces: Vec<(u64, &mut [f64])> = vec![(out_from, head)];
+        let mut at = out_from + first_len;
+        for c in tail.chunks_mut(seg as usize) {
+            let len = c.len() as u64;
+            pieces.push((at, c));
+            at += len;
+        }
+        pieces
+            .into_par_iter()
+            .for_each_init(Scratch::default, |sc, (start, dst)| {
+                self.segment(xs, base, start, start + dst.len() as u64, dst, sc);
+            });
+        out
+    }
+
+    /// Estimates for steps `start..stop` into `dst`, rebuilding the blocks they need.
+    fn segment(
+        &self,
+        xs: &[f64],
+        base: u64,
+        start: u64,
+        stop: u64,
+        dst: &mut [f64],
+        sc: &mut Scratch,
+    ) {
+        let block = 1u64 << self.h;
+        // The window can reach back into the previous block: rebuild it too.
+        let from = ((start / block) * block).saturating_sub(block).max(base);
+        let mut forest = Forest::new(self.h, 1.0);
+        sc.rel.reset(self.h, from);
+        let first = first_id(from, self.h);
+        let count = (first_id(stop, self.h) - first) as usize;
+        sc.z.clear();
+        sc.z.resize(count, 0);
+        self.noise.fill(first, &mut sc.z);
+        let (rel, z) = (&mut sc.rel, &sc.z);
+        let mut idx = 0usize;
+        for t in from..stop {
+            forest.step(t, xs[(t - base) as usize], |k, _m, v| {
+                rel.push(k, self.noise.release(v, z[idx]));
+                idx += 1;
+            });
+        }
+        // Per block: prefix sums Pre[o] (nodes of [start, start + o]) and suffix sums
+        // Suf[o] (nodes of [start + o, end]), one addition per step each. All releases
+        // are grid multiples and these sums are exact, so they equal `interval_sum`.
+        let wp = block as usize;
+        let b0 = from / block;
+        let nb = (stop.div_ceil(block) - b0) as usize;
+        sc.pre.resize(nb * wp, 0.0);
+        sc.suf.resize(nb * wp, 0.0);
+        for i in 0..nb {
+            let sb = (b0 + i as u64) * block;
+            block_sums(
+                &sc.rel,
+                self.h,
+                sb,
+                stop,
+                &mut sc.pre[i * wp..(i + 1) * wp],
+                &mut sc.suf[i * wp..(i + 1) * wp],
+            );
+        }
+        let (rel, pre_all, suf_all) = (&sc.rel, &sc.pre, &sc.suf);
+        for (d, t) in dst.iter_mut().zip(start..stop) {
+            let b = t / block;
+            let sb = b * block;
+            let i = (b - b0) as usize;
+            let pre = &pre_all[i * wp..(i + 1) * wp];
+            let o = (t - sb) as usize;
+            let l = (t + 1).saturating_sub(self.w);
+            *d = if sb + block > stop || !self.exact_sums {
+                // A block the segment ends inside: no suffix sums yet.
+                interval_sum(l, t, self.h, |k, m| rel.get(k, m))
+            } else if l == sb {
+                pre[o]
+            } else if l < sb {
+                suf_all[(i - 1) * wp + (l - (sb - block)) as usize] + pre[o]
+            } else {
+                let suf = &suf_all[i * wp..(i + 1) * wp];
+                let p = 63 - (l ^ (t + 1)).leading_zeros();
+                let c = ((t + 1) >> p) << p;
+                let lo = (l - sb) as usize;
+                let co = (c - sb) as usize;
+                let right = pre[o] - if co > 0 { pre[co - 1] } else { 0.0 };
+                let left = suf[lo] - if co < wp { suf[co] } else { 0.0 };
+                left + right
+            };
+        }
+    }
+}
+
+/// Per-thread buffers reused across segments (no page faults per segment).
+#[derive(Default)]
+struct Scratch {
+    z: Vec<i64>,
+    rel: Flat,
+    pre: Vec<f64>,
+    suf: Vec<f64>,
+}
+
+/// `window`: needs `--window`.
+pub(crate) fn build(p: &ModelParams, c: &Public) -> Result<Box<dyn DecayedSum>> {
+    let w = p.need("window", "window", &p.window)?;
+    Ok(Box::new(WindowSum::new(w, c.epsilon, c.bound, c.key)?))
+}
+
+impl DecayedSum for WindowSum {
+    fn calibration(&self) -> Calibration {
+        WindowSum::calibration(self)
+    }
+
+    fn noise_std(&self, _column: usize, j: u64) -> f64 {
+        self.std_at(j)
+    }
+
+    fn push(&mut self, x: f64, out: &mut [f64]) -> Result<()> {
+        if self.hist_base + self.hist.len() as u64 > 0 {
+            return Err(Error::param(
+                "push",
+                "this window sum was fed by chunks (stream); keep streaming",
+            ));
+        }
+        out[0] = self.advance(x);
+        Ok(())
+    }
+
+    fn bulk(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>> {
+        Ok(vec![self.bulk_series(xs)])
+    }
+
+    fn stream(&mut self, chunk: &[f64]) -> Result<Vec<Vec<f64>>> {
+        if self.t > 0 {
+            // Fed online before: continue online (the same numbers).
+            return super::push_each(self, chunk);
+        }
+        Ok(vec![self.stream_chunk(chunk)])
+    }
+
+    fn truth(&self, xs: &[f64]) -> Vec<Vec<f64>> {
+        vec![window_truth(xs, self.w)]
+    }
+
+    fn fresh(&self) -> Box<dyn DecayedSum> {
+        let mut m = self.clone();
+        m.reset();
+        Box::new(m)
+    }
+}
+
+impl WindowSum {
+    /// Back to step 0 (same key and parameters).
+    pub(crate) fn reset(&mut self) {
+        self.forest = Forest::new(self.h, 1.0);
+        self.rel = Releases::new(self.h);
+        self.t = 0;
+        self.next_id = 0;
+        self.hist.clear();
+        self.hist_base = 0;
+    }
+}

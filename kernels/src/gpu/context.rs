@@ -1,0 +1,207 @@
+//! The GPU device, opened at most once per process, and the helpers every kernel's host
+//! side uses (written once here).
+//!
+//! The instance asks only for the primary backends (Vulkan, Metal, DX12) unless
+//! `WGPU_BACKEND` says otherwise: the GL backend probes for a Wayland display, which makes
+//! Mesa print `XDG_RUNTIME_DIR is invalid` on headless machines, and kinsey draws nothing.
+
+use crate::KernelError;
+use std::sync::{OnceLock, mpsc};
+
+/// Per-binding cap (the portable WebGPU default).
+pub(crate) const MAX_BINDING: u64 = 128 << 20;
+/// Max workgroups per dispatch dimension.
+pub(crate) const MAX_WG: u64 = 65_535;
+
+/// An open GPU device: adapter description, limits, device and queue. Cloning shares the
+/// device.
+#[derive(Clone)]
+pub struct GpuContext {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    info: wgpu::AdapterInfo,
+    limits: wgpu::Limits,
+}
+
+impl std::fmt::Debug for GpuContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GpuContext({})", self.describe())
+    }
+}
+
+/// The one probe of this process: the device, or why there is none.
+static SHARED: OnceLock<Result<GpuContext, KernelError>> = OnceLock::new();
+
+impl GpuContext {
+    /// The process's GPU device, opened on first use (one adapter probe per process; the
+    /// outcome is logged once at INFO).
+    pub fn shared() -> Result<Self, KernelError> {
+        SHARED
+            .get_or_init(|| {
+                let r = Self::open();
+                match &r {
+                    Ok(ctx) => tracing::info!("GPU adapter: {}", ctx.describe()),
+                    Err(e) => tracing::info!("no GPU adapter ({e})"),
+                }
+                r
+            })
+            .clone()
+    }
+
+    /// Open the first suitable adapter (high-performance preference; lavapipe qualifies).
+    fn open() -> Result<Self, KernelError> {
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+        if std::env::var_os("WGPU_BACKEND").is_none() {
+            desc.backends = wgpu::Backends::PRIMARY;
+        }
+        let instance = wgpu::Instance::new(desc);
+        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            force_fallback_adapter: false,
+            compatible_surface: None,
+            apply_limit_buckets: false,
+        }))
+        .map_err(|e| KernelError::NoAdapter(e.to_string()))?;
+        let info = adapter.get_info();
+        let limits = adapter.limits();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("kinsey"),
+            required_features: wgpu::Features::empty(),
+            required_limits: limits.clone(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        }))
+        .map_err(|e| KernelError::Device(e.to_string()))?;
+        Ok(Self {
+            device,
+            queue,
+            info,
+            limits,
+        })
+    }
+
+    /// The device a kernel should use under `pref`: `Cpu` gives `None`; `Gpu` the device or
+    /// an error; `Auto` a hardware GPU, or `None` when there is only a software rasteriser
+    /// (lavapipe/llvmpipe: correct but slower than the CPU path) or no adapter at all.
+    pub fn for_preference(pref: crate::DevicePref) -> Result<Option<Self>, KernelError> {
+        match pref {
+            crate::DevicePref::Cpu => Ok(None),
+            crate::DevicePref::Gpu => Self::shared().map(Some),
+            crate::DevicePref::Auto => Ok(Self::shared().ok().filter(|c| !c.is_software())),
+        }
+    }
+
+    /// "NVIDIA H100 (Vulkan, DiscreteGpu)" or "llvmpipe (Vulkan, Cpu)".
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({:?}, {:?})",
+            self.info.name, self.info.backend, self.info.device_type
+        )
+    }
+
+    /// Whether the adapter is a software rasteriser (lavapipe/llvmpipe).
+    pub fn is_software(&self) -> bool {
+        self.info.device_type == wgpu::DeviceType::Cpu
+    }
+
+    /// The largest storage binding a kernel may use.
+    pub(crate) fn binding_cap(&self) -> u64 {
+        MAX_BINDING.min(self.limits.max_storage_buffer_binding_size)
+    }
+}
+
+/// A compute-visible storage buffer entry.
+pub(crate) fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+/// A compute-visible uniform buffer entry.
+pub(crate) fn uniform_entry(binding: u32) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Uniform,
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+/// One WGSL module, its bind group layout and a compute pipeline per entry point, with
+/// validation errors turned into `KernelError::Validation`.
+pub(crate) fn build_pipelines(
+    device: &wgpu::Device,
+    label: &str,
+    wgsl: &str,
+    entries: &[wgpu::BindGroupLayoutEntry],
+    entry_points: &[&str],
+) -> Result<(wgpu::BindGroupLayout, Vec<wgpu::ComputePipeline>), KernelError> {
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some(label),
+        source: wgpu::ShaderSource::Wgsl(wgsl.into()),
+    });
+    let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: Some(label),
+        entries,
+    });
+    let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some(label),
+        bind_group_layouts: &[Some(&layout)],
+        immediate_size: 0,
+    });
+    let pipes = entry_points
+        .iter()
+        .map(|entry| {
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry),
+                layout: Some(&pl),
+                module: &module,
+                entry_point: Some(entry),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        })
+        .collect();
+    if let Some(err) = pollster::block_on(scope.pop()) {
+        return Err(KernelError::Validation(err.to_string()));
+    }
+    Ok((layout, pipes))
+}
+
+/// Read a mapped staging buffer as plain values (f32 partial sums, u32 assignments).
+pub(crate) fn read_pod<T: bytemuck::Pod>(
+    device: &wgpu::Device,
+    buf: &wgpu::Buffer,
+) -> Result<Vec<T>, KernelError> {
+    let (tx, rx) = mpsc::channel();
+    buf.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+        let _ = tx.send(r);
+    });
+    device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| KernelError::Map(e.to_string()))?;
+    rx.recv()
+        .map_err(|e| KernelError::Map(e.to_string()))?
+        .map_err(|e| KernelError::Map(e.to_string()))?;
+    let out = {
+        let view = buf
+            .get_mapped_range(..)
+            .map_err(|e| KernelError::Map(e.to_string()))?;
+        bytemuck::cast_slice::<u8, T>(&view).to_vec()
+    };
+    buf.unmap();
+    Ok(out)
+}

@@ -1,0 +1,9 @@
+//! What every GPU kernel shares: the process-wide device ([`GpuContext`], probed once),
+//! bind-group entries, pipeline creation with validation errors caught, and reading
+//! results back. Each kernel's own host side lives in its folder (`logistic/gpu.rs`,
+//! `kmeans/gpu.rs`) beside its CPU twin.
+
+mod context;
+
+pub use context::GpuContext;
+pub(crate) use context::{MAX_WG, build_pipelines, read_pod, storage_entry, uniform_entry};

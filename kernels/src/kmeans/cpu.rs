@@ -1,0 +1,37 @@
+//! The k-means step on the CPU (rayon, f32 distances as the shader computes them).
+
+use super::{KmeansKernel, KmeansSums, accumulate, nearest};
+use crate::KernelError;
+
+/// Rows borrowed for k-means steps on the CPU.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuKmeans<'a> {
+    /// Row-major rows.
+    pub x: &'a [f32],
+    /// Columns.
+    pub d: usize,
+}
+
+impl KmeansKernel for CpuKmeans<'_> {
+    fn describe(&self) -> String {
+        format!("cpu (rayon, {} threads)", rayon::current_num_threads())
+    }
+
+    fn sums(&self, centers: &[f64]) -> Result<KmeansSums, KernelError> {
+        kmeans_sums(self.x, self.d, centers)
+    }
+}
+
+/// Assign every row to its nearest centre and sum sizes and coordinates per centre.
+pub fn kmeans_sums(x: &[f32], d: usize, centers: &[f64]) -> Result<KmeansSums, KernelError> {
+    crate::whole_rows(x, d)?;
+    if centers.is_empty() || !centers.len().is_multiple_of(d) {
+        return Err(KernelError::Input(format!(
+            "{} centre values are not whole centres of {d} columns",
+            centers.len()
+        )));
+    }
+    let k = centers.len() / d;
+    let c32: Vec<f32> = centers.iter().map(|&v| v as f32).collect();
+    Ok(accumulate(x, d, k, |_, row| nearest(row, &c32, d)))
+}

@@ -1,0 +1,83 @@
+//! The SuLQ perceptron step: misclassified rows counted and their `y x` summed (CPU only:
+//! one pass of multiply-adds per row).
+
+use crate::{BLOCK_ROWS, KernelError};
+use rayon::prelude::*;
+
+/// Perceptron step sums at `w`: the number of rows with `y_i <x_i, w> <= 0` and the sum of
+/// `y_i x_i` over them.
+pub fn perceptron_sums(
+    x: &[f32],
+    y: &[f32],
+    d: usize,
+    w: &[f64],
+) -> Result<(f64, Vec<f64>), KernelError> {
+    let n = crate::whole_rows(x, d)?;
+    if y.len() != n || w.len() != d {
+        return Err(KernelError::Input(format!(
+            "{n} rows, {} labels and a weight vector of {} for {d} columns",
+            y.len(),
+            w.len()
+        )));
+    }
+    let partials: Vec<(f64, Vec<f64>)> = x
+        .par_chunks(BLOCK_ROWS * d)
+        .zip(y.par_chunks(BLOCK_ROWS))
+        .map(|(block, labels)| {
+            let mut count = 0.0;
+            let mut sums = vec![0.0; d];
+            for (row, &yi) in block.chunks_exact(d).zip(labels) {
+                let z: f64 = row.iter().zip(w).map(|(&a, b)| a as f64 * b).sum();
+                if yi as f64 * z <= 0.0 {
+                    count += 1.0;
+                    sums.iter_mut()
+                        .zip(row)
+                        .for_each(|(s, &v)| *s += (yi * v) as f64);
+                }
+            }
+            (count, sums)
+        })
+        .collect();
+    Ok(partials
+        .into_iter()
+        .fold((0.0, vec![0.0; d]), |(c, mut s), (bc, bs)| {
+            s.iter_mut().zip(&bs).for_each(|(a, b)| *a += b);
+            (c + bc, s)
+        }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    fn data(n: usize, d: usize, seed: u64) -> Vec<f32> {
+        let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        (0..n * d).map(|_| r.random::<f32>()).collect()
+    }
+
+    #[test]
+    fn perceptron_sums_match_the_definition() {
+        let (n, d) = (5_000, 3);
+        let x: Vec<f32> = data(n, d, 4).iter().map(|v| 2.0 * v - 1.0).collect();
+        let y: Vec<f32> = (0..n)
+            .map(|i| if x[i * d] > 0.1 { 1.0 } else { -1.0 })
+            .collect();
+        let w = [0.2, -0.1, 0.3];
+        let (c, s) = perceptron_sums(&x, &y, d, &w).expect("shapes");
+        let mut wc = 0.0;
+        let mut ws = vec![0.0; d];
+        for (row, &yi) in x.chunks(d).zip(&y) {
+            let z: f64 = (0..d).map(|t| row[t] as f64 * w[t]).sum();
+            if yi as f64 * z <= 0.0 {
+                wc += 1.0;
+                (0..d).for_each(|t| ws[t] += (yi * row[t]) as f64);
+            }
+        }
+        assert_eq!(c, wc);
+        for (a, b) in s.iter().zip(&ws) {
+            assert!((a - b).abs() < 1e-9);
+        }
+        assert!(perceptron_sums(&x, &y[1..], d, &w).is_err());
+    }
+}
