@@ -222,6 +222,7 @@ fn concat(parts: &[Dataset]) -> Dataset {
 /// Run the whole job. `parties` and `test` are transformed in place by `spec.transform`.
 /// Diagnostics (baselines, per-party figures, evaluation) are computed only when
 /// `diagnostics` is set.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     command: &str,
     mut parties: Vec<Dataset>,
@@ -233,27 +234,110 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<Report> {
     let t0 = Instant::now();
+    let (d, transformed) = prepare(&mut parties, test.as_mut(), spec)?;
+    let k = parties.len();
+    let fits = train_locally(&parties, spec, progress)?;
+    let t_local = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    let noisy = aggregate_noisy(&parties, &fits, spec, rng, progress)?;
+    let agg = noisy.aggregate;
+    let security_warning = agg.backend.as_ref().and_then(|b| {
+        b.insecure
+            .then(|| format!("INSECURE crypto backend '{}': {}", b.name, b.notes))
+    });
+    let smallest = aggregate::smallest_party(&noisy.inputs)?;
+    let t_agg = t1.elapsed().as_secs_f64();
+    let release = Release {
+        kinsey_version: env!("CARGO_PKG_VERSION").into(),
+        command: command.into(),
+        objective: "J(w) = (1/n) sum log(1 + exp(-y w.x)) + lambda w.w  (seed 001 eq. 2)".into(),
+        lambda: spec.objective.lambda,
+        strong_convexity: spec.objective.strong_convexity(),
+        solver: spec.solver,
+        privacy: spec.privacy,
+        gradient_bound: noisy.gradient_bound,
+        row_transform: spec.transform,
+        parties: k,
+        dim: d,
+        features: parties[0].features.clone(),
+        aggregator: agg.aggregator,
+        backend: agg.backend,
+        security_warning,
+        guarantee: guarantee(spec, k, d),
+        fixed_point_bits: aggregate::FIXED_POINT_BITS,
+        rng: rng.record(),
+        w: agg.w,
+    };
+    if !diagnostics {
+        return Ok(Report {
+            release,
+            diagnostics: None,
+        });
+    }
+    let job = Job {
+        parties: &parties,
+        test: test.as_ref(),
+        fits: &fits,
+        spec,
+        d,
+    };
+    let aggregation = AggregationFacts {
+        calibrations: noisy.calibrations,
+        transformed,
+        smallest,
+        protocol: agg.report,
+        protocol_summary: agg.summary,
+        matches: noisy.matches,
+    };
+    let timings = Timings {
+        ingest_s,
+        local_training_s: t_local,
+        aggregation_s: t_agg,
+        baselines_s: 0.0,
+        evaluation_s: 0.0,
+        total_s: 0.0,
+    };
+    let mut diagnostics = diagnose(&job, &release, aggregation, timings)?;
+    diagnostics.timings.total_s = ingest_s + t0.elapsed().as_secs_f64();
+    Ok(Report {
+        release,
+        diagnostics: Some(diagnostics),
+    })
+}
+
+/// Check the parties and the test set against each other and apply the row transform.
+/// Returns the dimension and, per party, how many rows the transform changed.
+fn prepare(
+    parties: &mut [Dataset],
+    mut test: Option<&mut Dataset>,
+    spec: &JobSpec,
+) -> Result<(usize, Vec<usize>)> {
     let first = parties
         .first()
         .ok_or_else(|| Error::param("parties", "no parties"))?;
     let d = first.d;
-    for p in &parties {
+    for p in parties.iter() {
         p.check_nonempty()?;
         parties[0].check_same_features(p)?;
     }
-    if let Some(t) = &test {
+    if let Some(t) = test.as_deref() {
         parties[0].check_same_features(t)?;
     }
     let mut transformed = Vec::new();
     for p in parties.iter_mut() {
         transformed.push(spec.transform.apply(p)?);
     }
-    if let Some(t) = test.as_mut() {
+    if let Some(t) = test.as_deref_mut() {
         // The test set is not protected by the release, but it must see the same features.
         if spec.transform != RowTransform::None {
             spec.transform.apply(t)?;
         }
     }
+    Ok((d, transformed))
+}
+
+/// Every party's local model, one after another (each fit is parallel inside).
+fn train_locally(parties: &[Dataset], spec: &JobSpec, progress: &dyn Progress) -> Result<Vec<Fit>> {
     let k = parties.len();
     progress.begin("training local classifiers", Some(k as u64));
     let fits = parties
@@ -266,14 +350,32 @@ pub fn run(
         .collect::<Result<Vec<_>>>();
     progress.end();
     let fits = fits?;
-    let t_local = t0.elapsed().as_secs_f64();
+    Ok(fits)
+}
 
-    // Aggregation: each party calibrates to its own size and draws its own noise.
-    let t1 = Instant::now();
+/// The aggregation's inputs and outcome.
+struct Noisy {
+    gradient_bound: f64,
+    inputs: Vec<PartyInput>,
+    calibrations: Vec<NoiseCalibration>,
+    aggregate: aggregate::Aggregate,
+    matches: Option<bool>,
+}
+
+/// Each party calibrates to its own size and draws its own noise; the chosen aggregator
+/// computes the noisy average, checked against the plaintext reference.
+fn aggregate_noisy(
+    parties: &[Dataset],
+    fits: &[Fit],
+    spec: &JobSpec,
+    rng: &mut NoiseRng,
+    progress: &dyn Progress,
+) -> Result<Noisy> {
+    let (k, d) = (parties.len(), fits.first().map_or(0, |f| f.w.len()));
     let g = public_gradient_bound(&fits, &spec.solver)?;
     let mut inputs = Vec::with_capacity(k);
     let mut calibrations = Vec::with_capacity(k);
-    for (p, f) in parties.iter().zip(&fits) {
+    for (p, f) in parties.iter().zip(fits) {
         let cal = aggregate::calibrate(&spec.objective, &spec.privacy, p.n(), k, d, g)?;
         let mut party_rng = rng.fork();
         inputs.push(PartyInput {
@@ -298,40 +400,49 @@ pub fn run(
         }
         (out, Some(true))
     };
-    let security_warning = agg.backend.as_ref().and_then(|b| {
-        b.insecure
-            .then(|| format!("INSECURE crypto backend '{}': {}", b.name, b.notes))
-    });
-    let smallest = aggregate::smallest_party(&inputs)?;
-    let t_agg = t1.elapsed().as_secs_f64();
-    let release = Release {
-        kinsey_version: env!("CARGO_PKG_VERSION").into(),
-        command: command.into(),
-        objective: "J(w) = (1/n) sum log(1 + exp(-y w.x)) + lambda w.w  (seed 001 eq. 2)".into(),
-        lambda: spec.objective.lambda,
-        strong_convexity: spec.objective.strong_convexity(),
-        solver: spec.solver,
-        privacy: spec.privacy,
+    Ok(Noisy {
         gradient_bound: g,
-        row_transform: spec.transform,
-        parties: k,
-        dim: d,
-        features: parties[0].features.clone(),
-        aggregator: agg.aggregator,
-        backend: agg.backend,
-        security_warning,
-        guarantee: guarantee(spec, k, d),
-        fixed_point_bits: aggregate::FIXED_POINT_BITS,
-        rng: rng.record(),
-        w: agg.w,
-    };
-    if !diagnostics {
-        return Ok(Report {
-            release,
-            diagnostics: None,
-        });
-    }
+        inputs,
+        calibrations,
+        aggregate: agg,
+        matches,
+    })
+}
 
+/// What the diagnostics read: the data, the fits and the job.
+struct Job<'a> {
+    parties: &'a [Dataset],
+    test: Option<&'a Dataset>,
+    fits: &'a [Fit],
+    spec: &'a JobSpec,
+    d: usize,
+}
+
+/// What the aggregation left for the diagnostics.
+struct AggregationFacts {
+    calibrations: Vec<NoiseCalibration>,
+    transformed: Vec<usize>,
+    smallest: usize,
+    protocol: Option<serde_json::Value>,
+    protocol_summary: Vec<String>,
+    matches: Option<bool>,
+}
+
+/// The NOT PRIVATE diagnostics: baselines on the pooled data, evaluation, per-party figures.
+fn diagnose(
+    job: &Job<'_>,
+    release: &Release,
+    facts: AggregationFacts,
+    mut timings: Timings,
+) -> Result<Diagnostics> {
+    let Job {
+        parties,
+        test,
+        fits,
+        spec,
+        d,
+    } = *job;
+    let k = parties.len();
     // Diagnostics: baselines on the pooled data, evaluation, per-party figures.
     let t2 = Instant::now();
     let pooled = concat(&parties);
@@ -357,7 +468,7 @@ pub fn run(
             name: name.into(),
             objective: obj,
             excess_objective: obj - j_star,
-            test_error: test.as_ref().map(|t| logreg::error_rate(w, &t.x, &t.y, d)),
+            test_error: test.map(|t| logreg::error_rate(w, &t.x, &t.y, d)),
             train_error: logreg::error_rate(w, &pooled.x, &pooled.y, d),
         });
     }
@@ -366,9 +477,9 @@ pub fn run(
     let bound = aggregate::theorem_4_2_bound(k, n_min, spec.objective.lambda);
     let party_reports = parties
         .iter()
-        .zip(&fits)
-        .zip(calibrations)
-        .zip(transformed)
+        .zip(fits)
+        .zip(facts.calibrations)
+        .zip(facts.transformed)
         .enumerate()
         .map(|(j, (((p, f), cal), tr))| PartyReport {
             party: j + 1,
@@ -383,23 +494,22 @@ pub fn run(
             hessian_rows: f.hessian_rows,
             seconds: f.seconds,
             device: f.device.clone(),
-            test_error: test
-                .as_ref()
-                .map(|t| logreg::error_rate(&f.w, &t.x, &t.y, d)),
+            test_error: test.map(|t| logreg::error_rate(&f.w, &t.x, &t.y, d)),
             noise: cal,
         })
         .collect::<Vec<_>>();
-    let t_eval = t3.elapsed().as_secs_f64();
-    let published_noise = party_reports[smallest].noise.clone();
+    timings.baselines_s = t_base;
+    timings.evaluation_s = t3.elapsed().as_secs_f64();
+    let published_noise = party_reports[facts.smallest].noise.clone();
     let diagnostics = Diagnostics {
         party_sizes: parties.iter().map(Dataset::n).collect(),
         parties: party_reports,
         published_noise,
-        protocol: agg.report,
-        protocol_summary: agg.summary,
-        matches_plaintext_reference: matches,
+        protocol: facts.protocol,
+        protocol_summary: facts.protocol_summary,
+        matches_plaintext_reference: facts.matches,
         compute_device: fits[0].device.clone(),
-        test_rows: test.as_ref().map(Dataset::n),
+        test_rows: test.map(Dataset::n),
         test_error: models[0].test_error,
         models,
         theorem_4_2: Theorem42 {
@@ -408,19 +518,9 @@ pub fn run(
             ratio: dist / bound,
             holds: dist <= bound,
         },
-        timings: Timings {
-            ingest_s,
-            local_training_s: t_local,
-            aggregation_s: t_agg,
-            baselines_s: t_base,
-            evaluation_s: t_eval,
-            total_s: ingest_s + t0.elapsed().as_secs_f64(),
-        },
+        timings,
     };
-    Ok(Report {
-        release,
-        diagnostics: Some(diagnostics),
-    })
+    Ok(diagnostics)
 }
 
 /// The published model file (what `kinsey predict` reads).

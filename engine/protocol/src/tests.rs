@@ -3,10 +3,16 @@
 
 use super::transport::{Direction, Peer, Stage};
 use super::*;
+use crate::wire::*;
+use kinsey_backend::AdditiveHe;
 use kinsey_backend::registry::BackendOptions;
+use kinsey_core::Result;
 use kinsey_dp::NoiseRng;
 use kinsey_dp::stattest::{ALPHA, chi_square_uniform};
+use kinsey_learn::aggregate::{self, PartyInput};
 use kinsey_learn::aggregate::{Aggregator, PlaintextAggregator, fixed_point_sum};
+use std::sync::Arc;
+use std::time::Duration;
 
 fn backend(name: &str) -> Arc<dyn AdditiveHe> {
     crate::registry::registry()

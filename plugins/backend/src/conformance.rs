@@ -19,69 +19,116 @@ fn random_i128(rng: &mut dyn rand_core::CryptoRng, bits: u32) -> i128 {
     raw >> (127 - bits) // arithmetic shift keeps the sign: |v| < 2^bits
 }
 
+/// Maps a backend error to the suite's message naming the operation.
+fn e(what: &'static str) -> impl Fn(BackendError) -> String {
+    move |err| fail(what, err)
+}
+
+/// The keys and random values the checks share.
+struct Fixture {
+    pk: crate::PublicKey,
+    sk: crate::SecretKey,
+    pb: u32,
+    a: Vec<i128>,
+    b: Vec<i128>,
+    small_a: Vec<i128>,
+    k: Vec<i128>,
+}
+
+/// The encryptions of the fixture's values the later checks reuse.
+struct Encrypted {
+    ca: Vec<Ciphertext>,
+    cb: Vec<Ciphertext>,
+    cs: Vec<Ciphertext>,
+}
+
 /// Run the whole suite; `Err` names the first property that failed.
 pub fn run(backend: &dyn AdditiveHe, rng: Rng<'_>) -> Result<(), String> {
     let info = backend.info();
-    fn e(what: &'static str) -> impl Fn(BackendError) -> String {
-        move |err| fail(what, err)
-    }
     let KeyPair {
         public: pk,
         secret: sk,
     } = backend.keygen(rng).map_err(e("keygen"))?;
     backend.check_public_key(&pk).map_err(e("own public key"))?;
     let pb = info.plaintext_bits.min(120);
-
-    // Homomorphic identities on random values (sized so sums and products stay in range).
+    // Random values sized so sums and products stay in range.
     let n = 16;
     let a: Vec<i128> = (0..n).map(|_| random_i128(rng, pb - 2)).collect();
     let b: Vec<i128> = (0..n).map(|_| random_i128(rng, pb - 2)).collect();
     let small_a: Vec<i128> = a.iter().map(|v| v >> 40).collect();
     let k: Vec<i128> = (0..n).map(|_| random_i128(rng, 30)).collect();
-    let ca = backend.encrypt_batch(&pk, &a, rng).map_err(e("encrypt"))?;
-    let cb = backend.encrypt_batch(&pk, &b, rng).map_err(e("encrypt"))?;
+    let fx = Fixture {
+        pk,
+        sk,
+        pb,
+        a,
+        b,
+        small_a,
+        k,
+    };
+    let enc = identities(backend, &fx, rng)?;
+    key_holder(backend, &fx, &enc, rng)?;
+    boundaries(backend, &fx, rng)?;
+    batch_equals_single(backend, &fx, &enc, rng)?;
+    rejection(backend, &fx, &enc, rng)?;
+    run_comparison(backend.comparison().as_ref(), rng)
+}
+
+/// Homomorphic identities on random values, re-randomisation and semantic security.
+fn identities(backend: &dyn AdditiveHe, fx: &Fixture, rng: Rng<'_>) -> Result<Encrypted, String> {
+    let Fixture {
+        pk,
+        sk,
+        a,
+        b,
+        small_a,
+        k,
+        ..
+    } = fx;
+    let ca = backend.encrypt_batch(pk, a, rng).map_err(e("encrypt"))?;
+    let cb = backend.encrypt_batch(pk, b, rng).map_err(e("encrypt"))?;
     let dec = |c: &[Ciphertext], what: &'static str| backend.decrypt_batch(&sk, c).map_err(e(what));
-    if dec(&ca, "decrypt")? != a {
+    if dec(&ca, "decrypt")? != *a {
         return Err(fail("D(E(a)) = a", "mismatch"));
     }
-    let sum = backend.add_batch(&pk, &ca, &cb).map_err(e("add"))?;
-    let want: Vec<i128> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    let sum = backend.add_batch(pk, &ca, &cb).map_err(e("add"))?;
+    let want: Vec<i128> = a.iter().zip(b).map(|(x, y)| x + y).collect();
     if dec(&sum, "decrypt sum")? != want {
         return Err(fail("D(E(a) + E(b)) = a + b", "mismatch"));
     }
     let plus = backend
-        .add_plain_batch(&pk, &ca, &b)
+        .add_plain_batch(pk, &ca, b)
         .map_err(e("add_plain"))?;
     if dec(&plus, "decrypt")? != want {
         return Err(fail("D(E(a) + b) = a + b", "mismatch"));
     }
     let cs = backend
-        .encrypt_batch(&pk, &small_a, rng)
+        .encrypt_batch(pk, small_a, rng)
         .map_err(e("encrypt"))?;
     let prod = backend
-        .mul_plain_batch(&pk, &cs, &k)
+        .mul_plain_batch(pk, &cs, k)
         .map_err(e("mul_plain"))?;
-    let want: Vec<i128> = small_a.iter().zip(&k).map(|(x, y)| x * y).collect();
+    let want: Vec<i128> = small_a.iter().zip(k).map(|(x, y)| x * y).collect();
     if dec(&prod, "decrypt product")? != want {
         return Err(fail("D(k E(a)) = k a", "mismatch (negative k included)"));
     }
     let one = backend
-        .mul_plain_one_batch(&pk, &cs[0], &k)
+        .mul_plain_one_batch(pk, &cs[0], k)
         .map_err(e("mul_plain_one"))?;
     let want: Vec<i128> = k.iter().map(|y| small_a[0] * y).collect();
     if dec(&one, "decrypt products")? != want {
         return Err(fail("D(k_i E(a)) = k_i a", "one base, many plaintexts"));
     }
     let rr = backend
-        .rerandomize_batch(&pk, &ca, rng)
+        .rerandomize_batch(pk, &ca, rng)
         .map_err(e("rerandomize"))?;
-    if dec(&rr, "decrypt")? != a {
+    if dec(&rr, "decrypt")? != *a {
         return Err(fail("re-randomisation", "changed the plaintext"));
     }
     if rr.iter().zip(&ca).any(|(x, y)| x == y) {
         return Err(fail("re-randomisation", "left a ciphertext unchanged"));
     }
-    let again = backend.encrypt_batch(&pk, &a, rng).map_err(e("encrypt"))?;
+    let again = backend.encrypt_batch(pk, a, rng).map_err(e("encrypt"))?;
     if again.iter().zip(&ca).any(|(x, y)| x == y) {
         return Err(fail(
             "semantic security",
@@ -89,21 +136,33 @@ pub fn run(backend: &dyn AdditiveHe, rng: Rng<'_>) -> Result<(), String> {
         ));
     }
 
-    // Encryption by the key holder (CRT for Paillier) is the same scheme.
-    if backend.public_key_of(&sk).map_err(e("public_key_of"))? != pk {
+    Ok(Encrypted { ca, cb, cs })
+}
+
+/// Encryption by the key holder (CRT for Paillier) is the same scheme.
+fn key_holder(
+    backend: &dyn AdditiveHe,
+    fx: &Fixture,
+    enc: &Encrypted,
+    rng: Rng<'_>,
+) -> Result<(), String> {
+    let Fixture { pk, sk, a, b, .. } = fx;
+    let cb = &enc.cb;
+    let dec = |c: &[Ciphertext], what: &'static str| backend.decrypt_batch(sk, c).map_err(e(what));
+    if backend.public_key_of(sk).map_err(e("public_key_of"))? != *pk {
         return Err(fail(
             "public_key_of",
             "does not give back the key pair's public key",
         ));
     }
     let held = backend
-        .encrypt_with_secret_batch(&sk, &a, rng)
+        .encrypt_with_secret_batch(sk, a, rng)
         .map_err(e("encrypt_with_secret"))?;
-    if dec(&held, "decrypt")? != a {
+    if dec(&held, "decrypt")? != *a {
         return Err(fail("key-holder encryption", "D(E_sk(a)) != a"));
     }
-    let mixed = backend.add_batch(&pk, &held, &cb).map_err(e("add"))?;
-    let want: Vec<i128> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    let mixed = backend.add_batch(pk, &held, cb).map_err(e("add"))?;
+    let want: Vec<i128> = a.iter().zip(b).map(|(x, y)| x + y).collect();
     if dec(&mixed, "decrypt")? != want {
         return Err(fail(
             "key-holder encryption",
@@ -111,11 +170,18 @@ pub fn run(backend: &dyn AdditiveHe, rng: Rng<'_>) -> Result<(), String> {
         ));
     }
 
-    // Boundary values.
+    Ok(())
+}
+
+/// Boundary values: 0, 1, -1 and the extremes round-trip and negate.
+fn boundaries(backend: &dyn AdditiveHe, fx: &Fixture, rng: Rng<'_>) -> Result<(), String> {
+    let Fixture { pk, sk, pb, .. } = fx;
+    let pb = *pb;
+    let dec = |c: &[Ciphertext], what: &'static str| backend.decrypt_batch(sk, c).map_err(e(what));
     let top = (1i128 << (pb - 1)) - 1;
     let edges = [0, 1, -1, top, -top];
     let ce = backend
-        .encrypt_batch(&pk, &edges, rng)
+        .encrypt_batch(pk, &edges, rng)
         .map_err(e("encrypt edges"))?;
     if dec(&ce, "decrypt edges")? != edges {
         return Err(fail(
@@ -124,40 +190,72 @@ pub fn run(backend: &dyn AdditiveHe, rng: Rng<'_>) -> Result<(), String> {
         ));
     }
     let neg = backend
-        .mul_plain_batch(&pk, &ce, &[-1; 5])
+        .mul_plain_batch(pk, &ce, &[-1; 5])
         .map_err(e("negate"))?;
     if dec(&neg, "decrypt")? != edges.map(|v| -v) {
         return Err(fail("boundary values", "negation of the extremes"));
     }
 
-    // Batch equals one by one.
+    Ok(())
+}
+
+/// Every batch operation equals the same operation one by one; bad lengths are refused.
+fn batch_equals_single(
+    backend: &dyn AdditiveHe,
+    fx: &Fixture,
+    enc: &Encrypted,
+    rng: Rng<'_>,
+) -> Result<(), String> {
+    let Fixture {
+        pk,
+        sk,
+        a,
+        b,
+        small_a,
+        k,
+        ..
+    } = fx;
+    let Encrypted { ca, cb, cs } = enc;
     for i in 0..4 {
-        let one = backend.add(&pk, &ca[i], &cb[i]).map_err(e("add"))?;
-        if backend.decrypt(&sk, &one).map_err(e("decrypt"))? != a[i] + b[i] {
+        let one = backend.add(pk, &ca[i], &cb[i]).map_err(e("add"))?;
+        if backend.decrypt(sk, &one).map_err(e("decrypt"))? != a[i] + b[i] {
             return Err(fail("batch = one by one", "add"));
         }
         let m = backend
-            .mul_plain(&pk, &cs[i], k[i])
+            .mul_plain(pk, &cs[i], k[i])
             .map_err(e("mul_plain"))?;
-        if backend.decrypt(&sk, &m).map_err(e("decrypt"))? != small_a[i] * k[i] {
+        if backend.decrypt(sk, &m).map_err(e("decrypt"))? != small_a[i] * k[i] {
             return Err(fail("batch = one by one", "mul_plain"));
         }
-        let c = backend.encrypt(&pk, a[i], rng).map_err(e("encrypt"))?;
-        if backend.decrypt(&sk, &c).map_err(e("decrypt"))? != a[i] {
+        let c = backend.encrypt(pk, a[i], rng).map_err(e("encrypt"))?;
+        if backend.decrypt(sk, &c).map_err(e("decrypt"))? != a[i] {
             return Err(fail("batch = one by one", "encrypt"));
         }
     }
-    if backend.add_batch(&pk, &ca, &cb[..3]).is_ok() {
+    if backend.add_batch(pk, &ca, &cb[..3]).is_ok() {
         return Err(fail(
             "batch lengths",
             "mismatched batch lengths were accepted",
         ));
     }
 
+    Ok(())
+}
+
+/// Ciphertext bytes round-trip; bad ciphertexts and keys are rejected with an error.
+fn rejection(
+    backend: &dyn AdditiveHe,
+    fx: &Fixture,
+    enc: &Encrypted,
+    rng: Rng<'_>,
+) -> Result<(), String> {
+    let Fixture { pk, sk, a, .. } = fx;
+    let ca = &enc.ca;
+    let dec = |c: &[Ciphertext], what: &'static str| backend.decrypt_batch(sk, c).map_err(e(what));
     // Byte round trip (what a transport does).
     let bytes: Vec<Vec<u8>> = ca.iter().map(|c| c.0.clone()).collect();
     let back: Vec<Ciphertext> = bytes.into_iter().map(Ciphertext).collect();
-    if dec(&back, "decrypt after round trip")? != a {
+    if dec(&back, "decrypt after round trip")? != *a {
         return Err(fail("serialization", "ciphertext bytes did not round-trip"));
     }
 
@@ -176,13 +274,13 @@ pub fn run(backend: &dyn AdditiveHe, rng: Rng<'_>) -> Result<(), String> {
         .map_err(e("encrypt under another key"))?;
     bad.push(("made under another key", foreign));
     for (what, c) in &bad {
-        if backend.decrypt(&sk, c).is_ok() {
+        if backend.decrypt(sk, c).is_ok() {
             return Err(fail(
                 "rejection",
                 format!("a {what} ciphertext was decrypted"),
             ));
         }
-        if backend.add(&pk, &ca[0], c).is_ok() {
+        if backend.add(pk, &ca[0], c).is_ok() {
             return Err(fail("rejection", format!("a {what} ciphertext was added")));
         }
     }
@@ -192,7 +290,7 @@ pub fn run(backend: &dyn AdditiveHe, rng: Rng<'_>) -> Result<(), String> {
     {
         return Err(fail("rejection", "a garbage public key was accepted"));
     }
-    run_comparison(backend.comparison().as_ref(), rng)
+    Ok(())
 }
 
 /// The comparison part of the suite: random and boundary inputs (equal values, the extremes

@@ -9,6 +9,7 @@
 //! foreign ciphertext is an error, never a silent wrong answer.
 
 pub mod compare;
+#[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 pub mod fixed;
 pub mod registry;

@@ -1,0 +1,234 @@
+//! What every role shares: a participant's context (transport, randomness, measured
+//! operations, the transcript of what it learns) and the final re-sharing.
+
+use crate::faults::*;
+use crate::transport::{ChannelEndpoint, Peer, Recorded, Stage, Transport, TransportError};
+use crate::wire::*;
+use kinsey_backend::BackendError;
+use kinsey_backend::compare::Duplex;
+use kinsey_backend::{AdditiveHe, SecureComparison};
+use rand_chacha::ChaCha20Rng;
+use rand_core::RngCore;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// An error inside a role: the stage, who is at fault, and whether it is only a consequence
+/// of someone else's failure (a hang-up).
+#[derive(Debug, Clone)]
+pub(crate) struct Fail {
+    pub(crate) stage: Stage,
+    pub(crate) blame: Peer,
+    pub(crate) msg: String,
+    pub(crate) secondary: bool,
+}
+
+pub(crate) type R<T> = std::result::Result<T, Fail>;
+
+#[derive(Default, Clone, Copy)]
+pub(crate) struct OpStat {
+    pub(crate) elements: u64,
+    pub(crate) seconds: f64,
+}
+
+/// One participant's state: its transport, its randomness, and what it measures.
+pub(crate) struct Ctx<'a> {
+    pub(crate) t: Recorded<ChannelEndpoint>,
+    pub(crate) me: Peer,
+    pub(crate) k: usize,
+    pub(crate) he: &'a dyn AdditiveHe,
+    pub(crate) cmp: Arc<dyn SecureComparison>,
+    pub(crate) rng: ChaCha20Rng,
+    pub(crate) stage: Stage,
+    pub(crate) start: Instant,
+    pub(crate) stage_end: BTreeMap<Stage, Duration>,
+    pub(crate) ops: BTreeMap<(Stage, &'static str), OpStat>,
+    pub(crate) fault: Option<Fault>,
+    pub(crate) leak: Option<Leak>,
+}
+
+impl<'a> Ctx<'a> {
+    pub(crate) fn fail(&self, blame: Peer, msg: impl std::fmt::Display) -> Fail {
+        Fail {
+            stage: self.stage,
+            blame,
+            msg: msg.to_string(),
+            secondary: false,
+        }
+    }
+
+    pub(crate) fn own(&self, msg: impl std::fmt::Display) -> Fail {
+        self.fail(self.me, msg)
+    }
+
+    pub(crate) fn transport(&self, e: TransportError) -> Fail {
+        let (blame, secondary) = match e {
+            TransportError::HungUp(p) => (p, true),
+            TransportError::Timeout(p) | TransportError::NoRoute(p) => (p, false),
+        };
+        Fail {
+            stage: self.stage,
+            blame,
+            msg: e.to_string(),
+            secondary,
+        }
+    }
+
+    pub(crate) fn enter(&mut self, stage: Stage) -> R<()> {
+        self.stage_end.insert(self.stage, self.start.elapsed());
+        self.stage = stage;
+        if let Some(f) = self.fault
+            && f.participant == self.me
+            && f.stage == stage
+            && f.kind == FaultKind::Abort
+        {
+            return Err(self.own("stopped (injected failure)"));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn finish(&mut self) {
+        self.stage_end.insert(self.stage, self.start.elapsed());
+    }
+
+    pub(crate) fn send(&mut self, to: Peer, kind: u8, payload: &[u8]) -> R<()> {
+        let msg = seal(self.stage, kind, payload);
+        self.t.send(to, msg).map_err(|e| self.transport(e))
+    }
+
+    pub(crate) fn recv(&mut self, from: Peer, kind: u8) -> R<Vec<u8>> {
+        let m = self.t.recv(from).map_err(|e| self.transport(e))?;
+        open(&m, self.stage, kind).map_err(|why| self.fail(from, why))
+    }
+
+    /// A backend call, timed and counted; an error is this participant's.
+    pub(crate) fn op<T>(
+        &mut self,
+        name: &'static str,
+        elements: usize,
+        f: impl FnOnce(&dyn AdditiveHe, &mut ChaCha20Rng) -> std::result::Result<T, BackendError>,
+    ) -> R<T> {
+        let me = self.me;
+        self.op_on(me, name, elements, f)
+    }
+
+    /// A backend call on data received from `from`: an error blames `from`.
+    pub(crate) fn op_on<T>(
+        &mut self,
+        from: Peer,
+        name: &'static str,
+        elements: usize,
+        f: impl FnOnce(&dyn AdditiveHe, &mut ChaCha20Rng) -> std::result::Result<T, BackendError>,
+    ) -> R<T> {
+        let t0 = Instant::now();
+        let out = f(self.he, &mut self.rng);
+        let s = self.ops.entry((self.stage, name)).or_default();
+        s.elements += elements as u64;
+        s.seconds += t0.elapsed().as_secs_f64();
+        out.map_err(|e| {
+            let who = if from == self.me {
+                "failed".to_string()
+            } else {
+                format!("sent invalid data ({name})")
+            };
+            self.fail(from, format!("{who}: {e}"))
+        })
+    }
+
+    pub(crate) fn random_below_pow2(&mut self, bits: u32) -> i128 {
+        if self.leak == Some(Leak::ZeroMasks) {
+            return 0;
+        }
+        let v = (u128::from(self.rng.next_u64()) << 64) | u128::from(self.rng.next_u64());
+        (v >> (128 - bits)) as i128
+    }
+
+    /// A uniform permutation (Fisher-Yates with unbiased draws by rejection).
+    pub(crate) fn permutation(&mut self) -> Vec<usize> {
+        let mut p: Vec<usize> = (0..self.k).collect();
+        if self.leak == Some(Leak::IdentityPermutations) {
+            return p;
+        }
+        for i in (1..p.len()).rev() {
+            let m = i as u64 + 1;
+            let zone = u64::MAX - u64::MAX % m;
+            let j = loop {
+                let v = self.rng.next_u64();
+                if v < zone {
+                    break (v % m) as usize;
+                }
+            };
+            p.swap(i, j);
+        }
+        p
+    }
+
+    /// A comparison run over the transport, timed as one operation per call.
+    pub(crate) fn compare(
+        &mut self,
+        peer: Peer,
+        f: impl FnOnce(
+            &dyn SecureComparison,
+            &mut dyn Duplex,
+            &mut ChaCha20Rng,
+        ) -> std::result::Result<bool, BackendError>,
+    ) -> R<bool> {
+        let t0 = Instant::now();
+        let cmp = self.cmp.clone();
+        let mut link = Link {
+            t: &mut self.t,
+            peer,
+            stage: self.stage,
+            error: None,
+        };
+        let out = f(cmp.as_ref(), &mut link, &mut self.rng);
+        let hung = link.error.clone();
+        let s = self.ops.entry((self.stage, "compare")).or_default();
+        s.elements += 1;
+        s.seconds += t0.elapsed().as_secs_f64();
+        out.map_err(|e| match hung {
+            Some(t) => self.transport(t),
+            None => self.fail(peer, format!("comparison failed: {e}")),
+        })
+    }
+}
+
+/// Stage 3's last step, run by all K + 1 participants: split `v` into K + 1 uniform shares
+/// in Z_(2^128), send one to each other participant, add what arrives, publish the fresh
+/// share to everyone, and add the published shares.
+pub(crate) fn reshare(ctx: &mut Ctx, v: &[i128]) -> R<Vec<i128>> {
+    let d = v.len();
+    let all: Vec<Peer> = (0..ctx.k).map(Peer::Party).chain([Peer::Curator]).collect();
+    let others: Vec<Peer> = all.iter().copied().filter(|p| *p != ctx.me).collect();
+    let mut own: Vec<u128> = v.iter().map(|&x| x as u128).collect();
+    for &q in &others {
+        let share: Vec<i128> = (0..d).map(|_| ctx.random_below_pow2(128)).collect();
+        for (o, s) in own.iter_mut().zip(&share) {
+            *o = o.wrapping_sub(*s as u128);
+        }
+        ctx.send(q, RESHARE, &ints_bytes(&share))?;
+    }
+    for &q in &others {
+        let b = ctx.recv(q, RESHARE)?;
+        let got = parse_ints(ctx, q, &b, Some(d))?;
+        for (o, s) in own.iter_mut().zip(&got) {
+            *o = o.wrapping_add(*s as u128);
+        }
+    }
+    let published: Vec<i128> = own.iter().map(|&x| x as i128).collect();
+    for &q in &others {
+        ctx.send(q, PUBLISH, &ints_bytes(&published))?;
+    }
+    let mut total = own;
+    for &q in &others {
+        let b = ctx.recv(q, PUBLISH)?;
+        let got = parse_ints(ctx, q, &b, Some(d))?;
+        for (t, s) in total.iter_mut().zip(&got) {
+            *t = t.wrapping_add(*s as u128);
+        }
+    }
+    for (i, &p) in published.iter().enumerate() {
+        ctx.t.learn(&format!("published share {i}"), p);
+    }
+    Ok(total.into_iter().map(|x| x as i128).collect())
+}
