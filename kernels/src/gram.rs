@@ -1,7 +1,8 @@
 //! The Gram kernel of SuLQ PCA/SVD: `X^T X` and the column sums, on quantized entries so
 //! every sum is an exact f64 (CPU only: one faer product per block is already memory-bound).
 
-use crate::{BLOCK_ROWS, KernelError};
+use crate::error::KernelError;
+use crate::rows::BLOCK_ROWS;
 use faer::{Accum, Mat, MatRef, Par};
 use rayon::prelude::*;
 
@@ -25,7 +26,7 @@ fn quantize(v: f64) -> f64 {
 /// rounding error needs to enter a query's sensitivity (an f32 product, as before, had
 /// data-dependent errors larger than the sensitivity itself at a million rows).
 pub fn gram_sums(x: &[f32], d: usize) -> Result<(Vec<f64>, Vec<f64>), KernelError> {
-    let n = crate::whole_rows(x, d)?;
+    let n = crate::rows::whole_rows(x, d)?;
     if n > GRAM_MAX_ROWS {
         return Err(KernelError::Input(format!(
             "the Gram kernel takes at most {GRAM_MAX_ROWS} rows (exact f64 sums)"

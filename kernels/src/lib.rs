@@ -12,117 +12,22 @@
 //! `shaders/<kernel>.wgsl`); CPU-only sum kernels in one file each (`gram.rs`,
 //! `perceptron.rs`); the device and the helpers every GPU kernel uses in `gpu/`.
 
+mod device;
+mod error;
 pub mod gpu;
 pub mod gram;
 pub mod kmeans;
 pub mod logistic;
 pub mod perceptron;
+mod rows;
 
+pub use device::DevicePref;
+pub use error::KernelError;
 pub use logistic::{LogisticKernel, LossSums, row_terms, select, sigmoid};
-
-use std::fmt;
-
-/// Errors of the compute layer.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum KernelError {
-    #[error(
-        "no GPU adapter found ({0}); install a Vulkan driver (e.g. mesa-vulkan-drivers) or use device = \"cpu\""
-    )]
-    NoAdapter(String),
-    #[error("GPU device request failed: {0}")]
-    Device(String),
-    #[error("GPU buffer mapping failed: {0}")]
-    Map(String),
-    #[error("GPU validation error: {0}")]
-    Validation(String),
-    #[error("bad kernel input: {0}")]
-    Input(String),
-}
-
-/// Which implementation to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DevicePref {
-    /// A GPU adapter if one exists, else the CPU.
-    #[default]
-    Auto,
-    Cpu,
-    Gpu,
-}
-
-impl std::str::FromStr for DevicePref {
-    type Err = KernelError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "auto" => Ok(Self::Auto),
-            "cpu" => Ok(Self::Cpu),
-            "gpu" => Ok(Self::Gpu),
-            other => Err(KernelError::Input(format!(
-                "unknown device '{other}' (expected auto, cpu or gpu)"
-            ))),
-        }
-    }
-}
-
-/// A borrowed, row-major data set: `x` has `n * d` entries, `y` has `n` labels in {-1, +1}.
-#[derive(Clone, Copy)]
-pub struct Rows<'a> {
-    pub x: &'a [f32],
-    pub y: &'a [f32],
-    pub n: usize,
-    pub d: usize,
-}
-
-impl fmt::Debug for Rows<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Rows {{ n: {}, d: {} }}", self.n, self.d)
-    }
-}
-
-impl<'a> Rows<'a> {
-    /// Check shapes.
-    pub fn new(x: &'a [f32], y: &'a [f32], d: usize) -> Result<Self, KernelError> {
-        if d == 0 {
-            return Err(KernelError::Input("dimension must be >= 1".into()));
-        }
-        if !x.len().is_multiple_of(d) || x.len() / d != y.len() {
-            return Err(KernelError::Input(format!(
-                "x has {} entries, not {} rows x {} columns",
-                x.len(),
-                y.len(),
-                d
-            )));
-        }
-        Ok(Self {
-            x,
-            y,
-            n: y.len(),
-            d,
-        })
-    }
-}
-
-/// Rows per block of the sum kernels: one block is one rayon task and one f32 Gram
-/// product; blocks are reduced in a fixed order, so no result depends on the thread count.
-pub const BLOCK_ROWS: usize = 4096;
-
-/// The number of rows of a row-major buffer of `d` columns, or why it is not one.
-pub(crate) fn whole_rows(x: &[f32], d: usize) -> Result<usize, KernelError> {
-    if d == 0 {
-        return Err(KernelError::Input("dimension must be >= 1".into()));
-    }
-    if !x.len().is_multiple_of(d) {
-        return Err(KernelError::Input(format!(
-            "{} values are not whole rows of {d} columns",
-            x.len()
-        )));
-    }
-    Ok(x.len() / d)
-}
+pub use rows::{BLOCK_ROWS, Rows};
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     /// Every shader is named after its kernel (`shaders/NAME.wgsl` beside `src/NAME/`),
     /// and naga parses and validates it.
     #[test]
@@ -148,13 +53,5 @@ mod tests {
             seen += 1;
         }
         assert!(seen >= 2, "expected the logistic and kmeans shaders");
-    }
-
-    #[test]
-    fn rows_shape_is_checked() {
-        assert!(Rows::new(&[1.0; 6], &[1.0; 2], 3).is_ok());
-        assert!(Rows::new(&[1.0; 6], &[1.0; 3], 3).is_err());
-        assert!(Rows::new(&[1.0; 6], &[1.0; 2], 0).is_err());
-        assert!("tpu".parse::<DevicePref>().is_err());
     }
 }

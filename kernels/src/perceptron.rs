@@ -1,7 +1,8 @@
 //! The SuLQ perceptron step: misclassified rows counted and their `y x` summed (CPU only:
 //! one pass of multiply-adds per row).
 
-use crate::{BLOCK_ROWS, KernelError};
+use crate::error::KernelError;
+use crate::rows::BLOCK_ROWS;
 use rayon::prelude::*;
 
 /// Perceptron step sums at `w`: the number of rows with `y_i <x_i, w> <= 0` and the sum of
@@ -12,7 +13,7 @@ pub fn perceptron_sums(
     d: usize,
     w: &[f64],
 ) -> Result<(f64, Vec<f64>), KernelError> {
-    let n = crate::whole_rows(x, d)?;
+    let n = crate::rows::whole_rows(x, d)?;
     if y.len() != n || w.len() != d {
         return Err(KernelError::Input(format!(
             "{n} rows, {} labels and a weight vector of {} for {d} columns",

@@ -1,7 +1,8 @@
 //! Crypto throughput measurements behind `kinsey bench paillier`, `kinsey bench protocol`
 //! and `kinsey backends` (the figures in BENCHMARKS.md come from these).
 
-use crate::{ProtocolReport, SecureAggregator};
+use crate::report::ProtocolReport;
+use crate::runner::SecureAggregator;
 use kinsey_core::{Error, Result};
 use kinsey_dp::NoiseRng;
 use kinsey_learn::aggregate::{PartyInput, fixed_point_sum};

@@ -1,9 +1,11 @@
 //! The curator role: holds zeta, finds the doubly permuted smallest party by DGK
 //! comparisons, encrypts the indicator, and takes one share.
 
+use crate::params::{KEY_BITS, NOISE_BITS, SIGMA};
 use crate::transport::{Peer, Stage};
-use crate::{KEY_BITS, NOISE_BITS, SIGMA};
 
+use crate::messages::*;
+use crate::reshare::reshare;
 use crate::role::*;
 use crate::wire::*;
 use kinsey_backend::{Ciphertext, PublicKey};

@@ -29,9 +29,12 @@ mod curator;
 pub mod faults;
 #[cfg(feature = "paillier")]
 pub mod keyfiles;
+mod messages;
+mod params;
 mod party;
 pub mod registry;
 pub mod report;
+mod reshare;
 mod role;
 mod runner;
 pub mod transport;
@@ -41,16 +44,6 @@ mod wire;
 mod tests;
 
 pub use faults::{Fault, FaultKind, Leak};
+pub use params::{KEY_BITS, MAX_PARTIES, NOISE_BITS, SIGMA, SIZE_BITS};
 pub use report::{ParticipantReport, ProtocolReport, SecureOutcome, StageReport};
 pub use runner::{ProtocolConfig, SecureAggregator};
-
-/// Sizes must be below 2^SIZE_BITS.
-pub const SIZE_BITS: u32 = 32;
-/// Most parties the protocol accepts.
-pub const MAX_PARTIES: usize = 256;
-/// Bits of the Stage 1 keys `n_j K + j`.
-pub const KEY_BITS: u32 = 40;
-/// Statistical security of every additive mask.
-pub const SIGMA: u32 = 40;
-/// Bits of the largest fixed-point noise value (units of `2^-32 / K`).
-pub const NOISE_BITS: u32 = 80;

@@ -1,10 +1,12 @@
 //! The party role: setup, Stage 1 (shares of the key, routed through pi1), Stage 2
 //! (the selected noise, multiplied along the parties) and Stage 3 (masked shares).
 
+use crate::messages::*;
+use crate::params::{KEY_BITS, NOISE_BITS, SIGMA};
+use crate::reshare::reshare;
 use crate::role::*;
 use crate::transport::{Peer, Stage};
 use crate::wire::*;
-use crate::{KEY_BITS, NOISE_BITS, SIGMA};
 use kinsey_backend::compare::{frame, unframe};
 use kinsey_backend::{Ciphertext, KeyPair, PublicKey, SecretKey};
 use kinsey_core::Result;

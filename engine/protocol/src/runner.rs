@@ -4,12 +4,13 @@
 use crate::curator::curator;
 use crate::faults::*;
 use crate::faults::{Fault, Leak};
+use crate::params::{KEY_BITS, NOISE_BITS, SIGMA};
+use crate::params::{MAX_PARTIES, SIZE_BITS};
 use crate::party::party;
 use crate::report::*;
 use crate::role::*;
+use crate::transport;
 use crate::transport::{Peer, Recorded, Stage, Transport, View};
-use crate::{KEY_BITS, NOISE_BITS, SIGMA, transport};
-use crate::{MAX_PARTIES, SIZE_BITS};
 use kinsey_backend::AdditiveHe;
 use kinsey_core::{Error, Result};
 use kinsey_dp::rng::os_crypto_rng;

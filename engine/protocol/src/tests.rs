@@ -3,6 +3,7 @@
 
 use super::transport::{Direction, Peer, Stage};
 use super::*;
+
 use crate::wire::*;
 use kinsey_backend::AdditiveHe;
 use kinsey_backend::registry::BackendOptions;

@@ -5,7 +5,7 @@
 //! `WGPU_BACKEND` says otherwise: the GL backend probes for a Wayland display, which makes
 //! Mesa print `XDG_RUNTIME_DIR is invalid` on headless machines, and kinsey draws nothing.
 
-use crate::KernelError;
+use crate::error::KernelError;
 use std::sync::{OnceLock, mpsc};
 
 /// Per-binding cap (the portable WebGPU default).
@@ -84,11 +84,11 @@ impl GpuContext {
     /// The device a kernel should use under `pref`: `Cpu` gives `None`; `Gpu` the device or
     /// an error; `Auto` a hardware GPU, or `None` when there is only a software rasteriser
     /// (lavapipe/llvmpipe: correct but slower than the CPU path) or no adapter at all.
-    pub fn for_preference(pref: crate::DevicePref) -> Result<Option<Self>, KernelError> {
+    pub fn for_preference(pref: crate::device::DevicePref) -> Result<Option<Self>, KernelError> {
         match pref {
-            crate::DevicePref::Cpu => Ok(None),
-            crate::DevicePref::Gpu => Self::shared().map(Some),
-            crate::DevicePref::Auto => Ok(Self::shared().ok().filter(|c| !c.is_software())),
+            crate::device::DevicePref::Cpu => Ok(None),
+            crate::device::DevicePref::Gpu => Self::shared().map(Some),
+            crate::device::DevicePref::Auto => Ok(Self::shared().ok().filter(|c| !c.is_software())),
         }
     }
 

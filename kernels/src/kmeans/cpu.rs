@@ -1,7 +1,7 @@
 //! The k-means step on the CPU (rayon, f32 distances as the shader computes them).
 
-use super::{KmeansKernel, KmeansSums, accumulate, nearest};
-use crate::KernelError;
+use super::sums::{KmeansKernel, KmeansSums, accumulate, nearest};
+use crate::error::KernelError;
 
 /// Rows borrowed for k-means steps on the CPU.
 #[derive(Debug, Clone, Copy)]
@@ -24,7 +24,7 @@ impl KmeansKernel for CpuKmeans<'_> {
 
 /// Assign every row to its nearest centre and sum sizes and coordinates per centre.
 pub fn kmeans_sums(x: &[f32], d: usize, centers: &[f64]) -> Result<KmeansSums, KernelError> {
-    crate::whole_rows(x, d)?;
+    crate::rows::whole_rows(x, d)?;
     if centers.is_empty() || !centers.len().is_multiple_of(d) {
         return Err(KernelError::Input(format!(
             "{} centre values are not whole centres of {d} columns",

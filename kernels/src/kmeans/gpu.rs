@@ -3,8 +3,8 @@
 //! its nearest centre, the host reads the assignments back and adds sizes and coordinate
 //! sums in f64 (rayon). The CPU twin is [`crate::stats::kmeans_sums`].
 
-use super::{KmeansKernel, KmeansSums, accumulate};
-use crate::KernelError;
+use super::sums::{KmeansKernel, KmeansSums, accumulate};
+use crate::error::KernelError;
 use crate::gpu::{GpuContext, MAX_WG, build_pipelines, read_pod, storage_entry, uniform_entry};
 use wgpu::util::DeviceExt;
 

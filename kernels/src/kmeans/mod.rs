@@ -5,83 +5,13 @@
 
 pub mod cpu;
 pub mod gpu;
+mod sums;
 
+pub use sums::{KmeansKernel, KmeansSums, accumulate, nearest};
+
+use crate::device::DevicePref;
+use crate::error::KernelError;
 use crate::gpu::GpuContext;
-use crate::{BLOCK_ROWS, DevicePref, KernelError};
-use rayon::prelude::*;
-
-/// Per-cluster sizes and coordinate sums for one Lloyd step.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KmeansSums {
-    /// Rows whose nearest centre is j (ties go to the lowest index).
-    pub counts: Vec<f64>,
-    /// Row-major `k x d`: sum of the rows assigned to centre j.
-    pub sums: Vec<f64>,
-    /// Sum over rows of the squared distance to the nearest centre.
-    pub inertia: f64,
-}
-
-/// Index of the nearest centre of `row` and its squared distance (f32 arithmetic, the
-/// shader's; ties go to the lowest index). `centers` is row-major `k x d` in f32.
-#[inline]
-pub fn nearest(row: &[f32], centers: &[f32], d: usize) -> (usize, f32) {
-    let mut best = (0, f32::INFINITY);
-    for (j, c) in centers.chunks_exact(d).enumerate() {
-        let dist: f32 = row.iter().zip(c).map(|(a, b)| (a - b) * (a - b)).sum();
-        if dist < best.1 {
-            best = (j, dist);
-        }
-    }
-    best
-}
-
-/// Sizes, sums and inertia given each row's (centre, squared distance), computed by
-/// `assign(global row index, row)`; blocks of rows in parallel, reduced in a fixed order.
-pub fn accumulate(
-    x: &[f32],
-    d: usize,
-    k: usize,
-    assign: impl Fn(usize, &[f32]) -> (usize, f32) + Sync,
-) -> KmeansSums {
-    let empty = || KmeansSums {
-        counts: vec![0.0; k],
-        sums: vec![0.0; k * d],
-        inertia: 0.0,
-    };
-    let partials: Vec<KmeansSums> = x
-        .par_chunks(BLOCK_ROWS * d)
-        .enumerate()
-        .map(|(b, block)| {
-            let mut acc = empty();
-            for (r, row) in block.chunks_exact(d).enumerate() {
-                let (j, dist) = assign(b * BLOCK_ROWS + r, row);
-                acc.counts[j] += 1.0;
-                acc.inertia += dist as f64;
-                for (s, &v) in acc.sums[j * d..(j + 1) * d].iter_mut().zip(row) {
-                    *s += v as f64;
-                }
-            }
-            acc
-        })
-        .collect();
-    partials.into_iter().fold(empty(), |mut a, b| {
-        a.inertia += b.inertia;
-        a.counts
-            .iter_mut()
-            .zip(&b.counts)
-            .for_each(|(s, v)| *s += v);
-        a.sums.iter_mut().zip(&b.sums).for_each(|(s, v)| *s += v);
-        a
-    })
-}
-
-/// One interface, two implementations (like [`crate::LogisticKernel`]).
-pub trait KmeansKernel: Send + Sync + std::fmt::Debug {
-    /// Human-readable name of the implementation and device.
-    fn describe(&self) -> String;
-    /// One step's sizes, sums and inertia at `centers` (row-major `k x d`).
-    fn sums(&self, centers: &[f64]) -> Result<KmeansSums, KernelError>;
-}
 
 /// The kernel for a preference, chosen like the logistic kernel (`auto` takes a GPU only
 /// if it is not a software rasteriser).
@@ -90,51 +20,9 @@ pub fn select<'a>(
     x: &'a [f32],
     d: usize,
 ) -> Result<Box<dyn KmeansKernel + 'a>, KernelError> {
-    crate::whole_rows(x, d)?;
+    crate::rows::whole_rows(x, d)?;
     Ok(match GpuContext::for_preference(pref)? {
         Some(ctx) => Box::new(gpu::GpuKmeans::new(ctx, x, d)?),
         None => Box::new(cpu::CpuKmeans { x, d }),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::cpu::kmeans_sums;
-    use rand::{Rng, SeedableRng};
-
-    fn data(n: usize, d: usize, seed: u64) -> Vec<f32> {
-        let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        (0..n * d).map(|_| r.random::<f32>()).collect()
-    }
-
-    #[test]
-    fn kmeans_sums_match_the_definition() {
-        let (n, d) = (10_000, 5);
-        let x = data(n, d, 1);
-        let centers: Vec<f64> = data(3, d, 2).iter().map(|&v| v as f64).collect();
-        let got = kmeans_sums(&x, d, &centers).expect("shapes");
-        let mut counts = [0.0; 3];
-        let mut sums = vec![0.0; 3 * d];
-        for row in x.chunks(d) {
-            let mut best = (0, f64::INFINITY);
-            for j in 0..3 {
-                let dist: f64 = (0..d)
-                    .map(|t| (row[t] as f64 - centers[j * d + t]).powi(2))
-                    .sum();
-                if dist < best.1 {
-                    best = (j, dist);
-                }
-            }
-            counts[best.0] += 1.0;
-            for t in 0..d {
-                sums[best.0 * d + t] += row[t] as f64;
-            }
-        }
-        assert_eq!(got.counts, counts.to_vec());
-        for (a, b) in got.sums.iter().zip(&sums) {
-            assert!((a - b).abs() < 1e-6, "{a} vs {b}");
-        }
-        assert_eq!(got.counts.iter().sum::<f64>(), n as f64);
-        assert!(kmeans_sums(&x, d, &centers[..4]).is_err());
-    }
 }

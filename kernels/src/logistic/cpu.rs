@@ -1,7 +1,9 @@
 //! CPU implementation: rayon over row chunks, f64 accumulation, faer for `X^T D X`
 //! (a symmetric rank-k update per chunk on the lower triangle, mirrored at the end).
 
-use crate::{KernelError, LogisticKernel, LossSums, Rows};
+use super::kernel::{LogisticKernel, LossSums};
+use crate::error::KernelError;
+use crate::rows::Rows;
 use faer::linalg::matmul::{self, triangular, triangular::BlockStructure};
 use faer::{Accum, Mat, MatRef, Par};
 use rayon::prelude::*;

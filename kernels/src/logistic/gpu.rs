@@ -6,9 +6,10 @@
 //! (f32), runs the three passes of `shaders/logistic.wgsl` per block, reads the per-chunk
 //! partial sums back and adds them in f64. The pipelines are built once per kernel.
 
-use super::{LogisticKernel, LossSums};
+use super::kernel::{LogisticKernel, LossSums};
+use crate::error::KernelError;
 use crate::gpu::{GpuContext, MAX_WG, build_pipelines, read_pod, storage_entry, uniform_entry};
-use crate::{KernelError, Rows};
+use crate::rows::Rows;
 use wgpu::util::DeviceExt;
 
 /// The WGSL source, validated at pipeline creation (and by `shader_validates` in tests).

@@ -14,7 +14,8 @@
 //! to share the bit `t = [X < Y]` for `X = low(x')` (helper) and `Y = 2^l - low(y')` (learner),
 //! as `t = delta_helper xor delta_learner`; the helper then sends `delta_helper xor top(x')`.
 
-use crate::{BackendError, KeyPair, PublicKey, Rng};
+use crate::error::BackendError;
+use crate::keys::{KeyPair, PublicKey, Rng};
 
 /// Largest `bits` a comparison accepts.
 pub const MAX_COMPARE_BITS: u32 = 120;

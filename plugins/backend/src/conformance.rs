@@ -7,7 +7,10 @@
 //! extended, all-zero, all-ones, made under another key) are rejected with an error.
 
 use crate::compare::Duplex;
-use crate::{AdditiveHe, BackendError, Ciphertext, KeyPair, Rng, SecureComparison};
+use crate::compare::SecureComparison;
+use crate::error::BackendError;
+use crate::he::AdditiveHe;
+use crate::keys::{Ciphertext, KeyPair, PublicKey, Rng, SecretKey};
 
 fn fail(what: &str, detail: impl std::fmt::Display) -> String {
     format!("conformance: {what}: {detail}")
@@ -26,8 +29,8 @@ fn e(what: &'static str) -> impl Fn(BackendError) -> String {
 
 /// The keys and random values the checks share.
 struct Fixture {
-    pk: crate::PublicKey,
-    sk: crate::SecretKey,
+    pk: PublicKey,
+    sk: SecretKey,
     pb: u32,
     a: Vec<i128>,
     b: Vec<i128>,
@@ -284,10 +287,7 @@ fn rejection(
             return Err(fail("rejection", format!("a {what} ciphertext was added")));
         }
     }
-    if backend
-        .check_public_key(&crate::PublicKey(vec![1, 2, 3]))
-        .is_ok()
-    {
+    if backend.check_public_key(&PublicKey(vec![1, 2, 3])).is_ok() {
         return Err(fail("rejection", "a garbage public key was accepted"));
     }
     Ok(())
@@ -337,7 +337,7 @@ pub fn run_comparison(cmp: &dyn SecureComparison, rng: Rng<'_>) -> Result<(), St
     if learner.is_ok() {
         return Err(fail("comparison", "a garbage answer was accepted"));
     }
-    if cmp.check_public_key(&crate::PublicKey(vec![9; 7])).is_ok() {
+    if cmp.check_public_key(&PublicKey(vec![9; 7])).is_ok() {
         return Err(fail("comparison", "a garbage public key was accepted"));
     }
     Ok(())

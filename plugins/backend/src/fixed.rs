@@ -3,7 +3,7 @@
 //! a value is accepted only if it fits the capacity the caller declares (the backend's
 //! signed plaintext range, divided by the number of terms a protocol will add up).
 
-use crate::BackendError;
+use crate::error::BackendError;
 use serde::{Deserialize, Serialize};
 
 /// A fixed-point format: `frac_bits` fractional bits, values with |v| < 2^(capacity_bits)

@@ -2,7 +2,8 @@
 //! at run time. An unknown name, or one whose cargo feature is off, is an error that lists
 //! the names that exist.
 
-use crate::{AdditiveHe, BackendError};
+use crate::error::BackendError;
+use crate::he::AdditiveHe;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

@@ -24,8 +24,10 @@
 //! The learner sees only zero/nonzero of shuffled blinded values and a uniformly masked
 //! bit; the helper sees only semantically secure ciphertexts.
 
+use crate::arith::{
+    Cache, be_fixed, random_below, random_prime, random_unit, sec_mod, security_bits,
+};
 use crate::fixed_base::FixedBase;
-use crate::{Cache, be_fixed, random_below, random_prime, random_unit, security_bits};
 use kinsey_backend::compare::{
     Duplex, check_bits, frame, helper_share, learner_output, learner_share, unframe,
 };
@@ -233,7 +235,7 @@ fn element_of_order(
 fn crt(ap: &Integer, p: &Integer, aq: &Integer, q: &Integer) -> Integer {
     // a = aq + q ((ap - aq) q^-1 mod p)
     let qinv = q.clone().invert(p).unwrap_or_default();
-    let t = crate::sec_mod(&((ap - aq).complete() * qinv), p);
+    let t = sec_mod(&((ap - aq).complete() * qinv), p);
     aq + t * q
 }
 

@@ -1,7 +1,16 @@
 //! Key formats: the public key (n, h_s) and the secret key (p, q) as bytes, parsed and
 //! checked before use, and the precomputations each key gets.
 
-use super::*;
+use crate::arith::*;
+use crate::fixed_base::FixedBase;
+use kinsey_backend::{BackendError, Ciphertext, KeyPair, PublicKey, SecretKey};
+use rug::integer::Order;
+use rug::{Complete, Integer};
+
+/// Magic bytes of a serialized public key.
+pub(crate) const PK_MAGIC: &[u8; 4] = b"PLP2";
+/// Magic bytes of a serialized secret key.
+pub(crate) const SK_MAGIC: &[u8; 4] = b"PLS2";
 
 /// Parsed public key.
 pub(crate) struct Pk {
@@ -27,13 +36,6 @@ pub(crate) fn fingerprint(n: &Integer) -> [u8; 8] {
         f[i] = *b;
     }
     f
-}
-
-pub(crate) fn be_fixed(x: &Integer, width: usize) -> Vec<u8> {
-    let d = x.to_digits::<u8>(Order::Msf);
-    let mut out = vec![0u8; width.saturating_sub(d.len())];
-    out.extend_from_slice(&d);
-    out
 }
 
 pub(crate) fn n_bytes(bits: u32) -> usize {
@@ -109,14 +111,6 @@ pub(crate) struct Sk {
     /// a secret prime as a multiplication and a truncation (no GMP division by a secret).
     pub(crate) p_inv_2k: Integer,
     pub(crate) q_inv_2k: Integer,
-}
-
-/// `x mod m` for a secret odd modulus `m`, through GMP's side-channel silent
-/// `mpz_powm_sec` (its base reduction is `mpn_sec_div_r`); the result is in `[0, m)`
-/// whatever the sign of `x`. Plain `%` is a GMP division whose running time depends on the
-/// values, which a secret modulus must not meet.
-pub(crate) fn sec_mod(x: &Integer, m: &Integer) -> Integer {
-    Integer::from(x.secure_pow_mod_ref(&Integer::from(1), m))
 }
 
 /// `L(x) = (x - 1) / d` for `x = 1 (mod d)`, `0 <= L < d`: `(x - 1) d^-1 mod 2^bits(d)`
@@ -210,4 +204,63 @@ pub(crate) fn parse_sk(sk: &SecretKey) -> Result<Sk, BackendError> {
         p_inv_2k,
         q_inv_2k,
     })
+}
+
+/// A key pair from two primes (fresh h_s).
+pub(crate) fn key_pair_from_primes(
+    p: &Integer,
+    q: &Integer,
+    rng: &mut dyn rand_core::CryptoRng,
+) -> KeyPair {
+    let n = (p * q).complete();
+    let public = public_key_for(&n, rng);
+    let secret = write_sk(&public, p, q);
+    KeyPair { public, secret }
+}
+
+/// A key pair from two primes and a given public key (which must have modulus p q).
+pub(crate) fn key_pair_with_public(public: PublicKey, p: &Integer, q: &Integer) -> KeyPair {
+    let secret = write_sk(&public, p, q);
+    KeyPair { public, secret }
+}
+
+/// The `h_s` of a kinsey Paillier public key.
+pub(crate) fn hs_of(pk: &PublicKey) -> Result<Integer, BackendError> {
+    parse_pk(pk).map(|k| k.hs)
+}
+
+/// A public key from its parts, validated.
+pub(crate) fn public_key_from_parts(n: &Integer, hs: &Integer) -> Result<PublicKey, BackendError> {
+    let pk = write_pk(n, hs);
+    parse_pk(&pk)?;
+    Ok(pk)
+}
+
+/// Key size of a serialized public key.
+pub fn public_key_bits(pk: &PublicKey) -> Result<u32, BackendError> {
+    parse_pk(pk).map(|k| k.bits)
+}
+
+/// The modulus of a kinsey Paillier public key.
+pub(crate) fn modulus_of(pk: &PublicKey) -> Result<Integer, BackendError> {
+    parse_pk(pk).map(|k| k.n)
+}
+
+/// The primes of a kinsey Paillier secret key.
+pub(crate) fn primes_of(sk: &SecretKey) -> Result<(Integer, Integer), BackendError> {
+    parse_sk(sk).map(|k| (k.p, k.q))
+}
+
+/// Ciphertext value (as an integer mod n^2) and back, for the python-paillier format.
+pub(crate) fn ciphertext_value(pk: &PublicKey, c: &Ciphertext) -> Result<Integer, BackendError> {
+    parse_pk(pk)?.parse_ct(c)
+}
+
+pub(crate) fn ciphertext_from_value(
+    pk: &PublicKey,
+    v: Integer,
+) -> Result<Ciphertext, BackendError> {
+    let k = parse_pk(pk)?;
+    let v = k.check_value(v)?;
+    Ok(k.to_ct(&v))
 }

@@ -26,11 +26,13 @@
 //! * Batches run in parallel with rayon; randomness is drawn from the caller's CSPRNG first.
 //! * Keys and ciphertexts convert to and from python-paillier's JSON formats ([`phe`]).
 
+mod arith;
 pub mod dgk;
 pub mod fixed_base;
 mod keys;
 pub mod phe;
 
+use arith::*;
 use fixed_base::FixedBase;
 use keys::*;
 use kinsey_backend::registry::BackendOptions;
@@ -39,15 +41,16 @@ use kinsey_backend::{
     SecretKey, SecureComparison, same_len,
 };
 use rayon::prelude::*;
-use rug::integer::{IsPrime, Order};
+use rug::integer::Order;
 use rug::{Complete, Integer};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+
+use std::sync::Arc;
+
+pub use arith::{randomness_bits, security_bits};
+pub use keys::public_key_bits;
 
 /// Smallest key accepted without `allow_insecure_test_keys`.
 pub const MIN_KEY_BITS: u32 = 2048;
-const PK_MAGIC: &[u8; 4] = b"PLP2";
-const SK_MAGIC: &[u8; 4] = b"PLS2";
 
 /// Register `paillier` in a registry.
 pub fn register(registry: &mut Registry) {
@@ -59,60 +62,6 @@ fn create(opts: &BackendOptions) -> Result<Arc<dyn AdditiveHe>, BackendError> {
         opts.key_bits.unwrap_or(MIN_KEY_BITS),
         opts.allow_insecure_test_keys,
     )?))
-}
-
-/// NIST SP 800-57 estimate of classical security for an RSA-type modulus.
-pub fn security_bits(key_bits: u32) -> u32 {
-    match key_bits {
-        b if b >= 15360 => 256,
-        b if b >= 7680 => 192,
-        b if b >= 3072 => 128,
-        b if b >= 2048 => 112,
-        b if b >= 1024 => 80,
-        _ => 0,
-    }
-}
-
-/// Bits of the secret encryption exponent: four times the security level (DJN's choice of
-/// twice, doubled), at least 256.
-pub fn randomness_bits(key_bits: u32) -> u32 {
-    (4 * security_bits(key_bits)).max(256)
-}
-
-/// Cache of per-key tables (building one costs about 1,800 multiplications).
-struct Cache<T> {
-    map: Mutex<HashMap<Vec<u8>, Arc<T>>>,
-}
-
-impl<T> Default for Cache<T> {
-    fn default() -> Self {
-        Self {
-            map: Mutex::new(HashMap::new()),
-        }
-    }
-}
-
-impl<T> Cache<T> {
-    fn get_or_build(
-        &self,
-        key: &[u8],
-        build: impl FnOnce() -> Result<T, BackendError>,
-    ) -> Result<Arc<T>, BackendError> {
-        if let Some(v) = self.map.lock().map_err(poisoned)?.get(key) {
-            return Ok(v.clone());
-        }
-        let v = Arc::new(build()?);
-        let mut m = self.map.lock().map_err(poisoned)?;
-        if m.len() >= 32 {
-            m.clear();
-        }
-        m.insert(key.to_vec(), v.clone());
-        Ok(v)
-    }
-}
-
-fn poisoned<E>(_: E) -> BackendError {
-    BackendError::Other("key cache lock poisoned".into())
 }
 
 /// The Paillier backend for one key size.
@@ -262,111 +211,6 @@ impl Pk {
     fn g_pow(&self, m: i128, modulus: &Integer) -> Integer {
         (self.residue(m) * &self.n + 1u32) % modulus
     }
-}
-
-/// `count` secret exponents of `bytes` bytes each, from the caller's CSPRNG.
-fn exponents(count: usize, bytes: usize, rng: &mut dyn rand_core::CryptoRng) -> Vec<Vec<u8>> {
-    (0..count)
-        .map(|_| {
-            let mut e = vec![0u8; bytes];
-            rng.fill_bytes(&mut e);
-            e
-        })
-        .collect()
-}
-
-/// Uniform r in [1, n) with gcd(r, n) = 1, from the caller's CSPRNG.
-pub(crate) fn random_unit(n: &Integer, rng: &mut dyn rand_core::CryptoRng) -> Integer {
-    loop {
-        let r = random_below(n, rng);
-        if r > 0 && r.gcd_ref(n).complete() == 1 {
-            return r;
-        }
-    }
-}
-
-/// Uniform in [0, n) up to 2^-128 statistical distance.
-pub(crate) fn random_below(n: &Integer, rng: &mut dyn rand_core::CryptoRng) -> Integer {
-    let bytes = (n.significant_bits() as usize).div_ceil(8) + 16;
-    let mut buf = vec![0u8; bytes];
-    rng.fill_bytes(&mut buf);
-    Integer::from_digits(&buf, Order::Lsf) % n
-}
-
-/// A random prime of exactly `bits` bits with the top two bits set (so p q has 2 bits bits).
-pub(crate) fn random_prime(bits: u32, rng: &mut dyn rand_core::CryptoRng) -> Integer {
-    loop {
-        let mut buf = vec![0u8; (bits as usize).div_ceil(8)];
-        rng.fill_bytes(&mut buf);
-        let mut x = Integer::from_digits(&buf, Order::Lsf);
-        x.keep_bits_mut(bits);
-        x.set_bit(bits - 1, true);
-        x.set_bit(bits - 2, true);
-        x.set_bit(0, true);
-        let p = x.next_prime();
-        if p.significant_bits() == bits && p.is_probably_prime(40) != IsPrime::No {
-            return p;
-        }
-    }
-}
-
-/// A key pair from two primes (fresh h_s).
-pub(crate) fn key_pair_from_primes(
-    p: &Integer,
-    q: &Integer,
-    rng: &mut dyn rand_core::CryptoRng,
-) -> KeyPair {
-    let n = (p * q).complete();
-    let public = public_key_for(&n, rng);
-    let secret = write_sk(&public, p, q);
-    KeyPair { public, secret }
-}
-
-/// A key pair from two primes and a given public key (which must have modulus p q).
-pub(crate) fn key_pair_with_public(public: PublicKey, p: &Integer, q: &Integer) -> KeyPair {
-    let secret = write_sk(&public, p, q);
-    KeyPair { public, secret }
-}
-
-/// The `h_s` of a kinsey Paillier public key.
-pub(crate) fn hs_of(pk: &PublicKey) -> Result<Integer, BackendError> {
-    parse_pk(pk).map(|k| k.hs)
-}
-
-/// A public key from its parts, validated.
-pub(crate) fn public_key_from_parts(n: &Integer, hs: &Integer) -> Result<PublicKey, BackendError> {
-    let pk = write_pk(n, hs);
-    parse_pk(&pk)?;
-    Ok(pk)
-}
-
-/// Key size of a serialized public key.
-pub fn public_key_bits(pk: &PublicKey) -> Result<u32, BackendError> {
-    parse_pk(pk).map(|k| k.bits)
-}
-
-/// The modulus of a kinsey Paillier public key.
-pub(crate) fn modulus_of(pk: &PublicKey) -> Result<Integer, BackendError> {
-    parse_pk(pk).map(|k| k.n)
-}
-
-/// The primes of a kinsey Paillier secret key.
-pub(crate) fn primes_of(sk: &SecretKey) -> Result<(Integer, Integer), BackendError> {
-    parse_sk(sk).map(|k| (k.p, k.q))
-}
-
-/// Ciphertext value (as an integer mod n^2) and back, for the python-paillier format.
-pub(crate) fn ciphertext_value(pk: &PublicKey, c: &Ciphertext) -> Result<Integer, BackendError> {
-    parse_pk(pk)?.parse_ct(c)
-}
-
-pub(crate) fn ciphertext_from_value(
-    pk: &PublicKey,
-    v: Integer,
-) -> Result<Ciphertext, BackendError> {
-    let k = parse_pk(pk)?;
-    let v = k.check_value(v)?;
-    Ok(k.to_ct(&v))
 }
 
 impl AdditiveHe for Paillier {

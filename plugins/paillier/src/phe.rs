@@ -15,9 +15,10 @@
 //! kinsey's public keys also carry `h_s` (the base of its short-exponent randomness); a key
 //! imported from python-paillier gets a fresh one.
 
-use crate::{
+use crate::arith::random_below;
+use crate::keys::{
     ciphertext_from_value, ciphertext_value, hs_of, key_pair_with_public, modulus_of, primes_of,
-    public_key_for, public_key_from_parts, random_below,
+    public_key_for, public_key_from_parts,
 };
 use kinsey_backend::{BackendError, Ciphertext, KeyPair, PublicKey, SecretKey};
 use rug::integer::{IsPrime, Order};

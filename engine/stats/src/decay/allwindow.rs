@@ -1,8 +1,8 @@
 //! Window sums for several window sizes at once from one tree.
 
+use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
 use super::noise::KeyedNoise;
 use super::tree::{Flat, Forest, Releases, first_id, interval_sum};
-use super::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
 use kinsey_core::{Error, Result, check_epsilon};
 use rayon::prelude::*;
 

@@ -1,7 +1,7 @@
 //! `kinsey decay --evaluate`: the error of the private estimates against the true sums
 //! (computed here, never written); the CLI draws the true-vs-private chart.
 
-use super::DecayedSum;
+use super::model::DecayedSum;
 use kinsey_core::{Error, Result};
 use serde::Serialize;
 
@@ -68,7 +68,7 @@ mod tests {
 
     #[test]
     fn errors_and_ranges() {
-        let m = super::super::WindowSum::new(2, 1.0, 1.0, [0; 32]).expect("ok");
+        let m = super::super::window::WindowSum::new(2, 1.0, 1.0, [0; 32]).expect("ok");
         let xs = [1.0, 0.0, 1.0];
         let est = vec![vec![2.0, 1.0, 0.0]]; // truth 1, 1, 1
         let (e, t) = errors(&m, &xs, &est);

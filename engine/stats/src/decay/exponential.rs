@@ -1,9 +1,9 @@
 //! Exponentially decayed sums, and the binary mechanism for running sums (alpha = 1 over
 //! a declared horizon).
 
+use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound};
 use super::noise::KeyedNoise;
 use super::tree::{Forest, first_id};
-use super::{Calibration, DecayedSum, ModelParams, Public, check_bound};
 use kinsey_core::{Error, Result, check_epsilon};
 
 /// Exponentially decayed sums `sum alpha^(j - i) x_i` (and, with `alpha = 1` over a declared

@@ -2,8 +2,8 @@
 //! outputs, so the output vector has L1 sensitivity `W B` and every output gets
 //! `Lap(W B / eps)` (exact discrete Laplace on the grid): error `O(W / eps)`.
 
+use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
 use super::noise::KeyedNoise;
-use super::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
 use kinsey_core::{Error, Result, check_epsilon};
 use kinsey_dp::release::Guarantee;
 use std::collections::VecDeque;

@@ -1,6 +1,7 @@
 //! Polynomially decayed sums, approximated within a factor `1 - beta` by window sums.
 
-use super::{Calibration, DecayedSum, ModelParams, Public, WindowSum, check_bound, window_truth};
+use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
+use super::window::WindowSum;
 use kinsey_core::{Error, Result, check_epsilon};
 use rayon::prelude::*;
 

@@ -2,7 +2,7 @@
 //! `p = 1 / (1 + e^eps)` (eps-DP per step, and a step is in one report), debiased as
 //! `(y - p) / (1 - 2p)`, and the window sums of the debiased values are released.
 
-use super::{Calibration, DecayedSum, ModelParams, Public, window_truth};
+use super::model::{Calibration, DecayedSum, ModelParams, Public, window_truth};
 use kinsey_core::{Error, Result, check_epsilon};
 use kinsey_dp::release::Guarantee;
 use rand_chacha::ChaCha20Rng;

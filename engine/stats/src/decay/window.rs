@@ -1,8 +1,8 @@
 //! The sliding-window sum of the last `W` steps (seed 004, Theorem 1).
 
+use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
 use super::noise::KeyedNoise;
 use super::tree::{Flat, Forest, Releases, block_sums, first_id, interval_sum};
-use super::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
 use kinsey_core::{Error, Result, check_epsilon};
 use rayon::prelude::*;
 
@@ -275,7 +275,7 @@ impl DecayedSum for WindowSum {
     fn stream(&mut self, chunk: &[f64]) -> Result<Vec<Vec<f64>>> {
         if self.t > 0 {
             // Fed online before: continue online (the same numbers).
-            return super::push_each(self, chunk);
+            return super::model::push_each(self, chunk);
         }
         Ok(vec![self.stream_chunk(chunk)])
     }

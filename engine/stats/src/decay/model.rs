@@ -1,0 +1,187 @@
+//! What every decayed-sum mechanism is: the [`DecayedSum`] trait, its calibration
+//! report, the parameters users give, and helpers the mechanisms share.
+
+use kinsey_core::{Error, Result};
+use kinsey_dp::release::Guarantee;
+use serde::{Deserialize, Serialize};
+
+pub(super) fn check_bound(bound: f64) -> Result<()> {
+    if bound.is_finite() && bound > 0.0 {
+        Ok(())
+    } else {
+        Err(Error::param(
+            "bound",
+            format!("per-step contribution bound must be finite and > 0, got {bound}"),
+        ))
+    }
+}
+
+/// What a mechanism reports about its calibration.
+#[derive(Debug, Clone, Serialize)]
+pub struct Calibration {
+    pub model: String,
+    pub epsilon: f64,
+    pub bound: f64,
+    pub levels: u32,
+    /// L1 sensitivity of the counters.
+    pub sensitivity: f64,
+    /// Per-counter noise scale (after grid rounding) and standard deviation.
+    pub counter_scale: f64,
+    pub counter_std: f64,
+}
+
+/// Exact window sums by a running difference (evaluation and baselines only).
+pub(super) fn window_truth(xs: &[f64], w: u64) -> Vec<f64> {
+    let mut s = 0.0;
+    (0..xs.len())
+        .map(|j| {
+            s += xs[j];
+            if j as u64 >= w {
+                s -= xs[j - w as usize];
+            }
+            s
+        })
+        .collect()
+}
+
+/// A private decayed sum under continual observation: every mechanism and baseline of seed
+/// 004 implements it, in its own file, and the CLI and the benchmarks drive them only
+/// through it. All paths of one instance (online [`push`](Self::push), [`bulk`](Self::bulk)
+/// and chunked [`stream`](Self::stream)) give the same numbers bit for bit under one key.
+pub trait DecayedSum: std::fmt::Debug + Send + Sync {
+    /// The model's name, parameters and noise calibration, as the release states them.
+    fn calibration(&self) -> Calibration;
+
+    /// L1 sensitivity of everything the mechanism releases, for one step's change.
+    fn sensitivity(&self) -> f64 {
+        self.calibration().sensitivity
+    }
+
+    /// Output columns: one per window for `allwindow`, else `estimate`.
+    fn columns(&self) -> Vec<String> {
+        vec!["estimate".into()]
+    }
+
+    /// Standard deviation of column `column`'s estimate at step `j` (public: it depends on
+    /// the parameters and `j` only).
+    fn noise_std(&self, column: usize, j: u64) -> f64;
+
+    /// Online: one step in; one estimate per column written to `out`.
+    fn push(&mut self, x: f64, out: &mut [f64]) -> Result<()>;
+
+    /// Bulk: the estimates of a whole series from step 0, one vector per column (parallel
+    /// where the mechanism allows). Does not change `self`.
+    fn bulk(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>>;
+
+    /// Chunked stream: the estimates of the next `chunk` steps, continuing from every step
+    /// this instance has seen, one vector per column. Memory is bounded by the chunk and
+    /// the mechanism's window, not the stream. The default pushes one step at a time;
+    /// mechanisms with a faster chunked path override it.
+    fn stream(&mut self, chunk: &[f64]) -> Result<Vec<Vec<f64>>> {
+        push_each(self, chunk)
+    }
+
+    /// The exact decayed sums the estimates are unbiased for, per column (evaluation only;
+    /// never part of a release).
+    fn truth(&self, xs: &[f64]) -> Vec<Vec<f64>>;
+
+    /// A copy of this mechanism at step 0 (same key, same parameters).
+    fn fresh(&self) -> Box<dyn DecayedSum>;
+
+    /// What a release of this mechanism guarantees.
+    fn guarantee(&self) -> Guarantee {
+        let cal = self.calibration();
+        Guarantee {
+            kind: "pure".into(),
+            epsilon: cal.epsilon,
+            delta: 0.0,
+            neighbours: "change one step's value within [0, bound] (event-level: one event \
+                         per step changes)"
+                .into(),
+            mechanism: format!("{}: exact discrete Laplace on tree counters", cal.model),
+            sensitivity: format!("{} (L1, over all counters)", cal.sensitivity),
+        }
+    }
+
+    /// The online path over a whole series from step 0 (tests and `--online`): the same
+    /// numbers as [`bulk`](Self::bulk).
+    fn online(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>> {
+        self.fresh().stream(xs)
+    }
+}
+
+/// The model parameters a user may give (flags of `kinsey decay`, or TOML); each model
+/// reads the ones it needs and names any that is missing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelParams {
+    /// Window length in steps (window, laplace, rr).
+    pub window: Option<u64>,
+    /// Window lengths (allwindow).
+    pub windows: Option<Vec<u64>>,
+    /// Decay per step in (0, 1) (exponential).
+    pub alpha: Option<f64>,
+    /// Decay exponent c > 1 (polynomial).
+    pub c: Option<f64>,
+    /// Approximation parameter in (0, 1) (polynomial).
+    pub beta: f64,
+    /// Longest stream the mechanism is calibrated for (running, polynomial).
+    pub horizon: Option<u64>,
+}
+
+impl Default for ModelParams {
+    fn default() -> Self {
+        Self {
+            window: None,
+            windows: None,
+            alpha: None,
+            c: None,
+            beta: 0.1,
+            horizon: None,
+        }
+    }
+}
+
+/// The public parameters every model takes: epsilon, the per-step bound and the noise key.
+#[derive(Clone)]
+pub struct Public {
+    /// Privacy parameter of the whole output sequence.
+    pub epsilon: f64,
+    /// Per-step contribution bound `B` (values are clamped to `[0, B]` before).
+    pub bound: f64,
+    /// 256-bit noise key ([`noise::key`]).
+    pub key: [u8; 32],
+}
+
+impl std::fmt::Debug for Public {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key is secret: never printed.
+        write!(
+            f,
+            "Public {{ epsilon: {}, bound: {} }}",
+            self.epsilon, self.bound
+        )
+    }
+}
+
+impl ModelParams {
+    /// A required parameter, or an error naming the model and the flag.
+    pub(crate) fn need<T: Clone>(&self, model: &str, flag: &str, v: &Option<T>) -> Result<T> {
+        v.clone()
+            .ok_or_else(|| Error::param(flag, format!("model '{model}' needs --{flag}")))
+    }
+}
+
+/// The default [`DecayedSum::stream`]: one [`push`](DecayedSum::push) per step.
+pub(crate) fn push_each<M: DecayedSum + ?Sized>(m: &mut M, chunk: &[f64]) -> Result<Vec<Vec<f64>>> {
+    let cols = m.columns().len();
+    let mut out = vec![Vec::with_capacity(chunk.len()); cols];
+    let mut row = vec![0.0; cols];
+    for &x in chunk {
+        m.push(x, &mut row)?;
+        for (o, v) in out.iter_mut().zip(&row) {
+            o.push(*v);
+        }
+    }
+    Ok(out)
+}

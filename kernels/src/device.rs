@@ -1,0 +1,27 @@
+//! Which implementation a kernel uses: `auto`, `cpu` or `gpu`, as users write it.
+
+use crate::error::KernelError;
+
+/// Which implementation to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DevicePref {
+    /// A GPU adapter if one exists, else the CPU.
+    #[default]
+    Auto,
+    Cpu,
+    Gpu,
+}
+
+impl std::str::FromStr for DevicePref {
+    type Err = KernelError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "cpu" => Ok(Self::Cpu),
+            "gpu" => Ok(Self::Gpu),
+            other => Err(KernelError::Input(format!(
+                "unknown device '{other}' (expected auto, cpu or gpu)"
+            ))),
+        }
+    }
+}

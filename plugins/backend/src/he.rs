@@ -1,0 +1,144 @@
+//! The additively homomorphic encryption interface and what a backend says about itself.
+
+use crate::compare::SecureComparison;
+use crate::error::BackendError;
+use crate::keys::{Ciphertext, KeyPair, PublicKey, Rng, SecretKey};
+use serde::{Deserialize, Serialize};
+
+/// What a backend says about itself; recorded in every report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackendInfo {
+    pub name: String,
+    pub scheme: String,
+    pub key_bits: u32,
+    /// Estimated classical security in bits (0 for insecure backends).
+    pub security_bits: u32,
+    /// Largest plaintext magnitude (exclusive), as bits: |m| < 2^plaintext_bits.
+    pub plaintext_bits: u32,
+    pub insecure: bool,
+    pub notes: String,
+}
+
+/// An additively homomorphic encryption scheme over signed integers (fixed-point encoded
+/// reals). The batch forms are what the protocol uses; the single forms default to them.
+pub trait AdditiveHe: Send + Sync {
+    fn info(&self) -> BackendInfo;
+    fn keygen(&self, rng: Rng<'_>) -> Result<KeyPair, BackendError>;
+    /// Check a serialized public key (size, structure).
+    fn check_public_key(&self, pk: &PublicKey) -> Result<(), BackendError>;
+    /// The public key that belongs to a secret key.
+    fn public_key_of(&self, sk: &SecretKey) -> Result<PublicKey, BackendError>;
+    /// The secure two-party comparison that goes with this backend (Stage 1).
+    fn comparison(&self) -> std::sync::Arc<dyn SecureComparison>;
+
+    /// Encryption by a holder of the secret key; backends override it with a faster path
+    /// (CRT for Paillier). The ciphertexts are indistinguishable from `encrypt_batch`'s.
+    fn encrypt_with_secret_batch(
+        &self,
+        sk: &SecretKey,
+        m: &[i128],
+        rng: Rng<'_>,
+    ) -> Result<Vec<Ciphertext>, BackendError> {
+        let pk = self.public_key_of(sk)?;
+        self.encrypt_batch(&pk, m, rng)
+    }
+
+    fn encrypt_batch(
+        &self,
+        pk: &PublicKey,
+        m: &[i128],
+        rng: Rng<'_>,
+    ) -> Result<Vec<Ciphertext>, BackendError>;
+    fn decrypt_batch(&self, sk: &SecretKey, c: &[Ciphertext]) -> Result<Vec<i128>, BackendError>;
+    /// `E(a_i + b_i)`.
+    fn add_batch(
+        &self,
+        pk: &PublicKey,
+        a: &[Ciphertext],
+        b: &[Ciphertext],
+    ) -> Result<Vec<Ciphertext>, BackendError>;
+    /// `E(a_i + m_i)`.
+    fn add_plain_batch(
+        &self,
+        pk: &PublicKey,
+        a: &[Ciphertext],
+        m: &[i128],
+    ) -> Result<Vec<Ciphertext>, BackendError>;
+    /// `E(k_i a_i)`.
+    fn mul_plain_batch(
+        &self,
+        pk: &PublicKey,
+        a: &[Ciphertext],
+        k: &[i128],
+    ) -> Result<Vec<Ciphertext>, BackendError>;
+    /// `E(k_i a)` for one ciphertext `a` and many plaintexts (Stage 2 multiplies one
+    /// indicator by a whole noise vector); backends override it with a fixed-base table.
+    fn mul_plain_one_batch(
+        &self,
+        pk: &PublicKey,
+        a: &Ciphertext,
+        k: &[i128],
+    ) -> Result<Vec<Ciphertext>, BackendError> {
+        self.mul_plain_batch(pk, &vec![a.clone(); k.len()], k)
+    }
+    /// Fresh randomness, same plaintext.
+    fn rerandomize_batch(
+        &self,
+        pk: &PublicKey,
+        a: &[Ciphertext],
+        rng: Rng<'_>,
+    ) -> Result<Vec<Ciphertext>, BackendError>;
+
+    fn encrypt(&self, pk: &PublicKey, m: i128, rng: Rng<'_>) -> Result<Ciphertext, BackendError> {
+        one(self.encrypt_batch(pk, &[m], rng)?)
+    }
+    fn decrypt(&self, sk: &SecretKey, c: &Ciphertext) -> Result<i128, BackendError> {
+        one(self.decrypt_batch(sk, std::slice::from_ref(c))?)
+    }
+    fn add(
+        &self,
+        pk: &PublicKey,
+        a: &Ciphertext,
+        b: &Ciphertext,
+    ) -> Result<Ciphertext, BackendError> {
+        one(self.add_batch(pk, std::slice::from_ref(a), std::slice::from_ref(b))?)
+    }
+    fn add_plain(
+        &self,
+        pk: &PublicKey,
+        a: &Ciphertext,
+        m: i128,
+    ) -> Result<Ciphertext, BackendError> {
+        one(self.add_plain_batch(pk, std::slice::from_ref(a), &[m])?)
+    }
+    fn mul_plain(
+        &self,
+        pk: &PublicKey,
+        a: &Ciphertext,
+        k: i128,
+    ) -> Result<Ciphertext, BackendError> {
+        one(self.mul_plain_batch(pk, std::slice::from_ref(a), &[k])?)
+    }
+    fn rerandomize(
+        &self,
+        pk: &PublicKey,
+        a: &Ciphertext,
+        rng: Rng<'_>,
+    ) -> Result<Ciphertext, BackendError> {
+        one(self.rerandomize_batch(pk, std::slice::from_ref(a), rng)?)
+    }
+}
+
+fn one<T>(mut v: Vec<T>) -> Result<T, BackendError> {
+    v.pop()
+        .ok_or_else(|| BackendError::Other("empty batch result".into()))
+}
+
+/// Error unless two batches have the same length.
+pub fn same_len(a: usize, b: usize) -> Result<(), BackendError> {
+    if a == b {
+        Ok(())
+    } else {
+        Err(BackendError::Length(a, b))
+    }
+}

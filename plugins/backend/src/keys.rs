@@ -1,0 +1,30 @@
+//! Keys, ciphertexts and the randomness type every backend uses (bytes, bound to their key).
+
+use serde::{Deserialize, Serialize};
+
+/// Serialized public key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PublicKey(pub Vec<u8>);
+/// Serialized secret key.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecretKey(pub Vec<u8>);
+/// Serialized ciphertext. Every backend binds its ciphertexts to the key they were made
+/// under (a key fingerprint in the bytes), so one made under another key is rejected.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ciphertext(pub Vec<u8>);
+
+impl std::fmt::Debug for SecretKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SecretKey(<{} bytes, redacted>)", self.0.len())
+    }
+}
+
+/// A key pair.
+#[derive(Debug, Clone)]
+pub struct KeyPair {
+    pub public: PublicKey,
+    pub secret: SecretKey,
+}
+
+/// Randomness for key generation, encryption and re-randomisation: always a CSPRNG.
+pub type Rng<'a> = &'a mut dyn rand_core::CryptoRng;
