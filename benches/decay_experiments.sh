@@ -8,7 +8,7 @@
 # steps from each run's report and the theoretical standard deviation of the mechanism.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -q -p kinsey-engine
+cargo build --release -q -p kinsey-cli
 K=./target/release/kinsey
 DATA=../shared/data/flights-3m
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COUNT=${1:-200}
-cargo build --release -q -p kinsey-engine
+cargo build --release -q -p kinsey-cli
 if [ ! -x .venv-phe/bin/python ]; then
   python3 -m venv .venv-phe
   .venv-phe/bin/pip install -q "phe==1.5.0" "gmpy2>=2.1"

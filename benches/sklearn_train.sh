@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROWS=${1:-1000000}; DIM=${2:-123}; LAMBDA=${3:-1e-4}; RHO=${4:-0}
-cargo build --release -q -p kinsey-engine
+cargo build --release -q -p kinsey-cli
 if [ ! -x .venv-bench/bin/python ]; then
   python3 -m venv .venv-bench
   .venv-bench/bin/pip install -q "scikit-learn>=1.5,<1.7" "numpy<2.3" pyarrow

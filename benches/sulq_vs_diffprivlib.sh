@@ -19,7 +19,7 @@ ROWS=${1:-1000000}
 DIM=${2:-50}
 REPEATS=${3:-3}
 LIMIT=${4:-120}
-cargo build --release -q -p kinsey-engine
+cargo build --release -q -p kinsey-cli
 if [ ! -x .venv-dpl/bin/python ]; then
   python3 -m venv .venv-dpl
   .venv-dpl/bin/pip install -q "scikit-learn<1.7" "diffprivlib==0.6.6" pyarrow

@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-10}
 DATA=${KINSEY_DATA:-../shared/data}
-cargo build --release -q -p kinsey-engine
+cargo build --release -q -p kinsey-cli
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 K=./target/release/kinsey
 $K convert --libsvm "$DATA/a9a/a9a" --dim 123 --out "$tmp/a9a.parquet" >/dev/null

@@ -406,7 +406,7 @@ noise = "laplace"
 
     #[test]
     fn example_config_parses() {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/train.toml");
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/train.toml");
         TrainConfig::load(&p).expect("examples/train.toml is valid");
     }
 }

@@ -7,7 +7,7 @@ pub fn shared_data_dir() -> PathBuf {
     if let Ok(p) = std::env::var("KINSEY_SHARED_DATA") {
         return PathBuf::from(p);
     }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data")
 }
 
 /// a9a and a9a.t from the shared data (d = 123, labels +-1, rows not scaled).

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The main job on built-in synthetic data, from a fresh Debian machine with only the Rust
+# toolchain: installs m4 if it is missing (GMP's build, under the Paillier backend, needs
+# it; nothing else is), builds kinsey in release mode and runs `kinsey demo` with any
+# arguments given (e.g. `--out DIR`, `--device cpu`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v m4 >/dev/null; then
+  echo "installing m4 (the bundled GMP's build needs it)"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq m4 >/dev/null
+fi
+exec cargo run --release -p kinsey-cli --bin kinsey -- demo "$@"
