@@ -309,7 +309,7 @@ pub fn run(
 /// Returns the dimension and, per party, how many rows the transform changed.
 fn prepare(
     parties: &mut [Dataset],
-    mut test: Option<&mut Dataset>,
+    test: Option<&mut Dataset>,
     spec: &JobSpec,
 ) -> Result<(usize, Vec<usize>)> {
     let first = parties
@@ -327,7 +327,7 @@ fn prepare(
     for p in parties.iter_mut() {
         transformed.push(spec.transform.apply(p)?);
     }
-    if let Some(t) = test.as_deref_mut() {
+    if let Some(t) = test {
         // The test set is not protected by the release, but it must see the same features.
         if spec.transform != RowTransform::None {
             spec.transform.apply(t)?;
@@ -372,7 +372,7 @@ fn aggregate_noisy(
     progress: &dyn Progress,
 ) -> Result<Noisy> {
     let (k, d) = (parties.len(), fits.first().map_or(0, |f| f.w.len()));
-    let g = public_gradient_bound(&fits, &spec.solver)?;
+    let g = public_gradient_bound(fits, &spec.solver)?;
     let mut inputs = Vec::with_capacity(k);
     let mut calibrations = Vec::with_capacity(k);
     for (p, f) in parties.iter().zip(fits) {
@@ -445,7 +445,7 @@ fn diagnose(
     let k = parties.len();
     // Diagnostics: baselines on the pooled data, evaluation, per-party figures.
     let t2 = Instant::now();
-    let pooled = concat(&parties);
+    let pooled = concat(parties);
     let pooled_fit = fit(&pooled, spec)?;
     let t_base = t2.elapsed().as_secs_f64();
     let t3 = Instant::now();

@@ -99,7 +99,7 @@ fn smallest(ctx: &mut Ctx, j: usize, input: &PartyInput, keys: &Keys) -> R<Vec<u
     let dest = pi1[j];
     let source = pi1.iter().position(|&x| x == j).unwrap_or(j);
     let zb = ctx.op("encrypt", 1, |he, rng| {
-        he.encrypt_batch(&zeta_pk, &[b], rng)
+        he.encrypt_batch(zeta_pk, &[b], rng)
     })?;
     let (a_held, zb_held, from) = if dest == j {
         (a, zb, ctx.me)
@@ -123,7 +123,7 @@ fn smallest(ctx: &mut Ctx, j: usize, input: &PartyInput, keys: &Keys) -> R<Vec<u
         return Err(ctx.fail(from, "sent a share outside its range"));
     }
     let zb_fwd = ctx.op_on(from, "rerandomize", 1, |he, rng| {
-        he.rerandomize_batch(&zeta_pk, &zb_held, rng)
+        he.rerandomize_batch(zeta_pk, &zb_held, rng)
     })?;
     let xa = ctx.op("encrypt (key holder)", 1, |he, rng| {
         he.encrypt_with_secret_batch(&xi.secret, &[a_held], rng)
@@ -195,10 +195,10 @@ fn noise(
         .collect::<Result<_>>()
         .map_err(|e| ctx.own(e))?;
     let psi = ctx.op_on(c, "multiply by plaintext", d, |he, _| {
-        he.mul_plain_one_batch(&zeta_pk, &mine, &eta)
+        he.mul_plain_one_batch(zeta_pk, &mine, &eta)
     })?;
     let psi = ctx.op("rerandomize", d, |he, rng| {
-        he.rerandomize_batch(&zeta_pk, &psi, rng)
+        he.rerandomize_batch(zeta_pk, &psi, rng)
     })?;
     let total = if k == 1 {
         psi
@@ -212,7 +212,7 @@ fn noise(
         let m = ctx.recv(prev, CHAIN)?;
         let incoming = parse_cts(ctx, prev, &m, d)?;
         let prod = ctx.op_on(prev, "add", d, |he, _| {
-            he.add_batch(&zeta_pk, &incoming, &psi)
+            he.add_batch(zeta_pk, &incoming, &psi)
         })?;
         ctx.send(Peer::Party((j + 1) % k), CHAIN, &cts_bytes(&prod))?;
         Vec::new()
@@ -243,9 +243,9 @@ fn shares(
         let s: Vec<i128> = (0..d)
             .map(|_| ctx.random_below_pow2(NOISE_BITS + SIGMA))
             .collect();
-        let zs = ctx.op("encrypt", d, |he, rng| he.encrypt_batch(&zeta_pk, &s, rng))?;
+        let zs = ctx.op("encrypt", d, |he, rng| he.encrypt_batch(zeta_pk, &s, rng))?;
         let from = Peer::Party(k - 1);
-        let masked = ctx.op_on(from, "add", d, |he, _| he.add_batch(&zeta_pk, &total, &zs))?;
+        let masked = ctx.op_on(from, "add", d, |he, _| he.add_batch(zeta_pk, total, &zs))?;
         ctx.send(c, MASKED, &cts_bytes(&masked))?;
         for (vi, si) in v.iter_mut().zip(&s) {
             *vi -= si;

@@ -90,7 +90,7 @@ fn identities(backend: &dyn AdditiveHe, fx: &Fixture, rng: Rng<'_>) -> Result<En
     } = fx;
     let ca = backend.encrypt_batch(pk, a, rng).map_err(e("encrypt"))?;
     let cb = backend.encrypt_batch(pk, b, rng).map_err(e("encrypt"))?;
-    let dec = |c: &[Ciphertext], what: &'static str| backend.decrypt_batch(&sk, c).map_err(e(what));
+    let dec = |c: &[Ciphertext], what: &'static str| backend.decrypt_batch(sk, c).map_err(e(what));
     if dec(&ca, "decrypt")? != *a {
         return Err(fail("D(E(a)) = a", "mismatch"));
     }
@@ -235,7 +235,7 @@ fn batch_equals_single(
             return Err(fail("batch = one by one", "encrypt"));
         }
     }
-    if backend.add_batch(pk, &ca, &cb[..3]).is_ok() {
+    if backend.add_batch(pk, ca, &cb[..3]).is_ok() {
         return Err(fail(
             "batch lengths",
             "mismatched batch lengths were accepted",

@@ -194,6 +194,8 @@ pub(crate) fn finish_split(
     Ok(Done { summary, written })
 }
 
+/// The generator of one release: OS-seeded, or derived from the user seed and the release's
+/// description (so no two releases share noise), with the seed recorded only if asked.
 pub(crate) fn release_rng(seed: Option<u64>, record: bool, label: &str) -> NoiseRng {
     if seed.is_some() {
         eprintln!("warning: {}", kinsey_dp::rng::USER_SEED_WARNING);

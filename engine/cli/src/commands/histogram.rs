@@ -44,9 +44,7 @@ pub(crate) struct Args {
     pub record_seed: bool,
 }
 
-/// The generator of one release: OS-seeded, or derived from the user seed and the release's
-/// description (so no two releases share noise), with the seed recorded only if asked.
-
+/// The release of `kinsey histogram`: the noisy counts, written with their guarantee.
 fn run_histogram(a: &Args) -> Result<Done> {
     crate::plot::check_fonts()?;
     let keep: Option<Vec<bool>> = match &a.predicate {

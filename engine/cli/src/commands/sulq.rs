@@ -90,6 +90,7 @@ enum Which {
     Implication(ImplicationArgs),
 }
 
+/// Budget and output options shared by the SuLQ commands.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct SulqCommon {
     #[arg(long)]

@@ -183,10 +183,6 @@ fn run_tree(a: &Args) -> Result<Done> {
     finish_split(o, &a.out, report, summary, diagnostics)
 }
 
-// ---------------------------------------------------------------- SuLQ
-
-/// Budget and output options shared by the SuLQ commands.
-
 /// Runs `kinsey tree`.
 pub(crate) fn run(a: Args) -> Result<()> {
     report_done(run_tree(&a)?)
