@@ -8,7 +8,9 @@ pub enum DevicePref {
     /// A GPU adapter if one exists, else the CPU.
     #[default]
     Auto,
+    /// The CPU path.
     Cpu,
+    /// A GPU (fails without an adapter).
     Gpu,
 }
 

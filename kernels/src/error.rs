@@ -6,13 +6,18 @@ pub enum KernelError {
     #[error(
         "no GPU adapter found ({0}); install a Vulkan driver (e.g. mesa-vulkan-drivers) or use device = \"cpu\""
     )]
+    /// No adapter came up (the reason).
     NoAdapter(String),
     #[error("GPU device request failed: {0}")]
+    /// The adapter refused a device (the reason).
     Device(String),
     #[error("GPU buffer mapping failed: {0}")]
+    /// Reading results back failed.
     Map(String),
     #[error("GPU validation error: {0}")]
+    /// wgpu rejected a shader, pipeline or buffer.
     Validation(String),
     #[error("bad kernel input: {0}")]
+    /// The input does not fit the kernel (shapes, sizes).
     Input(String),
 }

@@ -7,9 +7,9 @@ use faer::{Accum, Mat, MatRef, Par};
 use rayon::prelude::*;
 
 /// Grid of the Gram kernel's quantized entries: values are rounded to multiples of 2^-12.
-pub const GRAM_GRID_BITS: i32 = 12;
+pub(crate) const GRAM_GRID_BITS: i32 = 12;
 /// Most rows [`gram_sums`] takes: every partial sum then stays an exact f64.
-pub const GRAM_MAX_ROWS: usize = 1 << 27;
+pub(crate) const GRAM_MAX_ROWS: usize = 1 << 27;
 
 /// An entry rounded to the Gram grid (a per-row function: it keeps every entry in the same
 /// range, so the query's sensitivity bound is unchanged).

@@ -6,9 +6,13 @@ use std::fmt;
 /// A borrowed, row-major data set: `x` has `n * d` entries, `y` has `n` labels in {-1, +1}.
 #[derive(Clone, Copy)]
 pub struct Rows<'a> {
+    /// Row-major features, `n * d`.
     pub x: &'a [f32],
+    /// Labels in {-1, +1}.
     pub y: &'a [f32],
+    /// Rows.
     pub n: usize,
+    /// Columns.
     pub d: usize,
 }
 

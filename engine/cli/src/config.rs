@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct TrainConfig {
+pub(crate) struct TrainConfig {
     pub data: DataConfig,
     #[serde(default)]
     pub model: ModelConfig,
@@ -28,7 +28,7 @@ pub struct TrainConfig {
 /// `[crypto]`: how the aggregate is computed.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct CryptoConfig {
+pub(crate) struct CryptoConfig {
     /// "secure" (the 3-stage protocol) or "plaintext" (the reference, no secrecy between
     /// parties: for experiments).
     #[serde(default = "default_aggregation")]
@@ -68,7 +68,7 @@ impl Default for CryptoConfig {
 
 /// How the noisy average is computed, as the config chose it.
 #[derive(Debug, Clone)]
-pub enum Aggregation {
+pub(crate) enum Aggregation {
     /// The reference computation in one place (no secrecy between parties).
     Plaintext,
     /// The secure 3-stage protocol over a crypto backend.
@@ -77,7 +77,7 @@ pub enum Aggregation {
 
 impl Aggregation {
     /// The aggregator the job runs.
-    pub fn into_aggregator(self) -> std::sync::Arc<dyn kinsey_learn::aggregate::Aggregator> {
+    pub(crate) fn into_aggregator(self) -> std::sync::Arc<dyn kinsey_learn::aggregate::Aggregator> {
         match self {
             Self::Plaintext => std::sync::Arc::new(kinsey_learn::aggregate::PlaintextAggregator),
             Self::Secure(s) => std::sync::Arc::new(s),
@@ -88,7 +88,7 @@ impl Aggregation {
 impl CryptoConfig {
     /// The aggregation this section asks for; creating the backend checks the name, the key
     /// size and the insecure flags.
-    pub fn aggregation(&self) -> Result<Aggregation> {
+    pub(crate) fn aggregation(&self) -> Result<Aggregation> {
         match self.aggregation.as_str() {
             "plaintext" => Ok(Aggregation::Plaintext),
             "secure" => {
@@ -115,7 +115,7 @@ impl CryptoConfig {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct DataConfig {
+pub(crate) struct DataConfig {
     /// One Parquet file or directory per party.
     pub parties: Vec<PathBuf>,
     /// Optional test set (same columns).
@@ -143,7 +143,7 @@ fn default_transform() -> String {
 }
 
 impl DataConfig {
-    pub fn columns(&self) -> ColumnSpec {
+    pub(crate) fn columns(&self) -> ColumnSpec {
         ColumnSpec {
             label: self.label.clone(),
             features: self.features.clone(),
@@ -151,7 +151,7 @@ impl DataConfig {
         }
     }
 
-    pub fn transform(&self) -> Result<RowTransform> {
+    pub(crate) fn transform(&self) -> Result<RowTransform> {
         match (self.row_transform.as_str(), self.row_scale) {
             ("none", None) => Ok(RowTransform::None),
             ("clip", None) => Ok(RowTransform::Clip),
@@ -174,7 +174,7 @@ impl DataConfig {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct ModelConfig {
+pub(crate) struct ModelConfig {
     /// lambda of seed 001 eq. (2): J(w) = mean loss + lambda w.w
     pub lambda: f64,
     #[serde(default = "default_tol")]
@@ -209,7 +209,7 @@ impl Default for ModelConfig {
 }
 
 impl ModelConfig {
-    pub fn solver(&self) -> SolverConfig {
+    pub(crate) fn solver(&self) -> SolverConfig {
         SolverConfig {
             tolerance: self.tolerance,
             max_iterations: self.max_iterations,
@@ -220,7 +220,7 @@ impl ModelConfig {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct PrivacyConfig {
+pub(crate) struct PrivacyConfig {
     pub epsilon: f64,
     #[serde(default)]
     pub calibration: Calibration,
@@ -232,7 +232,7 @@ pub struct PrivacyConfig {
 }
 
 impl PrivacyConfig {
-    pub fn spec(&self) -> PrivacySpec {
+    pub(crate) fn spec(&self) -> PrivacySpec {
         PrivacySpec {
             epsilon: self.epsilon,
             calibration: self.calibration,
@@ -243,7 +243,7 @@ impl PrivacyConfig {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct ComputeConfig {
+pub(crate) struct ComputeConfig {
     /// "auto" | "cpu" | "gpu"
     #[serde(default = "default_device")]
     pub device: String,
@@ -263,7 +263,7 @@ impl Default for ComputeConfig {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct OutputConfig {
+pub(crate) struct OutputConfig {
     #[serde(default = "default_out")]
     pub dir: PathBuf,
 }
@@ -280,7 +280,7 @@ impl Default for OutputConfig {
 
 impl TrainConfig {
     /// Parse and validate a TOML file; relative paths become relative to its directory.
-    pub fn load(path: &Path) -> Result<Self> {
+    pub(crate) fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
         let mut cfg = Self::parse(&text).map_err(|e| match e {
             Error::Config { msg, .. } => Error::Config {
@@ -304,7 +304,7 @@ impl TrainConfig {
     }
 
     /// Parse TOML text and check parameter ranges.
-    pub fn parse(text: &str) -> Result<Self> {
+    pub(crate) fn parse(text: &str) -> Result<Self> {
         let cfg: TrainConfig = toml::from_str(text).map_err(|e| Error::Config {
             path: PathBuf::from("<config>"),
             msg: e.to_string(),
@@ -313,7 +313,7 @@ impl TrainConfig {
         Ok(cfg)
     }
 
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         if self.data.parties.is_empty() {
             return Err(Error::param(
                 "data.parties",

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 /// One line: name, points (x, y), and optional +/- error per point.
 #[derive(Debug, Clone)]
-pub struct Series {
+pub(crate) struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
     pub err: Option<Vec<f64>>,
@@ -20,7 +20,7 @@ pub struct Series {
 
 /// A chart description.
 #[derive(Debug, Clone)]
-pub struct Chart {
+pub(crate) struct Chart {
     pub title: String,
     pub x_label: String,
     pub y_label: String,
@@ -29,7 +29,7 @@ pub struct Chart {
 }
 
 /// Where a sans-serif TrueType font is looked for (Debian: fonts-dejavu-core).
-pub const FONT_PATHS: &[&str] = &[
+pub(crate) const FONT_PATHS: &[&str] = &[
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
     "/usr/share/fonts/dejavu/DejaVuSans.ttf",
     "/usr/share/fonts/TTF/DejaVuSans.ttf",
@@ -141,7 +141,7 @@ where
 }
 
 /// Error unless a font for chart labels is available.
-pub fn check_fonts() -> Result<()> {
+pub(crate) fn check_fonts() -> Result<()> {
     if font_ready() {
         Ok(())
     } else {
@@ -157,7 +157,7 @@ pub fn check_fonts() -> Result<()> {
 }
 
 /// Write `<stem>.svg` and `<stem>.png`. Returns the paths written.
-pub fn write_chart(
+pub(crate) fn write_chart(
     outputs: &mut Outputs,
     stem: &Path,
     chart: &Chart,

@@ -4,7 +4,7 @@
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// A progress bar on stderr; hidden when stderr is not a terminal or `KINSEY_NO_PROGRESS` is set.
-pub fn bar(len: u64, msg: &str) -> ProgressBar {
+pub(crate) fn bar(len: u64, msg: &str) -> ProgressBar {
     if std::env::var_os("KINSEY_NO_PROGRESS").is_some() {
         return ProgressBar::hidden();
     }
@@ -19,7 +19,7 @@ pub fn bar(len: u64, msg: &str) -> ProgressBar {
 }
 
 /// A spinner for a step without a known length (hidden under `KINSEY_NO_PROGRESS`).
-pub fn spinner(msg: &str) -> ProgressBar {
+pub(crate) fn spinner(msg: &str) -> ProgressBar {
     if std::env::var_os("KINSEY_NO_PROGRESS").is_some() {
         return ProgressBar::hidden();
     }
@@ -30,7 +30,7 @@ pub fn spinner(msg: &str) -> ProgressBar {
 }
 
 /// Print a diagnostic line to stdout (prefixed).
-pub fn print_diagnostic(line: &str) {
+pub(crate) fn print_diagnostic(line: &str) {
     println!("{} {line}", kinsey_dp::release::NOT_PRIVATE_PREFIX);
 }
 
@@ -38,7 +38,7 @@ pub fn print_diagnostic(line: &str) {
 /// total is known, a spinner otherwise; nothing when stderr is not a terminal or
 /// `KINSEY_NO_PROGRESS` is set.
 #[derive(Debug, Default)]
-pub struct Bars {
+pub(crate) struct Bars {
     current: std::sync::Mutex<Option<ProgressBar>>,
 }
 

@@ -14,34 +14,58 @@ pub enum Error {
     /// A file could not be opened, read or written.
     #[error("{path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
         #[source]
+        /// The operating system's error.
         source: std::io::Error,
     },
     /// A file was readable but its content is malformed (truncated Parquet, bad LIBSVM line, ...).
     #[error("{path}: {msg}")]
-    Format { path: PathBuf, msg: String },
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with its content.
+        msg: String,
+    },
     /// The data does not have the expected columns or types.
     #[error("{path}: column '{column}': {msg}")]
     Schema {
+        /// The file.
         path: PathBuf,
+        /// The column.
         column: String,
+        /// What is wrong with it.
         msg: String,
     },
     /// A value in the data is unusable (null, NaN, label outside the declared set, row outside the unit ball).
     #[error("{path}: column '{column}', row {row}: {msg}")]
     Value {
+        /// The file.
         path: PathBuf,
+        /// The column.
         column: String,
+        /// The row (0-based, counting data rows).
         row: usize,
+        /// What is wrong with the value (never the value itself when it is private).
         msg: String,
     },
     /// A parameter (from the CLI or the config) is out of range.
     #[error("invalid parameter '{name}': {msg}")]
-    Param { name: String, msg: String },
+    Param {
+        /// The parameter, as the user writes it (flag or config key).
+        name: String,
+        /// What is wrong with it.
+        msg: String,
+    },
     /// The configuration file is malformed.
     #[error("config {path}: {msg}")]
-    Config { path: PathBuf, msg: String },
+    Config {
+        /// The config file.
+        path: PathBuf,
+        /// What is wrong in it.
+        msg: String,
+    },
     /// The privacy accountant refused a spend.
     #[error("privacy budget exceeded: {0}")]
     Budget(String),
@@ -57,21 +81,29 @@ pub enum Error {
     /// The secure protocol stopped; names the stage and the participant at fault.
     #[error("secure protocol failed in {stage}, {participant}: {msg}")]
     Protocol {
+        /// The protocol stage.
         stage: String,
+        /// The participant at fault.
         participant: String,
+        /// What went wrong.
         msg: String,
     },
     /// Errors surfaced from arrow/parquet that are not attributable to a single value.
     #[error("{path}: {source}")]
     Parquet {
+        /// The file.
         path: PathBuf,
         #[source]
+        /// The Parquet reader's error.
         source: parquet::errors::ParquetError,
     },
     #[error("{path}: {source}")]
+    /// Errors surfaced from arrow that are not attributable to a single value.
     Arrow {
+        /// The file.
         path: PathBuf,
         #[source]
+        /// The arrow error.
         source: arrow::error::ArrowError,
     },
 }
@@ -116,10 +148,10 @@ pub fn check_epsilon(name: &str, eps: f64) -> Result<()> {
 
 /// Smallest epsilon any command accepts: below it the exact samplers' integer parameters
 /// would overflow (docs/privacy.md, "Parameter ranges").
-pub const MIN_EPSILON: f64 = 1e-6;
+pub(crate) const MIN_EPSILON: f64 = 1e-6;
 /// Largest epsilon any command accepts: `e^100` is no privacy at all, and larger values make
 /// calibrations degenerate (a Gaussian sigma of 0, noise below the grid).
-pub const MAX_EPSILON: f64 = 100.0;
+pub(crate) const MAX_EPSILON: f64 = 100.0;
 
 /// Check that a delta is in [0, 1).
 pub fn check_delta(name: &str, delta: f64) -> Result<()> {

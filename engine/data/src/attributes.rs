@@ -13,7 +13,10 @@ use std::path::Path;
 /// One attribute and its public domain.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AttributeSpec {
+    /// The column name.
     pub name: String,
+    /// `(lo, hi, bins)` for a numeric column binned into equal-width bins; `None` for a 0/1
+    /// attribute.
     pub bins: Option<(f64, f64, usize)>,
 }
 
@@ -147,12 +150,19 @@ pub fn read_categorical_data(
 /// Categorical training data: row-major attribute codes and class codes.
 #[derive(Debug, Clone)]
 pub struct CatData {
+    /// Row-major attribute codes, `n x m`.
     pub codes: Vec<u16>,
+    /// Rows.
     pub n: usize,
+    /// Attributes.
     pub m: usize,
+    /// Number of values of each attribute.
     pub domains: Vec<usize>,
+    /// Attribute names.
     pub names: Vec<String>,
+    /// Each row's class code.
     pub classes: Vec<u16>,
+    /// The declared class values, by code.
     pub class_labels: Vec<String>,
 }
 
@@ -162,6 +172,7 @@ impl CatData {
         self.codes[row * self.m + attr] as usize
     }
 
+    /// Check that the codes, classes and sizes agree.
     pub fn check(&self) -> Result<()> {
         if self.codes.len() != self.n * self.m || self.classes.len() != self.n {
             return Err(Error::param("tree data", "codes do not match n x m"));

@@ -8,7 +8,7 @@ use kinsey_core::{Error, Result};
 use std::path::Path;
 
 /// Whether a path names a Parquet file (or a directory, read as Parquet).
-pub fn is_parquet(path: &Path) -> bool {
+pub(crate) fn is_parquet(path: &Path) -> bool {
     path.is_dir()
         || path
             .extension()
@@ -93,13 +93,13 @@ pub fn read_categorical(path: &Path, column: &str) -> Result<Vec<String>> {
     Ok(out)
 }
 
-pub fn read_csv_column(path: &Path, column: &str) -> Result<Vec<f64>> {
+pub(crate) fn read_csv_column(path: &Path, column: &str) -> Result<Vec<f64>> {
     csv_cells(path, column, |c| c.parse::<f64>().ok(), "a number")
 }
 
 /// The cells of one column of a CSV file with a header, parsed; `row` in errors counts the
 /// non-empty data lines from 0.
-pub fn csv_cells<T>(
+pub(crate) fn csv_cells<T>(
     path: &Path,
     column: &str,
     parse: impl Fn(&str) -> Option<T>,

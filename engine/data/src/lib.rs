@@ -38,13 +38,16 @@ pub struct Dataset {
     pub x: Vec<f32>,
     /// Labels in {-1, +1}.
     pub y: Vec<f32>,
+    /// Columns (features).
     pub d: usize,
+    /// Feature names, in column order.
     pub features: Vec<String>,
     /// Where it came from (for error messages and reports).
     pub source: PathBuf,
 }
 
 impl Dataset {
+    /// Number of rows.
     pub fn n(&self) -> usize {
         self.y.len()
     }
@@ -77,7 +80,7 @@ impl Dataset {
     }
 
     /// Default feature names `f1..fd` (LIBSVM and synthetic data).
-    pub fn default_feature_names(d: usize) -> Vec<String> {
+    pub(crate) fn default_feature_names(d: usize) -> Vec<String> {
         (1..=d).map(|j| format!("f{j}")).collect()
     }
 
@@ -165,7 +168,7 @@ pub enum RowTransform {
 /// Rows may exceed norm 1 by this much (f32 rounding of data prepared elsewhere); such rows
 /// are projected onto the ball, so every row the solver sees has norm <= 1 exactly, as the
 /// sensitivity assumes (the audit found rows of norm 1 + 1e-5 used unchanged).
-pub const UNIT_BALL_TOLERANCE: f64 = 1e-5;
+pub(crate) const UNIT_BALL_TOLERANCE: f64 = 1e-5;
 
 /// The L2 norm of an f32 row, in f64 (as the kernels compute it).
 fn row_norm(row: &[f32]) -> f64 {

@@ -17,6 +17,7 @@ pub struct Outputs {
 }
 
 impl Outputs {
+    /// An empty set of outputs.
     pub fn new() -> Self {
         Self::default()
     }

@@ -24,9 +24,11 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct ColumnSpec {
+    /// The label column.
     pub label: String,
     /// Empty: every numeric column except the label.
     pub features: Vec<String>,
+    /// How the labels are written.
     pub labels: LabelEncoding,
 }
 
@@ -48,7 +50,7 @@ fn is_numeric(dt: &DataType) -> bool {
 }
 
 /// Parquet files of a path: the file itself, or the `*.parquet` files of a directory.
-pub fn parquet_files(path: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn parquet_files(path: &Path) -> Result<Vec<PathBuf>> {
     let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
     if meta.is_file() {
         return Ok(vec![path.to_path_buf()]);
@@ -208,7 +210,7 @@ fn read_one(path: &Path, spec: &ColumnSpec) -> Result<Dataset> {
 
 /// One numeric column of a Parquet file (all row groups) as f64; nulls and non-finite
 /// values are errors naming their row.
-pub fn read_column(path: &Path, name: &str) -> Result<Vec<f64>> {
+pub(crate) fn read_column(path: &Path, name: &str) -> Result<Vec<f64>> {
     let (dt, arrays) = read_column_arrays(path, name)?;
     if !is_numeric(&dt) {
         return Err(Error::Schema {
@@ -227,7 +229,7 @@ pub fn read_column(path: &Path, name: &str) -> Result<Vec<f64>> {
 
 /// One column of a Parquet file (only that column is decoded): its type and its arrays,
 /// one per record batch. A missing column is an error listing the columns there are.
-pub fn read_column_arrays(path: &Path, name: &str) -> Result<(DataType, Vec<ArrayRef>)> {
+pub(crate) fn read_column_arrays(path: &Path, name: &str) -> Result<(DataType, Vec<ArrayRef>)> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let pq = |source| Error::Parquet {
         path: path.to_path_buf(),

@@ -9,6 +9,7 @@ use std::path::Path;
 /// A loaded series.
 #[derive(Debug, Clone)]
 pub struct Series {
+    /// One value per step, clamped to `[0, bound]`.
     pub values: Vec<f64>,
     /// Steps whose value exceeded the bound and was clamped to it.
     pub clamped: usize,
@@ -170,8 +171,11 @@ mod tests {
 /// `step_seconds`, and/or keep only events satisfying a predicate on another column.
 #[derive(Debug, Clone, Default)]
 pub struct EventSpec {
+    /// The timestamp column (`None`: one bit per row that passes the predicate).
     pub time_column: Option<String>,
+    /// Step width in seconds.
     pub step_seconds: i64,
+    /// Keep only the events that pass it.
     pub predicate: Option<Predicate>,
     /// The public time range `[start, end]` (seconds) of a time-bucketed series: required
     /// with a time column, because the first and last events are private (one added event
@@ -199,12 +203,16 @@ pub fn parse_time(name: &str, s: &str) -> Result<i64> {
 /// `COLUMN OP NUMBER` with OP one of `>=`, `>`, `<=`, `<`, `==`, `!=`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Predicate {
+    /// The column the predicate reads.
     pub column: String,
+    /// The comparison: `<`, `<=`, `>`, `>=`, `==` or `!=`.
     pub op: String,
+    /// The number compared with.
     pub value: f64,
 }
 
 impl Predicate {
+    /// Parse `COLUMN OP NUMBER`, e.g. `delay>=15`.
     pub fn parse(s: &str) -> Result<Self> {
         let bad = || {
             Error::param(
@@ -229,6 +237,7 @@ impl Predicate {
         Err(bad())
     }
 
+    /// Whether `x` passes.
     pub fn holds(&self, x: f64) -> bool {
         match self.op.as_str() {
             ">=" => x >= self.value,

@@ -7,7 +7,9 @@ use kinsey_dp::NoiseRng;
 /// How to cut: explicit sizes, or fractions of the rows.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SplitSpec {
+    /// Rows per party.
     Sizes(Vec<usize>),
+    /// Fractions of the rows per party (they must sum to at most 1).
     Fractions(Vec<f64>),
 }
 

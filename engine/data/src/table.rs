@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 /// One column and its optional public bounds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ColumnBounds {
+    /// The column name.
     pub name: String,
+    /// The declared box `[lo, hi]` (`None`: the column must already lie in `[0, 1]`).
     pub bounds: Option<(f64, f64)>,
 }
 
@@ -73,16 +75,22 @@ impl Range {
 /// A dense row-major matrix in the declared box.
 #[derive(Debug, Clone)]
 pub struct Matrix {
+    /// Row-major values in `[0, 1]`.
     pub x: Vec<f32>,
+    /// Rows.
     pub n: usize,
+    /// Columns.
     pub d: usize,
+    /// Column names.
     pub names: Vec<String>,
     /// Per column: values clipped into the box.
     pub clipped: Vec<usize>,
+    /// The file the rows came from.
     pub source: PathBuf,
 }
 
 impl Matrix {
+    /// Row `i`.
     pub fn row(&self, i: usize) -> &[f32] {
         &self.x[i * self.d..(i + 1) * self.d]
     }
@@ -104,7 +112,7 @@ impl Matrix {
 }
 
 /// The names of a file's columns (Parquet schema or CSV header).
-pub fn column_names(path: &Path) -> Result<Vec<String>> {
+pub(crate) fn column_names(path: &Path) -> Result<Vec<String>> {
     if is_parquet(path) {
         let file = crate::parquet_io::parquet_files(path)?
             .into_iter()

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+/// `../shared/data` beside the checkout, or `KINSEY_SHARED_DATA`.
 pub fn shared_data_dir() -> PathBuf {
     if let Ok(p) = std::env::var("KINSEY_SHARED_DATA") {
         return PathBuf::from(p);

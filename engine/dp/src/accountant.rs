@@ -11,20 +11,25 @@ const SLACK: f64 = 1e-12;
 /// One recorded spend.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Spend {
+    /// What the budget was spent on.
     pub label: String,
+    /// Epsilon spent.
     pub epsilon: f64,
+    /// Delta spent.
     pub delta: f64,
 }
 
 /// A budget and its ledger.
 #[derive(Debug, Clone, Serialize)]
 pub struct Accountant {
-    pub epsilon_budget: f64,
-    pub delta_budget: f64,
+    pub(crate) epsilon_budget: f64,
+    pub(crate) delta_budget: f64,
+    /// Every spend, in order.
     pub ledger: Vec<Spend>,
 }
 
 impl Accountant {
+    /// An accountant with a total budget of `(epsilon_budget, delta_budget)`.
     pub fn new(epsilon_budget: f64, delta_budget: f64) -> Result<Self> {
         check_epsilon("epsilon budget", epsilon_budget)?;
         check_delta("delta budget", delta_budget)?;
@@ -35,12 +40,14 @@ impl Accountant {
         })
     }
 
+    /// `(epsilon, delta)` spent so far.
     pub fn spent(&self) -> (f64, f64) {
         self.ledger
             .iter()
             .fold((0.0, 0.0), |(e, d), s| (e + s.epsilon, d + s.delta))
     }
 
+    /// `(epsilon, delta)` left.
     pub fn remaining(&self) -> (f64, f64) {
         let (e, d) = self.spent();
         (

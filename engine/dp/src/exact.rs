@@ -99,7 +99,7 @@ impl<'a, R: RandomBits + ?Sized> BitReader<'a, R> {
 
     /// `n <= 128` uniform bits.
     #[inline]
-    pub fn bits128(&mut self, n: u32) -> u128 {
+    pub(crate) fn bits128(&mut self, n: u32) -> u128 {
         if n <= 64 {
             return u128::from(self.bits(n));
         }
@@ -143,7 +143,7 @@ impl<'a, R: RandomBits + ?Sized> BitReader<'a, R> {
 
     /// Is a uniform real `V` in [0, 1), drawn lazily, below `num / 2^k`? (`k <= 128`.)
     /// Bits are read only up to the first one where `V` and `num / 2^k` differ.
-    pub fn below_dyadic(&mut self, num: u128, k: u32) -> bool {
+    pub(crate) fn below_dyadic(&mut self, num: u128, k: u32) -> bool {
         if k < 128 && num >> k != 0 {
             return true; // num / 2^k >= 1
         }
@@ -162,7 +162,7 @@ impl<'a, R: RandomBits + ?Sized> BitReader<'a, R> {
 
     /// [`below_dyadic`](Self::below_dyadic) for `num < 2^k`, `k <= 64` (the hot path).
     #[inline]
-    pub fn below_dyadic64(&mut self, num: u64, k: u32) -> bool {
+    pub(crate) fn below_dyadic64(&mut self, num: u64, k: u32) -> bool {
         self.compare_bits(num, k) == std::cmp::Ordering::Less
     }
 
@@ -170,7 +170,7 @@ impl<'a, R: RandomBits + ?Sized> BitReader<'a, R> {
     /// `1/m` is produced 64 bits at a time by long division (the first chunk from a table
     /// for small m), so a draw reads about two bits.
     #[inline(always)]
-    pub fn bernoulli_recip(&mut self, m: u64) -> bool {
+    pub(crate) fn bernoulli_recip(&mut self, m: u64) -> bool {
         if m <= 1 {
             return true;
         }
@@ -211,7 +211,7 @@ impl<'a, R: RandomBits + ?Sized> BitReader<'a, R> {
     }
 
     /// Uniform integer in `[0, n)`, `n >= 1`, by rejection (no modulo bias).
-    pub fn uniform_below(&mut self, n: u128) -> u128 {
+    pub(crate) fn uniform_below(&mut self, n: u128) -> u128 {
         debug_assert!(n >= 1);
         if n <= 1 {
             return 0;
@@ -226,7 +226,7 @@ impl<'a, R: RandomBits + ?Sized> BitReader<'a, R> {
     }
 
     /// `Bern(num / den)` for `0 <= num <= den`, `den >= 1`.
-    pub fn bernoulli(&mut self, num: u128, den: u128) -> bool {
+    pub(crate) fn bernoulli(&mut self, num: u128, den: u128) -> bool {
         if num >= den {
             return true;
         }
@@ -296,7 +296,8 @@ fn bernoulli_exp_minus_one<R: RandomBits + ?Sized>(bits: &mut BitReader<'_, R>) 
 }
 
 /// `Bern(exp(-num/den))` for any `num / den >= 0`, `den >= 1` (CKS Algorithm 1).
-pub fn bernoulli_exp_minus<R: RandomBits + ?Sized>(
+#[cfg(test)]
+pub(crate) fn bernoulli_exp_minus<R: RandomBits + ?Sized>(
     bits: &mut BitReader<'_, R>,
     num: u128,
     den: u128,
@@ -381,7 +382,7 @@ impl DiscreteLaplace {
     }
 
     /// Privacy map: epsilon for integer L1 sensitivity `d`, `d r / 2^k`.
-    pub fn epsilon_for(&self, d: u64) -> f64 {
+    pub(crate) fn epsilon_for(&self, d: u64) -> f64 {
         d as f64 * self.r as f64 / (self.k as f64).exp2()
     }
 
@@ -399,7 +400,7 @@ impl DiscreteLaplace {
     }
 
     /// One draw from a bit reader.
-    pub fn sample_bits<R: RandomBits + ?Sized>(&self, bits: &mut BitReader<'_, R>) -> i64 {
+    pub(crate) fn sample_bits<R: RandomBits + ?Sized>(&self, bits: &mut BitReader<'_, R>) -> i64 {
         loop {
             let u = bits.bits(self.k);
             if !bernoulli_exp_minus_dyadic(bits, u, self.k) {
@@ -535,7 +536,7 @@ impl DiscreteGaussian {
     /// Denominator of the rational variance.
     const B: u128 = 1 << 8;
     /// Largest sigma accepted, in integer steps.
-    pub const MAX_SIGMA: f64 = 1_099_511_627_776.0; // 2^40
+    pub(crate) const MAX_SIGMA: f64 = 1_099_511_627_776.0; // 2^40
 
     /// A discrete Gaussian with variance at least `sigma^2` (`sigma` in integer steps,
     /// `1e-3 <= sigma <= 2^40`): `a = ceil(sigma^2 2^8) + 1 + 2^-40 a`, so the rounding of
@@ -586,7 +587,7 @@ impl DiscreteGaussian {
 /// The smallest delta of a rho-zCDP mechanism at `epsilon` (Canonne, Kamath & Steinke 2020,
 /// Corollary 13): `inf_{alpha > 1} exp((alpha - 1)(alpha rho - eps)) / (alpha - 1)
 /// (1 - 1/alpha)^alpha`, minimised numerically over alpha (any alpha gives a valid bound).
-pub fn zcdp_delta(rho: f64, epsilon: f64) -> f64 {
+pub(crate) fn zcdp_delta(rho: f64, epsilon: f64) -> f64 {
     if rho <= 0.0 {
         return 0.0;
     }

@@ -15,12 +15,16 @@ use serde::Serialize;
 /// Calibrated exponential mechanism over a finite candidate set.
 #[derive(Debug, Clone, Serialize)]
 pub struct ExponentialMechanism {
+    /// Sensitivity of the score.
     pub sensitivity: f64,
+    /// Privacy parameter.
     pub epsilon: f64,
-    pub monotone: bool,
+    pub(crate) monotone: bool,
 }
 
 impl ExponentialMechanism {
+    /// The mechanism for a score of the given sensitivity (`monotone`: the score only moves one
+    /// way between neighbours, which halves the exponent's factor).
     pub fn new(sensitivity: f64, epsilon: f64, monotone: bool) -> Result<Self> {
         check_epsilon("epsilon", epsilon)?;
         if !(sensitivity.is_finite() && sensitivity > 0.0) {
@@ -37,7 +41,7 @@ impl ExponentialMechanism {
     }
 
     /// Multiplier applied to scores.
-    pub fn temperature(&self) -> f64 {
+    pub(crate) fn temperature(&self) -> f64 {
         let factor = if self.monotone { 1.0 } else { 2.0 };
         self.epsilon / (factor * self.sensitivity)
     }

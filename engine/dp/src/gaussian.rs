@@ -24,11 +24,17 @@ use serde::Serialize;
 /// Calibrated Gaussian mechanism.
 #[derive(Debug, Clone, Serialize)]
 pub struct GaussianMechanism {
+    /// L2 sensitivity.
     pub sensitivity: f64,
+    /// Epsilon of the (epsilon, delta) guarantee.
     pub epsilon: f64,
+    /// Delta of the (epsilon, delta) guarantee.
     pub delta: f64,
+    /// Dimension.
     pub dim: usize,
+    /// Standard deviation of the noise per coordinate.
     pub sigma: f64,
+    /// The noise lives on the grid `2^grid_exp`.
     pub grid_exp: i32,
 }
 
@@ -38,14 +44,14 @@ fn phi(x: f64) -> f64 {
 }
 
 /// delta(sigma) of the analytic Gaussian mechanism.
-pub fn analytic_delta(sensitivity: f64, epsilon: f64, sigma: f64) -> f64 {
+pub(crate) fn analytic_delta(sensitivity: f64, epsilon: f64, sigma: f64) -> f64 {
     let a = sensitivity / (2.0 * sigma);
     let b = epsilon * sigma / sensitivity;
     (phi(a - b) - epsilon.exp() * phi(-a - b)).max(0.0)
 }
 
 /// Smallest sigma with `analytic_delta(sensitivity, eps, sigma) <= delta`.
-pub fn analytic_sigma(sensitivity: f64, epsilon: f64, delta: f64) -> Result<f64> {
+pub(crate) fn analytic_sigma(sensitivity: f64, epsilon: f64, delta: f64) -> Result<f64> {
     smallest_sigma(sensitivity, epsilon, delta, |sigma| {
         analytic_delta(sensitivity, epsilon, sigma) <= delta
     })
@@ -138,7 +144,7 @@ impl GaussianMechanism {
 
 /// Smallest sigma whose discrete Gaussian is (eps, delta)-DP for L2 sensitivity `l2` through
 /// zCDP: `zcdp_delta(l2^2 / (2 sigma^2), eps) <= delta`, by bisection.
-pub fn zcdp_sigma(l2: f64, epsilon: f64, delta: f64) -> Result<f64> {
+pub(crate) fn zcdp_sigma(l2: f64, epsilon: f64, delta: f64) -> Result<f64> {
     smallest_sigma(l2, epsilon, delta, |sigma| {
         zcdp_delta(l2 * l2 / (2.0 * sigma * sigma), epsilon) <= delta
     })

@@ -23,11 +23,14 @@ use serde::Serialize;
 pub struct L2LaplaceMechanism {
     /// Stated L2 sensitivity.
     pub sensitivity: f64,
+    /// Privacy parameter.
     pub epsilon: f64,
+    /// Dimension.
     pub dim: usize,
 }
 
 impl L2LaplaceMechanism {
+    /// The mechanism for an L2 sensitivity, epsilon and dimension.
     pub fn new(sensitivity: f64, epsilon: f64, dim: usize) -> Result<Self> {
         check_epsilon("epsilon", epsilon)?;
         if !(sensitivity.is_finite() && sensitivity > 0.0) {

@@ -35,6 +35,7 @@ pub const GRID_BITS_BELOW_SCALE: i32 = 20;
 pub struct LaplaceMechanism {
     /// Stated L1 sensitivity of the query (|f(D) - f(D')| for neighbours).
     pub sensitivity: f64,
+    /// Privacy parameter.
     pub epsilon: f64,
     /// Grid exponent k: outputs are multiples of 2^k.
     pub grid_exp: i32,

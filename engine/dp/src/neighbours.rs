@@ -36,6 +36,7 @@ impl Neighbours {
         self == Neighbours::Bounded
     }
 
+    /// The name users write (`bounded`, `unbounded`).
     pub fn as_str(self) -> &'static str {
         match self {
             Neighbours::Bounded => "bounded",

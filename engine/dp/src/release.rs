@@ -22,7 +22,7 @@
 use serde::Serialize;
 
 /// The first field of every diagnostics file, and what it says.
-pub const NOT_PRIVATE_NOTICE: &str = "NOT PRIVATE: computed from the exact data; not covered \
+pub(crate) const NOT_PRIVATE_NOTICE: &str = "NOT PRIVATE: computed from the exact data; not covered \
 by any privacy guarantee. Do not publish.";
 
 /// Every stdout line that shows a diagnostic starts with this.
@@ -51,7 +51,9 @@ impl<'a, T: Serialize> NotPrivate<'a, T> {
 pub struct Guarantee {
     /// "pure" (eps-DP), "approximate" ((eps, delta)-DP) or "zcdp-converted".
     pub kind: String,
+    /// Epsilon of the guarantee.
     pub epsilon: f64,
+    /// Delta of the guarantee (0 for pure DP).
     pub delta: f64,
     /// The neighbour definition the guarantee is stated for.
     pub neighbours: String,

@@ -31,8 +31,11 @@ pub enum SeedSource {
 /// What a report says about the randomness used.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RngRecord {
+    /// The generator (`ChaCha20`, and how it was keyed).
     pub generator: String,
+    /// Where the key came from.
     pub seed: SeedSource,
+    /// Set when a user seed was used: the release is then not private against whoever knows it.
     pub warning: Option<String>,
 }
 
@@ -142,7 +145,7 @@ impl NoiseRng {
     }
 
     /// Standard exponential, Exp(1).
-    pub fn exp1(&mut self) -> f64 {
+    pub(crate) fn exp1(&mut self) -> f64 {
         -self.uniform_open0().ln()
     }
 

@@ -24,7 +24,7 @@ pub fn ks_test(samples: &mut [f64], cdf: impl Fn(f64) -> f64) -> (f64, f64) {
 }
 
 /// Survival function of the Kolmogorov distribution, Q(t) = 2 sum (-1)^(k-1) exp(-2 k^2 t^2).
-pub fn kolmogorov_sf(t: f64) -> f64 {
+pub(crate) fn kolmogorov_sf(t: f64) -> f64 {
     if t < 0.2 {
         return 1.0;
     }
@@ -85,6 +85,7 @@ pub fn chi_square_uniform(observed: &[u64]) -> (f64, f64) {
     chi_square_test(observed, &vec![e; observed.len()])
 }
 
+/// CDF of the Laplace law of scale `b`.
 pub fn laplace_cdf(x: f64, b: f64) -> f64 {
     if x < 0.0 {
         0.5 * (x / b).exp()

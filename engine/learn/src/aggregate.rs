@@ -49,7 +49,9 @@ pub const FIXED_POINT_BITS: u32 = 32;
 #[serde(rename_all = "snake_case")]
 pub enum Calibration {
     #[default]
+    /// The derivation of seed 001 with the constants of `Objective` (the default).
     Tight,
+    /// The paper's published formula.
     Paper,
 }
 
@@ -58,7 +60,9 @@ pub enum Calibration {
 #[serde(rename_all = "snake_case")]
 pub enum NoiseKind {
     #[default]
+    /// Noise with density proportional to `exp(-eps ||eta|| / sensitivity)` (the paper's).
     L2,
+    /// Per-coordinate exact discrete Laplace, calibrated to the L1 sensitivity.
     Laplace,
 }
 
@@ -85,27 +89,36 @@ impl NoiseKind {
 /// What the user asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PrivacySpec {
+    /// Privacy parameter of the release.
     pub epsilon: f64,
+    /// Which sensitivity derivation.
     pub calibration: Calibration,
+    /// Which noise law.
     pub noise: NoiseKind,
 }
 
 /// A party's noise calibration, as recorded in reports.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct NoiseCalibration {
+    /// Which sensitivity derivation.
     pub calibration: Calibration,
+    /// Which noise law.
     pub noise: NoiseKind,
+    /// Privacy parameter.
     pub epsilon: f64,
+    /// The party's rows (the calibration's own n).
     pub n: usize,
+    /// Number of parties K.
     pub parties: usize,
+    /// Dimension d.
     pub dim: usize,
     /// L2 sensitivity of the published vector (including the inexactness slack).
-    pub l2_sensitivity: f64,
+    pub(crate) l2_sensitivity: f64,
     /// The slack part of it (from the solver tolerance).
     pub slack: f64,
     /// L2-Laplace: the norm scale s (E||eta|| = d s). Laplace: the per-coordinate scale b.
     pub scale: f64,
-    pub expected_noise_norm: f64,
+    pub(crate) expected_noise_norm: f64,
     /// Laplace: the exact integer law, in units of `1 / (K 2^f)`.
     #[serde(skip)]
     pub law: Option<DiscreteLaplace>,
@@ -222,7 +235,9 @@ impl NoiseCalibration {
 /// What one party contributes (its private inputs to the protocol).
 #[derive(Debug, Clone)]
 pub struct PartyInput {
+    /// The party's rows.
     pub n: usize,
+    /// The party's local model.
     pub w: Vec<f64>,
     /// The party's own noise draw, calibrated to its own n.
     pub noise: Vec<f64>,
@@ -231,6 +246,7 @@ pub struct PartyInput {
 /// The published result.
 #[derive(Debug, Clone, Serialize)]
 pub struct Aggregate {
+    /// The published classifier.
     pub w: Vec<f64>,
     /// Which aggregator produced it ("plaintext reference", "secure 3-stage protocol (...)").
     pub aggregator: String,
@@ -261,7 +277,7 @@ pub trait Aggregator: std::fmt::Debug + Send + Sync {
 
 /// The fixed-point format of every value that enters the aggregate: `2^-32` steps,
 /// magnitudes below `2^100` before scaling down (the backend interface's codec).
-pub const FIXED_POINT: kinsey_backend::FixedPoint = kinsey_backend::FixedPoint {
+pub(crate) const FIXED_POINT: kinsey_backend::FixedPoint = kinsey_backend::FixedPoint {
     frac_bits: FIXED_POINT_BITS,
     capacity_bits: 100,
 };
@@ -314,7 +330,7 @@ pub fn fixed_point_sum(parties: &[PartyInput]) -> Result<Vec<i128>> {
 }
 
 /// Index of the smallest party (ties: lowest index).
-pub fn smallest_party(parties: &[PartyInput]) -> Result<usize> {
+pub(crate) fn smallest_party(parties: &[PartyInput]) -> Result<usize> {
     parties
         .iter()
         .enumerate()

@@ -29,6 +29,7 @@ pub struct Objective {
 }
 
 impl Objective {
+    /// The objective with regulariser `lambda > 0`.
     pub fn new(lambda: f64) -> Result<Self> {
         if !(lambda.is_finite() && lambda > 0.0) {
             return Err(Error::param(
@@ -40,20 +41,20 @@ impl Objective {
     }
 
     /// Strong-convexity constant `Lambda` of J (Hessian of the regulariser `lambda w.w`).
-    pub fn strong_convexity(&self) -> f64 {
+    pub(crate) fn strong_convexity(&self) -> f64 {
         2.0 * self.lambda
     }
 
     /// L2 sensitivity of the exact minimiser when one of `n` records is replaced, for a
     /// 1-Lipschitz loss and rows with `||x|| <= 1` (Chaudhuri & Monteleoni 2008, Cor. 2,
     /// stated for `(Lambda/2)||w||^2`): `2 / (n Lambda)`.
-    pub fn minimiser_sensitivity(&self, n: usize) -> f64 {
+    pub(crate) fn minimiser_sensitivity(&self, n: usize) -> f64 {
         2.0 / (n as f64 * self.strong_convexity())
     }
 
     /// Extra L2 distance between two *approximate* minimisers, each with
     /// `||grad J|| <= g`: `||w~ - w*|| <= g / Lambda` per side, so `2 g / Lambda`.
-    pub fn inexact_slack(&self, g: f64) -> f64 {
+    pub(crate) fn inexact_slack(&self, g: f64) -> f64 {
         2.0 * g / self.strong_convexity()
     }
 
@@ -79,10 +80,11 @@ impl Objective {
     }
 }
 
-pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+/// Euclidean norm.
 pub fn norm(a: &[f64]) -> f64 {
     dot(a, a).sqrt()
 }
@@ -93,6 +95,7 @@ pub fn norm(a: &[f64]) -> f64 {
 pub struct SolverConfig {
     /// Stop when `||grad J|| <= tolerance`.
     pub tolerance: f64,
+    /// Newton iterations before giving up.
     pub max_iterations: usize,
     /// Rows used for the Hessian (a fixed strided subsample; 0 = all rows). The gradient
     /// and the stopping test always use every row, so the tolerance is met exactly; the
@@ -114,26 +117,32 @@ impl Default for SolverConfig {
 /// A trained local classifier and how it was reached.
 #[derive(Debug, Clone, Serialize)]
 pub struct Fit {
+    /// The minimiser.
     pub w: Vec<f64>,
+    /// `J(w)` at the minimiser.
     pub objective: f64,
     /// `||grad J(w)||` at the returned w (folded into the sensitivity).
     pub grad_norm: f64,
+    /// Newton iterations.
     pub iterations: usize,
     /// Full passes over the data for loss and gradient.
     pub passes: usize,
     /// Hessian evaluations, and the rows each one read.
     pub hessian_evaluations: usize,
+    /// Rows in the Hessian subsample (0: all rows).
     pub hessian_rows: usize,
     /// Total seconds, including the warm start on the Hessian subsample.
     pub seconds: f64,
-    pub warm_start_seconds: f64,
+    pub(crate) warm_start_seconds: f64,
+    /// Rows fitted.
     pub n: usize,
+    /// Where the kernel ran (`cpu (rayon, 2 threads)`, `gpu: ...`).
     pub device: String,
 }
 
 /// Rows `0, s, 2s, ...` with `s = n / m`: the Hessian subsample (deterministic, spread over
 /// the whole file so that sorted inputs are sampled evenly). `None` when all rows are used.
-pub fn hessian_subsample(n: usize, m: usize) -> Option<Vec<usize>> {
+pub(crate) fn hessian_subsample(n: usize, m: usize) -> Option<Vec<usize>> {
     if m == 0 || m >= n {
         return None;
     }
@@ -304,7 +313,7 @@ fn bfgs_update(b: &mut Mat<f64>, s: &[f64], y: &[f64]) {
 /// solved first (its passes cost m/n of a full pass) and its optimum is the starting point
 /// of the full-data iterations. The reported passes are full-data passes; the warm start's
 /// work is in `warm_start_seconds`.
-pub fn fit_rows(
+pub(crate) fn fit_rows(
     rows: kinsey_kernels::Rows<'_>,
     device: kinsey_kernels::DevicePref,
     obj: &Objective,
@@ -350,7 +359,7 @@ pub fn train_cpu(
 }
 
 /// Copy rows `idx` of a view.
-pub fn gather(rows: kinsey_kernels::Rows<'_>, idx: &[usize]) -> (Vec<f32>, Vec<f32>) {
+pub(crate) fn gather(rows: kinsey_kernels::Rows<'_>, idx: &[usize]) -> (Vec<f32>, Vec<f32>) {
     let d = rows.d;
     let mut x = Vec::with_capacity(idx.len() * d);
     for &i in idx {

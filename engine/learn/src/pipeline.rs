@@ -17,62 +17,91 @@ use std::time::Instant;
 /// Everything a run needs besides the data.
 #[derive(Debug, Clone)]
 pub struct JobSpec {
+    /// The objective (lambda).
     pub objective: Objective,
+    /// The solver's tolerance and sampling.
     pub solver: SolverConfig,
+    /// Epsilon, calibration and noise law.
     pub privacy: PrivacySpec,
+    /// Where the local fits run.
     pub device: DevicePref,
+    /// The row transform every party applies.
     pub transform: RowTransform,
     /// How the noisy average is computed: the plaintext reference or the secure protocol.
     pub aggregation: std::sync::Arc<dyn Aggregator>,
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// One party's figures (diagnostics).
 pub struct PartyReport {
+    /// The party's number (1-based).
     pub party: usize,
+    /// Where its data came from.
     pub source: String,
+    /// Its rows.
     pub rows: usize,
-    pub rows_transformed: usize,
+    pub(crate) rows_transformed: usize,
+    /// `J(w_j)` at its local model.
     pub objective: f64,
+    /// `||grad J(w_j)||` reached.
     pub grad_norm: f64,
-    pub newton_iterations: usize,
-    pub data_passes: usize,
+    pub(crate) newton_iterations: usize,
+    pub(crate) data_passes: usize,
+    /// Hessians evaluated.
     pub hessian_evaluations: usize,
+    /// Rows in the Hessian subsample.
     pub hessian_rows: usize,
+    /// Seconds of local training.
     pub seconds: f64,
+    /// Where it ran.
     pub device: String,
+    /// Its local model's test error, when a test set was given.
     pub test_error: Option<f64>,
+    /// The noise calibrated to its size.
     pub noise: NoiseCalibration,
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// A model's objective and errors (diagnostics).
 pub struct ModelEval {
+    /// `dp_aggregate`, `non_private_average` or `non_private_pooled`.
     pub name: String,
     /// J(w) on the pooled training data.
     pub objective: f64,
     /// Excess objective over the pooled optimum w*.
-    pub excess_objective: f64,
+    pub(crate) excess_objective: f64,
+    /// Test error, when a test set was given.
     pub test_error: Option<f64>,
-    pub train_error: f64,
+    pub(crate) train_error: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// Theorem 4.2 of seed 001: the distance between the average and the pooled model against its
+/// bound.
 pub struct Theorem42 {
     /// `||w_hat - w*||` (unperturbed average vs pooled optimum).
     pub distance: f64,
     /// `(K - 1) / (n_(1) lambda)`.
     pub bound: f64,
+    /// `distance / bound`.
     pub ratio: f64,
+    /// Whether the bound holds.
     pub holds: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// Seconds per phase (diagnostics: they depend on the data).
 pub struct Timings {
+    /// Reading the data.
     pub ingest_s: f64,
+    /// Every party's local fit.
     pub local_training_s: f64,
+    /// Calibration, noise and aggregation.
     pub aggregation_s: f64,
-    pub baselines_s: f64,
+    pub(crate) baselines_s: f64,
+    /// Evaluating the models.
     pub evaluation_s: f64,
-    pub total_s: f64,
+    pub(crate) total_s: f64,
 }
 
 /// The release (written as report.json beside model.json): the published classifier, its
@@ -80,28 +109,40 @@ pub struct Timings {
 /// timing or noise scale (the scale would reveal the smallest party's size).
 #[derive(Debug, Clone, Serialize)]
 pub struct Release {
-    pub kinsey_version: String,
+    pub(crate) kinsey_version: String,
+    /// The command that made it (`demo`, `train`).
     pub command: String,
+    /// The objective, as a formula.
     pub objective: String,
+    /// The regulariser.
     pub lambda: f64,
-    pub strong_convexity: f64,
+    pub(crate) strong_convexity: f64,
+    /// The solver settings (public).
     pub solver: SolverConfig,
+    /// Epsilon, calibration and noise law.
     pub privacy: PrivacySpec,
     /// The public bound g on every party's `||grad J||` (`model.tolerance`); it enters the
     /// sensitivity, and a party that cannot reach it ends the run with an error.
-    pub gradient_bound: f64,
+    pub(crate) gradient_bound: f64,
+    /// The row transform every party applied.
     pub row_transform: RowTransform,
     /// K, the number of parties (public).
     pub parties: usize,
+    /// Dimension.
     pub dim: usize,
+    /// Feature names.
     pub features: Vec<String>,
+    /// Which aggregator computed it.
     pub aggregator: String,
     /// The crypto backend's description, when the secure protocol ran.
     pub backend: Option<kinsey_backend::BackendInfo>,
     /// Set when the backend is insecure (mock, or test-size keys).
     pub security_warning: Option<String>,
+    /// What the release guarantees.
     pub guarantee: Guarantee,
+    /// Fixed-point bits of every aggregated value.
     pub fixed_point_bits: u32,
+    /// How the noise generator was keyed.
     pub rng: RngRecord,
     /// The published classifier.
     pub w: Vec<f64>,
@@ -111,29 +152,38 @@ pub struct Release {
 /// parties' exact data.
 #[derive(Debug, Clone, Serialize)]
 pub struct Diagnostics {
+    /// Every party's rows.
     pub party_sizes: Vec<usize>,
+    /// Every party's figures.
     pub parties: Vec<PartyReport>,
     /// The calibration of the noise that was published (it holds n_(1)).
-    pub published_noise: NoiseCalibration,
+    pub(crate) published_noise: NoiseCalibration,
     /// The secure protocol's report (per-stage time, operations, traffic).
     pub protocol: Option<serde_json::Value>,
     /// The protocol's report as terminal lines.
     #[serde(skip)]
-    pub protocol_summary: Vec<String>,
+    pub(crate) protocol_summary: Vec<String>,
     /// The secure result equals the plaintext reference with the same noise, bit for bit.
     pub matches_plaintext_reference: Option<bool>,
-    pub compute_device: String,
+    pub(crate) compute_device: String,
+    /// The published model and both non-private baselines.
     pub models: Vec<ModelEval>,
+    /// Theorem 4.2 on this run.
     pub theorem_4_2: Theorem42,
+    /// Test rows, when a test set was given.
     pub test_rows: Option<usize>,
+    /// The published model's test error.
     pub test_error: Option<f64>,
+    /// Seconds per phase.
     pub timings: Timings,
 }
 
 /// A run's outcome: the release, and the diagnostics when they were asked for.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    /// What may be published.
     pub release: Release,
+    /// What may not (only when asked).
     pub diagnostics: Option<Diagnostics>,
 }
 
@@ -526,11 +576,17 @@ fn diagnose(
 /// The published model file (what `kinsey predict` reads).
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct ModelFile {
+    /// `kinsey.dp_aggregate_logistic.v1`.
     pub kind: String,
+    /// Feature names, in the order of `w`.
     pub features: Vec<String>,
+    /// The label column.
     pub label: String,
+    /// The row transform to apply before scoring.
     pub row_transform: RowTransform,
+    /// The published classifier.
     pub w: Vec<f64>,
+    /// Epsilon of its guarantee.
     pub epsilon: f64,
 }
 

@@ -11,21 +11,25 @@ use serde::Serialize;
 /// Paillier operations per second at one key size and thread count.
 #[derive(Debug, Clone, Serialize)]
 pub struct PaillierRates {
+    /// Key size.
     pub bits: u32,
+    /// Threads (0: all cores).
     pub threads: usize,
+    /// Values per operation.
     pub count: usize,
-    pub keygen_seconds: f64,
+    pub(crate) keygen_seconds: f64,
     /// One-off per key: the fixed-base tables for encryption.
-    pub table_seconds: f64,
-    pub encrypt_per_s: f64,
-    pub encrypt_key_holder_per_s: f64,
-    pub decrypt_per_s: f64,
-    pub add_per_s: f64,
-    pub mul_plain_per_s: f64,
-    pub rerandomize_per_s: f64,
+    pub(crate) table_seconds: f64,
+    pub(crate) encrypt_per_s: f64,
+    pub(crate) encrypt_key_holder_per_s: f64,
+    pub(crate) decrypt_per_s: f64,
+    pub(crate) add_per_s: f64,
+    pub(crate) mul_plain_per_s: f64,
+    pub(crate) rerandomize_per_s: f64,
 }
 
 impl PaillierRates {
+    /// The rates as an aligned text table.
     pub fn table(&self) -> String {
         format!(
             "Paillier {} bits, {} thread(s), {} values: keygen {:.2} s, tables {:.2} s\n  \
@@ -133,7 +137,7 @@ pub fn paillier_throughput(
 }
 
 /// Synthetic party inputs: distinct sizes, unit-scale models, small noise.
-pub fn synthetic_inputs(parties: usize, dim: usize, rng: &mut NoiseRng) -> Vec<PartyInput> {
+pub(crate) fn synthetic_inputs(parties: usize, dim: usize, rng: &mut NoiseRng) -> Vec<PartyInput> {
     (0..parties)
         .map(|j| PartyInput {
             n: 1000 + 37 * ((j * 7919) % parties.max(1)) + j,

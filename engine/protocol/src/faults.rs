@@ -9,12 +9,16 @@ use kinsey_core::{Error, Result};
 /// A failure to inject in a test run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fault {
+    /// Who fails.
     pub participant: Peer,
+    /// At the start of which stage.
     pub stage: Stage,
+    /// How.
     pub kind: FaultKind,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a participant fails.
 pub enum FaultKind {
     /// The participant stops at the start of the stage.
     Abort,

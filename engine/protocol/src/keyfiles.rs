@@ -15,7 +15,7 @@ use kinsey_data::output::Outputs;
 use std::path::{Path, PathBuf};
 
 /// The base-16 exponent of kinsey's 2^-32 fixed point in python-paillier's encoding.
-pub const PHE_EXPONENT: i32 = -(kinsey_learn::aggregate::FIXED_POINT_BITS as i32) / 4;
+pub(crate) const PHE_EXPONENT: i32 = -(kinsey_learn::aggregate::FIXED_POINT_BITS as i32) / 4;
 
 fn read(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).map_err(|e| Error::io(path, e))

@@ -98,9 +98,7 @@ fn smallest(ctx: &mut Ctx, j: usize, input: &PartyInput, keys: &Keys) -> R<Vec<u
     };
     let dest = pi1[j];
     let source = pi1.iter().position(|&x| x == j).unwrap_or(j);
-    let zb = ctx.op("encrypt", 1, |he, rng| {
-        he.encrypt_batch(zeta_pk, &[b], rng)
-    })?;
+    let zb = ctx.op("encrypt", 1, |he, rng| he.encrypt_batch(zeta_pk, &[b], rng))?;
     let (a_held, zb_held, from) = if dest == j {
         (a, zb, ctx.me)
     } else {

@@ -9,45 +9,58 @@ use std::collections::BTreeMap;
 /// Timing and traffic of one stage.
 #[derive(Debug, Clone, Serialize)]
 pub struct StageReport {
+    /// The stage's name.
     pub stage: String,
-    pub wall_seconds: f64,
+    pub(crate) wall_seconds: f64,
     /// Time inside the crypto backend, summed over participants.
-    pub crypto_seconds: f64,
+    pub(crate) crypto_seconds: f64,
     /// Homomorphic operations by kind, counted per element.
     pub operations: BTreeMap<String, u64>,
+    /// Bytes sent in the stage, all participants together.
     pub bytes: usize,
 }
 
 /// Traffic of one participant.
 #[derive(Debug, Clone, Serialize)]
 pub struct ParticipantReport {
+    /// The participant.
     pub participant: String,
+    /// Bytes it sent.
     pub bytes_sent: usize,
-    pub bytes_received: usize,
-    pub messages_sent: usize,
-    pub crypto_seconds: f64,
+    pub(crate) bytes_received: usize,
+    pub(crate) messages_sent: usize,
+    pub(crate) crypto_seconds: f64,
 }
 
 /// What the protocol reports.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProtocolReport {
+    /// The backend and its key size.
     pub backend: BackendInfo,
+    /// The comparison protocol.
     pub comparison: String,
+    /// The transport.
     pub transport: String,
+    /// Number of parties K.
     pub parties: usize,
+    /// Dimension d.
     pub dim: usize,
+    /// Fixed-point bits of the models.
     pub fixed_point_bits: u32,
+    /// Statistical security of the masks, in bits.
     pub sigma: u32,
-    pub wall_seconds: f64,
-    pub total_bytes: usize,
-    pub homomorphic_operations: u64,
+    pub(crate) wall_seconds: f64,
+    pub(crate) total_bytes: usize,
+    pub(crate) homomorphic_operations: u64,
+    /// Per stage.
     pub stages: Vec<StageReport>,
+    /// Per participant.
     pub participants: Vec<ParticipantReport>,
 }
 
 impl ProtocolReport {
     /// One line per stage: wall time, crypto time, traffic and operation counts.
-    pub fn stage_lines(&self, indent: &str) -> String {
+    pub(crate) fn stage_lines(&self, indent: &str) -> String {
         self.stages
             .iter()
             .map(|st| {
@@ -71,6 +84,7 @@ pub struct SecureOutcome {
     pub sum: Vec<i128>,
     /// The published classifier, `sum / (K 2^32)`.
     pub w: Vec<f64>,
+    /// Time, operations and traffic.
     pub report: ProtocolReport,
     /// Every participant's view (bytes only with `record_views`).
     pub views: Vec<View>,

@@ -24,9 +24,10 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone)]
 pub struct ProtocolConfig {
     /// How long a participant waits for one message.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Keep every byte of every view (audits); traffic counts are kept regardless.
-    pub record_views: bool,
+    pub(crate) record_views: bool,
+    /// Test hook: a participant that fails.
     pub fault: Option<Fault>,
     /// Test hook: a deliberately leaking variant of the protocol, which the transcript
     /// audits and uniformity tests must catch (so they are shown able to fail).
@@ -106,10 +107,12 @@ struct RoleResult {
 }
 
 impl SecureAggregator {
+    /// The aggregator over `backend`.
     pub fn new(backend: Arc<dyn AdditiveHe>, config: ProtocolConfig) -> Self {
         Self { backend, config }
     }
 
+    /// The backend in use.
     pub fn backend(&self) -> &Arc<dyn AdditiveHe> {
         &self.backend
     }

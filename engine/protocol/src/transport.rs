@@ -11,7 +11,9 @@ use std::time::Duration;
 /// A participant: one of the K parties (0-based inside, 1-based when printed) or the curator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub enum Peer {
+    /// Party `j` (0-based).
     Party(usize),
+    /// The curator.
     Curator,
 }
 
@@ -27,15 +29,20 @@ impl std::fmt::Display for Peer {
 /// Protocol stages, carried in every message header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub enum Stage {
+    /// Keys.
     Setup = 0,
+    /// Stage 1: the smallest party.
     Smallest = 1,
+    /// Stage 2: its noise.
     Noise = 2,
+    /// Stage 3: the published shares.
     Shares = 3,
 }
 
 impl Stage {
-    pub const ALL: [Stage; 4] = [Stage::Setup, Stage::Smallest, Stage::Noise, Stage::Shares];
+    pub(crate) const ALL: [Stage; 4] = [Stage::Setup, Stage::Smallest, Stage::Noise, Stage::Shares];
 
+    /// The stage's name in reports.
     pub fn name(self) -> &'static str {
         match self {
             Stage::Setup => "setup (key exchange)",
@@ -73,8 +80,11 @@ impl std::fmt::Display for TransportError {
 
 /// What a role uses to talk to the others.
 pub trait Transport: Send {
+    /// Who this endpoint is.
     fn me(&self) -> Peer;
+    /// Send one message to a participant.
     fn send(&mut self, to: Peer, msg: Vec<u8>) -> Result<(), TransportError>;
+    /// The next message from a participant (in order, with a timeout).
     fn recv(&mut self, from: Peer) -> Result<Vec<u8>, TransportError>;
 }
 
@@ -97,7 +107,7 @@ pub struct ChannelEndpoint {
 
 /// A full mesh of channels between K parties and the curator; endpoint `j < K` is party j,
 /// endpoint K is the curator.
-pub fn in_process(k: usize, timeout: Duration) -> Vec<ChannelEndpoint> {
+pub(crate) fn in_process(k: usize, timeout: Duration) -> Vec<ChannelEndpoint> {
     let n = k + 1;
     let mut tx: Vec<Vec<Option<Sender<Vec<u8>>>>> = (0..n).map(|_| vec![None; n]).collect();
     let mut rx: Vec<Vec<Option<Receiver<Vec<u8>>>>> =
@@ -158,19 +168,27 @@ impl Transport for ChannelEndpoint {
 /// Direction of a recorded message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Direction {
+    /// Sent by the participant.
     Sent,
+    /// Received by the participant.
     Received,
 }
 
 /// One recorded message.
 #[derive(Debug, Clone, Serialize)]
 pub struct Message {
+    /// Sent or received.
     pub direction: Direction,
+    /// The other end.
     pub peer: Peer,
+    /// The stage the participant was in.
     pub stage: Option<Stage>,
+    /// The message kind (second header byte).
     pub kind: u8,
     #[serde(skip)]
+    /// The bytes, when views are recorded.
     pub bytes: Vec<u8>,
+    /// Length in bytes.
     pub len: usize,
 }
 
@@ -178,17 +196,21 @@ pub struct Message {
 /// computed from what it received ("learned"), for audits.
 #[derive(Debug, Clone, Serialize)]
 pub struct View {
+    /// Whose view.
     pub participant: Peer,
+    /// Every message, in order.
     pub messages: Vec<Message>,
     #[serde(skip)]
+    /// Every value the participant learned in the clear, labelled.
     pub learned: Vec<(String, i128)>,
 }
 
 impl View {
+    /// Bytes this participant sent.
     pub fn bytes_sent(&self) -> usize {
         self.total(Direction::Sent)
     }
-    pub fn bytes_received(&self) -> usize {
+    pub(crate) fn bytes_received(&self) -> usize {
         self.total(Direction::Received)
     }
     fn total(&self, d: Direction) -> usize {
@@ -198,7 +220,7 @@ impl View {
             .map(|m| m.len)
             .sum()
     }
-    pub fn messages_sent(&self) -> usize {
+    pub(crate) fn messages_sent(&self) -> usize {
         self.messages
             .iter()
             .filter(|m| m.direction == Direction::Sent)
@@ -217,6 +239,8 @@ pub struct Recorded<T: Transport> {
 }
 
 impl<T: Transport> Recorded<T> {
+    /// Wrap `inner`; `keep_bytes` records every message's bytes, `garbage_at` scrambles the
+    /// first message of that stage (tests).
     pub fn new(inner: T, keep_bytes: bool, garbage_at: Option<Stage>) -> Self {
         let participant = inner.me();
         Self {
@@ -231,13 +255,14 @@ impl<T: Transport> Recorded<T> {
         }
     }
 
+    /// Record a value the participant learns in the clear.
     pub fn learn(&mut self, what: &str, v: i128) {
         if self.keep_bytes {
             self.view.learned.push((what.to_string(), v));
         }
     }
 
-    pub fn into_view(self) -> View {
+    pub(crate) fn into_view(self) -> View {
         self.view
     }
 

@@ -26,7 +26,14 @@ use serde::Serialize;
 #[serde(rename_all = "snake_case")]
 pub enum Binning {
     /// `bins` equal-width bins on `[lo, hi)`, plus `< lo` and `>= hi`.
-    Numeric { lo: f64, hi: f64, bins: usize },
+    Numeric {
+        /// Lower end of the first bin.
+        lo: f64,
+        /// Upper end of the last bin.
+        hi: f64,
+        /// Number of equal-width bins.
+        bins: usize,
+    },
     /// The listed categories, plus "(other)".
     Categories(Vec<String>),
 }
@@ -48,6 +55,7 @@ impl Binning {
         Ok(Self::Numeric { lo, hi, bins })
     }
 
+    /// Declared categories, one bin each.
     pub fn categories(list: &[String]) -> Result<Self> {
         if list.is_empty() {
             return Err(Error::param("categories", "the category list is empty"));
@@ -128,19 +136,24 @@ impl Binning {
 }
 
 /// L1 sensitivity of a histogram under a neighbour definition.
-pub fn histogram_sensitivity(neighbours: Neighbours) -> f64 {
+pub(crate) fn histogram_sensitivity(neighbours: Neighbours) -> f64 {
     neighbours.factor()
 }
 
 /// A released histogram.
 #[derive(Debug, Clone, Serialize)]
 pub struct HistogramRelease {
+    /// The neighbour definition the release is for.
     pub neighbours: Neighbours,
+    /// L1 sensitivity of the counts.
     pub sensitivity: f64,
+    /// Privacy parameter.
     pub epsilon: f64,
+    /// The noise.
     pub mechanism: LaplaceMechanism,
     /// Standard deviation of each noisy count (sqrt(2) times the Laplace scale).
     pub noise_std: f64,
+    /// Bin labels.
     pub labels: Vec<String>,
     /// The noisy counts as released (on the mechanism's grid).
     pub noisy: Vec<f64>,
@@ -149,6 +162,8 @@ pub struct HistogramRelease {
     /// Exact n under bounded neighbours without a row filter (public there); otherwise the
     /// sum of the noisy bins.
     pub total: f64,
+    /// Whether the total is released exactly (bounded neighbours without a filter: n is
+    /// public).
     pub total_is_exact: bool,
 }
 

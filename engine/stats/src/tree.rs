@@ -34,9 +34,13 @@ use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+/// How a split is chosen.
 pub enum Selection {
+    /// The exponential mechanism on the score.
     Exponential,
+    /// Noisy scores (Laplace), the best taken.
     Laplace,
+    /// No privacy (a baseline; its outputs are NOT PRIVATE).
     None,
 }
 
@@ -57,9 +61,13 @@ impl std::str::FromStr for Selection {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+/// The split score.
 pub enum Score {
+    /// Information gain.
     InfoGain,
+    /// Gini index.
     Gini,
+    /// Majority count (the max operator).
     Max,
 }
 
@@ -112,11 +120,17 @@ impl Score {
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// The tree's parameters.
 pub struct TreeConfig {
+    /// Maximum depth.
     pub depth: usize,
+    /// How splits are chosen.
     pub selection: Selection,
+    /// The score.
     pub score: Score,
+    /// Total epsilon.
     pub epsilon: f64,
+    /// The neighbour definition.
     pub neighbours: Neighbours,
     /// Public bound on the rows for the info-gain sensitivity (n under bounded
     /// neighbours; must be given under unbounded ones).
@@ -127,21 +141,28 @@ pub struct TreeConfig {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Node {
+    /// A leaf.
     Leaf {
+        /// Its class code.
         class: usize,
         /// Noisy class counts (exact for the non-private tree).
         counts: Vec<f64>,
     },
+    /// An internal node.
     Split {
+        /// The attribute it splits on.
         attribute: usize,
+        /// Its name.
         name: String,
         /// Noisy row count at the node.
         count: f64,
+        /// One child per attribute value.
         children: Vec<Node>,
     },
 }
 
 impl Node {
+    /// The class the tree predicts for `row`.
     pub fn predict(&self, data: &CatData, row: usize) -> usize {
         match self {
             Node::Leaf { class, .. } => *class,
@@ -153,6 +174,7 @@ impl Node {
         }
     }
 
+    /// Number of leaves.
     pub fn leaves(&self) -> usize {
         match self {
             Node::Leaf { .. } => 1,
@@ -162,13 +184,21 @@ impl Node {
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// The tree's release.
 pub struct TreeResult {
+    /// Its parameters.
     pub config: TreeConfig,
+    /// Epsilon of each mechanism.
     pub epsilon_per_mechanism: f64,
+    /// Sensitivity of the score.
     pub score_sensitivity: f64,
+    /// Sensitivity of the leaf counts.
     pub count_sensitivity: f64,
+    /// Number of leaves.
     pub leaves: usize,
+    /// The tree.
     pub root: Node,
+    /// The budget spent, per level.
     pub accountant: Option<Accountant>,
 }
 

@@ -84,7 +84,9 @@ impl GpuContext {
     /// The device a kernel should use under `pref`: `Cpu` gives `None`; `Gpu` the device or
     /// an error; `Auto` a hardware GPU, or `None` when there is only a software rasteriser
     /// (lavapipe/llvmpipe: correct but slower than the CPU path) or no adapter at all.
-    pub fn for_preference(pref: crate::device::DevicePref) -> Result<Option<Self>, KernelError> {
+    pub(crate) fn for_preference(
+        pref: crate::device::DevicePref,
+    ) -> Result<Option<Self>, KernelError> {
         match pref {
             crate::device::DevicePref::Cpu => Ok(None),
             crate::device::DevicePref::Gpu => Self::shared().map(Some),
@@ -101,7 +103,7 @@ impl GpuContext {
     }
 
     /// Whether the adapter is a software rasteriser (lavapipe/llvmpipe).
-    pub fn is_software(&self) -> bool {
+    pub(crate) fn is_software(&self) -> bool {
         self.info.device_type == wgpu::DeviceType::Cpu
     }
 

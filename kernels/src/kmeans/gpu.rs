@@ -9,7 +9,7 @@ use crate::gpu::{GpuContext, MAX_WG, build_pipelines, read_pod, storage_entry, u
 use wgpu::util::DeviceExt;
 
 /// The WGSL source.
-pub const KMEANS_WGSL: &str = include_str!("../../../shaders/kmeans.wgsl");
+pub(crate) const KMEANS_WGSL: &str = include_str!("../../../shaders/kmeans.wgsl");
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -119,7 +119,7 @@ impl<'a> GpuKmeans<'a> {
     }
 
     /// Nearest centre and squared distance of every row (the shader's output).
-    pub fn assign(&self, centers: &[f64]) -> Result<(Vec<u32>, Vec<f32>), KernelError> {
+    pub(crate) fn assign(&self, centers: &[f64]) -> Result<(Vec<u32>, Vec<f32>), KernelError> {
         let d = self.d;
         if centers.is_empty() || !centers.len().is_multiple_of(d) {
             return Err(KernelError::Input(format!(

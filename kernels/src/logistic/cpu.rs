@@ -20,6 +20,7 @@ pub struct CpuLogistic<'a> {
 }
 
 impl<'a> CpuLogistic<'a> {
+    /// The kernel over `rows`.
     pub fn new(rows: Rows<'a>) -> Self {
         Self { rows }
     }

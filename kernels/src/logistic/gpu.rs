@@ -13,7 +13,7 @@ use crate::rows::Rows;
 use wgpu::util::DeviceExt;
 
 /// The WGSL source, validated at pipeline creation (and by `shader_validates` in tests).
-pub const LOGISTIC_WGSL: &str = include_str!("../../../shaders/logistic.wgsl");
+pub(crate) const LOGISTIC_WGSL: &str = include_str!("../../../shaders/logistic.wgsl");
 
 const GRAD_CHUNK: u32 = 256;
 const MIN_HESS_CHUNK: u32 = 1024;
@@ -98,7 +98,7 @@ impl std::fmt::Debug for GpuLogistic {
 }
 
 /// How many rows go in one block (resident buffer set) for dimension d under a binding cap.
-pub fn block_rows(d: usize, cap: u64) -> Result<usize, KernelError> {
+pub(crate) fn block_rows(d: usize, cap: u64) -> Result<usize, KernelError> {
     let by_x = cap / (d as u64 * 4);
     let by_stats = cap / 16;
     let by_dispatch = MAX_WG * GRAD_CHUNK as u64; // gradient chunks per block <= 65535
@@ -112,7 +112,7 @@ pub fn block_rows(d: usize, cap: u64) -> Result<usize, KernelError> {
 }
 
 /// Rows per Hessian partial: at least `MIN_HESS_CHUNK`, more if the partials would exceed the cap.
-pub fn hess_chunk(rows: usize, d: usize, cap: u64) -> u32 {
+pub(crate) fn hess_chunk(rows: usize, d: usize, cap: u64) -> u32 {
     let per_chunk = (d * d * 4) as u64;
     let max_chunks = (cap / per_chunk).clamp(1, MAX_WG);
     let need = (rows as u64).div_ceil(max_chunks);
@@ -127,7 +127,7 @@ impl GpuLogistic {
     }
 
     /// Upload the rows to an already opened device.
-    pub fn with_context(ctx: GpuContext, rows: Rows<'_>) -> Result<Self, KernelError> {
+    pub(crate) fn with_context(ctx: GpuContext, rows: Rows<'_>) -> Result<Self, KernelError> {
         let Rows { x, y, n, d } = rows;
         if n == 0 {
             return Err(KernelError::Input("no rows".into()));

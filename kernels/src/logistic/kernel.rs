@@ -5,7 +5,9 @@ use crate::error::KernelError;
 /// Sums over rows of the logistic loss, its gradient and (optionally) its Hessian.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LossSums {
+    /// Sum of the losses.
     pub loss: f64,
+    /// Sum of the gradients, length d.
     pub grad: Vec<f64>,
     /// Row-major `d x d`, symmetric.
     pub hess: Option<Vec<f64>>,

@@ -18,11 +18,13 @@ use crate::error::BackendError;
 use crate::keys::{KeyPair, PublicKey, Rng};
 
 /// Largest `bits` a comparison accepts.
-pub const MAX_COMPARE_BITS: u32 = 120;
+pub(crate) const MAX_COMPARE_BITS: u32 = 120;
 
 /// A bidirectional byte channel between the two roles of a two-party protocol.
 pub trait Duplex {
+    /// Send one message to the other role.
     fn send(&mut self, msg: Vec<u8>) -> Result<(), BackendError>;
+    /// The next message from the other role.
     fn recv(&mut self) -> Result<Vec<u8>, BackendError>;
 }
 
@@ -89,7 +91,7 @@ pub fn learner_output(delta_learner: bool, helper_masked_top: bool, learner_top:
 }
 
 /// A pair of connected in-memory duplex channels (for tests and in-process use).
-pub fn channel_pair() -> (ChannelDuplex, ChannelDuplex) {
+pub(crate) fn channel_pair() -> (ChannelDuplex, ChannelDuplex) {
     let (ta, rb) = std::sync::mpsc::channel();
     let (tb, ra) = std::sync::mpsc::channel();
     (

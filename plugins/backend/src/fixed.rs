@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 /// after scaling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FixedPoint {
+    /// A real `x` is encoded as `round(x 2^frac_bits)`.
     pub frac_bits: u32,
     /// Encoded integers must satisfy |v| < 2^capacity_bits.
     pub capacity_bits: u32,
@@ -36,7 +37,8 @@ impl FixedPoint {
 
     /// Codec whose capacity leaves room for adding `terms` values without leaving the range:
     /// each term must then fit `capacity_bits - ceil(log2 terms)` bits.
-    pub fn for_sum_of(&self, terms: u64) -> Result<Self, BackendError> {
+    #[cfg(test)]
+    pub(crate) fn for_sum_of(&self, terms: u64) -> Result<Self, BackendError> {
         let extra = 64 - terms.max(1).saturating_sub(1).leading_zeros();
         Self::new(self.frac_bits, self.capacity_bits.saturating_sub(extra))
     }

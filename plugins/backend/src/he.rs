@@ -8,21 +8,28 @@ use serde::{Deserialize, Serialize};
 /// What a backend says about itself; recorded in every report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BackendInfo {
+    /// The name in the registry (`paillier`, `mock`).
     pub name: String,
+    /// The scheme and its parameters, in words.
     pub scheme: String,
+    /// Key size in bits.
     pub key_bits: u32,
     /// Estimated classical security in bits (0 for insecure backends).
     pub security_bits: u32,
     /// Largest plaintext magnitude (exclusive), as bits: |m| < 2^plaintext_bits.
     pub plaintext_bits: u32,
+    /// Whether the backend does not encrypt at all (refused unless `allow_insecure`).
     pub insecure: bool,
+    /// What a user should know (assumptions, side channels).
     pub notes: String,
 }
 
 /// An additively homomorphic encryption scheme over signed integers (fixed-point encoded
 /// reals). The batch forms are what the protocol uses; the single forms default to them.
 pub trait AdditiveHe: Send + Sync {
+    /// What the backend says about itself.
     fn info(&self) -> BackendInfo;
+    /// A fresh key pair.
     fn keygen(&self, rng: Rng<'_>) -> Result<KeyPair, BackendError>;
     /// Check a serialized public key (size, structure).
     fn check_public_key(&self, pk: &PublicKey) -> Result<(), BackendError>;
@@ -43,12 +50,14 @@ pub trait AdditiveHe: Send + Sync {
         self.encrypt_batch(&pk, m, rng)
     }
 
+    /// `E(m_i)` under `pk`, each with fresh randomness.
     fn encrypt_batch(
         &self,
         pk: &PublicKey,
         m: &[i128],
         rng: Rng<'_>,
     ) -> Result<Vec<Ciphertext>, BackendError>;
+    /// `D(c_i)`; every ciphertext is validated first.
     fn decrypt_batch(&self, sk: &SecretKey, c: &[Ciphertext]) -> Result<Vec<i128>, BackendError>;
     /// `E(a_i + b_i)`.
     fn add_batch(
@@ -89,12 +98,15 @@ pub trait AdditiveHe: Send + Sync {
         rng: Rng<'_>,
     ) -> Result<Vec<Ciphertext>, BackendError>;
 
+    /// `E(m)`.
     fn encrypt(&self, pk: &PublicKey, m: i128, rng: Rng<'_>) -> Result<Ciphertext, BackendError> {
         one(self.encrypt_batch(pk, &[m], rng)?)
     }
+    /// `D(c)`.
     fn decrypt(&self, sk: &SecretKey, c: &Ciphertext) -> Result<i128, BackendError> {
         one(self.decrypt_batch(sk, std::slice::from_ref(c))?)
     }
+    /// `E(a + b)`.
     fn add(
         &self,
         pk: &PublicKey,
@@ -103,6 +115,7 @@ pub trait AdditiveHe: Send + Sync {
     ) -> Result<Ciphertext, BackendError> {
         one(self.add_batch(pk, std::slice::from_ref(a), std::slice::from_ref(b))?)
     }
+    /// `E(a + m)`.
     fn add_plain(
         &self,
         pk: &PublicKey,
@@ -111,6 +124,7 @@ pub trait AdditiveHe: Send + Sync {
     ) -> Result<Ciphertext, BackendError> {
         one(self.add_plain_batch(pk, std::slice::from_ref(a), &[m])?)
     }
+    /// `E(k a)`.
     fn mul_plain(
         &self,
         pk: &PublicKey,
@@ -119,6 +133,7 @@ pub trait AdditiveHe: Send + Sync {
     ) -> Result<Ciphertext, BackendError> {
         one(self.mul_plain_batch(pk, std::slice::from_ref(a), &[k])?)
     }
+    /// The same plaintext under fresh randomness.
     fn rerandomize(
         &self,
         pk: &PublicKey,

@@ -22,7 +22,9 @@ impl std::fmt::Debug for SecretKey {
 /// A key pair.
 #[derive(Debug, Clone)]
 pub struct KeyPair {
+    /// The public key.
     pub public: PublicKey,
+    /// The secret key.
     pub secret: SecretKey,
 }
 

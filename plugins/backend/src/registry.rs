@@ -43,6 +43,7 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Registry {
+    /// An empty registry.
     pub fn new() -> Self {
         Self::default()
     }

@@ -82,6 +82,7 @@ fn bad_msg(why: impl std::fmt::Display) -> BackendError {
 }
 
 impl Dgk {
+    /// DGK comparison with keys of `key_bits` bits.
     pub fn new(key_bits: u32) -> Self {
         Self {
             key_bits,

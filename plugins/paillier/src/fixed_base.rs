@@ -79,12 +79,13 @@ impl FixedBase {
     }
 
     /// Bits of exponent the tables cover.
-    pub fn exp_bits(&self) -> u32 {
+    #[cfg(test)]
+    pub(crate) fn exp_bits(&self) -> u32 {
         self.exp_bits
     }
 
     /// Bytes of exponent [`pow`](Self::pow) reads.
-    pub fn exp_bytes(&self) -> usize {
+    pub(crate) fn exp_bytes(&self) -> usize {
         (self.exp_bits as usize).div_ceil(8)
     }
 

@@ -50,7 +50,7 @@ pub use arith::{randomness_bits, security_bits};
 pub use keys::public_key_bits;
 
 /// Smallest key accepted without `allow_insecure_test_keys`.
-pub const MIN_KEY_BITS: u32 = 2048;
+pub(crate) const MIN_KEY_BITS: u32 = 2048;
 
 /// Register `paillier` in a registry.
 pub fn register(registry: &mut Registry) {
@@ -79,6 +79,7 @@ impl std::fmt::Debug for Paillier {
 }
 
 impl Paillier {
+    /// The backend for `key_bits`-bit moduli (below 2048 only with `allow_insecure_test_keys`).
     pub fn new(key_bits: u32, allow_insecure_test_keys: bool) -> Result<Self, BackendError> {
         if !key_bits.is_multiple_of(2) || key_bits < 128 {
             return Err(BackendError::BadKey(format!(
@@ -98,6 +99,7 @@ impl Paillier {
         })
     }
 
+    /// Modulus size in bits.
     pub fn key_bits(&self) -> u32 {
         self.key_bits
     }

@@ -32,7 +32,7 @@ fn bad(why: impl std::fmt::Display) -> BackendError {
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 /// `phe.util.int_to_base64`: unpadded base64url of the big-endian bytes.
-pub fn int_to_base64(x: &Integer) -> String {
+pub(crate) fn int_to_base64(x: &Integer) -> String {
     let bytes = x.to_digits::<u8>(Order::Msf);
     let mut out = String::with_capacity(bytes.len() * 4 / 3 + 4);
     for chunk in bytes.chunks(3) {
@@ -50,7 +50,7 @@ pub fn int_to_base64(x: &Integer) -> String {
 }
 
 /// `phe.util.base64_to_int` (padding optional).
-pub fn base64_to_int(s: &str) -> Result<Integer, BackendError> {
+pub(crate) fn base64_to_int(s: &str) -> Result<Integer, BackendError> {
     let s = s.trim_end_matches('=');
     let mut bits = 0u32;
     let mut acc = 0u32;
@@ -100,7 +100,7 @@ fn check_kind(v: &Value, op: &str) -> Result<(), BackendError> {
 }
 
 /// Member of a public JWK that carries kinsey's `h_s` (python-paillier ignores it).
-pub const HS_MEMBER: &str = "kinsey_hs";
+pub(crate) const HS_MEMBER: &str = "kinsey_hs";
 
 fn public_json(pk: &PublicKey, kid: &str, with_hs: bool) -> Result<Value, BackendError> {
     let mut v = json!({

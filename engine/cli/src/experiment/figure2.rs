@@ -24,7 +24,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The paper's three splits.
-pub const PAPER_SPLITS: [(&str, [usize; 5]); 3] = [
+pub(crate) const PAPER_SPLITS: [(&str, [usize; 5]); 3] = [
     ("even 6512x5", [6512, 6512, 6512, 6512, 6512]),
     ("n(1)=4884", [4884, 6512, 6512, 6512, 8141]),
     ("n(1)=3256", [3256, 6512, 6512, 6512, 9769]),
@@ -32,7 +32,7 @@ pub const PAPER_SPLITS: [(&str, [usize; 5]); 3] = [
 
 /// Experiment settings.
 #[derive(Debug, Clone, Serialize)]
-pub struct Figure2Config {
+pub(crate) struct Figure2Config {
     pub lambdas: Vec<f64>,
     pub epsilons: Vec<f64>,
     pub runs: usize,
@@ -58,7 +58,7 @@ impl Default for Figure2Config {
 
 /// One point of the figure.
 #[derive(Debug, Clone, Serialize)]
-pub struct Point {
+pub(crate) struct Point {
     pub lambda: f64,
     pub series: String,
     pub calibration: String,
@@ -70,7 +70,7 @@ pub struct Point {
 
 /// Theorem 4.2 check per (lambda, split).
 #[derive(Debug, Clone, Serialize)]
-pub struct BoundCheck {
+pub(crate) struct BoundCheck {
     pub lambda: f64,
     pub split: String,
     pub distance: f64,
@@ -80,7 +80,7 @@ pub struct BoundCheck {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Figure2Result {
+pub(crate) struct Figure2Result {
     pub config: Figure2Config,
     pub rng: kinsey_dp::RngRecord,
     pub points: Vec<Point>,
@@ -152,7 +152,7 @@ fn sweep(
 }
 
 /// Run the experiment (pure computation; `write` puts it on disk).
-pub fn run(train: &Dataset, test: &Dataset, cfg: &Figure2Config) -> Result<Figure2Result> {
+pub(crate) fn run(train: &Dataset, test: &Dataset, cfg: &Figure2Config) -> Result<Figure2Result> {
     let start = std::time::Instant::now();
     if cfg.runs < 2 {
         return Err(Error::param("runs", "need at least 2 runs per point"));
@@ -258,7 +258,7 @@ pub fn run(train: &Dataset, test: &Dataset, cfg: &Figure2Config) -> Result<Figur
 }
 
 impl Figure2Result {
-    pub fn to_csv(&self) -> String {
+    pub(crate) fn to_csv(&self) -> String {
         let mut s =
             String::from("lambda,series,calibration,epsilon,mean_test_error,std_test_error,runs\n");
         for p in &self.points {
@@ -293,7 +293,7 @@ impl Figure2Result {
     }
 
     /// Markdown table (epsilon in columns) for one lambda and calibration.
-    pub fn markdown(&self, lambda: f64, calibration: &str, max_eps: f64) -> String {
+    pub(crate) fn markdown(&self, lambda: f64, calibration: &str, max_eps: f64) -> String {
         let eps: Vec<f64> = self
             .config
             .epsilons
@@ -344,7 +344,7 @@ impl Figure2Result {
     }
 
     /// Write CSV, JSON, a markdown summary and one chart per (lambda, calibration) into `dir`.
-    pub fn write(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+    pub(crate) fn write(&self, dir: &Path) -> Result<Vec<PathBuf>> {
         let mut out = Outputs::new();
         out.ensure_dir(dir)?;
         out.write(&dir.join("figure2.csv"), self.to_csv().as_bytes())?;

@@ -1,3 +1,3 @@
 //! Reproductions of the seeds' experiments.
 
-pub mod figure2;
+pub(crate) mod figure2;

@@ -36,6 +36,8 @@ pub struct AllWindowSum {
 }
 
 impl AllWindowSum {
+    /// Windows `windows` from one tree; `delta > 1` spreads the budget over the levels as `1 /
+    /// (zeta(delta) (k + 1)^delta)`.
     pub fn new(
         windows: &[u64],
         epsilon: f64,
@@ -92,6 +94,7 @@ impl AllWindowSum {
         })
     }
 
+    /// The window sizes, in output-column order.
     pub fn windows(&self) -> &[u64] {
         &self.windows
     }

@@ -8,11 +8,17 @@ use serde::Serialize;
 /// Error statistics of one output column.
 #[derive(Debug, Clone, Serialize)]
 pub struct ColumnError {
+    /// The output column.
     pub column: String,
+    /// Root mean squared error.
     pub rmse: f64,
+    /// Mean absolute error.
     pub mean_abs_error: f64,
+    /// Largest absolute error.
     pub max_abs_error: f64,
+    /// The stated standard deviation at the last step.
     pub theoretical_std_last_step: f64,
+    /// Mean of the true sums.
     pub mean_true_value: f64,
 }
 

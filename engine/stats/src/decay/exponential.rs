@@ -27,7 +27,7 @@ pub struct ExponentialSum {
 }
 
 /// `sum_k alpha^(2^(k-1) - 1)` over `levels` levels (all of them while terms matter).
-pub fn exponential_sensitivity(alpha: f64, levels: u32) -> f64 {
+pub(crate) fn exponential_sensitivity(alpha: f64, levels: u32) -> f64 {
     let mut s = 0.0;
     for k in 1..=levels {
         let e = (2f64).powi(k as i32 - 1) - 1.0;
@@ -41,6 +41,7 @@ pub fn exponential_sensitivity(alpha: f64, levels: u32) -> f64 {
 }
 
 impl ExponentialSum {
+    /// Decay `alpha` in (0, 1) per step.
     pub fn new(alpha: f64, epsilon: f64, bound: f64, key: [u8; 32]) -> Result<Self> {
         if !(alpha > 0.0 && alpha < 1.0) {
             return Err(Error::param(

@@ -19,14 +19,19 @@ pub(super) fn check_bound(bound: f64) -> Result<()> {
 /// What a mechanism reports about its calibration.
 #[derive(Debug, Clone, Serialize)]
 pub struct Calibration {
+    /// The model and its parameters, as text.
     pub model: String,
+    /// Privacy parameter of the whole output sequence.
     pub epsilon: f64,
+    /// Per-step bound `B`.
     pub bound: f64,
+    /// Levels of the tree (instances, for polynomial).
     pub levels: u32,
     /// L1 sensitivity of the counters.
     pub sensitivity: f64,
     /// Per-counter noise scale (after grid rounding) and standard deviation.
-    pub counter_scale: f64,
+    pub(crate) counter_scale: f64,
+    /// Standard deviation of one counter's noise.
     pub counter_std: f64,
 }
 

@@ -159,7 +159,7 @@ impl KeyedNoise {
     /// any summation order gives the same bits) unless some `|Z|` exceeds 80 scales, an
     /// event of probability `e^-80` per counter (then the orders may differ in the last
     /// bit; privacy is unaffected, as both are post-processing of the same releases).
-    pub fn new_exact(
+    pub(crate) fn new_exact(
         key: [u8; 32],
         stream: u64,
         sensitivity: f64,

@@ -27,12 +27,13 @@ pub struct WindowSum {
 }
 
 impl WindowSum {
+    /// The sum of the last `w` steps.
     pub fn new(w: u64, epsilon: f64, bound: f64, key: [u8; 32]) -> Result<Self> {
         Self::with_stream(w, epsilon, bound, key, 0)
     }
 
     /// An instance with its own noise stream (several instances under one key).
-    pub fn with_stream(
+    pub(crate) fn with_stream(
         w: u64,
         epsilon: f64,
         bound: f64,

@@ -34,8 +34,11 @@ const UNIT: Sensitivity = Sensitivity {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
+/// How the test groups rows.
 pub enum Method {
+    /// A random partition into public groups, one vector query per database (default).
     Groups,
+    /// The seed's method: random halves with a noisy excess of `alpha`, one query each.
     HeavySets,
 }
 
@@ -54,7 +57,9 @@ impl std::str::FromStr for Method {
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
+/// The test's parameters.
 pub struct ImplicationConfig {
+    /// How rows are grouped.
     pub method: Method,
     /// Random halves tried (heavy-sets).
     pub trials: usize,
@@ -112,26 +117,35 @@ pub fn plan(
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
+    /// alpha implies beta.
     Implies,
+    /// alpha does not imply beta.
     DoesNotImply,
+    /// The noise is too large to tell.
     Undecided,
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// The test's release.
 pub struct ImplicationResult {
+    /// Its parameters.
     pub config: ImplicationConfig,
+    /// Rows (public under bounded neighbours).
     pub n: usize,
     /// Noisy Pr[alpha] (from A) and Pr[beta] (from B).
-    pub p_alpha: f64,
-    pub p_beta: f64,
+    pub(crate) p_alpha: f64,
+    pub(crate) p_beta: f64,
     /// Estimate of Pr[beta | alpha] - Pr[beta] and its standard error.
     pub delta_hat: f64,
+    /// Standard error of the estimate.
     pub std_error: f64,
+    /// The answer.
     pub verdict: Verdict,
     /// Groups (groups) or heavy sets found (heavy-sets).
     pub sets_used: usize,
+    /// The guarantee of database A.
     pub guarantee_a: Guarantee,
-    pub guarantee_b: Guarantee,
+    pub(crate) guarantee_b: Guarantee,
 }
 
 fn verdict(delta_hat: f64, se: f64, gap: f64) -> Verdict {

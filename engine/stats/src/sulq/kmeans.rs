@@ -28,12 +28,14 @@ use serde::Serialize;
 /// What to run.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct KmeansConfig {
+    /// Clusters.
     pub k: usize,
+    /// Lloyd iterations.
     pub iters: usize,
 }
 
 /// Sensitivity of one step's joint (counts, sums) answer.
-pub fn step_sensitivity(k: usize, d: usize, neighbours: Neighbours) -> Sensitivity {
+pub(crate) fn step_sensitivity(k: usize, d: usize, neighbours: Neighbours) -> Sensitivity {
     let one = 1.0 + d as f64;
     Sensitivity {
         l2: match neighbours {
@@ -69,13 +71,15 @@ pub fn plan(
 /// The released clustering.
 #[derive(Debug, Clone, Serialize)]
 pub struct KmeansResult {
+    /// Its parameters.
     pub config: KmeansConfig,
     /// `k` centres of `d` coordinates, in the box.
     pub centers: Vec<Vec<f64>>,
     /// Noisy cluster sizes of the last step.
     pub sizes: Vec<f64>,
     /// Noisy sizes at every step.
-    pub size_history: Vec<Vec<f64>>,
+    pub(crate) size_history: Vec<Vec<f64>>,
+    /// What the release guarantees.
     pub guarantee: Guarantee,
 }
 
@@ -146,7 +150,7 @@ pub fn run(
 /// Smallest noisy size at which a centre moves to its noisy average: the average's noise
 /// has norm about `sigma sqrt(d) / size`, so `2 sigma sqrt(d)` keeps it near 0.5 (and at
 /// least 3 sigma, the seed's "size >> sqrt(R)").
-pub fn size_floor(sigma: f64, d: usize) -> f64 {
+pub(crate) fn size_floor(sigma: f64, d: usize) -> f64 {
     sigma * f64::max(3.0, 2.0 * (d as f64).sqrt())
 }
 

@@ -44,7 +44,9 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Calibration {
+    /// zCDP calibration (tighter).
     Zcdp,
+    /// The seed's formula.
     Paper,
 }
 
@@ -65,11 +67,15 @@ impl std::str::FromStr for Calibration {
 /// The interlocutor's plan: budget, number of query units, noise.
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
+    /// Total epsilon.
     pub epsilon: f64,
+    /// Total delta.
     pub delta: f64,
     /// T: query units the budget is divided into.
     pub units: f64,
+    /// How the noise is calibrated.
     pub calibration: Calibration,
+    /// The neighbour definition.
     pub neighbours: Neighbours,
     /// Noise standard deviation of one unit query.
     pub sigma: f64,
@@ -78,17 +84,18 @@ pub struct Plan {
 }
 
 /// rho such that rho-zCDP gives (eps, delta)-DP through `eps = rho + 2 sqrt(rho ln(1/delta))`.
-pub fn rho_for(epsilon: f64, delta: f64) -> f64 {
+pub(crate) fn rho_for(epsilon: f64, delta: f64) -> f64 {
     let l = (1.0 / delta).ln();
     ((l + epsilon).sqrt() - l.sqrt()).powi(2)
 }
 
 /// The (eps) of rho-zCDP at `delta`.
-pub fn epsilon_of_rho(rho: f64, delta: f64) -> f64 {
+pub(crate) fn epsilon_of_rho(rho: f64, delta: f64) -> f64 {
     rho + 2.0 * (rho * (1.0 / delta).ln()).sqrt()
 }
 
 impl Plan {
+    /// A plan of `units` query units under `(epsilon, delta)`.
     pub fn new(
         epsilon: f64,
         delta: f64,
@@ -192,7 +199,7 @@ impl Plan {
 /// Spending may exceed `T` by this factor: each query's grid rounding adds at most 2.01e-8
 /// relative to its cost, and the plan's sigma is calibrated for `T * UNIT_SLACK` units at
 /// `RHO_RESERVE` of rho, so the budget still holds exactly.
-pub const UNIT_SLACK: f64 = 1.0 + 1e-6;
+pub(crate) const UNIT_SLACK: f64 = 1.0 + 1e-6;
 const RHO_RESERVE: f64 = 1.0 - 1e-9;
 
 /// The sensitivity of one query's exact answer vector.
@@ -201,36 +208,46 @@ pub struct Sensitivity {
     /// L2 sensitivity under the plan's neighbour definition (zcdp).
     pub l2: f64,
     /// Units under the paper calibration: scalar coordinates times their range squared.
-    pub paper_units: f64,
+    pub(crate) paper_units: f64,
 }
 
 /// A kind of query an algorithm will ask, and how often (for [`Plan::sized`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Need {
+    /// Sensitivity of one coordinate.
     pub sens: Sensitivity,
+    /// Coordinates in the query.
     pub coordinates: usize,
+    /// How many units it costs.
     pub times: f64,
 }
 
 /// One answered query, for the report.
 #[derive(Debug, Clone, Serialize)]
 pub struct QueryRecord {
+    /// What was asked.
     pub label: String,
+    /// Coordinates.
     pub coordinates: usize,
+    /// Units charged.
     pub units: f64,
+    /// Standard deviation of its noise.
     pub noise_std: f64,
 }
 
 /// The noisy interface: the only way a SuLQ algorithm's results leave the data.
 #[derive(Debug)]
 pub struct SulqDb {
+    /// The plan.
     pub plan: Plan,
     used: f64,
     rng: NoiseRng,
+    /// Every query answered, in order.
     pub ledger: Vec<QueryRecord>,
 }
 
 impl SulqDb {
+    /// A database under `plan`, drawing noise from `rng`.
     pub fn new(plan: Plan, rng: NoiseRng) -> Self {
         Self {
             plan,
@@ -240,10 +257,12 @@ impl SulqDb {
         }
     }
 
+    /// Units used.
     pub fn used(&self) -> f64 {
         self.used
     }
 
+    /// Units left.
     pub fn remaining(&self) -> f64 {
         (self.plan.units - self.used).max(0.0)
     }
@@ -264,7 +283,7 @@ impl SulqDb {
 
     /// Answer `exact + N(0, sigma^2 / repeats)` per coordinate, charging `repeats` times the
     /// query's units; refused (nothing released, nothing charged) beyond `T`.
-    pub fn release_repeated(
+    pub(crate) fn release_repeated(
         &mut self,
         label: &str,
         exact: &[f64],
@@ -335,11 +354,16 @@ impl SulqDb {
 /// What a SuLQ output states about its privacy.
 #[derive(Debug, Clone, Serialize)]
 pub struct Guarantee {
+    /// The analysis (`kmeans`, `pca`, ...).
     pub analysis: String,
+    /// The plan.
     pub plan: Plan,
-    pub units_used: f64,
+    pub(crate) units_used: f64,
+    /// Epsilon spent.
     pub epsilon_spent: f64,
+    /// Delta of the guarantee.
     pub delta: f64,
+    /// Queries answered.
     pub queries: usize,
 }
 

@@ -25,7 +25,9 @@ use kinsey_kernels::gram::{center_gram, gram_sums};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, Serialize)]
+/// PCA's parameters.
 pub struct PcaConfig {
+    /// Components kept.
     pub components: usize,
     /// PCA of the covariance (true) or SVD of `A^T A` (false).
     pub center: bool,
@@ -51,6 +53,7 @@ fn scatter_sensitivity(d: usize, center: bool, neighbours: Neighbours) -> Sensit
     }
 }
 
+/// The plan: one Gram query (and one mean query when centring).
 pub fn plan(
     cfg: &PcaConfig,
     d: usize,
@@ -77,17 +80,19 @@ pub fn plan(
 /// The released projection.
 #[derive(Debug, Clone, Serialize)]
 pub struct PcaResult {
+    /// Its parameters.
     pub config: PcaConfig,
     /// The noisy mean (PCA) used for centring.
     pub mean: Option<Vec<f64>>,
     /// Row count used to scale: exact under bounded neighbours, noisy under unbounded.
-    pub n_used: f64,
+    pub(crate) n_used: f64,
     /// Eigenvalues of the noisy covariance (or of `A^T A / n`), largest first.
     pub eigenvalues: Vec<f64>,
     /// Eigenvalue over the sum of the positive eigenvalues.
     pub explained_variance_ratio: Vec<f64>,
     /// `components` unit vectors of `d` coordinates.
     pub components: Vec<Vec<f64>>,
+    /// What the release guarantees.
     pub guarantee: Guarantee,
 }
 
@@ -103,7 +108,7 @@ fn upper(m: &[f64], d: usize) -> Vec<f64> {
 
 /// Top eigenpairs of a symmetric `d x d` matrix given by its upper triangle: (eigenvalues
 /// descending, eigenvectors as rows).
-pub fn top_eigen(tri: &[f64], d: usize) -> Result<(Vec<f64>, Vec<Vec<f64>>)> {
+pub(crate) fn top_eigen(tri: &[f64], d: usize) -> Result<(Vec<f64>, Vec<Vec<f64>>)> {
     let mut a = Mat::<f64>::zeros(d, d);
     let mut t = 0;
     for i in 0..d {

@@ -19,7 +19,7 @@ use kinsey_dp::Neighbours;
 use kinsey_kernels::perceptron::perceptron_sums;
 use serde::Serialize;
 
-pub fn round_sensitivity(d: usize, neighbours: Neighbours) -> Sensitivity {
+pub(crate) fn round_sensitivity(d: usize, neighbours: Neighbours) -> Sensitivity {
     let d = d as f64;
     Sensitivity {
         l2: match neighbours {
@@ -30,6 +30,7 @@ pub fn round_sensitivity(d: usize, neighbours: Neighbours) -> Sensitivity {
     }
 }
 
+/// The plan: one query per round.
 pub fn plan(
     rounds: usize,
     d: usize,
@@ -52,17 +53,21 @@ pub fn plan(
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// The perceptron's release.
 pub struct PerceptronResult {
     /// The pocket iterate: smallest noisy misclassified count.
     pub w: Vec<f64>,
     /// Round whose iterate was kept (1-based).
     pub kept_round: usize,
     /// The last iterate.
-    pub w_last: Vec<f64>,
+    pub(crate) w_last: Vec<f64>,
+    /// Rounds run.
     pub rounds_run: usize,
     /// Noisy misclassified counts per round.
     pub misclassified: Vec<f64>,
+    /// Whether it stopped before the last round (no noisy mistake left).
     pub stopped_early: bool,
+    /// What the release guarantees.
     pub guarantee: Guarantee,
 }
 

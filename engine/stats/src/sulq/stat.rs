@@ -45,7 +45,7 @@ impl<'a> StatAdapter<'a> {
     }
 
     /// Repetitions for accuracy `tau`.
-    pub fn repeats(&self, tau: f64) -> f64 {
+    pub(crate) fn repeats(&self, tau: f64) -> f64 {
         // the tolerance keeps t = 1 at exactly the unrepeated accuracy
         ((2.0 * self.db.plan.sigma / (tau * self.n)).powi(2) - 1e-9)
             .ceil()
@@ -126,6 +126,7 @@ pub fn plan(
 /// The learned predictor.
 #[derive(Debug, Clone, Serialize)]
 pub struct StumpResult {
+    /// The chosen feature.
     pub feature: String,
     /// Predict +1 when the feature is 1 (true) or when it is 0 (false).
     pub positive_when_set: bool,
@@ -133,7 +134,9 @@ pub struct StumpResult {
     pub noisy_error: f64,
     /// Noisy errors of "+1 when set" for every feature.
     pub errors: Vec<f64>,
+    /// The tolerance tau of the statistical queries.
     pub tau: f64,
+    /// What the release guarantees.
     pub guarantee: Guarantee,
 }
 
