@@ -14,6 +14,23 @@ pub enum DevicePref {
     Gpu,
 }
 
+impl DevicePref {
+    /// The name users write (`auto`, `cpu`, `gpu`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Cpu => "cpu",
+            Self::Gpu => "gpu",
+        }
+    }
+}
+
+impl std::fmt::Display for DevicePref {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl std::str::FromStr for DevicePref {
     type Err = KernelError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {

@@ -244,20 +244,30 @@ impl PrivacyConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ComputeConfig {
-    /// "auto" | "cpu" | "gpu"
-    #[serde(default = "default_device")]
-    pub device: String,
-}
-
-fn default_device() -> String {
-    "auto".into()
+    /// "auto" | "cpu" | "gpu", parsed once when the file is read.
+    #[serde(default, with = "device_name")]
+    pub device: kinsey_kernels::DevicePref,
 }
 
 impl Default for ComputeConfig {
     fn default() -> Self {
         Self {
-            device: default_device(),
+            device: kinsey_kernels::DevicePref::Auto,
         }
+    }
+}
+
+/// `DevicePref` as the name users write, in TOML.
+mod device_name {
+    use kinsey_kernels::DevicePref;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub(super) fn serialize<S: Serializer>(d: &DevicePref, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(d.as_str())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DevicePref, D::Error> {
+        String::deserialize(d)?.parse().map_err(D::Error::custom)
     }
 }
 
@@ -326,10 +336,6 @@ impl TrainConfig {
             return Err(Error::param("model.tolerance", "must be > 0"));
         }
         self.data.transform()?;
-        self.compute
-            .device
-            .parse::<kinsey_kernels::DevicePref>()
-            .map_err(|e| Error::param("compute.device", e.to_string()))?;
         self.crypto.aggregation()?;
         Ok(())
     }
@@ -358,7 +364,7 @@ noise = "laplace"
         assert_eq!(c.privacy.calibration, Calibration::Paper);
         assert_eq!(c.privacy.noise, NoiseKind::Laplace);
         assert_eq!(c.data.transform().expect("ok"), RowTransform::Scale(0.25));
-        assert_eq!(c.compute.device, "auto");
+        assert_eq!(c.compute.device, kinsey_kernels::DevicePref::Auto);
         assert_eq!(c.model.tolerance, 1e-10);
         assert_eq!(c.crypto.backend, "paillier");
         let mock = TrainConfig::parse(&format!(

@@ -22,12 +22,33 @@ struct Cli {
     cmd: commands::Cmd,
 }
 
+/// Mesa's Vulkan device-selection layer (an implicit layer installed with
+/// `mesa-vulkan-drivers`) connects to a Wayland display whenever an application enables the
+/// Wayland surface extension, as wgpu does; on a headless machine libwayland then prints
+/// `error: XDG_RUNTIME_DIR is invalid or not set` on every GPU probe. kinsey draws nothing
+/// and picks its adapter itself, so it turns the layer off unless the user configured it.
+fn quiet_vulkan_device_select_layer() {
+    if std::env::var_os("NODEVICE_SELECT").is_none()
+        && std::env::var_os("MESA_VK_DEVICE_SELECT").is_none()
+    {
+        // SAFETY: called first thing in `main`, before any other thread exists, so no
+        // concurrent reader or writer of the environment can be running.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::env::set_var("NODEVICE_SELECT", "1");
+        }
+    }
+}
+
 fn main() {
+    quiet_vulkan_device_select_layer();
     let filter = tracing_subscriber::EnvFilter::try_from_env("KINSEY_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,kinsey=info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .without_time()
         .with_target(false)
         .init();
     let cli = Cli::parse();

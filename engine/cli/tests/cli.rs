@@ -792,7 +792,7 @@ fn histogram_records_the_neighbour_definition_and_refuses_bad_input() {
 }
 
 #[test]
-fn tree_and_sulq_commands_run_with_their_guarantee_and_refuse_bad_input() {
+fn tree_command_runs_with_its_guarantee_and_refuses_bad_input() {
     let dir = tempfile::tempdir().expect("tmp");
     let csv = toolbox_csv(dir.path(), 4000);
     let out = dir.path().join("tree");
@@ -845,7 +845,12 @@ fn tree_and_sulq_commands_run_with_their_guarantee_and_refuse_bad_input() {
         "t is not binary: {e}"
     );
     assert!(!dir.path().join("t2").exists());
+}
 
+#[test]
+fn sulq_commands_run_with_their_guarantee_and_refuse_bad_input() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let csv = toolbox_csv(dir.path(), 4000);
     let common = |o: &Path| {
         vec![
             "--epsilon".to_string(),
@@ -1056,18 +1061,23 @@ fn secret_table(dir: &Path) -> std::path::PathBuf {
     p
 }
 
-/// Items 3 and 6 of the privacy audit: every command's release files and stdout, scanned
-/// for the exact statistics the test knows. Each of these leaked before: the filtered
-/// total under bounded neighbours, n and the clipping count under unbounded neighbours,
-/// the clamped steps of a series, the party sizes of the aggregate classifier.
+// Items 3 and 6 of the privacy audit (`release_files_hold_no_exact_statistic_*`): every
+// command's release files and stdout, scanned for the exact statistics the test knows. Each
+// of these leaked before: the filtered total under bounded neighbours, n and the clipping
+// count under unbounded neighbours, the clamped steps of a series, the party sizes of the
+// aggregate classifier.
+
+/// What `secret_table` holds: each must stay out of every release.
+const N: (&str, f64) = ("row count n", 7919.0);
+const ONES: (&str, f64) = ("count of f = 1", 3163.0);
+const CLIPPED: (&str, f64) = ("clipped count", 1237.0);
+
 #[test]
-fn release_files_hold_no_exact_statistic() {
+fn release_files_hold_no_exact_statistic_histograms() {
     let dir = tempfile::tempdir().expect("tmp");
     let csv = secret_table(dir.path());
-    let n = ("row count n", 7919.0);
-    let ones = ("count of f = 1", 3163.0);
-    let clipped = ("clipped count", 1237.0);
-
+    let n = N;
+    let ones = ONES;
     // Histogram behind a predicate, bounded: its total is not n, so it is not published.
     let h = dir.path().join("h");
     let s = ok(&[
@@ -1106,7 +1116,15 @@ fn release_files_hold_no_exact_statistic() {
         arg(&hu),
     ]);
     assert_release_clean("histogram (unbounded)", &hu, &s, &[n]);
+}
 
+#[test]
+fn release_files_hold_no_exact_statistic_sulq() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let csv = secret_table(dir.path());
+    let n = N;
+    let ones = ONES;
+    let clipped = CLIPPED;
     // SuLQ under unbounded neighbours: no n, no clipping count, also with diagnostics on.
     let km = dir.path().join("km");
     let s = ok(&[
@@ -1236,7 +1254,12 @@ fn release_files_hold_no_exact_statistic() {
         arg(&td),
     ]);
     assert_release_clean("tree", &td, &s, &[n, ones]);
+}
 
+#[test]
+fn release_files_hold_no_exact_statistic_trees() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let csv = secret_table(dir.path());
     // The non-private tree is only ever written as a NOT PRIVATE diagnostic.
     let tr = dir.path().join("tree");
     let s = ok(&[
@@ -1256,7 +1279,12 @@ fn release_files_hold_no_exact_statistic() {
     assert!(!tr.join("tree.json").exists() && !tr.join("report.json").exists());
     let t = std::fs::read_to_string(tr.join("tree.NOT-PRIVATE.json")).expect("tree");
     assert!(t.trim_start().starts_with("{\n  \"NOT PRIVATE\""), "{t}");
+}
 
+#[test]
+fn release_files_hold_no_exact_statistic_decayed_sums() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let csv = secret_table(dir.path());
     // Decayed sums: the clamped steps and the true series stay out of the release.
     let series = dir.path().join("series.csv");
     let mut text = String::from("x\n");
@@ -1304,7 +1332,11 @@ fn release_files_hold_no_exact_statistic() {
         arg(&dc.join("e.csv")),
     ]);
     assert!(e.contains("--start"), "{e}");
+}
 
+#[test]
+fn release_files_hold_no_exact_statistic_aggregate_classifier() {
+    let dir = tempfile::tempdir().expect("tmp");
     // The aggregate classifier: no party size in the release, diagnostics or not.
     let demo = dir.path().join("demo");
     let s = ok(&[
@@ -1462,4 +1494,44 @@ fn absurd_epsilons_are_refused() {
         assert!(e.contains("epsilon"), "{eps}: {e}");
         assert!(!out.exists());
     }
+}
+
+/// A successful run prints no line that says `error` (Mesa's device-selection layer used to
+/// print `error: XDG_RUNTIME_DIR is invalid` twice per GPU probe, and the adapter was
+/// probed six times a run), and one INFO line names the device used. On a machine with
+/// Mesa's Vulkan drivers (CI installs them) this fails if the layer is left on.
+#[test]
+fn a_successful_run_prints_no_error_line_and_names_its_device() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = Command::new(env!("CARGO_BIN_EXE_kinsey"))
+        .args([
+            "demo",
+            "--out",
+            arg(&dir.path().join("out")),
+            "--backend",
+            "mock",
+            "--allow-insecure",
+        ])
+        .env("KINSEY_NO_PROGRESS", "1")
+        .env("KINSEY_LOG", "info")
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("NODEVICE_SELECT")
+        .env_remove("WGPU_BACKEND")
+        .output()
+        .expect("kinsey runs");
+    assert!(out.status.success(), "demo failed");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for line in stderr.lines().chain(stdout.lines()) {
+        let l = line.to_lowercase();
+        assert!(
+            !l.starts_with("error") && !l.contains("error:"),
+            "a successful run printed an error line: {line}"
+        );
+    }
+    let device_lines = stderr
+        .lines()
+        .filter(|l| l.contains("compute device:"))
+        .count();
+    assert_eq!(device_lines, 1, "one INFO line names the device:\n{stderr}");
 }

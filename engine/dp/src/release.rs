@@ -16,7 +16,7 @@
 //! Error messages about private data name the file, column and kind of problem, never a
 //! private value, row number or count.
 //!
-//! The CLI test `release_files_hold_no_exact_statistic` runs every command and scans every
+//! The CLI test `release_files_hold_no_exact_statistic_*` runs every command and scans every
 //! release file and stdout for the exact values it knows.
 
 use serde::Serialize;

@@ -33,19 +33,9 @@ impl std::fmt::Debug for GpuContext {
 static SHARED: OnceLock<Result<GpuContext, KernelError>> = OnceLock::new();
 
 impl GpuContext {
-    /// The process's GPU device, opened on first use (one adapter probe per process; the
-    /// outcome is logged once at INFO).
+    /// The process's GPU device, opened on first use (one adapter probe per process).
     pub fn shared() -> Result<Self, KernelError> {
-        SHARED
-            .get_or_init(|| {
-                let r = Self::open();
-                match &r {
-                    Ok(ctx) => tracing::info!("GPU adapter: {}", ctx.describe()),
-                    Err(e) => tracing::info!("no GPU adapter ({e})"),
-                }
-                r
-            })
-            .clone()
+        SHARED.get_or_init(Self::open).clone()
     }
 
     /// Open the first suitable adapter (high-performance preference; lavapipe qualifies).
@@ -84,14 +74,33 @@ impl GpuContext {
     /// The device a kernel should use under `pref`: `Cpu` gives `None`; `Gpu` the device or
     /// an error; `Auto` a hardware GPU, or `None` when there is only a software rasteriser
     /// (lavapipe/llvmpipe: correct but slower than the CPU path) or no adapter at all.
+    /// The first choice of a process is logged in one INFO line naming the device used.
     pub(crate) fn for_preference(
         pref: crate::device::DevicePref,
     ) -> Result<Option<Self>, KernelError> {
-        match pref {
-            crate::device::DevicePref::Cpu => Ok(None),
-            crate::device::DevicePref::Gpu => Self::shared().map(Some),
-            crate::device::DevicePref::Auto => Ok(Self::shared().ok().filter(|c| !c.is_software())),
-        }
+        use crate::device::DevicePref;
+        let (chosen, why) = match pref {
+            DevicePref::Cpu => (None, "device = cpu".to_string()),
+            DevicePref::Gpu => (Some(Self::shared()?), "device = gpu".into()),
+            DevicePref::Auto => match Self::shared() {
+                Ok(c) if !c.is_software() => (Some(c), "device = auto".into()),
+                Ok(c) => (
+                    None,
+                    format!(
+                        "device = auto; the only GPU adapter, {}, is a software rasteriser \
+                         (device = gpu uses it)",
+                        c.describe()
+                    ),
+                ),
+                Err(e) => (None, format!("device = auto; {e}")),
+            },
+        };
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| match &chosen {
+            Some(c) => tracing::info!("compute device: GPU {} ({why})", c.describe()),
+            None => tracing::info!("compute device: CPU ({why})"),
+        });
+        Ok(chosen)
     }
 
     /// "NVIDIA H100 (Vulkan, DiscreteGpu)" or "llvmpipe (Vulkan, Cpu)".
@@ -206,4 +215,109 @@ pub(crate) fn read_pod<T: bytemuck::Pod>(
     };
     buf.unmap();
     Ok(out)
+}
+
+/// A storage buffer a shader writes and its mappable twin for reading it back.
+#[derive(Debug)]
+pub(crate) struct Output {
+    /// Bound to the shader.
+    pub(crate) gpu: wgpu::Buffer,
+    /// Mapped by [`read_pod`] after [`Output::copy_back`].
+    pub(crate) read: wgpu::Buffer,
+}
+
+impl Output {
+    /// Queue the copy of the shader's output into the mappable twin.
+    pub(crate) fn copy_back(&self, enc: &mut wgpu::CommandEncoder) {
+        enc.copy_buffer_to_buffer(&self.gpu, 0, &self.read, 0, None);
+    }
+}
+
+impl GpuContext {
+    /// A buffer holding `bytes`.
+    pub(crate) fn upload(
+        &self,
+        label: &str,
+        bytes: &[u8],
+        usage: wgpu::BufferUsages,
+    ) -> wgpu::Buffer {
+        use wgpu::util::DeviceExt;
+        self.device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: bytes,
+                usage,
+            })
+    }
+
+    /// An uninitialised buffer of `size` bytes.
+    pub(crate) fn buffer(&self, label: &str, size: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
+        self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size,
+            usage,
+            mapped_at_creation: false,
+        })
+    }
+
+    /// A shader output of `size` bytes and its read-back twin.
+    pub(crate) fn output(&self, label: &str, size: u64) -> Output {
+        Output {
+            gpu: self.buffer(
+                label,
+                size,
+                wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            ),
+            read: self.buffer(
+                label,
+                size,
+                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            ),
+        }
+    }
+
+    /// A bind group with `buffers[i]` at binding `i`.
+    pub(crate) fn bind(
+        &self,
+        label: &str,
+        layout: &wgpu::BindGroupLayout,
+        buffers: &[&wgpu::Buffer],
+    ) -> wgpu::BindGroup {
+        let entries: Vec<wgpu::BindGroupEntry<'_>> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: b.as_entire_binding(),
+            })
+            .collect();
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(label),
+            layout,
+            entries: &entries,
+        })
+    }
+
+    /// Run `f` (buffer creation, command recording and submission) inside a wgpu error
+    /// scope of `filter`; an error the device reports becomes `err(message)`.
+    pub(crate) fn scoped<T>(
+        &self,
+        filter: wgpu::ErrorFilter,
+        f: impl FnOnce() -> T,
+        err: impl FnOnce(String) -> KernelError,
+    ) -> Result<T, KernelError> {
+        let scope = self.device.push_error_scope(filter);
+        let out = f();
+        match pollster::block_on(scope.pop()) {
+            Some(e) => Err(err(e.to_string())),
+            None => Ok(out),
+        }
+    }
+}
+
+/// Workgroups `(x, y)` covering `n` invocations of 256 each within the per-dimension limit.
+pub(crate) fn grid_256(n: u32) -> (u32, u32) {
+    let groups = n.div_ceil(256);
+    let gx = groups.min(MAX_WG as u32).max(1);
+    (gx, groups.div_ceil(gx))
 }

@@ -6,4 +6,6 @@
 mod context;
 
 pub use context::GpuContext;
-pub(crate) use context::{MAX_WG, build_pipelines, read_pod, storage_entry, uniform_entry};
+pub(crate) use context::{
+    MAX_WG, Output, build_pipelines, grid_256, read_pod, storage_entry, uniform_entry,
+};

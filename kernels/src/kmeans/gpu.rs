@@ -1,12 +1,13 @@
 //! GPU k-means step: rows resident on the device in blocks (each binding <= 128 MiB, each
 //! dispatch <= 65535 workgroups per dimension), `shaders/kmeans.wgsl` assigns each row to
 //! its nearest centre, the host reads the assignments back and adds sizes and coordinate
-//! sums in f64 (rayon). The CPU twin is [`crate::stats::kmeans_sums`].
+//! sums in f64 (rayon). The CPU twin is [`crate::kmeans::cpu::kmeans_sums`].
 
 use super::sums::{KmeansKernel, KmeansSums, accumulate};
 use crate::error::KernelError;
-use crate::gpu::{GpuContext, MAX_WG, build_pipelines, read_pod, storage_entry, uniform_entry};
-use wgpu::util::DeviceExt;
+use crate::gpu::{
+    GpuContext, MAX_WG, Output, build_pipelines, grid_256, read_pod, storage_entry, uniform_entry,
+};
 
 /// The WGSL source.
 pub(crate) const KMEANS_WGSL: &str = include_str!("../../../shaders/kmeans.wgsl");
@@ -20,14 +21,13 @@ struct Params {
     pad: u32,
 }
 
+/// One block of rows resident on the device, with its outputs.
 struct Block {
     start: usize,
     rows: u32,
     x: wgpu::Buffer,
-    assign: wgpu::Buffer,
-    dist: wgpu::Buffer,
-    assign_read: wgpu::Buffer,
-    dist_read: wgpu::Buffer,
+    assign: Output,
+    dist: Output,
 }
 
 /// Rows resident on a GPU, ready for k-means steps.
@@ -58,9 +58,8 @@ impl<'a> GpuKmeans<'a> {
         let n = x.len() / d;
         let cap = ctx.binding_cap();
         let per_block = ((cap / (d as u64 * 4)).min(MAX_WG * 256) as usize).max(1);
-        let dev = &ctx.device;
         let (layout, mut pipes) = build_pipelines(
-            dev,
+            &ctx.device,
             "kmeans.wgsl",
             KMEANS_WGSL,
             &[
@@ -75,39 +74,26 @@ impl<'a> GpuKmeans<'a> {
         let pipeline = pipes
             .pop()
             .ok_or_else(|| KernelError::Validation("no k-means pipeline".into()))?;
-        let scope = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let plain = |label: &str, size: u64, usage| {
-            dev.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size,
-                usage,
-                mapped_at_creation: false,
-            })
-        };
-        let out = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
-        let read = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
-        let mut blocks = Vec::new();
-        for start in (0..n).step_by(per_block) {
-            let m = per_block.min(n - start);
-            blocks.push(Block {
-                start,
-                rows: m as u32,
-                x: dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some("x"),
-                    contents: bytemuck::cast_slice(&x[start * d..(start + m) * d]),
-                    usage: wgpu::BufferUsages::STORAGE,
-                }),
-                assign: plain("assign", m as u64 * 4, out),
-                dist: plain("dist", m as u64 * 4, out),
-                assign_read: plain("assign read", m as u64 * 4, read),
-                dist_read: plain("dist read", m as u64 * 4, read),
-            });
-        }
-        if let Some(err) = pollster::block_on(scope.pop()) {
-            return Err(KernelError::Device(format!(
-                "uploading {n} x {d} rows: {err}"
-            )));
-        }
+        let blocks = ctx.scoped(
+            wgpu::ErrorFilter::OutOfMemory,
+            || {
+                (0..n)
+                    .step_by(per_block)
+                    .map(|start| {
+                        let m = per_block.min(n - start);
+                        let rows = bytemuck::cast_slice(&x[start * d..(start + m) * d]);
+                        Block {
+                            start,
+                            rows: m as u32,
+                            x: ctx.upload("x", rows, wgpu::BufferUsages::STORAGE),
+                            assign: ctx.output("assign", m as u64 * 4),
+                            dist: ctx.output("dist", m as u64 * 4),
+                        }
+                    })
+                    .collect::<Vec<_>>()
+            },
+            |e| KernelError::Device(format!("uploading {n} x {d} rows: {e}")),
+        )?;
         Ok(Self {
             ctx,
             x,
@@ -128,80 +114,61 @@ impl<'a> GpuKmeans<'a> {
             )));
         }
         let k = centers.len() / d;
-        let dev = &self.ctx.device;
+        let ctx = &self.ctx;
         let c32: Vec<f32> = centers.iter().map(|&v| v as f32).collect();
-        let cbuf = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("centers"),
-            contents: bytemuck::cast_slice(&c32),
-            usage: wgpu::BufferUsages::STORAGE,
-        });
-        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
-        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("kmeans"),
-        });
-        let mut keep = Vec::new();
-        for b in &self.blocks {
-            let params = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("params"),
-                contents: bytemuck::bytes_of(&Params {
-                    rows: b.rows,
-                    d: d as u32,
-                    k: k as u32,
-                    pad: 0,
-                }),
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
-            let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("kmeans block"),
-                layout: &self.layout,
-                entries: &[
-                    wgpu::BindGroupEntry {
-                        binding: 0,
-                        resource: params.as_entire_binding(),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 1,
-                        resource: b.x.as_entire_binding(),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 2,
-                        resource: cbuf.as_entire_binding(),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 3,
-                        resource: b.assign.as_entire_binding(),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 4,
-                        resource: b.dist.as_entire_binding(),
-                    },
-                ],
-            });
-            {
-                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: Some("assign"),
-                    timestamp_writes: None,
-                });
-                pass.set_pipeline(&self.pipeline);
-                pass.set_bind_group(0, &bind, &[]);
-                let groups = b.rows.div_ceil(256);
-                let gx = groups.min(MAX_WG as u32);
-                pass.dispatch_workgroups(gx, groups.div_ceil(gx), 1);
-            }
-            enc.copy_buffer_to_buffer(&b.assign, 0, &b.assign_read, 0, None);
-            enc.copy_buffer_to_buffer(&b.dist, 0, &b.dist_read, 0, None);
-            keep.push((params, bind));
-        }
-        self.ctx.queue.submit([enc.finish()]);
-        if let Some(err) = pollster::block_on(scope.pop()) {
-            return Err(KernelError::Validation(err.to_string()));
-        }
+        let cbuf = ctx.upload(
+            "centers",
+            bytemuck::cast_slice(&c32),
+            wgpu::BufferUsages::STORAGE,
+        );
+        ctx.scoped(
+            wgpu::ErrorFilter::Validation,
+            || {
+                let mut enc = ctx
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("kmeans"),
+                    });
+                for b in &self.blocks {
+                    let p = Params {
+                        rows: b.rows,
+                        d: d as u32,
+                        k: k as u32,
+                        pad: 0,
+                    };
+                    let params = ctx.upload(
+                        "params",
+                        bytemuck::bytes_of(&p),
+                        wgpu::BufferUsages::UNIFORM,
+                    );
+                    let bind = ctx.bind(
+                        "kmeans block",
+                        &self.layout,
+                        &[&params, &b.x, &cbuf, &b.assign.gpu, &b.dist.gpu],
+                    );
+                    {
+                        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                            label: Some("assign"),
+                            timestamp_writes: None,
+                        });
+                        pass.set_pipeline(&self.pipeline);
+                        pass.set_bind_group(0, &bind, &[]);
+                        let (gx, gy) = grid_256(b.rows);
+                        pass.dispatch_workgroups(gx, gy, 1);
+                    }
+                    b.assign.copy_back(&mut enc);
+                    b.dist.copy_back(&mut enc);
+                }
+                ctx.queue.submit([enc.finish()]);
+            },
+            KernelError::Validation,
+        )?;
         let mut assign = Vec::with_capacity(self.x.len() / d);
         let mut dist = Vec::with_capacity(self.x.len() / d);
         for b in &self.blocks {
             debug_assert_eq!(assign.len(), b.start);
-            assign.extend(read_pod::<u32>(dev, &b.assign_read)?);
-            dist.extend(read_pod::<f32>(dev, &b.dist_read)?);
+            assign.extend(read_pod::<u32>(&ctx.device, &b.assign.read)?);
+            dist.extend(read_pod::<f32>(&ctx.device, &b.dist.read)?);
         }
         if let Some(&bad) = assign.iter().find(|&&j| j as usize >= k) {
             return Err(KernelError::Validation(format!(

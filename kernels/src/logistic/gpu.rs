@@ -1,5 +1,5 @@
-//! The logistic kernel's GPU host side through wgpu (Vulkan, Metal, DX12; GL on request). Runs on real GPUs and on
-//! Mesa's lavapipe (a Vulkan driver on the CPU), which is how CI tests it.
+//! The logistic kernel's GPU host side through wgpu (Vulkan, Metal, DX12; GL on request).
+//! Runs on real GPUs and on Mesa's lavapipe (a Vulkan driver on the CPU), which is how CI tests it.
 //!
 //! Data stay resident on the device, split into blocks so that no storage binding exceeds
 //! 128 MiB and no dispatch exceeds 65535 workgroups per dimension. Each `eval` uploads `w`
@@ -8,11 +8,12 @@
 
 use super::kernel::{LogisticKernel, LossSums};
 use crate::error::KernelError;
-use crate::gpu::{GpuContext, MAX_WG, build_pipelines, read_pod, storage_entry, uniform_entry};
+use crate::gpu::{
+    GpuContext, MAX_WG, Output, build_pipelines, grid_256, read_pod, storage_entry, uniform_entry,
+};
 use crate::rows::Rows;
-use wgpu::util::DeviceExt;
 
-/// The WGSL source, validated at pipeline creation (and by `shader_validates` in tests).
+/// The WGSL source, validated at pipeline creation (and by naga in the crate's tests).
 pub(crate) const LOGISTIC_WGSL: &str = include_str!("../../../shaders/logistic.wgsl");
 
 const GRAD_CHUNK: u32 = 256;
@@ -27,15 +28,14 @@ struct Params {
     hess_chunk: u32,
 }
 
+/// One block of rows resident on the device, with its bind group and partial sums.
 struct Block {
     rows: u32,
     grad_chunks: u32,
     hess_chunks: u32,
     bind: wgpu::BindGroup,
-    gpart: wgpu::Buffer,
-    hpart: wgpu::Buffer,
-    gread: wgpu::Buffer,
-    hread: wgpu::Buffer,
+    gpart: Output,
+    hpart: Output,
 }
 
 /// The three passes of `shaders/logistic.wgsl` and their bind-group layout.
@@ -140,16 +140,12 @@ impl GpuLogistic {
                 "a {d} x {d} Hessian does not fit one GPU storage binding"
             )));
         }
-        let dev = &ctx.device;
-        let scope = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let w_buf = dev.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("w"),
-            size: (d * 4) as u64,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut blocks = Vec::new();
-        for start in (0..n).step_by(per_block) {
+        let w_buf = ctx.buffer(
+            "w",
+            (d * 4) as u64,
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        );
+        let upload_block = |start: usize| {
             let m = per_block.min(n - start);
             let hc = hess_chunk(m, d, cap);
             let p = Params {
@@ -160,95 +156,48 @@ impl GpuLogistic {
             };
             let grad_chunks = (m as u32).div_ceil(GRAD_CHUNK);
             let hess_chunks = (m as u32).div_ceil(hc);
-            let init = |label: &str, bytes: &[u8], usage| {
-                dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some(label),
-                    contents: bytes,
-                    usage,
-                })
-            };
-            let params = init(
+            let params = ctx.upload(
                 "params",
                 bytemuck::bytes_of(&p),
                 wgpu::BufferUsages::UNIFORM,
             );
-            let xb = init(
+            let xb = ctx.upload(
                 "x",
                 bytemuck::cast_slice(&x[start * d..(start + m) * d]),
                 wgpu::BufferUsages::STORAGE,
             );
-            let yb = init(
+            let yb = ctx.upload(
                 "y",
                 bytemuck::cast_slice(&y[start..start + m]),
                 wgpu::BufferUsages::STORAGE,
             );
-            let plain = |label: &str, size: u64, usage| {
-                dev.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some(label),
-                    size,
-                    usage,
-                    mapped_at_creation: false,
-                })
-            };
-            let part = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
-            let read = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
-            let gsize = grad_chunks as u64 * (d as u64 + 1) * 4;
-            let hsize = hess_chunks as u64 * (d * d) as u64 * 4;
-            let stats = plain("stats", m as u64 * 16, wgpu::BufferUsages::STORAGE);
-            let gpart = plain("gpart", gsize, part);
-            let hpart = plain("hpart", hsize, part);
-            let gread = plain("gread", gsize, read);
-            let hread = plain("hread", hsize, read);
-            let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("logistic block"),
-                layout: &pipes.layout,
-                entries: &[
-                    wgpu::BindGroupEntry {
-                        binding: 0,
-                        resource: params.as_entire_binding(),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 1,
-                        resource: xb.as_entire_binding(),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 2,
-                        resource: yb.as_entire_binding(),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 3,
-                        resource: w_buf.as_entire_binding(),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 4,
-                        resource: stats.as_entire_binding(),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 5,
-                        resource: gpart.as_entire_binding(),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 6,
-                        resource: hpart.as_entire_binding(),
-                    },
-                ],
-            });
-            blocks.push(Block {
+            let stats = ctx.buffer("stats", m as u64 * 16, wgpu::BufferUsages::STORAGE);
+            let gpart = ctx.output("gpart", grad_chunks as u64 * (d as u64 + 1) * 4);
+            let hpart = ctx.output("hpart", hess_chunks as u64 * (d * d) as u64 * 4);
+            let bind = ctx.bind(
+                "logistic block",
+                &pipes.layout,
+                &[&params, &xb, &yb, &w_buf, &stats, &gpart.gpu, &hpart.gpu],
+            );
+            Block {
                 rows: m as u32,
                 grad_chunks,
                 hess_chunks,
                 bind,
                 gpart,
                 hpart,
-                gread,
-                hread,
-            });
-        }
-        if let Some(err) = pollster::block_on(scope.pop()) {
-            return Err(KernelError::Device(format!(
-                "uploading {n} x {d} rows: {err}"
-            )));
-        }
+            }
+        };
+        let blocks = ctx.scoped(
+            wgpu::ErrorFilter::OutOfMemory,
+            || {
+                (0..n)
+                    .step_by(per_block)
+                    .map(upload_block)
+                    .collect::<Vec<_>>()
+            },
+            |e| KernelError::Device(format!("uploading {n} x {d} rows: {e}")),
+        )?;
         Ok(Self {
             ctx,
             pipes,
@@ -286,48 +235,51 @@ impl LogisticKernel for GpuLogistic {
                 w.len()
             )));
         }
-        let dev = &self.ctx.device;
+        let ctx = &self.ctx;
         let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
-        self.ctx
-            .queue
+        ctx.queue
             .write_buffer(&self.w_buf, 0, bytemuck::cast_slice(&w32));
-        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
-        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("logistic"),
-        });
-        for b in &self.blocks {
-            {
-                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: Some("logistic"),
-                    timestamp_writes: None,
-                });
-                pass.set_bind_group(0, &b.bind, &[]);
-                pass.set_pipeline(&self.pipes.margins);
-                let groups = b.rows.div_ceil(256);
-                let gx = groups.min(MAX_WG as u32);
-                pass.dispatch_workgroups(gx, groups.div_ceil(gx), 1);
-                pass.set_pipeline(&self.pipes.gradient);
-                pass.dispatch_workgroups((d as u32 + 1).div_ceil(64), b.grad_chunks, 1);
-                if hessian {
-                    let tiles = (d as u32).div_ceil(16);
-                    pass.set_pipeline(&self.pipes.hessian);
-                    pass.dispatch_workgroups(tiles, tiles, b.hess_chunks);
+        ctx.scoped(
+            wgpu::ErrorFilter::Validation,
+            || {
+                let mut enc = ctx
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("logistic"),
+                    });
+                for b in &self.blocks {
+                    {
+                        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                            label: Some("logistic"),
+                            timestamp_writes: None,
+                        });
+                        pass.set_bind_group(0, &b.bind, &[]);
+                        pass.set_pipeline(&self.pipes.margins);
+                        let (gx, gy) = grid_256(b.rows);
+                        pass.dispatch_workgroups(gx, gy, 1);
+                        pass.set_pipeline(&self.pipes.gradient);
+                        pass.dispatch_workgroups((d as u32 + 1).div_ceil(64), b.grad_chunks, 1);
+                        if hessian {
+                            let tiles = (d as u32).div_ceil(16);
+                            pass.set_pipeline(&self.pipes.hessian);
+                            pass.dispatch_workgroups(tiles, tiles, b.hess_chunks);
+                        }
+                    }
+                    b.gpart.copy_back(&mut enc);
+                    if hessian {
+                        b.hpart.copy_back(&mut enc);
+                    }
                 }
-            }
-            enc.copy_buffer_to_buffer(&b.gpart, 0, &b.gread, 0, None);
-            if hessian {
-                enc.copy_buffer_to_buffer(&b.hpart, 0, &b.hread, 0, None);
-            }
-        }
-        self.ctx.queue.submit([enc.finish()]);
-        if let Some(err) = pollster::block_on(scope.pop()) {
-            return Err(KernelError::Validation(err.to_string()));
-        }
+                ctx.queue.submit([enc.finish()]);
+            },
+            KernelError::Validation,
+        )?;
+        let dev = &ctx.device;
         let mut loss = 0.0f64;
         let mut grad = vec![0.0f64; d];
         let mut hup = hessian.then(|| vec![0.0f64; d * d]);
         for b in &self.blocks {
-            let g = read_pod::<f32>(dev, &b.gread)?;
+            let g = read_pod::<f32>(dev, &b.gpart.read)?;
             for c in g.chunks_exact(d + 1) {
                 for (acc, &v) in grad.iter_mut().zip(&c[..d]) {
                     *acc += v as f64;
@@ -335,7 +287,7 @@ impl LogisticKernel for GpuLogistic {
                 loss += c[d] as f64;
             }
             if let Some(h) = hup.as_mut() {
-                let parts = read_pod::<f32>(dev, &b.hread)?;
+                let parts = read_pod::<f32>(dev, &b.hpart.read)?;
                 for c in parts.chunks_exact(d * d) {
                     for j in 0..d {
                         for k in j..d {

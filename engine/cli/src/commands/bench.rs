@@ -6,6 +6,7 @@ use clap::Subcommand;
 use kinsey_core::{Error, Result};
 use kinsey_data::parquet_io::{ColumnSpec, read_parquet};
 use kinsey_data::{RowTransform, synth};
+use kinsey_kernels::DevicePref;
 use kinsey_learn::aggregate::{Calibration, NoiseKind, PrivacySpec};
 use kinsey_learn::logreg::{Objective, SolverConfig};
 use kinsey_learn::pipeline::{self, JobSpec};
@@ -61,7 +62,7 @@ struct SulqArgs {
     delta: f64,
     /// auto | cpu | gpu (the k-means assignment step)
     #[arg(long, default_value = "cpu")]
-    device: String,
+    device: DevicePref,
 }
 
 /// Runs `SulqArgs`.
@@ -75,15 +76,7 @@ fn sulq(a: SulqArgs) -> Result<()> {
         delta,
         device: dev,
     } = a;
-    let v = kinsey_stats::sulq::bench::run(
-        &input,
-        k,
-        iterations,
-        components,
-        epsilon,
-        delta,
-        device(&dev)?,
-    )?;
+    let v = kinsey_stats::sulq::bench::run(&input, k, iterations, components, epsilon, delta, dev)?;
     println!("{v}");
     Ok(())
 }
@@ -95,7 +88,7 @@ struct TrainArgs {
     #[arg(long, default_value_t = 123)]
     dim: usize,
     #[arg(long, default_value = "cpu")]
-    device: String,
+    device: DevicePref,
     #[arg(long, default_value_t = 1e-4)]
     lambda: f64,
     /// Train on this Parquet file instead of generated rows.
@@ -137,7 +130,7 @@ fn train(a: TrainArgs) -> Result<()> {
             calibration: Calibration::Tight,
             noise: NoiseKind::L2,
         },
-        device: device(&dev)?,
+        device: dev,
         transform: RowTransform::None,
         aggregation: std::sync::Arc::new(kinsey_learn::aggregate::PlaintextAggregator),
     };

@@ -7,7 +7,7 @@ use kinsey_data::output::{Outputs, write_json};
 use kinsey_data::parquet_io::{ColumnSpec, read_parquet};
 use kinsey_data::{Dataset, LabelEncoding};
 use kinsey_dp::{Neighbours, NoiseRng};
-use kinsey_kernels::DevicePref;
+
 use kinsey_learn::aggregate::NoiseKind;
 use kinsey_learn::pipeline::{self, JobSpec, ModelFile};
 use std::path::{Path, PathBuf};
@@ -76,11 +76,6 @@ pub(crate) fn parse_noise(s: &str) -> std::result::Result<NoiseKind, String> {
         "laplace" => Ok(NoiseKind::Laplace),
         o => Err(format!("unknown noise '{o}' (l2 or laplace)")),
     }
-}
-
-pub(crate) fn device(s: &str) -> Result<DevicePref> {
-    s.parse()
-        .map_err(|e: kinsey_kernels::KernelError| Error::param("device", e.to_string()))
 }
 
 /// Parquet (file or directory) by default; LIBSVM when a dimension is given.
@@ -214,4 +209,14 @@ pub(crate) fn report_done(d: Done) -> Result<()> {
         println!("  wrote {}", p.display());
     }
     Ok(())
+}
+
+/// An enum value as users write it in TOML and flags, and as reports serialise it
+/// (`info_gain`, `tight`), never Rust's `Debug` form (`InfoGain`, `Tight`).
+pub(crate) fn toml_name<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(e) => format!("<{e}>"),
+    }
 }

@@ -6,6 +6,7 @@ use crate::term;
 use kinsey_core::Result;
 use kinsey_data::{Dataset, RowTransform, synth};
 use kinsey_dp::NoiseRng;
+use kinsey_kernels::DevicePref;
 use kinsey_learn::aggregate::{Calibration, NoiseKind, PrivacySpec};
 use kinsey_learn::logreg::{Objective, SolverConfig};
 use kinsey_learn::pipeline::{self, JobSpec};
@@ -24,7 +25,7 @@ pub(crate) struct Args {
     #[arg(long)]
     record_seed: bool,
     #[arg(long, default_value = "auto")]
-    device: String,
+    device: DevicePref,
     #[arg(long, default_value_t = 1.0)]
     epsilon: f64,
     #[command(flatten)]
@@ -76,7 +77,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
             calibration: Calibration::Tight,
             noise: NoiseKind::L2,
         },
-        device: device(&dev)?,
+        device: dev,
         transform: RowTransform::None,
         aggregation: match (crypto.config().aggregation()?, inject_fault) {
             (config::Aggregation::Secure(a), Some(f)) => {

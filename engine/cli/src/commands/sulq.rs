@@ -10,6 +10,7 @@ use kinsey_data::output::write_json;
 use kinsey_data::series::Predicate;
 use kinsey_data::table::{ColumnBounds, Matrix, Range, read_matrix};
 use kinsey_dp::{Neighbours, NoiseRng};
+use kinsey_kernels::DevicePref;
 use kinsey_stats::sulq::{self, Calibration, SulqDb};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -184,7 +185,7 @@ pub(crate) struct KmeansArgs {
     pub iterations: usize,
     /// Where the assignment step runs: auto (a real GPU if any), cpu or gpu.
     #[arg(long, default_value = "auto")]
-    pub device: String,
+    pub device: DevicePref,
     #[command(flatten)]
     pub common: SulqCommon,
 }
@@ -205,11 +206,7 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
         &format!("kmeans|{:?}|k={}|iters={}", a.input, a.k, a.iterations),
     );
     let init = sulq::kmeans::random_centers(a.k, m.d, &mut rng);
-    let pref: kinsey_kernels::DevicePref = a
-        .device
-        .parse()
-        .map_err(|e: kinsey_kernels::KernelError| Error::param("device", e.to_string()))?;
-    let kernel = kinsey_kernels::kmeans::select(pref, &m.x, m.d)?;
+    let kernel = kinsey_kernels::kmeans::select(a.device, &m.x, m.d)?;
     let res = sulq::kmeans::run(&m, &cfg, &init, &mut db, kernel.as_ref())?;
     let flat: Vec<f64> = res.centers.concat();
     let evaluation = if c.diagnostics {
@@ -741,12 +738,12 @@ pub(crate) fn run_implication(a: &ImplicationArgs) -> Result<Done> {
     let mut o = Outputs::new();
     o.ensure_dir(&c.out)?;
     let summary = format!(
-        "alpha = '{}' (A) implies beta = '{}' (B) with gap {}? {:?}: Pr[beta|alpha] - Pr[beta] = \
+        "alpha = '{}' (A) implies beta = '{}' (B) with gap {}? {}: Pr[beta|alpha] - Pr[beta] = \
          {:.4} +- {:.4} (1 s.e.; {} {}); each database spent eps {:.4} (delta {})",
         a.alpha,
         a.beta,
         a.gap,
-        res.verdict,
+        toml_name(&res.verdict),
         res.delta_hat,
         res.std_error,
         res.sets_used,

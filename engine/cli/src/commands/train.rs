@@ -56,7 +56,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         objective: Objective::new(cfg.model.lambda)?,
         solver: cfg.model.solver(),
         privacy: cfg.privacy.spec(),
-        device: device(&cfg.compute.device)?,
+        device: cfg.compute.device,
         transform: cfg.data.transform()?,
         aggregation: cfg.crypto.aggregation()?.into_aggregator(),
     };

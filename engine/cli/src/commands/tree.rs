@@ -155,12 +155,12 @@ fn run_tree(a: &Args) -> Result<Done> {
     }
     write_json(&mut o, &a.out.join("tree.json"), &res.root)?;
     let summary = format!(
-        "{} tree, depth {}, {} leaves, score {:?}, {} neighbours, eps = {epsilon} ({} per \
+        "{} tree, depth {}, {} leaves, score {}, {} neighbours, eps = {epsilon} ({} per \
          mechanism)",
         a.selection,
         a.depth,
         res.leaves,
-        cfg.score,
+        toml_name(&cfg.score),
         a.neighbours.as_str(),
         res.epsilon_per_mechanism
     );
