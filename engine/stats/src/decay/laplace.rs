@@ -2,11 +2,12 @@
 //! outputs, so the output vector has L1 sensitivity `W B` and every output gets
 //! `Lap(W B / eps)` (exact discrete Laplace on the grid): error `O(W / eps)`.
 
-use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
+use super::model::{
+    Calibration, DecayedSum, ModelParams, Public, Sliding, check_bound, window_truth,
+};
 use super::noise::KeyedNoise;
 use kinsey_core::{Error, Result, check_epsilon};
 use kinsey_dp::release::Guarantee;
-use std::collections::VecDeque;
 
 /// Per-output Laplace noise on each window sum.
 #[derive(Debug, Clone)]
@@ -15,10 +16,9 @@ pub struct LaplaceWindow {
     noise: KeyedNoise,
     bound: f64,
     epsilon: f64,
-    /// Online: the step, the last `W` values and their running sum.
+    /// Online and stream: the step and the running window sum.
     t: u64,
-    recent: VecDeque<f64>,
-    sum: f64,
+    window: Sliding,
 }
 
 impl LaplaceWindow {
@@ -37,21 +37,8 @@ impl LaplaceWindow {
             bound,
             epsilon,
             t: 0,
-            recent: VecDeque::new(),
-            sum: 0.0,
+            window: Sliding::new(w),
         })
-    }
-}
-
-impl LaplaceWindow {
-    /// One step into the running window sum; the sum of the last `W` steps out.
-    fn slide(&mut self, x: f64) -> f64 {
-        self.sum += x;
-        self.recent.push_back(x);
-        if self.recent.len() as u64 > self.w {
-            self.sum -= self.recent.pop_front().unwrap_or(0.0);
-        }
-        self.sum
     }
 }
 
@@ -81,7 +68,7 @@ impl DecayedSum for LaplaceWindow {
     /// The running sum adds then subtracts in the same order as [`window_truth`], so the
     /// online and bulk paths agree bit for bit.
     fn push(&mut self, x: f64, out: &mut [f64]) -> Result<()> {
-        let v = self.slide(x);
+        let v = self.window.push(x);
         out[0] = self.noise.release(v, self.noise.z(self.t));
         self.t += 1;
         Ok(())
@@ -91,14 +78,10 @@ impl DecayedSum for LaplaceWindow {
     fn stream(&mut self, chunk: &[f64]) -> Result<Vec<Vec<f64>>> {
         let mut z = vec![0i64; chunk.len()];
         self.noise.fill(self.t, &mut z);
-        let out = chunk
-            .iter()
-            .zip(&z)
-            .map(|(&x, &z)| {
-                let v = self.slide(x);
-                self.noise.release(v, z)
-            })
-            .collect();
+        let mut out = vec![0.0; chunk.len()];
+        let noise = &self.noise;
+        self.window
+            .extend(chunk, |i, v| out[i] = noise.release(v, z[i]));
         self.t += chunk.len() as u64;
         Ok(vec![out])
     }
@@ -124,8 +107,7 @@ impl DecayedSum for LaplaceWindow {
     fn fresh(&self) -> Box<dyn DecayedSum> {
         let mut m = self.clone();
         m.t = 0;
-        m.recent.clear();
-        m.sum = 0.0;
+        m.window = Sliding::new(self.w);
         Box::new(m)
     }
 

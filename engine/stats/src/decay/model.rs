@@ -190,3 +190,66 @@ pub(crate) fn push_each<M: DecayedSum + ?Sized>(m: &mut M, chunk: &[f64]) -> Res
     }
     Ok(out)
 }
+
+/// The exact sum of the last `W` values of a stream, fed one value or one chunk at a time:
+/// the same additions and subtractions, in the same order, as [`window_truth`] over the
+/// whole stream, so every path of a baseline gives the same bits.
+#[derive(Debug, Clone)]
+pub(super) struct Sliding {
+    w: u64,
+    /// The last `min(W, seen)` values, oldest first.
+    recent: std::collections::VecDeque<f64>,
+    sum: f64,
+    seen: u64,
+}
+
+impl Sliding {
+    pub(super) fn new(w: u64) -> Self {
+        Self {
+            w,
+            recent: std::collections::VecDeque::new(),
+            sum: 0.0,
+            seen: 0,
+        }
+    }
+
+    /// One value in; the sum of the last `W` out.
+    pub(super) fn push(&mut self, v: f64) -> f64 {
+        self.sum += v;
+        self.recent.push_back(v);
+        self.seen += 1;
+        if self.seen > self.w {
+            self.sum -= self.recent.pop_front().unwrap_or(0.0);
+        }
+        self.sum
+    }
+
+    /// A chunk in; `emit(i, sum)` for each of its values, on a contiguous buffer (the
+    /// chunked stream's path).
+    pub(super) fn extend(&mut self, vs: &[f64], mut emit: impl FnMut(usize, f64)) {
+        let w = usize::try_from(self.w).unwrap_or(usize::MAX);
+        let k = self.recent.len();
+        let old = self.recent.make_contiguous();
+        // Steps before this chunk's index `full` leave the window not yet full.
+        let full = usize::try_from(self.w.saturating_sub(self.seen)).unwrap_or(usize::MAX);
+        let mut s = self.sum;
+        for (i, &v) in vs.iter().enumerate() {
+            s += v;
+            if i >= full {
+                // The value leaving is `w` positions back in old ++ vs.
+                let j = k + i - w;
+                s -= if j < k { old[j] } else { vs[j - k] };
+            }
+            emit(i, s);
+        }
+        self.sum = s;
+        self.seen += vs.len() as u64;
+        let keep = k.saturating_add(vs.len()).min(w);
+        let from_vs = keep.min(vs.len());
+        let from_old = keep - from_vs;
+        let mut recent: std::collections::VecDeque<f64> =
+            old[k - from_old..].iter().copied().collect();
+        recent.extend(&vs[vs.len() - from_vs..]);
+        self.recent = recent;
+    }
+}

@@ -2,12 +2,11 @@
 //! `p = 1 / (1 + e^eps)` (eps-DP per step, and a step is in one report), debiased as
 //! `(y - p) / (1 - 2p)`, and the window sums of the debiased values are released.
 
-use super::model::{Calibration, DecayedSum, ModelParams, Public, window_truth};
+use super::model::{Calibration, DecayedSum, ModelParams, Public, Sliding, window_truth};
 use kinsey_core::{Error, Result, check_epsilon};
 use kinsey_dp::release::Guarantee;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
-use std::collections::VecDeque;
 
 /// Randomized response on a 0/1 series, summed over a window.
 #[derive(Debug, Clone)]
@@ -16,10 +15,9 @@ pub struct RandomizedResponse {
     p: f64,
     key: [u8; 32],
     epsilon: f64,
-    /// Online: the flip stream, the last `W` debiased reports and their running sum.
+    /// Online and stream: the flip stream and the running window sum of the reports.
     rng: ChaCha20Rng,
-    recent: VecDeque<f64>,
-    sum: f64,
+    window: Sliding,
 }
 
 fn flip_stream(key: [u8; 32]) -> ChaCha20Rng {
@@ -57,8 +55,7 @@ impl RandomizedResponse {
             key,
             epsilon,
             rng: flip_stream(key),
-            recent: VecDeque::new(),
-            sum: 0.0,
+            window: Sliding::new(w),
         })
     }
 
@@ -97,13 +94,21 @@ impl DecayedSum for RandomizedResponse {
             return Err(not_bits());
         }
         let v = report(self.p, &mut self.rng, x);
-        self.sum += v;
-        self.recent.push_back(v);
-        if self.recent.len() as u64 > self.w {
-            self.sum -= self.recent.pop_front().unwrap_or(0.0);
-        }
-        out[0] = self.sum;
+        out[0] = self.window.push(v);
         Ok(())
+    }
+
+    /// The same numbers as `push`, the window summed over a contiguous buffer.
+    fn stream(&mut self, chunk: &[f64]) -> Result<Vec<Vec<f64>>> {
+        if chunk.iter().any(|&x| x != 0.0 && x != 1.0) {
+            return Err(not_bits());
+        }
+        let mut rng = self.rng.clone();
+        let reports: Vec<f64> = chunk.iter().map(|&x| report(self.p, &mut rng, x)).collect();
+        self.rng = rng;
+        let mut out = vec![0.0; chunk.len()];
+        self.window.extend(&reports, |i, s| out[i] = s);
+        Ok(vec![out])
     }
 
     fn bulk(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>> {
@@ -122,8 +127,7 @@ impl DecayedSum for RandomizedResponse {
     fn fresh(&self) -> Box<dyn DecayedSum> {
         let mut m = self.clone();
         m.rng = flip_stream(self.key);
-        m.recent.clear();
-        m.sum = 0.0;
+        m.window = Sliding::new(self.w);
         Box::new(m)
     }
 
