@@ -13,4 +13,9 @@ if ! command -v m4 >/dev/null; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq m4 >/dev/null
 fi
-exec cargo run --release -p kinsey-cli --bin kinsey -- demo "$@"
+# Build quietly (cargo's progress lines name crates such as `thiserror`, and a successful
+# run should print no line that says "error"); say what is happening instead.
+echo "building kinsey in release mode (about 15-20 minutes on 2 cores the first time)..."
+cargo build --release --quiet -p kinsey-cli --bin kinsey
+target_dir="${CARGO_TARGET_DIR:-target}"
+exec "$target_dir/release/kinsey" demo "$@"

@@ -32,8 +32,8 @@ export KINSEY_NO_PROGRESS=1
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
 
 cargo fmt --all -- --check
-# The subcommand modules are declared by a macro (one registration line each), which
+# The subcommand and decayed-sum modules are declared by macros (one registration line each), which
 # `cargo fmt` does not follow: check them by name.
-rustfmt --edition 2024 --check engine/cli/src/commands/*.rs
+rustfmt --edition 2024 --check engine/cli/src/commands/*.rs engine/stats/src/decay/*.rs
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace

@@ -96,12 +96,7 @@ pub fn center_gram(xtx: &[f64], colsum: &[f64], n: usize, m: &[f64]) -> Vec<f64>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::{Rng, SeedableRng};
-
-    fn data(n: usize, d: usize, seed: u64) -> Vec<f32> {
-        let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        (0..n * d).map(|_| r.random::<f32>()).collect()
-    }
+    use crate::test_rows as data;
 
     #[test]
     fn gram_and_centering_match_the_definition() {

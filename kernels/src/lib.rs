@@ -26,6 +26,14 @@ pub use error::KernelError;
 pub use logistic::{LogisticKernel, LossSums, row_terms, select, sigmoid};
 pub use rows::{BLOCK_ROWS, Rows};
 
+/// Rows of uniform `[0, 1)` values for the kernels' tests.
+#[cfg(test)]
+pub(crate) fn test_rows(n: usize, d: usize, seed: u64) -> Vec<f32> {
+    use rand::{Rng, SeedableRng};
+    let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    (0..n * d).map(|_| r.random::<f32>()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     /// Every shader is named after its kernel (`shaders/NAME.wgsl` beside `src/NAME/`),

@@ -50,12 +50,7 @@ pub fn perceptron_sums(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::{Rng, SeedableRng};
-
-    fn data(n: usize, d: usize, seed: u64) -> Vec<f32> {
-        let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        (0..n * d).map(|_| r.random::<f32>()).collect()
-    }
+    use crate::test_rows as data;
 
     #[test]
     fn perceptron_sums_match_the_definition() {

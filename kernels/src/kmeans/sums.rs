@@ -81,12 +81,7 @@ pub trait KmeansKernel: Send + Sync + std::fmt::Debug {
 #[cfg(test)]
 mod tests {
     use crate::kmeans::cpu::kmeans_sums;
-    use rand::{Rng, SeedableRng};
-
-    fn data(n: usize, d: usize, seed: u64) -> Vec<f32> {
-        let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        (0..n * d).map(|_| r.random::<f32>()).collect()
-    }
+    use crate::test_rows as data;
 
     #[test]
     fn kmeans_sums_match_the_definition() {

@@ -65,7 +65,7 @@ struct SulqArgs {
     device: DevicePref,
 }
 
-/// Runs `SulqArgs`.
+/// `kinsey bench sulq`: SuLQ k-means and PCA fit times (one JSON line).
 fn sulq(a: SulqArgs) -> Result<()> {
     let SulqArgs {
         input,
@@ -102,7 +102,7 @@ struct TrainArgs {
     hessian_rows: usize,
 }
 
-/// Runs `TrainArgs`.
+/// `kinsey bench train`: Newton to the tolerance on generated or given rows.
 fn train(a: TrainArgs) -> Result<()> {
     let TrainArgs {
         rows,
@@ -177,7 +177,7 @@ struct DecayArgs {
     json: bool,
 }
 
-/// Runs `DecayArgs`.
+/// `kinsey bench decay`: the chunked stream of a decayed sum on a generated series.
 fn decay(a: DecayArgs) -> Result<()> {
     let r = decay_throughput(&a)?;
     if a.json {
@@ -284,7 +284,7 @@ struct PaillierArgs {
     json: bool,
 }
 
-/// Runs `PaillierArgs`.
+/// `kinsey bench paillier`: Paillier operations per second.
 fn paillier(a: PaillierArgs) -> Result<()> {
     let PaillierArgs {
         bits,
@@ -321,7 +321,7 @@ struct ProtocolArgs {
     json: bool,
 }
 
-/// Runs `ProtocolArgs`.
+/// `kinsey bench protocol`: the secure protocol end to end on synthetic inputs.
 fn protocol(a: ProtocolArgs) -> Result<()> {
     let ProtocolArgs {
         parties,

@@ -21,7 +21,7 @@ pub(crate) struct Args {
     labels: LabelEncoding,
 }
 
-/// Runs `Args`.
+/// Runs `kinsey convert`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let Args {
         libsvm,

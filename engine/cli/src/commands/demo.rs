@@ -38,7 +38,7 @@ pub(crate) struct Args {
     inject_fault: Option<String>,
 }
 
-/// Runs `Args`.
+/// Runs `kinsey demo`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let Args {
         out,

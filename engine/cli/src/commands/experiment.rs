@@ -45,7 +45,7 @@ struct Figure2Args {
     noise: NoiseKind,
 }
 
-/// Runs `Figure2Args`.
+/// `kinsey experiment figure2`: Figure 2 of seed 001.
 fn figure2(a: Figure2Args) -> Result<()> {
     let Figure2Args {
         train,

@@ -31,7 +31,7 @@ pub(crate) struct Args {
     correlation: f64,
 }
 
-/// Runs `Args`.
+/// Runs `kinsey generate`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let Args {
         parties,

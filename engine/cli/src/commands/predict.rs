@@ -23,7 +23,7 @@ pub(crate) struct Args {
     dim: Option<usize>,
 }
 
-/// Runs `Args`.
+/// Runs `kinsey predict`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let Args {
         model,

@@ -33,7 +33,7 @@ pub(crate) struct Args {
     cols: ColumnArgs,
 }
 
-/// Runs `Args`.
+/// Runs `kinsey split`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let Args {
         input,

@@ -28,7 +28,7 @@ pub(crate) struct Args {
     record_seed: bool,
 }
 
-/// Runs `Args`.
+/// Runs `kinsey train`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let Args {
         config,

@@ -25,26 +25,69 @@
 //!   `alpha = 1` over a declared horizon `T`, `ceil(log2 T) + 1` levels, sensitivity
 //!   `(ceil(log2 T) + 1) B`.
 
-pub mod allwindow;
 pub mod evaluate;
-pub mod exponential;
-pub mod laplace;
 mod model;
 pub mod noise;
-pub mod polynomial;
-mod registry;
-pub mod rr;
 mod tree;
-pub mod window;
 
 pub use allwindow::AllWindowSum;
 pub use exponential::ExponentialSum;
 pub use laplace::LaplaceWindow;
 pub use model::{Calibration, DecayedSum, ModelParams, Public};
 pub use polynomial::PolynomialSum;
-pub use registry::{Builder, MODELS, build};
 pub use rr::RandomizedResponse;
 pub use window::WindowSum;
+
+use kinsey_core::{Error, Result};
+
+/// Builds one model from its parameters.
+pub type Builder = fn(&ModelParams, &Public) -> Result<Box<dyn DecayedSum>>;
+
+/// Declares each mechanism's module (one file implementing [`DecayedSum`]) and registers
+/// its builders in [`MODELS`] under the names users write.
+macro_rules! mechanisms {
+    ($($(#[$meta:meta])* $module:ident: [$($name:literal => $builder:ident),+ $(,)?],)*) => {
+        $($(#[$meta])* pub mod $module;)*
+
+        /// Every model, by the name users write (`--model`, TOML `model = "..."`).
+        pub const MODELS: &[(&str, Builder)] = &[$($(($name, $module::$builder),)+)*];
+    };
+}
+
+// Adding a mechanism: a new file implementing `DecayedSum` with a `build` function, and
+// one line here.
+mechanisms! {
+    /// The sliding-window sum of the last `W` steps.
+    window: ["window" => build],
+    /// Window sums for several window sizes from one tree.
+    allwindow: ["allwindow" => build],
+    /// Exponentially decayed sums, and the binary mechanism for running sums.
+    exponential: ["exponential" => build, "running" => build_running],
+    /// Polynomially decayed sums through window instances.
+    polynomial: ["polynomial" => build],
+    /// Baseline: per-output Laplace noise on each window sum.
+    laplace: ["laplace" => build],
+    /// Baseline: randomized response on bits.
+    rr: ["rr" => build],
+}
+
+/// The model named `model`, built from `params`.
+pub fn build(model: &str, params: &ModelParams, public: &Public) -> Result<Box<dyn DecayedSum>> {
+    match MODELS.iter().find(|(name, _)| *name == model) {
+        Some((_, b)) => b(params, public),
+        None => Err(Error::param(
+            "model",
+            format!(
+                "unknown model '{model}' (one of: {})",
+                MODELS
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
+    }
+}
 
 #[cfg(test)]
 mod tests;
