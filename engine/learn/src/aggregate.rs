@@ -358,7 +358,7 @@ impl Aggregator for PlaintextAggregator {
         let sum = fixed_point_sum(parties)?;
         Ok(Aggregate {
             w: decode_average(&sum, parties.len()),
-            aggregator: "plaintext".into(),
+            aggregator: self.name(),
             backend: None,
             report: None,
             summary: Vec::new(),

@@ -117,7 +117,9 @@ impl DecayedSum for LaplaceWindow {
             kind: "pure".into(),
             epsilon: self.epsilon,
             delta: 0.0,
-            neighbours: "change one step's value within [0, bound]".into(),
+            neighbours: "change one step's value within [0, bound] (event-level: one event \
+                         per step changes)"
+                .into(),
             mechanism: format!("{}: exact discrete Laplace on every output", cal.model),
             sensitivity: format!("{} (L1, over all outputs)", cal.sensitivity),
         }
