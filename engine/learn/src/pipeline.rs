@@ -637,12 +637,12 @@ impl Report {
         }
         for m in &dg.models {
             s.push_str(&format!(
-                "{p} {:<22} objective {:.6}  train error {:.4}{}\n",
+                "{p} {:<22} objective {:.6}  train misclassified {:.4}{}\n",
                 m.name,
                 m.objective,
                 m.train_error,
                 m.test_error
-                    .map(|e| format!("  test error {e:.4}"))
+                    .map(|e| format!("  test misclassified {e:.4}"))
                     .unwrap_or_default()
             ));
         }
