@@ -3,7 +3,8 @@
 //! `Lap(W B / eps)` (exact discrete Laplace on the grid): error `O(W / eps)`.
 
 use super::model::{
-    Calibration, DecayedSum, ModelParams, Public, Sliding, check_bound, window_truth,
+    Calibration, DecayedSum, ModelParams, Public, Sliding, check_bound, laplace_guarantee,
+    window_truth,
 };
 use super::noise::KeyedNoise;
 use kinsey_core::{Error, Result, check_epsilon};
@@ -112,16 +113,6 @@ impl DecayedSum for LaplaceWindow {
     }
 
     fn guarantee(&self) -> Guarantee {
-        let cal = self.calibration();
-        Guarantee {
-            kind: "pure".into(),
-            epsilon: self.epsilon,
-            delta: 0.0,
-            neighbours: "change one step's value within [0, bound] (event-level: one event \
-                         per step changes)"
-                .into(),
-            mechanism: format!("{}: exact discrete Laplace on every output", cal.model),
-            sensitivity: format!("{} (L1, over all outputs)", cal.sensitivity),
-        }
+        laplace_guarantee(&self.calibration(), "every output", "outputs")
     }
 }

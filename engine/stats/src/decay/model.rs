@@ -95,17 +95,7 @@ pub trait DecayedSum: std::fmt::Debug + Send + Sync {
 
     /// What a release of this mechanism guarantees.
     fn guarantee(&self) -> Guarantee {
-        let cal = self.calibration();
-        Guarantee {
-            kind: "pure".into(),
-            epsilon: cal.epsilon,
-            delta: 0.0,
-            neighbours: "change one step's value within [0, bound] (event-level: one event \
-                         per step changes)"
-                .into(),
-            mechanism: format!("{}: exact discrete Laplace on tree counters", cal.model),
-            sensitivity: format!("{} (L1, over all counters)", cal.sensitivity),
-        }
+        laplace_guarantee(&self.calibration(), "tree counters", "counters")
     }
 
     /// The online path over a whole series from step 0 (tests and `--online`): the same
@@ -251,5 +241,20 @@ impl Sliding {
             old[k - from_old..].iter().copied().collect();
         recent.extend(&vs[vs.len() - from_vs..]);
         self.recent = recent;
+    }
+}
+
+/// The pure eps-DP guarantee of discrete Laplace noise on `noised` (the tree counters, or
+/// every output), with the L1 sensitivity over all `units`, for changing one step's value.
+pub(super) fn laplace_guarantee(cal: &Calibration, noised: &str, units: &str) -> Guarantee {
+    Guarantee {
+        kind: "pure".into(),
+        epsilon: cal.epsilon,
+        delta: 0.0,
+        neighbours: "change one step's value within [0, bound] (event-level: one event per \
+                     step changes)"
+            .into(),
+        mechanism: format!("{}: exact discrete Laplace on {noised}", cal.model),
+        sensitivity: format!("{} (L1, over all {units})", cal.sensitivity),
     }
 }
