@@ -32,11 +32,13 @@ pub mod keyfiles;
 mod messages;
 mod params;
 mod party;
+mod play;
 pub mod registry;
 pub mod report;
 mod reshare;
 mod role;
 mod runner;
+pub mod session;
 pub mod transport;
 mod wire;
 

@@ -2,7 +2,7 @@
 //! operations, the transcript of what it learns) and the final re-sharing.
 
 use crate::faults::*;
-use crate::transport::{ChannelEndpoint, Peer, Recorded, Stage, Transport, TransportError};
+use crate::transport::{Peer, Recorded, Stage, Transport, TransportError};
 use crate::wire::*;
 use kinsey_backend::BackendError;
 use kinsey_backend::compare::Duplex;
@@ -33,7 +33,7 @@ pub(crate) struct OpStat {
 
 /// One participant's state: its transport, its randomness, and what it measures.
 pub(crate) struct Ctx<'a> {
-    pub(crate) t: Recorded<ChannelEndpoint>,
+    pub(crate) t: Recorded<Box<dyn Transport + 'a>>,
     pub(crate) me: Peer,
     pub(crate) k: usize,
     pub(crate) he: &'a dyn AdditiveHe,
@@ -62,12 +62,16 @@ impl<'a> Ctx<'a> {
     }
 
     pub(crate) fn transport(&self, e: TransportError) -> Fail {
-        let (blame, secondary) = match e {
-            TransportError::HungUp(p) => (p, true),
-            TransportError::Timeout(p) | TransportError::NoRoute(p) => (p, false),
+        let (stage, blame, secondary) = match &e {
+            TransportError::HungUp(p) => (self.stage, *p, true),
+            TransportError::Timeout(p)
+            | TransportError::NoRoute(p)
+            | TransportError::Closed(p, _)
+            | TransportError::Refused(p, _) => (self.stage, *p, false),
+            TransportError::Aborted { stage, blame, .. } => (*stage, *blame, false),
         };
         Fail {
-            stage: self.stage,
+            stage,
             blame,
             msg: e.to_string(),
             secondary,
@@ -77,6 +81,7 @@ impl<'a> Ctx<'a> {
     pub(crate) fn enter(&mut self, stage: Stage) -> R<()> {
         self.stage_end.insert(self.stage, self.start.elapsed());
         self.stage = stage;
+        self.t.enter(stage);
         if let Some(f) = self.fault
             && f.participant == self.me
             && f.stage == stage

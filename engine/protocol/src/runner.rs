@@ -1,22 +1,18 @@
 //! The secure aggregator: input checks, one thread per role over the in-process
 //! transport, and the outcome assembled from the published shares.
 
-use crate::curator::curator;
-use crate::faults::*;
 use crate::faults::{Fault, Leak};
-use crate::params::{KEY_BITS, NOISE_BITS, SIGMA};
-use crate::params::{MAX_PARTIES, SIZE_BITS};
-use crate::party::party;
+use crate::params::MAX_PARTIES;
+use crate::play::{RoleResult, Seat, build_report, check_backend, check_party, play};
 use crate::report::*;
 use crate::role::*;
 use crate::transport;
-use crate::transport::{Peer, Recorded, Stage, Transport, View};
+use crate::transport::{Peer, Transport};
 use kinsey_backend::AdditiveHe;
 use kinsey_core::{Error, Result};
 use kinsey_dp::rng::os_crypto_rng;
 use kinsey_learn::aggregate::{self, PartyInput};
 use rand_chacha::ChaCha20Rng;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -98,14 +94,6 @@ impl std::fmt::Debug for SecureAggregator {
     }
 }
 
-/// What one role thread returns.
-struct RoleResult {
-    out: R<Vec<i128>>,
-    view: View,
-    stage_end: BTreeMap<Stage, Duration>,
-    ops: BTreeMap<(Stage, &'static str), OpStat>,
-}
-
 impl SecureAggregator {
     /// The aggregator over `backend`.
     pub fn new(backend: Arc<dyn AdditiveHe>, config: ProtocolConfig) -> Self {
@@ -125,52 +113,10 @@ impl SecureAggregator {
                 format!("the secure protocol takes 1 to {MAX_PARTIES} parties, got {k}"),
             ));
         }
-        let info = self.backend.info();
-        let need = (KEY_BITS + 2 * SIGMA + 1).max(NOISE_BITS + SIGMA + 1);
-        if info.plaintext_bits < need {
-            return Err(Error::param(
-                "crypto.backend",
-                format!(
-                    "backend '{}' holds {}-bit plaintexts; the protocol needs {need}",
-                    info.name, info.plaintext_bits
-                ),
-            ));
-        }
+        check_backend(&self.backend.info())?;
         let d = parties[0].w.len();
         for (j, p) in parties.iter().enumerate() {
-            if p.n == 0 || (p.n as u128) >= 1u128 << SIZE_BITS {
-                return Err(Error::param(
-                    "parties",
-                    format!(
-                        "party {} has {} rows; the protocol takes 1 to 2^{SIZE_BITS} - 1",
-                        j + 1,
-                        p.n
-                    ),
-                ));
-            }
-            if p.w.len() != d || p.noise.len() != d {
-                return Err(Error::param(
-                    "parties",
-                    format!("party {} has a different dimension", j + 1),
-                ));
-            }
-            for &x in &p.noise {
-                let fits = aggregate::encode_noise(x, k)
-                    .is_ok_and(|v| v.unsigned_abs() < 1u128 << NOISE_BITS);
-                if !fits {
-                    return Err(Error::param(
-                        "privacy.epsilon",
-                        format!(
-                            "party {}'s noise is too large for the protocol's fixed point \
-                             (|eta| K 2^32 must stay below 2^{NOISE_BITS})",
-                            j + 1
-                        ),
-                    ));
-                }
-            }
-            for &x in &p.w {
-                aggregate::encode_fixed(x)?;
-            }
+            check_party(j, p, k, d)?;
         }
         Ok(d)
     }
@@ -193,34 +139,21 @@ impl SecureAggregator {
                 .map(|(ep, r)| {
                     let cmp = cmp.clone();
                     s.spawn(move || {
-                        let me = ep.me();
-                        let garbage = fault
-                            .filter(|f| f.participant == me && f.kind == FaultKind::Garbage)
-                            .map(|f| f.stage);
-                        let mut ctx = Ctx {
-                            t: Recorded::new(ep, self.config.record_views, garbage),
-                            me,
+                        let seat = Seat {
+                            me: ep.me(),
                             k,
                             he,
                             cmp,
-                            rng: r,
-                            stage: Stage::Setup,
                             start,
-                            stage_end: BTreeMap::new(),
-                            ops: BTreeMap::new(),
                             fault,
                             leak: self.config.leak,
+                            record_views: self.config.record_views,
                         };
-                        let out = match me {
-                            Peer::Party(j) => party(&mut ctx, j, &parties[j]),
-                            Peer::Curator => curator(&mut ctx),
+                        let input = match ep.me() {
+                            Peer::Party(j) => parties.get(j),
+                            Peer::Curator => None,
                         };
-                        RoleResult {
-                            out,
-                            view: ctx.t.into_view(),
-                            stage_end: ctx.stage_end,
-                            ops: ctx.ops,
-                        }
+                        play(seat, Box::new(ep), r, input)
                     })
                 })
                 .collect();
@@ -264,88 +197,19 @@ impl SecureAggregator {
             ));
         }
         let wall = start.elapsed().as_secs_f64();
-        let report = self.report(&roles, k, d, wall, cmp.describe());
+        let report = build_report(
+            self.backend.info(),
+            &roles,
+            (k, d),
+            wall,
+            cmp.describe(),
+            "in-process channels (one thread per participant)",
+        );
         Ok(SecureOutcome {
             w: aggregate::decode_average(&sum, k),
             sum,
             report,
             views: roles.into_iter().map(|r| r.view).collect(),
         })
-    }
-
-    fn report(
-        &self,
-        roles: &[RoleResult],
-        k: usize,
-        d: usize,
-        wall: f64,
-        comparison: String,
-    ) -> ProtocolReport {
-        let mut prev = 0.0f64;
-        let stages: Vec<StageReport> = Stage::ALL
-            .iter()
-            .map(|&st| {
-                let end = roles
-                    .iter()
-                    .filter_map(|r| r.stage_end.get(&st))
-                    .map(Duration::as_secs_f64)
-                    .fold(prev, f64::max);
-                let mut operations = BTreeMap::new();
-                let mut crypto = 0.0;
-                for r in roles {
-                    for ((s, name), o) in &r.ops {
-                        if *s == st {
-                            *operations.entry(name.to_string()).or_insert(0) += o.elements;
-                            crypto += o.seconds;
-                        }
-                    }
-                }
-                let bytes = roles
-                    .iter()
-                    .flat_map(|r| &r.view.messages)
-                    .filter(|m| m.stage == Some(st) && m.direction == transport::Direction::Sent)
-                    .map(|m| m.len)
-                    .sum();
-                let rep = StageReport {
-                    stage: st.name().into(),
-                    wall_seconds: end - prev,
-                    crypto_seconds: crypto,
-                    operations,
-                    bytes,
-                };
-                prev = end;
-                rep
-            })
-            .collect();
-        let participants: Vec<ParticipantReport> = roles
-            .iter()
-            .map(|r| ParticipantReport {
-                participant: r.view.participant.to_string(),
-                bytes_sent: r.view.bytes_sent(),
-                bytes_received: r.view.bytes_received(),
-                messages_sent: r.view.messages_sent(),
-                crypto_seconds: r.ops.values().map(|o| o.seconds).sum(),
-            })
-            .collect();
-        let homomorphic_operations = stages
-            .iter()
-            .flat_map(|s| s.operations.iter())
-            .filter(|(n, _)| !n.starts_with("key"))
-            .map(|(_, v)| v)
-            .sum();
-        ProtocolReport {
-            backend: self.backend.info(),
-            comparison,
-            transport: "in-process channels (one thread per participant)".into(),
-            parties: k,
-            dim: d,
-            fixed_point_bits: aggregate::FIXED_POINT_BITS,
-            sigma: SIGMA,
-            wall_seconds: wall,
-            total_bytes: participants.iter().map(|p| p.bytes_sent).sum(),
-            homomorphic_operations,
-            stages,
-            participants,
-        }
     }
 }

@@ -52,7 +52,7 @@ impl Stage {
         }
     }
 
-    fn from_u8(v: u8) -> Option<Self> {
+    pub(crate) fn from_u8(v: u8) -> Option<Self> {
         Self::ALL.into_iter().find(|s| *s as u8 == v)
     }
 }
@@ -66,6 +66,21 @@ pub enum TransportError {
     Timeout(Peer),
     /// No channel to that peer.
     NoRoute(Peer),
+    /// The peer's connection ended without a goodbye (network transport); why.
+    Closed(Peer, String),
+    /// The peer sent a frame that breaks the transport's rules (size, session, order).
+    Refused(Peer, String),
+    /// A peer stopped the session and said why.
+    Aborted {
+        /// Who sent the abort.
+        by: Peer,
+        /// The stage it names.
+        stage: Stage,
+        /// Whom it blames.
+        blame: Peer,
+        /// Its reason.
+        msg: String,
+    },
 }
 
 impl std::fmt::Display for TransportError {
@@ -74,6 +89,10 @@ impl std::fmt::Display for TransportError {
             TransportError::HungUp(p) => write!(f, "{p} hung up"),
             TransportError::Timeout(p) => write!(f, "{p} did not answer in time"),
             TransportError::NoRoute(p) => write!(f, "no channel to {p}"),
+            TransportError::Closed(p, why) => write!(f, "{p} {why}"),
+            TransportError::Refused(p, why) => write!(f, "{p} {why}"),
+            TransportError::Aborted { by, blame, msg, .. } if by == blame => write!(f, "{msg}"),
+            TransportError::Aborted { by, msg, .. } => write!(f, "{msg} (reported by {by})"),
         }
     }
 }
@@ -86,6 +105,38 @@ pub trait Transport: Send {
     fn send(&mut self, to: Peer, msg: Vec<u8>) -> Result<(), TransportError>;
     /// The next message from a participant (in order, with a timeout).
     fn recv(&mut self, from: Peer) -> Result<Vec<u8>, TransportError>;
+    /// The role entered a stage (a network transport uses it for frame limits and errors).
+    fn enter(&mut self, _stage: Stage) {}
+}
+
+impl<T: Transport + ?Sized> Transport for &mut T {
+    fn me(&self) -> Peer {
+        (**self).me()
+    }
+    fn send(&mut self, to: Peer, msg: Vec<u8>) -> Result<(), TransportError> {
+        (**self).send(to, msg)
+    }
+    fn recv(&mut self, from: Peer) -> Result<Vec<u8>, TransportError> {
+        (**self).recv(from)
+    }
+    fn enter(&mut self, stage: Stage) {
+        (**self).enter(stage)
+    }
+}
+
+impl<T: Transport + ?Sized> Transport for Box<T> {
+    fn me(&self) -> Peer {
+        (**self).me()
+    }
+    fn send(&mut self, to: Peer, msg: Vec<u8>) -> Result<(), TransportError> {
+        (**self).send(to, msg)
+    }
+    fn recv(&mut self, from: Peer) -> Result<Vec<u8>, TransportError> {
+        (**self).recv(from)
+    }
+    fn enter(&mut self, stage: Stage) {
+        (**self).enter(stage)
+    }
 }
 
 fn slot(p: Peer, k: usize) -> usize {
@@ -305,6 +356,10 @@ impl<T: Transport> Transport for Recorded<T> {
         let m = self.inner.recv(from)?;
         self.record(Direction::Received, from, &m);
         Ok(m)
+    }
+
+    fn enter(&mut self, stage: Stage) {
+        self.inner.enter(stage)
     }
 }
 

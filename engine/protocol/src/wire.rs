@@ -2,7 +2,7 @@
 //! ciphertext, integer and permutation a participant receives (bounded before allocation,
 //! errors naming the sender).
 
-use crate::transport::{ChannelEndpoint, Peer, Recorded, Stage, Transport, TransportError};
+use crate::transport::{Peer, Recorded, Stage, Transport, TransportError};
 use kinsey_backend::BackendError;
 use kinsey_backend::compare::{Duplex, frame};
 use kinsey_backend::{Ciphertext, KeyPair, PublicKey, SecretKey};
@@ -62,14 +62,14 @@ pub(crate) fn fnv1a(b: &[u8]) -> u64 {
 }
 
 /// The comparison's byte channel, carried over the protocol transport.
-pub(crate) struct Link<'a> {
-    pub(crate) t: &'a mut Recorded<ChannelEndpoint>,
+pub(crate) struct Link<'a, T: Transport> {
+    pub(crate) t: &'a mut Recorded<T>,
     pub(crate) peer: Peer,
     pub(crate) stage: Stage,
     pub(crate) error: Option<TransportError>,
 }
 
-impl Duplex for Link<'_> {
+impl<T: Transport> Duplex for Link<'_, T> {
     fn send(&mut self, msg: Vec<u8>) -> std::result::Result<(), BackendError> {
         let m = seal(self.stage, CMP, &msg);
         self.t.send(self.peer, m).map_err(|e| {
