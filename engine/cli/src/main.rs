@@ -7,6 +7,7 @@ mod commands;
 mod config;
 mod experiment;
 mod plot;
+mod session_config;
 mod term;
 
 use clap::Parser;

@@ -187,6 +187,56 @@ pub struct Report {
     pub diagnostics: Option<Diagnostics>,
 }
 
+/// What a finished aggregation publishes, besides the job's public parameters.
+#[derive(Debug, Clone)]
+pub struct Published {
+    /// The published classifier.
+    pub w: Vec<f64>,
+    /// Which aggregator computed it.
+    pub aggregator: String,
+    /// The crypto backend, when the secure protocol ran.
+    pub backend: Option<kinsey_backend::BackendInfo>,
+    /// Feature names, in the order of `w`.
+    pub features: Vec<String>,
+    /// The public gradient bound g.
+    pub gradient_bound: f64,
+    /// K.
+    pub parties: usize,
+    /// How the noise generators were keyed.
+    pub rng: RngRecord,
+}
+
+/// The release of an aggregate-classifier job: the published classifier with its guarantee
+/// and public parameters (in-process runs and the curator of a network session).
+pub fn release(command: &str, spec: &JobSpec, p: Published) -> Release {
+    let security_warning = p.backend.as_ref().and_then(|b| {
+        b.insecure
+            .then(|| format!("INSECURE crypto backend '{}': {}", b.name, b.notes))
+    });
+    let d = p.w.len();
+    Release {
+        kinsey_version: env!("CARGO_PKG_VERSION").into(),
+        command: command.into(),
+        objective: "J(w) = (1/n) sum log(1 + exp(-y w.x)) + lambda w.w  (seed 001 eq. 2)".into(),
+        lambda: spec.objective.lambda,
+        strong_convexity: spec.objective.strong_convexity(),
+        solver: spec.solver,
+        privacy: spec.privacy,
+        gradient_bound: p.gradient_bound,
+        row_transform: spec.transform,
+        parties: p.parties,
+        dim: d,
+        features: p.features,
+        aggregator: p.aggregator,
+        backend: p.backend,
+        security_warning,
+        guarantee: guarantee(spec, p.parties, d),
+        fixed_point_bits: aggregate::FIXED_POINT_BITS,
+        rng: p.rng,
+        w: p.w,
+    }
+}
+
 /// The guarantee of the aggregate classifier under `spec`.
 pub fn guarantee(spec: &JobSpec, k: usize, d: usize) -> Guarantee {
     let tol = spec.solver.tolerance;
@@ -291,33 +341,21 @@ pub fn run(
     let t1 = Instant::now();
     let noisy = aggregate_noisy(&parties, &fits, spec, rng, progress)?;
     let agg = noisy.aggregate;
-    let security_warning = agg.backend.as_ref().and_then(|b| {
-        b.insecure
-            .then(|| format!("INSECURE crypto backend '{}': {}", b.name, b.notes))
-    });
     let smallest = aggregate::smallest_party(&noisy.inputs)?;
     let t_agg = t1.elapsed().as_secs_f64();
-    let release = Release {
-        kinsey_version: env!("CARGO_PKG_VERSION").into(),
-        command: command.into(),
-        objective: "J(w) = (1/n) sum log(1 + exp(-y w.x)) + lambda w.w  (seed 001 eq. 2)".into(),
-        lambda: spec.objective.lambda,
-        strong_convexity: spec.objective.strong_convexity(),
-        solver: spec.solver,
-        privacy: spec.privacy,
-        gradient_bound: noisy.gradient_bound,
-        row_transform: spec.transform,
-        parties: k,
-        dim: d,
-        features: parties[0].features.clone(),
-        aggregator: agg.aggregator,
-        backend: agg.backend,
-        security_warning,
-        guarantee: guarantee(spec, k, d),
-        fixed_point_bits: aggregate::FIXED_POINT_BITS,
-        rng: rng.record(),
-        w: agg.w,
-    };
+    let release = release(
+        command,
+        spec,
+        Published {
+            w: agg.w,
+            aggregator: agg.aggregator,
+            backend: agg.backend,
+            features: parties[0].features.clone(),
+            gradient_bound: noisy.gradient_bound,
+            parties: k,
+            rng: rng.record(),
+        },
+    );
     if !diagnostics {
         return Ok(Report {
             release,

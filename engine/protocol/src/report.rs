@@ -11,9 +11,10 @@ use std::collections::BTreeMap;
 pub struct StageReport {
     /// The stage's name.
     pub stage: String,
-    pub(crate) wall_seconds: f64,
+    /// Wall-clock seconds of the stage (the latest participant's end).
+    pub wall_seconds: f64,
     /// Time inside the crypto backend, summed over participants.
-    pub(crate) crypto_seconds: f64,
+    pub crypto_seconds: f64,
     /// Homomorphic operations by kind, counted per element.
     pub operations: BTreeMap<String, u64>,
     /// Bytes sent in the stage, all participants together.
@@ -27,9 +28,12 @@ pub struct ParticipantReport {
     pub participant: String,
     /// Bytes it sent.
     pub bytes_sent: usize,
-    pub(crate) bytes_received: usize,
-    pub(crate) messages_sent: usize,
-    pub(crate) crypto_seconds: f64,
+    /// Bytes it received.
+    pub bytes_received: usize,
+    /// Messages it sent.
+    pub messages_sent: usize,
+    /// Seconds inside the crypto backend.
+    pub crypto_seconds: f64,
 }
 
 /// What the protocol reports.
@@ -49,9 +53,12 @@ pub struct ProtocolReport {
     pub fixed_point_bits: u32,
     /// Statistical security of the masks, in bits.
     pub sigma: u32,
-    pub(crate) wall_seconds: f64,
-    pub(crate) total_bytes: usize,
-    pub(crate) homomorphic_operations: u64,
+    /// Wall-clock seconds of the whole protocol.
+    pub wall_seconds: f64,
+    /// Bytes sent by the participants measured.
+    pub total_bytes: usize,
+    /// Homomorphic operations, counted per element.
+    pub homomorphic_operations: u64,
     /// Per stage.
     pub stages: Vec<StageReport>,
     /// Per participant.

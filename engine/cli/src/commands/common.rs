@@ -117,6 +117,27 @@ pub(crate) fn finish_job(report: &pipeline::Report, out: &Path, label: &str) -> 
     Ok(())
 }
 
+/// The demo's synthetic parties: K parties of `rows`, 1.5 `rows`, 2 `rows`, ... rows in
+/// dimension d (the same planted model and data seed as `kinsey demo` has always used), and
+/// its 20,000-row test set.
+pub(crate) fn demo_data(k: usize, d: usize, rows: usize) -> (Vec<Dataset>, Dataset) {
+    let data_seed = 2010;
+    let parties = (0..k)
+        .map(|j| {
+            kinsey_data::synth::generate(
+                rows + j * rows / 2,
+                d,
+                8.0,
+                data_seed,
+                j as u64 + 1,
+                format!("synthetic party {}", j + 1).into(),
+            )
+        })
+        .collect();
+    let test = kinsey_data::synth::generate(20_000, d, 8.0, data_seed, 0, "synthetic test".into());
+    (parties, test)
+}
+
 /// The release description that keys a seeded generator for an aggregate-classifier job:
 /// every public parameter of the release (the aggregation mode and backend are excluded on
 /// purpose: switching them must not change a seeded run's model).

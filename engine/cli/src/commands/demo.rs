@@ -1,10 +1,11 @@
 //! `kinsey demo`: the aggregate classifier on built-in synthetic parties.
 
 use super::common::*;
+use super::session::{self, InitArgs};
 use crate::config::{self};
 use crate::term;
-use kinsey_core::Result;
-use kinsey_data::{Dataset, RowTransform, synth};
+use kinsey_core::{Error, Result};
+use kinsey_data::RowTransform;
 use kinsey_dp::NoiseRng;
 use kinsey_kernels::DevicePref;
 use kinsey_learn::aggregate::{Calibration, NoiseKind, PrivacySpec};
@@ -36,6 +37,19 @@ pub(crate) struct Args {
     /// Test hook: make a participant fail (PARTICIPANT:STAGE:abort|garbage).
     #[arg(long, hide = true)]
     inject_fault: Option<String>,
+    /// Number of parties K.
+    #[arg(long, default_value_t = 5)]
+    parties: usize,
+    /// Dimension of the synthetic data.
+    #[arg(long, default_value_t = 20)]
+    dim: usize,
+    /// Rows of the smallest party (party j has rows (1 + (j - 1) / 2)).
+    #[arg(long, default_value_t = 20_000)]
+    rows: usize,
+    /// Run every participant as its own process, connected by mutually authenticated TLS
+    /// on 127.0.0.1 (the session is written to OUT/session; see `kinsey session init`).
+    #[arg(long)]
+    processes: bool,
 }
 
 /// Runs `kinsey demo`.
@@ -49,26 +63,37 @@ pub(crate) fn run(a: Args) -> Result<()> {
         crypto,
         no_diagnostics,
         inject_fault,
+        parties: k,
+        dim: d,
+        rows,
+        processes,
     } = a;
+    if processes {
+        if inject_fault.is_some() {
+            return Err(Error::param(
+                "inject-fault",
+                "not with --processes (the party and curator commands have their own hooks)",
+            ));
+        }
+        return run_processes(InitArgs {
+            parties: k,
+            out: out.join("session"),
+            base_port: None,
+            dim: d,
+            rows,
+            seed,
+            epsilon,
+            connect_window: 600,
+            timeout: 300,
+            crypto,
+            curator_out: Some(out.clone()),
+        });
+    }
+    if k == 0 || d == 0 || rows < 2 {
+        return Err(Error::param("parties", "need parties >= 1, dim >= 1, rows >= 2"));
+    }
     let t = Instant::now();
-    let sizes = [20_000usize, 30_000, 40_000, 50_000, 60_000];
-    let d = 20;
-    let data_seed = 2010;
-    let parties: Vec<Dataset> = sizes
-        .iter()
-        .enumerate()
-        .map(|(j, &n)| {
-            synth::generate(
-                n,
-                d,
-                8.0,
-                data_seed,
-                j as u64 + 1,
-                format!("synthetic party {}", j + 1).into(),
-            )
-        })
-        .collect();
-    let test = synth::generate(20_000, d, 8.0, data_seed, 0, "synthetic test".into());
+    let (parties, test) = demo_data(k, d, rows);
     let spec = JobSpec {
         objective: Objective::new(1e-3)?,
         solver: SolverConfig::default(),
@@ -102,4 +127,32 @@ pub(crate) fn run(a: Args) -> Result<()> {
         &term::Bars::default(),
     )?;
     finish_job(&report, &out, "label")
+}
+
+/// `--processes`: write a session under OUT/session and run one child process per
+/// participant; the curator writes the published model to OUT.
+fn run_processes(mut init: InitArgs) -> Result<()> {
+    let dir = init.out.clone();
+    if dir.join("roster.toml").exists() {
+        std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    }
+    if let Some(c) = init.curator_out.as_mut()
+        && c.is_relative()
+    {
+        *c = std::env::current_dir().map_err(|e| Error::io(".", e))?.join(&*c);
+    }
+    let configs = session::init(&init)?;
+    eprintln!(
+        "kinsey demo --processes: {} parties and the curator as separate processes over TLS (session in {})",
+        init.parties,
+        dir.display()
+    );
+    let logs = dir.join("logs");
+    session::run_local(&configs, &logs, std::time::Duration::from_secs(3600))?;
+    let curator_log = logs.join("curator.log");
+    let text = std::fs::read_to_string(&curator_log).map_err(|e| Error::io(&curator_log, e))?;
+    for l in text.lines().filter(|l| !l.starts_with("curator: waiting")) {
+        println!("{l}");
+    }
+    Ok(())
 }

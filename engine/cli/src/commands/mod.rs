@@ -3,6 +3,7 @@
 //! (which declares the module, the clap variant and the dispatch).
 
 mod common;
+mod participant;
 
 /// Declares each subcommand's module, the clap enum [`Cmd`] and its dispatch.
 macro_rules! subcommands {
@@ -55,4 +56,10 @@ subcommands! {
     Backends => backends,
     /// Paillier keys and ciphertexts in python-paillier's formats.
     Keys => keys,
+    /// One party of a network session (its own process, TLS to the others).
+    Party => party,
+    /// The curator of a network session.
+    Curator => curator,
+    /// Set up a network session: CA, certificates, roster and one config per participant.
+    Session => session,
 }

@@ -74,6 +74,9 @@ pub struct Session {
     pub id: [u8; 16],
     /// K.
     pub parties: usize,
+    /// SHA-256 of the roster's canonical form (checked in the handshake with the shared
+    /// parameters, so every participant runs the same roster).
+    pub digest: String,
     members: Vec<(Peer, Member, SocketAddr)>,
 }
 
@@ -103,6 +106,13 @@ impl Session {
             ));
         }
         let id = parse_id(&r.session_id)?;
+        let mut canonical = r.clone();
+        canonical.participant.sort_by(|a, b| a.name.cmp(&b.name));
+        let digest = fingerprint(
+            serde_json::to_string(&canonical)
+                .map_err(|e| Error::param("participant", e.to_string()))?
+                .as_bytes(),
+        );
         let k = r.participant.len().saturating_sub(1);
         if k == 0 || k > crate::params::MAX_PARTIES {
             return Err(Error::param(
@@ -166,6 +176,7 @@ impl Session {
         Ok(Self {
             id,
             parties: k,
+            digest,
             members,
         })
     }
@@ -299,7 +310,8 @@ mod tests {
 
     #[test]
     fn bad_rosters_name_the_field() {
-        let cases: Vec<(Box<dyn Fn(&mut Roster)>, &str)> = vec![
+        type Edit = Box<dyn Fn(&mut Roster)>;
+        let cases: Vec<(Edit, &str)> = vec![
             (Box::new(|r| r.protocol_version = 9), "protocol_version"),
             (Box::new(|r| r.session_id = "xyz".into()), "session_id"),
             (

@@ -1,0 +1,133 @@
+//! `kinsey party`: one party of a network session. It reads only its own data, trains its
+//! local model, draws its own noise, and takes part in the protocol; nothing but protocol
+//! messages leaves the process. It writes the published model, and (when asked) its own
+//! NOT PRIVATE report: its traffic, timings, fit and noise calibration.
+
+use super::common::job_label;
+use super::participant::{Hooks, join};
+use kinsey_core::{Error, Result};
+use kinsey_data::output::{Outputs, diagnostics_path, write_diagnostics, write_json};
+use kinsey_data::parquet_io::read_parquet;
+use kinsey_dp::NoiseRng;
+use kinsey_learn::aggregate::{self, PartyInput};
+use kinsey_learn::pipeline::{self, ModelFile};
+use kinsey_protocol::session::{Seat, run_participant};
+use kinsey_protocol::transport::Peer;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Run one party of a session from its TOML config (see `kinsey session init`).
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    #[arg(long)]
+    config: PathBuf,
+    #[command(flatten)]
+    hooks: Hooks,
+}
+
+/// Runs `kinsey party`.
+pub(crate) fn run(a: Args) -> Result<()> {
+    let t0 = Instant::now();
+    let j = join(&a.config, true)?;
+    let Peer::Party(idx) = j.me else {
+        return Err(Error::param("session.me", "not a party"));
+    };
+    let mesh = j.mesh(&a.hooks)?;
+    let shared = &j.cfg.shared;
+    let data = j
+        .cfg
+        .data
+        .as_ref()
+        .ok_or_else(|| Error::param("data", "a party's config needs [data] path = ..."))?;
+    let k = j.session.parties;
+    let d = shared.features.len();
+    let cols = shared.data(data.path.clone(), data.labels).columns();
+    let mut ds = read_parquet(&data.path, &cols)?;
+    ds.check_nonempty()?;
+    let transformed = j.spec.transform.apply(&mut ds)?;
+    let fit = pipeline::fit(&ds, &j.spec)?;
+    if fit.grad_norm.is_nan() || fit.grad_norm > j.spec.solver.tolerance {
+        return Err(Error::param(
+            "shared.max_iterations",
+            format!(
+                "{} did not reach the public gradient bound ||grad J|| <= {:e} (tolerance) within \
+                 {} Newton iterations",
+                j.me, j.spec.solver.tolerance, j.spec.solver.max_iterations
+            ),
+        ));
+    }
+    let g = j.spec.solver.tolerance;
+    let cal = aggregate::calibrate(&j.spec.objective, &j.spec.privacy, ds.n(), k, d, g)?;
+    let seed = j.cfg.privacy.as_ref().and_then(|p| p.seed);
+    // Party j's stream is the (j + 1)-th fork of the job's generator, as in the in-process
+    // run, so that the same seed gives the same model.
+    let mut root = NoiseRng::for_release(seed, &job_label(&shared.job, &j.spec, d));
+    for _ in 0..idx {
+        root.fork();
+    }
+    let noise = cal.sample(&mut root.fork());
+    let input = PartyInput {
+        n: ds.n(),
+        w: fit.w.clone(),
+        noise,
+    };
+    let train_s = t0.elapsed().as_secs_f64();
+    eprintln!(
+        "{}: trained its local model in {train_s:.2} s; joining the session",
+        j.me
+    );
+    let seat = Seat {
+        backend: j.backend.clone(),
+        input: Some(input),
+        dim: d,
+        leak: None,
+    };
+    let outcome = run_participant(&mesh, &seat)?;
+    let out = &j.cfg.output.dir;
+    let mut o = Outputs::new();
+    o.ensure_dir(out)?;
+    let model = ModelFile {
+        kind: "kinsey.dp_aggregate_logistic.v1".into(),
+        features: shared.features.clone(),
+        label: shared.label.clone(),
+        row_transform: j.spec.transform,
+        w: outcome.w.clone(),
+        epsilon: shared.epsilon,
+    };
+    write_json(&mut o, &out.join("model.json"), &model)?;
+    let diag = diagnostics_path(out, "party");
+    if j.cfg.output.diagnostics {
+        let report = serde_json::json!({
+            "participant": j.me.to_string(),
+            "rows": ds.n(),
+            "rows_transformed": transformed,
+            "local_fit": {
+                "objective": fit.objective,
+                "grad_norm": fit.grad_norm,
+                "newton_iterations": fit.iterations,
+                "seconds": fit.seconds,
+                "device": fit.device,
+            },
+            "noise": cal,
+            "training_seconds": train_s,
+            "protocol": outcome.report,
+        });
+        write_diagnostics(&mut o, &diag, &report)?;
+    }
+    o.commit()?;
+    println!(
+        "kinsey {}: session finished; the published model is in {}/model.json",
+        j.me,
+        out.display()
+    );
+    if j.cfg.output.diagnostics {
+        crate::term::print_diagnostic(&format!(
+            "{}: sent {:.1} KiB in {} messages; wrote {}",
+            j.me,
+            outcome.report.total_bytes as f64 / 1024.0,
+            outcome.report.participants.first().map_or(0, |p| p.messages_sent),
+            diag.display()
+        ));
+    }
+    Ok(())
+}

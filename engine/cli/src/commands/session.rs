@@ -1,0 +1,333 @@
+//! `kinsey session init`: everything a trial session on one machine needs. A private CA
+//! (its key is not kept), one certificate and key per participant, the roster with a random
+//! session id, one TOML per participant on 127.0.0.1, and each party's data (the demo's
+//! synthetic parties). Also the local runner behind `kinsey demo --processes`: one child
+//! process per participant.
+
+use super::common::{CryptoArgs, demo_data};
+use crate::session_config::*;
+use kinsey_core::{Error, Result};
+use kinsey_data::output::Outputs;
+use kinsey_data::parquet_io::write_parquet;
+use kinsey_learn::aggregate::{Calibration, NoiseKind};
+use kinsey_protocol::session::pki::TestCa;
+use kinsey_protocol::session::roster::{Member, PROTOCOL_VERSION, Roster, member_name, new_session_id};
+use kinsey_protocol::transport::Peer;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Network sessions.
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    #[command(subcommand)]
+    cmd: SessionCmd,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum SessionCmd {
+    /// Write a private CA, certificates, the roster and one config per participant (and
+    /// the demo's data for each party) for a trial on 127.0.0.1.
+    Init(InitArgs),
+}
+
+/// `kinsey session init`.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct InitArgs {
+    /// K, the number of parties.
+    #[arg(long, default_value_t = 5)]
+    pub(crate) parties: usize,
+    /// The directory to create (must not hold a session already).
+    #[arg(long)]
+    pub(crate) out: PathBuf,
+    /// The curator listens on P, party j on P + j (default: free ports chosen now).
+    #[arg(long)]
+    pub(crate) base_port: Option<u16>,
+    /// Dimension of the demo data.
+    #[arg(long, default_value_t = 20)]
+    pub(crate) dim: usize,
+    /// Rows of the smallest party (party j has rows (1 + (j - 1) / 2)).
+    #[arg(long, default_value_t = 20_000)]
+    pub(crate) rows: usize,
+    /// DP seed written into every party's config, so the session reproduces
+    /// `kinsey demo --seed S` (trials only: whoever knows it can remove the noise).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    #[arg(long, default_value_t = 1.0)]
+    pub(crate) epsilon: f64,
+    /// Seconds within which every participant must connect.
+    #[arg(long, default_value_t = 600)]
+    pub(crate) connect_window: u64,
+    /// Seconds any one receive may wait.
+    #[arg(long, default_value_t = 300)]
+    pub(crate) timeout: u64,
+    #[command(flatten)]
+    pub(crate) crypto: CryptoArgs,
+    /// Where the curator writes the published model (default: DIR/curator/out).
+    #[arg(long, hide = true)]
+    pub(crate) curator_out: Option<PathBuf>,
+}
+
+/// Runs `kinsey session`.
+pub(crate) fn run(a: Args) -> Result<()> {
+    match a.cmd {
+        SessionCmd::Init(i) => {
+            let configs = init(&i)?;
+            println!(
+                "wrote a session of {} parties to {} (CA, certificates, roster, data, configs)",
+                i.parties,
+                i.out.display()
+            );
+            println!("start each participant in its own terminal, in any order:");
+            for (j, c) in configs.iter().enumerate() {
+                let role = if j == 0 { "curator" } else { "party" };
+                println!("  kinsey {role} --config {}", c.display());
+            }
+            Ok(())
+        }
+    }
+}
+
+fn free_ports(n: usize) -> Result<Vec<u16>> {
+    let ls = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<std::io::Result<Vec<_>>>()
+        .map_err(|e| Error::param("base_port", format!("no free port: {e}")))?;
+    ls.iter()
+        .map(|l| {
+            l.local_addr()
+                .map(|a| a.port())
+                .map_err(|e| Error::param("base_port", e.to_string()))
+        })
+        .collect()
+}
+
+fn shared(i: &InitArgs, features: Vec<String>) -> Shared {
+    let m = crate::config::ModelConfig::default();
+    Shared {
+        job: "demo".into(),
+        features,
+        label: "label".into(),
+        lambda: 1e-3,
+        tolerance: m.tolerance,
+        max_iterations: m.max_iterations,
+        hessian_rows: m.hessian_rows,
+        epsilon: i.epsilon,
+        calibration: Calibration::Tight,
+        noise: NoiseKind::L2,
+        row_transform: "none".into(),
+        row_scale: None,
+        backend: i.crypto.backend.clone(),
+        key_bits: i.crypto.key_bits,
+        allow_insecure_test_keys: i.crypto.allow_insecure_test_keys,
+        allow_insecure: i.crypto.allow_insecure,
+    }
+}
+
+fn toml_text<T: serde::Serialize>(what: &str, v: &T) -> Result<String> {
+    toml::to_string(v).map_err(|e| Error::param(what, format!("cannot write TOML: {e}")))
+}
+
+/// Write the session; returns the configs, the curator's first.
+pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
+    let k = i.parties;
+    if k == 0 || k > kinsey_protocol::MAX_PARTIES || i.dim == 0 || i.rows < 2 {
+        return Err(Error::param(
+            "parties",
+            format!("need 1 to {} parties, dim >= 1, rows >= 2", kinsey_protocol::MAX_PARTIES),
+        ));
+    }
+    kinsey_core::check_epsilon("epsilon", i.epsilon)?;
+    i.crypto.config().aggregation()?;
+    let dir = &i.out;
+    if dir.join("roster.toml").exists() {
+        return Err(Error::param(
+            "out",
+            format!("{} already holds a session; choose another directory", dir.display()),
+        ));
+    }
+    let ports: Vec<u16> = match i.base_port {
+        Some(p) if usize::from(p) + k <= usize::from(u16::MAX) => (0..=k).map(|j| p + j as u16).collect(),
+        Some(p) => return Err(Error::param("base_port", format!("{p} + {k} is past port 65535"))),
+        None => free_ports(k + 1)?,
+    };
+    let ca = TestCa::new(&format!("kinsey session CA ({})", dir.display()))?;
+    let (parties, _) = demo_data(k, i.dim, i.rows);
+    let sh = shared(i, parties[0].features.clone());
+    let mut o = Outputs::new();
+    o.ensure_dir(dir)?;
+    o.write(&dir.join("ca.pem"), ca.cert_pem().as_bytes())?;
+    let mut members = Vec::new();
+    let mut configs = Vec::new();
+    let mut keys = Vec::new();
+    for (slot, port) in ports.iter().enumerate() {
+        let peer = if slot == 0 { Peer::Curator } else { Peer::Party(slot - 1) };
+        let name = member_name(peer);
+        let subject = format!("{name}.kinsey.local");
+        let issued = ca.issue(&subject)?;
+        o.ensure_dir(&dir.join(&name))?;
+        o.write(&dir.join(&name).join("cert.pem"), issued.cert_pem.as_bytes())?;
+        o.write(&dir.join(&name).join("key.pem"), issued.key_pem.as_bytes())?;
+        keys.push(dir.join(&name).join("key.pem"));
+        members.push(Member {
+            name: name.clone(),
+            address: format!("127.0.0.1:{port}"),
+            subject,
+            fingerprint: Some(issued.fingerprint),
+        });
+        let (data, privacy, out) = match peer {
+            Peer::Curator => (
+                None,
+                None,
+                i.curator_out.clone().unwrap_or_else(|| PathBuf::from("curator/out")),
+            ),
+            Peer::Party(j) => {
+                let path = PathBuf::from(&name).join("data.parquet");
+                write_parquet(&mut o, &dir.join(&path), &parties[j], "label")?;
+                (
+                    Some(PartyData {
+                        path,
+                        labels: Default::default(),
+                    }),
+                    i.seed.map(|s| PartySeed { seed: Some(s) }),
+                    PathBuf::from(&name).join("out"),
+                )
+            }
+        };
+        let cfg = ParticipantConfig {
+            session: SessionSection {
+                roster: "roster.toml".into(),
+                me: name.clone(),
+                connect_window_s: i.connect_window,
+                timeout_s: i.timeout,
+            },
+            tls: TlsSection {
+                ca: "ca.pem".into(),
+                cert: PathBuf::from(&name).join("cert.pem"),
+                key: PathBuf::from(&name).join("key.pem"),
+            },
+            shared: sh.clone(),
+            data,
+            privacy,
+            compute: Default::default(),
+            output: SessionOutput {
+                dir: out,
+                diagnostics: matches!(peer, Peer::Party(_)),
+            },
+        };
+        let header = format!(
+            "# kinsey {} config, written by `kinsey session init`. [shared] must be identical in\n\
+             # every participant's file (checked in the TLS handshake).{}\n\n",
+            name,
+            if i.seed.is_some() && slot > 0 {
+                "\n# [privacy] seed makes the noise reproducible: trials only, NOT private."
+            } else {
+                ""
+            }
+        );
+        let path = dir.join(format!("{name}.toml"));
+        o.write(&path, format!("{header}{}", toml_text("config", &cfg)?).as_bytes())?;
+        configs.push(path);
+    }
+    let roster = Roster {
+        session_id: new_session_id(),
+        protocol_version: PROTOCOL_VERSION,
+        participant: members,
+    };
+    o.write(
+        &dir.join("roster.toml"),
+        format!(
+            "# kinsey session roster: identical at every participant.\n\n{}",
+            toml_text("roster", &roster)?
+        )
+        .as_bytes(),
+    )?;
+    o.commit()?;
+    restrict(&keys)?;
+    Ok(configs)
+}
+
+/// Private keys readable by their owner only.
+fn restrict(keys: &[PathBuf]) -> Result<()> {
+    #[cfg(unix)]
+    for k in keys {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(k, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| Error::io(k, e))?;
+    }
+    #[cfg(not(unix))]
+    let _ = keys;
+    Ok(())
+}
+
+/// Run every participant of a session as a child process of this binary, with its output
+/// in `logs/NAME.log`; wait for all. `limit` bounds the whole run.
+pub(crate) fn run_local(configs: &[PathBuf], logs: &Path, limit: Duration) -> Result<()> {
+    let exe = std::env::current_exe().map_err(|e| Error::io("kinsey executable", e))?;
+    std::fs::create_dir_all(logs).map_err(|e| Error::io(logs, e))?;
+    let mut children: Vec<(String, Child, PathBuf)> = Vec::new();
+    for (slot, c) in configs.iter().enumerate() {
+        let name = if slot == 0 { "curator".to_string() } else { format!("party-{slot}") };
+        let log = logs.join(format!("{name}.log"));
+        let f = std::fs::File::create(&log).map_err(|e| Error::io(&log, e))?;
+        let f2 = f.try_clone().map_err(|e| Error::io(&log, e))?;
+        let role = if slot == 0 { "curator" } else { "party" };
+        let child = Command::new(&exe)
+            .args([role, "--config"])
+            .arg(c)
+            .stdin(Stdio::null())
+            .stdout(f)
+            .stderr(f2)
+            .spawn()
+            .map_err(|e| Error::io(&exe, e))?;
+        children.push((name, child, log));
+    }
+    let start = Instant::now();
+    let mut failed = Vec::new();
+    let mut pending: Vec<usize> = (0..children.len()).collect();
+    while !pending.is_empty() {
+        if start.elapsed() > limit {
+            for &i in &pending {
+                let _ = children[i].1.kill();
+                failed.push(format!("{}: still running after {} s, stopped", children[i].0, limit.as_secs()));
+            }
+            break;
+        }
+        pending.retain(|&i| {
+            let (name, child, log) = &mut children[i];
+            match child.try_wait() {
+                Ok(Some(st)) => {
+                    let secs = start.elapsed().as_secs_f64();
+                    if st.success() {
+                        eprintln!("  {name}: done ({secs:.1} s)");
+                    } else {
+                        let text = std::fs::read_to_string(&*log).unwrap_or_default();
+                        let why = text
+                            .lines()
+                            .find(|l| l.starts_with("error:"))
+                            .unwrap_or("exited without an error line")
+                            .to_string();
+                        eprintln!("  {name}: FAILED ({secs:.1} s): {why}");
+                        failed.push(format!("{name}: {why}"));
+                    }
+                    false
+                }
+                Ok(None) => true,
+                Err(e) => {
+                    failed.push(format!("{name}: {e}"));
+                    false
+                }
+            }
+        });
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Protocol {
+            stage: "a session of separate processes".into(),
+            participant: failed.len().to_string() + " participant(s)",
+            msg: format!("{} (logs in {})", failed.join("; "), logs.display()),
+        })
+    }
+}

@@ -1,0 +1,340 @@
+//! TOML configuration of one participant of a network session (`kinsey party`,
+//! `kinsey curator`; `kinsey session init` writes one per participant, and
+//! `examples/session/` annotates them). Unknown keys are errors; relative paths are resolved
+//! against the config file's directory. The `[shared]` section must be identical in every
+//! participant's file: its canonical form is hashed in the TLS handshake and a mismatch names
+//! the parameter and the peer.
+
+use crate::config::{ComputeConfig, CryptoConfig, DataConfig, ModelConfig, PrivacyConfig};
+use kinsey_core::{Error, Result};
+use kinsey_data::LabelEncoding;
+use kinsey_learn::aggregate::{Calibration, NoiseKind};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// One participant's file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ParticipantConfig {
+    pub session: SessionSection,
+    pub tls: TlsSection,
+    pub shared: Shared,
+    /// A party's data (the curator has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<PartyData>,
+    /// A party's own noise seed (the curator draws no noise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub privacy: Option<PartySeed>,
+    #[serde(default)]
+    pub compute: ComputeConfig,
+    pub output: SessionOutput,
+}
+
+/// `[session]`: the roster and this participant's place in it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SessionSection {
+    /// The roster file (identical at every participant).
+    pub roster: PathBuf,
+    /// This participant's name in the roster: `curator` or `party-J`.
+    pub me: String,
+    /// Seconds within which every peer must connect (participants may start in any order).
+    #[serde(default = "default_window")]
+    pub connect_window_s: u64,
+    /// Seconds any one receive may wait before the peer is declared silent.
+    #[serde(default = "default_timeout")]
+    pub timeout_s: u64,
+}
+
+fn default_window() -> u64 {
+    600
+}
+fn default_timeout() -> u64 {
+    300
+}
+
+/// `[tls]`: PEM files.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TlsSection {
+    /// The session CA's certificate.
+    pub ca: PathBuf,
+    /// This participant's certificate (chain).
+    pub cert: PathBuf,
+    /// Its private key.
+    pub key: PathBuf,
+}
+
+/// `[shared]`: the job's public parameters, identical everywhere.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Shared {
+    /// Names the release; with a DP seed, `demo` reproduces `kinsey demo --seed`.
+    #[serde(default = "default_job")]
+    pub job: String,
+    /// The feature columns, in order (every party reads exactly these).
+    pub features: Vec<String>,
+    #[serde(default = "default_label")]
+    pub label: String,
+    pub lambda: f64,
+    #[serde(default = "default_tol")]
+    pub tolerance: f64,
+    #[serde(default = "default_iters")]
+    pub max_iterations: usize,
+    #[serde(default = "default_hessian_rows")]
+    pub hessian_rows: usize,
+    pub epsilon: f64,
+    #[serde(default)]
+    pub calibration: Calibration,
+    #[serde(default)]
+    pub noise: NoiseKind,
+    #[serde(default = "default_transform")]
+    pub row_transform: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_scale: Option<f64>,
+    /// The crypto backend every participant uses.
+    #[serde(default = "default_backend")]
+    pub backend: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_bits: Option<u32>,
+    #[serde(default)]
+    pub allow_insecure_test_keys: bool,
+    #[serde(default)]
+    pub allow_insecure: bool,
+}
+
+fn default_job() -> String {
+    "session".into()
+}
+fn default_label() -> String {
+    "label".into()
+}
+fn default_tol() -> f64 {
+    ModelConfig::default().tolerance
+}
+fn default_iters() -> usize {
+    ModelConfig::default().max_iterations
+}
+fn default_hessian_rows() -> usize {
+    ModelConfig::default().hessian_rows
+}
+fn default_transform() -> String {
+    "none".into()
+}
+fn default_backend() -> String {
+    "paillier".into()
+}
+
+/// `[data]` (parties only).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PartyData {
+    /// The party's Parquet file or directory.
+    pub path: PathBuf,
+    #[serde(default)]
+    pub labels: LabelEncoding,
+}
+
+/// `[privacy]` (parties only).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PartySeed {
+    /// Reproducible noise for trials: whoever knows it can remove this party's noise.
+    #[serde(default)]
+    pub seed: Option<u64>,
+}
+
+/// `[output]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SessionOutput {
+    pub dir: PathBuf,
+    /// Also write this participant's NOT PRIVATE report (its traffic, timings and, for a
+    /// party, its own fit and noise calibration: its own data).
+    #[serde(default)]
+    pub diagnostics: bool,
+}
+
+impl Shared {
+    /// The sections of `kinsey train` these parameters stand for.
+    pub(crate) fn model(&self) -> ModelConfig {
+        ModelConfig {
+            lambda: self.lambda,
+            tolerance: self.tolerance,
+            max_iterations: self.max_iterations,
+            hessian_rows: self.hessian_rows,
+        }
+    }
+
+    pub(crate) fn privacy(&self) -> PrivacyConfig {
+        PrivacyConfig {
+            epsilon: self.epsilon,
+            calibration: self.calibration,
+            noise: self.noise,
+            seed: None,
+        }
+    }
+
+    pub(crate) fn crypto(&self) -> CryptoConfig {
+        CryptoConfig {
+            aggregation: "secure".into(),
+            backend: self.backend.clone(),
+            key_bits: self.key_bits,
+            allow_insecure_test_keys: self.allow_insecure_test_keys,
+            allow_insecure: self.allow_insecure,
+        }
+    }
+
+    /// The columns and row transform, as `kinsey train`'s `[data]` holds them.
+    pub(crate) fn data(&self, path: PathBuf, labels: LabelEncoding) -> DataConfig {
+        DataConfig {
+            parties: vec![path],
+            test: None,
+            label: self.label.clone(),
+            features: self.features.clone(),
+            labels,
+            row_transform: self.row_transform.clone(),
+            row_scale: self.row_scale,
+        }
+    }
+
+    /// The canonical `name = value` lines hashed in the handshake (sorted names, JSON
+    /// values), with K and the roster's digest appended by the caller.
+    pub(crate) fn canonical(&self) -> Result<String> {
+        let v = serde_json::to_value(self)
+            .map_err(|e| Error::param("shared", format!("cannot serialise: {e}")))?;
+        let serde_json::Value::Object(map) = v else {
+            return Err(Error::param("shared", "not a table"));
+        };
+        let mut keys: Vec<&String> = map.keys().collect();
+        keys.sort();
+        Ok(keys
+            .into_iter()
+            .map(|k| format!("{k} = {}\n", map[k]))
+            .collect())
+    }
+}
+
+impl ParticipantConfig {
+    /// Parse, resolve paths and validate.
+    pub(crate) fn load(path: &Path) -> Result<Self> {
+        let text = kinsey_protocol::session::roster::read_bounded(path, 1 << 20)?;
+        let mut cfg: Self = toml::from_str(&text).map_err(|e| Error::Config {
+            path: path.to_path_buf(),
+            msg: e.to_string(),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let fix = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        fix(&mut cfg.session.roster);
+        fix(&mut cfg.tls.ca);
+        fix(&mut cfg.tls.cert);
+        fix(&mut cfg.tls.key);
+        fix(&mut cfg.output.dir);
+        if let Some(d) = cfg.data.as_mut() {
+            fix(&mut d.path);
+        }
+        cfg.validate().map_err(|e| match e {
+            Error::Param { name, msg } => Error::Config {
+                path: path.to_path_buf(),
+                msg: format!("{name}: {msg}"),
+            },
+            other => other,
+        })?;
+        Ok(cfg)
+    }
+
+    fn validate(&self) -> Result<()> {
+        let s = &self.shared;
+        kinsey_core::check_epsilon("shared.epsilon", s.epsilon)?;
+        kinsey_learn::logreg::Objective::new(s.lambda)?;
+        if !(s.tolerance.is_finite() && s.tolerance > 0.0) {
+            return Err(Error::param("shared.tolerance", "must be > 0"));
+        }
+        if s.features.is_empty() {
+            return Err(Error::param(
+                "shared.features",
+                "list the feature columns (every party reads exactly these, in this order)",
+            ));
+        }
+        s.data(PathBuf::new(), LabelEncoding::default())
+            .transform()?;
+        if self.session.connect_window_s == 0 || self.session.timeout_s == 0 {
+            return Err(Error::param(
+                "session.timeout_s",
+                "connect_window_s and timeout_s must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Connect window and receive timeout.
+    pub(crate) fn durations(&self) -> (Duration, Duration) {
+        (
+            Duration::from_secs(self.session.connect_window_s),
+            Duration::from_secs(self.session.timeout_s),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PARTY: &str = r#"
+[session]
+roster = "roster.toml"
+me = "party-1"
+[tls]
+ca = "ca.pem"
+cert = "party-1/cert.pem"
+key = "party-1/key.pem"
+[shared]
+features = ["x1", "x2"]
+lambda = 0.001
+epsilon = 1.0
+[data]
+path = "party-1/data.parquet"
+[output]
+dir = "party-1/out"
+"#;
+
+    fn parse(text: &str) -> Result<ParticipantConfig> {
+        let dir = tempfile::tempdir().map_err(|e| Error::io("tmp", e))?;
+        let p = dir.path().join("p.toml");
+        std::fs::write(&p, text).map_err(|e| Error::io(&p, e))?;
+        ParticipantConfig::load(&p)
+    }
+
+    #[test]
+    fn a_party_file_parses_with_defaults_and_resolved_paths() {
+        let c = parse(PARTY).expect("valid");
+        assert!(c.tls.ca.is_absolute());
+        assert_eq!(c.shared.backend, "paillier");
+        assert_eq!(c.session.timeout_s, 300);
+        let text = c.shared.canonical().expect("canonical");
+        assert!(text.contains("epsilon = 1.0\n"), "{text}");
+        assert!(text.lines().count() >= 14);
+    }
+
+    #[test]
+    fn bad_files_name_the_key() {
+        for (bad, needle) in [
+            (PARTY.replace("epsilon = 1.0", "epsilon = 0"), "epsilon"),
+            (PARTY.replace("[\"x1\", \"x2\"]", "[]"), "shared.features"),
+            (PARTY.replace("lambda = 0.001", "lamda = 0.001"), "lamda"),
+            (
+                PARTY.replace("me = \"party-1\"", "me = \"party-1\"\ntimeout_s = 0"),
+                "timeout_s",
+            ),
+            (PARTY.replace("[output]", "[output]\nsecret = 1"), "secret"),
+        ] {
+            let e = parse(&bad).expect_err(needle).to_string();
+            assert!(e.contains(needle), "{needle}: {e}");
+        }
+    }
+}

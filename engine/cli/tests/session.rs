@@ -1,0 +1,320 @@
+//! Network sessions between separate OS processes on 127.0.0.1 (ephemeral ports): the
+//! published model equals the in-process run's, certificates the roster does not name are
+//! refused, a party killed in any stage stops everyone with no output anywhere, and bad
+//! frames and parameter mismatches are clear errors.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const KEYS: [&str; 3] = ["--key-bits", "512", "--allow-insecure-test-keys"];
+
+fn kinsey() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_kinsey"));
+    c.env("KINSEY_LOG", "warn");
+    c
+}
+
+fn ok(o: &Output) -> String {
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "failed: {text}");
+    text
+}
+
+fn weights(model: &Path) -> Vec<f64> {
+    let text = std::fs::read_to_string(model).expect("model.json");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    v["w"]
+        .as_array()
+        .expect("w")
+        .iter()
+        .map(|x| x.as_f64().expect("number"))
+        .collect()
+}
+
+/// `kinsey session init` with small data and test keys; returns the config paths.
+fn init(dir: &Path, k: usize, extra: &[&str]) -> Vec<PathBuf> {
+    let ks = k.to_string();
+    let mut args = vec!["session", "init", "--parties", &ks, "--out"];
+    let d = dir.to_str().expect("utf-8");
+    args.push(d);
+    args.extend(["--dim", "4", "--rows", "400", "--seed", "5"]);
+    args.extend(KEYS);
+    args.extend(extra);
+    ok(&kinsey().args(&args).output().expect("run"));
+    let mut v = vec![dir.join("curator.toml")];
+    v.extend((1..=k).map(|j| dir.join(format!("party-{j}.toml"))));
+    v
+}
+
+fn start(config: &Path, extra: &[&str]) -> Child {
+    let role = if config.ends_with("curator.toml") {
+        "curator"
+    } else {
+        "party"
+    };
+    kinsey()
+        .args([role, "--config"])
+        .arg(config)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn")
+}
+
+fn finish(children: Vec<Child>) -> Vec<Output> {
+    children
+        .into_iter()
+        .map(|c| c.wait_with_output().expect("wait"))
+        .collect()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// No participant wrote anything.
+fn no_output(dir: &Path, k: usize) {
+    assert!(!dir.join("curator/out").exists(), "curator wrote output");
+    for j in 1..=k {
+        assert!(
+            !dir.join(format!("party-{j}/out")).exists(),
+            "party {j} wrote output"
+        );
+    }
+}
+
+#[test]
+fn five_processes_started_by_hand_publish_the_in_process_model() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path().join("s");
+    let configs = init(&dir, 5, &["--connect-window", "120"]);
+    // Any order: the parties first, last to first, then the curator.
+    let mut children: Vec<Child> = configs
+        .iter()
+        .skip(1)
+        .rev()
+        .map(|c| start(c, &[]))
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    children.push(start(&configs[0], &[]));
+    for o in finish(children) {
+        ok(&o);
+    }
+    let demo = tmp.path().join("demo");
+    let d = demo.to_str().expect("utf-8");
+    let mut args = vec![
+        "demo",
+        "--out",
+        d,
+        "--parties",
+        "5",
+        "--dim",
+        "4",
+        "--rows",
+        "400",
+    ];
+    args.extend(["--seed", "5", "--no-diagnostics"]);
+    args.extend(KEYS);
+    ok(&kinsey().args(&args).output().expect("demo"));
+    let published = weights(&dir.join("curator/out/model.json"));
+    assert_eq!(published, weights(&demo.join("model.json")));
+    for j in 1..=5 {
+        assert_eq!(
+            published,
+            weights(&dir.join(format!("party-{j}/out/model.json")))
+        );
+        let diag = dir.join(format!("party-{j}/out/party.NOT-PRIVATE.diagnostics.json"));
+        let t = std::fs::read_to_string(&diag).expect("party report");
+        assert!(t.trim_start().starts_with("{\n  \"NOT PRIVATE\""), "{t}");
+    }
+    let release = std::fs::read_to_string(dir.join("curator/out/report.json")).expect("release");
+    assert!(release.contains("TLS 1.3"));
+    for leak in ["\"rows\"", "party_sizes", "\"n\""] {
+        assert!(!release.contains(leak), "release holds {leak}");
+    }
+}
+
+#[test]
+fn two_processes_under_demo_publish_the_in_process_model() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let run = |processes: bool| {
+        let out = tmp.path().join(if processes { "p" } else { "i" });
+        let o = out.to_str().expect("utf-8").to_string();
+        let mut args = vec![
+            "demo",
+            "--out",
+            &o,
+            "--parties",
+            "2",
+            "--dim",
+            "3",
+            "--rows",
+            "300",
+        ];
+        args.extend(["--seed", "9", "--no-diagnostics"]);
+        args.extend(KEYS);
+        if processes {
+            args.push("--processes");
+        }
+        let t = ok(&kinsey().args(&args).output().expect("demo"));
+        if processes {
+            assert!(t.contains("between 3 processes"), "{t}");
+        }
+        weights(&out.join("model.json"))
+    };
+    assert_eq!(run(true), run(false));
+}
+
+#[test]
+fn certificates_the_roster_does_not_name_are_refused_before_any_message() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path().join("s");
+    let other = tmp.path().join("other");
+    let configs = init(&dir, 2, &["--connect-window", "4"]);
+    init(&other, 2, &[]);
+    // Party 2 presents a certificate of another CA (with its own name).
+    for f in ["cert.pem", "key.pem"] {
+        std::fs::copy(other.join("party-2").join(f), dir.join("party-2").join(f)).expect("copy");
+    }
+    let outs = finish(configs.iter().map(|c| start(c, &[])).collect());
+    let intruder = text(&outs[2]);
+    assert!(!outs[2].status.success());
+    assert!(
+        intruder.contains("TLS") || intruder.contains("refused"),
+        "{intruder}"
+    );
+    for o in &outs[..2] {
+        let t = text(o);
+        assert!(!o.status.success(), "{t}");
+        assert!(t.contains("party 2") && t.contains("never"), "{t}");
+    }
+    no_output(&dir, 2);
+
+    // A certificate of the session's own CA that the roster does not pin for party 2.
+    let dir = tmp.path().join("s2");
+    let configs = init(&dir, 2, &["--connect-window", "4"]);
+    let roster = std::fs::read_to_string(dir.join("roster.toml")).expect("roster");
+    let mut pins = roster.match_indices("fingerprint = \"sha256:");
+    let at = pins.nth(2).expect("party 2's pin").0 + "fingerprint = \"sha256:".len();
+    let mut edited = roster.clone();
+    let flip = if &roster[at..at + 1] == "0" { "1" } else { "0" };
+    edited.replace_range(at..at + 1, flip);
+    std::fs::write(dir.join("roster.toml"), edited).expect("write");
+    let outs = finish(configs.iter().map(|c| start(c, &[])).collect());
+    assert!(outs.iter().all(|o| !o.status.success()));
+    no_output(&dir, 2);
+}
+
+/// Start a session with party 2 holding in `stage`, kill it there (SIGKILL), and check that
+/// everyone else stops, naming it, with no output anywhere.
+fn kill_party_2_in(stage: u8) {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path().join("s");
+    let configs = init(&dir, 3, &["--connect-window", "60", "--timeout", "30"]);
+    let hold = stage.to_string();
+    let mut children = Vec::new();
+    let mut victim = None;
+    for (i, c) in configs.iter().enumerate() {
+        if i == 2 {
+            victim = Some(start(c, &["--hold-at-stage", &hold]));
+        } else {
+            children.push(start(c, &[]));
+        }
+    }
+    let mut victim = victim.expect("party 2");
+    let err = victim.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(err).lines();
+    let held = lines.any(|l| l.is_ok_and(|l| l.contains("holding in stage")));
+    assert!(held, "party 2 never reached stage {stage}");
+    let t0 = Instant::now();
+    victim.kill().expect("SIGKILL");
+    let _ = victim.wait();
+    for o in finish(children) {
+        let t = text(&o);
+        assert!(!o.status.success(), "stage {stage}: {t}");
+        assert!(t.contains("party 2"), "stage {stage}: {t}");
+        assert!(t.contains("stage"), "stage {stage}: {t}");
+    }
+    assert!(
+        t0.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        t0.elapsed()
+    );
+    no_output(&dir, 3);
+}
+
+#[test]
+fn a_party_killed_in_stage_1_stops_everyone() {
+    kill_party_2_in(1);
+}
+
+#[test]
+fn a_party_killed_in_stage_2_stops_everyone() {
+    kill_party_2_in(2);
+}
+
+#[test]
+fn a_party_killed_in_stage_3_stops_everyone() {
+    kill_party_2_in(3);
+}
+
+#[test]
+fn bad_frames_and_parameter_mismatches_are_clear_errors() {
+    for (tamper, want) in [
+        ("garbage:2", "corrupted"),
+        ("truncated:1", "middle of a frame"),
+        ("oversized:3", "oversized"),
+        ("replay:2", "replayed"),
+        ("wrong-session:1", "another session"),
+    ] {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dir = tmp.path().join("s");
+        let configs = init(&dir, 2, &["--connect-window", "60", "--timeout", "30"]);
+        let outs = finish(
+            configs
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let t = ["--tamper", tamper];
+                    start(c, if i == 1 { &t } else { &[] })
+                })
+                .collect(),
+        );
+        let all: Vec<String> = outs.iter().map(text).collect();
+        assert!(
+            outs.iter().all(|o| !o.status.success()),
+            "{tamper}: {all:?}"
+        );
+        assert!(all.iter().any(|t| t.contains(want)), "{tamper}: {all:?}");
+        for t in &all {
+            assert!(t.contains("party 1"), "{tamper}: {t}");
+        }
+        no_output(&dir, 2);
+    }
+    // Party 2 runs with another epsilon.
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path().join("s");
+    let configs = init(&dir, 2, &["--connect-window", "10"]);
+    let p2 = std::fs::read_to_string(&configs[2]).expect("config");
+    std::fs::write(&configs[2], p2.replace("epsilon = 1.0", "epsilon = 2.0")).expect("write");
+    let outs = finish(configs.iter().map(|c| start(c, &[])).collect());
+    let all: Vec<String> = outs.iter().map(text).collect();
+    assert!(outs.iter().all(|o| !o.status.success()), "{all:?}");
+    assert!(
+        all.iter()
+            .any(|t| t.contains("parameter 'epsilon' is") && t.contains("party 2")),
+        "{all:?}"
+    );
+    no_output(&dir, 2);
+}
