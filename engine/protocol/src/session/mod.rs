@@ -3,15 +3,19 @@
 //! run over it (`kinsey party`, `kinsey curator`). The security model is in
 //! `docs/protocol-deployment.md`.
 
+mod config;
+mod connect;
 mod frame;
+mod link;
 mod mesh;
 pub mod pki;
 pub mod roster;
 mod run;
 pub mod tls;
 
+pub use config::{MeshConfig, Tamper};
 pub use frame::Limits;
-pub use mesh::{Mesh, MeshConfig, Tamper};
+pub use mesh::Mesh;
 pub use roster::{Member, PROTOCOL_VERSION, Roster, Session};
 pub use run::{ParticipantOutcome, Seat, run_participant};
 

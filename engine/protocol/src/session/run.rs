@@ -2,7 +2,8 @@
 //! goodbye; on any failure tell every peer (stage, who is blamed, why) and return the error.
 //! Nothing is returned for output unless every participant said goodbye.
 
-use super::mesh::{Mesh, MeshConfig};
+use super::config::MeshConfig;
+use super::mesh::Mesh;
 use crate::faults::Leak;
 use crate::play::{self, RoleResult};
 use crate::report::ProtocolReport;

@@ -1,0 +1,65 @@
+//! What a participant needs to join a session's mesh, and the tamper test hook.
+
+use super::frame::Limits;
+use super::roster::Session;
+use super::tls::Identity;
+use crate::transport::{Peer, Stage};
+use kinsey_core::{Error, Result};
+use std::time::Duration;
+
+/// A test hook: how a participant corrupts its first protocol message of a stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tamper {
+    /// Valid framing, scrambled body.
+    Garbage,
+    /// A frame cut short, then the connection closed.
+    Truncated,
+    /// A length over the stage's limit.
+    Oversized,
+    /// The same frame sent twice.
+    Replay,
+    /// Another session's id.
+    WrongSession,
+}
+
+impl std::str::FromStr for Tamper {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Ok(match s {
+            "garbage" => Tamper::Garbage,
+            "truncated" => Tamper::Truncated,
+            "oversized" => Tamper::Oversized,
+            "replay" => Tamper::Replay,
+            "wrong-session" => Tamper::WrongSession,
+            o => {
+                return Err(Error::param(
+                    "tamper",
+                    format!("'{o}' is not garbage, truncated, oversized, replay or wrong-session"),
+                ));
+            }
+        })
+    }
+}
+
+/// Everything a participant needs to join the mesh.
+#[derive(Debug)]
+pub struct MeshConfig {
+    /// Who this participant is.
+    pub me: Peer,
+    /// The checked roster.
+    pub session: Session,
+    /// Its TLS material.
+    pub identity: Identity,
+    /// The shared parameters, canonical `name = value` lines (hashed in the hello).
+    pub params: String,
+    /// How long to wait for every peer to connect.
+    pub connect_window: Duration,
+    /// How long any one receive may wait.
+    pub timeout: Duration,
+    /// Frame limits per stage.
+    pub limits: Limits,
+    /// Test hook: corrupt the first message sent in a stage.
+    pub tamper: Option<(Tamper, Stage)>,
+    /// Test hook: stop (sleep) on entering this stage, so a test can kill the process there.
+    pub hold_at: Option<Stage>,
+}
