@@ -216,3 +216,190 @@ pub fn describe_backends() -> Vec<(String, String)> {
         })
         .collect()
 }
+
+/// One run of the same inputs through the in-process transport and through a TLS mesh
+/// (one thread per participant, each with its own TLS connections over loopback TCP).
+#[derive(Debug, Clone, Serialize)]
+pub struct TransportRun {
+    /// The in-process run's report (with rounds per stage).
+    pub in_process: ProtocolReport,
+    /// Seconds per stage over TLS (the latest participant's end of each stage).
+    pub tls_stage_seconds: Vec<f64>,
+    /// Seconds of the TLS run after the connections were up, goodbyes included.
+    pub tls_wall_seconds: f64,
+    /// Per participant: protocol payload bytes sent, and bytes written to the network
+    /// (TLS records with frame headers).
+    pub tls_bytes: Vec<(String, usize, u64)>,
+}
+
+/// `repeat` comparison runs, alternating which transport goes first.
+pub fn transport_comparison(
+    backend: &std::sync::Arc<dyn kinsey_backend::AdditiveHe>,
+    parties: usize,
+    dim: usize,
+    repeat: usize,
+) -> Result<Vec<TransportRun>> {
+    let agg = SecureAggregator::new(backend.clone(), crate::ProtocolConfig::default());
+    let mut runs = Vec::new();
+    for r in 0..repeat.max(1) {
+        let inputs = synthetic_inputs(parties, dim, &mut NoiseRng::from_os());
+        let mut in_process = None;
+        let mut tls = None;
+        for first in [r % 2 == 0, r % 2 != 0] {
+            if first {
+                in_process = Some(agg.run(&inputs)?);
+            } else {
+                let s = crate::session::local::LocalSession::new(parties, true)?;
+                tls = Some(
+                    s.run(backend, &inputs, &|_, _| {})
+                        .into_iter()
+                        .collect::<Result<Vec<_>>>()?,
+                );
+            }
+        }
+        let (Some(ip), Some(tls)) = (in_process, tls) else {
+            return Err(Error::Numerical("a comparison run is missing".into()));
+        };
+        if tls.iter().any(|o| o.sum != ip.sum) {
+            return Err(Error::Numerical(
+                "the TLS run's result differs from the in-process run's".into(),
+            ));
+        }
+        let mut ends = [0.0f64; 4];
+        for o in &tls {
+            let mut t = 0.0;
+            for (e, s) in ends.iter_mut().zip(&o.report.stages) {
+                t += s.wall_seconds;
+                *e = e.max(t);
+            }
+        }
+        let mut prev = 0.0;
+        let tls_stage_seconds = ends
+            .iter()
+            .map(|&e| {
+                let d = e - prev;
+                prev = e;
+                d
+            })
+            .collect();
+        runs.push(TransportRun {
+            tls_wall_seconds: tls
+                .iter()
+                .map(|o| o.report.wall_seconds)
+                .fold(0.0, f64::max),
+            tls_stage_seconds,
+            tls_bytes: tls
+                .iter()
+                .filter_map(|o| {
+                    o.report
+                        .participants
+                        .first()
+                        .map(|p| (p.participant.clone(), p.bytes_sent, o.wire_bytes_sent))
+                })
+                .collect(),
+            in_process: ip.report,
+        });
+    }
+    Ok(runs)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => 0.5 * (v[n / 2 - 1] + v[n / 2]),
+    }
+}
+
+/// The comparison as a table: medians per stage, rounds, bytes, and the time at 1 ms and
+/// 50 ms round trip (computation as measured in process, plus one one-way latency per
+/// sequential round; bandwidth not modelled).
+pub fn transport_table(runs: &[TransportRun]) -> String {
+    let Some(first) = runs.first() else {
+        return String::new();
+    };
+    let r0 = &first.in_process;
+    let mut s = format!(
+        "K = {}, d = {}, {} ({} bits), {} runs (medians)\n{:<40} {:>10} {:>10} {:>8} {:>7} {:>10} {:>10}\n",
+        r0.parties,
+        r0.dim,
+        r0.backend.name,
+        r0.backend.key_bits,
+        runs.len(),
+        "stage",
+        "in-proc s",
+        "TLS s",
+        "TLS/in",
+        "rounds",
+        "@1ms s",
+        "@50ms s"
+    );
+    let mut tot = (0.0, 0.0, 0usize);
+    for (i, st) in r0.stages.iter().enumerate() {
+        let ip = median(
+            runs.iter()
+                .map(|r| r.in_process.stages[i].wall_seconds)
+                .collect(),
+        );
+        let tl = median(runs.iter().map(|r| r.tls_stage_seconds[i]).collect());
+        let rounds = st.rounds.unwrap_or(0);
+        tot = (tot.0 + ip, tot.1 + tl, tot.2 + rounds);
+        s.push_str(&format!(
+            "{:<40} {:>10.3} {:>10.3} {:>8.3} {:>7} {:>10.3} {:>10.3}\n",
+            st.stage,
+            ip,
+            tl,
+            tl / ip,
+            rounds,
+            ip + rounds as f64 * 0.0005,
+            ip + rounds as f64 * 0.025
+        ));
+    }
+    let ip13: f64 = (1..4)
+        .map(|i| {
+            median(
+                runs.iter()
+                    .map(|r| r.in_process.stages[i].wall_seconds)
+                    .collect(),
+            )
+        })
+        .sum();
+    let tl13: f64 = (1..4)
+        .map(|i| median(runs.iter().map(|r| r.tls_stage_seconds[i]).collect()))
+        .sum();
+    s.push_str(&format!(
+        "{:<40} {:>10.3} {:>10.3} {:>8.3} {:>7} {:>10.3} {:>10.3}\n",
+        "all stages",
+        tot.0,
+        tot.1,
+        tot.1 / tot.0,
+        tot.2,
+        tot.0 + tot.2 as f64 * 0.0005,
+        tot.0 + tot.2 as f64 * 0.025
+    ));
+    s.push_str(&format!(
+        "stages 1-3 (without key generation): TLS/in-process = {:.3}\n",
+        tl13 / ip13
+    ));
+    let payload: Vec<f64> = first.tls_bytes.iter().map(|b| b.1 as f64).collect();
+    let wire: Vec<f64> = first.tls_bytes.iter().map(|b| b.2 as f64).collect();
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    s.push_str(&format!(
+        "bytes sent per participant: payload mean {:.1} KiB, max {:.1} KiB; on the wire (TLS \
+         records, frame headers) mean {:.1} KiB, max {:.1} KiB\n",
+        mean(&payload) / 1024.0,
+        max(&payload) / 1024.0,
+        mean(&wire) / 1024.0,
+        max(&wire) / 1024.0
+    ));
+    for (name, p, w) in &first.tls_bytes {
+        s.push_str(&format!(
+            "  {name:<12} payload {:>10.1} KiB  wire {:>10.1} KiB\n",
+            *p as f64 / 1024.0,
+            *w as f64 / 1024.0
+        ));
+    }
+    s
+}

@@ -37,6 +37,7 @@ pub mod registry;
 pub mod report;
 mod reshare;
 mod role;
+mod rounds;
 mod runner;
 pub mod session;
 pub mod transport;

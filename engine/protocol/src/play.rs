@@ -140,9 +140,14 @@ pub(crate) fn build_report(
     transport: &str,
 ) -> ProtocolReport {
     let mut prev = 0.0f64;
+    let views: Vec<&View> = roles.iter().map(|r| &r.view).collect();
+    let rounds = (roles.len() == k + 1)
+        .then(|| crate::rounds::rounds(&views))
+        .flatten();
     let stages: Vec<StageReport> = Stage::ALL
         .iter()
-        .map(|&st| {
+        .enumerate()
+        .map(|(si, &st)| {
             let end = roles
                 .iter()
                 .filter_map(|r| r.stage_end.get(&st))
@@ -170,6 +175,7 @@ pub(crate) fn build_report(
                 crypto_seconds: crypto,
                 operations,
                 bytes,
+                rounds: rounds.as_ref().and_then(|r| r.get(si).copied()),
             };
             prev = end;
             rep

@@ -19,6 +19,9 @@ pub struct StageReport {
     pub operations: BTreeMap<String, u64>,
     /// Bytes sent in the stage, all participants together.
     pub bytes: usize,
+    /// Sequential message rounds (the longest chain of messages each sent after the
+    /// previous arrived); known when every participant's view was measured.
+    pub rounds: Option<usize>,
 }
 
 /// Traffic of one participant.
@@ -72,11 +75,12 @@ impl ProtocolReport {
             .iter()
             .map(|st| {
                 format!(
-                    "{indent}{:<40} {:>8.3} s wall {:>8.3} s crypto {:>10.1} KiB  {:?}\n",
+                    "{indent}{:<40} {:>8.3} s wall {:>8.3} s crypto {:>10.1} KiB {:>5} rounds  {:?}\n",
                     st.stage,
                     st.wall_seconds,
                     st.crypto_seconds,
                     st.bytes as f64 / 1024.0,
+                    st.rounds.map_or("-".to_string(), |r| r.to_string()),
                     st.operations
                 )
             })

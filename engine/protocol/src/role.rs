@@ -68,7 +68,8 @@ impl<'a> Ctx<'a> {
             | TransportError::NoRoute(p)
             | TransportError::Closed(p, _)
             | TransportError::Refused(p, _) => (self.stage, *p, false),
-            TransportError::Aborted { stage, blame, .. } => (*stage, *blame, false),
+            // Relayed: the peer that stopped the session told everyone already.
+            TransportError::Aborted { stage, blame, .. } => (*stage, *blame, true),
         };
         Fail {
             stage,

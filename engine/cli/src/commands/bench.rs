@@ -319,6 +319,13 @@ struct ProtocolArgs {
     crypto: CryptoArgs,
     #[arg(long)]
     json: bool,
+    /// Also run the same inputs over TLS (one thread per participant, loopback TCP) and
+    /// compare per stage, with rounds and the time at 1 ms and 50 ms round trip.
+    #[arg(long)]
+    compare_tls: bool,
+    /// Comparison runs (medians are reported).
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
 }
 
 /// `kinsey bench protocol`: the secure protocol end to end on synthetic inputs.
@@ -328,6 +335,8 @@ fn protocol(a: ProtocolArgs) -> Result<()> {
         dim,
         crypto,
         json,
+        compare_tls,
+        repeat,
     } = a;
     let agg = match crypto.config().aggregation()? {
         config::Aggregation::Secure(a) => a,
@@ -338,6 +347,19 @@ fn protocol(a: ProtocolArgs) -> Result<()> {
             ));
         }
     };
+    if compare_tls {
+        let runs =
+            kinsey_protocol::bench::transport_comparison(agg.backend(), parties, dim, repeat)?;
+        if json {
+            println!(
+                "{}",
+                serde_json::to_string(&runs).map_err(|e| Error::Numerical(e.to_string()))?
+            );
+        } else {
+            print!("{}", kinsey_protocol::bench::transport_table(&runs));
+        }
+        return Ok(());
+    }
     let r = kinsey_protocol::bench::protocol_run(&agg, parties, dim)?;
     if json {
         println!(

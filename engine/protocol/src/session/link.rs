@@ -30,7 +30,7 @@ pub(crate) fn write_frame(
     conn: &Mutex<Connection>,
     sock: &Mutex<TcpStream>,
     bytes: &[u8],
-) -> std::io::Result<()> {
+) -> std::io::Result<usize> {
     let mut c = lock(conn);
     c.writer().write_all(bytes)?;
     let mut out = Vec::with_capacity(bytes.len() + 64);
@@ -40,7 +40,8 @@ pub(crate) fn write_frame(
     let mut s = lock(sock);
     drop(c);
     s.write_all(&out)?;
-    s.flush()
+    s.flush()?;
+    Ok(out.len())
 }
 
 /// Blocking hello exchange on a fresh TLS stream.
@@ -238,20 +239,25 @@ impl Reader {
     fn decrypt(&self, raw: &[u8], plain: &mut Vec<u8>) -> std::result::Result<(), String> {
         let mut c = lock(&self.conn);
         let mut rd = raw;
-        while !rd.is_empty() {
+        let mut tmp = [0u8; 16 * 1024];
+        // Decrypt record by record and drain the plaintext each time: rustls holds a bounded
+        // plaintext buffer and refuses more until it is read.
+        loop {
+            loop {
+                match c.reader().read(&mut tmp) {
+                    Ok(0) => break,
+                    Ok(n) => plain.extend_from_slice(&tmp[..n]),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(format!("broke the TLS session ({e})")),
+                }
+            }
+            if rd.is_empty() {
+                break;
+            }
             c.read_tls(&mut rd)
                 .map_err(|e| format!("sent unreadable TLS data ({e})"))?;
             c.process_new_packets()
                 .map_err(|e| format!("broke the TLS session ({e})"))?;
-        }
-        let mut tmp = [0u8; 16 * 1024];
-        loop {
-            match c.reader().read(&mut tmp) {
-                Ok(0) => break,
-                Ok(n) => plain.extend_from_slice(&tmp[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(format!("broke the TLS session ({e})")),
-            }
         }
         if c.wants_write() {
             let mut out = Vec::new();

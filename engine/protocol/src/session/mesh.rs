@@ -47,6 +47,8 @@ pub struct Mesh {
     hold_at: Option<Stage>,
     /// Set once the session has failed: every later call returns it.
     failed: Option<TransportError>,
+    /// Bytes written to the sockets after the handshakes (TLS records of every frame).
+    wire_sent: u64,
 }
 
 impl std::fmt::Debug for Mesh {
@@ -157,6 +159,7 @@ impl Mesh {
             tamper: cfg.tamper,
             hold_at: cfg.hold_at,
             failed: None,
+            wire_sent: 0,
         }
     }
 
@@ -185,31 +188,37 @@ impl Mesh {
                 format!("closed the connection while it was sent a message ({e})"),
             )
         };
+        let (conn, sock) = (&link.conn, &link.sock);
+        let mut write = |f: &[u8]| -> std::result::Result<(), TransportError> {
+            let n = write_frame(conn, sock, f).map_err(closed)?;
+            self.wire_sent += n as u64;
+            Ok(())
+        };
         match tamper {
-            None => write_frame(&link.conn, &link.sock, &f).map_err(closed),
+            None => write(&f),
             Some(Tamper::Garbage) => {
                 for (i, b) in f.iter_mut().enumerate().skip(4 + HEADER + 2) {
                     *b ^= 0xA5 ^ (i as u8);
                 }
-                write_frame(&link.conn, &link.sock, &f).map_err(closed)
+                write(&f)
             }
             Some(Tamper::WrongSession) => {
                 f[4] ^= 1;
-                write_frame(&link.conn, &link.sock, &f).map_err(closed)
+                write(&f)
             }
             Some(Tamper::Replay) => {
-                write_frame(&link.conn, &link.sock, &f).map_err(closed)?;
-                write_frame(&link.conn, &link.sock, &f).map_err(closed)
+                write(&f)?;
+                write(&f)
             }
             Some(Tamper::Oversized) => {
                 let over = (HEADER + self.limits.body(Class::Message, stage) + 1) as u32;
                 f[..4].copy_from_slice(&over.to_le_bytes());
-                write_frame(&link.conn, &link.sock, &f).map_err(closed)
+                write(&f)
             }
             Some(Tamper::Truncated) => {
                 let full = (f.len() - 4 + 100) as u32;
                 f[..4].copy_from_slice(&full.to_le_bytes());
-                write_frame(&link.conn, &link.sock, &f).map_err(closed)?;
+                write(&f)?;
                 // Close the sending side only: the peer sees the frame end early.
                 let _ = link.raw.shutdown(Shutdown::Write);
                 Ok(())
@@ -288,6 +297,12 @@ impl Mesh {
             }
         }
         e
+    }
+
+    /// Bytes this participant wrote to its sockets since the handshakes: every frame in
+    /// TLS records (frame headers and record overhead included).
+    pub fn wire_bytes_sent(&self) -> u64 {
+        self.wire_sent
     }
 
     /// Say goodbye to every peer and wait for everyone's goodbye: only then has the whole

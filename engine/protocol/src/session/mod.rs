@@ -7,6 +7,7 @@ mod config;
 mod connect;
 mod frame;
 mod link;
+pub mod local;
 mod mesh;
 pub mod pki;
 pub mod roster;

@@ -43,6 +43,8 @@ pub struct ParticipantOutcome {
     pub w: Vec<f64>,
     /// This participant's measurements (its traffic, timings and operations).
     pub report: ProtocolReport,
+    /// Bytes it wrote to the network after the handshakes (TLS records, frame headers).
+    pub wire_bytes_sent: u64,
 }
 
 /// Run one participant: connect to the mesh, play the role, finish together.
@@ -82,7 +84,10 @@ pub fn run_participant(cfg: &MeshConfig, seat: &Seat) -> Result<ParticipantOutco
     let sum = match out {
         Ok(sum) => sum,
         Err(f) => {
-            mesh.abort(f.stage, f.blame, &f.msg);
+            // A relayed abort reached every participant already (full mesh).
+            if !f.secondary {
+                mesh.abort(f.stage, f.blame, &f.msg);
+            }
             return Err(Error::Protocol {
                 stage: f.stage.name().into(),
                 participant: f.blame.to_string(),
@@ -116,6 +121,7 @@ pub fn run_participant(cfg: &MeshConfig, seat: &Seat) -> Result<ParticipantOutco
         msg: e.to_string(),
     })?;
     let wall = start.elapsed().as_secs_f64();
+    let wire_bytes_sent = mesh.wire_bytes_sent();
     let roles = [RoleResult {
         out: Ok(sum.clone()),
         view,
@@ -134,5 +140,6 @@ pub fn run_participant(cfg: &MeshConfig, seat: &Seat) -> Result<ParticipantOutco
         w: aggregate::decode_average(&sum, k),
         sum,
         report,
+        wire_bytes_sent,
     })
 }

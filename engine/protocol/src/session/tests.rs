@@ -2,93 +2,17 @@
 //! in-process run, refusal of certificates the roster does not name, and of frames that
 //! break the rules.
 
-use super::pki::TestCa;
-use super::roster::{Member, PROTOCOL_VERSION, Roster, Session, member_name};
+use super::local::LocalSession;
 use super::tls::Identity;
 use super::*;
-use crate::transport::{Peer, Stage};
+use crate::transport::Stage;
 use crate::{ProtocolConfig, SecureAggregator};
 use kinsey_backend::AdditiveHe;
 use kinsey_backend::registry::BackendOptions;
 use kinsey_dp::NoiseRng;
 use kinsey_learn::aggregate::PartyInput;
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::sync::Arc;
 use std::time::Duration;
-
-pub(crate) fn free_ports(n: usize) -> Vec<u16> {
-    let ls: Vec<std::net::TcpListener> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind"))
-        .collect();
-    ls.iter()
-        .map(|l| l.local_addr().expect("addr").port())
-        .collect()
-}
-
-struct Trial {
-    ca: TestCa,
-    roster: Roster,
-    ids: Vec<(String, String)>,
-}
-
-fn trial(k: usize, pin: bool) -> Trial {
-    let ca = TestCa::new("kinsey test CA").expect("ca");
-    let ports = free_ports(k + 1);
-    let mut participant = Vec::new();
-    let mut ids = Vec::new();
-    for (i, port) in ports.iter().enumerate() {
-        let p = if i == 0 {
-            Peer::Curator
-        } else {
-            Peer::Party(i - 1)
-        };
-        let subject = format!("{}.kinsey.test", member_name(p));
-        let issued = ca.issue(&subject).expect("issue");
-        participant.push(Member {
-            name: member_name(p),
-            address: format!("127.0.0.1:{port}"),
-            subject,
-            fingerprint: pin.then(|| issued.fingerprint.clone()),
-        });
-        ids.push((issued.cert_pem, issued.key_pem));
-    }
-    Trial {
-        roster: Roster {
-            session_id: super::roster::new_session_id(),
-            protocol_version: PROTOCOL_VERSION,
-            participant,
-        },
-        ca,
-        ids,
-    }
-}
-
-fn identity(ca_pem: &str, cert_pem: &str, key_pem: &str) -> Identity {
-    let ca = vec![CertificateDer::from_pem_slice(ca_pem.as_bytes()).expect("ca pem")];
-    let chain = vec![CertificateDer::from_pem_slice(cert_pem.as_bytes()).expect("cert pem")];
-    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).expect("key pem");
-    Identity::from_der(ca, chain, key).expect("identity")
-}
-
-fn config(t: &Trial, i: usize, params: &str, window: u64) -> MeshConfig {
-    let k = t.roster.participant.len() - 1;
-    MeshConfig {
-        me: if i == 0 {
-            Peer::Curator
-        } else {
-            Peer::Party(i - 1)
-        },
-        session: Session::check(t.roster.clone()).expect("roster"),
-        identity: identity(&t.ca.cert_pem(), &t.ids[i].0, &t.ids[i].1),
-        params: params.into(),
-        connect_window: Duration::from_secs(window),
-        timeout: Duration::from_secs(20),
-        limits: Limits::new(k, 3, 512),
-        tamper: None,
-        hold_at: None,
-    }
-}
 
 fn backend() -> Arc<dyn AdditiveHe> {
     crate::registry::registry()
@@ -114,43 +38,23 @@ fn inputs(k: usize, d: usize) -> Vec<PartyInput> {
         .collect()
 }
 
-/// Run every participant of `t` in its own thread; `edit` changes one participant's config.
 fn run_all(
-    t: &Trial,
+    t: &LocalSession,
     inputs: &[PartyInput],
     edit: impl Fn(usize, &mut MeshConfig) + Sync,
 ) -> Vec<kinsey_core::Result<ParticipantOutcome>> {
-    let k = inputs.len();
-    let he = backend();
-    std::thread::scope(|s| {
-        let hs: Vec<_> = (0..=k)
-            .map(|i| {
-                let he = he.clone();
-                let edit = &edit;
-                s.spawn(move || {
-                    let mut cfg = config(t, i, "lambda = 0.001\nepsilon = 1\n", 20);
-                    edit(i, &mut cfg);
-                    let seat = Seat {
-                        backend: he,
-                        input: (i > 0).then(|| inputs[i - 1].clone()),
-                        dim: 3,
-                        leak: None,
-                    };
-                    run_participant(&cfg, &seat)
-                })
-            })
-            .collect();
-        hs.into_iter()
-            .map(|h| h.join().expect("participant thread"))
-            .collect()
+    t.run(&backend(), inputs, &move |i, c| {
+        c.timeout = Duration::from_secs(20);
+        edit(i, c)
     })
 }
 
 #[test]
 fn the_mesh_publishes_the_in_process_sum() {
-    for (k, pin) in [(2, false), (4, true)] {
-        let t = trial(k, pin);
-        let ins = inputs(k, 3);
+    // d = 300: messages of tens of KiB, over rustls's 16 KiB plaintext buffer.
+    for (k, d, pin) in [(2, 3, false), (4, 3, true), (3, 300, true)] {
+        let t = LocalSession::new(k, pin).expect("session");
+        let ins = inputs(k, d);
         let outs = run_all(&t, &ins, |_, _| {});
         let reference = SecureAggregator::new(backend(), ProtocolConfig::default())
             .run(&ins)
@@ -176,20 +80,21 @@ fn errors(outs: Vec<kinsey_core::Result<ParticipantOutcome>>) -> Vec<String> {
 
 #[test]
 fn a_certificate_the_roster_does_not_name_is_refused() {
-    let t = trial(2, true);
+    let t = LocalSession::new(2, true).expect("session");
     let ins = inputs(2, 3);
     // Party 2 presents: a certificate of the session CA for a name the roster does not
     // list; one of another CA with party 2's own name; one of the session CA with party 2's
     // name that is not the certificate the roster pins.
-    let other = TestCa::new("another CA").expect("ca");
-    let unnamed = t.ca.issue("intruder.kinsey.test").expect("issue");
+    let other = pki::TestCa::new("another CA").expect("ca");
+    let unnamed = t.ca().issue("intruder.kinsey.test").expect("issue");
     let foreign = other.issue("party-2.kinsey.test").expect("issue");
-    let unpinned = t.ca.issue("party-2.kinsey.test").expect("issue");
-    for bad in [unnamed, foreign, unpinned].map(|b| (b.cert_pem, b.key_pem)) {
+    let unpinned = t.ca().issue("party-2.kinsey.test").expect("issue");
+    for bad in [unnamed, foreign, unpinned] {
         let errs = errors(run_all(&t, &ins, |i, c| {
             c.connect_window = Duration::from_secs(3);
             if i == 2 {
-                c.identity = identity(&t.ca.cert_pem(), &bad.0, &bad.1);
+                c.identity = Identity::from_pem(&t.ca().cert_pem(), &bad.cert_pem, &bad.key_pem)
+                    .expect("identity");
             }
         }));
         assert!(
@@ -206,12 +111,15 @@ fn a_certificate_the_roster_does_not_name_is_refused() {
 
 #[test]
 fn a_parameter_mismatch_names_the_parameter_and_the_peer() {
-    let t = trial(2, false);
+    let t = LocalSession::new(2, false).expect("session");
     let errs = errors(run_all(&t, &inputs(2, 3), |i, c| {
         c.connect_window = Duration::from_secs(3);
-        if i == 1 {
-            c.params = "lambda = 0.001\nepsilon = 2\n".into();
+        c.params = if i == 1 {
+            "lambda = 0.001\nepsilon = 2\n"
+        } else {
+            "lambda = 0.001\nepsilon = 1\n"
         }
+        .into();
     }));
     assert!(
         errs.iter()
@@ -229,7 +137,7 @@ fn bad_frames_end_the_session_everywhere_naming_the_sender() {
         (Tamper::Replay, "replayed"),
         (Tamper::WrongSession, "another session"),
     ] {
-        let t = trial(2, false);
+        let t = LocalSession::new(2, false).expect("session");
         let errs = errors(run_all(&t, &inputs(2, 3), |i, c| {
             if i == 1 {
                 c.tamper = Some((tamper, Stage::Noise));

@@ -57,6 +57,18 @@ impl Identity {
         })
     }
 
+    /// The same from PEM text (sessions generated in memory).
+    pub fn from_pem(ca: &str, cert: &str, key: &str) -> std::result::Result<Self, String> {
+        let ca =
+            vec![CertificateDer::from_pem_slice(ca.as_bytes()).map_err(|e| format!("CA: {e}"))?];
+        let chain = vec![
+            CertificateDer::from_pem_slice(cert.as_bytes())
+                .map_err(|e| format!("certificate: {e}"))?,
+        ];
+        let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).map_err(|e| format!("key: {e}"))?;
+        Self::from_der(ca, chain, key)
+    }
+
     /// The same from DER values (tests, generated sessions).
     pub fn from_der(
         ca: Vec<CertificateDer<'static>>,
