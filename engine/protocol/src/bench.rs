@@ -250,11 +250,19 @@ pub fn transport_comparison(
                 in_process = Some(agg.run(&inputs)?);
             } else {
                 let s = crate::session::local::LocalSession::new(parties, true)?;
-                tls = Some(
-                    s.run(backend, &inputs, &|_, _| {})
-                        .into_iter()
-                        .collect::<Result<Vec<_>>>()?,
-                );
+                let outs = s.run(backend, &inputs, &|_, _| {});
+                let errs: Vec<String> = outs
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, o)| o.as_ref().err().map(|e| format!("[{i}] {e}")))
+                    .collect();
+                if !errs.is_empty() {
+                    return Err(Error::Numerical(format!(
+                        "the TLS run failed: {}",
+                        errs.join("; ")
+                    )));
+                }
+                tls = Some(outs.into_iter().collect::<Result<Vec<_>>>()?);
             }
         }
         let (Some(ip), Some(tls)) = (in_process, tls) else {

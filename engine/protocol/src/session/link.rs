@@ -32,16 +32,31 @@ pub(crate) fn write_frame(
     bytes: &[u8],
 ) -> std::io::Result<usize> {
     let mut c = lock(conn);
-    c.writer().write_all(bytes)?;
-    let mut out = Vec::with_capacity(bytes.len() + 64);
-    while c.wants_write() {
-        c.write_tls(&mut out)?;
-    }
+    let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 64 + 64);
+    encrypt_into(&mut c, bytes, &mut out)?;
     let mut s = lock(sock);
     drop(c);
     s.write_all(&out)?;
     s.flush()?;
     Ok(out.len())
+}
+
+/// Encrypt `bytes` into TLS records appended to `out`. rustls buffers a bounded amount of
+/// outgoing data, so the plaintext goes in as the records come out.
+fn encrypt_into(c: &mut Connection, mut bytes: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
+    while !bytes.is_empty() {
+        let n = c.writer().write(bytes)?;
+        bytes = &bytes[n..];
+        let mut drained = false;
+        while c.wants_write() {
+            c.write_tls(out)?;
+            drained = true;
+        }
+        if n == 0 && !drained {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+    }
+    Ok(())
 }
 
 /// Blocking hello exchange on a fresh TLS stream.
@@ -103,10 +118,9 @@ struct Blocking<'a> {
 
 impl Blocking<'_> {
     fn write_all(&mut self, b: &[u8]) -> std::io::Result<()> {
-        self.conn.writer().write_all(b)?;
-        while self.conn.wants_write() {
-            self.conn.write_tls(self.sock)?;
-        }
+        let mut out = Vec::new();
+        encrypt_into(self.conn, b, &mut out)?;
+        self.sock.write_all(&out)?;
         self.sock.flush()
     }
 

@@ -185,7 +185,7 @@ impl Mesh {
         let closed = |e: std::io::Error| {
             TransportError::Closed(
                 to,
-                format!("closed the connection while it was sent a message ({e})"),
+                format!("could not be sent a message (the connection failed: {e})"),
             )
         };
         let (conn, sock) = (&link.conn, &link.sock);
@@ -274,7 +274,9 @@ impl Mesh {
                         || "before any protocol message".to_string(),
                         |s| format!("last heard from in {}", s.name()),
                     );
-                    Err(TransportError::Closed(p, format!("{why} ({last})")))
+                    // A peer that stopped because of another's failure closes without a
+                    // goodbye; the abort naming the cause may be on its way.
+                    Err(self.explain(TransportError::Closed(p, format!("{why} ({last})"))))
                 }
             }
             Event::Bad(p, why) => Err(TransportError::Refused(p, why)),
