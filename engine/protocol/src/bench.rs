@@ -227,6 +227,9 @@ pub struct TransportRun {
     pub tls_stage_seconds: Vec<f64>,
     /// Seconds of the TLS run after the connections were up, goodbyes included.
     pub tls_wall_seconds: f64,
+    /// Seconds until the last participant had all its connections up (TCP, TLS handshakes
+    /// and hellos; every participant started at once).
+    pub tls_connect_seconds: f64,
     /// Per participant: protocol payload bytes sent, and bytes written to the network
     /// (TLS records with frame headers).
     pub tls_bytes: Vec<(String, usize, u64)>,
@@ -295,6 +298,7 @@ pub fn transport_comparison(
                 .iter()
                 .map(|o| o.report.wall_seconds)
                 .fold(0.0, f64::max),
+            tls_connect_seconds: tls.iter().map(|o| o.connect_seconds).fold(0.0, f64::max),
             tls_stage_seconds,
             tls_bytes: tls
                 .iter()
@@ -389,6 +393,13 @@ pub fn transport_table(runs: &[TransportRun]) -> String {
     s.push_str(&format!(
         "stages 1-3 (without key generation): TLS/in-process = {:.3}\n",
         tl13 / ip13
+    ));
+    let conn = median(runs.iter().map(|r| r.tls_connect_seconds).collect());
+    s.push_str(&format!(
+        "connections (TCP, TLS 1.3 handshakes, hellos; all dials and accepts in parallel): \
+         {conn:.3} s on loopback, about 3 round trips more at a given RTT; with them TLS/in-process \
+         = {:.3} over all stages\n",
+        (tot.1 + conn) / tot.0
     ));
     let payload: Vec<f64> = first.tls_bytes.iter().map(|b| b.1 as f64).collect();
     let wire: Vec<f64> = first.tls_bytes.iter().map(|b| b.2 as f64).collect();

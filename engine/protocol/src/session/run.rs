@@ -45,6 +45,9 @@ pub struct ParticipantOutcome {
     pub report: ProtocolReport,
     /// Bytes it wrote to the network after the handshakes (TLS records, frame headers).
     pub wire_bytes_sent: u64,
+    /// Seconds from the start of `Mesh::connect` until every connection was up (waiting for
+    /// peers that start later included).
+    pub connect_seconds: f64,
 }
 
 /// Run one participant: connect to the mesh, play the role, finish together.
@@ -56,7 +59,9 @@ pub fn run_participant(cfg: &MeshConfig, seat: &Seat) -> Result<ParticipantOutco
     if let (Peer::Party(j), Some(p)) = (me, &seat.input) {
         play::check_party(j, p, k, seat.dim)?;
     }
+    let t_connect = Instant::now();
     let mut mesh = Mesh::connect(cfg)?;
+    let connect_seconds = t_connect.elapsed().as_secs_f64();
     let start = Instant::now();
     let cmp = seat.backend.comparison();
     let comparison = cmp.describe();
@@ -141,5 +146,6 @@ pub fn run_participant(cfg: &MeshConfig, seat: &Seat) -> Result<ParticipantOutco
         sum,
         report,
         wire_bytes_sent,
+        connect_seconds,
     })
 }
