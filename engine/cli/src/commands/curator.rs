@@ -90,7 +90,11 @@ pub(crate) fn run(a: Args) -> Result<()> {
         outcome.report.wall_seconds,
         outcome.report.total_bytes as f64 / 1024.0
     );
-    println!("  wrote {}/report.json and {}/model.json", out.display(), out.display());
+    println!(
+        "  wrote {}/report.json and {}/model.json",
+        out.display(),
+        out.display()
+    );
     if j.cfg.output.diagnostics {
         crate::term::print_diagnostic(&format!("wrote {}", diag.display()));
     }

@@ -90,7 +90,10 @@ pub(crate) fn run(a: Args) -> Result<()> {
         });
     }
     if k == 0 || d == 0 || rows < 2 {
-        return Err(Error::param("parties", "need parties >= 1, dim >= 1, rows >= 2"));
+        return Err(Error::param(
+            "parties",
+            "need parties >= 1, dim >= 1, rows >= 2",
+        ));
     }
     let t = Instant::now();
     let (parties, test) = demo_data(k, d, rows);
@@ -139,7 +142,9 @@ fn run_processes(mut init: InitArgs) -> Result<()> {
     if let Some(c) = init.curator_out.as_mut()
         && c.is_relative()
     {
-        *c = std::env::current_dir().map_err(|e| Error::io(".", e))?.join(&*c);
+        *c = std::env::current_dir()
+            .map_err(|e| Error::io(".", e))?
+            .join(&*c);
     }
     let configs = session::init(&init)?;
     eprintln!(

@@ -125,7 +125,11 @@ pub(crate) fn run(a: Args) -> Result<()> {
             "{}: sent {:.1} KiB in {} messages; wrote {}",
             j.me,
             outcome.report.total_bytes as f64 / 1024.0,
-            outcome.report.participants.first().map_or(0, |p| p.messages_sent),
+            outcome
+                .report
+                .participants
+                .first()
+                .map_or(0, |p| p.messages_sent),
             diag.display()
         ));
     }

@@ -11,7 +11,9 @@ use kinsey_data::output::Outputs;
 use kinsey_data::parquet_io::write_parquet;
 use kinsey_learn::aggregate::{Calibration, NoiseKind};
 use kinsey_protocol::session::pki::TestCa;
-use kinsey_protocol::session::roster::{Member, PROTOCOL_VERSION, Roster, member_name, new_session_id};
+use kinsey_protocol::session::roster::{
+    Member, PROTOCOL_VERSION, Roster, member_name, new_session_id,
+};
 use kinsey_protocol::transport::Peer;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -134,7 +136,10 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
     if k == 0 || k > kinsey_protocol::MAX_PARTIES || i.dim == 0 || i.rows < 2 {
         return Err(Error::param(
             "parties",
-            format!("need 1 to {} parties, dim >= 1, rows >= 2", kinsey_protocol::MAX_PARTIES),
+            format!(
+                "need 1 to {} parties, dim >= 1, rows >= 2",
+                kinsey_protocol::MAX_PARTIES
+            ),
         ));
     }
     kinsey_core::check_epsilon("epsilon", i.epsilon)?;
@@ -143,12 +148,22 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
     if dir.join("roster.toml").exists() {
         return Err(Error::param(
             "out",
-            format!("{} already holds a session; choose another directory", dir.display()),
+            format!(
+                "{} already holds a session; choose another directory",
+                dir.display()
+            ),
         ));
     }
     let ports: Vec<u16> = match i.base_port {
-        Some(p) if usize::from(p) + k <= usize::from(u16::MAX) => (0..=k).map(|j| p + j as u16).collect(),
-        Some(p) => return Err(Error::param("base_port", format!("{p} + {k} is past port 65535"))),
+        Some(p) if usize::from(p) + k <= usize::from(u16::MAX) => {
+            (0..=k).map(|j| p + j as u16).collect()
+        }
+        Some(p) => {
+            return Err(Error::param(
+                "base_port",
+                format!("{p} + {k} is past port 65535"),
+            ));
+        }
         None => free_ports(k + 1)?,
     };
     let ca = TestCa::new(&format!("kinsey session CA ({})", dir.display()))?;
@@ -161,12 +176,19 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
     let mut configs = Vec::new();
     let mut keys = Vec::new();
     for (slot, port) in ports.iter().enumerate() {
-        let peer = if slot == 0 { Peer::Curator } else { Peer::Party(slot - 1) };
+        let peer = if slot == 0 {
+            Peer::Curator
+        } else {
+            Peer::Party(slot - 1)
+        };
         let name = member_name(peer);
         let subject = format!("{name}.kinsey.local");
         let issued = ca.issue(&subject)?;
         o.ensure_dir(&dir.join(&name))?;
-        o.write(&dir.join(&name).join("cert.pem"), issued.cert_pem.as_bytes())?;
+        o.write(
+            &dir.join(&name).join("cert.pem"),
+            issued.cert_pem.as_bytes(),
+        )?;
         o.write(&dir.join(&name).join("key.pem"), issued.key_pem.as_bytes())?;
         keys.push(dir.join(&name).join("key.pem"));
         members.push(Member {
@@ -179,7 +201,9 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
             Peer::Curator => (
                 None,
                 None,
-                i.curator_out.clone().unwrap_or_else(|| PathBuf::from("curator/out")),
+                i.curator_out
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from("curator/out")),
             ),
             Peer::Party(j) => {
                 let path = PathBuf::from(&name).join("data.parquet");
@@ -226,7 +250,10 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
             }
         );
         let path = dir.join(format!("{name}.toml"));
-        o.write(&path, format!("{header}{}", toml_text("config", &cfg)?).as_bytes())?;
+        o.write(
+            &path,
+            format!("{header}{}", toml_text("config", &cfg)?).as_bytes(),
+        )?;
         configs.push(path);
     }
     let roster = Roster {
@@ -267,7 +294,11 @@ pub(crate) fn run_local(configs: &[PathBuf], logs: &Path, limit: Duration) -> Re
     std::fs::create_dir_all(logs).map_err(|e| Error::io(logs, e))?;
     let mut children: Vec<(String, Child, PathBuf)> = Vec::new();
     for (slot, c) in configs.iter().enumerate() {
-        let name = if slot == 0 { "curator".to_string() } else { format!("party-{slot}") };
+        let name = if slot == 0 {
+            "curator".to_string()
+        } else {
+            format!("party-{slot}")
+        };
         let log = logs.join(format!("{name}.log"));
         let f = std::fs::File::create(&log).map_err(|e| Error::io(&log, e))?;
         let f2 = f.try_clone().map_err(|e| Error::io(&log, e))?;
@@ -289,7 +320,11 @@ pub(crate) fn run_local(configs: &[PathBuf], logs: &Path, limit: Duration) -> Re
         if start.elapsed() > limit {
             for &i in &pending {
                 let _ = children[i].1.kill();
-                failed.push(format!("{}: still running after {} s, stopped", children[i].0, limit.as_secs()));
+                failed.push(format!(
+                    "{}: still running after {} s, stopped",
+                    children[i].0,
+                    limit.as_secs()
+                ));
             }
             break;
         }
