@@ -255,6 +255,38 @@ fn kill_party_2_in(stage: u8) {
 }
 
 #[test]
+fn a_silent_party_is_named_by_everyone_after_the_timeout() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path().join("s");
+    let configs = init(&dir, 3, &["--connect-window", "60", "--timeout", "4"]);
+    let mut children = Vec::new();
+    let mut silent = None;
+    for (i, c) in configs.iter().enumerate() {
+        if i == 2 {
+            silent = Some(start(c, &["--hold-at-stage", "2"]));
+        } else {
+            children.push(start(c, &[]));
+        }
+    }
+    let t0 = Instant::now();
+    for o in finish(children) {
+        let t = text(&o);
+        assert!(!o.status.success(), "{t}");
+        // Whoever waits on someone who waits on party 2 still names party 2.
+        assert!(t.contains("party 2 did not answer"), "{t}");
+    }
+    assert!(
+        t0.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        t0.elapsed()
+    );
+    let mut silent = silent.expect("party 2");
+    silent.kill().expect("kill");
+    let _ = silent.wait();
+    no_output(&dir, 3);
+}
+
+#[test]
 fn a_party_killed_in_stage_1_stops_everyone() {
     kill_party_2_in(1);
 }
@@ -317,4 +349,40 @@ fn bad_frames_and_parameter_mismatches_are_clear_errors() {
         "{all:?}"
     );
     no_output(&dir, 2);
+}
+
+#[test]
+fn participant_configs_are_checked_before_connecting() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path().join("s");
+    let configs = init(&dir, 2, &["--connect-window", "2"]);
+    let run = |role: &str, cfg: &Path| {
+        let o = kinsey()
+            .args([role, "--config"])
+            .arg(cfg)
+            .output()
+            .expect("run");
+        assert!(!o.status.success());
+        text(&o)
+    };
+    assert!(run("curator", &configs[1]).contains("kinsey party"));
+    assert!(run("party", &configs[0]).contains("kinsey curator"));
+    // A missing key file is named.
+    std::fs::remove_file(dir.join("party-1/key.pem")).expect("rm");
+    let t = run("party", &configs[1]);
+    assert!(t.contains("key.pem"), "{t}");
+    // A second init into the same directory is refused.
+    let d = dir.to_str().expect("utf-8");
+    let o = kinsey()
+        .args(["session", "init", "--parties", "2", "--out", d])
+        .output()
+        .expect("run");
+    assert!(!o.status.success() && text(&o).contains("already holds a session"));
+    // Key files are readable by their owner only.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let m = std::fs::metadata(dir.join("curator/key.pem")).expect("key");
+        assert_eq!(m.permissions().mode() & 0o077, 0);
+    }
 }

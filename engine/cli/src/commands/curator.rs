@@ -57,7 +57,12 @@ pub(crate) fn run(a: Args) -> Result<()> {
                             OS unless its own config sets a seed (the curator cannot see which)"
                     .into(),
                 seed: SeedSource::Os,
-                warning: None,
+                warning: Some(
+                    "the curator cannot see how each party keyed its noise generator: a party \
+                     whose config sets [privacy] seed made its noise reproducible by whoever \
+                     knows that seed"
+                        .into(),
+                ),
             },
         },
     );

@@ -10,6 +10,7 @@ use kinsey_core::{Error, Result};
 use kinsey_data::output::Outputs;
 use kinsey_data::parquet_io::write_parquet;
 use kinsey_learn::aggregate::{Calibration, NoiseKind};
+use kinsey_protocol::session::local::free_ports;
 use kinsey_protocol::session::pki::TestCa;
 use kinsey_protocol::session::roster::{
     Member, PROTOCOL_VERSION, Roster, member_name, new_session_id,
@@ -88,20 +89,6 @@ pub(crate) fn run(a: Args) -> Result<()> {
             Ok(())
         }
     }
-}
-
-fn free_ports(n: usize) -> Result<Vec<u16>> {
-    let ls = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
-        .collect::<std::io::Result<Vec<_>>>()
-        .map_err(|e| Error::param("base_port", format!("no free port: {e}")))?;
-    ls.iter()
-        .map(|l| {
-            l.local_addr()
-                .map(|a| a.port())
-                .map_err(|e| Error::param("base_port", e.to_string()))
-        })
-        .collect()
 }
 
 fn shared(i: &InitArgs, features: Vec<String>) -> Shared {

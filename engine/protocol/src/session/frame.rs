@@ -22,13 +22,22 @@ pub(crate) enum Class {
     Bye = 2,
     /// The sender stopped the session; the body says why.
     Abort = 3,
+    /// The sender has waited long for a peer (body: that peer), or no longer waits (empty):
+    /// lets a participant that times out find who is silent rather than who waits.
+    Status = 4,
 }
 
 impl Class {
     fn from_u8(v: u8) -> Option<Self> {
-        [Class::Message, Class::Hello, Class::Bye, Class::Abort]
-            .into_iter()
-            .find(|c| *c as u8 == v)
+        [
+            Class::Message,
+            Class::Hello,
+            Class::Bye,
+            Class::Abort,
+            Class::Status,
+        ]
+        .into_iter()
+        .find(|c| *c as u8 == v)
     }
 }
 

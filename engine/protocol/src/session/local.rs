@@ -23,7 +23,9 @@ pub struct LocalSession {
     ids: Vec<Issued>,
 }
 
-fn free_ports(n: usize) -> Result<Vec<u16>> {
+/// `n` loopback ports free right now (bound to port 0, then released; another program may
+/// take one before it is used).
+pub fn free_ports(n: usize) -> Result<Vec<u16>> {
     let ls = (0..n)
         .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
         .collect::<std::io::Result<Vec<_>>>()

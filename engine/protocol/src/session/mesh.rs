@@ -23,6 +23,8 @@ use std::time::{Duration, Instant};
 
 /// Frames a peer may have waiting before the role reads them.
 const MAX_QUEUED: usize = 64;
+/// A receive that has waited this long tells the peers whom it waits on.
+const ANNOUNCE_AFTER: Duration = Duration::from_secs(1);
 
 struct Link {
     conn: Arc<Mutex<Connection>>,
@@ -49,6 +51,8 @@ pub struct Mesh {
     failed: Option<TransportError>,
     /// Bytes written to the sockets after the handshakes (TLS records of every frame).
     wire_sent: u64,
+    /// Whom each peer said it has long waited on.
+    waiting_on: BTreeMap<Peer, Peer>,
 }
 
 impl std::fmt::Debug for Mesh {
@@ -160,6 +164,7 @@ impl Mesh {
             hold_at: cfg.hold_at,
             failed: None,
             wire_sent: 0,
+            waiting_on: BTreeMap::new(),
         }
     }
 
@@ -236,7 +241,7 @@ impl Mesh {
         let ev = match self.events.recv_timeout(left) {
             Ok(ev) => ev,
             Err(RecvTimeoutError::Timeout) => {
-                return Err(TransportError::Timeout(waiting_for));
+                return Err(TransportError::Timeout(self.silent_one(waiting_for)));
             }
             Err(RecvTimeoutError::Disconnected) => {
                 return Err(TransportError::Closed(
@@ -263,6 +268,18 @@ impl Mesh {
                 Ok(())
             }
             Event::Frame(p, Class::Abort, _, body) => Err(parse_abort(p, &body)),
+            Event::Frame(p, Class::Status, _, body) => {
+                match body.as_slice() {
+                    [lo, hi] => {
+                        self.waiting_on
+                            .insert(p, peer_of_code(u16::from_le_bytes([*lo, *hi])));
+                    }
+                    _ => {
+                        self.waiting_on.remove(&p);
+                    }
+                }
+                Ok(())
+            }
             Event::Frame(p, Class::Hello, _, _) => {
                 Err(TransportError::Refused(p, "sent a second hello".into()))
             }
@@ -299,6 +316,29 @@ impl Mesh {
             }
         }
         e
+    }
+
+    /// Tell every peer this participant has waited long for `on` (or no longer waits).
+    fn announce(&mut self, on: Option<Peer>) {
+        let body: Vec<u8> = on.map_or_else(Vec::new, |p| peer_code(p).to_le_bytes().to_vec());
+        let peers: Vec<Peer> = self.links.keys().copied().collect();
+        for p in peers {
+            let _ = self.send_frame(p, Class::Status, self.stage, &body);
+        }
+    }
+
+    /// Who is silent when `waited_for` did not answer: follow the peers' announcements of
+    /// whom they wait on to the one that waits on nobody.
+    fn silent_one(&self, waited_for: Peer) -> Peer {
+        let mut p = waited_for;
+        let mut seen = BTreeSet::from([self.me, p]);
+        while let Some(&q) = self.waiting_on.get(&p) {
+            if !seen.insert(q) {
+                break;
+            }
+            p = q;
+        }
+        p
     }
 
     /// Bytes this participant wrote to its sockets since the handshakes: every frame in
@@ -363,6 +403,14 @@ impl Drop for Mesh {
     }
 }
 
+fn peer_of_code(code: u16) -> Peer {
+    if code == u16::MAX {
+        Peer::Curator
+    } else {
+        Peer::Party(usize::from(code))
+    }
+}
+
 fn peer_code(p: Peer) -> u16 {
     match p {
         Peer::Curator => u16::MAX,
@@ -376,11 +424,7 @@ fn parse_abort(by: Peer, b: &[u8]) -> TransportError {
             let code = u16::from_le_bytes([*lo, *hi]);
             (
                 Stage::from_u8(*s).unwrap_or(Stage::Setup),
-                if code == u16::MAX {
-                    Peer::Curator
-                } else {
-                    Peer::Party(code as usize)
-                },
+                peer_of_code(code),
                 String::from_utf8_lossy(rest).into_owned(),
             )
         }
@@ -434,8 +478,13 @@ impl Transport for Mesh {
             return Err(TransportError::NoRoute(from));
         }
         let deadline = Instant::now() + self.timeout;
+        let announce_at = Instant::now() + ANNOUNCE_AFTER;
+        let mut announced = false;
         loop {
             if let Some(m) = self.queues.get_mut(&from).and_then(VecDeque::pop_front) {
+                if announced {
+                    self.announce(None);
+                }
                 return Ok(m);
             }
             if self.said_bye.contains(&from) {
@@ -444,9 +493,21 @@ impl Transport for Mesh {
                 self.failed = Some(e.clone());
                 return Err(e);
             }
-            if let Err(e) = self.pump(deadline, from) {
-                self.failed = Some(e.clone());
-                return Err(e);
+            let until = if announced {
+                deadline
+            } else {
+                deadline.min(announce_at)
+            };
+            match self.pump(until, from) {
+                Err(TransportError::Timeout(_)) if !announced && Instant::now() < deadline => {
+                    self.announce(Some(from));
+                    announced = true;
+                }
+                Err(e) => {
+                    self.failed = Some(e.clone());
+                    return Err(e);
+                }
+                Ok(()) => {}
             }
         }
     }
