@@ -350,24 +350,25 @@ fn protocol(a: ProtocolArgs) -> Result<()> {
     if compare_tls {
         let runs =
             kinsey_protocol::bench::transport_comparison(agg.backend(), parties, dim, repeat)?;
-        if json {
-            println!(
-                "{}",
-                serde_json::to_string(&runs).map_err(|e| Error::Numerical(e.to_string()))?
-            );
-        } else {
-            print!("{}", kinsey_protocol::bench::transport_table(&runs));
-        }
-        return Ok(());
+        return json_or_table(json, runs.as_slice(), kinsey_protocol::bench::transport_table);
     }
     let r = kinsey_protocol::bench::protocol_run(&agg, parties, dim)?;
+    json_or_table(json, &r, kinsey_protocol::bench::protocol_table)
+}
+
+/// Print a measurement as one JSON line, or as its table.
+fn json_or_table<T: serde::Serialize + ?Sized>(
+    json: bool,
+    v: &T,
+    table: impl Fn(&T) -> String,
+) -> Result<()> {
     if json {
         println!(
             "{}",
-            serde_json::to_string(&r).map_err(|e| Error::Numerical(e.to_string()))?
+            serde_json::to_string(v).map_err(|e| Error::Numerical(e.to_string()))?
         );
     } else {
-        print!("{}", kinsey_protocol::bench::protocol_table(&r));
+        print!("{}", table(v));
     }
     Ok(())
 }
