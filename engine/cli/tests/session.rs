@@ -109,7 +109,12 @@ fn five_processes_started_by_hand_publish_the_in_process_model() {
     std::thread::sleep(Duration::from_millis(300));
     children.push(start(&configs[0], &[]));
     for o in finish(children) {
-        ok(&o);
+        // Measured figures (timings, traffic) only on NOT PRIVATE lines.
+        for l in ok(&o).lines() {
+            if l.contains(" KiB") || l.contains(" s,") || l.contains(" s;") {
+                assert!(l.starts_with("NOT PRIVATE"), "unmarked measurement: {l}");
+            }
+        }
     }
     let demo = tmp.path().join("demo");
     let d = demo.to_str().expect("utf-8");

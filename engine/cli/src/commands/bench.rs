@@ -350,7 +350,11 @@ fn protocol(a: ProtocolArgs) -> Result<()> {
     if compare_tls {
         let runs =
             kinsey_protocol::bench::transport_comparison(agg.backend(), parties, dim, repeat)?;
-        return json_or_table(json, runs.as_slice(), kinsey_protocol::bench::transport_table);
+        return json_or_table(
+            json,
+            runs.as_slice(),
+            kinsey_protocol::bench::transport_table,
+        );
     }
     let r = kinsey_protocol::bench::protocol_run(&agg, parties, dim)?;
     json_or_table(json, &r, kinsey_protocol::bench::protocol_table)

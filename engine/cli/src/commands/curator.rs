@@ -90,11 +90,12 @@ pub(crate) fn run(a: Args) -> Result<()> {
         release.guarantee.epsilon
     );
     println!("  aggregation: {}", release.aggregator);
-    println!(
-        "  protocol: {:.2} s, {:.1} KiB sent by the curator",
+    // Timings follow the parties' sizes only loosely, but they are measured, not public.
+    crate::term::print_diagnostic(&format!(
+        "protocol: {:.2} s, {:.1} KiB sent by the curator",
         outcome.report.wall_seconds,
         outcome.report.total_bytes as f64 / 1024.0
-    );
+    ));
     println!(
         "  wrote {}/report.json and {}/model.json",
         out.display(),

@@ -72,10 +72,12 @@ pub(crate) fn run(a: Args) -> Result<()> {
         noise,
     };
     let train_s = t0.elapsed().as_secs_f64();
-    eprintln!(
-        "{}: trained its local model in {train_s:.2} s; joining the session",
+    // The training time follows the party's size: a diagnostic, on its own terminal.
+    crate::term::print_diagnostic(&format!(
+        "{}: trained its local model in {train_s:.2} s",
         j.me
-    );
+    ));
+    eprintln!("{}: joining the session", j.me);
     let seat = Seat {
         backend: j.backend.clone(),
         input: Some(input),

@@ -135,7 +135,7 @@ fn accept_one(
         return None;
     };
     Some(
-        hello(&mut conn, &mut sock, cfg, peer)
+        hello(&mut conn, &mut sock, cfg)
             .map(|()| (peer, conn, sock))
             .map_err(|e| net_err(me, Some(peer), e)),
     )
@@ -199,6 +199,6 @@ fn dial_one(cfg: &MeshConfig, peer: Peer, deadline: Instant) -> Result<Conn> {
             ),
         )
     })?;
-    hello(&mut conn, &mut sock, cfg, peer).map_err(|e| net_err(me, Some(peer), e))?;
+    hello(&mut conn, &mut sock, cfg).map_err(|e| net_err(me, Some(peer), e))?;
     Ok((peer, conn, sock))
 }

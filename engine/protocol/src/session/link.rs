@@ -64,7 +64,6 @@ pub(crate) fn hello(
     conn: &mut Connection,
     sock: &mut TcpStream,
     cfg: &MeshConfig,
-    peer: Peer,
 ) -> std::result::Result<(), String> {
     let mut body = Vec::new();
     body.extend_from_slice(&super::roster::PROTOCOL_VERSION.to_le_bytes());
@@ -106,7 +105,6 @@ pub(crate) fn hello(
             first_difference(&cfg.params, &theirs)
         ));
     }
-    let _ = peer;
     Ok(())
 }
 

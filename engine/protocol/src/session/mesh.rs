@@ -380,9 +380,9 @@ impl Mesh {
 
     fn close(&mut self) {
         for l in self.links.values() {
-            lock(&l.conn).send_close_notify();
             let mut out = Vec::new();
             let mut c = lock(&l.conn);
+            c.send_close_notify();
             while c.wants_write() {
                 if c.write_tls(&mut out).is_err() {
                     break;

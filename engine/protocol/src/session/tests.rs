@@ -28,14 +28,7 @@ fn backend() -> Arc<dyn AdditiveHe> {
 }
 
 fn inputs(k: usize, d: usize) -> Vec<PartyInput> {
-    let mut rng = NoiseRng::from_seed_quiet(11);
-    (0..k)
-        .map(|j| PartyInput {
-            n: 100 + 37 * ((j * 7) % k),
-            w: (0..d).map(|_| rng.std_normal()).collect(),
-            noise: (0..d).map(|_| 0.1 * rng.std_normal()).collect(),
-        })
-        .collect()
+    crate::bench::synthetic_inputs(k, d, &mut NoiseRng::from_seed_quiet(11))
 }
 
 fn run_all(
