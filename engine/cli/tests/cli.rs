@@ -130,6 +130,51 @@ fn demo_runs_and_reports() {
     );
 }
 
+/// `--backend tfhe` runs the whole protocol under TFHE; Paillier, TFHE and mock publish the
+/// same model with the same seed (switching the name changes nothing else).
+#[test]
+fn demo_under_tfhe_publishes_the_same_model_as_paillier_and_mock() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut models = Vec::new();
+    for name in ["tfhe", "paillier", "mock"] {
+        let out = dir.path().join(name);
+        let mut args = vec![
+            "demo",
+            "--out",
+            arg(&out),
+            "--device",
+            "cpu",
+            "--seed",
+            "9",
+            "--parties",
+            "3",
+            "--dim",
+            "3",
+            "--rows",
+            "3000",
+            "--backend",
+            name,
+        ];
+        if name == "mock" {
+            args.push("--allow-insecure");
+        }
+        let stdout = ok(&args);
+        assert!(
+            stdout
+                .contains("secure result = plaintext reference with the same noise (bit for bit)"),
+            "{name}: {stdout}"
+        );
+        let report = std::fs::read_to_string(out.join("report.json")).expect("report");
+        if name == "tfhe" {
+            assert!(report.contains("post-quantum (LWE)"), "{report}");
+            assert!(report.contains("PARAM_MESSAGE_2_CARRY_2_KS_PBS_TUNIFORM_2M128"));
+        }
+        models.push(json(&out.join("model.json"))["w"].clone());
+    }
+    assert_eq!(models[0], models[1], "tfhe and paillier");
+    assert_eq!(models[0], models[2], "tfhe and mock");
+}
+
 #[test]
 fn generate_train_predict_round_trip() {
     let dir = tempfile::tempdir().expect("tmp");
@@ -444,6 +489,10 @@ fn backends_and_keys_commands() {
         "{s}"
     );
     assert!(s.contains("mock") && s.contains("INSECURE"), "{s}");
+    assert!(
+        s.contains("tfhe") && s.contains("post-quantum (LWE)") && s.contains("2^-128"),
+        "{s}"
+    );
     let dir = tempfile::tempdir().expect("tmp");
     let keys = dir.path().join("keys");
     let e = fails(&["keys", "generate", "--out", arg(&keys), "--bits", "1024"]);

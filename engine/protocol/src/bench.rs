@@ -174,6 +174,9 @@ pub fn protocol_table(r: &ProtocolReport) -> String {
         r.homomorphic_operations,
         r.comparison
     );
+    if let Some(b) = r.bootstraps {
+        s.push_str(&format!("  programmable bootstraps: {b}\n"));
+    }
     s.push_str(&r.stage_lines("  "));
     for p in &r.participants {
         s.push_str(&format!(

@@ -78,9 +78,9 @@ pub(crate) fn curator(ctx: &mut Ctx) -> R<Vec<i128>> {
 
     // Stage 2: the indicator, encrypted under zeta, in pi1 order.
     ctx.enter(Stage::Noise)?;
-    let u: Vec<i128> = (0..k).map(|i| i128::from(i == best)).collect();
+    let u: Vec<bool> = (0..k).map(|i| i == best).collect();
     let enc = ctx.op("encrypt (key holder)", k, |he, rng| {
-        he.encrypt_with_secret_batch(&zeta.secret, &u, rng)
+        he.encrypt_indicator_with_secret_batch(&zeta.secret, &u, NOISE_BITS + 1, rng)
     })?;
     let in_pi1: Vec<Ciphertext> = (0..k).map(|pos| enc[pi2[pos]].clone()).collect();
     let msg = cts_bytes(&in_pi1);

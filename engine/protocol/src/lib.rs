@@ -30,6 +30,7 @@ pub mod faults;
 #[cfg(feature = "paillier")]
 pub mod keyfiles;
 mod messages;
+pub mod opbench;
 mod params;
 mod party;
 mod play;
@@ -47,6 +48,6 @@ mod wire;
 mod tests;
 
 pub use faults::{Fault, FaultKind, Leak};
-pub use params::{KEY_BITS, MAX_PARTIES, NOISE_BITS, SIGMA, SIZE_BITS};
+pub use params::{KEY_BITS, MAX_PARTIES, NOISE_BITS, NOISE_OFFSET, SIGMA, SIZE_BITS};
 pub use report::{ParticipantReport, ProtocolReport, SecureOutcome, StageReport};
 pub use runner::{ProtocolConfig, SecureAggregator};

@@ -2,7 +2,7 @@
 //! (the selected noise, multiplied along the parties) and Stage 3 (masked shares).
 
 use crate::messages::*;
-use crate::params::{KEY_BITS, NOISE_BITS, SIGMA};
+use crate::params::{KEY_BITS, NOISE_BITS, NOISE_OFFSET, SIGMA};
 use crate::reshare::reshare;
 use crate::role::*;
 use crate::transport::{Peer, Stage};
@@ -192,8 +192,11 @@ fn noise(
         .map(|&x| aggregate::encode_noise(x, k))
         .collect::<Result<_>>()
         .map_err(|e| ctx.own(e))?;
+    // Offset into [0, 2^(NOISE_BITS + 1)): the indicator's width (P1 takes the offset
+    // back out with its mask in Stage 3).
+    let shifted: Vec<i128> = eta.iter().map(|v| v + NOISE_OFFSET).collect();
     let psi = ctx.op_on(c, "multiply by plaintext", d, |he, _| {
-        he.mul_plain_one_batch(zeta_pk, &mine, &eta)
+        he.mul_plain_one_batch(zeta_pk, &mine, &shifted)
     })?;
     let psi = ctx.op("rerandomize", d, |he, rng| {
         he.rerandomize_batch(zeta_pk, &psi, rng)
@@ -209,8 +212,9 @@ fn noise(
         let prev = Peer::Party(j - 1);
         let m = ctx.recv(prev, CHAIN)?;
         let incoming = parse_cts(ctx, prev, &m, d)?;
+        // One-hot: at most one of the two sums is nonzero.
         let prod = ctx.op_on(prev, "add", d, |he, _| {
-            he.add_batch(zeta_pk, &incoming, &psi)
+            he.add_disjoint_batch(zeta_pk, &incoming, &psi)
         })?;
         ctx.send(Peer::Party((j + 1) % k), CHAIN, &cts_bytes(&prod))?;
         Vec::new()
@@ -241,9 +245,13 @@ fn shares(
         let s: Vec<i128> = (0..d)
             .map(|_| ctx.random_below_pow2(NOISE_BITS + SIGMA))
             .collect();
-        let zs = ctx.op("encrypt", d, |he, rng| he.encrypt_batch(zeta_pk, &s, rng))?;
+        // The total is a sum of re-randomised ciphertexts: adding s needs no fresh
+        // encryption (under TFHE it also needs no bootstrap).
         let from = Peer::Party(k - 1);
-        let masked = ctx.op_on(from, "add", d, |he, _| he.add_batch(zeta_pk, total, &zs))?;
+        let unshift: Vec<i128> = s.iter().map(|v| v - NOISE_OFFSET).collect();
+        let masked = ctx.op_on(from, "add plaintext", d, |he, _| {
+            he.add_plain_batch(zeta_pk, total, &unshift)
+        })?;
         ctx.send(c, MASKED, &cts_bytes(&masked))?;
         for (vi, si) in v.iter_mut().zip(&s) {
             *vi -= si;

@@ -208,6 +208,7 @@ pub(crate) fn build_report(
         wall_seconds: wall,
         total_bytes: participants.iter().map(|p| p.bytes_sent).sum(),
         homomorphic_operations,
+        bootstraps: None,
         stages,
         participants,
     }

@@ -10,6 +10,10 @@ pub fn registry() -> Registry {
     kinsey_backend_paillier::register(&mut r);
     #[cfg(not(feature = "paillier"))]
     r.register_disabled("paillier", "paillier");
+    #[cfg(feature = "tfhe")]
+    kinsey_backend_tfhe::register(&mut r);
+    #[cfg(not(feature = "tfhe"))]
+    r.register_disabled("tfhe", "tfhe");
     #[cfg(feature = "mock")]
     kinsey_backend_mock::register(&mut r);
     #[cfg(not(feature = "mock"))]
@@ -23,14 +27,18 @@ mod tests {
     use kinsey_backend::registry::BackendOptions;
 
     #[test]
-    fn default_build_has_paillier_and_mock() {
+    fn default_build_has_paillier_tfhe_and_mock() {
         let r = registry();
-        assert_eq!(r.names(), vec!["mock".to_string(), "paillier".to_string()]);
+        assert_eq!(r.names(), vec!["mock", "paillier", "tfhe"]);
         let e = r
-            .create("tfhe", &BackendOptions::default())
+            .create("seal", &BackendOptions::default())
             .err()
             .expect("unknown");
-        assert!(e.to_string().contains("available: mock, paillier"), "{e}");
+        assert!(
+            e.to_string().contains("available: mock, paillier, tfhe"),
+            "{e}"
+        );
         assert!(r.create("paillier", &BackendOptions::default()).is_ok());
+        assert!(r.create("tfhe", &BackendOptions::default()).is_ok());
     }
 }

@@ -62,6 +62,9 @@ pub struct ProtocolReport {
     pub total_bytes: usize,
     /// Homomorphic operations, counted per element.
     pub homomorphic_operations: u64,
+    /// Programmable bootstraps of the run, every participant of this process together
+    /// (backends that bootstrap: TFHE).
+    pub bootstraps: Option<u64>,
     /// Per stage.
     pub stages: Vec<StageReport>,
     /// Per participant.

@@ -128,6 +128,7 @@ impl SecureAggregator {
         let k = parties.len();
         let start = Instant::now();
         let endpoints = transport::in_process(k, self.config.timeout);
+        let bootstraps_before = self.backend.bootstraps();
         let cmp = self.backend.comparison();
         let fault = self.config.fault;
         let he = self.backend.as_ref();
@@ -197,7 +198,7 @@ impl SecureAggregator {
             ));
         }
         let wall = start.elapsed().as_secs_f64();
-        let report = build_report(
+        let mut report = build_report(
             self.backend.info(),
             &roles,
             (k, d),
@@ -205,6 +206,11 @@ impl SecureAggregator {
             cmp.describe(),
             "in-process channels (one thread per participant)",
         );
+        report.bootstraps = self
+            .backend
+            .bootstraps()
+            .zip(bootstraps_before)
+            .map(|(after, before)| after.saturating_sub(before));
         Ok(SecureOutcome {
             w: aggregate::decode_average(&sum, k),
             sum,

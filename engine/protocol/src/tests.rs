@@ -378,3 +378,41 @@ fn bad_inputs_are_refused_before_anything_is_sent() {
     assert!(run("mock", &inputs, false, None).is_err());
     assert!(run("mock", &[], false, None).is_err());
 }
+
+/// The whole protocol under TFHE gives the plaintext reference's sum bit for bit, counts
+/// its bootstraps, and the curator's view passes the same audit as Paillier's.
+#[test]
+fn tfhe_protocol_equals_the_plaintext_aggregate_and_passes_the_curator_audit() {
+    let inputs = parties(&[70_001, 65_537, 90_210], 2, 31);
+    let out = run("tfhe", &inputs, true, None).expect("run");
+    assert_eq!(out.sum, fixed_point_sum(&inputs).expect("sum"));
+    let reference = PlaintextAggregator.aggregate(&inputs).expect("plain");
+    assert_eq!(out.w, reference.w);
+    let r = &out.report;
+    assert!(
+        r.backend.scheme.contains("post-quantum (LWE)"),
+        "{}",
+        r.backend.scheme
+    );
+    assert!(r.comparison.contains("TFHE"), "{}", r.comparison);
+    // Stage 2 bootstraps each of the 41 active blocks of each party's selection once.
+    assert!(
+        r.bootstraps.is_some_and(|b| b >= 3 * 2 * 41),
+        "{:?}",
+        r.bootstraps
+    );
+    audit_curator(&out, &inputs).expect("tfhe transcript is clean");
+}
+
+#[test]
+fn garbage_ciphertexts_are_caught_by_tfhe_validation() {
+    let inputs = parties(&[40, 50], 1, 3);
+    let fault = Fault {
+        participant: Peer::Party(1),
+        stage: Stage::Noise,
+        kind: FaultKind::Garbage,
+    };
+    let e = run("tfhe", &inputs, false, Some(fault)).expect_err("noticed");
+    let msg = e.to_string();
+    assert!(msg.contains("stage 2") && msg.contains("party 2"), "{msg}");
+}

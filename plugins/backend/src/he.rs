@@ -22,6 +22,12 @@ pub struct BackendInfo {
     pub insecure: bool,
     /// What a user should know (assumptions, side channels).
     pub notes: String,
+    /// Largest serialized ciphertext in bytes (transports bound their frames with it).
+    #[serde(default)]
+    pub ciphertext_bytes: u64,
+    /// Largest serialized public key in bytes.
+    #[serde(default)]
+    pub public_key_bytes: u64,
 }
 
 /// An additively homomorphic encryption scheme over signed integers (fixed-point encoded
@@ -35,6 +41,11 @@ pub trait AdditiveHe: Send + Sync {
     fn check_public_key(&self, pk: &PublicKey) -> Result<(), BackendError>;
     /// The public key that belongs to a secret key.
     fn public_key_of(&self, sk: &SecretKey) -> Result<PublicKey, BackendError>;
+    /// Programmable bootstraps this process has run so far (backends that bootstrap:
+    /// TFHE), so a report can count a run's; `None` for the others.
+    fn bootstraps(&self) -> Option<u64> {
+        None
+    }
     /// The secure two-party comparison that goes with this backend (Stage 1).
     fn comparison(&self) -> std::sync::Arc<dyn SecureComparison>;
 
@@ -48,6 +59,23 @@ pub trait AdditiveHe: Send + Sync {
     ) -> Result<Vec<Ciphertext>, BackendError> {
         let pk = self.public_key_of(sk)?;
         self.encrypt_batch(&pk, m, rng)
+    }
+
+    /// Encryptions of the bits of a one-hot indicator by the key holder, in the form
+    /// [`AdditiveHe::mul_plain_one_batch`] multiplies fastest (TFHE: every block encrypts the
+    /// bit, so the multiplication is linear). `width` is public: the plaintexts an indicator
+    /// will be multiplied by lie in `[0, 2^width)` (a backend may refuse others). They
+    /// decrypt to 0 or 1 and take part in every operation like any ciphertext.
+    fn encrypt_indicator_with_secret_batch(
+        &self,
+        sk: &SecretKey,
+        bits: &[bool],
+        width: u32,
+        rng: Rng<'_>,
+    ) -> Result<Vec<Ciphertext>, BackendError> {
+        let _ = width;
+        let m: Vec<i128> = bits.iter().map(|&b| i128::from(b)).collect();
+        self.encrypt_with_secret_batch(sk, &m, rng)
     }
 
     /// `E(m_i)` under `pk`, each with fresh randomness.
@@ -66,6 +94,17 @@ pub trait AdditiveHe: Send + Sync {
         a: &[Ciphertext],
         b: &[Ciphertext],
     ) -> Result<Vec<Ciphertext>, BackendError>;
+    /// `E(a_i + b_i)` where the caller guarantees that `a_i = 0` or `b_i = 0` (Stage 2 sums
+    /// selections of a one-hot indicator); the sum is exact either way, but a backend that
+    /// tracks bounds (TFHE) keeps the tighter one and saves a carry propagation.
+    fn add_disjoint_batch(
+        &self,
+        pk: &PublicKey,
+        a: &[Ciphertext],
+        b: &[Ciphertext],
+    ) -> Result<Vec<Ciphertext>, BackendError> {
+        self.add_batch(pk, a, b)
+    }
     /// `E(a_i + m_i)`.
     fn add_plain_batch(
         &self,

@@ -178,6 +178,8 @@ impl AdditiveHe for Mock {
             plaintext_bits: PLAIN_MOD_BITS - 1,
             insecure: true,
             notes: "INSECURE: no encryption; for protocol tests only".into(),
+            ciphertext_bytes: 0,
+            public_key_bytes: 0,
         }
     }
 

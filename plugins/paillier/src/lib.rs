@@ -236,6 +236,8 @@ impl AdditiveHe for Paillier {
             plaintext_bits: 126,
             insecure: self.key_bits < MIN_KEY_BITS,
             notes,
+            ciphertext_bytes: 0,
+            public_key_bytes: 0,
         }
     }
 

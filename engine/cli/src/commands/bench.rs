@@ -33,6 +33,9 @@ enum Which {
     Paillier(PaillierArgs),
     /// The secure protocol end to end on synthetic inputs: time, operations and traffic.
     Protocol(ProtocolArgs),
+    /// Each operation of one crypto backend on a batch (ms each, bootstraps each where the
+    /// backend counts them), with its key and ciphertext sizes.
+    Backend(BackendArgs),
 }
 
 /// Runs the chosen benchmark.
@@ -43,6 +46,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         Which::Decay(x) => decay(x),
         Which::Paillier(x) => paillier(x),
         Which::Protocol(x) => protocol(x),
+        Which::Backend(x) => backend(x),
     }
 }
 
@@ -358,6 +362,35 @@ fn protocol(a: ProtocolArgs) -> Result<()> {
     }
     let r = kinsey_protocol::bench::protocol_run(&agg, parties, dim)?;
     json_or_table(json, &r, kinsey_protocol::bench::protocol_table)
+}
+
+#[derive(clap::Args, Debug)]
+struct BackendArgs {
+    /// The backend (see `kinsey backends`).
+    #[arg(long, default_value = "tfhe")]
+    backend: String,
+    /// Key size in bits (the backend's default if absent).
+    #[arg(long)]
+    key_bits: Option<u32>,
+    /// Elements per operation (general multiplication and comparison: at most 2).
+    #[arg(long, default_value_t = 8)]
+    count: usize,
+    #[arg(long)]
+    json: bool,
+}
+
+/// `kinsey bench backend`: per-operation costs of one backend.
+fn backend(a: BackendArgs) -> Result<()> {
+    let opts = kinsey_backend::registry::BackendOptions {
+        key_bits: a.key_bits,
+        ..Default::default()
+    };
+    let he = kinsey_protocol::registry::registry()
+        .create(&a.backend, &opts)
+        .map_err(|e| Error::param("backend", e.to_string()))?;
+    let mut rng = kinsey_dp::rng::os_crypto_rng();
+    let t = kinsey_protocol::opbench::operations(he.as_ref(), a.count, &mut rng)?;
+    json_or_table(a.json, &t, kinsey_protocol::opbench::op_table)
 }
 
 /// Print a measurement as one JSON line, or as its table.

@@ -18,7 +18,7 @@ pub(crate) struct CryptoArgs {
     /// "secure" (the 3-stage protocol) or "plaintext" (reference, no secrecy).
     #[arg(long, default_value = "secure")]
     pub(crate) aggregation: String,
-    /// Crypto backend ("paillier" or "mock"; see `kinsey backends`).
+    /// Crypto backend ("paillier", "tfhe" or "mock"; see `kinsey backends`).
     #[arg(long, default_value = "paillier")]
     pub(crate) backend: String,
     /// Key size in bits (backend default: 2048 for Paillier).

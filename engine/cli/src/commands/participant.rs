@@ -142,10 +142,10 @@ impl Joined {
             params,
             connect_window,
             timeout,
-            limits: Limits::new(
+            limits: Limits::for_backend(
                 self.session.parties,
                 self.cfg.shared.features.len(),
-                self.backend.info().key_bits,
+                &self.backend.info(),
             ),
             tamper,
             hold_at,

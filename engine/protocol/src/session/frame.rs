@@ -53,11 +53,29 @@ impl Limits {
     /// `max(key_bits / 2, 1024)` bytes (Paillier's is `key_bits / 4`); the comparison of
     /// Stage 1 sends at most `2 (KEY_BITS + 2)` ciphertexts in one message.
     pub fn new(k: usize, d: usize, key_bits: u32) -> Self {
-        let ct = (key_bits as usize / 2).max(1024) + 8;
+        Self::sized(k, d, (key_bits as usize / 2).max(1024) + 8, 0)
+    }
+
+    /// Limits for a backend that states its largest ciphertext and public key (TFHE's
+    /// are megabytes; one whose `BackendInfo` leaves them 0 is bounded by its key size).
+    pub fn for_backend(k: usize, d: usize, info: &kinsey_backend::BackendInfo) -> Self {
+        if info.ciphertext_bytes == 0 {
+            return Self::new(k, d, info.key_bits);
+        }
+        let ct = usize::try_from(info.ciphertext_bytes).unwrap_or(usize::MAX / 4096);
+        let pk = usize::try_from(info.public_key_bytes).unwrap_or(usize::MAX / 4096);
+        Self::sized(k, d, ct, pk)
+    }
+
+    /// Limits from the largest ciphertext `ct` and public key `pk` in bytes. Setup carries
+    /// at most two keys (a secret key holds its public half) and Stage 1's comparison at
+    /// most `2 (KEY_BITS + 2)` ciphertexts in one message.
+    fn sized(k: usize, d: usize, ct: usize, pk: usize) -> Self {
         let base = 64 * 1024;
+        let keys = (2 * pk).max(64 * ct);
         Self {
             per_stage: [
-                base + 64 * ct,
+                base + keys,
                 base + (2 * k + 4 * (KEY_BITS as usize + 2)) * ct,
                 base + (k + d + 2) * ct,
                 base + (d + 2) * ct + 32 * d,

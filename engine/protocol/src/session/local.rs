@@ -84,7 +84,13 @@ impl LocalSession {
     }
 
     /// Participant `i`'s mesh configuration, with `params` as the shared parameters.
-    pub fn config(&self, i: usize, params: &str, d: usize, key_bits: u32) -> Result<MeshConfig> {
+    pub fn config(
+        &self,
+        i: usize,
+        params: &str,
+        d: usize,
+        info: &kinsey_backend::BackendInfo,
+    ) -> Result<MeshConfig> {
         let id = self
             .ids
             .get(i)
@@ -98,7 +104,7 @@ impl LocalSession {
             params: params.into(),
             connect_window: Duration::from_secs(60),
             timeout: Duration::from_secs(600),
-            limits: Limits::new(k, d, key_bits),
+            limits: Limits::for_backend(k, d, info),
             tamper: None,
             hold_at: None,
         })
@@ -113,12 +119,13 @@ impl LocalSession {
     ) -> Vec<Result<ParticipantOutcome>> {
         let k = inputs.len();
         let d = inputs.first().map_or(0, |p| p.w.len());
-        let key_bits = backend.info().key_bits;
+        let info = backend.info();
+        let info = &info;
         std::thread::scope(|s| {
             let hs: Vec<_> = (0..=k)
                 .map(|i| {
                     s.spawn(move || {
-                        let mut cfg = self.config(i, "job = local\n", d, key_bits)?;
+                        let mut cfg = self.config(i, "job = local\n", d, info)?;
                         edit(i, &mut cfg);
                         let seat = Seat {
                             backend: backend.clone(),

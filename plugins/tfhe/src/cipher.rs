@@ -1,0 +1,152 @@
+//! A kinsey TFHE ciphertext in memory and on the wire.
+//!
+//! Bytes: `KTCT`, a kind (0 = integer in radix form, 1 = selector), the 16-byte fingerprint
+//! of the public key it was made under, a `u16` block count, then per block its degree and
+//! noise level (one byte each: the bounds tfhe-rs tracks, never a plaintext: every operation
+//! sets them from public quantities only), a `u32` length and the block's tfhe-rs safe
+//! serialization. Each block is read through `safe_deserialize_conformant` against the
+//! parameter set with the declared degree and noise level, after the declared values are
+//! checked against the limits the parameter set allows.
+//!
+//! A *radix* ciphertext holds `sum_i m_i 4^i mod 2^128` (blocks may carry unpropagated
+//! carries up to the degree). A *selector* encrypts one bit `b` in every block (each block an
+//! independent encryption of `b`): the form the curator's one-hot indicator takes, so that
+//! multiplying it by a public vector is linear (see `ops::select`).
+
+use crate::params::{FULL_MAX, PARAMS, max_noise_level};
+use kinsey_backend::{BackendError, Ciphertext};
+use tfhe::safe_serialization::{safe_deserialize_conformant, safe_serialize};
+use tfhe::shortint::Ciphertext as Block;
+use tfhe::shortint::ciphertext::{Degree, NoiseLevel};
+use tfhe::shortint::parameters::PBSParameters;
+
+const MAGIC: &[u8; 4] = b"KTCT";
+const HEADER: usize = 4 + 1 + 16 + 2;
+/// Largest serialized block (an LWE ciphertext of dimension 2048 is 16 KiB).
+pub(crate) const BLOCK_LIMIT: u64 = 20 << 10;
+
+/// What a ciphertext's blocks mean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// An integer mod 2^128 in radix form.
+    Radix,
+    /// One bit, encrypted in every block.
+    Selector,
+}
+
+/// A parsed ciphertext.
+#[derive(Clone)]
+pub(crate) struct Ct {
+    pub(crate) kind: Kind,
+    pub(crate) blocks: Vec<Block>,
+}
+
+impl std::fmt::Debug for Ct {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Ct({:?}, {} blocks)", self.kind, self.blocks.len())
+    }
+}
+
+/// Serialize under the key with fingerprint `fp`.
+pub(crate) fn encode(fp: &[u8; 16], ct: &Ct) -> Result<Ciphertext, BackendError> {
+    let mut out = Vec::with_capacity(HEADER + ct.blocks.len() * (16 << 10));
+    out.extend_from_slice(MAGIC);
+    out.push(match ct.kind {
+        Kind::Radix => 0,
+        Kind::Selector => 1,
+    });
+    out.extend_from_slice(fp);
+    out.extend_from_slice(&(ct.blocks.len() as u16).to_le_bytes());
+    for b in &ct.blocks {
+        let (deg, lvl) = (b.degree.get(), b.noise_level().get());
+        if deg > FULL_MAX || lvl > max_noise_level() {
+            return Err(BackendError::Other(format!(
+                "internal: block with degree {deg} and noise level {lvl} cannot be sent"
+            )));
+        }
+        if lvl == 0 && deg > 0 {
+            return Err(BackendError::Other(
+                "internal: a noiseless block holding a value would reveal it; re-randomise \
+                 before sending"
+                    .into(),
+            ));
+        }
+        out.push(deg as u8);
+        out.push(lvl as u8);
+        let at = out.len();
+        out.extend_from_slice(&[0u8; 4]);
+        safe_serialize(b, &mut out, BLOCK_LIMIT)
+            .map_err(|e| BackendError::Other(format!("cannot serialize a block: {e}")))?;
+        let len = (out.len() - at - 4) as u32;
+        out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+    }
+    Ok(Ciphertext(out))
+}
+
+/// Parse and validate a ciphertext made under the key with fingerprint `fp` with exactly
+/// `blocks` blocks.
+pub(crate) fn decode(fp: &[u8; 16], c: &Ciphertext, blocks: usize) -> Result<Ct, BackendError> {
+    let bad = |why: String| BackendError::BadCiphertext(format!("TFHE ciphertext: {why}"));
+    let b = &c.0;
+    if b.len() < HEADER || &b[..4] != MAGIC {
+        return Err(bad("not a kinsey TFHE ciphertext".into()));
+    }
+    let kind = match b[4] {
+        0 => Kind::Radix,
+        1 => Kind::Selector,
+        k => return Err(bad(format!("unknown kind {k}"))),
+    };
+    if &b[5..21] != fp {
+        return Err(bad("made under another key".into()));
+    }
+    let n = u16::from_le_bytes([b[21], b[22]]) as usize;
+    // A selector's width is its own (at most a full integer's); an integer has exactly
+    // `blocks`.
+    let count_ok = match kind {
+        Kind::Radix => n == blocks,
+        Kind::Selector => (1..=blocks).contains(&n),
+    };
+    if !count_ok {
+        return Err(bad(format!("{n} blocks, expected {blocks}")));
+    }
+    let base = PBSParameters::from(PARAMS).to_shortint_conformance_param();
+    let mut at = HEADER;
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let head = b
+            .get(at..at + 6)
+            .ok_or_else(|| bad(format!("truncated at block {i}")))?;
+        let (deg, lvl) = (head[0] as u64, head[1] as u64);
+        let len = u32::from_le_bytes([head[2], head[3], head[4], head[5]]) as u64;
+        let deg_max = if kind == Kind::Selector { 1 } else { FULL_MAX };
+        if deg > deg_max || lvl > max_noise_level() || len > BLOCK_LIMIT {
+            return Err(bad(format!(
+                "block {i} declares degree {deg}, noise level {lvl}, {len} bytes (limits \
+                 {deg_max}, {}, {BLOCK_LIMIT})",
+                max_noise_level()
+            )));
+        }
+        at += 6;
+        let body = b
+            .get(at..at + len as usize)
+            .ok_or_else(|| bad(format!("truncated in block {i}")))?;
+        at += len as usize;
+        let mut params = base;
+        params.degree = Degree::new(deg);
+        params.noise_level = NoiseLevel::NOMINAL * lvl;
+        let block: Block = safe_deserialize_conformant(body, BLOCK_LIMIT, &params)
+            .map_err(|e| bad(format!("block {i} refused: {e}")))?;
+        // Noise level 0 is claimed only by a noiseless (trivial) block, which operations
+        // then treat as public.
+        if lvl == 0 && (deg > 0 || !block.is_trivial()) {
+            return Err(bad(format!(
+                "block {i} claims no noise but is not a trivial encryption of zero"
+            )));
+        }
+        out.push(block);
+    }
+    if at != b.len() {
+        return Err(bad(format!("{} trailing bytes", b.len() - at)));
+    }
+    Ok(Ct { kind, blocks: out })
+}

@@ -1,0 +1,396 @@
+//! The `tfhe` backend: kinsey's secure protocol under TFHE (tfhe-rs 1.8.2, integer API),
+//! whose security rests on (G)LWE, a post-quantum assumption.
+//!
+//! Plaintexts are integers mod 2^128 as radix ciphertexts of 64 blocks of 2 bits (parameter
+//! set `PARAM_MESSAGE_2_CARRY_2_KS_PBS_TUNIFORM_2M128`: 128-bit security, failure
+//! probability 2^-128 per bootstrap). Which key each participant holds, and why the server
+//! key travels with the public key: `plugins/tfhe/README.md`.
+//!
+//! Where the time goes: additions, additions of plaintexts and the one-hot selection of
+//! Stage 2 ([`ops::select`]) are linear maps of the LWE blocks (no bootstrapping); each
+//! re-randomisation bootstraps every block once (it is what hides how a ciphertext was
+//! computed from the key holder who decrypts it); Stage 1's comparisons are tfhe-rs's
+//! encrypted `lt`. Every key and ciphertext is read through tfhe-rs's size-limited,
+//! parameter-checked deserialization.
+
+mod cipher;
+mod compare;
+mod keys;
+mod ops;
+mod params;
+
+pub use compare::TfheComparison;
+
+use cipher::{Ct, Kind};
+use keys::{Public, fingerprint};
+use kinsey_backend::registry::BackendOptions;
+use kinsey_backend::{
+    AdditiveHe, BackendError, BackendInfo, Ciphertext, KeyPair, PublicKey, Registry, Rng,
+    SecretKey, SecureComparison, same_len,
+};
+use params::{BLOCKS, MSG_MAX, PARAMS_NAME, WIDTH};
+use rayon::prelude::*;
+use std::sync::{Arc, Mutex};
+use tfhe::integer::{ClientKey, IntegerRadixCiphertext};
+use tfhe::shortint::ciphertext::Degree;
+
+/// How many parsed public keys a backend keeps (decompressing a server key takes seconds).
+const CACHE: usize = 8;
+
+/// Register `tfhe` in a registry.
+pub fn register(registry: &mut Registry) {
+    registry.register("tfhe", create);
+}
+
+fn create(opts: &BackendOptions) -> Result<Arc<dyn AdditiveHe>, BackendError> {
+    if let Some(bits) = opts.key_bits.filter(|&b| b != 2048) {
+        return Err(BackendError::Other(format!(
+            "the tfhe backend has one parameter set (LWE keys of 2048 bits); key_bits = {bits} \
+             cannot be honoured"
+        )));
+    }
+    Ok(Arc::new(Tfhe::new()))
+}
+
+/// Parsed public keys, shared by the backend and its comparison.
+#[derive(Default)]
+pub(crate) struct Keys {
+    cache: Mutex<Vec<Arc<Public>>>,
+}
+
+impl std::fmt::Debug for Keys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Keys(cache)")
+    }
+}
+
+impl Keys {
+    /// The parsed public key (cached by fingerprint).
+    pub(crate) fn public(&self, pk: &PublicKey) -> Result<Arc<Public>, BackendError> {
+        self.public_bytes(&pk.0)
+    }
+
+    fn public_bytes(&self, bytes: &[u8]) -> Result<Arc<Public>, BackendError> {
+        let fp = fingerprint(bytes);
+        let mut cache = self
+            .cache
+            .lock()
+            .map_err(|_| BackendError::Other("TFHE key cache poisoned".into()))?;
+        if let Some(p) = cache.iter().find(|p| p.fp == fp) {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(keys::parse_public(bytes)?);
+        if cache.len() >= CACHE {
+            cache.remove(0);
+        }
+        cache.push(p.clone());
+        Ok(p)
+    }
+
+    /// The client key and its public half.
+    pub(crate) fn secret(&self, sk: &SecretKey) -> Result<(ClientKey, Arc<Public>), BackendError> {
+        let (ck, pk) = keys::parse_secret_parts(&sk.0)?;
+        Ok((ck, self.public_bytes(pk)?))
+    }
+}
+
+/// The TFHE backend.
+#[derive(Debug, Clone, Default)]
+pub struct Tfhe {
+    keys: Arc<Keys>,
+}
+
+impl Tfhe {
+    /// A backend with an empty key cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub(crate) fn with_keys(keys: Arc<Keys>) -> Self {
+        Self { keys }
+    }
+
+    fn parse(&self, p: &Public, c: &[Ciphertext]) -> Result<Vec<Ct>, BackendError> {
+        c.par_iter()
+            .map(|c| cipher::decode(&p.fp, c, BLOCKS))
+            .collect()
+    }
+
+    fn radix(
+        &self,
+        p: &Public,
+        c: &[Ciphertext],
+    ) -> Result<Vec<Vec<tfhe::shortint::Ciphertext>>, BackendError> {
+        Ok(self
+            .parse(p, c)?
+            .into_iter()
+            .map(|ct| ops::radix(p, ct))
+            .collect())
+    }
+
+    fn out(
+        &self,
+        p: &Public,
+        cts: Vec<Vec<tfhe::shortint::Ciphertext>>,
+    ) -> Result<Vec<Ciphertext>, BackendError> {
+        cts.into_par_iter()
+            .map(|blocks| {
+                cipher::encode(
+                    &p.fp,
+                    &Ct {
+                        kind: Kind::Radix,
+                        blocks,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// Pairwise sum, `disjoint` when the caller promises one operand of each pair is zero.
+    fn sum(
+        &self,
+        pk: &PublicKey,
+        a: &[Ciphertext],
+        b: &[Ciphertext],
+        disjoint: bool,
+    ) -> Result<Vec<Ciphertext>, BackendError> {
+        same_len(a.len(), b.len())?;
+        let p = self.keys.public(pk)?;
+        let (a, b) = (self.radix(&p, a)?, self.radix(&p, b)?);
+        let r = a
+            .into_par_iter()
+            .zip(b)
+            .map(|(x, y)| ops::add(&p, x, y, disjoint))
+            .collect();
+        self.out(&p, r)
+    }
+}
+
+impl AdditiveHe for Tfhe {
+    fn info(&self) -> BackendInfo {
+        BackendInfo {
+            name: "tfhe".into(),
+            scheme: format!(
+                "TFHE, tfhe-rs 1.8.2 integer API: radix integers of {BLOCKS} blocks x 2 bits \
+                 (mod 2^{WIDTH}); parameter set {PARAMS_NAME} (128-bit security, failure \
+                 probability 2^-128 per bootstrap); post-quantum (LWE)"
+            ),
+            key_bits: 2048,
+            security_bits: 128,
+            plaintext_bits: WIDTH - 1,
+            insecure: false,
+            notes: "post-quantum (LWE). Encryption under the compact public key derived from \
+                    the client key (Joye 2023); re-randomisation = fresh encryption of zero, \
+                    one bootstrap per block, fresh encryption of zero (circuit privacy of the \
+                    bootstrap is heuristic, as in tfhe-rs's re-randomisation). Key material \
+                    comes from tfhe-rs's seeder (OS entropy). Not constant-time against a \
+                    co-resident attacker measuring cache timing of the FFT."
+                .into(),
+            ciphertext_bytes: (BLOCKS as u64) * (cipher::BLOCK_LIMIT + 6) + 32,
+            public_key_bytes: keys::PUBLIC_KEY_LIMIT,
+        }
+    }
+
+    fn bootstraps(&self) -> Option<u64> {
+        Some(tfhe::get_pbs_count())
+    }
+
+    fn keygen(&self, _rng: Rng<'_>) -> Result<KeyPair, BackendError> {
+        let (pk, sk) = keys::generate()?;
+        Ok(KeyPair {
+            public: PublicKey(pk),
+            secret: SecretKey(sk),
+        })
+    }
+
+    fn check_public_key(&self, pk: &PublicKey) -> Result<(), BackendError> {
+        self.keys.public(pk).map(|_| ())
+    }
+
+    fn public_key_of(&self, sk: &SecretKey) -> Result<PublicKey, BackendError> {
+        let (ck, p) = self.keys.secret(sk)?;
+        // The public half must belong to the client key: a zero encrypted under it decrypts.
+        // The probe's randomness is irrelevant (a public constant, discarded).
+        let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::from_seed([7; 32]);
+        let probe = ops::encrypt(&p, &[0x5a5a], BLOCKS, &mut rng)?;
+        if probe.first().map(|b| ops::decrypt(&ck, b)) != Some(0x5a5a) {
+            return Err(BackendError::BadKey(
+                "the TFHE secret key's public half belongs to another client key".into(),
+            ));
+        }
+        let (_, pk) = keys::parse_secret_parts(&sk.0)?;
+        Ok(PublicKey(pk.to_vec()))
+    }
+
+    fn comparison(&self) -> Arc<dyn SecureComparison> {
+        Arc::new(TfheComparison {
+            keys: self.keys.clone(),
+        })
+    }
+
+    fn encrypt_with_secret_batch(
+        &self,
+        sk: &SecretKey,
+        m: &[i128],
+        _rng: Rng<'_>,
+    ) -> Result<Vec<Ciphertext>, BackendError> {
+        let (ck, p) = self.keys.secret(sk)?;
+        let cts = m
+            .par_iter()
+            .map(|&v| {
+                let mut blocks = ck.encrypt_radix(v as u128, BLOCKS).into_blocks();
+                for b in &mut blocks {
+                    b.degree = Degree::new(MSG_MAX);
+                }
+                blocks
+            })
+            .collect();
+        self.out(&p, cts)
+    }
+
+    fn encrypt_indicator_with_secret_batch(
+        &self,
+        sk: &SecretKey,
+        bits: &[bool],
+        width: u32,
+        _rng: Rng<'_>,
+    ) -> Result<Vec<Ciphertext>, BackendError> {
+        if !(1..=WIDTH).contains(&width) {
+            return Err(BackendError::Codec(format!(
+                "indicator width {width} bits is outside 1..={WIDTH}"
+            )));
+        }
+        let n = width.div_ceil(params::BLOCK_BITS) as usize;
+        let (ck, p) = self.keys.secret(sk)?;
+        let key: &tfhe::shortint::ClientKey = ck.as_ref();
+        bits.par_iter()
+            .map(|&b| {
+                let blocks = (0..n)
+                    .map(|_| {
+                        let mut c = key.encrypt(u64::from(b));
+                        c.degree = Degree::new(1);
+                        c
+                    })
+                    .collect();
+                cipher::encode(
+                    &p.fp,
+                    &Ct {
+                        kind: Kind::Selector,
+                        blocks,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    fn encrypt_batch(
+        &self,
+        pk: &PublicKey,
+        m: &[i128],
+        rng: Rng<'_>,
+    ) -> Result<Vec<Ciphertext>, BackendError> {
+        let p = self.keys.public(pk)?;
+        let m: Vec<u128> = m.iter().map(|&v| v as u128).collect();
+        let cts = ops::encrypt(&p, &m, BLOCKS, rng)?;
+        self.out(&p, cts)
+    }
+
+    fn decrypt_batch(&self, sk: &SecretKey, c: &[Ciphertext]) -> Result<Vec<i128>, BackendError> {
+        let (ck, p) = self.keys.secret(sk)?;
+        self.parse(&p, c)?
+            .par_iter()
+            .map(|ct| match ct.kind {
+                Kind::Radix => Ok(ops::decrypt(&ck, &ct.blocks)),
+                Kind::Selector => ops::decrypt_selector(&ck, &ct.blocks),
+            })
+            .collect()
+    }
+
+    fn add_batch(
+        &self,
+        pk: &PublicKey,
+        a: &[Ciphertext],
+        b: &[Ciphertext],
+    ) -> Result<Vec<Ciphertext>, BackendError> {
+        self.sum(pk, a, b, false)
+    }
+
+    fn add_disjoint_batch(
+        &self,
+        pk: &PublicKey,
+        a: &[Ciphertext],
+        b: &[Ciphertext],
+    ) -> Result<Vec<Ciphertext>, BackendError> {
+        self.sum(pk, a, b, true)
+    }
+
+    fn add_plain_batch(
+        &self,
+        pk: &PublicKey,
+        a: &[Ciphertext],
+        m: &[i128],
+    ) -> Result<Vec<Ciphertext>, BackendError> {
+        same_len(a.len(), m.len())?;
+        let p = self.keys.public(pk)?;
+        let r = self
+            .radix(&p, a)?
+            .into_par_iter()
+            .zip(m)
+            .map(|(x, &v)| ops::add_plain(&p, x, v))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.out(&p, r)
+    }
+
+    fn mul_plain_batch(
+        &self,
+        pk: &PublicKey,
+        a: &[Ciphertext],
+        k: &[i128],
+    ) -> Result<Vec<Ciphertext>, BackendError> {
+        same_len(a.len(), k.len())?;
+        let p = self.keys.public(pk)?;
+        let r = self
+            .radix(&p, a)?
+            .into_iter()
+            .zip(k)
+            .map(|(x, &v)| ops::mul_plain(&p, x, v))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.out(&p, r)
+    }
+
+    fn mul_plain_one_batch(
+        &self,
+        pk: &PublicKey,
+        a: &Ciphertext,
+        k: &[i128],
+    ) -> Result<Vec<Ciphertext>, BackendError> {
+        let p = self.keys.public(pk)?;
+        let ct = cipher::decode(&p.fp, a, BLOCKS)?;
+        let r = if ct.kind == Kind::Selector {
+            k.par_iter()
+                .map(|&v| ops::select(&p, &ct, v))
+                .collect::<Result<Vec<_>, _>>()?
+        } else {
+            let x = ops::radix(&p, ct);
+            k.iter()
+                .map(|&v| ops::mul_plain(&p, x.clone(), v))
+                .collect::<Result<Vec<_>, _>>()?
+        };
+        self.out(&p, r)
+    }
+
+    fn rerandomize_batch(
+        &self,
+        pk: &PublicKey,
+        a: &[Ciphertext],
+        rng: Rng<'_>,
+    ) -> Result<Vec<Ciphertext>, BackendError> {
+        let p = self.keys.public(pk)?;
+        let cts = self.radix(&p, a)?;
+        let r = ops::sanitize(&p, cts, rng)?;
+        self.out(&p, r)
+    }
+}
+
+#[cfg(test)]
+mod tests;

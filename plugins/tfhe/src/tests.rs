@@ -1,0 +1,125 @@
+use super::*;
+use rand_core::SeedableRng;
+
+fn rng() -> rand_chacha::ChaCha20Rng {
+    rand_chacha::ChaCha20Rng::seed_from_u64(14)
+}
+
+#[test]
+fn tfhe_passes_the_conformance_suite() {
+    kinsey_backend::conformance::run(&Tfhe::new(), &mut rng()).expect("conformance");
+}
+
+#[test]
+fn forged_headers_and_blocks_are_refused() {
+    let he = Tfhe::new();
+    let mut r = rng();
+    let kp = he.keygen(&mut r).expect("keygen");
+    let c = he.encrypt(&kp.public, 42, &mut r).expect("encrypt");
+    // Header: 23 bytes, then per block degree, level, u32 length.
+    let mut deg = c.clone();
+    deg.0[23] = 16;
+    let e = he.decrypt(&kp.secret, &deg).err().expect("refused");
+    assert!(e.to_string().contains("degree 16"), "{e}");
+    let mut lvl = c.clone();
+    lvl.0[24] = 9;
+    assert!(he.decrypt(&kp.secret, &lvl).is_err());
+    let mut len = c.clone();
+    len.0[25..29].copy_from_slice(&u32::MAX.to_le_bytes());
+    let e = he.decrypt(&kp.secret, &len).err().expect("refused");
+    assert!(e.to_string().contains("bytes"), "{e}");
+    // A block that claims a lower noise level than it has is refused by tfhe-rs's check.
+    let mut under = c.clone();
+    under.0[24] = 0;
+    let e = he.decrypt(&kp.secret, &under).err().expect("refused");
+    assert!(e.to_string().contains("refused"), "{e}");
+    // Garbage inside a block.
+    let mut body = c.clone();
+    for b in &mut body.0[40..80] {
+        *b ^= 0xa5;
+    }
+    assert!(he.decrypt(&kp.secret, &body).is_err());
+    // The right number of blocks, with a kind that does not exist.
+    let mut kind = c.clone();
+    kind.0[4] = 7;
+    assert!(he.decrypt(&kp.secret, &kind).is_err());
+    assert_eq!(he.decrypt(&kp.secret, &c).expect("intact"), 42);
+}
+
+#[test]
+fn keys_of_another_client_key_are_refused() {
+    let he = Tfhe::new();
+    let mut r = rng();
+    let a = he.keygen(&mut r).expect("keygen");
+    let b = he.keygen(&mut r).expect("keygen");
+    // Secret key A with public half B: the probe catches it.
+    let (_, pk_a) = keys::parse_secret_parts(&a.secret.0).expect("parts");
+    let cut = a.secret.0.len() - pk_a.len();
+    let mixed = SecretKey([&a.secret.0[..cut], &b.public.0[..]].concat());
+    let e = he.public_key_of(&mixed).err().expect("refused");
+    assert!(e.to_string().contains("another client key"), "{e}");
+    // A truncated public key, and one with trailing bytes.
+    assert!(
+        he.check_public_key(&PublicKey(a.public.0[..1000].to_vec()))
+            .is_err()
+    );
+    let mut long = a.public.0.clone();
+    long.push(0);
+    assert!(he.check_public_key(&PublicKey(long)).is_err());
+}
+
+#[test]
+fn header_bounds_never_depend_on_the_plaintext() {
+    let he = Tfhe::new();
+    let mut r = rng();
+    let kp = he.keygen(&mut r).expect("keygen");
+    let headers = |c: &Ciphertext| -> Vec<(u8, u8)> {
+        let mut out = Vec::new();
+        let mut at = 23;
+        while at < c.0.len() {
+            out.push((c.0[at], c.0[at + 1]));
+            let len = u32::from_le_bytes([c.0[at + 2], c.0[at + 3], c.0[at + 4], c.0[at + 5]]);
+            at += 6 + len as usize;
+        }
+        out
+    };
+    let e = he
+        .encrypt_batch(&kp.public, &[0, -1, 1 << 100], &mut r)
+        .expect("encrypt");
+    assert!(e.iter().all(|c| headers(c) == headers(&e[0])));
+    let p = he
+        .add_plain_batch(&kp.public, &e, &[0, 3, -1])
+        .expect("add plain");
+    assert!(p.iter().all(|c| headers(c) == headers(&p[0])));
+    let ind = he
+        .encrypt_indicator_with_secret_batch(&kp.secret, &[true], 81, &mut r)
+        .expect("indicator");
+    let s = he
+        .mul_plain_one_batch(&kp.public, &ind[0], &[0, 1, (1 << 81) - 1, 1 << 70])
+        .expect("select");
+    assert!(s.iter().all(|c| headers(c) == headers(&s[0])));
+    // 41 blocks of 2 bits: 2^82 and negative values are outside the indicator's width.
+    for bad in [1i128 << 82, -1] {
+        let e = he
+            .mul_plain_one_batch(&kp.public, &ind[0], &[bad])
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("2^82"), "{e}");
+    }
+    // Sanitising bootstraps the 41 active blocks only; the 23 public zeros are encrypted
+    // (degree 0, nominal noise), so a plaintext added to them later stays hidden.
+    let rr = he
+        .rerandomize_batch(&kp.public, &s[..1], &mut r)
+        .expect("rerandomise");
+    let h = headers(&rr[0]);
+    assert!(h[..41].iter().all(|&x| x == (3, 1)), "{h:?}");
+    assert!(h[41..].iter().all(|&x| x == (0, 1)), "{h:?}");
+    assert_eq!(he.decrypt(&kp.secret, &rr[0]).expect("decrypt"), 0);
+    let masked = he
+        .add_plain_batch(&kp.public, &rr, &[1 << 120])
+        .expect("mask");
+    assert_eq!(
+        he.decrypt(&kp.secret, &masked[0]).expect("decrypt"),
+        1 << 120
+    );
+}
