@@ -171,17 +171,13 @@ mod tests {
     fn lengths_are_checked_before_allocation() {
         let mut huge = PK_MAGIC.to_vec();
         huge.extend_from_slice(&u32::MAX.to_le_bytes());
-        let e = parse_public(&huge).err().expect("refused");
+        let e = parse_public(&huge).expect_err("refused");
         assert!(e.to_string().contains("exceeds the limit"), "{e}");
-        let e = parse_public(b"KTPK\x05\x00\x00\x00ab")
-            .err()
-            .expect("refused");
+        let e = parse_public(b"KTPK\x05\x00\x00\x00ab").expect_err("refused");
         assert!(e.to_string().contains("truncated"), "{e}");
-        let e = parse_public(b"XXXX").err().expect("refused");
+        let e = parse_public(b"XXXX").expect_err("refused");
         assert!(e.to_string().contains("magic"), "{e}");
-        let e = parse_secret_parts(b"KTSK\x03\x00\x00\x00abc")
-            .err()
-            .expect("refused");
+        let e = parse_secret_parts(b"KTSK\x03\x00\x00\x00abc").expect_err("refused");
         assert!(e.to_string().contains("client key refused"), "{e}");
     }
 }

@@ -19,19 +19,19 @@ fn forged_headers_and_blocks_are_refused() {
     // Header: 23 bytes, then per block degree, level, u32 length.
     let mut deg = c.clone();
     deg.0[23] = 16;
-    let e = he.decrypt(&kp.secret, &deg).err().expect("refused");
+    let e = he.decrypt(&kp.secret, &deg).expect_err("refused");
     assert!(e.to_string().contains("degree 16"), "{e}");
     let mut lvl = c.clone();
     lvl.0[24] = 9;
     assert!(he.decrypt(&kp.secret, &lvl).is_err());
     let mut len = c.clone();
     len.0[25..29].copy_from_slice(&u32::MAX.to_le_bytes());
-    let e = he.decrypt(&kp.secret, &len).err().expect("refused");
+    let e = he.decrypt(&kp.secret, &len).expect_err("refused");
     assert!(e.to_string().contains("bytes"), "{e}");
     // A block that claims a lower noise level than it has is refused by tfhe-rs's check.
     let mut under = c.clone();
     under.0[24] = 0;
-    let e = he.decrypt(&kp.secret, &under).err().expect("refused");
+    let e = he.decrypt(&kp.secret, &under).expect_err("refused");
     assert!(e.to_string().contains("refused"), "{e}");
     // Garbage inside a block.
     let mut body = c.clone();
@@ -56,7 +56,7 @@ fn keys_of_another_client_key_are_refused() {
     let (_, pk_a) = keys::parse_secret_parts(&a.secret.0).expect("parts");
     let cut = a.secret.0.len() - pk_a.len();
     let mixed = SecretKey([&a.secret.0[..cut], &b.public.0[..]].concat());
-    let e = he.public_key_of(&mixed).err().expect("refused");
+    let e = he.public_key_of(&mixed).expect_err("refused");
     assert!(e.to_string().contains("another client key"), "{e}");
     // A truncated public key, and one with trailing bytes.
     assert!(
@@ -102,8 +102,7 @@ fn header_bounds_never_depend_on_the_plaintext() {
     for bad in [1i128 << 82, -1] {
         let e = he
             .mul_plain_one_batch(&kp.public, &ind[0], &[bad])
-            .err()
-            .expect("refused");
+            .expect_err("refused");
         assert!(e.to_string().contains("2^82"), "{e}");
     }
     // Sanitising bootstraps the 41 active blocks only; the 23 public zeros are encrypted
