@@ -35,5 +35,28 @@ cargo fmt --all -- --check
 # The subcommand and decayed-sum modules are declared by macros (one registration line each), which
 # `cargo fmt` does not follow: check them by name.
 rustfmt --edition 2024 --check engine/cli/src/commands/*.rs engine/stats/src/decay/*.rs
-cargo clippy --workspace --all-targets -- -D warnings
+# Clippy runs inside the test build: clippy-driver is the compiler of the workspace's own
+# crates (RUSTC_WORKSPACE_WRAPPER, what `cargo clippy` sets too), with the lints and
+# `-D warnings` of `cargo clippy --workspace --all-targets -- -D warnings`, so the
+# dependencies (tfhe, arrow, wgpu, ...) compile once instead of once to check and once to
+# test (BENCHMARKS.md, CI). CLIPPY_ARGS is clippy-driver's own way of receiving
+# `-- -D warnings`; a probe crate with a lint in it must fail to build, or the gate is off.
+driver="$(dirname "$(rustup which cargo 2>/dev/null || command -v cargo)")/clippy-driver"
+[ -x "$driver" ] || driver="$(command -v clippy-driver || true)"
+if [ -n "$driver" ] && [ -x "$driver" ]; then
+  export RUSTC_WORKSPACE_WRAPPER="$driver"
+  export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+  probe="$(mktemp -d)"
+  mkdir -p "$probe/src"
+  printf '[package]\nname = "lint-probe"\nversion = "0.0.0"\nedition = "2024"\n[workspace]\n' >"$probe/Cargo.toml"
+  printf 'fn main() {\n    let x: u32 = 1;\n    let y = x.clone();\n    println!("{y}");\n}\n' >"$probe/src/main.rs"
+  if out="$(cargo build -q --manifest-path "$probe/Cargo.toml" --target-dir "$probe/target" 2>&1)" \
+    || ! grep -q "clone_on_copy\|clone-on-copy" <<<"$out"; then
+    echo "clippy-driver did not turn a lint into an error: the clippy gate would be off"; exit 1
+  fi
+  rm -rf "$probe"
+  cargo test --workspace --all-targets --no-run
+else
+  cargo clippy --workspace --all-targets -- -D warnings
+fi
 cargo test --workspace

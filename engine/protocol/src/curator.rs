@@ -52,6 +52,9 @@ pub(crate) fn curator(ctx: &mut Ctx) -> R<Vec<i128>> {
         let c = ctx.op("rerandomize", 1, |he, rng| {
             he.rerandomize_batch(&xi_pk, &c, rng)
         })?;
+        // A party holding xi decrypts it, and one of them made `xi(a)`: nothing of how it
+        // was computed may show (TFHE: its noise).
+        let c = ctx.op("sanitize", 1, |he, rng| he.sanitize_batch(&xi_pk, &c, rng))?;
         blinded.push(c);
         b_masked.push(b - r);
     }

@@ -3,7 +3,7 @@
 //! counts them (TFHE).
 
 use crate::params::KEY_BITS;
-use kinsey_backend::{AdditiveHe, compare::run_pair};
+use kinsey_backend::{AdditiveHe, Ciphertext, compare::run_pair};
 use kinsey_core::{Error, Result};
 use serde::Serialize;
 use std::time::Instant;
@@ -129,33 +129,45 @@ pub fn operations(
             .map_err(be)?;
         Ok(())
     })?;
+    let other = he
+        .encrypt_indicator_with_secret_batch(sk, &[false], crate::NOISE_BITS + 1, rng)
+        .map_err(be)?;
     // Stage 2's values: noise offset into [0, 2^81).
     let noise: Vec<i128> = (0..count as i128)
         .map(|i| crate::NOISE_OFFSET - (1 << 79) + 977 * i)
         .collect();
+    let first = |v: &[Ciphertext]| -> Result<Ciphertext> {
+        v.first()
+            .cloned()
+            .ok_or_else(|| Error::Numerical("no indicator".into()))
+    };
+    let (i1, i0) = (first(&ind)?, first(&other)?);
     let mut sel = Vec::new();
     time("select (indicator x 81-bit plaintext)", count, &mut || {
-        let i = ind
-            .first()
-            .ok_or_else(|| Error::Numerical("no indicator".into()))?;
-        sel = he.mul_plain_one_batch(pk, i, &noise).map_err(be)?;
+        sel = he.mul_plain_one_batch(pk, &i1, &noise).map_err(be)?;
         Ok(())
     })?;
     let mut rr = Vec::new();
-    time("re-randomise", count, &mut || {
+    time("re-randomise (a selection)", count, &mut || {
         rr = he.rerandomize_batch(pk, &sel, rng).map_err(be)?;
         Ok(())
     })?;
     check(he.decrypt_batch(sk, &rr).map_err(be)?, &noise, "select")?;
-    let zeros: Vec<i128> = vec![0; count];
-    let z = he.encrypt_batch(pk, &zeros, rng).map_err(be)?;
+    let z = he.mul_plain_one_batch(pk, &i0, &noise).map_err(be)?;
+    let z = he.rerandomize_batch(pk, &z, rng).map_err(be)?;
+    let mut d = Vec::new();
     time("add (disjoint, Stage 2 chain)", count, &mut || {
-        let d = he.add_disjoint_batch(pk, &rr, &z).map_err(be)?;
-        check(
-            he.decrypt_batch(sk, &d).map_err(be)?,
-            &noise,
-            "disjoint add",
-        )
+        d = he.add_disjoint_batch(pk, &rr, &z).map_err(be)?;
+        Ok(())
+    })?;
+    check(
+        he.decrypt_batch(sk, &d).map_err(be)?,
+        &noise,
+        "disjoint add",
+    )?;
+    time("sanitise (Stage 2 sum, once)", count, &mut || {
+        let s = he.sanitize_batch(pk, &d, rng).map_err(be)?;
+        check(he.decrypt_batch(sk, &s).map_err(be)?, &noise, "sanitise")
     })?;
     let cmp = he.comparison();
     let mut ck = None;

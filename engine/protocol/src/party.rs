@@ -202,12 +202,13 @@ fn noise(
         he.rerandomize_batch(zeta_pk, &psi, rng)
     })?;
     let total = if k == 1 {
-        psi
+        sanitize(ctx, c, zeta_pk, psi)?
     } else if j == 0 {
         ctx.send(Peer::Party(1), CHAIN, &cts_bytes(&psi))?;
         let last = Peer::Party(k - 1);
         let m = ctx.recv(last, CHAIN)?;
-        parse_cts(ctx, last, &m, d)?
+        let sum = parse_cts(ctx, last, &m, d)?;
+        sanitize(ctx, last, zeta_pk, sum)?
     } else {
         let prev = Peer::Party(j - 1);
         let m = ctx.recv(prev, CHAIN)?;
@@ -221,6 +222,20 @@ fn noise(
     };
 
     Ok(total)
+}
+
+/// The chain's sum made fit for the curator's eyes (its key decrypts it after Stage 3's
+/// mask): one sanitisation, whatever the number of parties (TFHE: one bootstrap per bit;
+/// Paillier: nothing, its re-randomised sums already look fresh).
+fn sanitize(
+    ctx: &mut Ctx,
+    from: Peer,
+    zeta_pk: &PublicKey,
+    total: Vec<Ciphertext>,
+) -> R<Vec<Ciphertext>> {
+    ctx.op_on(from, "sanitize", total.len(), |he, rng| {
+        he.sanitize_batch(zeta_pk, &total, rng)
+    })
 }
 
 /// Stage 3: P1 masks zeta(eta) with s; shares of K w_s; re-share and publish.

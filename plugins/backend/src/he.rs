@@ -129,13 +129,32 @@ pub trait AdditiveHe: Send + Sync {
     ) -> Result<Vec<Ciphertext>, BackendError> {
         self.mul_plain_batch(pk, &vec![a.clone(); k.len()], k)
     }
-    /// Fresh randomness, same plaintext.
+    /// Fresh randomness, same plaintext. A backend may defer part of what hides a
+    /// ciphertext's history from the key holder to [`AdditiveHe::sanitize_batch`] (TFHE
+    /// re-randomises a selection with a fresh encryption of zero and bootstraps it once, when
+    /// it is sanitised); the result is unlinkable to its input for anyone without the key.
     fn rerandomize_batch(
         &self,
         pk: &PublicKey,
         a: &[Ciphertext],
         rng: Rng<'_>,
     ) -> Result<Vec<Ciphertext>, BackendError>;
+    /// Circuit privacy before a key holder decrypts: the same plaintext in a ciphertext
+    /// whose distribution depends on nothing else (how it was computed, from what). The
+    /// protocol calls it once on Stage 2's sum before it goes towards the curator.
+    /// The default returns the ciphertexts as they are: right for a backend whose
+    /// [`AdditiveHe::rerandomize_batch`] already gives that, and whose sums of such
+    /// ciphertexts keep it (Paillier and DGK: `c r^N` is uniform among the encryptions of
+    /// its plaintext).
+    fn sanitize_batch(
+        &self,
+        pk: &PublicKey,
+        a: &[Ciphertext],
+        rng: Rng<'_>,
+    ) -> Result<Vec<Ciphertext>, BackendError> {
+        let _ = (pk, rng);
+        Ok(a.to_vec())
+    }
 
     /// `E(m)`.
     fn encrypt(&self, pk: &PublicKey, m: i128, rng: Rng<'_>) -> Result<Ciphertext, BackendError> {

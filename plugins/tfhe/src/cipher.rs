@@ -1,7 +1,8 @@
 //! A kinsey TFHE ciphertext in memory and on the wire.
 //!
-//! Bytes: `KTCT`, a kind (0 = integer in radix form, 1 = selector), the 16-byte fingerprint
-//! of the public key it was made under, a `u16` block count, then per block its degree and
+//! Bytes: `KTCT`, a kind (0 = integer in radix form, 1 = selector, 2 = selection), the
+//! 16-byte fingerprint of the public key it was made under, a `u16` block count, for a
+//! selection one byte of noise budget, then per block its degree and
 //! noise level (one byte each: the bounds tfhe-rs tracks, never a plaintext: every operation
 //! sets them from public quantities only), a `u32` length and the block's tfhe-rs safe
 //! serialization. Each block is read through `safe_deserialize_conformant` against the
@@ -11,9 +12,13 @@
 //! A *radix* ciphertext holds `sum_i m_i 4^i mod 2^128` (blocks may carry unpropagated
 //! carries up to the degree). A *selector* encrypts one bit `b` in every block (each block an
 //! independent encryption of `b`): the form the curator's one-hot indicator takes, so that
-//! multiplying it by a public vector is linear (see `ops::select`).
+//! multiplying it by a public vector is linear (see `ops::select`). A *selection* holds
+//! `sum_i b_i 2^i`, one bit per block, each block a sum of selector blocks times 0 or 1 and
+//! fresh encryptions of zero, all independent; its budget byte bounds the variance of every
+//! block's noise in units of a nominal block's (at most `max_noise_level^2`, see
+//! `ops::max_units`), its blocks' own levels are nominal.
 
-use crate::params::{FULL_MAX, PARAMS, max_noise_level};
+use crate::params::{FULL_MAX, PARAMS, WIDTH, max_noise_level};
 use kinsey_backend::{BackendError, Ciphertext};
 use tfhe::safe_serialization::{safe_deserialize_conformant, safe_serialize};
 use tfhe::shortint::Ciphertext as Block;
@@ -32,6 +37,8 @@ pub(crate) enum Kind {
     Radix,
     /// One bit, encrypted in every block.
     Selector,
+    /// One bit per block, block `i` weighing `2^i`.
+    Bits,
 }
 
 /// A parsed ciphertext.
@@ -39,6 +46,19 @@ pub(crate) enum Kind {
 pub(crate) struct Ct {
     pub(crate) kind: Kind,
     pub(crate) blocks: Vec<Block>,
+    /// A selection's noise budget (variance in nominal units); 0 for other kinds.
+    pub(crate) units: u64,
+}
+
+impl Ct {
+    /// An integer in radix form.
+    pub(crate) fn radix(blocks: Vec<Block>) -> Self {
+        Self {
+            kind: Kind::Radix,
+            blocks,
+            units: 0,
+        }
+    }
 }
 
 impl std::fmt::Debug for Ct {
@@ -54,9 +74,19 @@ pub(crate) fn encode(fp: &[u8; 16], ct: &Ct) -> Result<Ciphertext, BackendError>
     out.push(match ct.kind {
         Kind::Radix => 0,
         Kind::Selector => 1,
+        Kind::Bits => 2,
     });
     out.extend_from_slice(fp);
     out.extend_from_slice(&(ct.blocks.len() as u16).to_le_bytes());
+    if ct.kind == Kind::Bits {
+        if ct.units == 0 || ct.units > crate::ops::max_units() {
+            return Err(BackendError::Other(format!(
+                "internal: a selection with noise budget {} cannot be sent",
+                ct.units
+            )));
+        }
+        out.push(ct.units as u8);
+    }
     for b in &ct.blocks {
         let (deg, lvl) = (b.degree.get(), b.noise_level().get());
         if deg > FULL_MAX || lvl > max_noise_level() {
@@ -83,8 +113,24 @@ pub(crate) fn encode(fp: &[u8; 16], ct: &Ct) -> Result<Ciphertext, BackendError>
     Ok(Ciphertext(out))
 }
 
-/// Parse and validate a ciphertext made under the key with fingerprint `fp` with exactly
-/// `blocks` blocks.
+/// Parse and validate an integer (radix kind) of exactly `blocks` blocks.
+pub(crate) fn decode_radix(
+    fp: &[u8; 16],
+    c: &Ciphertext,
+    blocks: usize,
+) -> Result<Ct, BackendError> {
+    let ct = decode(fp, c, blocks)?;
+    if ct.kind != Kind::Radix {
+        return Err(BackendError::BadCiphertext(format!(
+            "TFHE ciphertext: a {:?} where an integer was expected",
+            ct.kind
+        )));
+    }
+    Ok(ct)
+}
+
+/// Parse and validate a ciphertext made under the key with fingerprint `fp`: an integer of
+/// exactly `blocks` blocks, or a selector or selection of 1 to 128 blocks.
 pub(crate) fn decode(fp: &[u8; 16], c: &Ciphertext, blocks: usize) -> Result<Ct, BackendError> {
     let bad = |why: String| BackendError::BadCiphertext(format!("TFHE ciphertext: {why}"));
     let b = &c.0;
@@ -94,23 +140,44 @@ pub(crate) fn decode(fp: &[u8; 16], c: &Ciphertext, blocks: usize) -> Result<Ct,
     let kind = match b[4] {
         0 => Kind::Radix,
         1 => Kind::Selector,
+        2 => Kind::Bits,
         k => return Err(bad(format!("unknown kind {k}"))),
     };
     if &b[5..21] != fp {
         return Err(bad("made under another key".into()));
     }
     let n = u16::from_le_bytes([b[21], b[22]]) as usize;
-    // A selector's width is its own (at most a full integer's); an integer has exactly
-    // `blocks`.
+    // A selector's or selection's width is its own (one bit per block, at most a full
+    // integer's); an integer has exactly `blocks`.
     let count_ok = match kind {
         Kind::Radix => n == blocks,
-        Kind::Selector => (1..=blocks).contains(&n),
+        Kind::Selector | Kind::Bits => (1..=WIDTH as usize).contains(&n),
     };
     if !count_ok {
-        return Err(bad(format!("{n} blocks, expected {blocks}")));
+        return Err(bad(format!(
+            "{n} blocks, expected {}",
+            if kind == Kind::Radix {
+                blocks.to_string()
+            } else {
+                format!("1 to {WIDTH}")
+            }
+        )));
+    }
+    let mut at = HEADER;
+    let mut units = 0;
+    if kind == Kind::Bits {
+        units = *b
+            .get(at)
+            .ok_or_else(|| bad("truncated before its budget".into()))? as u64;
+        if units == 0 || units > crate::ops::max_units() {
+            return Err(bad(format!(
+                "a selection declaring noise budget {units} (limits 1 to {})",
+                crate::ops::max_units()
+            )));
+        }
+        at += 1;
     }
     let base = PBSParameters::from(PARAMS).to_shortint_conformance_param();
-    let mut at = HEADER;
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         let head = b
@@ -118,12 +185,16 @@ pub(crate) fn decode(fp: &[u8; 16], c: &Ciphertext, blocks: usize) -> Result<Ct,
             .ok_or_else(|| bad(format!("truncated at block {i}")))?;
         let (deg, lvl) = (head[0] as u64, head[1] as u64);
         let len = u32::from_le_bytes([head[2], head[3], head[4], head[5]]) as u64;
-        let deg_max = if kind == Kind::Selector { 1 } else { FULL_MAX };
-        if deg > deg_max || lvl > max_noise_level() || len > BLOCK_LIMIT {
+        let (deg_max, lvl_min, lvl_max) = match kind {
+            Kind::Radix => (FULL_MAX, 0, max_noise_level()),
+            Kind::Selector => (1, 0, max_noise_level()),
+            // A selection's noise is its budget; every block is counted nominal.
+            Kind::Bits => (1, 1, 1),
+        };
+        if deg > deg_max || !(lvl_min..=lvl_max).contains(&lvl) || len > BLOCK_LIMIT {
             return Err(bad(format!(
                 "block {i} declares degree {deg}, noise level {lvl}, {len} bytes (limits \
-                 {deg_max}, {}, {BLOCK_LIMIT})",
-                max_noise_level()
+                 {deg_max}, {lvl_min} to {lvl_max}, {BLOCK_LIMIT})"
             )));
         }
         at += 6;
@@ -148,5 +219,9 @@ pub(crate) fn decode(fp: &[u8; 16], c: &Ciphertext, blocks: usize) -> Result<Ct,
     if at != b.len() {
         return Err(bad(format!("{} trailing bytes", b.len() - at)));
     }
-    Ok(Ct { kind, blocks: out })
+    Ok(Ct {
+        kind,
+        blocks: out,
+        units,
+    })
 }

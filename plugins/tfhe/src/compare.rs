@@ -9,7 +9,7 @@
 //! combines as `kinsey_backend::compare` explains. The learner learns the one bit; the
 //! helper sees only a ciphertext under a key it does not hold.
 
-use crate::cipher::{self, Ct, Kind};
+use crate::cipher::{self, Ct};
 use crate::keys::Public;
 use crate::ops;
 use crate::params::{BLOCK_BITS, MSG_MAX};
@@ -64,19 +64,10 @@ impl SecureComparison for TfheComparison {
         let nb = blocks_for(bits);
         let ct = ck.encrypt_radix(yl, nb);
         let blocks = ct.into_blocks();
-        ch.send(
-            cipher::encode(
-                &p.fp,
-                &Ct {
-                    kind: Kind::Radix,
-                    blocks,
-                },
-            )?
-            .0,
-        )?;
+        ch.send(cipher::encode(&p.fp, &Ct::radix(blocks))?.0)?;
         let m = ch.recv()?;
         let parts = unframe(&m, 2)?;
-        let t = cipher::decode(&p.fp, &kinsey_backend::Ciphertext(parts[0].to_vec()), 1)?;
+        let t = cipher::decode_radix(&p.fp, &kinsey_backend::Ciphertext(parts[0].to_vec()), 1)?;
         let dl = ops::decrypt(&ck, &t.blocks);
         let masked = match parts[1] {
             [0] => false,
@@ -107,7 +98,7 @@ impl SecureComparison for TfheComparison {
         let (xl, xtop) = helper_share(x, bits);
         let nb = blocks_for(bits);
         let m = ch.recv()?;
-        let y = cipher::decode(&p.fp, &kinsey_backend::Ciphertext(m), nb)?;
+        let y = cipher::decode_radix(&p.fp, &kinsey_backend::Ciphertext(m), nb)?;
         let xe = ops::encrypt(&p, &[xl], nb, rng)?
             .pop()
             .ok_or_else(|| BackendError::Other("empty encryption".into()))?;
@@ -133,13 +124,7 @@ impl SecureComparison for TfheComparison {
                 b
             })
             .collect();
-        let ct = cipher::encode(
-            &p.fp,
-            &Ct {
-                kind: Kind::Radix,
-                blocks,
-            },
-        )?;
+        let ct = cipher::encode(&p.fp, &Ct::radix(blocks))?;
         ch.send(frame(&[&ct.0, &[dh ^ u8::from(xtop)]]))
     }
 }

@@ -6,10 +6,12 @@
 //! probability 2^-128 per bootstrap). Which key each participant holds, and why the server
 //! key travels with the public key: `plugins/tfhe/README.md`.
 //!
-//! Where the time goes: additions, additions of plaintexts and the one-hot selection of
-//! Stage 2 ([`ops::select`]) are linear maps of the LWE blocks (no bootstrapping); each
-//! re-randomisation bootstraps every block once (it is what hides how a ciphertext was
-//! computed from the key holder who decrypts it); Stage 1's comparisons are tfhe-rs's
+//! Where the time goes: additions, additions of plaintexts, the one-hot selection of
+//! Stage 2 ([`ops::select`]) and re-randomisation (a fresh encryption of zero) are linear
+//! maps of the LWE blocks (no bootstrapping); sanitisation bootstraps every block once (it
+//! is what hides how a ciphertext was computed from the key holder who decrypts it: once
+//! per Stage 2 sum, one bootstrap per bit, [`ops::sanitize_bits`], and on the curator's
+//! masked Stage 1 values); Stage 1's comparisons are tfhe-rs's
 //! encrypted `lt`. Every key and ciphertext is read through tfhe-rs's size-limited,
 //! parameter-checked deserialization.
 
@@ -134,16 +136,12 @@ impl Tfhe {
         cts: Vec<Vec<tfhe::shortint::Ciphertext>>,
     ) -> Result<Vec<Ciphertext>, BackendError> {
         cts.into_par_iter()
-            .map(|blocks| {
-                cipher::encode(
-                    &p.fp,
-                    &Ct {
-                        kind: Kind::Radix,
-                        blocks,
-                    },
-                )
-            })
+            .map(|blocks| cipher::encode(&p.fp, &Ct::radix(blocks)))
             .collect()
+    }
+
+    fn out_cts(&self, p: &Public, cts: Vec<Ct>) -> Result<Vec<Ciphertext>, BackendError> {
+        cts.par_iter().map(|c| cipher::encode(&p.fp, c)).collect()
     }
 
     /// Pairwise sum, `disjoint` when the caller promises one operand of each pair is zero.
@@ -156,7 +154,20 @@ impl Tfhe {
     ) -> Result<Vec<Ciphertext>, BackendError> {
         same_len(a.len(), b.len())?;
         let p = self.keys.public(pk)?;
-        let (a, b) = (self.radix(&p, a)?, self.radix(&p, b)?);
+        let (a, b) = (self.parse(&p, a)?, self.parse(&p, b)?);
+        // Selections summed as selections (no bootstrap while the budget lasts).
+        if disjoint && a.iter().chain(&b).all(|c| c.kind == Kind::Bits) {
+            let r = a
+                .into_par_iter()
+                .zip(b)
+                .map(|(x, y)| ops::add_bits(&p, x, y))
+                .collect::<Result<Vec<_>, _>>()?;
+            return self.out_cts(&p, r);
+        }
+        let radix = |v: Vec<Ct>| -> Vec<Vec<tfhe::shortint::Ciphertext>> {
+            v.into_iter().map(|ct| ops::radix(&p, ct)).collect()
+        };
+        let (a, b) = (radix(a), radix(b));
         let r = a
             .into_par_iter()
             .zip(b)
@@ -180,13 +191,15 @@ impl AdditiveHe for Tfhe {
             plaintext_bits: WIDTH - 1,
             insecure: false,
             notes: "post-quantum (LWE). Encryption under the compact public key derived from \
-                    the client key (Joye 2023); re-randomisation = fresh encryption of zero, \
+                    the client key (Joye 2023); sanitisation = fresh encryption of zero, \
                     one bootstrap per block, fresh encryption of zero (circuit privacy of the \
-                    bootstrap is heuristic, as in tfhe-rs's re-randomisation). Key material \
+                    bootstrap is heuristic, as in tfhe-rs's re-randomisation); a selection's \
+                    noise is budgeted by variance (independent terms), at most the 25 \
+                    nominal units the parameter set's failure probability allows. Key material \
                     comes from tfhe-rs's seeder (OS entropy). Not constant-time against a \
                     co-resident attacker measuring cache timing of the FFT."
                 .into(),
-            ciphertext_bytes: (BLOCKS as u64) * (cipher::BLOCK_LIMIT + 6) + 32,
+            ciphertext_bytes: u64::from(WIDTH) * (cipher::BLOCK_LIMIT + 6) + 32,
             public_key_bytes: keys::PUBLIC_KEY_LIMIT,
         }
     }
@@ -260,7 +273,7 @@ impl AdditiveHe for Tfhe {
                 "indicator width {width} bits is outside 1..={WIDTH}"
             )));
         }
-        let n = width.div_ceil(params::BLOCK_BITS) as usize;
+        let n = width as usize;
         let (ck, p) = self.keys.secret(sk)?;
         let key: &tfhe::shortint::ClientKey = ck.as_ref();
         bits.par_iter()
@@ -277,6 +290,7 @@ impl AdditiveHe for Tfhe {
                     &Ct {
                         kind: Kind::Selector,
                         blocks,
+                        units: 0,
                     },
                 )
             })
@@ -302,6 +316,7 @@ impl AdditiveHe for Tfhe {
             .map(|ct| match ct.kind {
                 Kind::Radix => Ok(ops::decrypt(&ck, &ct.blocks)),
                 Kind::Selector => ops::decrypt_selector(&ck, &ct.blocks),
+                Kind::Bits => Ok(ops::decrypt_bits(&ck, &ct.blocks)),
             })
             .collect()
     }
@@ -366,16 +381,18 @@ impl AdditiveHe for Tfhe {
     ) -> Result<Vec<Ciphertext>, BackendError> {
         let p = self.keys.public(pk)?;
         let ct = cipher::decode(&p.fp, a, BLOCKS)?;
-        let r = if ct.kind == Kind::Selector {
-            k.par_iter()
-                .map(|&v| ops::select(&p, &ct, v))
-                .collect::<Result<Vec<_>, _>>()?
-        } else {
-            let x = ops::radix(&p, ct);
-            k.iter()
-                .map(|&v| ops::mul_plain(&p, x.clone(), v))
-                .collect::<Result<Vec<_>, _>>()?
-        };
+        if ct.kind == Kind::Selector {
+            let r = k
+                .par_iter()
+                .map(|&v| ops::select(&ct, v))
+                .collect::<Result<Vec<_>, _>>()?;
+            return self.out_cts(&p, r);
+        }
+        let x = ops::radix(&p, ct);
+        let r = k
+            .iter()
+            .map(|&v| ops::mul_plain(&p, x.clone(), v))
+            .collect::<Result<Vec<_>, _>>()?;
         self.out(&p, r)
     }
 
@@ -386,7 +403,32 @@ impl AdditiveHe for Tfhe {
         rng: Rng<'_>,
     ) -> Result<Vec<Ciphertext>, BackendError> {
         let p = self.keys.public(pk)?;
-        let cts = self.radix(&p, a)?;
+        let cts = self.parse(&p, a)?;
+        // A fresh encryption of zero on every block: unlinkable for anyone without the
+        // key. What the key holder could read in the noise is removed by `sanitize_batch`.
+        if cts.iter().all(|c| c.kind == Kind::Bits) {
+            let mut cts = cts;
+            ops::add_zero_bits(&p, &mut cts, rng)?;
+            return self.out_cts(&p, cts);
+        }
+        let cts = cts.into_iter().map(|c| ops::radix(&p, c)).collect();
+        let r = ops::rerandomize(&p, cts, rng)?;
+        self.out(&p, r)
+    }
+
+    fn sanitize_batch(
+        &self,
+        pk: &PublicKey,
+        a: &[Ciphertext],
+        rng: Rng<'_>,
+    ) -> Result<Vec<Ciphertext>, BackendError> {
+        let p = self.keys.public(pk)?;
+        let cts = self.parse(&p, a)?;
+        if cts.iter().all(|c| c.kind == Kind::Bits) {
+            let r = ops::sanitize_bits(&p, cts, rng)?;
+            return self.out(&p, r);
+        }
+        let cts = cts.into_iter().map(|c| ops::radix(&p, c)).collect();
         let r = ops::sanitize(&p, cts, rng)?;
         self.out(&p, r)
     }

@@ -31,10 +31,12 @@ fn set_level(b: &mut Block, l: u64) {
     b.set_noise_level(l, PARAMS.max_noise_level);
 }
 
-/// The blocks of `ct` as an integer: a selector `E(b)` becomes `(E(b), 0, ..., 0)`.
+/// The blocks of `ct` as an integer: a selector `E(b)` becomes `(E(b), 0, ..., 0)`, a
+/// selection is bootstrapped into base-4 blocks ([`bits_to_radix`]).
 pub(crate) fn radix(p: &Public, ct: Ct) -> Vec<Block> {
     match ct.kind {
         Kind::Radix => ct.blocks,
+        Kind::Bits => bits_to_radix(p, ct),
         Kind::Selector => {
             let mut blocks: Vec<Block> = p
                 .sks
@@ -170,42 +172,192 @@ pub(crate) fn mul_plain(p: &Public, a: Vec<Block>, k: i128) -> Result<Vec<Block>
     Ok(out)
 }
 
-/// `E(b k)` for a selector `E(b)` of `n` blocks, `b` in {0, 1}, `0 <= k < 4^n`: block
-/// `i < n` is `k_i E(b)_i`, `k_i` the i-th base-4 digit of `k` (no bootstrapping, noise level
-/// at most 3, degree 3), blocks `n..64` are noiseless zeros (public: the selector's width).
-/// The result must be re-randomised ([`sanitize`]) before it leaves its maker, as a
-/// Paillier `E(m)^k`.
-pub(crate) fn select(p: &Public, sel: &Ct, k: i128) -> Result<Vec<Block>, BackendError> {
+/// The largest noise a block may carry into a bootstrap, in units of a nominal block's
+/// variance: tfhe-rs's parameter sets guarantee their failure probability for a noise whose
+/// norm2 is at most `max_noise_level` nominal standard deviations (tfhe-rs's
+/// `MaxNoiseLevel`), i.e. a variance of at most `max_noise_level^2` units. (tfhe-rs's own
+/// noise level adds standard deviations, a bound that also holds for correlated noise;
+/// a selection sums independent noises, whose variances add.)
+pub(crate) fn max_units() -> u64 {
+    max_noise_level() * max_noise_level()
+}
+
+/// `E(b k)` as a selection for a selector `E(b)` of `n` blocks, `b` in {0, 1},
+/// `0 <= k < 2^n`: block `i` is `k_i E(b)_i`, `k_i` the i-th bit of `k`, a linear map of the
+/// LWE ciphertext (no bootstrapping). Its noise is the selector block's or none, so the
+/// selection's budget is the selector's (the header keeps the worst case: degree 1, the
+/// selector's level). It must be re-randomised before it leaves its maker, as a Paillier
+/// `E(m)^k`, and sanitised ([`sanitize_bits`]) before a key holder sees it.
+pub(crate) fn select(sel: &Ct, k: i128) -> Result<Ct, BackendError> {
     if sel.kind != Kind::Selector {
         return Err(BackendError::Other(
             "internal: select on a non-selector".into(),
         ));
     }
     let n = sel.blocks.len();
-    let bits = (2 * n).min(127) as u32;
+    let bits = n.min(127) as u32;
     if k < 0 || (k as u128) >> bits != 0 {
         return Err(BackendError::Codec(format!(
             "a plaintext multiplied by this indicator must lie in [0, 2^{bits})"
         )));
     }
-    let ds = digits(k as u128);
+    let mut units = 0;
+    let blocks = sel
+        .blocks
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let mut r = b.clone();
+            let bit = ((k as u128) >> i) as u64 & 1;
+            tfhe::core_crypto::algorithms::lwe_ciphertext_cleartext_mul_assign(
+                &mut r.ct,
+                tfhe::core_crypto::entities::Cleartext(bit),
+            );
+            let l = level(b).max(1);
+            units = units.max(l * l);
+            r.degree = Degree::new(1);
+            set_level(&mut r, 1);
+            r
+        })
+        .collect();
+    Ok(Ct {
+        kind: Kind::Bits,
+        blocks,
+        units,
+    })
+}
+
+/// Bootstrap every block of a selection (identity on its bit): its noise becomes one fresh
+/// bootstrap's (one unit). For a sum whose budget would overflow.
+fn refresh_bits(p: &Public, ct: &mut Ct) {
+    let key: &tfhe::shortint::ServerKey = p.sks.as_ref();
+    let identity = key.generate_lookup_table(|x| x);
+    ct.blocks.par_iter_mut().for_each(|b| {
+        let deg = b.degree.get();
+        key.apply_lookup_table_assign(b, &identity);
+        b.degree = Degree::new(deg);
+        set_level(b, 1);
+    });
+    ct.units = 1;
+}
+
+/// `E(a + b)` for two selections of the same width of which one is zero (the caller's
+/// promise, as for [`add`]) and whose noises are independent (made from different
+/// selectors and re-randomised): degrees take the larger, budgets add. If the budget would
+/// pass [`max_units`] (one unit kept for [`sanitize_bits`]), the noisier one is bootstrapped
+/// first (tfhe-rs's noise check would otherwise reject nothing, and the failure probability
+/// would no longer hold).
+pub(crate) fn add_bits(p: &Public, mut a: Ct, mut b: Ct) -> Result<Ct, BackendError> {
+    if a.kind != Kind::Bits || b.kind != Kind::Bits || a.blocks.len() != b.blocks.len() {
+        return Err(BackendError::BadCiphertext(format!(
+            "a disjoint sum of selections needs two selections of the same width ({:?} of {} \
+             blocks, {:?} of {})",
+            a.kind,
+            a.blocks.len(),
+            b.kind,
+            b.blocks.len()
+        )));
+    }
+    if a.units + b.units > max_units() - 1 {
+        if a.units >= b.units {
+            refresh_bits(p, &mut a);
+        } else {
+            refresh_bits(p, &mut b);
+        }
+    }
+    let key: &tfhe::shortint::ServerKey = p.sks.as_ref();
+    let blocks = a
+        .blocks
+        .iter()
+        .zip(&b.blocks)
+        .map(|(x, y)| {
+            let mut r = key.unchecked_add(x, y);
+            r.degree = Degree::new(x.degree.get().max(y.degree.get()));
+            set_level(&mut r, 1);
+            r
+        })
+        .collect();
+    Ok(Ct {
+        kind: Kind::Bits,
+        blocks,
+        units: a.units + b.units,
+    })
+}
+
+/// A fresh encryption of zero added to every block of every selection (one unit more).
+pub(crate) fn add_zero_bits(p: &Public, cts: &mut [Ct], rng: Rng<'_>) -> Result<(), BackendError> {
+    for c in cts.iter_mut() {
+        if c.units + 1 > max_units() - 1 {
+            refresh_bits(p, c);
+        }
+    }
+    let mut blocks: Vec<Vec<Block>> = cts
+        .iter_mut()
+        .map(|c| std::mem::take(&mut c.blocks))
+        .collect();
+    add_zero(p, &mut blocks, rng)?;
+    for (c, b) in cts.iter_mut().zip(blocks) {
+        c.blocks = b;
+        c.units += 1;
+    }
+    Ok(())
+}
+
+/// A selection as a radix integer: each bit block bootstrapped (identity for even
+/// positions, doubling for odd ones) and pairs added into base-4 blocks (two fresh
+/// bootstraps: noise level 2, degree at most 3); blocks beyond the width are public zeros.
+/// `n` bootstraps for `n` bits.
+fn bits_to_radix(p: &Public, ct: Ct) -> Vec<Block> {
+    let key: &tfhe::shortint::ServerKey = p.sks.as_ref();
+    let luts = [
+        key.generate_lookup_table(|x| x),
+        key.generate_lookup_table(|x| (2 * x) % (FULL_MAX + 1)),
+    ];
+    let mut bits = ct.blocks;
+    bits.par_iter_mut().enumerate().for_each(|(i, b)| {
+        let deg = b.degree.get() << (i % 2);
+        key.apply_lookup_table_assign(b, &luts[i % 2]);
+        b.degree = Degree::new(deg);
+        set_level(b, 1);
+    });
     let mut out: Vec<Block> = p
         .sks
         .create_trivial_radix::<u64, RadixCiphertext>(0, BLOCKS)
         .into_blocks();
-    for ((o, b), d) in out.iter_mut().zip(&sel.blocks).zip(ds) {
-        // A linear map of the LWE ciphertext; the header keeps the worst case.
-        let mut r = b.clone();
-        tfhe::core_crypto::algorithms::lwe_ciphertext_cleartext_mul_assign(
-            &mut r.ct,
-            tfhe::core_crypto::entities::Cleartext(d),
-        );
-        r.degree = Degree::new(MSG_MAX * b.degree.get().max(1));
-        set_level(&mut r, MSG_MAX * level(b).max(1));
-        *o = r;
+    for (o, pair) in out.iter_mut().zip(bits.chunks(2)) {
+        *o = match pair {
+            [lo, hi] => {
+                let mut r = key.unchecked_add(lo, hi);
+                r.degree = Degree::new(lo.degree.get() + hi.degree.get());
+                r
+            }
+            [lo] => lo.clone(),
+            _ => continue,
+        };
     }
-    for o in out.iter_mut().skip(n) {
-        o.degree = Degree::new(0);
+    out
+}
+
+/// Sanitise a selection for the key holder: a fresh encryption of zero, one bootstrap per
+/// bit ([`bits_to_radix`]: the noise of every party's selection is gone), and a fresh
+/// encryption of zero on every block of the resulting integer. `n` bootstraps per
+/// ciphertext, however many selections were summed into it.
+pub(crate) fn sanitize_bits(
+    p: &Public,
+    mut cts: Vec<Ct>,
+    rng: Rng<'_>,
+) -> Result<Vec<Vec<Block>>, BackendError> {
+    add_zero_bits(p, &mut cts, rng)?;
+    let mut out: Vec<Vec<Block>> = cts.into_par_iter().map(|c| bits_to_radix(p, c)).collect();
+    let deg: Vec<Vec<u64>> = out
+        .iter()
+        .map(|c| c.iter().map(|b| b.degree.get()).collect())
+        .collect();
+    add_zero(p, &mut out, rng)?;
+    for (c, d) in out.iter_mut().zip(&deg) {
+        for (b, &dg) in c.iter_mut().zip(d) {
+            b.degree = Degree::new(dg);
+        }
     }
     Ok(out)
 }
@@ -263,6 +415,37 @@ pub(crate) fn add_zero(
             }
             res.map_err(|e| BackendError::Other(format!("re-randomisation: {e}")))
         })
+}
+
+/// Re-randomise: a fresh encryption of zero on every block (blocks at the noise bound are
+/// bootstrapped first, so the sum stays within it). Unlinkable to the input for anyone
+/// without the secret key; the key holder needs [`sanitize`].
+pub(crate) fn rerandomize(
+    p: &Public,
+    cts: Vec<Vec<Block>>,
+    rng: Rng<'_>,
+) -> Result<Vec<Vec<Block>>, BackendError> {
+    let mut cts: Vec<Vec<Block>> = cts
+        .into_iter()
+        .map(|c| {
+            if c.iter().any(|b| level(b) >= max_noise_level()) {
+                refresh(p, c)
+            } else {
+                c
+            }
+        })
+        .collect();
+    let deg: Vec<Vec<u64>> = cts
+        .iter()
+        .map(|c| c.iter().map(|b| b.degree.get()).collect())
+        .collect();
+    add_zero(p, &mut cts, rng)?;
+    for (c, d) in cts.iter_mut().zip(&deg) {
+        for (b, &dg) in c.iter_mut().zip(d) {
+            b.degree = Degree::new(dg);
+        }
+    }
+    Ok(cts)
 }
 
 /// Sanitise: every block gets a fresh encryption of zero (mask re-randomised), every block
@@ -345,6 +528,17 @@ pub(crate) fn decrypt(ck: &ClientKey, blocks: &[Block]) -> i128 {
     for (i, b) in blocks.iter().enumerate() {
         let x = key.decrypt_message_and_carry(b) as u128;
         v = v.wrapping_add(x << (2 * i));
+    }
+    v as i128
+}
+
+/// The integer a selection holds: block `i` weighs `2^i`.
+pub(crate) fn decrypt_bits(ck: &ClientKey, blocks: &[Block]) -> i128 {
+    let key: &tfhe::shortint::ClientKey = ck.as_ref();
+    let mut v = 0u128;
+    for (i, b) in blocks.iter().enumerate() {
+        let x = key.decrypt_message_and_carry(b) as u128;
+        v = v.wrapping_add(x << i);
     }
     v as i128
 }
