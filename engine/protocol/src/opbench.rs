@@ -76,13 +76,6 @@ pub fn operations(
     let m: Vec<i128> = (0..count as i128)
         .map(|i| (i - 3) * 0x1234_5678_9abc)
         .collect();
-    let check = |got: Vec<i128>, want: &[i128], what: &str| -> Result<()> {
-        if got == want {
-            Ok(())
-        } else {
-            Err(Error::Numerical(format!("{what}: wrong result")))
-        }
-    };
     let mut c = Vec::new();
     time("encrypt (public key)", count, &mut || {
         c = he.encrypt_batch(pk, &m, rng).map_err(be)?;
@@ -122,6 +115,65 @@ pub fn operations(
             check(he.decrypt_batch(sk, &p).map_err(be)?, &want, "multiply")
         },
     )?;
+    selection(he, pk, sk, count, rng, &mut time)?;
+    let cmp = he.comparison();
+    let mut ck = None;
+    time("comparison keygen", 1, &mut || {
+        ck = Some(cmp.keygen(rng).map_err(be)?);
+        Ok(())
+    })?;
+    let ck = ck.ok_or_else(|| Error::Numerical("no key".into()))?;
+    time(
+        &format!("compare ({KEY_BITS}-bit, both roles)"),
+        few,
+        &mut || {
+            for i in 0..few as i128 {
+                let bit = run_pair(
+                    cmp.as_ref(),
+                    &ck,
+                    1 << 70,
+                    -(1 << 70) + i - 1,
+                    KEY_BITS,
+                    rng,
+                )
+                .map_err(be)?;
+                if bit != (i >= 1) {
+                    return Err(Error::Numerical("comparison: wrong bit".into()));
+                }
+            }
+            Ok(())
+        },
+    )?;
+    Ok(OpTable {
+        backend: he.info().scheme,
+        public_key_bytes: pk.0.len(),
+        secret_key_bytes: sk.0.len(),
+        ciphertext_bytes: c.first().map_or(0, |x| x.0.len()),
+        ops,
+    })
+}
+
+/// A timing hook: `(operation, elements, work)`.
+type Time<'a> = dyn FnMut(&str, usize, &mut dyn FnMut() -> Result<()>) -> Result<()> + 'a;
+
+fn check(got: Vec<i128>, want: &[i128], what: &str) -> Result<()> {
+    if got == want {
+        Ok(())
+    } else {
+        Err(Error::Numerical(format!("{what}: wrong result")))
+    }
+}
+
+/// Stage 2's operations: the indicator, the selection, its re-randomisation, the chain's
+/// disjoint sum and the one sanitisation of the sum.
+fn selection(
+    he: &dyn AdditiveHe,
+    pk: &kinsey_backend::PublicKey,
+    sk: &kinsey_backend::SecretKey,
+    count: usize,
+    rng: &mut dyn rand_core::CryptoRng,
+    time: &mut Time<'_>,
+) -> Result<()> {
     let mut ind = Vec::new();
     time("encrypt indicator bit (key holder)", 1, &mut || {
         ind = he
@@ -169,41 +221,7 @@ pub fn operations(
         let s = he.sanitize_batch(pk, &d, rng).map_err(be)?;
         check(he.decrypt_batch(sk, &s).map_err(be)?, &noise, "sanitise")
     })?;
-    let cmp = he.comparison();
-    let mut ck = None;
-    time("comparison keygen", 1, &mut || {
-        ck = Some(cmp.keygen(rng).map_err(be)?);
-        Ok(())
-    })?;
-    let ck = ck.ok_or_else(|| Error::Numerical("no key".into()))?;
-    time(
-        &format!("compare ({KEY_BITS}-bit, both roles)"),
-        few,
-        &mut || {
-            for i in 0..few as i128 {
-                let bit = run_pair(
-                    cmp.as_ref(),
-                    &ck,
-                    1 << 70,
-                    -(1 << 70) + i - 1,
-                    KEY_BITS,
-                    rng,
-                )
-                .map_err(be)?;
-                if bit != (i >= 1) {
-                    return Err(Error::Numerical("comparison: wrong bit".into()));
-                }
-            }
-            Ok(())
-        },
-    )?;
-    Ok(OpTable {
-        backend: he.info().scheme,
-        public_key_bytes: pk.0.len(),
-        secret_key_bytes: sk.0.len(),
-        ciphertext_bytes: c.first().map_or(0, |x| x.0.len()),
-        ops,
-    })
+    Ok(())
 }
 
 /// The table as text.

@@ -16,9 +16,9 @@
 //! `sum_i b_i 2^i`, one bit per block, each block a sum of selector blocks times 0 or 1 and
 //! fresh encryptions of zero, all independent; its budget byte bounds the variance of every
 //! block's noise in units of a nominal block's (at most `max_noise_level^2`, see
-//! `ops::max_units`), its blocks' own levels are nominal.
+//! `params::max_units`), its blocks' own levels are nominal.
 
-use crate::params::{FULL_MAX, PARAMS, WIDTH, max_noise_level};
+use crate::params::{FULL_MAX, PARAMS, WIDTH, max_noise_level, max_units};
 use kinsey_backend::{BackendError, Ciphertext};
 use tfhe::safe_serialization::{safe_deserialize_conformant, safe_serialize};
 use tfhe::shortint::Ciphertext as Block;
@@ -79,7 +79,7 @@ pub(crate) fn encode(fp: &[u8; 16], ct: &Ct) -> Result<Ciphertext, BackendError>
     out.extend_from_slice(fp);
     out.extend_from_slice(&(ct.blocks.len() as u16).to_le_bytes());
     if ct.kind == Kind::Bits {
-        if ct.units == 0 || ct.units > crate::ops::max_units() {
+        if ct.units == 0 || ct.units > max_units() {
             return Err(BackendError::Other(format!(
                 "internal: a selection with noise budget {} cannot be sent",
                 ct.units
@@ -169,10 +169,10 @@ pub(crate) fn decode(fp: &[u8; 16], c: &Ciphertext, blocks: usize) -> Result<Ct,
         units = *b
             .get(at)
             .ok_or_else(|| bad("truncated before its budget".into()))? as u64;
-        if units == 0 || units > crate::ops::max_units() {
+        if units == 0 || units > max_units() {
             return Err(bad(format!(
                 "a selection declaring noise budget {units} (limits 1 to {})",
-                crate::ops::max_units()
+                max_units()
             )));
         }
         at += 1;

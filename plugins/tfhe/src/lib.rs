@@ -402,18 +402,9 @@ impl AdditiveHe for Tfhe {
         a: &[Ciphertext],
         rng: Rng<'_>,
     ) -> Result<Vec<Ciphertext>, BackendError> {
-        let p = self.keys.public(pk)?;
-        let cts = self.parse(&p, a)?;
         // A fresh encryption of zero on every block: unlinkable for anyone without the
         // key. What the key holder could read in the noise is removed by `sanitize_batch`.
-        if cts.iter().all(|c| c.kind == Kind::Bits) {
-            let mut cts = cts;
-            ops::add_zero_bits(&p, &mut cts, rng)?;
-            return self.out_cts(&p, cts);
-        }
-        let cts = cts.into_iter().map(|c| ops::radix(&p, c)).collect();
-        let r = ops::rerandomize(&p, cts, rng)?;
-        self.out(&p, r)
+        self.by_kind(pk, a, rng, ops::add_zero_bits_owned, ops::rerandomize)
     }
 
     fn sanitize_batch(
@@ -422,14 +413,37 @@ impl AdditiveHe for Tfhe {
         a: &[Ciphertext],
         rng: Rng<'_>,
     ) -> Result<Vec<Ciphertext>, BackendError> {
+        self.by_kind(pk, a, rng, ops::sanitize_bits_ct, ops::sanitize)
+    }
+}
+
+/// What an operation does to a batch of selections, and to a batch of integers.
+type OnBits = fn(&Public, Vec<Ct>, Rng<'_>) -> Result<Vec<Ct>, BackendError>;
+type OnRadix = fn(
+    &Public,
+    Vec<Vec<tfhe::shortint::Ciphertext>>,
+    Rng<'_>,
+) -> Result<Vec<Vec<tfhe::shortint::Ciphertext>>, BackendError>;
+
+impl Tfhe {
+    /// Apply `bits` to a batch of selections, or `radix` to anything else (selections in a
+    /// mixed batch are first bootstrapped into integers).
+    fn by_kind(
+        &self,
+        pk: &PublicKey,
+        a: &[Ciphertext],
+        rng: Rng<'_>,
+        bits: OnBits,
+        radix: OnRadix,
+    ) -> Result<Vec<Ciphertext>, BackendError> {
         let p = self.keys.public(pk)?;
         let cts = self.parse(&p, a)?;
         if cts.iter().all(|c| c.kind == Kind::Bits) {
-            let r = ops::sanitize_bits(&p, cts, rng)?;
-            return self.out(&p, r);
+            let r = bits(&p, cts, rng)?;
+            return self.out_cts(&p, r);
         }
         let cts = cts.into_iter().map(|c| ops::radix(&p, c)).collect();
-        let r = ops::sanitize(&p, cts, rng)?;
+        let r = radix(&p, cts, rng)?;
         self.out(&p, r)
     }
 }

@@ -10,7 +10,7 @@
 
 use crate::cipher::{Ct, Kind};
 use crate::keys::Public;
-use crate::params::{BLOCKS, FULL_MAX, MSG_MAX, PARAMS, digits, max_noise_level};
+use crate::params::{BLOCKS, FULL_MAX, MSG_MAX, PARAMS, digits, max_noise_level, max_units};
 use kinsey_backend::{BackendError, Rng};
 use rayon::prelude::*;
 use tfhe::integer::ciphertext::{ReRandomizationContext, ReRandomizationKey};
@@ -172,16 +172,6 @@ pub(crate) fn mul_plain(p: &Public, a: Vec<Block>, k: i128) -> Result<Vec<Block>
     Ok(out)
 }
 
-/// The largest noise a block may carry into a bootstrap, in units of a nominal block's
-/// variance: tfhe-rs's parameter sets guarantee their failure probability for a noise whose
-/// norm2 is at most `max_noise_level` nominal standard deviations (tfhe-rs's
-/// `MaxNoiseLevel`), i.e. a variance of at most `max_noise_level^2` units. (tfhe-rs's own
-/// noise level adds standard deviations, a bound that also holds for correlated noise;
-/// a selection sums independent noises, whose variances add.)
-pub(crate) fn max_units() -> u64 {
-    max_noise_level() * max_noise_level()
-}
-
 /// `E(b k)` as a selection for a selector `E(b)` of `n` blocks, `b` in {0, 1},
 /// `0 <= k < 2^n`: block `i` is `k_i E(b)_i`, `k_i` the i-th bit of `k`, a linear map of the
 /// LWE ciphertext (no bootstrapping). Its noise is the selector block's or none, so the
@@ -244,7 +234,7 @@ fn refresh_bits(p: &Public, ct: &mut Ct) {
 /// `E(a + b)` for two selections of the same width of which one is zero (the caller's
 /// promise, as for [`add`]) and whose noises are independent (made from different
 /// selectors and re-randomised): degrees take the larger, budgets add. If the budget would
-/// pass [`max_units`] (one unit kept for [`sanitize_bits`]), the noisier one is bootstrapped
+/// pass [`max_units`](crate::params::max_units) (one unit kept for [`sanitize_bits`]), the noisier one is bootstrapped
 /// first (tfhe-rs's noise check would otherwise reject nothing, and the failure probability
 /// would no longer hold).
 pub(crate) fn add_bits(p: &Public, mut a: Ct, mut b: Ct) -> Result<Ct, BackendError> {
@@ -303,6 +293,16 @@ pub(crate) fn add_zero_bits(p: &Public, cts: &mut [Ct], rng: Rng<'_>) -> Result<
     Ok(())
 }
 
+/// [`add_zero_bits`] on owned selections (the re-randomisation of a batch of selections).
+pub(crate) fn add_zero_bits_owned(
+    p: &Public,
+    mut cts: Vec<Ct>,
+    rng: Rng<'_>,
+) -> Result<Vec<Ct>, BackendError> {
+    add_zero_bits(p, &mut cts, rng)?;
+    Ok(cts)
+}
+
 /// A selection as a radix integer: each bit block bootstrapped (identity for even
 /// positions, doubling for odd ones) and pairs added into base-4 blocks (two fresh
 /// bootstraps: noise level 2, degree at most 3); blocks beyond the width are public zeros.
@@ -349,16 +349,7 @@ pub(crate) fn sanitize_bits(
 ) -> Result<Vec<Vec<Block>>, BackendError> {
     add_zero_bits(p, &mut cts, rng)?;
     let mut out: Vec<Vec<Block>> = cts.into_par_iter().map(|c| bits_to_radix(p, c)).collect();
-    let deg: Vec<Vec<u64>> = out
-        .iter()
-        .map(|c| c.iter().map(|b| b.degree.get()).collect())
-        .collect();
-    add_zero(p, &mut out, rng)?;
-    for (c, d) in out.iter_mut().zip(&deg) {
-        for (b, &dg) in c.iter_mut().zip(d) {
-            b.degree = Degree::new(dg);
-        }
-    }
+    add_zero_keeping_degrees(p, &mut out, rng)?;
     Ok(out)
 }
 
@@ -417,16 +408,10 @@ pub(crate) fn add_zero(
         })
 }
 
-/// Re-randomise: a fresh encryption of zero on every block (blocks at the noise bound are
-/// bootstrapped first, so the sum stays within it). Unlinkable to the input for anyone
-/// without the secret key; the key holder needs [`sanitize`].
-pub(crate) fn rerandomize(
-    p: &Public,
-    cts: Vec<Vec<Block>>,
-    rng: Rng<'_>,
-) -> Result<Vec<Vec<Block>>, BackendError> {
-    let mut cts: Vec<Vec<Block>> = cts
-        .into_iter()
+/// Blocks at the noise bound bootstrapped first, so that a fresh encryption of zero added
+/// to them stays within it.
+fn refresh_at_bound(p: &Public, cts: Vec<Vec<Block>>) -> Vec<Vec<Block>> {
+    cts.into_iter()
         .map(|c| {
             if c.iter().any(|b| level(b) >= max_noise_level()) {
                 refresh(p, c)
@@ -434,17 +419,37 @@ pub(crate) fn rerandomize(
                 c
             }
         })
-        .collect();
+        .collect()
+}
+
+/// [`add_zero`] with every block's degree kept (a fresh zero adds nothing to the value).
+fn add_zero_keeping_degrees(
+    p: &Public,
+    cts: &mut [Vec<Block>],
+    rng: Rng<'_>,
+) -> Result<(), BackendError> {
     let deg: Vec<Vec<u64>> = cts
         .iter()
         .map(|c| c.iter().map(|b| b.degree.get()).collect())
         .collect();
-    add_zero(p, &mut cts, rng)?;
+    add_zero(p, cts, rng)?;
     for (c, d) in cts.iter_mut().zip(&deg) {
         for (b, &dg) in c.iter_mut().zip(d) {
             b.degree = Degree::new(dg);
         }
     }
+    Ok(())
+}
+
+/// Re-randomise: a fresh encryption of zero on every block. Unlinkable to the input for
+/// anyone without the secret key; the key holder needs [`sanitize`].
+pub(crate) fn rerandomize(
+    p: &Public,
+    cts: Vec<Vec<Block>>,
+    rng: Rng<'_>,
+) -> Result<Vec<Vec<Block>>, BackendError> {
+    let mut cts = refresh_at_bound(p, cts);
+    add_zero_keeping_degrees(p, &mut cts, rng)?;
     Ok(cts)
 }
 
@@ -459,16 +464,7 @@ pub(crate) fn sanitize(
     cts: Vec<Vec<Block>>,
     rng: Rng<'_>,
 ) -> Result<Vec<Vec<Block>>, BackendError> {
-    let mut cts: Vec<Vec<Block>> = cts
-        .into_iter()
-        .map(|c| {
-            if c.iter().any(|b| level(b) >= max_noise_level()) {
-                refresh(p, c)
-            } else {
-                c
-            }
-        })
-        .collect();
+    let mut cts = refresh_at_bound(p, cts);
     // Which blocks compute (bootstrapped) and which are public zeros (only encrypted, so
     // that a plaintext added to them later stays hidden); the degrees to keep.
     let act: Vec<Vec<bool>> = cts
@@ -496,6 +492,18 @@ pub(crate) fn sanitize(
         }
     }
     Ok(cts)
+}
+
+/// [`sanitize_bits`] with its results as integer ciphertexts.
+pub(crate) fn sanitize_bits_ct(
+    p: &Public,
+    cts: Vec<Ct>,
+    rng: Rng<'_>,
+) -> Result<Vec<Ct>, BackendError> {
+    Ok(sanitize_bits(p, cts, rng)?
+        .into_iter()
+        .map(Ct::radix)
+        .collect())
 }
 
 /// A fresh public-key encryption of `m`: a noiseless (trivial) encoding plus a fresh

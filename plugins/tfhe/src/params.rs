@@ -24,6 +24,16 @@ pub(crate) fn max_noise_level() -> u64 {
     PARAMS.max_noise_level.get()
 }
 
+/// The largest noise a block may carry into a bootstrap, in units of a nominal block's
+/// variance: tfhe-rs's parameter sets guarantee their failure probability for a noise whose
+/// norm2 is at most `max_noise_level` nominal standard deviations (tfhe-rs's
+/// `MaxNoiseLevel`), i.e. a variance of at most `max_noise_level^2` units. (tfhe-rs's own
+/// noise level adds standard deviations, a bound that also holds for correlated noise;
+/// a selection sums independent noises, whose variances add.)
+pub(crate) fn max_units() -> u64 {
+    max_noise_level() * max_noise_level()
+}
+
 /// The compact public key's parameters (derived from the compute parameters).
 pub(crate) fn cpk_params() -> Result<CompactPublicKeyEncryptionParameters, BackendError> {
     CompactPublicKeyEncryptionParameters::try_from(PARAMS)
