@@ -3,6 +3,8 @@
 //! every command applies (epsilon, delta), and the [`Progress`] callback through which the
 //! libraries report long steps without drawing anything themselves.
 
+pub mod limits;
+
 use std::path::PathBuf;
 
 /// Result alias used across the engine.

@@ -94,7 +94,43 @@ pub fn read_categorical(path: &Path, column: &str) -> Result<Vec<String>> {
 }
 
 pub(crate) fn read_csv_column(path: &Path, column: &str) -> Result<Vec<f64>> {
-    csv_cells(path, column, |c| c.parse::<f64>().ok(), "a number")
+    // "NaN", "inf" and overflowing literals parse as f64 but are no data: refused here, at
+    // their own row, as Parquet's reader refuses them.
+    let v = csv_cells(path, column, |c| c.parse::<f64>().ok(), "a number")?;
+    match v.iter().position(|x| !x.is_finite()) {
+        Some(row) => Err(non_finite(path, column, row)),
+        None => Ok(v),
+    }
+}
+
+/// The error for a NaN or infinite cell.
+pub(crate) fn non_finite(path: &Path, column: &str, row: usize) -> Error {
+    Error::Value {
+        path: path.to_path_buf(),
+        column: column.to_string(),
+        row,
+        msg: "not a finite number (NaN or infinity): fill or drop it first".into(),
+    }
+}
+
+/// The number of rows of a column, numeric or categorical, for a count: a cell that reads as
+/// NaN or infinity is refused at its row whatever the column's type (a count that silently
+/// includes them would count rows the user believes were dropped).
+pub fn count_rows(path: &Path, column: &str) -> Result<usize> {
+    match read_categorical(path, column) {
+        Ok(cells) => {
+            let bad = cells
+                .iter()
+                .position(|c| c.parse::<f64>().is_ok_and(|x| !x.is_finite()));
+            match bad {
+                Some(row) => Err(non_finite(path, column, row)),
+                None => Ok(cells.len()),
+            }
+        }
+        // Not categorical (a Parquet float column, or no such column): the numeric reader
+        // refuses non-finite values and names a missing column.
+        Err(_) => Ok(read_numeric(path, column)?.len()),
+    }
 }
 
 /// The cells of one column of a CSV file with a header, parsed; `row` in errors counts the
@@ -132,4 +168,45 @@ pub(crate) fn csv_cells<T>(
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_non_finite_cells_are_refused_at_their_row() {
+        let dir = tempfile::tempdir().expect("tmp");
+        for (cell, row) in [("NaN", 1), ("inf", 1), ("-inf", 1), ("1e999", 1), ("", 1)] {
+            let p = dir.path().join("a.csv");
+            std::fs::write(&p, format!("x,y\n1,2\n{cell},3\n4,5\n")).expect("write");
+            match read_numeric(&p, "x") {
+                Err(Error::Value {
+                    column,
+                    row: r,
+                    msg,
+                    ..
+                }) => {
+                    assert_eq!((column.as_str(), r), ("x", row), "{cell}");
+                    assert!(
+                        msg.contains("finite number") || msg.contains("a number"),
+                        "{msg}"
+                    );
+                }
+                other => panic!("{cell}: {other:?}"),
+            }
+        }
+        // A finite file reads; the check is not a blanket refusal.
+        let p = dir.path().join("b.csv");
+        std::fs::write(&p, "x\n1\n-2.5\n1e300\n").expect("write");
+        assert_eq!(read_numeric(&p, "x").expect("read"), [1.0, -2.5, 1e300]);
+        assert_eq!(count_rows(&p, "x").expect("count"), 3);
+        // A count refuses NaN too, in a numeric or a text column; text is counted.
+        let p = dir.path().join("c.csv");
+        std::fs::write(&p, "x,t\n1,a\nnan,b\n").expect("write");
+        let e = count_rows(&p, "x").expect_err("NaN");
+        assert!(e.to_string().contains("finite"), "{e}");
+        assert_eq!(count_rows(&p, "t").expect("text"), 2);
+        assert!(count_rows(&p, "missing").is_err());
+    }
 }

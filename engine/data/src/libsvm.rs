@@ -11,9 +11,7 @@ use std::path::Path;
 
 /// Read a LIBSVM file into a dense data set of dimension `dim`.
 pub fn read_libsvm(path: &Path, dim: usize, labels: LabelEncoding) -> Result<Dataset> {
-    if dim == 0 {
-        return Err(Error::param("dim", "must be >= 1"));
-    }
+    kinsey_core::limits::check_dim("dim", dim)?;
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let mut x = Vec::new();
     let mut y = Vec::new();
@@ -28,6 +26,11 @@ pub fn read_libsvm(path: &Path, dim: usize, labels: LabelEncoding) -> Result<Dat
             .map_err(|_| bad(format!("label '{label_tok}' is not a number")))?;
         y.push(map_label(label, labels, path, "label", row)?);
         let start = x.len();
+        kinsey_core::limits::check_dense(
+            &format!("{} line {} (--dim {dim})", path.display(), lineno + 1),
+            row + 1,
+            dim,
+        )?;
         x.resize(start + dim, 0.0f32);
         let mut last = 0usize;
         for tok in parts {

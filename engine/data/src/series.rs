@@ -183,8 +183,10 @@ pub struct EventSpec {
     pub range: Option<(i64, i64)>,
 }
 
-/// Most steps a time-bucketed series may have (checked before anything is allocated).
-pub const MAX_EVENT_STEPS: i64 = 1 << 32;
+/// Most steps a time-bucketed series may have (checked before anything is allocated):
+/// 2^28 steps are 2 GiB of counts, and the decayed sums' outputs as many again (1970 to
+/// 2020 at one-second steps, 1.6e9 steps, would need 12.6 GB for the counts alone).
+pub const MAX_EVENT_STEPS: i64 = 1 << 28;
 
 /// Parse a public time bound: ISO `YYYY-MM-DD[T ]HH:MM[:SS]` or integer seconds.
 pub fn parse_time(name: &str, s: &str) -> Result<i64> {
@@ -380,7 +382,9 @@ pub fn load_events(path: &Path, spec: &EventSpec, bound: f64) -> Result<Series> 
                 return Err(Error::param(
                     "end",
                     format!(
-                        "--start/--end at step {}s give {steps} steps; need 1 to {MAX_EVENT_STEPS}",
+                        "--start/--end at step {}s give {steps} steps; need 1 to \
+                         {MAX_EVENT_STEPS} (2^28, 2 GiB of counts): a coarser --step or a \
+                         shorter range",
                         spec.step_seconds
                     ),
                 ));

@@ -17,9 +17,32 @@ use std::path::{Path, PathBuf};
 /// The base-16 exponent of kinsey's 2^-32 fixed point in python-paillier's encoding.
 pub(crate) const PHE_EXPONENT: i32 = -(kinsey_learn::aggregate::FIXED_POINT_BITS as i32) / 4;
 
+/// The text of a key or number file, at most [`MAX_KEY_FILE`] bytes. A path that is JSON
+/// itself (a number pasted on the command line) gets an error that says so.
 fn read(path: &Path) -> Result<String> {
+    let s = path.to_string_lossy();
+    if s.trim_start().starts_with('{') {
+        return Err(Error::param(
+            "path",
+            "expected the path of a JSON file, got JSON text: write it to a file and pass the \
+             file's path",
+        ));
+    }
+    let len = std::fs::metadata(path)
+        .map_err(|e| Error::io(path, e))?
+        .len();
+    if len > MAX_KEY_FILE {
+        return Err(Error::format(
+            path,
+            format!("{len} bytes; a key or number file is at most {MAX_KEY_FILE} bytes"),
+        ));
+    }
     std::fs::read_to_string(path).map_err(|e| Error::io(path, e))
 }
+
+/// Largest key or number file `kinsey keys` reads (a 16384-bit private key in JSON is
+/// about 10 KB).
+const MAX_KEY_FILE: u64 = 1 << 20;
 
 fn in_file(path: &Path) -> impl Fn(kinsey_backend::BackendError) -> Error + '_ {
     move |e| Error::format(path, e.to_string())
@@ -108,9 +131,30 @@ pub fn decrypt(
     let kp = phe::private_key_from_jwk(&read(private)?, rng).map_err(in_file(private))?;
     let b = backend_for(public_key_bits(&kp.public)?, allow_insecure_test_keys)?;
     let (c, e) = phe::encrypted_from_json(&kp.public, &read(number)?).map_err(in_file(number))?;
+    // python-paillier's exponents are small (-8 for 2^-32 fixed point); one whose value
+    // 16^e cannot carry the plaintext (0 or infinity) is refused, not printed as 0.
+    if !(-MAX_PHE_EXPONENT..=MAX_PHE_EXPONENT).contains(&e) {
+        return Err(Error::format(
+            number,
+            format!(
+                "exponent \"e\" = {e} is outside -{MAX_PHE_EXPONENT}..={MAX_PHE_EXPONENT} \
+                 (python-paillier writes small exponents, -8 for 2^-32 fixed point)"
+            ),
+        ));
+    }
     let m = b.decrypt(&kp.secret, &c).map_err(in_file(number))?;
-    Ok(m as f64 * 16f64.powi(e))
+    let v = m as f64 * 16f64.powi(e);
+    if !v.is_finite() || (m != 0 && v == 0.0) {
+        return Err(Error::format(
+            number,
+            format!("the value m 16^{e} does not fit a finite non-zero f64"),
+        ));
+    }
+    Ok(v)
 }
+
+/// Largest base-16 exponent `kinsey keys decrypt` accepts (16^64 = 2^256).
+const MAX_PHE_EXPONENT: i32 = 64;
 
 #[cfg(test)]
 mod tests {
@@ -131,6 +175,15 @@ mod tests {
         std::fs::write(&ctf, &ct).expect("write");
         let v = decrypt(&dir.path().join("private.json"), &ctf, true, &mut rng).expect("dec");
         assert_eq!(v, -2.75);
+        // An absurd exponent is refused, naming it, instead of printing 0.
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, ct.replace("\"e\":-8", "\"e\":-1000000000")).expect("write");
+        let e = decrypt(&dir.path().join("private.json"), &bad, true, &mut rng).expect_err("e");
+        assert!(e.to_string().contains("exponent"), "{e}");
+        // A number pasted instead of a path says so.
+        let inline = Path::new(r#"{"v": "12", "e": -8}"#);
+        let e = decrypt(&dir.path().join("private.json"), inline, true, &mut rng).expect_err("j");
+        assert!(e.to_string().contains("JSON text"), "{e}");
         let ex = dir.path().join("export");
         export(&dir.path().join("private.json"), &ex, &mut rng).expect("export");
         let text = std::fs::read_to_string(ex.join("public.json")).expect("read");

@@ -205,7 +205,11 @@ impl Pk {
         let half = (&self.n >> 1u32).complete();
         let v = if r > half { r - &self.n } else { r };
         v.to_i128().ok_or_else(|| {
-            BackendError::Codec("decrypted value does not fit 127 bits: a sum overflowed".into())
+            BackendError::Codec(
+                "decrypted value does not fit 127 bits: the ciphertext is corrupted, was made \
+                 under another key, or holds a sum that overflowed"
+                    .into(),
+            )
         })
     }
 

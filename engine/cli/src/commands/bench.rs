@@ -89,7 +89,7 @@ fn sulq(a: SulqArgs) -> Result<()> {
 struct TrainArgs {
     #[arg(long, default_value_t = 1_000_000)]
     rows: usize,
-    #[arg(long, default_value_t = 123)]
+    #[arg(long, value_parser = kinsey_core::limits::parse_dim, default_value_t = 123)]
     dim: usize,
     #[arg(long, default_value = "cpu")]
     device: DevicePref,
@@ -120,7 +120,10 @@ fn train(a: TrainArgs) -> Result<()> {
     let t = Instant::now();
     let ds = match &input {
         Some(p) => read_parquet(p, &ColumnSpec::default())?,
-        None => synth::generate(rows, dim, 16.0, 1, 1, "bench".into()),
+        None => {
+            kinsey_core::limits::check_dense("--rows", rows, dim)?;
+            synth::generate(rows, dim, 16.0, 1, 1, "bench".into())
+        }
     };
     let load_s = t.elapsed().as_secs_f64();
     let spec = JobSpec {
@@ -317,7 +320,7 @@ fn paillier(a: PaillierArgs) -> Result<()> {
 struct ProtocolArgs {
     #[arg(long, default_value_t = 5)]
     parties: usize,
-    #[arg(long, default_value_t = 123)]
+    #[arg(long, value_parser = kinsey_core::limits::parse_dim, default_value_t = 123)]
     dim: usize,
     #[command(flatten)]
     crypto: CryptoArgs,

@@ -120,7 +120,13 @@ pub(crate) fn finish_job(report: &pipeline::Report, out: &Path, label: &str) -> 
 /// The demo's synthetic parties: K parties of `rows`, 1.5 `rows`, 2 `rows`, ... rows in
 /// dimension d (the same planted model and data seed as `kinsey demo` has always used), and
 /// its 20,000-row test set.
-pub(crate) fn demo_data(k: usize, d: usize, rows: usize) -> (Vec<Dataset>, Dataset) {
+/// The sizes are checked against [`kinsey_core::limits`] before anything is allocated.
+pub(crate) fn demo_data(k: usize, d: usize, rows: usize) -> Result<(Vec<Dataset>, Dataset)> {
+    kinsey_core::limits::check_dim("--dim", d)?;
+    let total = (0..k).fold(20_000usize, |acc, j| {
+        acc.saturating_add(rows.saturating_add(j.saturating_mul(rows / 2)))
+    });
+    kinsey_core::limits::check_dense("--rows", total, d)?;
     let data_seed = 2010;
     let parties = (0..k)
         .map(|j| {
@@ -135,7 +141,7 @@ pub(crate) fn demo_data(k: usize, d: usize, rows: usize) -> (Vec<Dataset>, Datas
         })
         .collect();
     let test = kinsey_data::synth::generate(20_000, d, 8.0, data_seed, 0, "synthetic test".into());
-    (parties, test)
+    Ok((parties, test))
 }
 
 /// The release description that keys a seeded generator for an aggregate-classifier job:

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 pub(crate) struct Args {
     #[arg(long)]
     libsvm: PathBuf,
-    #[arg(long)]
+    #[arg(long, value_parser = kinsey_core::limits::parse_dim)]
     dim: usize,
     #[arg(long)]
     out: PathBuf,

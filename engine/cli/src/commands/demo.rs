@@ -41,7 +41,7 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 5)]
     parties: usize,
     /// Dimension of the synthetic data.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, value_parser = kinsey_core::limits::parse_dim, default_value_t = 20)]
     dim: usize,
     /// Rows of the smallest party (party j has rows (1 + (j - 1) / 2)).
     #[arg(long, default_value_t = 20_000)]
@@ -96,7 +96,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         ));
     }
     let t = Instant::now();
-    let (parties, test) = demo_data(k, d, rows);
+    let (parties, test) = demo_data(k, d, rows)?;
     let spec = JobSpec {
         objective: Objective::new(1e-3)?,
         solver: SolverConfig::default(),

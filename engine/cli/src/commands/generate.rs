@@ -14,7 +14,7 @@ pub(crate) struct Args {
     /// Total training rows, split evenly across the parties.
     #[arg(long)]
     rows: usize,
-    #[arg(long)]
+    #[arg(long, value_parser = kinsey_core::limits::parse_dim)]
     dim: usize,
     #[arg(long)]
     out: PathBuf,
@@ -55,6 +55,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
             "need parties >= 1, rows >= parties, dim >= 1",
         ));
     }
+    kinsey_core::limits::check_dense("--rows", rows.saturating_add(test_rows.unwrap_or(0)), dim)?;
     if !(signal.is_finite() && signal >= 0.0) {
         return Err(Error::param("signal", "must be finite and >= 0"));
     }

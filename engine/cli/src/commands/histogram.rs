@@ -3,7 +3,7 @@
 use super::common::*;
 use crate::plot::{Chart, Series, write_chart};
 use kinsey_core::Result;
-use kinsey_data::columns::{read_categorical, read_numeric};
+use kinsey_data::columns::{count_rows, read_categorical, read_numeric};
 use kinsey_data::output::Outputs;
 use kinsey_data::series::Predicate;
 use kinsey_dp::Neighbours;
@@ -46,6 +46,8 @@ pub(crate) struct Args {
 
 /// The release of `kinsey histogram`: the noisy counts, written with their guarantee.
 fn run_histogram(a: &Args) -> Result<Done> {
+    // Parameters before data: an absurd epsilon is refused before any file is read.
+    kinsey_core::check_epsilon("epsilon", a.epsilon)?;
     crate::plot::check_fonts()?;
     let keep: Option<Vec<bool>> = match &a.predicate {
         Some(p) => {
@@ -88,9 +90,7 @@ fn run_histogram(a: &Args) -> Result<Done> {
         }
         (None, None) => {
             // a count: one category holding every (kept) row; the column must exist
-            let n = read_numeric(&a.input, &a.column)
-                .map(|v| v.len())
-                .or_else(|_| read_categorical(&a.input, &a.column).map(|v| v.len()))?;
+            let n = count_rows(&a.input, &a.column)?;
             let c = (0..n).filter(|&i| filter(i)).count() as u64;
             (Binning::Categories(vec!["count".into()]), vec![c, 0])
         }

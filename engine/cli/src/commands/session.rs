@@ -47,7 +47,7 @@ pub(crate) struct InitArgs {
     #[arg(long)]
     pub(crate) base_port: Option<u16>,
     /// Dimension of the demo data.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, value_parser = kinsey_core::limits::parse_dim, default_value_t = 20)]
     pub(crate) dim: usize,
     /// Rows of the smallest party (party j has rows (1 + (j - 1) / 2)).
     #[arg(long, default_value_t = 20_000)]
@@ -154,7 +154,7 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
         None => free_ports(k + 1)?,
     };
     let ca = TestCa::new(&format!("kinsey session CA ({})", dir.display()))?;
-    let (parties, _) = demo_data(k, i.dim, i.rows);
+    let (parties, _) = demo_data(k, i.dim, i.rows)?;
     let sh = shared(i, parties[0].features.clone());
     let mut o = Outputs::new();
     o.ensure_dir(dir)?;
