@@ -10,14 +10,13 @@
 //! helper sees only a ciphertext under a key it does not hold.
 
 use crate::cipher::{self, Ct};
-use crate::keys::Public;
+use crate::keys::{self, Keys, Public};
 use crate::ops;
 use crate::params::{BLOCK_BITS, MSG_MAX};
-use crate::{Keys, Tfhe};
 use kinsey_backend::compare::{
     Duplex, check_bits, frame, helper_share, learner_output, learner_share, unframe,
 };
-use kinsey_backend::{AdditiveHe, BackendError, KeyPair, PublicKey, Rng, SecureComparison};
+use kinsey_backend::{BackendError, KeyPair, PublicKey, Rng, SecretKey, SecureComparison};
 use std::sync::Arc;
 use tfhe::integer::{IntegerRadixCiphertext, RadixCiphertext};
 use tfhe::shortint::ciphertext::Degree;
@@ -44,8 +43,13 @@ impl SecureComparison for TfheComparison {
          and bootstrapped before it is revealed)"
             .into()
     }
-    fn keygen(&self, rng: Rng<'_>) -> Result<KeyPair, BackendError> {
-        Tfhe::with_keys(self.keys.clone()).keygen(rng)
+    /// Key material comes from tfhe-rs's seeder (OS entropy), not from `rng`.
+    fn keygen(&self, _rng: Rng<'_>) -> Result<KeyPair, BackendError> {
+        let (pk, sk) = keys::generate()?;
+        Ok(KeyPair {
+            public: PublicKey(pk),
+            secret: SecretKey(sk),
+        })
     }
     fn check_public_key(&self, pk: &PublicKey) -> Result<(), BackendError> {
         self.public(pk).map(|_| ())

@@ -15,7 +15,8 @@
 //! allocation of attacker-chosen size.
 
 use crate::params::{PARAMS, cpk_params};
-use kinsey_backend::BackendError;
+use kinsey_backend::{BackendError, PublicKey, SecretKey};
+use std::sync::{Arc, Mutex};
 use tfhe::integer::{ClientKey, CompactPublicKey, ServerKey};
 use tfhe::safe_serialization::{safe_deserialize, safe_deserialize_conformant, safe_serialize};
 use tfhe::shortint::AtomicPatternParameters;
@@ -179,5 +180,50 @@ mod tests {
         assert!(e.to_string().contains("magic"), "{e}");
         let e = parse_secret_parts(b"KTSK\x03\x00\x00\x00abc").expect_err("refused");
         assert!(e.to_string().contains("client key refused"), "{e}");
+    }
+}
+
+/// How many parsed public keys a backend keeps (decompressing a server key takes seconds).
+const CACHE: usize = 8;
+
+/// Parsed public keys, shared by the backend and its comparison.
+#[derive(Default)]
+pub(crate) struct Keys {
+    cache: Mutex<Vec<Arc<Public>>>,
+}
+
+impl std::fmt::Debug for Keys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Keys(cache)")
+    }
+}
+
+impl Keys {
+    /// The parsed public key (cached by fingerprint).
+    pub(crate) fn public(&self, pk: &PublicKey) -> Result<Arc<Public>, BackendError> {
+        self.public_bytes(&pk.0)
+    }
+
+    fn public_bytes(&self, bytes: &[u8]) -> Result<Arc<Public>, BackendError> {
+        let fp = fingerprint(bytes);
+        let mut cache = self
+            .cache
+            .lock()
+            .map_err(|_| BackendError::Other("TFHE key cache poisoned".into()))?;
+        if let Some(p) = cache.iter().find(|p| p.fp == fp) {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(parse_public(bytes)?);
+        if cache.len() >= CACHE {
+            cache.remove(0);
+        }
+        cache.push(p.clone());
+        Ok(p)
+    }
+
+    /// The client key and its public half.
+    pub(crate) fn secret(&self, sk: &SecretKey) -> Result<(ClientKey, Arc<Public>), BackendError> {
+        let (ck, pk) = parse_secret_parts(&sk.0)?;
+        Ok((ck, self.public_bytes(pk)?))
     }
 }

@@ -24,7 +24,7 @@ mod params;
 pub use compare::TfheComparison;
 
 use cipher::{Ct, Kind};
-use keys::{Public, fingerprint};
+use keys::{Keys, Public};
 use kinsey_backend::registry::BackendOptions;
 use kinsey_backend::{
     AdditiveHe, BackendError, BackendInfo, Ciphertext, KeyPair, PublicKey, Registry, Rng,
@@ -32,12 +32,9 @@ use kinsey_backend::{
 };
 use params::{BLOCKS, MSG_MAX, PARAMS_NAME, WIDTH};
 use rayon::prelude::*;
-use std::sync::{Arc, Mutex};
-use tfhe::integer::{ClientKey, IntegerRadixCiphertext};
+use std::sync::Arc;
+use tfhe::integer::IntegerRadixCiphertext;
 use tfhe::shortint::ciphertext::Degree;
-
-/// How many parsed public keys a backend keeps (decompressing a server key takes seconds).
-const CACHE: usize = 8;
 
 /// Register `tfhe` in a registry.
 pub fn register(registry: &mut Registry) {
@@ -54,48 +51,6 @@ fn create(opts: &BackendOptions) -> Result<Arc<dyn AdditiveHe>, BackendError> {
     Ok(Arc::new(Tfhe::new()))
 }
 
-/// Parsed public keys, shared by the backend and its comparison.
-#[derive(Default)]
-pub(crate) struct Keys {
-    cache: Mutex<Vec<Arc<Public>>>,
-}
-
-impl std::fmt::Debug for Keys {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Keys(cache)")
-    }
-}
-
-impl Keys {
-    /// The parsed public key (cached by fingerprint).
-    pub(crate) fn public(&self, pk: &PublicKey) -> Result<Arc<Public>, BackendError> {
-        self.public_bytes(&pk.0)
-    }
-
-    fn public_bytes(&self, bytes: &[u8]) -> Result<Arc<Public>, BackendError> {
-        let fp = fingerprint(bytes);
-        let mut cache = self
-            .cache
-            .lock()
-            .map_err(|_| BackendError::Other("TFHE key cache poisoned".into()))?;
-        if let Some(p) = cache.iter().find(|p| p.fp == fp) {
-            return Ok(p.clone());
-        }
-        let p = Arc::new(keys::parse_public(bytes)?);
-        if cache.len() >= CACHE {
-            cache.remove(0);
-        }
-        cache.push(p.clone());
-        Ok(p)
-    }
-
-    /// The client key and its public half.
-    pub(crate) fn secret(&self, sk: &SecretKey) -> Result<(ClientKey, Arc<Public>), BackendError> {
-        let (ck, pk) = keys::parse_secret_parts(&sk.0)?;
-        Ok((ck, self.public_bytes(pk)?))
-    }
-}
-
 /// The TFHE backend.
 #[derive(Debug, Clone, Default)]
 pub struct Tfhe {
@@ -106,10 +61,6 @@ impl Tfhe {
     /// A backend with an empty key cache.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    pub(crate) fn with_keys(keys: Arc<Keys>) -> Self {
-        Self { keys }
     }
 
     fn parse(&self, p: &Public, c: &[Ciphertext]) -> Result<Vec<Ct>, BackendError> {
