@@ -27,6 +27,8 @@ done
 # The GPU tests must run on a Vulkan adapter: lavapipe here, a real GPU where there is one.
 export WGPU_BACKEND="${WGPU_BACKEND:-vulkan}"
 export KINSEY_NO_PROGRESS=1
+# CI's fuzzing budget: cases per decoder harness (RELIABILITY.md has the long runs).
+export KINSEY_FUZZ_CASES="${KINSEY_FUZZ_CASES:-256}"
 # The library tests probe the GPU themselves (the `kinsey` binary silences Mesa's device-select
 # layer on its own); give Mesa a runtime directory so they print nothing alarming.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"

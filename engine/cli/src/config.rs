@@ -155,7 +155,11 @@ impl DataConfig {
         match (self.row_transform.as_str(), self.row_scale) {
             ("none", None) => Ok(RowTransform::None),
             ("clip", None) => Ok(RowTransform::Clip),
-            ("scale", Some(c)) => Ok(RowTransform::Scale(c)),
+            ("scale", Some(c)) if c.is_finite() && c > 0.0 => Ok(RowTransform::Scale(c)),
+            ("scale", Some(c)) => Err(Error::param(
+                "data.row_scale",
+                format!("must be a finite number > 0, got {c}"),
+            )),
             ("scale", None) => Err(Error::param(
                 "data.row_scale",
                 "row_transform = \"scale\" needs row_scale",
@@ -357,6 +361,26 @@ epsilon = 0.5
 calibration = "paper"
 noise = "laplace"
 "#;
+
+    /// The TOML config: whatever parses holds a valid epsilon, lambda, tolerance and row
+    /// transform (`parse` validates; this checks that nothing slips past it or panics).
+    #[test]
+    fn fuzz_train_config() {
+        kinsey_fuzz::fuzz_text("train config (TOML)", &[GOOD], |t| {
+            if let Ok(c) = TrainConfig::parse(t) {
+                let eps = c.privacy.epsilon;
+                if !(1e-6..=100.0).contains(&eps) || !(c.model.lambda > 0.0) {
+                    return Err(format!("accepted epsilon {eps}, lambda {}", c.model.lambda));
+                }
+                if let Ok(RowTransform::Scale(f)) = c.data.transform()
+                    && !(f.is_finite() && f > 0.0)
+                {
+                    return Err(format!("accepted scale {f}"));
+                }
+            }
+            Ok(())
+        });
+    }
 
     #[test]
     fn parses_and_defaults() {

@@ -19,6 +19,10 @@ use clap::Parser;
     about = "Differentially private statistics with secrecy"
 )]
 struct Cli {
+    /// Replace files that an earlier run wrote (without it, a command whose output exists
+    /// is refused and the earlier result is kept).
+    #[arg(long, global = true)]
+    overwrite: bool,
     #[command(subcommand)]
     cmd: commands::Cmd,
 }
@@ -41,6 +45,25 @@ fn quiet_vulkan_device_select_layer() {
     }
 }
 
+/// Serve SIGINT, SIGTERM and SIGHUP on a thread: remove every unfinished output (staging
+/// directories, locks, directories this run created; a commit in progress finishes first),
+/// then exit with 128 + the signal's number, as the shell reports a process killed by it.
+fn clean_up_on_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
+        Ok(mut signals) => {
+            std::thread::spawn(move || {
+                if let Some(sig) = signals.forever().next() {
+                    kinsey_data::output::abandon_all();
+                    eprintln!("kinsey: stopped by signal {sig}; unfinished outputs removed");
+                    std::process::exit(128 + sig);
+                }
+            });
+        }
+        Err(e) => tracing::warn!("signals will not clean up unfinished outputs: {e}"),
+    }
+}
+
 fn main() {
     quiet_vulkan_device_select_layer();
     let filter = tracing_subscriber::EnvFilter::try_from_env("KINSEY_LOG")
@@ -53,6 +76,8 @@ fn main() {
         .with_target(false)
         .init();
     let cli = Cli::parse();
+    kinsey_data::output::set_overwrite(cli.overwrite);
+    clean_up_on_signals();
     if let Err(e) = cli.cmd.run() {
         eprintln!("error: {e}");
         let mut src = std::error::Error::source(&e);

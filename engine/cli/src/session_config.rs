@@ -303,6 +303,26 @@ path = "party-1/data.parquet"
 dir = "party-1/out"
 "#;
 
+    /// A participant's TOML file: what loads has a canonical [shared] section and a valid
+    /// epsilon; nothing panics.
+    #[test]
+    fn fuzz_participant_config() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("p.toml");
+        kinsey_fuzz::fuzz_text("participant config (TOML)", &[PARTY], |t| {
+            std::fs::write(&p, t).map_err(|e| e.to_string())?;
+            if let Ok(c) = ParticipantConfig::load(&p) {
+                c.shared
+                    .canonical()
+                    .map_err(|e| format!("accepted a [shared] with no canonical form: {e}"))?;
+                if !(1e-6..=100.0).contains(&c.shared.epsilon) {
+                    return Err(format!("accepted epsilon {}", c.shared.epsilon));
+                }
+            }
+            Ok(())
+        });
+    }
+
     fn parse(text: &str) -> Result<ParticipantConfig> {
         let dir = tempfile::tempdir().map_err(|e| Error::io("tmp", e))?;
         let p = dir.path().join("p.toml");

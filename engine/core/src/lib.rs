@@ -141,11 +141,21 @@ pub fn check_epsilon(name: &str, eps: f64) -> Result<()> {
             name,
             format!(
                 "epsilon must be in [{MIN_EPSILON:e}, {MAX_EPSILON}] (below that the noise \
-                 overflows the exact samplers, above it no guarantee is meaningful), got {eps}"
+                 overflows the exact samplers, above it no guarantee is meaningful), got {}",
+                short(eps)
             ),
         ));
     }
     Ok(())
+}
+
+/// A number as a user would write it: `1e308`, not 309 digits.
+fn short(x: f64) -> String {
+    if x != 0.0 && x.is_finite() && !(1e-4..1e6).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        x.to_string()
+    }
 }
 
 /// Smallest epsilon any command accepts: below it the exact samplers' integer parameters

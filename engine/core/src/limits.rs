@@ -23,7 +23,10 @@ pub fn check_dim(name: &str, d: usize) -> Result<()> {
 /// Check that `rows` dense rows of dimension `d` fit [`MAX_DENSE_BYTES`] before they are
 /// allocated; `what` names the input (a flag, or a file and line).
 pub fn check_dense(what: &str, rows: usize, d: usize) -> Result<()> {
-    let bytes = (rows as u128) * (d as u128) * 4;
+    let bytes = (rows as u128)
+        .checked_mul(d as u128)
+        .and_then(|b| b.checked_mul(4))
+        .unwrap_or(u128::MAX);
     if bytes > u128::from(MAX_DENSE_BYTES) {
         return Err(Error::param(
             what,

@@ -51,8 +51,11 @@ pub fn read_libsvm(path: &Path, dim: usize, labels: LabelEncoding) -> Result<Dat
             if i <= last {
                 return Err(bad(format!("indices must ascend ({i} after {last})")));
             }
-            if !v.is_finite() {
-                return Err(bad(format!("non-finite value at index {i}")));
+            // Features are stored as f32: a finite f64 past f32's range would become inf.
+            if !v.is_finite() || !(v as f32).is_finite() {
+                return Err(bad(format!(
+                    "value at index {i} is not a finite 32-bit float (|v| <= 3.4e38)"
+                )));
             }
             last = i;
             x[start + i - 1] = v as f32;
@@ -72,6 +75,32 @@ pub fn read_libsvm(path: &Path, dim: usize, labels: LabelEncoding) -> Result<Dat
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a mutated LIBSVM file loads as has the declared shape, finite values and
+    /// labels -1/+1.
+    #[test]
+    fn fuzz_libsvm() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("x.libsvm");
+        kinsey_fuzz::fuzz_text(
+            "LIBSVM",
+            &["+1 1:0.5 3:0.25\n-1 2:1\n", "-1 1:1 2:1 3:1\n+1\n"],
+            |t| {
+                std::fs::write(&p, t).map_err(|e| e.to_string())?;
+                if let Ok(ds) = read_libsvm(&p, 3, LabelEncoding::PlusMinusOne) {
+                    if ds.x.len() != ds.y.len() * 3 || ds.d != 3 {
+                        return Err("wrong shape".into());
+                    }
+                    if ds.x.iter().any(|v| !v.is_finite())
+                        || ds.y.iter().any(|&y| y != 1.0 && y != -1.0)
+                    {
+                        return Err(format!("accepted {:?} / {:?}", ds.x, ds.y));
+                    }
+                }
+                Ok(())
+            },
+        );
+    }
 
     fn tmp(content: &str) -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().expect("tmp");

@@ -1,53 +1,275 @@
-//! All-or-nothing output: files are written under temporary names (`.kinsey-tmp.NAME`,
-//! keeping the extension, which some writers read) in their target
-//! directory and renamed into place only when every one of them is complete. If anything
-//! fails (or the value is dropped without `commit`), the temporaries are removed, so no
-//! partial result is ever left behind.
+//! All-or-nothing output, also under concurrent runs and signals.
+//!
+//! - Files are written into a staging directory private to one run,
+//!   `DIR/.kinsey-tmp.PID.N/NAME` (the file keeps its name and extension, which some writers
+//!   read), beside their target `DIR/NAME`, and renamed into place only when every one of
+//!   them is complete ([`Outputs::commit`]).
+//! - Each target is locked while it is staged (`DIR/.NAME.kinsey-lock`, created exclusively
+//!   and holding the writer's process id): a second run that would write the same file is
+//!   refused with the other run's pid, so two runs can never mix their files. A lock whose
+//!   process is gone (a run killed with SIGKILL) is taken over.
+//! - An existing target is replaced only when the process allowed it ([`set_overwrite`],
+//!   the CLI's `--overwrite`); otherwise the run is refused before anything is written.
+//! - If anything fails, or the value is dropped without `commit` (an error or a panic
+//!   unwinding), the staging directories, the locks and the directories the run created are
+//!   removed. Every live `Outputs` is listed in a process-wide registry so that a signal
+//!   handler can do the same ([`abandon_all`]) before the process exits; `commit` holds the
+//!   registry for its renames, so a signal arriving during a commit is served after it: the
+//!   targets hold either the complete previous set or the complete new one. (SIGKILL cannot be
+//!   served: it can leave a staging directory and a stale lock, never a half-written target,
+//!   and only during the microseconds of the renames a mix of old and new files.)
 
 use kinsey_core::{Error, Result};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// The prefix of every staging directory.
+pub const TMP_PREFIX: &str = ".kinsey-tmp.";
+/// The suffix of every lock file (`.NAME.kinsey-lock`).
+pub const LOCK_SUFFIX: &str = ".kinsey-lock";
+
+static OVERWRITE: AtomicBool = AtomicBool::new(false);
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+static REGISTRY: Mutex<BTreeMap<u64, Cleanup>> = Mutex::new(BTreeMap::new());
+
+/// Allow (or forbid, the default) replacing files that exist before a run.
+pub fn set_overwrite(allow: bool) {
+    OVERWRITE.store(allow, Ordering::SeqCst);
+}
+
+/// Whether existing files may be replaced (see [`set_overwrite`]).
+pub fn overwrite_allowed() -> bool {
+    OVERWRITE.load(Ordering::SeqCst)
+}
+
+/// What one live `Outputs` must remove if it does not commit.
+#[derive(Debug, Default, Clone)]
+struct Cleanup {
+    staging: Vec<PathBuf>,
+    locks: Vec<PathBuf>,
+    dirs: Vec<PathBuf>,
+}
+
+impl Cleanup {
+    fn run(&self) {
+        for s in &self.staging {
+            remove_tree(s);
+        }
+        for l in &self.locks {
+            let _ = std::fs::remove_file(l);
+        }
+        for d in self.dirs.iter().rev() {
+            let _ = std::fs::remove_dir(d); // only removes it if empty
+        }
+    }
+}
+
+/// Remove a staging directory even while a writer is still creating files in it (the
+/// directory is gone afterwards, so a writer that opens a new file there fails).
+fn remove_tree(dir: &Path) {
+    for _ in 0..20 {
+        match std::fs::remove_dir_all(dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => continue,
+            _ => return,
+        }
+    }
+}
+
+fn registry() -> MutexGuard<'static, BTreeMap<u64, Cleanup>> {
+    REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Remove every live run's staging directories, locks and created directories, and keep the
+/// registry locked for the rest of the process (no commit can start afterwards). For a
+/// signal handler, which then exits; it waits for a commit in progress to finish.
+pub fn abandon_all() {
+    let guard = registry();
+    for c in guard.values() {
+        c.run();
+    }
+    // Never unlocked: the process is about to exit, and nothing may be staged or committed.
+    std::mem::forget(guard);
+}
+
+/// Whether process `pid` is running (Linux `/proc`; without it every lock counts as live).
+fn process_alive(pid: u32) -> bool {
+    if !Path::new("/proc/self").exists() {
+        return true;
+    }
+    Path::new(&format!("/proc/{pid}")).exists()
+}
 
 /// A set of output files committed together.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Outputs {
+    id: u64,
+    /// (staged file, target)
     pending: Vec<(PathBuf, PathBuf)>,
-    created_dirs: Vec<PathBuf>,
+    /// target directory -> its staging directory
+    staging: BTreeMap<PathBuf, PathBuf>,
     committed: bool,
+}
+
+impl Default for Outputs {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Outputs {
     /// An empty set of outputs.
     pub fn new() -> Self {
-        Self::default()
+        let id = NEXT_ID.fetch_add(1, Ordering::SeqCst);
+        registry().insert(id, Cleanup::default());
+        Self {
+            id,
+            pending: Vec::new(),
+            staging: BTreeMap::new(),
+            committed: false,
+        }
     }
 
-    /// Make sure `dir` exists (remembering it, so a failed run removes a directory it created).
+    fn with_cleanup<T>(&self, f: impl FnOnce(&mut Cleanup) -> T) -> T {
+        let mut r = registry();
+        f(r.entry(self.id).or_default())
+    }
+
+    /// Make sure `dir` exists (remembering every directory it creates, so a failed run
+    /// removes them).
     pub fn ensure_dir(&mut self, dir: &Path) -> Result<()> {
-        if !dir.exists() {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-            self.created_dirs.push(dir.to_path_buf());
+        let mut missing = Vec::new();
+        let mut cur = Some(dir);
+        while let Some(d) = cur.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+            missing.push(d.to_path_buf());
+            cur = d.parent();
+        }
+        for d in missing.into_iter().rev() {
+            match std::fs::create_dir(&d) {
+                Ok(()) => self.with_cleanup(|c| c.dirs.push(d)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir() => {}
+                Err(e) => return Err(Error::io(&d, e)),
+            }
         }
         Ok(())
     }
 
-    /// A temporary path to write `target` to; it becomes `target` on `commit`.
+    /// Lock `target` for this run and check that it may be (re)written.
+    fn claim(&mut self, dir: &Path, name: &str, target: &Path) -> Result<()> {
+        let lock = dir.join(format!(".{name}{LOCK_SUFFIX}"));
+        let me = std::process::id();
+        for attempt in 0..2 {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&lock)
+            {
+                Ok(mut f) => {
+                    self.with_cleanup(|c| c.locks.push(lock.clone()));
+                    use std::io::Write;
+                    f.write_all(me.to_string().as_bytes())
+                        .map_err(|e| Error::io(&lock, e))?;
+                    break;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let held = std::fs::read_to_string(&lock).unwrap_or_default();
+                    let holder = held.trim().parse::<u32>().ok();
+                    let age = std::fs::metadata(&lock)
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|t| t.elapsed().ok())
+                        .map_or(0, |d| d.as_secs());
+                    let stale = match holder {
+                        Some(pid) => pid != me && !process_alive(pid),
+                        None => age > 10, // being written right now, or debris
+                    };
+                    if stale && attempt == 0 {
+                        let _ = std::fs::remove_file(&lock);
+                        continue;
+                    }
+                    let who = holder.map_or("another run".to_string(), |p| {
+                        format!("another kinsey run (pid {p})")
+                    });
+                    return Err(Error::param(
+                        "output",
+                        format!(
+                            "{} is being written by {who}; wait for it to finish, or remove {} if that run is gone",
+                            target.display(),
+                            lock.display()
+                        ),
+                    ));
+                }
+                Err(e) => return Err(Error::io(&lock, e)),
+            }
+        }
+        if target.exists() && !overwrite_allowed() {
+            return Err(Error::param(
+                "output",
+                format!(
+                    "{} exists (an earlier result); pass --overwrite to replace it, or choose another output",
+                    target.display()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// This run's staging directory beside `dir`, created on first use.
+    fn staging_dir(&mut self, dir: &Path) -> Result<PathBuf> {
+        if let Some(s) = self.staging.get(dir) {
+            return Ok(s.clone());
+        }
+        let nonce = {
+            use std::hash::{BuildHasher, Hasher};
+            std::collections::hash_map::RandomState::new()
+                .build_hasher()
+                .finish()
+                & 0xffff_ffff
+        };
+        let s = dir.join(format!(
+            "{TMP_PREFIX}{}.{}.{nonce:08x}",
+            std::process::id(),
+            self.id
+        ));
+        // Registered before it exists, so a signal between the two cannot miss it.
+        self.with_cleanup(|c| c.staging.push(s.clone()));
+        std::fs::create_dir(&s).map_err(|e| Error::io(&s, e))?;
+        self.staging.insert(dir.to_path_buf(), s.clone());
+        Ok(s)
+    }
+
+    /// A temporary path to write `target` to; it becomes `target` on `commit`. Refused when
+    /// another run is writing `target`, or when it exists and overwriting is not allowed.
     pub fn stage(&mut self, target: &Path) -> Result<PathBuf> {
         let dir = target
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        self.ensure_dir(dir)?;
-        let name = target.file_name().ok_or_else(|| {
-            Error::param("output", format!("{} is not a file path", target.display()))
-        })?;
-        let tmp = dir.join(format!(".kinsey-tmp.{}", name.to_string_lossy()));
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        let name = target
+            .file_name()
+            .ok_or_else(|| {
+                Error::param("output", format!("{} is not a file path", target.display()))
+            })?
+            .to_string_lossy()
+            .into_owned();
         if self.pending.iter().any(|(_, t)| t == target) {
             return Err(Error::param(
                 "output",
                 format!("{} would be written twice", target.display()),
             ));
         }
+        if target.is_dir() {
+            return Err(Error::param(
+                "output",
+                format!("{} is a directory, not a file", target.display()),
+            ));
+        }
+        self.ensure_dir(&dir)?;
+        self.claim(&dir, &name, target)?;
+        let tmp = self.staging_dir(&dir)?.join(&name);
         self.pending.push((tmp.clone(), target.to_path_buf()));
         Ok(tmp)
     }
@@ -58,28 +280,36 @@ impl Outputs {
         std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))
     }
 
-    /// Rename every staged file into place.
+    /// Rename every staged file into place (holding the registry, so a signal handler waits
+    /// until all of them are in place), then remove the staging directories and locks.
     pub fn commit(mut self) -> Result<Vec<PathBuf>> {
+        let mut reg = registry();
         let mut done = Vec::new();
         for (tmp, target) in &self.pending {
-            std::fs::rename(tmp, target).map_err(|e| Error::io(target, e))?;
+            if let Err(e) = std::fs::rename(tmp, target) {
+                drop(reg);
+                return Err(Error::io(target, e));
+            }
             done.push(target.clone());
         }
         self.committed = true;
+        if let Some(c) = reg.remove(&self.id) {
+            c.staging.iter().for_each(|s| remove_tree(s));
+            for l in &c.locks {
+                let _ = std::fs::remove_file(l);
+            }
+        }
         Ok(done)
     }
 }
 
 impl Drop for Outputs {
     fn drop(&mut self) {
-        if self.committed {
-            return;
-        }
-        for (tmp, _) in &self.pending {
-            let _ = std::fs::remove_file(tmp);
-        }
-        for dir in self.created_dirs.iter().rev() {
-            let _ = std::fs::remove_dir(dir); // only removes it if empty
+        let mut reg = registry();
+        if let Some(c) = reg.remove(&self.id)
+            && !self.committed
+        {
+            c.run();
         }
     }
 }
@@ -104,19 +334,89 @@ pub fn diagnostics_path(dir: &Path, stem: &str) -> std::path::PathBuf {
 mod tests {
     use super::*;
 
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .expect("ls")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
     #[test]
     fn uncommitted_outputs_leave_nothing() {
         let root = tempfile::tempdir().expect("tmp");
-        let dir = root.path().join("new");
+        let dir = root.path().join("new").join("deeper");
         {
             let mut o = Outputs::new();
             o.write(&dir.join("a.txt"), b"x").expect("write");
+            assert!(
+                dir.join(".a.txt.kinsey-lock").exists(),
+                "locked while staged"
+            );
         }
-        assert!(!dir.exists(), "a failed run removes what it created");
+        assert!(
+            !root.path().join("new").exists(),
+            "a failed run removes every directory it created"
+        );
         let mut o = Outputs::new();
         o.write(&dir.join("a.txt"), b"x").expect("write");
         o.commit().expect("commit");
         assert_eq!(std::fs::read(dir.join("a.txt")).expect("read"), b"x");
-        assert_eq!(std::fs::read_dir(&dir).expect("ls").count(), 1);
+        assert_eq!(names(&dir), vec!["a.txt"], "no staging or lock left");
+    }
+
+    /// Both policies in one test: the overwrite switch is process-wide.
+    #[test]
+    fn concurrent_runs_are_refused_and_earlier_results_kept_unless_overwrite() {
+        let root = tempfile::tempdir().expect("tmp");
+        let t = root.path().join("r.json");
+        let mut a = Outputs::new();
+        a.write(&t, b"a").expect("first run stages");
+        let mut b = Outputs::new();
+        let e = b.write(&t, b"b").expect_err("second run refused");
+        assert!(e.to_string().contains("being written by"), "{e}");
+        drop(b);
+        a.commit().expect("commit");
+        let mut c = Outputs::new();
+        let e = c.write(&t, b"c").expect_err("earlier result kept");
+        assert!(e.to_string().contains("--overwrite"), "{e}");
+        drop(c);
+        assert_eq!(std::fs::read(&t).expect("read"), b"a");
+        set_overwrite(true);
+        let mut d = Outputs::new();
+        d.write(&t, b"d").expect("overwrite allowed");
+        d.commit().expect("commit");
+        set_overwrite(false);
+        assert_eq!(std::fs::read(&t).expect("read"), b"d");
+        assert_eq!(names(root.path()), vec!["r.json"]);
+    }
+
+    #[test]
+    fn a_lock_left_by_a_dead_process_is_taken_over() {
+        let root = tempfile::tempdir().expect("tmp");
+        // Past Linux's largest pid (2^22): no such process.
+        std::fs::write(root.path().join(".x.csv.kinsey-lock"), "4294967294").expect("w");
+        let mut o = Outputs::new();
+        o.write(&root.path().join("x.csv"), b"1")
+            .expect("stale lock taken over");
+        o.commit().expect("commit");
+        assert_eq!(names(root.path()), vec!["x.csv"]);
+    }
+
+    #[test]
+    fn abandon_removes_staged_files_of_every_live_run() {
+        let root = tempfile::tempdir().expect("tmp");
+        let mut o = Outputs::new();
+        let tmp = o.stage(&root.path().join("big.bin")).expect("stage");
+        std::fs::write(&tmp, b"partial").expect("w");
+        // What the signal handler does, without keeping the registry locked.
+        registry().get(&o.id).expect("registered").run();
+        assert!(names(root.path()).is_empty(), "{:?}", names(root.path()));
+        assert!(
+            std::fs::write(&tmp, b"late").is_err(),
+            "a writer cannot recreate a staged file once its directory is gone"
+        );
+        drop(o);
     }
 }

@@ -136,6 +136,78 @@ pub fn encode_columns(path: &Path, names: &[String], cols: &[Vec<f64>]) -> Resul
 mod tests {
     use super::*;
 
+    /// The decay input parser (CSV column and 0/1 text): what loads is finite, in
+    /// `[0, bound]`, with clamping counted; nothing panics.
+    #[test]
+    fn fuzz_series_files() {
+        let dir = tempfile::tempdir().expect("tmp");
+        for (name, seeds) in [
+            ("s.csv", &["value\n1\n0\n2.5\n", "t,value\na,1\nb,7\n"][..]),
+            ("s.txt", &["0110\n1\n", "1"][..]),
+        ] {
+            let p = dir.path().join(name);
+            kinsey_fuzz::fuzz_text(&format!("decay input {name}"), seeds, |t| {
+                std::fs::write(&p, t).map_err(|e| e.to_string())?;
+                if let Ok(s) = load(&p, "value", 2.0) {
+                    if s.values.iter().any(|v| !(0.0..=2.0).contains(v))
+                        || s.clamped > s.values.len()
+                    {
+                        return Err(format!("loaded values outside [0, 2]: {:?}", s.values));
+                    }
+                }
+                Ok(())
+            });
+        }
+    }
+
+    /// Time bounds, step widths and predicates: a parsed ISO time has fields in range, a
+    /// step is positive, and a time-bucketed series built from them stays within its limit.
+    #[test]
+    fn fuzz_event_parameters() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("e.csv");
+        std::fs::write(&p, "date,delay\n2020-01-01T00:00,3\n2020-01-01T00:05,20\n").expect("w");
+        kinsey_fuzz::fuzz_text(
+            "decay event parameters",
+            &[
+                "2020-01-01T00:00 2020-01-01T01:00 1m delay>=15",
+                "0 3600 30s delay!=2",
+            ],
+            |t| {
+                let f: Vec<&str> = t.split(' ').collect();
+                if f.len() != 4 {
+                    return Ok(());
+                }
+                let (Ok(start), Ok(end), Ok(step), Ok(pred)) = (
+                    parse_time("start", f[0]),
+                    parse_time("end", f[1]),
+                    parse_step(f[2]),
+                    Predicate::parse(f[3]),
+                ) else {
+                    return Ok(());
+                };
+                if step < 1 {
+                    return Err(format!("step {step}"));
+                }
+                let spec = EventSpec {
+                    time_column: Some("date".into()),
+                    step_seconds: step,
+                    predicate: Some(Predicate {
+                        column: "delay".into(),
+                        ..pred
+                    }),
+                    range: Some((start, end)),
+                };
+                if let Ok(s) = load_events(&p, &spec, 1.0)
+                    && s.values.len() as i64 > MAX_EVENT_STEPS
+                {
+                    return Err(format!("{} steps", s.values.len()));
+                }
+                Ok(())
+            },
+        );
+    }
+
     #[test]
     fn csv_column_clamps_and_rejects_bad_values() {
         let dir = tempfile::tempdir().expect("tmp");
@@ -272,7 +344,7 @@ pub fn parse_step(s: &str) -> Result<i64> {
     if n < 1 {
         return Err(bad());
     }
-    Ok(n * mult)
+    n.checked_mul(mult).ok_or_else(bad)
 }
 
 /// Seconds since 1970-01-01 of an ISO local timestamp `YYYY-MM-DD[T ]HH:MM[:SS]`.
@@ -283,7 +355,36 @@ fn parse_iso(s: &str) -> Option<i64> {
     let (y, m, day) = (d.next()??, d.next()??, d.next()??);
     let mut t = time.split(':').map(|p| p.parse::<i64>().ok());
     let (hh, mm) = (t.next()??, t.next()??);
-    let ss = t.next().flatten().unwrap_or(0);
+    let ss = match t.next() {
+        None => 0,
+        Some(v) => v?,
+    };
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    let fields_ok = (1..=9999).contains(&y)
+        && (1..=12).contains(&m)
+        && (1..=month_days[(m - 1) as usize]).contains(&day)
+        && (0..=23).contains(&hh)
+        && (0..=59).contains(&mm)
+        && (0..=60).contains(&ss)
+        && t.next().is_none()
+        && d.next().is_none();
+    if !fields_ok {
+        return None;
+    }
     // Days from civil (Howard Hinnant's algorithm).
     let y2 = if m <= 2 { y - 1 } else { y };
     let era = y2.div_euclid(400);
@@ -377,7 +478,9 @@ pub fn load_events(path: &Path, spec: &EventSpec, bound: f64) -> Result<Series> 
             })?;
             let t0 = start.div_euclid(step);
             let last = end.div_euclid(step);
-            let steps = last - t0 + 1;
+            let steps = last
+                .checked_sub(t0)
+                .map_or(i64::MAX, |s| s.saturating_add(1));
             if !(1..=MAX_EVENT_STEPS).contains(&steps) {
                 return Err(Error::param(
                     "end",
@@ -391,7 +494,7 @@ pub fn load_events(path: &Path, spec: &EventSpec, bound: f64) -> Result<Series> 
             }
             let mut counts = vec![0.0; steps as usize];
             for (i, t) in ts.iter().enumerate() {
-                let s = t.div_euclid(step) - t0;
+                let s = t.div_euclid(step).checked_sub(t0).unwrap_or(-1);
                 if (0..steps).contains(&s) && keep.as_ref().is_none_or(|k| k[i]) {
                     counts[s as usize] += 1.0;
                 }

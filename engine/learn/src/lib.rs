@@ -6,4 +6,5 @@
 
 pub mod aggregate;
 pub mod logreg;
+pub mod model_file;
 pub mod pipeline;

@@ -611,22 +611,7 @@ fn diagnose(
     Ok(diagnostics)
 }
 
-/// The published model file (what `kinsey predict` reads).
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
-pub struct ModelFile {
-    /// `kinsey.dp_aggregate_logistic.v1`.
-    pub kind: String,
-    /// Feature names, in the order of `w`.
-    pub features: Vec<String>,
-    /// The label column.
-    pub label: String,
-    /// The row transform to apply before scoring.
-    pub row_transform: RowTransform,
-    /// The published classifier.
-    pub w: Vec<f64>,
-    /// Epsilon of its guarantee.
-    pub epsilon: f64,
-}
+pub use crate::model_file::ModelFile;
 
 impl Report {
     /// A short human summary for the terminal: the release, then (when computed) the

@@ -114,6 +114,12 @@ pub fn encrypt(
     allow_insecure_test_keys: bool,
     rng: &mut dyn rand_core::CryptoRng,
 ) -> Result<String> {
+    if !value.is_finite() {
+        return Err(Error::param(
+            "value",
+            format!("{value} is not a finite number"),
+        ));
+    }
     let pk = phe::public_key_from_jwk(&read(public)?, rng).map_err(in_file(public))?;
     let b = backend_for(public_key_bits(&pk)?, allow_insecure_test_keys)?;
     let m = kinsey_learn::aggregate::encode_fixed(value)?;

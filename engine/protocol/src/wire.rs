@@ -102,3 +102,36 @@ pub(crate) fn key_pair(pk: &[u8], sk: SecretKey) -> KeyPair {
         secret: sk,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whatever `open` accepts is exactly a sealed message of that stage and kind.
+    #[test]
+    fn fuzz_open() {
+        let seeds = vec![
+            seal(
+                Stage::Noise,
+                CHAIN,
+                &cts_bytes(&[Ciphertext(vec![1, 2, 3])]),
+            ),
+            seal(Stage::Shares, MASKED, &ints_bytes(&[5, -7])),
+            seal(Stage::Setup, XI_PK, b""),
+        ];
+        kinsey_fuzz::fuzz("wire::open", seeds, |m| {
+            for (stage, kind) in [
+                (Stage::Noise, CHAIN),
+                (Stage::Shares, MASKED),
+                (Stage::Setup, XI_PK),
+            ] {
+                if let Ok(p) = open(m, stage, kind)
+                    && seal(stage, kind, &p) != m
+                {
+                    return Err("accepted a message that does not seal back".into());
+                }
+            }
+            Ok(())
+        });
+    }
+}

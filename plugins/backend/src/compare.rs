@@ -207,6 +207,29 @@ mod tests {
         }
     }
 
+    /// Whatever `unframe` accepts frames back to the same bytes.
+    #[test]
+    fn fuzz_unframe() {
+        let seeds = vec![
+            frame(&[b"abc", b"", b"de"]),
+            frame(&[&[7u8; 300][..]]),
+            frame(&[]),
+        ];
+        kinsey_fuzz::fuzz("compare::unframe", seeds, |b| {
+            for expect in [0, 1, 3] {
+                if let Ok(parts) = unframe(b, expect) {
+                    if parts.len() != expect || frame(&parts) != b {
+                        return Err(format!(
+                            "accepted {} parts that do not frame back",
+                            parts.len()
+                        ));
+                    }
+                }
+            }
+            Ok(())
+        });
+    }
+
     #[test]
     fn framing_round_trips_and_rejects_garbage() {
         let m = frame(&[b"abc", b"", b"de"]);

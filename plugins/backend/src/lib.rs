@@ -13,6 +13,8 @@ pub mod compare;
 pub mod conformance;
 mod error;
 pub mod fixed;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod he;
 mod keys;
 pub mod registry;

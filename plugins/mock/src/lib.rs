@@ -295,6 +295,12 @@ mod tests {
     }
 
     #[test]
+    fn fuzz_mock_keys_and_ciphertexts() {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(2);
+        kinsey_backend::fuzzing::decoders(&Mock, u32::MAX, &mut rng);
+    }
+
+    #[test]
     fn registry_refuses_mock_unless_insecure_is_allowed_and_lists_names() {
         let mut r = Registry::new();
         register(&mut r);

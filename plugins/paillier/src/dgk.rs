@@ -447,6 +447,12 @@ mod tests {
     use rand_core::SeedableRng;
 
     #[test]
+    fn fuzz_dgk_keys_and_messages() {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(12);
+        kinsey_backend::fuzzing::comparison(&Dgk::new(1024), &mut rng);
+    }
+
+    #[test]
     fn dgk_passes_the_comparison_suite() {
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(11);
         let dgk = Dgk::new(1024);

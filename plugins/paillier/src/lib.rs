@@ -459,6 +459,13 @@ mod tests {
     }
 
     #[test]
+    fn fuzz_paillier_keys_and_ciphertexts() {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(8);
+        let backend = Paillier::new(1024, true).expect("test key size");
+        kinsey_backend::fuzzing::decoders(&backend, u32::MAX, &mut rng);
+    }
+
+    #[test]
     fn key_sizes_are_enforced_and_described() {
         let e = Paillier::new(1024, false).expect_err("weak");
         assert!(e.to_string().contains("allow_insecure_test_keys"), "{e}");

@@ -274,7 +274,18 @@ pub fn encrypted_to_json(
     exponent: i32,
 ) -> Result<String, BackendError> {
     let v = ciphertext_value(pk, c)?;
-    Ok(json!({"v": v.to_string(), "e": exponent}).to_string())
+    Ok(json!({"v": v.to_string(), "e": exponent, "kinsey_key": key_id(pk)?}).to_string())
+}
+
+/// The key fingerprint kinsey adds to the numbers it writes (`kinsey_key`, ignored by
+/// python-paillier): the low 64 bits of n, in hex.
+fn key_id(pk: &PublicKey) -> Result<String, BackendError> {
+    let n = modulus_of(pk)?;
+    Ok(crate::keys::fingerprint(&n)
+        .iter()
+        .rev()
+        .map(|b| format!("{b:02x}"))
+        .collect())
 }
 
 /// Parse a serialized `EncryptedNumber`; returns the ciphertext (validated under `pk`) and
@@ -291,6 +302,18 @@ pub fn encrypted_from_json(pk: &PublicKey, text: &str) -> Result<(Ciphertext, i3
         .and_then(Value::as_i64)
         .and_then(|e| i32::try_from(e).ok())
         .ok_or_else(|| badc("member \"e\" is missing or not an integer"))?;
+    if let Some(k) = v.get("kinsey_key") {
+        let mine = key_id(pk)?;
+        match k.as_str() {
+            Some(k) if k == mine => {}
+            Some(k) => {
+                return Err(badc(&format!(
+                    "made under another key (its key fingerprint is {k}, this key's is {mine})"
+                )));
+            }
+            None => return Err(badc("member \"kinsey_key\" is not a string")),
+        }
+    }
     let value =
         Integer::from_str_radix(digits, 10).map_err(|_| badc("\"v\" is not a decimal integer"))?;
     Ok((ciphertext_from_value(pk, value)?, e))
@@ -309,6 +332,30 @@ mod tests {
     const PHE_PUBLIC: &str = include_str!("../testdata/phe_public.json");
     const PHE_NUMBER: &str = include_str!("../testdata/phe_number.json");
     const PHE_NEGATIVE: &str = include_str!("../testdata/phe_negative.json");
+
+    /// pheutil's JSON: mutated keys and numbers are refused or parse to something that
+    /// validates (a number accepted under the key is in its group); nothing panics.
+    #[test]
+    fn fuzz_phe_json() {
+        let mut r = rand_chacha::ChaCha20Rng::seed_from_u64(3);
+        let pk = public_key_from_jwk(PHE_PUBLIC, &mut r).expect("public");
+        let r = std::cell::RefCell::new(r);
+        kinsey_fuzz::fuzz_text("pheutil keys", &[PHE_PUBLIC, PHE_PRIVATE], |t| {
+            let mut r = r.borrow_mut();
+            if let Ok(p) = public_key_from_jwk(t, &mut *r) {
+                crate::keys::parse_pk(&p).map_err(|e| format!("accepted a bad public key: {e}"))?;
+            }
+            let _ = private_key_from_jwk(t, &mut *r);
+            Ok(())
+        });
+        kinsey_fuzz::fuzz_text("pheutil numbers", &[PHE_NUMBER, PHE_NEGATIVE], |t| {
+            if let Ok((c, _)) = encrypted_from_json(&pk, t) {
+                crate::keys::ciphertext_value(&pk, &c)
+                    .map_err(|e| format!("accepted a bad number: {e}"))?;
+            }
+            Ok(())
+        });
+    }
 
     #[test]
     fn base64url_matches_phe() {

@@ -19,6 +19,14 @@ fn tfhe_passes_the_conformance_suite() {
     kinsey_backend::conformance::run(&Tfhe::new(), &mut rng()).expect("conformance");
 }
 
+/// Keys: 4 cases each (a 60 MB public key whose mutation survives the format checks takes
+/// seconds to decompress); ciphertexts: the full budget.
+#[test]
+fn fuzz_tfhe_keys_and_ciphertexts() {
+    let _serial = serial();
+    kinsey_backend::fuzzing::decoders(&Tfhe::new(), 4, &mut rng());
+}
+
 #[test]
 fn forged_headers_and_blocks_are_refused() {
     let _serial = serial();

@@ -218,6 +218,16 @@ struct DecayThroughput {
 /// (bits for `rr`), chunk by chunk: memory is one chunk, whatever the length.
 fn decay_throughput(a: &DecayArgs) -> Result<DecayThroughput> {
     use kinsey_stats::decay::{self, ModelParams, Public};
+    if a.steps == 0 {
+        return Err(Error::param("steps", "must be at least 1"));
+    }
+    // A chunk of 0 steps would never advance; one past 2^28 values is 2 GiB.
+    if !(1..=1 << 28).contains(&a.chunk) {
+        return Err(Error::param(
+            "chunk",
+            format!("must be 1 to 2^28 steps, got {}", a.chunk),
+        ));
+    }
     let params = ModelParams {
         window: Some(a.window),
         windows: Some(vec![60, a.window]),

@@ -92,7 +92,7 @@ pub(crate) fn finish_job(report: &pipeline::Report, out: &Path, label: &str) -> 
     write_json(&mut o, &out.join("report.json"), &report.release)?;
     let r = &report.release;
     let model = ModelFile {
-        kind: "kinsey.dp_aggregate_logistic.v1".into(),
+        kind: ModelFile::KIND.into(),
         features: r.features.clone(),
         label: label.into(),
         row_transform: r.row_transform,

@@ -71,7 +71,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     o.ensure_dir(out)?;
     write_json(&mut o, &out.join("report.json"), &release)?;
     let model = ModelFile {
-        kind: "kinsey.dp_aggregate_logistic.v1".into(),
+        kind: ModelFile::KIND.into(),
         features: release.features.clone(),
         label: j.cfg.shared.label.clone(),
         row_transform: release.row_transform,

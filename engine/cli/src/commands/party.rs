@@ -89,7 +89,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let mut o = Outputs::new();
     o.ensure_dir(out)?;
     let model = ModelFile {
-        kind: "kinsey.dp_aggregate_logistic.v1".into(),
+        kind: ModelFile::KIND.into(),
         features: shared.features.clone(),
         label: shared.label.clone(),
         row_transform: j.spec.transform,

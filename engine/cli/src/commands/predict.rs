@@ -31,9 +31,19 @@ pub(crate) fn run(a: Args) -> Result<()> {
         out,
         dim,
     } = a;
+    // 2^20 weights (the dimension limit) in JSON are about 26 MB.
+    const MAX_MODEL_FILE: u64 = 64 << 20;
+    let len = std::fs::metadata(&model)
+        .map_err(|e| Error::io(&model, e))?
+        .len();
+    if len > MAX_MODEL_FILE {
+        return Err(Error::format(
+            &model,
+            format!("{len} bytes; a model file is at most {MAX_MODEL_FILE}"),
+        ));
+    }
     let text = std::fs::read_to_string(&model).map_err(|e| Error::io(&model, e))?;
-    let m: ModelFile = serde_json::from_str(&text)
-        .map_err(|e| Error::format(&model, format!("not a kinsey model file: {e}")))?;
+    let m = ModelFile::parse(&model, &text)?;
     let spec = ColumnSpec {
         label: m.label.clone(),
         features: if dim.is_some() {

@@ -290,9 +290,12 @@ pub(crate) fn run_local(configs: &[PathBuf], logs: &Path, limit: Duration) -> Re
         let f = std::fs::File::create(&log).map_err(|e| Error::io(&log, e))?;
         let f2 = f.try_clone().map_err(|e| Error::io(&log, e))?;
         let role = if slot == 0 { "curator" } else { "party" };
-        let child = Command::new(&exe)
-            .args([role, "--config"])
-            .arg(c)
+        let mut cmd = Command::new(&exe);
+        cmd.args([role, "--config"]).arg(c);
+        if kinsey_data::output::overwrite_allowed() {
+            cmd.arg("--overwrite");
+        }
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(f)
             .stderr(f2)

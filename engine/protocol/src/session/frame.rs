@@ -182,6 +182,30 @@ pub(crate) fn check_header(
 mod tests {
     use super::*;
 
+    /// A frame whose length and header pass is within its stage's limit and its declared
+    /// length; nothing panics on any prefix.
+    #[test]
+    fn fuzz_frame_headers() {
+        let id = [7u8; 16];
+        let lim = Limits::new(5, 123, 2048);
+        let seeds = vec![
+            encode(&id, 3, Class::Message, Stage::Noise, b"hello"),
+            encode(&id, 3, Class::Message, Stage::Shares, &[0u8; 64]),
+        ];
+        kinsey_fuzz::fuzz("session frame header", seeds, |f| {
+            let Some(l) = f.get(..4) else { return Ok(()) };
+            let Ok(len) = check_len(u32::from_le_bytes([l[0], l[1], l[2], l[3]]), &lim) else {
+                return Ok(());
+            };
+            if let Ok(h) = check_header(&f[4..], len, &id, 3, &lim)
+                && (h.body != len - HEADER || h.body > lim.body(h.class, h.stage))
+            {
+                return Err(format!("accepted a body of {} bytes", h.body));
+            }
+            Ok(())
+        });
+    }
+
     #[test]
     fn frames_round_trip_and_every_check_can_fail() {
         let id = [7u8; 16];

@@ -293,6 +293,25 @@ mod tests {
         }
     }
 
+    /// The roster TOML: what checks has distinct members, a curator and a 16-byte session
+    /// id; nothing panics.
+    #[test]
+    fn fuzz_roster() {
+        let text = toml::to_string(&roster(3)).expect("toml");
+        kinsey_fuzz::fuzz_text("roster (TOML)", &[&text], |t| {
+            let Ok(r) = toml::from_str::<Roster>(t) else {
+                return Ok(());
+            };
+            let n = r.participant.len();
+            if let Ok(s) = Session::check(r)
+                && s.members.len() != n
+            {
+                return Err(format!("{n} participants became {}", s.members.len()));
+            }
+            Ok(())
+        });
+    }
+
     #[test]
     fn a_good_roster_is_ordered_and_named() {
         let s = Session::check(roster(3)).expect("roster");

@@ -1,0 +1,622 @@
+//! The bad-input table: every bad input kinsey has been tried with, across all commands, run
+//! through the binary. Each must exit non-zero with a message that names the problem and
+//! leave no file behind (the working directory and the fixtures are compared before and
+//! after). The test writes the table it ran to `docs/bad-inputs.md` and fails if the file
+//! in the tree differs, so the table cannot drift from the code: after a change of message,
+//! run it with `KINSEY_BLESS=1` and commit the new table.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Every case, one per line: `what | command line | words the message must contain (separated
+/// by " ; ") [| FILE=TEXT present in WORK before the run, which must be kept]`. In the command
+/// line `FIX/` is the fixture directory and `WORK/` the case's own empty working directory;
+/// words are separated by spaces, and a word with spaces is quoted with `'`. Lines starting
+/// with `#` name the command group. The table keeps this order.
+const CASES: &str = r#"
+# train (TOML config, Parquet parties)
+epsilon 0 in the config | train --out WORK/out --config FIX/cfg/eps0.toml | epsilon
+epsilon 1e308 in the config | train --out WORK/out --config FIX/cfg/eps_huge.toml | epsilon ; 1e308
+a misspelt key (epsylon) | train --out WORK/out --config FIX/cfg/typo.toml | epsylon
+an unknown device | train --out WORK/out --config FIX/cfg/device.toml | quantum
+an unknown backend | train --out WORK/out --config FIX/cfg/backend.toml | rsa
+the insecure mock backend without allow_insecure | train --out WORK/out --config FIX/cfg/mock.toml | allow_insecure
+a 512-bit Paillier key | train --out WORK/out --config FIX/cfg/small_key.toml | 512
+a negative lambda | train --out WORK/out --config FIX/cfg/lambda.toml | lambda
+a config that is not TOML | train --out WORK/out --config FIX/cfg/not_toml.toml | not_toml.toml
+a missing config file | train --out WORK/out --config FIX/cfg/absent.toml | absent.toml
+a missing party file | train --out WORK/out --config FIX/cfg/missing_party.toml | party-9.parquet
+a party file that is not Parquet | train --out WORK/out --config FIX/cfg/garbage_party.toml | garbage.parquet
+a truncated Parquet file | train --out WORK/out --config FIX/cfg/truncated.toml | truncated.parquet
+parties with different columns | train --out WORK/out --config FIX/cfg/schema.toml | party-1.parquet
+rows outside the unit ball, no transform declared | train --out WORK/out --config FIX/cfg/ball.toml | unit ball ; party-1.parquet
+a NaN feature in a party | train --out WORK/out --config FIX/cfg/nan_party.toml | party-1.parquet
+labels other than -1/1 | train --out WORK/out --config FIX/cfg/labels.toml | label
+# predict
+a missing model file | predict --model FIX/absent.json --input FIX/parties/test.parquet --out WORK/p.csv | absent.json
+a model file that is not JSON | predict --model FIX/table.csv --input FIX/parties/test.parquet --out WORK/p.csv | table.csv
+a model with other features than the input | predict --model FIX/model_other.json --input FIX/parties/test.parquet --out WORK/p.csv | f9
+a model weight that is not finite (1e999) | predict --model FIX/model_inf.json --input FIX/parties/test.parquet --out WORK/p.csv | model_inf.json
+# convert
+--dim 0 | convert --libsvm FIX/a.libsvm --dim 0 --out WORK/a.parquet | dim
+--dim 1e8 (past the limit, before allocating) | convert --libsvm FIX/a.libsvm --dim 100000000 --out WORK/a.parquet | dim ; 1048576
+--dim 2^64 - 1 | convert --libsvm FIX/a.libsvm --dim 18446744073709551615 --out WORK/a.parquet | dim
+a LIBSVM index past --dim | convert --libsvm FIX/bad_index.libsvm --dim 3 --out WORK/a.parquet | bad_index.libsvm ; line 2
+a LIBSVM label that is not -1/+1 | convert --libsvm FIX/bad_label.libsvm --dim 3 --out WORK/a.parquet | bad_label.libsvm ; label 7
+a NaN value in LIBSVM | convert --libsvm FIX/nan.libsvm --dim 3 --out WORK/a.parquet | nan.libsvm ; line 1
+a missing LIBSVM file | convert --libsvm /nonexistent/file --dim 3 --out WORK/a.parquet | /nonexistent/file
+an unknown label encoding | convert --libsvm FIX/a.libsvm --dim 3 --labels maybe --out WORK/a.parquet | maybe
+# split
+sizes that need more rows than the input has | split --input FIX/parties/test.parquet --sizes 100000,5 --out WORK/s --seed 1 | sizes ; 100005
+fractions that do not sum to 1 | split --input FIX/parties/test.parquet --fractions 0.5,0.7 --out WORK/s --seed 1 | fractions
+neither sizes nor fractions | split --input FIX/parties/test.parquet --out WORK/s --seed 1 | sizes
+# generate
+--parties 0 | generate --parties 0 --rows 100 --dim 3 --out WORK/g | parties
+--correlation 1.5 | generate --parties 2 --rows 100 --dim 3 --correlation 1.5 --out WORK/g | correlation
+--signal NaN | generate --parties 2 --rows 100 --dim 3 --signal NaN --out WORK/g | signal
+rows x dim past the dense-memory limit | generate --parties 2 --rows 2000000000 --dim 1000 --out WORK/g | GiB
+# decay
+an unknown model lists all seven | decay --input FIX/series.csv --model exp --epsilon 1 --out WORK/d.csv | window ; allwindow ; exponential ; polynomial ; running ; laplace ; rr
+a negative epsilon | decay --input FIX/series.csv --model window --window 4 --epsilon -1 --out WORK/d.csv | epsilon
+alpha outside (0, 1) | decay --input FIX/series.csv --model exponential --alpha 1.5 --epsilon 1 --out WORK/d.csv | alpha
+window 0 | decay --input FIX/series.csv --model window --window 0 --epsilon 1 --out WORK/d.csv | window
+polynomial c <= 1 | decay --input FIX/series.csv --model polynomial --c 0.5 --epsilon 1 --out WORK/d.csv | c
+beta outside (0, 1) | decay --input FIX/series.csv --model polynomial --c 2 --beta 1.5 --epsilon 1 --out WORK/d.csv | beta
+a missing column | decay --input FIX/series.csv --column nope --model window --window 4 --epsilon 1 --out WORK/d.csv | nope
+a NaN step value | decay --input FIX/series_nan.csv --model window --window 4 --epsilon 1 --out WORK/d.csv | series_nan.csv ; row 1
+a negative step value | decay --input FIX/series_neg.csv --model window --window 4 --epsilon 1 --out WORK/d.csv | series_neg.csv
+a 0/1 text with a 2 | decay --input FIX/bad_bits.txt --model window --window 4 --epsilon 1 --out WORK/d.csv | bad_bits.txt
+one 1970 event among 2020 ones | decay --input FIX/events.csv --time-column date --start 2020-01-01T00:00 --end 2020-01-02T00:00 --step 1s --model window --window 4 --epsilon 1 --out WORK/d.csv | sorted ; row 1
+time-bucketed events without a public --start/--end | decay --input FIX/events.csv --time-column date --model window --window 4 --epsilon 1 --out WORK/d.csv | start
+a time range of 1.6e9 one-second steps (past the 2^28 limit) | decay --input FIX/events_sorted.csv --time-column date --start 1970-01-01T00:00 --end 2020-01-02T00:00 --step 1s --model window --window 4 --epsilon 1 --out WORK/d.csv | steps
+a step width that is not one | decay --input FIX/events.csv --time-column date --start 2020-01-01T00:00 --end 2020-01-02T00:00 --step 5x --model window --window 4 --epsilon 1 --out WORK/d.csv | 5x
+a predicate that does not parse | decay --input FIX/events.csv --time-column date --start 2020-01-01T00:00 --end 2020-01-02T00:00 --where delay=>15 --model window --window 4 --epsilon 1 --out WORK/d.csv | delay= ; not found
+# histogram
+epsilon 1e308 | histogram --input FIX/table.csv --column f --bins 0:10:5 --epsilon 1e308 --neighbours bounded --out WORK/h | epsilon
+epsilon 1e-308 | histogram --input FIX/table.csv --column f --bins 0:10:5 --epsilon 1e-308 --neighbours bounded --out WORK/h | epsilon
+epsilon inf in count mode | histogram --input FIX/table.csv --column f --epsilon inf --neighbours bounded --out WORK/h | epsilon
+bins with two fields | histogram --input FIX/table.csv --column f --bins 0:10 --epsilon 1 --neighbours bounded --out WORK/h | 0:10
+bins with LO >= HI | histogram --input FIX/table.csv --column f --bins 5:1:3 --epsilon 1 --neighbours bounded --out WORK/h | bins
+a missing column | histogram --input FIX/table.csv --column nope --epsilon 1 --neighbours bounded --out WORK/h | nope
+an unknown neighbour definition | histogram --input FIX/table.csv --column f --epsilon 1 --neighbours sideways --out WORK/h | sideways
+NaN at row 1, count mode | histogram --input FIX/table_nan.csv --column f --epsilon 1 --neighbours bounded --out WORK/h | table_nan.csv ; row 0
+inf at row 3, with bins | histogram --input FIX/table_inf.csv --column f --bins 0:10:5 --epsilon 1 --neighbours bounded --out WORK/h | table_inf.csv ; row 2
+a missing input | histogram --input FIX/absent.csv --column f --epsilon 1 --neighbours bounded --out WORK/h | absent.csv
+# tree
+depth 100000 | tree --input FIX/table.csv --attributes a,b --depth 100000 --epsilon 1 --neighbours bounded --out WORK/t | depth
+a missing label column | tree --input FIX/table.csv --label nope --attributes a,b --epsilon 1 --neighbours bounded --out WORK/t | nope
+an attribute spec that does not parse | tree --input FIX/table.csv --attributes f:0:x:3 --epsilon 1 --neighbours bounded --out WORK/t | f:0:x:3
+an unknown selection | tree --input FIX/table.csv --attributes a,b --selection magic --epsilon 1 --neighbours bounded --out WORK/t | magic
+a label value outside the declared classes | tree --input FIX/table.csv --attributes a,b --classes 0,1 --epsilon 1 --neighbours bounded --out WORK/t | label
+a non-binary attribute declared 0/1 | tree --input FIX/table.csv --attributes f --epsilon 1 --neighbours bounded --out WORK/t | f
+# sulq
+k-means with k = 0 | sulq kmeans --input FIX/table.csv --columns a,b --k 0 --epsilon 1 --neighbours bounded --out WORK/k | k
+k-means on values outside [0, 1] without --clip | sulq kmeans --input FIX/table.csv --columns f --epsilon 1 --neighbours bounded --out WORK/k | f
+PCA with delta 1 | sulq pca --input FIX/table.csv --columns a,b --delta 1 --epsilon 1 --neighbours bounded --out WORK/p | delta
+PCA with more components than columns | sulq pca --input FIX/table.csv --columns a,b --components 5 --epsilon 1 --neighbours bounded --out WORK/p | components
+# keys
+decrypt: exponent e = -1e9 | keys decrypt --allow-insecure-test-keys --private FIX/keys/private.json FIX/ct_exponent.json | ct_exponent.json ; exponent
+decrypt: a ciphertext under another key | keys decrypt --allow-insecure-test-keys --private FIX/keys/private.json FIX/ct_foreign.json | ct_foreign.json
+decrypt: v is not a number | keys decrypt --allow-insecure-test-keys --private FIX/keys/private.json FIX/ct_text.json | ct_text.json
+decrypt: v past n^2 | keys decrypt --allow-insecure-test-keys --private FIX/keys/private.json FIX/ct_range.json | ct_range.json
+decrypt: inline JSON instead of a path | keys decrypt --allow-insecure-test-keys --private FIX/keys/private.json '{"v": "17", "e": -8}' | JSON text
+decrypt: a private key that is not a key | keys decrypt --private FIX/table.csv FIX/ct.json | table.csv
+decrypt: a test-size key without the flag | keys decrypt --private FIX/keys/private.json FIX/ct.json | 2048
+encrypt: NaN | keys encrypt --allow-insecure-test-keys --public FIX/keys/public.json NaN | value ; NaN
+generate: a 100-bit key | keys generate --bits 100 --allow-insecure-test-keys --out WORK/k | 100
+import: a public key given as the private one | keys import --private FIX/keys/public.json --out WORK/k | public.json
+# session, party, curator, experiment, bench
+session init with 0 parties | session init --parties 0 --out WORK/s | parties
+party with a missing config | party --config FIX/absent.toml | absent.toml
+curator with a train config | curator --config FIX/cfg/ok.toml | ok.toml
+figure 2 with 0 runs | experiment figure2 --runs 0 --out WORK/f | runs
+bench decay with 0 steps | bench decay --steps 0 | steps
+bench decay with chunks of 0 steps (never advanced) | bench decay --steps 10 --chunk 0 | chunk
+a second run into an earlier result without --overwrite | histogram --input FIX/table.csv --column f --epsilon 1 --neighbours bounded --out WORK/h | --overwrite ; histogram.csv | h/histogram.csv=earlier
+"#;
+
+/// One bad input.
+struct Case {
+    what: String,
+    args: Vec<String>,
+    expect: Vec<String>,
+    /// Files present in WORK before the run (an earlier result), which must be kept.
+    before: Vec<(String, String)>,
+}
+
+/// Words separated by spaces, `'` quoting a word with spaces.
+fn words(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    for ch in s.chars() {
+        match ch {
+            '\'' => quoted = !quoted,
+            ' ' if !quoted => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+fn cases() -> Vec<Case> {
+    CASES
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let f: Vec<&str> = l.split(" | ").collect();
+            assert!(f.len() == 3 || f.len() == 4, "bad case line: {l}");
+            Case {
+                what: f[0].to_string(),
+                args: words(f[1]),
+                expect: f[2].split(" ; ").map(str::to_string).collect(),
+                before: f
+                    .get(3)
+                    .map(|b| {
+                        let (p, t) = b.split_once('=').expect("FILE=TEXT");
+                        vec![(p.to_string(), format!("{t}\n"))]
+                    })
+                    .unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
+/// Files under `dir` with their contents (the state a case must not change).
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut m = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("ls") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                m.insert(p.clone(), b"<dir>".to_vec());
+                stack.push(p);
+            } else {
+                m.insert(p.clone(), std::fs::read(&p).expect("read"));
+            }
+        }
+    }
+    m
+}
+
+fn kinsey(cwd: &Path, args: &[String]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_kinsey"))
+        .args(args)
+        .current_dir(cwd)
+        .env("KINSEY_NO_PROGRESS", "1")
+        .env("KINSEY_LOG", "warn")
+        .output()
+        .expect("kinsey runs")
+}
+
+fn ok(cwd: &Path, args: &[&str]) -> String {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let o = kinsey(cwd, &args);
+    assert!(
+        o.status.success(),
+        "fixture step {args:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn write(p: &Path, text: &str) {
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    std::fs::write(p, text).expect("write");
+}
+
+/// A train config over `parties` (relative to the fixture directory) with extra lines.
+fn train_cfg(fix: &Path, name: &str, parties: &[&str], privacy: &str, extra: &str) {
+    let list: Vec<String> = parties
+        .iter()
+        .map(|p| format!("\"{}\"", fix.join(p).display()))
+        .collect();
+    write(
+        &fix.join("cfg").join(name),
+        &format!(
+            "[data]\nparties = [{}]\n{extra}\n[privacy]\n{privacy}\n[compute]\ndevice = \"cpu\"\n",
+            list.join(", ")
+        ),
+    );
+}
+
+/// Everything the cases read, built once.
+fn fixtures(fix: &Path) {
+    ok(
+        fix,
+        &[
+            "generate",
+            "--parties",
+            "2",
+            "--rows",
+            "400",
+            "--dim",
+            "3",
+            "--out",
+            "parties",
+            "--seed",
+            "1",
+        ],
+    );
+    ok(
+        fix,
+        &[
+            "generate",
+            "--parties",
+            "1",
+            "--rows",
+            "200",
+            "--dim",
+            "4",
+            "--out",
+            "other",
+            "--seed",
+            "2",
+        ],
+    );
+    let p1 = fix.join("parties").join("party-1.parquet");
+    let ds = kinsey_data::parquet_io::read_parquet(&p1, &Default::default()).expect("read");
+    let put = |target: PathBuf, ds: &kinsey_data::Dataset| {
+        let mut o = kinsey_data::output::Outputs::new();
+        kinsey_data::parquet_io::write_parquet(&mut o, &target, ds, "label").expect("write");
+        o.commit().expect("commit");
+    };
+    let mut big = ds.clone();
+    big.x.iter_mut().for_each(|v| *v *= 10.0);
+    put(fix.join("big").join("party-1.parquet"), &big);
+    let mut nan = ds.clone();
+    nan.x[4] = f32::NAN;
+    put(fix.join("nan").join("party-1.parquet"), &nan);
+    let mut labels = ds.clone();
+    labels.y[3] = 0.0;
+    put(fix.join("labels").join("party-1.parquet"), &labels);
+    write(&fix.join("garbage.parquet"), "garbage");
+    let bytes = std::fs::read(&p1).expect("read");
+    std::fs::write(fix.join("truncated.parquet"), &bytes[..bytes.len() / 2]).expect("write");
+
+    let two = ["parties/party-1.parquet", "parties/party-2.parquet"];
+    let plain = "[crypto]\naggregation = \"plaintext\"";
+    train_cfg(fix, "ok.toml", &two, "epsilon = 1.0", plain);
+    train_cfg(fix, "eps0.toml", &two, "epsilon = 0.0", plain);
+    train_cfg(fix, "eps_huge.toml", &two, "epsilon = 1e308", plain);
+    train_cfg(
+        fix,
+        "typo.toml",
+        &two,
+        "epsilon = 1.0\nepsylon = 2.0",
+        plain,
+    );
+    write(
+        &fix.join("cfg").join("device.toml"),
+        &std::fs::read_to_string(fix.join("cfg").join("ok.toml"))
+            .expect("read")
+            .replace("device = \"cpu\"", "device = \"quantum\""),
+    );
+    train_cfg(
+        fix,
+        "backend.toml",
+        &two,
+        "epsilon = 1.0",
+        "[crypto]\nbackend = \"rsa\"",
+    );
+    train_cfg(
+        fix,
+        "mock.toml",
+        &two,
+        "epsilon = 1.0",
+        "[crypto]\nbackend = \"mock\"",
+    );
+    train_cfg(
+        fix,
+        "small_key.toml",
+        &two,
+        "epsilon = 1.0",
+        "[crypto]\nkey_bits = 512",
+    );
+    train_cfg(
+        fix,
+        "lambda.toml",
+        &two,
+        "epsilon = 1.0",
+        "[model]\nlambda = -0.5\n[crypto]\naggregation = \"plaintext\"",
+    );
+    write(&fix.join("cfg").join("not_toml.toml"), "[data\nparties = ");
+    train_cfg(
+        fix,
+        "missing_party.toml",
+        &["parties/party-1.parquet", "parties/party-9.parquet"],
+        "epsilon = 1.0",
+        plain,
+    );
+    train_cfg(
+        fix,
+        "garbage_party.toml",
+        &["parties/party-1.parquet", "garbage.parquet"],
+        "epsilon = 1.0",
+        plain,
+    );
+    train_cfg(
+        fix,
+        "truncated.toml",
+        &["parties/party-1.parquet", "truncated.parquet"],
+        "epsilon = 1.0",
+        plain,
+    );
+    train_cfg(
+        fix,
+        "schema.toml",
+        &["parties/party-1.parquet", "other/party-1.parquet"],
+        "epsilon = 1.0",
+        plain,
+    );
+    train_cfg(
+        fix,
+        "ball.toml",
+        &["big/party-1.parquet", "parties/party-2.parquet"],
+        "epsilon = 1.0",
+        plain,
+    );
+    train_cfg(
+        fix,
+        "nan_party.toml",
+        &["nan/party-1.parquet", "parties/party-2.parquet"],
+        "epsilon = 1.0",
+        plain,
+    );
+    train_cfg(
+        fix,
+        "labels.toml",
+        &["labels/party-1.parquet", "parties/party-2.parquet"],
+        "epsilon = 1.0",
+        plain,
+    );
+
+    let model = |features: &str, w: &str| {
+        format!(
+            "{{\"kind\": \"kinsey.dp_aggregate_logistic.v1\", \"features\": [{features}], \"label\": \"label\", \"row_transform\": {{\"kind\": \"none\"}}, \"w\": [{w}], \"epsilon\": 1.0}}"
+        )
+    };
+    write(
+        &fix.join("model_other.json"),
+        &model("\"f1\", \"f2\", \"f9\"", "0.1, 0.2, 0.3"),
+    );
+    write(
+        &fix.join("model_inf.json"),
+        &model("\"f1\", \"f2\", \"f3\"", "0.1, 1e999, 0.3"),
+    );
+
+    write(&fix.join("a.libsvm"), "+1 1:0.5 3:0.2\n-1 2:0.1\n");
+    write(&fix.join("bad_index.libsvm"), "+1 1:0.5\n-1 9:0.1\n");
+    write(&fix.join("bad_label.libsvm"), "7 1:0.5\n");
+    write(&fix.join("nan.libsvm"), "+1 1:nan\n");
+
+    let mut table = String::from("f,a,b,label\n");
+    for i in 0..60 {
+        let label = if (i * 7) % 3 == 0 { 1 } else { -1 };
+        table.push_str(&format!(
+            "{},{},{},{label}\n",
+            (i % 10) as f64 + 0.5,
+            i % 2,
+            (i / 2) % 2
+        ));
+    }
+    write(&fix.join("table.csv"), &table);
+    write(
+        &fix.join("table_nan.csv"),
+        &table.replacen("0.5,0,0", "NaN,0,0", 1),
+    );
+    let inf: Vec<String> = table
+        .lines()
+        .enumerate()
+        .map(|(i, l)| match (i, l.find(',')) {
+            (3, Some(k)) => format!("inf{}", &l[k..]),
+            _ => l.to_string(),
+        })
+        .collect();
+    write(&fix.join("table_inf.csv"), &(inf.join("\n") + "\n"));
+
+    let series: String = std::iter::once("value".to_string())
+        .chain((0..100).map(|i| ((i * 5) % 3 % 2).to_string()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    write(&fix.join("series.csv"), &format!("{series}\n"));
+    write(&fix.join("series_nan.csv"), "value\n1\nnan\n0\n");
+    write(&fix.join("series_neg.csv"), "value\n1\n-2\n");
+    write(&fix.join("bad_bits.txt"), "0110\n012\n");
+    write(
+        &fix.join("events.csv"),
+        "date,delay\n2020-01-01T00:00,3\n1970-01-01T00:00,20\n2020-01-02T00:00,15\n",
+    );
+
+    write(
+        &fix.join("events_sorted.csv"),
+        "date,delay\n2020-01-01T00:00,3\n2020-01-02T00:00,15\n",
+    );
+    ok(
+        fix,
+        &[
+            "keys",
+            "generate",
+            "--bits",
+            "1024",
+            "--allow-insecure-test-keys",
+            "--out",
+            "keys",
+        ],
+    );
+    ok(
+        fix,
+        &[
+            "keys",
+            "generate",
+            "--bits",
+            "1024",
+            "--allow-insecure-test-keys",
+            "--out",
+            "keys2",
+        ],
+    );
+    let ct = ok(
+        fix,
+        &[
+            "keys",
+            "encrypt",
+            "--allow-insecure-test-keys",
+            "--public",
+            "keys/public.json",
+            "1.5",
+        ],
+    );
+    write(&fix.join("ct.json"), &ct);
+    write(
+        &fix.join("ct_exponent.json"),
+        &ct.replace("\"e\":-8", "\"e\":-1000000000"),
+    );
+    write(&fix.join("ct_text.json"), "{\"e\":-8,\"v\":\"twelve\"}");
+    let foreign = ok(
+        fix,
+        &[
+            "keys",
+            "encrypt",
+            "--allow-insecure-test-keys",
+            "--public",
+            "keys2/public.json",
+            "1.5",
+        ],
+    );
+    write(&fix.join("ct_foreign.json"), &foreign);
+    // v = 2^2100, past n^2 for a 1024-bit n.
+    let mut big = String::from("1");
+    for _ in 0..633 {
+        big.push('0');
+    }
+    write(
+        &fix.join("ct_range.json"),
+        &format!("{{\"e\":-8,\"v\":\"{big}\"}}"),
+    );
+}
+
+/// The message a user sees: stderr, with the fixture and work paths made generic.
+fn message(stderr: &str, fix: &Path, work: &Path) -> String {
+    stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join(" / ")
+        .replace(&fix.display().to_string(), "FIX")
+        .replace(&work.display().to_string(), "WORK")
+        .split(' ')
+        .map(|w| {
+            // Key fingerprints differ per run (the fixtures' keys come from the OS).
+            let hex = w.trim_end_matches([',', ')']);
+            if hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                w.replacen(hex, "<fingerprint>", 1)
+            } else {
+                w.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn every_bad_input_fails_clearly_and_leaves_nothing() {
+    let root = tempfile::tempdir().expect("tmp");
+    let fix = root.path().join("fix");
+    std::fs::create_dir(&fix).expect("mkdir");
+    fixtures(&fix);
+    let fixtures_before = snapshot(&fix);
+    let cases = cases();
+    assert!(cases.len() >= 60, "the table covers at least 60 cases");
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    for (i, c) in cases.iter().enumerate() {
+        let work = root.path().join(format!("work-{i}"));
+        std::fs::create_dir(&work).expect("mkdir");
+        for (p, text) in &c.before {
+            write(&work.join(p), text);
+        }
+        let before = snapshot(&work);
+        let args: Vec<String> = c
+            .args
+            .iter()
+            .map(|a| {
+                a.replace("FIX/", &format!("{}/", fix.display()))
+                    .replace("WORK/", &format!("{}/", work.display()))
+            })
+            .collect();
+        let o = kinsey(&work, &args);
+        let msg = message(&String::from_utf8_lossy(&o.stderr), &fix, &work);
+        let code = o.status.code().map_or("signal".into(), |c| c.to_string());
+        if o.status.success() {
+            failures.push(format!("#{} {}: exit 0", i + 1, c.what));
+        }
+        for w in &c.expect {
+            if !msg.contains(w.as_str()) {
+                failures.push(format!("#{} {}: message lacks {w:?}: {msg}", i + 1, c.what));
+            }
+        }
+        if !msg.contains("error") {
+            failures.push(format!("#{} {}: no error line: {msg}", i + 1, c.what));
+        }
+        if snapshot(&work) != before {
+            failures.push(format!(
+                "#{} {}: left files behind: {:?}",
+                i + 1,
+                c.what,
+                snapshot(&work).keys().collect::<Vec<_>>()
+            ));
+        }
+        if snapshot(&fix) != fixtures_before {
+            failures.push(format!("#{} {}: changed the fixtures", i + 1, c.what));
+        }
+        rows.push(format!(
+            "| {} | `kinsey {}` | {} | {} | {} |",
+            i + 1,
+            c.args.join(" ").replace('|', "\\|"),
+            c.what,
+            code,
+            msg.replace('|', "\\|")
+        ));
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+    let table = format!(
+        "# Bad inputs\n\n\
+         Generated by `engine/cli/tests/bad_inputs.rs` (`cargo test -p kinsey-cli --test bad_inputs`),\n\
+         which runs every case through the `kinsey` binary and checks that it exits non-zero, that\n\
+         the message contains the words that name the problem, and that neither the working\n\
+         directory nor the inputs changed (no file left behind). `FIX/` is the directory of\n\
+         fixtures the test builds, `WORK/` the case's own working directory. Do not edit by hand:\n\
+         run the test with `KINSEY_BLESS=1` after changing a message.\n\n\
+         | # | command | bad input | exit | message |\n|---|---|---|---|---|\n{}\n",
+        rows.join("\n")
+    );
+    let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/bad-inputs.md");
+    if std::env::var_os("KINSEY_BLESS").is_some() {
+        std::fs::write(&doc, &table).expect("write the table");
+    } else {
+        let committed = std::fs::read_to_string(&doc).unwrap_or_default();
+        assert!(
+            committed == table,
+            "docs/bad-inputs.md differs from what the cases print: run `KINSEY_BLESS=1 cargo test -p kinsey-cli --test bad_inputs` and commit the table"
+        );
+    }
+}
