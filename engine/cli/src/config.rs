@@ -369,7 +369,10 @@ noise = "laplace"
         kinsey_fuzz::fuzz_text("train config (TOML)", &[GOOD], |t| {
             if let Ok(c) = TrainConfig::parse(t) {
                 let eps = c.privacy.epsilon;
-                if !(1e-6..=100.0).contains(&eps) || !(c.model.lambda > 0.0) {
+                if !(1e-6..=100.0).contains(&eps)
+                    || c.model.lambda.is_nan()
+                    || c.model.lambda <= 0.0
+                {
                     return Err(format!("accepted epsilon {eps}, lambda {}", c.model.lambda));
                 }
                 if let Ok(RowTransform::Scale(f)) = c.data.transform()

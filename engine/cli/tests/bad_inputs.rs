@@ -286,6 +286,13 @@ fn fixtures(fix: &Path) {
     let bytes = std::fs::read(&p1).expect("read");
     std::fs::write(fix.join("truncated.parquet"), &bytes[..bytes.len() / 2]).expect("write");
 
+    train_configs(fix);
+    text_fixtures(fix);
+    key_fixtures(fix);
+}
+
+/// `kinsey train` configs over the parquet fixtures, one per bad case.
+fn train_configs(fix: &Path) {
     let two = ["parties/party-1.parquet", "parties/party-2.parquet"];
     let plain = "[crypto]\naggregation = \"plaintext\"";
     train_cfg(fix, "ok.toml", &two, "epsilon = 1.0", plain);
@@ -382,7 +389,10 @@ fn fixtures(fix: &Path) {
         "epsilon = 1.0",
         plain,
     );
+}
 
+/// Model, LIBSVM, CSV, series and event files.
+fn text_fixtures(fix: &Path) {
     let model = |features: &str, w: &str| {
         format!(
             "{{\"kind\": \"kinsey.dp_aggregate_logistic.v1\", \"features\": [{features}], \"label\": \"label\", \"row_transform\": {{\"kind\": \"none\"}}, \"w\": [{w}], \"epsilon\": 1.0}}"
@@ -444,6 +454,10 @@ fn fixtures(fix: &Path) {
         &fix.join("events_sorted.csv"),
         "date,delay\n2020-01-01T00:00,3\n2020-01-02T00:00,15\n",
     );
+}
+
+/// Two key pairs and python-paillier numbers under the first.
+fn key_fixtures(fix: &Path) {
     ok(
         fix,
         &[

@@ -347,6 +347,8 @@ dir = "out"
         kinsey_data::parquet_io::read_parquet(&big.join("party-1.parquet"), &Default::default())
             .expect("read");
     ds.x.iter_mut().for_each(|v| *v *= 10.0);
+    // Replacing a file that exists needs the process-wide `--overwrite`.
+    kinsey_data::output::set_overwrite(true);
     let mut o = kinsey_data::output::Outputs::new();
     kinsey_data::parquet_io::write_parquet(&mut o, &big.join("party-1.parquet"), &ds, "label")
         .expect("write");

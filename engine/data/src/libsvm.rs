@@ -11,11 +11,21 @@ use std::path::Path;
 
 /// Read a LIBSVM file into a dense data set of dimension `dim`.
 pub fn read_libsvm(path: &Path, dim: usize, labels: LabelEncoding) -> Result<Dataset> {
-    kinsey_core::limits::check_dim("dim", dim)?;
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    parse_libsvm(BufReader::new(file), path, dim, labels)
+}
+
+/// Parse LIBSVM text from `reader`; `path` names it in errors.
+fn parse_libsvm(
+    reader: impl BufRead,
+    path: &Path,
+    dim: usize,
+    labels: LabelEncoding,
+) -> Result<Dataset> {
+    kinsey_core::limits::check_dim("dim", dim)?;
     let mut x = Vec::new();
     let mut y = Vec::new();
-    for (lineno, line) in BufReader::new(file).lines().enumerate() {
+    for (lineno, line) in reader.lines().enumerate() {
         let line = line.map_err(|e| Error::io(path, e))?;
         let row = lineno; // 0-based row == line index (blank lines are errors, not skipped)
         let bad = |msg: String| Error::format(path, format!("line {}: {msg}", lineno + 1));
@@ -80,14 +90,12 @@ mod tests {
     /// labels -1/+1.
     #[test]
     fn fuzz_libsvm() {
-        let dir = tempfile::tempdir().expect("tmp");
-        let p = dir.path().join("x.libsvm");
+        let p = Path::new("x.libsvm");
         kinsey_fuzz::fuzz_text(
             "LIBSVM",
             &["+1 1:0.5 3:0.25\n-1 2:1\n", "-1 1:1 2:1 3:1\n+1\n"],
             |t| {
-                std::fs::write(&p, t).map_err(|e| e.to_string())?;
-                if let Ok(ds) = read_libsvm(&p, 3, LabelEncoding::PlusMinusOne) {
+                if let Ok(ds) = parse_libsvm(t.as_bytes(), p, 3, LabelEncoding::PlusMinusOne) {
                     if ds.x.len() != ds.y.len() * 3 || ds.d != 3 {
                         return Err("wrong shape".into());
                     }

@@ -148,12 +148,11 @@ mod tests {
             let p = dir.path().join(name);
             kinsey_fuzz::fuzz_text(&format!("decay input {name}"), seeds, |t| {
                 std::fs::write(&p, t).map_err(|e| e.to_string())?;
-                if let Ok(s) = load(&p, "value", 2.0) {
-                    if s.values.iter().any(|v| !(0.0..=2.0).contains(v))
-                        || s.clamped > s.values.len()
-                    {
-                        return Err(format!("loaded values outside [0, 2]: {:?}", s.values));
-                    }
+                if let Ok(s) = load(&p, "value", 2.0)
+                    && (s.values.iter().any(|v| !(0.0..=2.0).contains(v))
+                        || s.clamped > s.values.len())
+                {
+                    return Err(format!("loaded values outside [0, 2]: {:?}", s.values));
                 }
                 Ok(())
             });

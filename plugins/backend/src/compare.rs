@@ -217,13 +217,13 @@ mod tests {
         ];
         kinsey_fuzz::fuzz("compare::unframe", seeds, |b| {
             for expect in [0, 1, 3] {
-                if let Ok(parts) = unframe(b, expect) {
-                    if parts.len() != expect || frame(&parts) != b {
-                        return Err(format!(
-                            "accepted {} parts that do not frame back",
-                            parts.len()
-                        ));
-                    }
+                if let Ok(parts) = unframe(b, expect)
+                    && (parts.len() != expect || frame(&parts) != b)
+                {
+                    return Err(format!(
+                        "accepted {} parts that do not frame back",
+                        parts.len()
+                    ));
                 }
             }
             Ok(())
