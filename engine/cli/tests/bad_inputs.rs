@@ -458,30 +458,16 @@ fn text_fixtures(fix: &Path) {
 
 /// Two key pairs and python-paillier numbers under the first.
 fn key_fixtures(fix: &Path) {
-    ok(
-        fix,
-        &[
+    for dir in ["keys", "keys2"] {
+        let args = [
             "keys",
             "generate",
             "--bits",
             "1024",
             "--allow-insecure-test-keys",
-            "--out",
-            "keys",
-        ],
-    );
-    ok(
-        fix,
-        &[
-            "keys",
-            "generate",
-            "--bits",
-            "1024",
-            "--allow-insecure-test-keys",
-            "--out",
-            "keys2",
-        ],
-    );
+        ];
+        ok(fix, &[&args[..], &["--out", dir]].concat());
+    }
     let ct = ok(
         fix,
         &[

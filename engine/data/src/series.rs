@@ -136,27 +136,30 @@ pub fn encode_columns(path: &Path, names: &[String], cols: &[Vec<f64>]) -> Resul
 mod tests {
     use super::*;
 
-    /// The decay input parser (CSV column and 0/1 text): what loads is finite, in
-    /// `[0, bound]`, with clamping counted; nothing panics.
-    #[test]
-    fn fuzz_series_files() {
+    /// The decay input parser: what loads is finite, in `[0, bound]`, with clamping
+    /// counted; nothing panics.
+    fn fuzz_series_file(name: &str, seeds: &[&str]) {
         let dir = tempfile::tempdir().expect("tmp");
-        for (name, seeds) in [
-            ("s.csv", &["value\n1\n0\n2.5\n", "t,value\na,1\nb,7\n"][..]),
-            ("s.txt", &["0110\n1\n", "1"][..]),
-        ] {
-            let p = dir.path().join(name);
-            kinsey_fuzz::fuzz_text(&format!("decay input {name}"), seeds, |t| {
-                std::fs::write(&p, t).map_err(|e| e.to_string())?;
-                if let Ok(s) = load(&p, "value", 2.0)
-                    && (s.values.iter().any(|v| !(0.0..=2.0).contains(v))
-                        || s.clamped > s.values.len())
-                {
-                    return Err(format!("loaded values outside [0, 2]: {:?}", s.values));
-                }
-                Ok(())
-            });
-        }
+        let p = dir.path().join(name);
+        kinsey_fuzz::fuzz_text(&format!("decay input {name}"), seeds, |t| {
+            std::fs::write(&p, t).map_err(|e| e.to_string())?;
+            if let Ok(s) = load(&p, "value", 2.0)
+                && (s.values.iter().any(|v| !(0.0..=2.0).contains(v)) || s.clamped > s.values.len())
+            {
+                return Err(format!("loaded values outside [0, 2]: {:?}", s.values));
+            }
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn fuzz_series_csv() {
+        fuzz_series_file("s.csv", &["value\n1\n0\n2.5\n", "t,value\na,1\nb,7\n"]);
+    }
+
+    #[test]
+    fn fuzz_series_bits() {
+        fuzz_series_file("s.txt", &["0110\n1\n", "1"]);
     }
 
     /// Time bounds, step widths and predicates: a parsed ISO time has fields in range, a

@@ -15,9 +15,10 @@ fn key_budget(key_cases: u32) -> u32 {
     budget().min(key_cases)
 }
 
-/// Fuzz `backend`'s public-key, secret-key and ciphertext decoders from a fresh key pair.
-/// Panics with the shrunk input on the first failure.
-pub fn decoders(backend: &dyn AdditiveHe, key_cases: u32, rng: Rng<'_>) {
+/// Fuzz `backend`'s public-key, secret-key and ciphertext decoders from a fresh key pair,
+/// with at most `key_cases` cases for each key and `ct_cases` for ciphertexts (both capped
+/// by the budget). Panics with the shrunk input on the first failure.
+pub fn decoders(backend: &dyn AdditiveHe, key_cases: u32, ct_cases: u32, rng: Rng<'_>) {
     let name = backend.info().name;
     let kp = backend.keygen(rng).expect("keygen");
     let values = [0i128, 1, -1, 12345, -(1 << 40)];
@@ -46,7 +47,7 @@ pub fn decoders(backend: &dyn AdditiveHe, key_cases: u32, rng: Rng<'_>) {
     let seeds: Vec<Vec<u8>> = cts.iter().map(|c| c.0.clone()).collect();
     fuzz_n(
         &format!("{name} ciphertext"),
-        budget(),
+        budget().min(ct_cases),
         seeds.clone(),
         |b| {
             let c = Ciphertext(b.to_vec());

@@ -297,7 +297,7 @@ mod tests {
     #[test]
     fn fuzz_mock_keys_and_ciphertexts() {
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(2);
-        kinsey_backend::fuzzing::decoders(&Mock, u32::MAX, &mut rng);
+        kinsey_backend::fuzzing::decoders(&Mock, u32::MAX, u32::MAX, &mut rng);
     }
 
     #[test]

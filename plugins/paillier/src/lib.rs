@@ -462,7 +462,7 @@ mod tests {
     fn fuzz_paillier_keys_and_ciphertexts() {
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(8);
         let backend = Paillier::new(1024, true).expect("test key size");
-        kinsey_backend::fuzzing::decoders(&backend, u32::MAX, &mut rng);
+        kinsey_backend::fuzzing::decoders(&backend, u32::MAX, u32::MAX, &mut rng);
     }
 
     #[test]
