@@ -225,3 +225,70 @@ pub(crate) fn decode(fp: &[u8; 16], c: &Ciphertext, blocks: usize) -> Result<Ct,
         units,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tfhe::integer::ClientKey;
+
+    /// The ciphertext decoder alone, without a key set to parse: an integer of one block, a
+    /// selector and a selection of two (the per-block code is the one an integer's 64 blocks
+    /// go through). What decodes has a known kind, a block count within its limits and
+    /// block degrees and noise levels within the parameter set's; nothing panics. Cheap
+    /// enough a case for a long run (the backend-level harness in `tests.rs` parses a
+    /// 1 MiB ciphertext and uses the 60 MB key on every case).
+    #[test]
+    fn fuzz_ciphertext_decoder() {
+        let ck = ClientKey::new(PARAMS);
+        let key: &tfhe::shortint::ClientKey = ck.as_ref();
+        let fp = [0x5au8; 16];
+        let bit = |v: u64| {
+            let mut b = key.encrypt(v);
+            b.degree = Degree::new(1);
+            b
+        };
+        let radix = Ct::radix(vec![key.encrypt(2)]);
+        let selector = Ct {
+            kind: Kind::Selector,
+            blocks: vec![bit(1), bit(1)],
+            units: 0,
+        };
+        let selection = Ct {
+            kind: Kind::Bits,
+            blocks: vec![bit(1), bit(0)],
+            units: 2,
+        };
+        let seeds: Vec<Vec<u8>> = [&radix, &selector, &selection]
+            .iter()
+            .map(|c| encode(&fp, c).map(|c| c.0))
+            .collect::<Result<_, _>>()
+            .expect("encode");
+        for (i, s) in seeds.iter().enumerate() {
+            let ct = decode(&fp, &Ciphertext(s.clone()), 1).expect("an unmutated seed decodes");
+            assert_eq!(ct.blocks.len(), [1, 2, 2][i]);
+        }
+        kinsey_fuzz::fuzz("TFHE ciphertext decoder", seeds, |b| {
+            let Ok(ct) = decode(&fp, &Ciphertext(b.to_vec()), 1) else {
+                return Ok(());
+            };
+            let n = ct.blocks.len();
+            let count_ok = match ct.kind {
+                Kind::Radix => n == 1,
+                Kind::Selector | Kind::Bits => (1..=WIDTH as usize).contains(&n),
+            };
+            let deg_max = if ct.kind == Kind::Radix { FULL_MAX } else { 1 };
+            let blocks_ok = ct
+                .blocks
+                .iter()
+                .all(|k| k.degree.get() <= deg_max && k.noise_level().get() <= max_noise_level());
+            let units_ok = (ct.kind == Kind::Bits) == (1..=max_units()).contains(&ct.units);
+            if !(count_ok && blocks_ok && units_ok) {
+                return Err(format!(
+                    "decoded {ct:?} (units {}) outside its limits",
+                    ct.units
+                ));
+            }
+            Ok(())
+        });
+    }
+}

@@ -181,16 +181,60 @@ mod tests {
         let e = parse_secret_parts(b"KTSK\x03\x00\x00\x00abc").expect_err("refused");
         assert!(e.to_string().contains("client key refused"), "{e}");
     }
+
+    /// The key decoders without a server key (decompressing a mutated 60 MB server key that
+    /// survives the format checks takes seconds, so the backend-level harness runs 2 cases):
+    /// the public key framing and its compact public key, with a 64-byte stand-in where the
+    /// server key goes, and the secret key framing and client key. What parses has kinsey's
+    /// parameter set; nothing panics or allocates beyond the stated limits.
+    #[test]
+    fn fuzz_key_decoders() {
+        let ck = tfhe::ClientKey::generate(config());
+        let cpk = tfhe::CompactPublicKey::try_new(&ck).expect("cpk");
+        let mut pk = PK_MAGIC.to_vec();
+        ser(&mut pk, "compact public key", &cpk, CPK_LIMIT).expect("ser");
+        pk.extend_from_slice(&64u32.to_le_bytes());
+        pk.extend_from_slice(&[0x17; 64]);
+        let e = parse_public(&pk).expect_err("the stand-in is no server key");
+        assert!(e.to_string().contains("server key refused"), "{e}");
+        kinsey_fuzz::fuzz(
+            "TFHE public key framing",
+            vec![pk],
+            |b| match parse_public(b) {
+                Ok(_) => Err("a public key without a server key parsed".into()),
+                Err(_) => Ok(()),
+            },
+        );
+        let mut sk = SK_MAGIC.to_vec();
+        ser(&mut sk, "client key", &ck, CK_LIMIT).expect("ser");
+        sk.extend_from_slice(b"public half");
+        parse_secret_parts(&sk).expect("the seed parses");
+        let ap: AtomicPatternParameters = PARAMS.into();
+        kinsey_fuzz::fuzz("TFHE secret key framing", vec![sk], |b| {
+            if let Ok((ck, _)) = parse_secret_parts(b)
+                && ck.parameters() != ap
+            {
+                return Err("a client key with foreign parameters parsed".into());
+            }
+            Ok(())
+        });
+    }
 }
 
 /// How many parsed public keys a backend keeps (decompressing a server key takes seconds).
 const CACHE: usize = 8;
 
-/// Parsed public keys, shared by the backend and its comparison.
+/// Parsed public keys, shared by the backend and its comparison. An entry is found by
+/// comparing the key's bytes with the bytes it was parsed from (a memory comparison of the
+/// 60 MB key, milliseconds), not by hashing them on every call (SHA-256 of the key took
+/// most of a ciphertext operation's parsing time).
 #[derive(Default)]
 pub(crate) struct Keys {
-    cache: Mutex<Vec<Arc<Public>>>,
+    cache: Mutex<Vec<Cached>>,
 }
+
+/// A cached key: the bytes it was parsed from, and the parsed key.
+type Cached = (Arc<[u8]>, Arc<Public>);
 
 impl std::fmt::Debug for Keys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -199,25 +243,26 @@ impl std::fmt::Debug for Keys {
 }
 
 impl Keys {
-    /// The parsed public key (cached by fingerprint).
+    /// The parsed public key (cached by its bytes).
     pub(crate) fn public(&self, pk: &PublicKey) -> Result<Arc<Public>, BackendError> {
         self.public_bytes(&pk.0)
     }
 
-    fn public_bytes(&self, bytes: &[u8]) -> Result<Arc<Public>, BackendError> {
-        let fp = fingerprint(bytes);
+    /// The parsed public key for these bytes (cached).
+    pub(crate) fn public_bytes(&self, bytes: &[u8]) -> Result<Arc<Public>, BackendError> {
         let mut cache = self
             .cache
             .lock()
             .map_err(|_| BackendError::Other("TFHE key cache poisoned".into()))?;
-        if let Some(p) = cache.iter().find(|p| p.fp == fp) {
+        if let Some((_, p)) = cache.iter().find(|(b, _)| **b == *bytes) {
             return Ok(p.clone());
         }
+        // Parsed under the lock: two threads never decompress the same server key at once.
         let p = Arc::new(parse_public(bytes)?);
         if cache.len() >= CACHE {
             cache.remove(0);
         }
-        cache.push(p.clone());
+        cache.push((Arc::from(bytes), p.clone()));
         Ok(p)
     }
 

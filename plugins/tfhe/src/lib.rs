@@ -172,7 +172,8 @@ impl AdditiveHe for Tfhe {
     }
 
     fn public_key_of(&self, sk: &SecretKey) -> Result<PublicKey, BackendError> {
-        let (ck, p) = self.keys.secret(sk)?;
+        let (ck, pk) = keys::parse_secret_parts(&sk.0)?;
+        let p = self.keys.public_bytes(pk)?;
         // The public half must belong to the client key: a zero encrypted under it decrypts.
         // The probe's randomness is irrelevant (a public constant, discarded).
         let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::from_seed([7; 32]);
@@ -182,7 +183,6 @@ impl AdditiveHe for Tfhe {
                 "the TFHE secret key's public half belongs to another client key".into(),
             ));
         }
-        let (_, pk) = keys::parse_secret_parts(&sk.0)?;
         Ok(PublicKey(pk.to_vec()))
     }
 
