@@ -7,7 +7,10 @@
 //! Scaling by `1/n` and the regulariser belong to the objective, which is written once in
 //! the engine (`kinsey_learn::logreg::Objective`); kernels know nothing about privacy.
 //!
-//! Layout: one folder per kernel with a GPU twin (`logistic/`, `kmeans/`: the interface in
+//! The `montgomery` kernel is batched modular arithmetic (products and constant-time
+//! exponentiations modulo numbers of up to 8192 bits) for the Paillier backend.
+//!
+//! Layout: one folder per kernel with a GPU twin (`logistic/`, `kmeans/`, `montgomery/`: the interface in
 //! `mod.rs`, the CPU twin in `cpu.rs`, the GPU host side in `gpu.rs`, the shader in
 //! `shaders/<kernel>.wgsl`); CPU-only sum kernels in one file each (`gram.rs`,
 //! `perceptron.rs`); the device and the helpers every GPU kernel uses in `gpu/`.
@@ -18,6 +21,7 @@ pub mod gpu;
 pub mod gram;
 pub mod kmeans;
 pub mod logistic;
+pub mod montgomery;
 pub mod perceptron;
 mod rows;
 
@@ -60,6 +64,9 @@ mod tests {
             .unwrap_or_else(|e| panic!("{stem}.wgsl does not validate: {e:?}"));
             seen += 1;
         }
-        assert!(seen >= 2, "expected the logistic and kmeans shaders");
+        assert!(
+            seen >= 3,
+            "expected the logistic, kmeans and montgomery shaders"
+        );
     }
 }

@@ -45,6 +45,13 @@ pub(crate) struct CryptoConfig {
     /// Accept a backend that does not encrypt (`mock`).
     #[serde(default)]
     pub allow_insecure: bool,
+    /// Where the backend's batches run (Paillier): "cpu" (default), "gpu" (every batch;
+    /// an error without an adapter) or "auto" (a hardware GPU for large batches).
+    #[serde(default)]
+    pub device: Option<String>,
+    /// Under device = "auto", the smallest batch sent to the GPU.
+    #[serde(default)]
+    pub gpu_min_batch: Option<usize>,
 }
 
 fn default_aggregation() -> String {
@@ -62,6 +69,8 @@ impl Default for CryptoConfig {
             key_bits: None,
             allow_insecure_test_keys: false,
             allow_insecure: false,
+            device: None,
+            gpu_min_batch: None,
         }
     }
 }
@@ -98,6 +107,8 @@ impl CryptoConfig {
                         key_bits: self.key_bits,
                         allow_insecure_test_keys: self.allow_insecure_test_keys,
                         allow_insecure: self.allow_insecure,
+                        device: self.device.clone(),
+                        gpu_min_batch: self.gpu_min_batch,
                     },
                 )?;
                 Ok(Aggregation::Secure(kinsey_protocol::SecureAggregator::new(

@@ -183,6 +183,8 @@ impl Shared {
             key_bits: self.key_bits,
             allow_insecure_test_keys: self.allow_insecure_test_keys,
             allow_insecure: self.allow_insecure,
+            device: None,
+            gpu_min_batch: None,
         }
     }
 

@@ -26,18 +26,24 @@ pub struct PaillierRates {
     pub(crate) add_per_s: f64,
     pub(crate) mul_plain_per_s: f64,
     pub(crate) rerandomize_per_s: f64,
+    /// Where the batches ran (the backend's description).
+    pub device: String,
+    /// Off the CPU: values per operation checked against the CPU path with the same
+    /// randomness (identical ciphertexts and plaintexts); 0 on the CPU.
+    pub checked_against_cpu: usize,
 }
 
 impl PaillierRates {
     /// The rates as an aligned text table.
     pub fn table(&self) -> String {
         format!(
-            "Paillier {} bits, {} thread(s), {} values: keygen {:.2} s, tables {:.2} s\n  \
+            "Paillier {} bits, {} thread(s), {} values, {}: keygen {:.2} s, tables {:.2} s\n  \
              encrypt {:>10.0}/s  encrypt (key holder, CRT) {:>10.0}/s  decrypt {:>9.0}/s\n  \
-             add {:>14.0}/s  multiply by 32-bit plaintext {:>9.0}/s  re-randomise {:>6.0}/s\n",
+             add {:>14.0}/s  multiply by 32-bit plaintext {:>9.0}/s  re-randomise {:>6.0}/s\n{}",
             self.bits,
             self.threads,
             self.count,
+            self.device,
             self.keygen_seconds,
             self.table_seconds,
             self.encrypt_per_s,
@@ -45,17 +51,28 @@ impl PaillierRates {
             self.decrypt_per_s,
             self.add_per_s,
             self.mul_plain_per_s,
-            self.rerandomize_per_s
+            self.rerandomize_per_s,
+            if self.checked_against_cpu > 0 {
+                format!(
+                    "  identical to the CPU path on {} values per operation (same randomness)\n",
+                    self.checked_against_cpu
+                )
+            } else {
+                String::new()
+            }
         )
     }
 }
 
-/// Measure Paillier at `bits` on `threads` threads (0 = all cores).
+/// Measure Paillier at `bits` on `threads` threads (0 = all cores), its batches on
+/// `device` (`cpu`, `gpu` or `auto`; off the CPU every batch goes to the device, and a
+/// sample of each operation is checked against the CPU path).
 #[cfg(feature = "paillier")]
 pub fn paillier_throughput(
     bits: u32,
     count: usize,
     threads: usize,
+    device: &str,
     rng: &mut dyn rand_core::CryptoRng,
 ) -> Result<PaillierRates> {
     use kinsey_backend::AdditiveHe;
@@ -66,7 +83,10 @@ pub fn paillier_throughput(
         .build()
         .map_err(|e| Error::param("threads", e.to_string()))?;
     let threads = pool.current_num_threads();
-    let b = kinsey_backend_paillier::Paillier::new(bits, false)?;
+    let pref = kinsey_backend_paillier::parse_device(device)
+        .map_err(|e| Error::param("device", e.to_string()))?;
+    let cpu = kinsey_backend_paillier::Paillier::new(bits, false)?;
+    let b = cpu.clone().with_device(pref, 0)?;
     let count = count.max(1);
     let mut rng = kinsey_backend::compare::split_rng(rng);
     let rng = &mut rng;
@@ -107,7 +127,14 @@ pub fn paillier_throughput(
         let t = Instant::now();
         b.rerandomize_batch(&kp.public, &c, rng)?;
         let rerandomize_per_s = rate(t);
+        let checked_against_cpu = if pref == kinsey_backend_paillier::DevicePref::Cpu {
+            0
+        } else {
+            same_as_cpu(&b, &cpu, &kp, &c, &m, &k, count.min(16), rng)?
+        };
         Ok(PaillierRates {
+            device: b.device(),
+            checked_against_cpu,
             bits,
             threads,
             count,
@@ -123,11 +150,75 @@ pub fn paillier_throughput(
     })
 }
 
+/// Every operation on `s` values gives the same bytes on `b` as on the CPU backend, with
+/// the same random stream.
+#[cfg(feature = "paillier")]
+#[allow(clippy::too_many_arguments)]
+fn same_as_cpu(
+    b: &kinsey_backend_paillier::Paillier,
+    cpu: &kinsey_backend_paillier::Paillier,
+    kp: &kinsey_backend::KeyPair,
+    c: &[kinsey_backend::Ciphertext],
+    m: &[i128],
+    k: &[i128],
+    s: usize,
+    rng: &mut dyn rand_core::CryptoRng,
+) -> Result<usize> {
+    use kinsey_backend::AdditiveHe;
+    use rand_core::SeedableRng;
+    let mut seed = [0u8; 32];
+    rng.fill_bytes(&mut seed);
+    let pair = || {
+        (
+            rand_chacha::ChaCha20Rng::from_seed(seed),
+            rand_chacha::ChaCha20Rng::from_seed(seed),
+        )
+    };
+    let differ = |op: &str| Error::Numerical(format!("{op}: the device and the CPU differ"));
+    let (c, m, k) = (&c[..s], &m[..s], &k[..s]);
+    let (mut r1, mut r2) = pair();
+    if b.encrypt_batch(&kp.public, m, &mut r1)? != cpu.encrypt_batch(&kp.public, m, &mut r2)? {
+        return Err(differ("encryption"));
+    }
+    let (mut r1, mut r2) = pair();
+    if b.encrypt_with_secret_batch(&kp.secret, m, &mut r1)?
+        != cpu.encrypt_with_secret_batch(&kp.secret, m, &mut r2)?
+    {
+        return Err(differ("key-holder encryption"));
+    }
+    let (mut r1, mut r2) = pair();
+    if b.rerandomize_batch(&kp.public, c, &mut r1)?
+        != cpu.rerandomize_batch(&kp.public, c, &mut r2)?
+    {
+        return Err(differ("re-randomisation"));
+    }
+    if b.decrypt_batch(&kp.secret, c)? != cpu.decrypt_batch(&kp.secret, c)? {
+        return Err(differ("decryption"));
+    }
+    if b.add_batch(&kp.public, c, c)? != cpu.add_batch(&kp.public, c, c)? {
+        return Err(differ("addition"));
+    }
+    if b.add_plain_batch(&kp.public, c, k)? != cpu.add_plain_batch(&kp.public, c, k)? {
+        return Err(differ("plaintext addition"));
+    }
+    if b.mul_plain_batch(&kp.public, c, k)? != cpu.mul_plain_batch(&kp.public, c, k)? {
+        return Err(differ("plaintext multiplication"));
+    }
+    let big: Vec<i128> = (0..16).map(|i| i * 1_000_003 - 7).collect();
+    if b.mul_plain_one_batch(&kp.public, &c[0], &big)?
+        != cpu.mul_plain_one_batch(&kp.public, &c[0], &big)?
+    {
+        return Err(differ("plaintext multiplication of one ciphertext"));
+    }
+    Ok(s)
+}
+
 #[cfg(not(feature = "paillier"))]
 pub fn paillier_throughput(
     _bits: u32,
     _count: usize,
     _threads: usize,
+    _device: &str,
     _rng: &mut dyn rand_core::CryptoRng,
 ) -> Result<PaillierRates> {
     Err(Error::param(

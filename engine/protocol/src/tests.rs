@@ -23,6 +23,7 @@ fn backend(name: &str) -> Arc<dyn AdditiveHe> {
                 key_bits: if name == "paillier" { Some(512) } else { None },
                 allow_insecure_test_keys: true,
                 allow_insecure: true,
+                ..Default::default()
             },
         )
         .expect("backend")

@@ -16,6 +16,11 @@ pub struct BackendOptions {
     pub allow_insecure_test_keys: bool,
     /// Allow backends that do not encrypt at all (`mock`).
     pub allow_insecure: bool,
+    /// Where a backend that has a GPU path runs its batches: `auto`, `cpu` or `gpu`
+    /// (`None`: the CPU). Backends without one ignore it.
+    pub device: Option<String>,
+    /// Under `auto`, the smallest batch sent to the GPU (`None`: the backend's default).
+    pub gpu_min_batch: Option<usize>,
 }
 
 /// A backend, or why it could not be built.

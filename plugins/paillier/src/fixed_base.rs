@@ -89,6 +89,25 @@ impl FixedBase {
         (self.exp_bits as usize).div_ceil(8)
     }
 
+    /// The tables (window-major, 16 entries each) and the correction as little-endian
+    /// 32-bit words, `words` per number (at least the modulus's size): the GPU's layout.
+    pub(crate) fn to_words(&self, words: usize) -> (Vec<u32>, Vec<u32>) {
+        let split = |limbs: &[u64]| -> Vec<u32> {
+            let mut v: Vec<u32> = limbs
+                .iter()
+                .flat_map(|&l| [l as u32, (l >> 32) as u32])
+                .collect();
+            v.resize(words, 0);
+            v
+        };
+        let entries = self
+            .tables
+            .iter()
+            .flat_map(|t| t.chunks_exact(self.limbs).flat_map(split))
+            .collect();
+        (entries, split(&limbs_of(&self.correction, self.limbs)))
+    }
+
     /// `base^e mod m`, `e` given as `exp_bytes()` little-endian bytes.
     pub fn pow(&self, e: &[u8]) -> Integer {
         let mut acc = self.correction.clone();

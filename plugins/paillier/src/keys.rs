@@ -27,6 +27,8 @@ pub(crate) struct Pk {
 pub(crate) struct PkCtx {
     pub(crate) pk: Pk,
     pub(crate) table: FixedBase,
+    /// `n^2` and the table in the GPU's form, built on the first GPU batch.
+    pub(crate) gpu: crate::gpu::Lazy<crate::gpu::GpuPk>,
 }
 
 pub(crate) fn fingerprint(n: &Integer) -> [u8; 8] {
@@ -129,6 +131,8 @@ pub(crate) struct SkCtx {
     pub(crate) sk: Sk,
     pub(crate) tp: FixedBase,
     pub(crate) tq: FixedBase,
+    /// `p^2`, `q^2`, the tables and the exponents in the GPU's form, built on first use.
+    pub(crate) gpu: crate::gpu::Lazy<crate::gpu::GpuSk>,
 }
 
 /// Serialize a secret key: magic, public key, p, q.

@@ -297,6 +297,10 @@ struct PaillierArgs {
     /// Thread counts to measure (0 = all cores).
     #[arg(long, value_delimiter = ',', default_value = "1,0")]
     threads: Vec<usize>,
+    /// Where the batches run: cpu, gpu (every batch; results checked against the CPU on a
+    /// sample) or auto.
+    #[arg(long, default_value = "cpu")]
+    device: String,
     #[arg(long)]
     json: bool,
 }
@@ -307,12 +311,13 @@ fn paillier(a: PaillierArgs) -> Result<()> {
         bits,
         count,
         threads,
+        device,
         json,
     } = a;
     let mut rng = kinsey_dp::rng::os_crypto_rng();
     for b in bits {
         for &t in &threads {
-            let r = kinsey_protocol::bench::paillier_throughput(b, count, t, &mut rng)?;
+            let r = kinsey_protocol::bench::paillier_throughput(b, count, t, &device, &mut rng)?;
             if json {
                 println!(
                     "{}",

@@ -30,6 +30,10 @@ pub(crate) struct CryptoArgs {
     /// Accept keys below the backend's minimum.
     #[arg(long)]
     pub(crate) allow_insecure_test_keys: bool,
+    /// Where the backend's batches run (Paillier): cpu, gpu (every batch) or auto (a
+    /// hardware GPU for large batches).
+    #[arg(long, default_value = "cpu")]
+    pub(crate) crypto_device: String,
 }
 
 impl CryptoArgs {
@@ -40,6 +44,8 @@ impl CryptoArgs {
             key_bits: self.key_bits,
             allow_insecure_test_keys: self.allow_insecure_test_keys,
             allow_insecure: self.allow_insecure,
+            device: Some(self.crypto_device.clone()),
+            gpu_min_batch: None,
         }
     }
 }

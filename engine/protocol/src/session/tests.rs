@@ -22,6 +22,7 @@ fn backend() -> Arc<dyn AdditiveHe> {
                 key_bits: Some(512),
                 allow_insecure_test_keys: true,
                 allow_insecure: false,
+                ..Default::default()
             },
         )
         .expect("backend")

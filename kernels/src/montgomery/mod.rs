@@ -1,0 +1,280 @@
+//! Batched modular arithmetic for Paillier: products, fixed-base and variable-base
+//! exponentiation modulo an odd modulus of up to [`MAX_WORDS`] 32-bit words, one item per
+//! GPU invocation. CPU twin: [`cpu`]; GPU twin: [`gpu::GpuMontgomery`]
+//! (`shaders/montgomery.wgsl`). Both run the same Montgomery arithmetic on 16-bit digits
+//! (WGSL has no 64-bit integers), so their results (unique residues) agree bit for bit.
+//!
+//! Numbers are little-endian `u32` words, exactly `words` of them for the modulus size.
+//! Every exponentiation runs a fixed sequence of multiplications and reads every table
+//! entry (exponents are secret: encryption randomness, `p - 1`, Stage 2's noise); inputs are
+//! checked against the modulus in constant time (the modulus can be secret: `p^2`).
+//!
+//! [`BatchArith`] picks the device; the Paillier backend decides which batches go to it.
+
+pub mod cpu;
+pub mod gpu;
+
+use crate::device::DevicePref;
+use crate::error::KernelError;
+use crate::gpu::GpuContext;
+
+/// Largest modulus in words (8192 bits: `n^2` of a 4096-bit key).
+pub const MAX_WORDS: usize = 256;
+
+/// An odd modulus `m > 1` and its Montgomery constants (`R = 2^(32 words)`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Modulus {
+    m: Vec<u32>,
+    /// `-m^-1 mod 2^16`.
+    n0inv: u32,
+    /// `R^2 mod m`.
+    r2: Vec<u32>,
+}
+
+impl std::fmt::Debug for Modulus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Modulus({} words)", self.m.len())
+    }
+}
+
+impl Modulus {
+    /// The modulus given as `words` little-endian words (leading zero words allowed: the
+    /// word count, not the value, fixes the size). Refused: even, `m <= 1`, empty or more
+    /// than [`MAX_WORDS`] words.
+    pub fn new(m: Vec<u32>) -> Result<Self, KernelError> {
+        let words = m.len();
+        if words == 0 || words > MAX_WORDS {
+            return Err(KernelError::Input(format!(
+                "a modulus of {words} words (limits 1 to {MAX_WORDS})"
+            )));
+        }
+        if m[0] & 1 == 0 {
+            return Err(KernelError::Input("an even modulus".into()));
+        }
+        if m[0] == 1 && m[1..].iter().all(|&w| w == 0) {
+            return Err(KernelError::Input("the modulus 1".into()));
+        }
+        // Newton's iteration doubles the correct low bits: 1 -> 2 -> 4 -> 8 -> 16.
+        let m0 = m[0] & 0xffff;
+        let mut inv = m0;
+        for _ in 0..4 {
+            inv = inv.wrapping_mul(2u32.wrapping_sub(m0.wrapping_mul(inv))) & 0xffff;
+        }
+        let n0inv = 0u32.wrapping_sub(inv) & 0xffff;
+        let r2 = cpu::r_squared(&m);
+        Ok(Self { m, n0inv, r2 })
+    }
+
+    /// Words per number.
+    pub fn words(&self) -> usize {
+        self.m.len()
+    }
+
+    /// The modulus.
+    pub fn value(&self) -> &[u32] {
+        &self.m
+    }
+
+    /// `x R mod m` for `x < m`.
+    pub fn to_montgomery(&self, x: &[u32]) -> Result<Vec<u32>, KernelError> {
+        self.check_below("value", x, 1)?;
+        Ok(cpu::mont_words(self, x, &self.r2))
+    }
+
+    /// Every `words`-word number in `v` is below the modulus (constant time in the values),
+    /// and `v` holds `count` of them.
+    pub(crate) fn check_below(
+        &self,
+        what: &str,
+        v: &[u32],
+        count: usize,
+    ) -> Result<(), KernelError> {
+        let w = self.words();
+        if v.len() != count * w {
+            return Err(KernelError::Input(format!(
+                "{what}: {} words, expected {count} numbers of {w}",
+                v.len()
+            )));
+        }
+        let mut bad = 0u32;
+        for x in v.chunks_exact(w) {
+            bad |= 1 - cpu::lt(x, &self.m);
+        }
+        if bad != 0 {
+            return Err(KernelError::Input(format!(
+                "{what}: a number not below the modulus"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Tables for fixed-base exponentiation, in Montgomery form: `windows` tables of 16 entries
+/// and the initial accumulator (the caller folds any digit offset and its correction in, as
+/// the Paillier backend's `FixedBase` does).
+#[derive(Clone)]
+pub struct FixedTable {
+    windows: usize,
+    entries: Vec<u32>,
+    init: Vec<u32>,
+}
+
+impl std::fmt::Debug for FixedTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FixedTable({} windows)", self.windows)
+    }
+}
+
+impl FixedTable {
+    /// From plain entries (`windows * 16` numbers, window-major) and the plain initial
+    /// accumulator, all below `m`.
+    pub fn new(m: &Modulus, entries: &[u32], init: &[u32]) -> Result<Self, KernelError> {
+        let w = m.words();
+        if entries.is_empty() || !entries.len().is_multiple_of(16 * w) {
+            return Err(KernelError::Input(format!(
+                "a fixed-base table of {} words is not whole windows of 16 entries of {w} words",
+                entries.len()
+            )));
+        }
+        let windows = entries.len() / (16 * w);
+        m.check_below("table entry", entries, windows * 16)?;
+        let entries = entries
+            .chunks_exact(w)
+            .flat_map(|e| cpu::mont_words(m, e, &m.r2))
+            .collect();
+        Ok(Self {
+            windows,
+            entries,
+            init: m.to_montgomery(init)?,
+        })
+    }
+
+    /// Windows (4 exponent bits each).
+    pub fn windows(&self) -> usize {
+        self.windows
+    }
+}
+
+/// Where batched modular arithmetic runs.
+#[derive(Debug, Clone)]
+pub struct BatchArith {
+    gpu: Option<gpu::GpuMontgomery>,
+}
+
+impl BatchArith {
+    /// The CPU twin.
+    pub fn cpu() -> Self {
+        Self { gpu: None }
+    }
+
+    /// For a preference: `Auto` takes a hardware GPU (a software rasteriser is correct but
+    /// slower than the CPU), `Gpu` any adapter or an error, `Cpu` the CPU.
+    pub fn new(pref: DevicePref) -> Result<Self, KernelError> {
+        Ok(Self {
+            gpu: GpuContext::for_preference(pref)?.map(gpu::GpuMontgomery::new),
+        })
+    }
+
+    /// Whether operations run on a GPU.
+    pub fn is_gpu(&self) -> bool {
+        self.gpu.is_some()
+    }
+
+    /// "CPU" or the GPU's description.
+    pub fn describe(&self) -> String {
+        match &self.gpu {
+            Some(g) => format!("GPU {}", g.describe()),
+            None => "CPU".into(),
+        }
+    }
+
+    /// `a_i b_i mod m` for numbers below `m`.
+    pub fn mul(&self, m: &Modulus, a: &[u32], b: &[u32]) -> Result<Vec<u32>, KernelError> {
+        let n = a.len() / m.words().max(1);
+        m.check_below("left operand", a, n)?;
+        m.check_below("right operand", b, n)?;
+        match &self.gpu {
+            Some(g) => g.mul(m, a, b),
+            None => Ok(cpu::mul(m, a, b)),
+        }
+    }
+
+    /// `f_i * init * prod_w table[w][digit w of e_i] mod m`: with the Paillier table, the
+    /// fixed-base power `h^(e_i)` times `f_i`. Exponents are `exp_words` words each, at
+    /// least the table's windows / 8 words.
+    pub fn fixed_pow(
+        &self,
+        m: &Modulus,
+        table: &FixedTable,
+        exps: &[u32],
+        exp_words: usize,
+        factors: &[u32],
+    ) -> Result<Vec<u32>, KernelError> {
+        let n = factors.len() / m.words();
+        m.check_below("factor", factors, n)?;
+        check_exps(exps, exp_words, n)?;
+        if exp_words * 8 < table.windows || table.init.len() != m.words() {
+            return Err(KernelError::Input(format!(
+                "a table of {} windows needs exponents of at least {} words, got {exp_words}",
+                table.windows,
+                table.windows.div_ceil(8)
+            )));
+        }
+        match &self.gpu {
+            Some(g) => g.fixed_pow(m, table, exps, exp_words, factors),
+            None => Ok(cpu::fixed_pow(m, table, exps, exp_words, factors)),
+        }
+    }
+
+    /// `x_i ^ e_i mod m`. With `wide`, each base has `2 words` words (below `m R`, checked
+    /// as its high half below `m`) and is reduced mod `m` first. `exps` holds one exponent
+    /// of `exp_words` words for every item, or one shared by all.
+    pub fn pow(
+        &self,
+        m: &Modulus,
+        bases: &[u32],
+        wide: bool,
+        exps: &[u32],
+        exp_words: usize,
+    ) -> Result<Vec<u32>, KernelError> {
+        let w = m.words();
+        let iw = if wide { 2 * w } else { w };
+        if !bases.len().is_multiple_of(iw) {
+            return Err(KernelError::Input(format!(
+                "bases: {} words is not whole numbers of {iw}",
+                bases.len()
+            )));
+        }
+        let n = bases.len() / iw;
+        if wide {
+            let highs: Vec<u32> = bases
+                .chunks_exact(iw)
+                .flat_map(|b| &b[w..])
+                .copied()
+                .collect();
+            m.check_below("base (high half)", &highs, n)?;
+        } else {
+            m.check_below("base", bases, n)?;
+        }
+        let shared = exps.len() == exp_words && n != 1;
+        if !shared {
+            check_exps(exps, exp_words, n)?;
+        } else if exp_words == 0 {
+            return Err(KernelError::Input("an exponent of 0 words".into()));
+        }
+        match &self.gpu {
+            Some(g) => g.pow(m, bases, wide, exps, exp_words, shared),
+            None => Ok(cpu::pow(m, bases, wide, exps, exp_words, shared)),
+        }
+    }
+}
+
+fn check_exps(exps: &[u32], exp_words: usize, n: usize) -> Result<(), KernelError> {
+    if exp_words == 0 || exps.len() != n * exp_words {
+        return Err(KernelError::Input(format!(
+            "exponents: {} words for {n} items of {exp_words} words",
+            exps.len()
+        )));
+    }
+    Ok(())
+}

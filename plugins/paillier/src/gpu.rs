@@ -1,0 +1,238 @@
+//! The GPU path of the Paillier backend: the same operations as the CPU path, with the
+//! heavy modular arithmetic (fixed-base and variable-base exponentiations, products mod
+//! `n^2`, `p^2`, `q^2`) done in batches by `kinsey_kernels::montgomery` (WGSL through wgpu).
+//! Parsing, validation, the cheap parts (`1 + m n`, the L function, CRT recombination) and
+//! the randomness stay on the CPU, drawn in the same order, so the same inputs and the same
+//! random stream give the same ciphertexts and plaintexts on either device.
+//!
+//! A batch goes to the GPU when the backend was built with `device = "gpu"` (every batch:
+//! the correctness path, lavapipe in CI) or `"auto"` with a hardware GPU and the batch holds
+//! at least `gpu_min_batch` items; otherwise it runs on the CPU.
+
+use crate::fixed_base::FixedBase;
+use crate::keys::{PkCtx, SkCtx};
+use kinsey_backend::BackendError;
+use kinsey_kernels::montgomery::{BatchArith, FixedTable, Modulus};
+use kinsey_kernels::{DevicePref, KernelError};
+use rayon::prelude::*;
+use rug::Integer;
+use rug::integer::Order;
+use std::sync::OnceLock;
+
+/// Batches below this many items stay on the CPU under `device = "auto"` (see
+/// BENCHMARKS.md: to be set from the crossover `kinsey bench paillier --device gpu` prints
+/// on a hardware GPU; none was lent yet).
+pub const DEFAULT_MIN_BATCH: usize = 256;
+
+/// Where the backend's batches run.
+#[derive(Debug)]
+pub(crate) struct Device {
+    pref: DevicePref,
+    min_batch: usize,
+    arith: BatchArith,
+}
+
+impl Device {
+    /// Probes the GPU now for `gpu` and `auto` (a missing adapter is an error for `gpu`).
+    pub(crate) fn new(pref: DevicePref, min_batch: usize) -> Result<Self, BackendError> {
+        let arith = BatchArith::new(pref)
+            .map_err(|e| BackendError::Other(format!("Paillier backend, device = {pref}: {e}")))?;
+        Ok(Self {
+            pref,
+            min_batch,
+            arith,
+        })
+    }
+
+    pub(crate) fn cpu() -> Self {
+        Self {
+            pref: DevicePref::Cpu,
+            min_batch: usize::MAX,
+            arith: BatchArith::cpu(),
+        }
+    }
+
+    /// The arithmetic for a batch of `n` items, if it goes to the GPU.
+    pub(crate) fn for_batch(&self, n: usize) -> Option<&BatchArith> {
+        let big = self.pref == DevicePref::Gpu || n >= self.min_batch;
+        (self.arith.is_gpu() && big && n > 0).then_some(&self.arith)
+    }
+
+    /// "CPU", or the GPU and when it is used.
+    pub(crate) fn describe(&self) -> String {
+        match (self.arith.is_gpu(), self.pref) {
+            (false, DevicePref::Cpu) => "CPU".into(),
+            (false, _) => format!("CPU (device = {}: no hardware GPU)", self.pref),
+            (true, DevicePref::Gpu) => format!("{} (every batch)", self.arith.describe()),
+            (true, _) => format!(
+                "{} for batches of at least {} items, CPU below",
+                self.arith.describe(),
+                self.min_batch
+            ),
+        }
+    }
+}
+
+/// Little-endian words of `x`, exactly `w` of them (`x < 2^(32 w)`).
+pub(crate) fn words_of(x: &Integer, w: usize) -> Vec<u32> {
+    let mut v = x.to_digits::<u32>(Order::Lsf);
+    v.resize(w, 0);
+    v
+}
+
+pub(crate) fn int_of(w: &[u32]) -> Integer {
+    Integer::from_digits(w, Order::Lsf)
+}
+
+/// Exponent bytes (little-endian) as `w` words.
+pub(crate) fn exp_words(e: &[u8], w: usize) -> Vec<u32> {
+    let mut v: Vec<u32> = e
+        .chunks(4)
+        .map(|c| {
+            let mut b = [0u8; 4];
+            b[..c.len()].copy_from_slice(c);
+            u32::from_le_bytes(b)
+        })
+        .collect();
+    v.resize(w, 0);
+    v
+}
+
+/// Exponents (bytes each) as `w` words each, concatenated.
+pub(crate) fn exps_words(es: &[Vec<u8>], w: usize) -> Vec<u32> {
+    es.iter().flat_map(|e| exp_words(e, w)).collect()
+}
+
+/// Numbers as `w` words each, concatenated.
+pub(crate) fn batch_words(xs: &[Integer], w: usize) -> Vec<u32> {
+    xs.par_iter().flat_map_iter(|x| words_of(x, w)).collect()
+}
+
+/// Ciphertexts from `w`-word results.
+pub(crate) fn to_cts(
+    k: &crate::keys::Pk,
+    out: &[u32],
+    w: usize,
+) -> Vec<kinsey_backend::Ciphertext> {
+    out.par_chunks_exact(w)
+        .map(|c| k.to_ct(&int_of(c)))
+        .collect()
+}
+
+/// `2^127` as a 4-word exponent.
+pub(crate) const OFFSET_127: [u32; 4] = [0, 0, 0, 1 << 31];
+
+/// `v + 2^127` (a secret scalar as a non-negative 128-bit exponent) as 4 words.
+pub(crate) fn offset_words(v: i128) -> [u32; 4] {
+    let e = (v as u128).wrapping_add(1u128 << 127);
+    [
+        e as u32,
+        (e >> 32) as u32,
+        (e >> 64) as u32,
+        (e >> 96) as u32,
+    ]
+}
+
+pub(crate) fn kernel_err(stage: &'static str) -> impl Fn(KernelError) -> BackendError {
+    move |e| BackendError::Other(format!("Paillier on the GPU, {stage}: {e}"))
+}
+
+/// Words of a number below `2^bits`.
+pub(crate) fn words_for(bits: u32) -> usize {
+    (bits as usize).div_ceil(32)
+}
+
+/// A fixed-base table for the GPU.
+pub(crate) fn table(m: &Modulus, fb: &FixedBase) -> Result<FixedTable, BackendError> {
+    let (entries, init) = fb.to_words(m.words());
+    FixedTable::new(m, &entries, &init).map_err(kernel_err("fixed-base table"))
+}
+
+/// What the GPU needs of a public key: `n^2` and the `h_s` table.
+pub(crate) struct GpuPk {
+    pub(crate) n2: Modulus,
+    pub(crate) table: FixedTable,
+    /// Words of `n^2`.
+    pub(crate) w: usize,
+    /// Words of an encryption exponent.
+    pub(crate) exp_words: usize,
+}
+
+impl GpuPk {
+    fn new(ctx: &PkCtx) -> Result<Self, BackendError> {
+        let w = 2 * words_for(ctx.pk.bits);
+        let n2 = Modulus::new(words_of(&ctx.pk.n2, w)).map_err(kernel_err("modulus n^2"))?;
+        let table = table(&n2, &ctx.table)?;
+        Ok(Self {
+            n2,
+            table,
+            w,
+            exp_words: ctx.table.exp_bytes().div_ceil(4),
+        })
+    }
+}
+
+/// What the GPU needs of a secret key: `p^2`, `q^2`, their tables, `p - 1`, `q - 1`.
+pub(crate) struct GpuSk {
+    pub(crate) p2: Modulus,
+    pub(crate) q2: Modulus,
+    pub(crate) tp: FixedTable,
+    pub(crate) tq: FixedTable,
+    pub(crate) pm1: Vec<u32>,
+    pub(crate) qm1: Vec<u32>,
+    /// Words of `p^2` and `q^2` (half those of `n^2`).
+    pub(crate) w: usize,
+    /// Words of `p - 1` and `q - 1`.
+    pub(crate) half_words: usize,
+    pub(crate) exp_words: usize,
+}
+
+impl GpuSk {
+    fn new(ctx: &SkCtx) -> Result<Self, BackendError> {
+        let s = &ctx.sk;
+        let w = words_for(s.pk.bits);
+        let half_words = words_for(s.pk.bits.div_ceil(2));
+        let p2 = Modulus::new(words_of(&s.p2, w)).map_err(kernel_err("modulus p^2"))?;
+        let q2 = Modulus::new(words_of(&s.q2, w)).map_err(kernel_err("modulus q^2"))?;
+        Ok(Self {
+            tp: table(&p2, &ctx.tp)?,
+            tq: table(&q2, &ctx.tq)?,
+            p2,
+            q2,
+            pm1: words_of(&s.pm1, half_words),
+            qm1: words_of(&s.qm1, half_words),
+            w,
+            half_words,
+            exp_words: ctx.tp.exp_bytes().div_ceil(4),
+        })
+    }
+}
+
+/// A per-key GPU context, built on first use.
+pub(crate) struct Lazy<T>(OnceLock<Result<T, BackendError>>);
+
+impl<T> Default for Lazy<T> {
+    fn default() -> Self {
+        Self(OnceLock::new())
+    }
+}
+
+impl<T> Lazy<T> {
+    fn get(&self, build: impl FnOnce() -> Result<T, BackendError>) -> Result<&T, BackendError> {
+        self.0.get_or_init(build).as_ref().map_err(Clone::clone)
+    }
+}
+
+impl PkCtx {
+    /// The key's GPU form.
+    pub(crate) fn gpu(&self) -> Result<&GpuPk, BackendError> {
+        self.gpu.get(|| GpuPk::new(self))
+    }
+}
+
+impl SkCtx {
+    /// The key's GPU form.
+    pub(crate) fn gpu(&self) -> Result<&GpuSk, BackendError> {
+        self.gpu.get(|| GpuSk::new(self))
+    }
+}
