@@ -37,12 +37,12 @@ const OT: u32 = 3u * DIG;
 const OB: u32 = 3u * DIG + DIG2;  // modpow: the base in Montgomery form
 const OTB: u32 = 4u * DIG + DIG2; // modpow: 16 powers of it
 
-// Operations (`op`), their arguments (`a0`, `a1`).
-const MM_BEGIN: u32 = 0u;    // T = 0
-const MM_STEPS: u32 = 1u;    // CIOS outer iterations a0 .. a1 of Z = X Y R^-1
-const MM_END: u32 = 2u;      // Z = T mod m (masked subtraction)
-const REDC_BEGIN: u32 = 3u;  // T = X (the low half of a double-width value)
-const REDC_STEPS: u32 = 4u;  // reduction steps a0 .. a1, digit i of Y entering at the top
+// Operations (`op`), their arguments (`a0`, `a1`). MM_STEPS and REDC_STEPS run outer
+// iterations a0 .. (a1 & 0xffff): the first step (a0 = 0) starts T (MM: T = 0, after Y = X
+// if flag 1 (a1 >> 16) asks for a square; REDC: T = X), the last (end = DIG) ends with the
+// masked subtraction into Z, then X = Z if flag 2 asks.
+const MM_STEPS: u32 = 1u;    // CIOS outer iterations of Z = X Y R^-1
+const REDC_STEPS: u32 = 4u;  // reduction steps of (X + Y R) R^-1, digit i of Y entering at the top
 const COPY: u32 = 5u;        // register a0 = register a1
 const LOAD_A: u32 = 6u;      // register a0 = WORDS words of a_in at item * in_words + a1
 const LOAD_B: u32 = 7u;      // register a0 = WORDS words of b_in at item * WORDS
@@ -147,6 +147,16 @@ fn mm_end() {
     }
 }
 
+// The masked subtraction into Z, then X = Z when flag 2 is set.
+fn finish(flags: u32) {
+    mm_end();
+    if ((flags & 2u) != 0u) {
+        for (var j = 0u; j < DIG; j = j + 1u) {
+            wr(OX + j, rd(OZ + j));
+        }
+    }
+}
+
 // The 4-bit window `w` (counted from the least significant) of item i's exponent.
 fn window(i: u32, w: u32) -> u32 {
     let word = exps[i * params.exp_stride + w / 8u];
@@ -189,26 +199,38 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>,
     let a0 = params.a0;
     let a1 = params.a1;
     switch params.op {
-        case MM_BEGIN: {
-            for (var j = 0u; j < DIG2; j = j + 1u) {
-                wr(OT + j, 0u);
-            }
-        }
         case MM_STEPS: {
-            mm_steps(a0, a1);
-        }
-        case MM_END: {
-            mm_end();
-        }
-        case REDC_BEGIN: {
-            for (var j = 0u; j < DIG; j = j + 1u) {
-                wr(OT + j, rd(OX + j));
+            let end = a1 & 0xffffu;
+            let flags = a1 >> 16u;
+            if (a0 == 0u) {
+                if ((flags & 1u) != 0u) {
+                    for (var j = 0u; j < DIG; j = j + 1u) {
+                        wr(OY + j, rd(OX + j));
+                    }
+                }
+                for (var j = 0u; j < DIG2; j = j + 1u) {
+                    wr(OT + j, 0u);
+                }
             }
-            wr(OT + DIG, 0u);
-            wr(OT + DIG + 1u, 0u);
+            mm_steps(a0, end);
+            if (end == DIG) {
+                finish(flags);
+            }
         }
         case REDC_STEPS: {
-            redc_steps(a0, a1);
+            let end = a1 & 0xffffu;
+            let flags = a1 >> 16u;
+            if (a0 == 0u) {
+                for (var j = 0u; j < DIG; j = j + 1u) {
+                    wr(OT + j, rd(OX + j));
+                }
+                wr(OT + DIG, 0u);
+                wr(OT + DIG + 1u, 0u);
+            }
+            redc_steps(a0, end);
+            if (end == DIG) {
+                finish(flags);
+            }
         }
         case COPY: {
             for (var j = 0u; j < DIG; j = j + 1u) {

@@ -40,10 +40,7 @@ struct Params {
 #[derive(Debug, Clone, Copy)]
 #[repr(u32)]
 enum Op {
-    MmBegin = 0,
     MmSteps = 1,
-    MmEnd = 2,
-    RedcBegin = 3,
     RedcSteps = 4,
     Copy = 5,
     LoadA = 6,
@@ -95,30 +92,35 @@ impl Program {
         ((LOOP_BUDGET / (2 * self.dig as usize + 2)) as u32).clamp(1, self.dig)
     }
 
-    /// Z = X Y R^-1 mod m.
-    fn montmul(&mut self) {
-        self.op(Op::MmBegin, 0, 0);
+    /// The outer loop of `op` in steps; flags 1: square (Y = X first), 2: X = Z after.
+    fn steps(&mut self, op: Op, flags: u32) {
         let step = self.step();
         let mut i = 0;
         while i < self.dig {
             let end = (i + step).min(self.dig);
-            self.op(Op::MmSteps, i, end);
+            self.op(op, i, end | (flags << 16));
             i = end;
         }
-        self.op(Op::MmEnd, 0, 0);
+    }
+
+    /// Z = X Y R^-1 mod m.
+    fn montmul(&mut self) {
+        self.steps(Op::MmSteps, 0);
+    }
+
+    /// X = X Y R^-1 mod m.
+    fn montmul_x(&mut self) {
+        self.steps(Op::MmSteps, 2);
+    }
+
+    /// X = X^2 R^-1 mod m.
+    fn square_x(&mut self) {
+        self.steps(Op::MmSteps, 3);
     }
 
     /// Z = (X + Y R) R^-1 mod m.
     fn redc_wide(&mut self) {
-        self.op(Op::RedcBegin, 0, 0);
-        let step = self.step();
-        let mut i = 0;
-        while i < self.dig {
-            let end = (i + step).min(self.dig);
-            self.op(Op::RedcSteps, i, end);
-            i = end;
-        }
-        self.op(Op::MmEnd, 0, 0);
+        self.steps(Op::RedcSteps, 0);
     }
 
     fn copy(&mut self, dst: u32, src: u32) {
@@ -134,11 +136,10 @@ impl Program {
     /// `a_i b_i mod m`.
     fn modmul(words: usize) -> Self {
         let mut p = Self::new(words);
-        let (x, y, z) = (p.x(), p.y(), p.z());
+        let (x, y) = (p.x(), p.y());
         p.op(Op::LoadA, x, 0);
         p.op(Op::LoadB, y, 0);
-        p.montmul();
-        p.copy(x, z);
+        p.montmul_x();
         p.y_r2();
         p.montmul();
         p.op(Op::Store, 0, 0);
@@ -148,12 +149,11 @@ impl Program {
     /// `b_i init prod_w table[w][digit]`.
     fn fixed_pow(words: usize, windows: u32) -> Self {
         let mut p = Self::new(words);
-        let (x, y, z, dig) = (p.x(), p.y(), p.z(), p.dig);
+        let (x, y, dig) = (p.x(), p.y(), p.dig);
         p.op(Op::LoadConst, x, 2 * dig);
         for w in 0..windows {
             p.op(Op::SelA, w, 0);
-            p.montmul();
-            p.copy(x, z);
+            p.montmul_x();
         }
         p.op(Op::LoadB, y, 0);
         p.montmul();
@@ -192,13 +192,10 @@ impl Program {
         p.copy(x, t0);
         for w in (0..windows).rev() {
             for _ in 0..4 {
-                p.copy(y, x);
-                p.montmul();
-                p.copy(x, z);
+                p.square_x();
             }
             p.op(Op::SelTb, w, 0);
-            p.montmul();
-            p.copy(x, z);
+            p.montmul_x();
         }
         p.op(Op::LoadOne, y, 0);
         p.montmul();
