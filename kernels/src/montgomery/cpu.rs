@@ -190,7 +190,7 @@ pub(crate) fn mont_words(m: &Modulus, x: &[u32], y: &[u32]) -> Vec<u32> {
     words(&r.z)
 }
 
-/// Twin of the `modmul` entry point.
+/// Twin of the GPU's `modmul` program.
 pub fn mul(m: &Modulus, a: &[u32], b: &[u32]) -> Vec<u32> {
     let w = m.words();
     a.par_chunks_exact(w)
@@ -208,7 +208,7 @@ pub fn mul(m: &Modulus, a: &[u32], b: &[u32]) -> Vec<u32> {
         .collect()
 }
 
-/// Twin of the `fixed_pow` entry point.
+/// Twin of the GPU's `fixed_pow` program.
 pub fn fixed_pow(
     m: &Modulus,
     table: &FixedTable,
@@ -236,7 +236,7 @@ pub fn fixed_pow(
         .collect()
 }
 
-/// Twin of the `modpow` entry point.
+/// Twin of the GPU's `modpow` program.
 pub fn pow(
     m: &Modulus,
     bases: &[u32],
