@@ -647,15 +647,27 @@ mod tests {
         }
     }
 
-    /// The largest size builds and runs (n^2 of a 4096-bit key).
+    /// `n^2` of 3072- and 4096-bit keys (192 words and the largest size, 256): products and
+    /// a short fixed-base power equal the twin's.
     #[test]
-    fn largest_modulus_runs() {
+    fn largest_moduli_run() {
         let g = gpu();
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(20);
-        let m = modulus(&mut rng, MAX_WORDS);
-        let a = values(&mut rng, &m, 3);
-        let b = values(&mut rng, &m, 3);
-        assert_eq!(g.mul(&m, &a, &b).expect("gpu"), cpu::mul(&m, &a, &b));
+        for words in [192, MAX_WORDS] {
+            let m = modulus(&mut rng, words);
+            let a = values(&mut rng, &m, 4);
+            let b = values(&mut rng, &m, 4);
+            assert_eq!(g.mul(&m, &a, &b).expect("gpu"), cpu::mul(&m, &a, &b));
+            let entries = values(&mut rng, &m, 16 * 2);
+            let table = FixedTable::new(&m, &entries, &a[3 * words..]).expect("table");
+            let exps = [0x5au32, 0xf0, 0, 0xffff_ffff];
+            let c = crate::montgomery::BatchArith::cpu();
+            assert_eq!(
+                g.fixed_pow(&m, &table, &exps, 1, &b).expect("gpu"),
+                c.fixed_pow(&m, &table, &exps, 1, &b).expect("cpu"),
+                "{words} words"
+            );
+        }
     }
 
     /// A batch larger than one dispatch is split and reassembled in order.

@@ -197,6 +197,15 @@ fn decay(a: DecayArgs) -> Result<()> {
             "{} on {} steps: {:.2} s, {:.3e} steps/s, peak memory {:.0} MiB ({} threads)",
             r.model, r.steps, r.seconds, r.steps_per_second, r.peak_rss_mib, r.threads
         );
+        println!(
+            "  limits of this machine on the same chunks: read and add {:.3e} steps/s \
+             ({:.1}x the decayed sum), ChaCha20 keystream of two noise words per step \
+             {:.3e} steps/s ({:.1}x)",
+            r.read_add_steps_per_second,
+            r.read_add_steps_per_second / r.steps_per_second,
+            r.keystream_steps_per_second,
+            r.keystream_steps_per_second / r.steps_per_second
+        );
     }
     Ok(())
 }
@@ -212,6 +221,12 @@ struct DecayThroughput {
     threads: usize,
     /// Time generating the input (not included in `seconds`).
     generate_seconds: f64,
+    /// One pass over the same chunks that only reads the values and adds them (all
+    /// threads): the memory-bound floor of any decayed sum.
+    read_add_steps_per_second: f64,
+    /// The ChaCha20 keystream alone, two 64-bit words per step (the noise words of about
+    /// one counter per step), all threads: the floor of the noise.
+    keystream_steps_per_second: f64,
 }
 
 /// The chunked stream (`DecayedSum::stream`) over `steps` generated values in `{0..3}`
@@ -264,15 +279,54 @@ fn decay_throughput(a: &DecayArgs) -> Result<DecayThroughput> {
     }
     let seconds = t.elapsed().as_secs_f64() - gen_s;
     std::hint::black_box(checksum);
+    // Peak memory of the decayed sum, before the floors allocate their own buffers.
+    let peak_rss_mib = peak_rss_mib();
+    let (read_add, keystream) = machine_limits(a, &public.key, shift)?;
     Ok(DecayThroughput {
         model: m.calibration().model,
         steps: a.steps,
         seconds,
         steps_per_second: a.steps as f64 / seconds,
-        peak_rss_mib: peak_rss_mib(),
+        peak_rss_mib,
         threads: rayon::current_num_threads(),
         generate_seconds: gen_s,
+        read_add_steps_per_second: a.steps as f64 / read_add,
+        keystream_steps_per_second: a.steps as f64 / keystream,
     })
+}
+
+/// Seconds of the two floors on the same generated chunks: reading and adding the values,
+/// and the keystream of two noise words per step, both on all threads.
+fn machine_limits(a: &DecayArgs, key: &[u8; 32], shift: u32) -> Result<(f64, f64)> {
+    use rayon::prelude::*;
+    let noise = kinsey_stats::decay::noise::KeyedNoise::new(*key, 1, 1.0, 1, 1.0)?;
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let (mut add_s, mut key_s, mut done, mut acc) = (0.0, 0.0, 0u64, 0.0);
+    let mut xs = Vec::with_capacity(a.chunk);
+    let mut words = vec![[0u64; 2]; a.chunk];
+    while done < a.steps {
+        let len = (a.steps - done).min(a.chunk as u64) as usize;
+        xs.clear();
+        xs.extend((0..len).map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> shift) as f64
+        }));
+        let t = Instant::now();
+        acc += xs.par_chunks(1 << 16).map(|c| c.iter().sum::<f64>()).sum::<f64>();
+        add_s += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        words[..len]
+            .par_chunks_mut(1 << 16)
+            .enumerate()
+            .for_each(|(i, w)| noise.words(done + (i << 16) as u64, w));
+        key_s += t.elapsed().as_secs_f64();
+        acc += words[len - 1][0] as f64;
+        done += len as u64;
+    }
+    std::hint::black_box(acc);
+    Ok((add_s, key_s))
 }
 
 /// Peak resident memory of this process (Linux), MiB.
