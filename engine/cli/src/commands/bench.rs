@@ -314,7 +314,10 @@ fn machine_limits(a: &DecayArgs, key: &[u8; 32], shift: u32) -> Result<(f64, f64
             (state >> shift) as f64
         }));
         let t = Instant::now();
-        acc += xs.par_chunks(1 << 16).map(|c| c.iter().sum::<f64>()).sum::<f64>();
+        acc += xs
+            .par_chunks(1 << 16)
+            .map(|c| c.iter().sum::<f64>())
+            .sum::<f64>();
         add_s += t.elapsed().as_secs_f64();
         let t = Instant::now();
         words[..len]
