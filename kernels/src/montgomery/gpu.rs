@@ -6,7 +6,7 @@
 //! storage binding exceeds the device's cap and no dispatch exceeds 65535 workgroups per
 //! dimension.
 
-use super::{FixedTable, Modulus};
+use super::numbers::{FixedTable, Modulus};
 use crate::error::KernelError;
 use crate::gpu::{GpuContext, MAX_WG, build_pipelines, read_pod, storage_entry};
 use std::collections::HashMap;

@@ -11,149 +11,16 @@
 //!
 //! [`BatchArith`] picks the device; the Paillier backend decides which batches go to it.
 
+mod arith;
 pub mod cpu;
 pub mod gpu;
+mod numbers;
+
+pub use numbers::{FixedTable, MAX_WORDS, Modulus};
 
 use crate::device::DevicePref;
 use crate::error::KernelError;
 use crate::gpu::GpuContext;
-
-/// Largest modulus in words (8192 bits: `n^2` of a 4096-bit key).
-pub const MAX_WORDS: usize = 256;
-
-/// An odd modulus `m > 1` and its Montgomery constants (`R = 2^(32 words)`).
-#[derive(Clone, PartialEq, Eq)]
-pub struct Modulus {
-    m: Vec<u32>,
-    /// `-m^-1 mod 2^16`.
-    n0inv: u32,
-    /// `R^2 mod m`.
-    r2: Vec<u32>,
-}
-
-impl std::fmt::Debug for Modulus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Modulus({} words)", self.m.len())
-    }
-}
-
-impl Modulus {
-    /// The modulus given as `words` little-endian words (leading zero words allowed: the
-    /// word count, not the value, fixes the size). Refused: even, `m <= 1`, empty or more
-    /// than [`MAX_WORDS`] words.
-    pub fn new(m: Vec<u32>) -> Result<Self, KernelError> {
-        let words = m.len();
-        if words == 0 || words > MAX_WORDS {
-            return Err(KernelError::Input(format!(
-                "a modulus of {words} words (limits 1 to {MAX_WORDS})"
-            )));
-        }
-        if m[0] & 1 == 0 {
-            return Err(KernelError::Input("an even modulus".into()));
-        }
-        if m[0] == 1 && m[1..].iter().all(|&w| w == 0) {
-            return Err(KernelError::Input("the modulus 1".into()));
-        }
-        // Newton's iteration doubles the correct low bits: 1 -> 2 -> 4 -> 8 -> 16.
-        let m0 = m[0] & 0xffff;
-        let mut inv = m0;
-        for _ in 0..4 {
-            inv = inv.wrapping_mul(2u32.wrapping_sub(m0.wrapping_mul(inv))) & 0xffff;
-        }
-        let n0inv = 0u32.wrapping_sub(inv) & 0xffff;
-        let r2 = cpu::r_squared(&m);
-        Ok(Self { m, n0inv, r2 })
-    }
-
-    /// Words per number.
-    pub fn words(&self) -> usize {
-        self.m.len()
-    }
-
-    /// The modulus.
-    pub fn value(&self) -> &[u32] {
-        &self.m
-    }
-
-    /// `x R mod m` for `x < m`.
-    pub fn to_montgomery(&self, x: &[u32]) -> Result<Vec<u32>, KernelError> {
-        self.check_below("value", x, 1)?;
-        Ok(cpu::mont_words(self, x, &self.r2))
-    }
-
-    /// Every `words`-word number in `v` is below the modulus (constant time in the values),
-    /// and `v` holds `count` of them.
-    pub(crate) fn check_below(
-        &self,
-        what: &str,
-        v: &[u32],
-        count: usize,
-    ) -> Result<(), KernelError> {
-        let w = self.words();
-        if v.len() != count * w {
-            return Err(KernelError::Input(format!(
-                "{what}: {} words, expected {count} numbers of {w}",
-                v.len()
-            )));
-        }
-        let mut bad = 0u32;
-        for x in v.chunks_exact(w) {
-            bad |= 1 - cpu::lt(x, &self.m);
-        }
-        if bad != 0 {
-            return Err(KernelError::Input(format!(
-                "{what}: a number not below the modulus"
-            )));
-        }
-        Ok(())
-    }
-}
-
-/// Tables for fixed-base exponentiation, in Montgomery form: `windows` tables of 16 entries
-/// and the initial accumulator (the caller folds any digit offset and its correction in, as
-/// the Paillier backend's `FixedBase` does).
-#[derive(Clone)]
-pub struct FixedTable {
-    windows: usize,
-    entries: Vec<u32>,
-    init: Vec<u32>,
-}
-
-impl std::fmt::Debug for FixedTable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "FixedTable({} windows)", self.windows)
-    }
-}
-
-impl FixedTable {
-    /// From plain entries (`windows * 16` numbers, window-major) and the plain initial
-    /// accumulator, all below `m`.
-    pub fn new(m: &Modulus, entries: &[u32], init: &[u32]) -> Result<Self, KernelError> {
-        let w = m.words();
-        if entries.is_empty() || !entries.len().is_multiple_of(16 * w) {
-            return Err(KernelError::Input(format!(
-                "a fixed-base table of {} words is not whole windows of 16 entries of {w} words",
-                entries.len()
-            )));
-        }
-        let windows = entries.len() / (16 * w);
-        m.check_below("table entry", entries, windows * 16)?;
-        let entries = entries
-            .chunks_exact(w)
-            .flat_map(|e| cpu::mont_words(m, e, &m.r2))
-            .collect();
-        Ok(Self {
-            windows,
-            entries,
-            init: m.to_montgomery(init)?,
-        })
-    }
-
-    /// Windows (4 exponent bits each).
-    pub fn windows(&self) -> usize {
-        self.windows
-    }
-}
 
 /// Where batched modular arithmetic runs.
 #[derive(Debug, Clone)]

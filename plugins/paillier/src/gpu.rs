@@ -10,7 +10,6 @@
 //! at least `gpu_min_batch` items; otherwise it runs on the CPU.
 
 use crate::fixed_base::FixedBase;
-use crate::keys::{PkCtx, SkCtx};
 use kinsey_backend::BackendError;
 use kinsey_kernels::montgomery::{BatchArith, FixedTable, Modulus};
 use kinsey_kernels::{DevicePref, KernelError};
@@ -108,17 +107,6 @@ pub(crate) fn batch_words(xs: &[Integer], w: usize) -> Vec<u32> {
     xs.par_iter().flat_map_iter(|x| words_of(x, w)).collect()
 }
 
-/// Ciphertexts from `w`-word results.
-pub(crate) fn to_cts(
-    k: &crate::keys::Pk,
-    out: &[u32],
-    w: usize,
-) -> Vec<kinsey_backend::Ciphertext> {
-    out.par_chunks_exact(w)
-        .map(|c| k.to_ct(&int_of(c)))
-        .collect()
-}
-
 /// `2^127` as a 4-word exponent.
 pub(crate) const OFFSET_127: [u32; 4] = [0, 0, 0, 1 << 31];
 
@@ -159,15 +147,16 @@ pub(crate) struct GpuPk {
 }
 
 impl GpuPk {
-    fn new(ctx: &PkCtx) -> Result<Self, BackendError> {
-        let w = 2 * words_for(ctx.pk.bits);
-        let n2 = Modulus::new(words_of(&ctx.pk.n2, w)).map_err(kernel_err("modulus n^2"))?;
-        let table = table(&n2, &ctx.table)?;
+    /// For a `bits`-bit key: `n^2` and the table of `h_s`.
+    pub(crate) fn new(bits: u32, n2: &Integer, hs_table: &FixedBase) -> Result<Self, BackendError> {
+        let w = 2 * words_for(bits);
+        let n2 = Modulus::new(words_of(n2, w)).map_err(kernel_err("modulus n^2"))?;
+        let table = table(&n2, hs_table)?;
         Ok(Self {
             n2,
             table,
             w,
-            exp_words: ctx.table.exp_bytes().div_ceil(4),
+            exp_words: hs_table.exp_bytes().div_ceil(4),
         })
     }
 }
@@ -187,23 +176,34 @@ pub(crate) struct GpuSk {
     pub(crate) exp_words: usize,
 }
 
+/// The secret numbers a [`GpuSk`] is made of.
+pub(crate) struct SecretParts<'a> {
+    pub(crate) bits: u32,
+    pub(crate) p2: &'a Integer,
+    pub(crate) q2: &'a Integer,
+    pub(crate) pm1: &'a Integer,
+    pub(crate) qm1: &'a Integer,
+    pub(crate) tp: &'a FixedBase,
+    pub(crate) tq: &'a FixedBase,
+}
+
 impl GpuSk {
-    fn new(ctx: &SkCtx) -> Result<Self, BackendError> {
-        let s = &ctx.sk;
-        let w = words_for(s.pk.bits);
-        let half_words = words_for(s.pk.bits.div_ceil(2));
-        let p2 = Modulus::new(words_of(&s.p2, w)).map_err(kernel_err("modulus p^2"))?;
-        let q2 = Modulus::new(words_of(&s.q2, w)).map_err(kernel_err("modulus q^2"))?;
+    /// From the secret key's numbers and its two tables.
+    pub(crate) fn new(s: SecretParts<'_>) -> Result<Self, BackendError> {
+        let w = words_for(s.bits);
+        let half_words = words_for(s.bits.div_ceil(2));
+        let p2 = Modulus::new(words_of(s.p2, w)).map_err(kernel_err("modulus p^2"))?;
+        let q2 = Modulus::new(words_of(s.q2, w)).map_err(kernel_err("modulus q^2"))?;
         Ok(Self {
-            tp: table(&p2, &ctx.tp)?,
-            tq: table(&q2, &ctx.tq)?,
+            tp: table(&p2, s.tp)?,
+            tq: table(&q2, s.tq)?,
             p2,
             q2,
-            pm1: words_of(&s.pm1, half_words),
-            qm1: words_of(&s.qm1, half_words),
+            pm1: words_of(s.pm1, half_words),
+            qm1: words_of(s.qm1, half_words),
             w,
             half_words,
-            exp_words: ctx.tp.exp_bytes().div_ceil(4),
+            exp_words: s.tp.exp_bytes().div_ceil(4),
         })
     }
 }
@@ -218,21 +218,11 @@ impl<T> Default for Lazy<T> {
 }
 
 impl<T> Lazy<T> {
-    fn get(&self, build: impl FnOnce() -> Result<T, BackendError>) -> Result<&T, BackendError> {
+    /// The value, built on first use (a failure is kept and returned again).
+    pub(crate) fn get(
+        &self,
+        build: impl FnOnce() -> Result<T, BackendError>,
+    ) -> Result<&T, BackendError> {
         self.0.get_or_init(build).as_ref().map_err(Clone::clone)
-    }
-}
-
-impl PkCtx {
-    /// The key's GPU form.
-    pub(crate) fn gpu(&self) -> Result<&GpuPk, BackendError> {
-        self.gpu.get(|| GpuPk::new(self))
-    }
-}
-
-impl SkCtx {
-    /// The key's GPU form.
-    pub(crate) fn gpu(&self) -> Result<&GpuSk, BackendError> {
-        self.gpu.get(|| GpuSk::new(self))
     }
 }

@@ -31,6 +31,31 @@ pub(crate) struct PkCtx {
     pub(crate) gpu: crate::gpu::Lazy<crate::gpu::GpuPk>,
 }
 
+impl PkCtx {
+    /// The key's GPU form (built on first use).
+    pub(crate) fn gpu(&self) -> Result<&crate::gpu::GpuPk, BackendError> {
+        self.gpu
+            .get(|| crate::gpu::GpuPk::new(self.pk.bits, &self.pk.n2, &self.table))
+    }
+}
+
+impl SkCtx {
+    /// The key's GPU form (built on first use).
+    pub(crate) fn gpu(&self) -> Result<&crate::gpu::GpuSk, BackendError> {
+        self.gpu.get(|| {
+            crate::gpu::GpuSk::new(crate::gpu::SecretParts {
+                bits: self.sk.pk.bits,
+                p2: &self.sk.p2,
+                q2: &self.sk.q2,
+                pm1: &self.sk.pm1,
+                qm1: &self.sk.qm1,
+                tp: &self.tp,
+                tq: &self.tq,
+            })
+        })
+    }
+}
+
 pub(crate) fn fingerprint(n: &Integer) -> [u8; 8] {
     let d = n.to_digits::<u8>(Order::Lsf);
     let mut f = [0u8; 8];

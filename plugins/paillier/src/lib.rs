@@ -179,6 +179,13 @@ impl Pk {
         Ciphertext(b)
     }
 
+    /// Ciphertexts from the GPU's `w`-word results.
+    fn cts_of_words(&self, out: &[u32], w: usize) -> Vec<Ciphertext> {
+        out.par_chunks_exact(w)
+            .map(|c| self.to_ct(&gpu::int_of(c)))
+            .collect()
+    }
+
     /// Parse and check length, key binding and 0 < c < n^2 (invertibility is checked per
     /// batch by [`parse_cts`](Self::parse_cts)).
     fn parse_ct_range(&self, c: &Ciphertext) -> Result<Integer, BackendError> {
@@ -462,7 +469,7 @@ impl AdditiveHe for Paillier {
             let out = arith
                 .mul(&g.n2, &x, &y)
                 .map_err(gpu::kernel_err("addition"))?;
-            return Ok(gpu::to_cts(k, &out, g.w));
+            return Ok(k.cts_of_words(&out, g.w));
         }
         let k = parse_pk(pk)?;
         let (x, y) = (k.parse_cts(a)?, k.parse_cts(b)?);
@@ -490,7 +497,7 @@ impl AdditiveHe for Paillier {
             let out = arith
                 .mul(&g.n2, &gm, &x)
                 .map_err(gpu::kernel_err("plaintext addition"))?;
-            return Ok(gpu::to_cts(k, &out, g.w));
+            return Ok(k.cts_of_words(&out, g.w));
         }
         let k = parse_pk(pk)?;
         let x = k.parse_cts(a)?;
@@ -536,7 +543,7 @@ impl AdditiveHe for Paillier {
             let out = arith
                 .mul(&g.n2, &xe, &corr)
                 .map_err(gpu::kernel_err("plaintext multiplication"))?;
-            return Ok(gpu::to_cts(k, &out, g.w));
+            return Ok(k.cts_of_words(&out, g.w));
         }
         let k = parse_pk(pk)?;
         let x = k.parse_cts(a)?;
@@ -587,7 +594,7 @@ impl AdditiveHe for Paillier {
                 .map_err(gpu::kernel_err(
                     "plaintext multiplication of one ciphertext",
                 ))?;
-            return Ok(gpu::to_cts(&key, &out, g.w));
+            return Ok(key.cts_of_words(&out, g.w));
         }
         Ok(k.par_iter()
             .map(|&v| {
@@ -619,7 +626,7 @@ impl AdditiveHe for Paillier {
                     &gpu::batch_words(&x, g.w),
                 )
                 .map_err(gpu::kernel_err("re-randomisation"))?;
-            return Ok(gpu::to_cts(k, &out, g.w));
+            return Ok(k.cts_of_words(&out, g.w));
         }
         Ok(x.par_iter()
             .zip(es.par_iter())
