@@ -257,7 +257,7 @@ fn decay_throughput(a: &DecayArgs) -> Result<DecayThroughput> {
         key: decay::noise::key(None, "bench"),
     };
     let mut m = decay::build(&a.model, &params, &public)?;
-    let shift = if a.model == "rr" { 63 } else { 62 };
+    let shift: u32 = if a.model == "rr" { 63 } else { 62 };
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
     let (mut gen_s, mut done, mut checksum) = (0.0, 0u64, 0.0);
     let mut xs = Vec::with_capacity(a.chunk);
@@ -265,13 +265,7 @@ fn decay_throughput(a: &DecayArgs) -> Result<DecayThroughput> {
     while done < a.steps {
         let len = (a.steps - done).min(a.chunk as u64) as usize;
         let g = Instant::now();
-        xs.clear();
-        xs.extend((0..len).map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> shift) as f64
-        }));
+        generate(&mut state, shift, len, &mut xs);
         gen_s += g.elapsed().as_secs_f64();
         let out = m.stream(&xs)?;
         checksum += out[0].last().copied().unwrap_or(0.0);
@@ -295,6 +289,17 @@ fn decay_throughput(a: &DecayArgs) -> Result<DecayThroughput> {
     })
 }
 
+/// The next `len` values of the bench's input (xorshift64, values `state >> shift`) into `xs`.
+fn generate(state: &mut u64, shift: u32, len: usize, xs: &mut Vec<f64>) {
+    xs.clear();
+    xs.extend((0..len).map(|_| {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        (*state >> shift) as f64
+    }));
+}
+
 /// Seconds of the two floors on the same generated chunks: reading and adding the values,
 /// and the keystream of two noise words per step, both on all threads.
 fn machine_limits(a: &DecayArgs, key: &[u8; 32], shift: u32) -> Result<(f64, f64)> {
@@ -306,13 +311,7 @@ fn machine_limits(a: &DecayArgs, key: &[u8; 32], shift: u32) -> Result<(f64, f64
     let mut words = vec![[0u64; 2]; a.chunk];
     while done < a.steps {
         let len = (a.steps - done).min(a.chunk as u64) as usize;
-        xs.clear();
-        xs.extend((0..len).map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> shift) as f64
-        }));
+        generate(&mut state, shift, len, &mut xs);
         let t = Instant::now();
         acc += xs
             .par_chunks(1 << 16)
