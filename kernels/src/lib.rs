@@ -18,6 +18,7 @@
 mod device;
 mod error;
 pub mod gpu;
+pub mod chacha;
 pub mod gram;
 pub mod kmeans;
 pub mod logistic;

@@ -4,6 +4,7 @@
 //! Architecture invariant: privacy noise is sampled only in this crate.
 
 pub mod accountant;
+pub mod dyadic;
 pub mod exact;
 pub mod exponential;
 pub mod gaussian;
