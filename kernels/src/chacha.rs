@@ -159,9 +159,7 @@ impl Lane for [u32; LANES] {
     #[inline(always)]
     fn xor_rotl(&mut self, o: Self, r: u32) {
         for (a, b) in self.iter_mut().zip(o) {
-            let v = *a ^ b;
-            // Shifts, not rotate_left: they vectorise on every target.
-            *a = (v << r) | (v >> (32 - r));
+            *a = (*a ^ b).rotate_left(r);
         }
     }
 }
@@ -186,11 +184,8 @@ fn blocks8(c: &ChaCha20, counter: u64, out: &mut [u64; 64]) {
     for (xi, v) in x.iter_mut().zip(init) {
         *xi = [v; LANES];
     }
-    for l in 0..LANES {
-        let n = counter.wrapping_add(l as u64);
-        x[12][l] = n as u32;
-        x[13][l] = (n >> 32) as u32;
-    }
+    x[12] = std::array::from_fn(|l| counter.wrapping_add(l as u64) as u32);
+    x[13] = std::array::from_fn(|l| (counter.wrapping_add(l as u64) >> 32) as u32);
     let start = x;
     double_rounds(&mut x);
     for (xi, s) in x.iter_mut().zip(start) {
@@ -253,8 +248,8 @@ mod avx2 {
             8, 9, 14, 15, 12, 13,
         );
         let r8 = _mm256_setr_epi8(
-            3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14, 3, 0, 1, 2, 7, 4, 5, 6, 11, 8,
-            9, 10, 15, 12, 13, 14,
+            3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14, 3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9,
+            10, 15, 12, 13, 14,
         );
         x[a] = _mm256_add_epi32(x[a], x[b]);
         x[d] = _mm256_shuffle_epi8(_mm256_xor_si256(x[d], x[a]), r16);
@@ -295,7 +290,8 @@ mod avx2 {
         }
         for l in 0..LANES {
             for w in 0..8 {
-                out[l * 8 + w] = u64::from(words[2 * w][l]) | (u64::from(words[2 * w + 1][l]) << 32);
+                out[l * 8 + w] =
+                    u64::from(words[2 * w][l]) | (u64::from(words[2 * w + 1][l]) << 32);
             }
         }
     }
@@ -352,7 +348,10 @@ mod tests {
         let key: [u8; 32] = std::array::from_fn(|i| i as u8);
         let c = ChaCha20::new(&key, 0x4a00_0000);
         let b = c.block(1 | (0x0900_0000 << 32));
-        assert_eq!(&b[..4], &[0xe4e7_f110, 0x1559_3bd1, 0x1fdd_0f50, 0xc471_20a3]);
+        assert_eq!(
+            &b[..4],
+            &[0xe4e7_f110, 0x1559_3bd1, 0x1fdd_0f50, 0xc471_20a3]
+        );
         assert_eq!(b[15], 0x4e3c_50a2);
     }
 

@@ -15,10 +15,10 @@
 //! `shaders/<kernel>.wgsl`); CPU-only sum kernels in one file each (`gram.rs`,
 //! `perceptron.rs`); the device and the helpers every GPU kernel uses in `gpu/`.
 
+pub mod chacha;
 mod device;
 mod error;
 pub mod gpu;
-pub mod chacha;
 pub mod gram;
 pub mod kmeans;
 pub mod logistic;

@@ -743,6 +743,106 @@ fn decay_window_bulk_and_online_agree_and_bad_input_fails() {
     assert!(e.contains("row 1") && e.contains("non-negative"), "{e}");
 }
 
+/// `kinsey decay` streams a column series in chunks: the output equals the whole-series
+/// path's byte for byte for every chunk size and model, and a bad row in the middle of a
+/// series many chunks long (after earlier chunks were written) leaves nothing behind.
+#[test]
+fn decay_streams_in_chunks_all_or_nothing() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let input = dir.path().join("s.csv");
+    let series = |bad_row: Option<i64>| {
+        let mut text = String::from("minute,count\n");
+        for i in 0..5000 {
+            let v = if Some(i) == bad_row {
+                -1
+            } else {
+                (i * 7919) % 5
+            };
+            text.push_str(&format!("{i},{v}\n"));
+        }
+        text
+    };
+    std::fs::write(&input, series(None)).expect("write");
+    let run = |out: &Path, model: &[&str], extra: &[&str]| {
+        let mut args = vec![
+            "decay",
+            "--input",
+            arg(&input),
+            "--column",
+            "count",
+            "--epsilon",
+            "1",
+            "--bound",
+            "4",
+            "--seed",
+            "9",
+            "--out",
+            arg(out),
+        ];
+        args.extend_from_slice(model);
+        args.extend_from_slice(extra);
+        kinsey(&args)
+    };
+    for model in [
+        &["--model", "window", "--window", "100"][..],
+        &["--model", "exponential", "--alpha", "0.99"],
+        &["--model", "running"],
+        &["--model", "allwindow", "--windows", "10,300"],
+    ] {
+        let whole = dir.path().join("whole.csv");
+        assert!(
+            run(&whole, model, &["--evaluate", "--overwrite"])
+                .status
+                .success()
+        );
+        for chunk in ["1", "777", "5000", "100000"] {
+            let out = dir.path().join(format!("c{chunk}.csv"));
+            let o = run(&out, model, &["--chunk", chunk, "--overwrite"]);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            assert_eq!(
+                std::fs::read(&out).expect("out"),
+                std::fs::read(&whole).expect("whole"),
+                "{model:?} in chunks of {chunk}"
+            );
+        }
+    }
+    // A negative value at row 3500 of 5000, read in chunks of 1000: three chunks were
+    // already written to the staged file when it is found.
+    let clean = tempfile::tempdir().expect("tmp");
+    let input = clean.path().join("s.csv");
+    std::fs::write(&input, series(Some(3500))).expect("write");
+    let out = clean.path().join("out").join("est.parquet");
+    let o = kinsey(&[
+        "decay",
+        "--input",
+        arg(&input),
+        "--column",
+        "count",
+        "--model",
+        "window",
+        "--window",
+        "60",
+        "--epsilon",
+        "1",
+        "--out",
+        arg(&out),
+        "--chunk",
+        "1000",
+        "--diagnostics",
+    ]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("row 3500"), "{e}");
+    let left: Vec<_> = std::fs::read_dir(clean.path())
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(
+        left,
+        vec![std::ffi::OsString::from("s.csv")],
+        "nothing but the input"
+    );
+}
+
 /// A small CSV for the toolbox commands: binary a, b; numeric t in [0, 40]; label in
 /// {-1, +1} equal to +1 mostly when a = 1.
 fn toolbox_csv(dir: &Path, n: usize) -> std::path::PathBuf {

@@ -11,6 +11,7 @@ pub mod output;
 pub mod parquet_io;
 pub mod series;
 pub mod split;
+pub mod stream;
 pub mod synth;
 pub mod table;
 #[cfg(any(test, feature = "testing"))]

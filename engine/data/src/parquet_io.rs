@@ -265,8 +265,35 @@ pub(crate) fn read_column_arrays(path: &Path, name: &str) -> Result<(DataType, V
     Ok((schema.field(idx).data_type().clone(), arrays))
 }
 
+/// The index of numeric column `name` in `schema` (a missing or non-numeric column is an
+/// error naming the columns there are, or the type).
+pub(crate) fn numeric_column_index(path: &Path, schema: &Schema, name: &str) -> Result<usize> {
+    let idx = schema.index_of(name).map_err(|_| Error::Schema {
+        path: path.to_path_buf(),
+        column: name.to_string(),
+        msg: format!(
+            "column not found; the columns are: {}",
+            schema
+                .fields()
+                .iter()
+                .map(|f| f.name().as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    })?;
+    let dt = schema.field(idx).data_type();
+    if !is_numeric(dt) {
+        return Err(Error::Schema {
+            path: path.to_path_buf(),
+            column: name.to_string(),
+            msg: format!("type {dt}, expected a numeric type"),
+        });
+    }
+    Ok(idx)
+}
+
 /// A numeric column as f64, rejecting nulls and non-finite values with their row.
-fn as_f64(col: &ArrayRef, path: &Path, name: &str, row0: usize) -> Result<Vec<f64>> {
+pub(crate) fn as_f64(col: &ArrayRef, path: &Path, name: &str, row0: usize) -> Result<Vec<f64>> {
     if col.null_count() > 0 {
         let i = (0..col.len()).find(|&i| col.is_null(i)).unwrap_or(0);
         return Err(Error::Value {

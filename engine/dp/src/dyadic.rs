@@ -460,7 +460,14 @@ mod tests {
     /// Every alias table carries its digit's masses exactly, and the masses sum to 2^P.
     #[test]
     fn alias_tables_are_exact() {
-        for (m_top, s) in [(5, 0), (4095, 0), (3000, 7), (2049, 12), (4095, 20), (2, 30)] {
+        for (m_top, s) in [
+            (5, 0),
+            (4095, 0),
+            (3000, 7),
+            (2049, 12),
+            (4095, 20),
+            (2, 30),
+        ] {
             let law = DyadicLaplace::with_block(m_top, s);
             for d in &law.digits {
                 let cap = 1u128 << (d.prec - d.slot_bits);
@@ -475,7 +482,11 @@ mod tests {
                     .map(|i| d.mass.get(i).map_or(0, |&c| u128::from(c)))
                     .collect();
                 let bad: Vec<usize> = (0..got.len()).filter(|&i| got[i] != want[i]).collect();
-                assert!(bad.is_empty(), "M = {m_top} 2^{s}, digit at {}: slots {bad:?}", d.pos);
+                assert!(
+                    bad.is_empty(),
+                    "M = {m_top} 2^{s}, digit at {}: slots {bad:?}",
+                    d.pos
+                );
                 assert_eq!(want.iter().sum::<u128>(), 1u128 << d.prec);
                 assert!(d.mass.windows(2).all(|w| w[0] >= w[1]), "non-increasing");
             }
@@ -498,7 +509,11 @@ mod tests {
                 let r = (law.pmf(x as i64) / law.pmf(x as i64 + 1)).ln().abs();
                 worst = worst.max(r);
                 let low = x % 4096;
-                x += if !(2..4094).contains(&low) { 1 } else { step.min(4094 - low) };
+                x += if !(2..4094).contains(&low) {
+                    1
+                } else {
+                    step.min(4094 - low)
+                };
             }
             let ideal = std::f64::consts::LN_2 / m as f64;
             assert!(law.per_unit() >= worst * (1.0 - 1e-9), "{m}: {worst} > map");
@@ -508,7 +523,13 @@ mod tests {
                 law.per_unit() / ideal
             );
         }
-        for (d, eps) in [(1u64, 1.0), (65_547, 1.0), (65_547, 0.01), (3, 2.0), (1, 5.0)] {
+        for (d, eps) in [
+            (1u64, 1.0),
+            (65_547, 1.0),
+            (65_547, 0.01),
+            (3, 2.0),
+            (1, 5.0),
+        ] {
             let law = DyadicLaplace::for_sensitivity(d, eps).expect("ok");
             assert!(d as f64 * law.per_unit() <= eps, "{d} {eps}");
             // 12 significant bits: at most 2^-11 more noise than d / eps (small blocks are
@@ -548,13 +569,21 @@ mod tests {
         let big = DyadicLaplace::for_sensitivity(65_547, 1.0).expect("ok");
         let z = draws(&big, 200_000, 13);
         let sd = (z.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / z.len() as f64).sqrt();
-        assert!((sd / big.std_dev() - 1.0).abs() < 0.02, "{sd} vs {}", big.std_dev());
+        assert!(
+            (sd / big.std_dev() - 1.0).abs() < 0.02,
+            "{sd} vs {}",
+            big.std_dev()
+        );
         // Three digits (one extra word per draw).
         let wide = DyadicLaplace::for_sensitivity(65_547, 1e-3).expect("ok");
         assert_eq!(wide.extra_words(), 1);
         let z = draws(&wide, 100_000, 14);
         let sd = (z.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / z.len() as f64).sqrt();
-        assert!((sd / wide.std_dev() - 1.0).abs() < 0.02, "{sd} vs {}", wide.std_dev());
+        assert!(
+            (sd / wide.std_dev() - 1.0).abs() < 0.02,
+            "{sd} vs {}",
+            wide.std_dev()
+        );
         let ideal = 2f64.sqrt() * 65_547.0;
         assert!(
             (big.std_dev() / ideal - 1.0).abs() < 2e-3,

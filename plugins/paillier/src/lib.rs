@@ -782,11 +782,14 @@ mod tests {
         assert_eq!(gpu.decrypt_batch(&kp.secret, &c).expect("dec"), m);
     }
 
-    /// The conformance suite on the GPU path (every batch on the device).
+    /// The conformance suite on the GPU path (every batch on the device), at a 512-bit
+    /// test key: the suite checks the backend's semantics (homomorphisms, validation,
+    /// errors), which do not depend on the size; the arithmetic at 1024 and 2048 bits is
+    /// compared with the CPU's above. (At 1024 bits it took 80 s of CI on lavapipe.)
     #[test]
     fn gpu_path_passes_the_conformance_suite() {
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(17);
-        let backend = Paillier::new(1024, true)
+        let backend = Paillier::new(512, true)
             .expect("test key size")
             .with_device(DevicePref::Gpu, 0)
             .expect("a GPU adapter (lavapipe in CI)");

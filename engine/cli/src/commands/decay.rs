@@ -1,11 +1,17 @@
 //! `kinsey decay`: private decayed sums of a time series (seed 004). The mechanism comes
 //! from `kinsey_stats::decay::build` (a registry of [`DecayedSum`] implementations); this
-//! file only loads the series, writes the release and, when asked, the diagnostics.
+//! file only reads the series, writes the release and, when asked, the diagnostics.
+//!
+//! A column series streams: read a chunk, run the mechanism's chunked path on it, write its
+//! rows to the staged output, so memory is bounded by `--chunk`, not the series. Event
+//! input (`--time-column`, `--where`) and `--evaluate` (which needs the true sums and a
+//! chart over the whole series) load the series into memory.
 
 use crate::term::print_diagnostic;
 use kinsey_core::{Error, Result};
 use kinsey_data::output::{Outputs, write_json};
 use kinsey_data::series::{self, EventSpec, Predicate, Series};
+use kinsey_data::stream::{SeriesReader, SeriesWriter, count_steps};
 use kinsey_dp::release::NOT_PRIVATE_PREFIX;
 use kinsey_stats::decay::{self, DecayedSum, ModelParams, Public, evaluate};
 use std::path::PathBuf;
@@ -84,6 +90,10 @@ pub(crate) struct Args {
     /// Run the online path (one step at a time) instead of bulk: the same numbers.
     #[arg(long)]
     online: bool,
+    /// Steps read, processed and written at a time when the series streams (memory is
+    /// about 40 bytes per step of a chunk, whatever the series' length).
+    #[arg(long, default_value_t = 1 << 20)]
+    chunk: usize,
     /// Derive the noise key from a seed and the release's parameters (NOT private
     /// against whoever knows the seed).
     #[arg(long)]
@@ -125,15 +135,27 @@ impl Args {
         )
     }
 
-    /// The model's parameters; the horizon defaults to the (public) series length.
-    fn params(&self, n: u64) -> ModelParams {
+    /// The model's parameters; the horizon defaults to the (public) series length `n`.
+    fn params(&self, n: Option<u64>) -> ModelParams {
         ModelParams {
             window: self.window,
             windows: self.windows.clone(),
             alpha: self.alpha,
             c: self.c,
             beta: self.beta,
-            horizon: self.horizon.or(Some(n)),
+            horizon: self.horizon.or(n),
+        }
+    }
+
+    /// The noise key and the public parameters (warning about a user seed).
+    fn public(&self) -> Public {
+        if self.seed.is_some() {
+            eprintln!("warning: {}", kinsey_dp::rng::USER_SEED_WARNING);
+        }
+        Public {
+            epsilon: self.epsilon,
+            bound: self.bound,
+            key: decay::noise::key(self.seed, &self.release_label()),
         }
     }
 
@@ -172,19 +194,14 @@ impl Args {
 
 /// Runs `kinsey decay`.
 pub(crate) fn run(a: Args) -> Result<()> {
+    if a.time_column.is_none() && a.predicate.is_none() && !a.evaluate {
+        return run_streaming(a);
+    }
     let t = Instant::now();
     let diagnostics = a.diagnostics || a.evaluate;
     let series = a.load()?;
     let n = series.values.len() as u64;
-    if a.seed.is_some() {
-        eprintln!("warning: {}", kinsey_dp::rng::USER_SEED_WARNING);
-    }
-    let public = Public {
-        epsilon: a.epsilon,
-        bound: a.bound,
-        key: decay::noise::key(a.seed, &a.release_label()),
-    };
-    let m = decay::build(&a.model, &a.params(n), &public)?;
+    let m = decay::build(&a.model, &a.params(Some(n)), &a.public())?;
     let load_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let bar = crate::term::spinner("private decayed sums");
@@ -201,6 +218,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         "clamped_steps": series.clamped,
         "seconds": {"load": load_s, "mechanism": run_s},
         "steps_per_second": n as f64 / run_s.max(1e-12),
+        "input": "loaded whole",
     });
     let names = m.columns();
     let mut o = Outputs::new();
@@ -218,6 +236,29 @@ pub(crate) fn run(a: Args) -> Result<()> {
         kinsey_data::output::write_diagnostics(&mut o, &diag_path, &diag)?;
     }
     o.commit()?;
+    summary(
+        &a,
+        m.as_ref(),
+        n,
+        series.clamped,
+        run_s,
+        &rep_path,
+        &diag_path,
+    );
+    Ok(())
+}
+
+/// The lines a run prints: the release's public figures, then (asked for) the diagnostics.
+fn summary(
+    a: &Args,
+    m: &dyn DecayedSum,
+    n: u64,
+    clamped: usize,
+    run_s: f64,
+    rep_path: &std::path::Path,
+    diag_path: &std::path::Path,
+) {
+    let diagnostics = a.diagnostics || a.evaluate;
     let cal = m.calibration();
     println!(
         "{}: {n} steps, counter noise std {:.3}, estimate std {:.3} ({}); wrote {} and {}",
@@ -230,12 +271,88 @@ pub(crate) fn run(a: Args) -> Result<()> {
     );
     if diagnostics {
         print_diagnostic(&format!(
-            "{} steps clamped to the bound; {:.3e} steps/s; wrote {}",
-            series.clamped,
+            "{clamped} steps clamped to the bound; {:.3e} steps/s; wrote {}",
             n as f64 / run_s.max(1e-12),
             diag_path.display()
         ));
     }
+}
+
+/// A column series in chunks: read, run, write as it goes; the output is staged and moved
+/// into place only when every chunk is written (an error midway leaves nothing).
+fn run_streaming(a: Args) -> Result<()> {
+    // The running sum's and polynomial sum's horizon defaults to the series' (public)
+    // length: counted first (Parquet metadata, or one pass over the text).
+    // A chunk of 2^28 steps already holds 2 GiB per column.
+    if !(1..=1 << 28).contains(&a.chunk) {
+        return Err(Error::param(
+            "chunk",
+            format!("must be 1 to 2^28 steps, got {}", a.chunk),
+        ));
+    }
+    let len = match (a.horizon, a.model.as_str()) {
+        (None, "running" | "polynomial") => Some(count_steps(&a.input, &a.column)?),
+        _ => None,
+    };
+    let mut m = decay::build(&a.model, &a.params(len), &a.public())?;
+    let mut reader = SeriesReader::open(&a.input, &a.column, a.bound, a.chunk)?;
+    let names = m.columns();
+    let mut o = Outputs::new();
+    if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        o.ensure_dir(dir)?;
+    }
+    let staged = o.stage(&a.out)?;
+    let mut w = SeriesWriter::create(&staged, &a.out, &names)?;
+    let bar = crate::term::spinner("private decayed sums");
+    let (mut xs, mut row) = (
+        Vec::with_capacity(a.chunk.min(1 << 24)),
+        vec![0.0; names.len()],
+    );
+    let (mut run_s, mut io_s) = (0.0, 0.0);
+    let mut t = Instant::now();
+    while reader.next_chunk(&mut xs)? {
+        io_s += t.elapsed().as_secs_f64();
+        t = Instant::now();
+        let est = if a.online {
+            let mut cols = vec![Vec::with_capacity(xs.len()); names.len()];
+            for &x in &xs {
+                m.push(x, &mut row)?;
+                cols.iter_mut().zip(&row).for_each(|(c, v)| c.push(*v));
+            }
+            cols
+        } else {
+            m.stream(&xs)?
+        };
+        run_s += t.elapsed().as_secs_f64();
+        t = Instant::now();
+        w.write(&est)?;
+    }
+    let n = w.finish()?;
+    io_s += t.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+    let report = release_report(&a, m.as_ref(), n);
+    let rep_path = PathBuf::from(format!("{}.report.json", a.out.display()));
+    write_json(&mut o, &rep_path, &report)?;
+    let diag_path = PathBuf::from(format!("{}.NOT-PRIVATE.diagnostics.json", a.out.display()));
+    if a.diagnostics {
+        let diag = serde_json::json!({
+            "clamped_steps": reader.clamped,
+            "seconds": {"read_and_write": io_s, "mechanism": run_s},
+            "steps_per_second": n as f64 / run_s.max(1e-12),
+            "input": format!("streamed in chunks of {} steps", a.chunk),
+        });
+        kinsey_data::output::write_diagnostics(&mut o, &diag_path, &diag)?;
+    }
+    o.commit()?;
+    summary(
+        &a,
+        m.as_ref(),
+        n,
+        reader.clamped,
+        run_s,
+        &rep_path,
+        &diag_path,
+    );
     Ok(())
 }
 

@@ -5,6 +5,7 @@ use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound};
 use super::noise::KeyedNoise;
 use super::tree::{Forest, first_id};
 use kinsey_core::{Error, Result, check_epsilon};
+use rayon::prelude::*;
 
 /// Exponentially decayed sums `sum alpha^(j - i) x_i` (and, with `alpha = 1` over a declared
 /// horizon, the binary mechanism for running sums).
@@ -24,6 +25,8 @@ pub struct ExponentialSum {
     pub(super) t: u64,
     pub(super) next_id: u64,
     pub(super) horizon: Option<u64>,
+    /// Bulk runs aligned segments of `2^seg_bits` steps in parallel.
+    pub(super) seg_bits: u32,
 }
 
 /// `sum_k alpha^(2^(k-1) - 1)` over `levels` levels (all of them while terms matter).
@@ -89,6 +92,7 @@ impl ExponentialSum {
             t: 0,
             next_id: 0,
             horizon,
+            seg_bits: 16,
         })
     }
 
@@ -124,14 +128,7 @@ impl ExponentialSum {
 
     #[inline]
     fn output(&self, t: u64) -> f64 {
-        let n = t + 1;
-        let mut acc = 0.0;
-        for k in (0..=self.h).rev() {
-            if n >> k & 1 == 1 {
-                acc = acc * self.pow[k as usize] + self.last_left[k as usize];
-            }
-        }
-        acc
+        output(&self.pow, &self.last_left, self.h, t)
     }
 
     /// Step `t`; `z(noise, id)` gives counter `id`'s draw, asked for released (left) nodes only.
@@ -166,10 +163,33 @@ impl ExponentialSum {
         self.clone().bulk_continue(xs)
     }
 
-    /// Bulk from the current state on (streaming: call it chunk after chunk).
-    /// The keystream is read in order, but only the left nodes' words become draws (the
-    /// right nodes, half the ids, are never released).
+    /// Bulk from the current state on (streaming: call it chunk after chunk): the whole
+    /// aligned segments of `2^seg_bits` steps in parallel ([`segments`](Self::segments)),
+    /// the ragged ends in order. Same numbers as `push`.
     pub(crate) fn bulk_continue(&mut self, xs: &[f64]) -> Result<Vec<f64>> {
+        let (t0, end) = (self.t, self.t + xs.len() as u64);
+        if let Some(hz) = self.horizon.filter(|&hz| end > hz) {
+            return Err(Error::param(
+                "horizon",
+                format!("the stream is longer than the declared horizon of {hz} steps"),
+            ));
+        }
+        let seg = 1u64 << self.seg_bits;
+        let (a, b) = (t0.div_ceil(seg) * seg, (end / seg) * seg);
+        if self.seg_bits >= self.h || b < a + 2 * seg {
+            return self.sequential(xs);
+        }
+        let (head, rest) = xs.split_at((a - t0) as usize);
+        let (mid, tail) = rest.split_at((b - a) as usize);
+        let mut out = self.sequential(head)?;
+        out.extend(self.segments(mid));
+        out.extend(self.sequential(tail)?);
+        Ok(out)
+    }
+
+    /// In order, one step after the other. The keystream is read in order, but only the
+    /// left nodes' words become draws (the right nodes, half the ids, are never released).
+    fn sequential(&mut self, xs: &[f64]) -> Result<Vec<f64>> {
         let mut out = Vec::with_capacity(xs.len());
         let mut words = Vec::new();
         for part in xs.chunks(1 << 16) {
@@ -187,6 +207,102 @@ impl ExponentialSum {
         }
         Ok(out)
     }
+
+    /// Whole segments of `2^L` steps (`L = seg_bits`), the first at the current step (a
+    /// multiple of `2^L`), in three passes. A segment's nodes of levels up to `L` depend only
+    /// on its own steps; the levels above only on the segments' level-`L` nodes. (1) In
+    /// parallel, each segment's level-`L` node. (2) In order, the levels above `L` in the
+    /// global forest: their releases and the latest left nodes after each segment. (3) In
+    /// parallel, each segment's levels below `L` and its outputs, the levels from `L` up
+    /// taken from (2). Every node is formed and released by the operations of `push`, so
+    /// the numbers are the same bit for bit.
+    fn segments(&mut self, xs: &[f64]) -> Vec<f64> {
+        let (l, h, alpha, a) = (self.seg_bits, self.h, self.alpha, self.t);
+        let seg = 1usize << l;
+        let tops: Vec<f64> = xs
+            .par_chunks(seg)
+            .enumerate()
+            .map(|(j, c)| {
+                let mut f = Forest::new(l, alpha);
+                let start = a + (j * seg) as u64;
+                let mut top = 0.0;
+                for (i, &x) in c.iter().enumerate() {
+                    f.step(start + i as u64, x, |k, _, v| {
+                        if k == l {
+                            top = v;
+                        }
+                    });
+                }
+                top
+            })
+            .collect();
+        let lu = l as usize;
+        let mut states = vec![self.last_left[lu..].to_vec()];
+        for (j, &v) in tops.iter().enumerate() {
+            let t = a + ((j + 1) * seg) as u64 - 1;
+            let base = first_id(t, h);
+            let (noise, last) = (&self.noise, &mut self.last_left);
+            self.forest.step_from(l, t, v, |k, m, v| {
+                if m & 1 == 0 {
+                    last[k as usize] = noise.release(v, noise.z(base + u64::from(k)));
+                }
+            });
+            states.push(self.last_left[lu..].to_vec());
+        }
+        let mut out = vec![0.0; xs.len()];
+        let lows: Vec<Vec<f64>> = out
+            .par_chunks_mut(seg)
+            .zip(xs.par_chunks(seg))
+            .enumerate()
+            .map(|(j, (dst, c))| {
+                let start = a + (j * seg) as u64;
+                let mut f = Forest::new(l, alpha);
+                let mut last = vec![0.0; h as usize + 1];
+                last[lu..].copy_from_slice(&states[j]);
+                let first = first_id(start, h);
+                let mut words = vec![[0u64; 2]; (first_id(start + seg as u64, h) - first) as usize];
+                self.noise.words(first, &mut words);
+                let noise = &self.noise;
+                let mut idx = 0usize;
+                for (i, (d, &x)) in dst.iter_mut().zip(c).enumerate() {
+                    let t = start + i as u64;
+                    f.step(t, x, |k, m, v| {
+                        if k < l && m & 1 == 0 {
+                            let id = first + idx as u64;
+                            last[k as usize] = noise.release(v, noise.draw(id, words[idx]));
+                        }
+                        idx += 1;
+                    });
+                    if i + 1 == seg {
+                        last[lu..].copy_from_slice(&states[j + 1]);
+                    }
+                    *d = output(&self.pow, &last, h, t);
+                }
+                last.truncate(lu);
+                last
+            })
+            .collect();
+        if let Some(low) = lows.last() {
+            self.last_left[..lu].copy_from_slice(low);
+        }
+        self.t = a + xs.len() as u64;
+        self.next_id = first_id(self.t, h);
+        out
+    }
+}
+
+/// The decayed sum at step `t` from the latest left node of each level (`pow[k]` =
+/// `alpha^(2^k)`): Horner over the binary digits of `t + 1`, highest first.
+#[inline]
+fn output(pow: &[f64], last_left: &[f64], h: u32, t: u64) -> f64 {
+    let n = t + 1;
+    let mut acc = 0.0;
+    for k in (0..=h).rev() {
+        if n >> k & 1 == 1 {
+            acc = acc * pow[k as usize] + last_left[k as usize];
+        }
+    }
+    acc
 }
 
 /// `exponential`: needs `--alpha`.

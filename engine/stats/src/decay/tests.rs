@@ -77,6 +77,50 @@ fn exponential_and_running_online_equal_bulk_bit_for_bit() {
     assert!(e.to_string().contains("horizon"), "{e}");
 }
 
+/// The parallel bulk (aligned segments in three passes) equals the online path bit for bit,
+/// whole and in chunks of every size (segments of 16 steps here, so that many segments,
+/// ragged heads and tails, and levels above the segments all occur).
+#[test]
+fn exponential_parallel_segments_equal_online() {
+    let xs = series(3000, 4);
+    for (mut m, name) in [
+        (
+            ExponentialSum::new(0.9, 1.0, 3.0, [5; 32]).expect("ok"),
+            "exponential",
+        ),
+        (
+            ExponentialSum::running(3000, 1.0, 3.0, [6; 32]).expect("ok"),
+            "running",
+        ),
+    ] {
+        m.seg_bits = 4;
+        let mut online = m.clone();
+        let want: Vec<u64> = xs
+            .iter()
+            .map(|&x| online.advance(x).expect("push").to_bits())
+            .collect();
+        let bulk = m.bulk_series(&xs).expect("bulk");
+        assert_eq!(
+            bulk.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            want,
+            "{name}"
+        );
+        for chunk in [1usize, 7, 33, 100, 1000] {
+            let mut s = m.clone();
+            let mut got = Vec::new();
+            for c in xs.chunks(chunk) {
+                got.extend(
+                    s.bulk_continue(c)
+                        .expect("chunk")
+                        .iter()
+                        .map(|v| v.to_bits()),
+                );
+            }
+            assert_eq!(got, want, "{name} in chunks of {chunk}");
+        }
+    }
+}
+
 /// Empirical standard deviation at fixed steps over many keys vs the theory.
 fn check_std(name: &str, runs: usize, est: impl Fn(u64) -> (f64, f64, f64)) {
     let mut sq = 0.0;

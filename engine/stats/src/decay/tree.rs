@@ -32,9 +32,22 @@ impl Forest {
 
     /// Step `t` with value `x`: calls `emit(k, m, true value)` for every node that completes.
     #[inline]
-    pub(super) fn step(&mut self, t: u64, x: f64, mut emit: impl FnMut(u32, u64, f64)) {
+    pub(super) fn step(&mut self, t: u64, x: f64, emit: impl FnMut(u32, u64, f64)) {
+        self.step_from(0, t, x, emit);
+    }
+
+    /// The part of step `t` from level `k0` up, given the level-`k0` node completing at `t`
+    /// (its true value `x`): what `step` does once it reaches that level.
+    #[inline]
+    pub(super) fn step_from(
+        &mut self,
+        k0: u32,
+        t: u64,
+        x: f64,
+        mut emit: impl FnMut(u32, u64, f64),
+    ) {
         let mut v = x;
-        let mut k = 0u32;
+        let mut k = k0;
         loop {
             let m = t >> k;
             emit(k, m, v);
