@@ -133,6 +133,20 @@ pub fn count_rows(path: &Path, column: &str) -> Result<usize> {
     }
 }
 
+/// The index of `column` in a CSV header line (`None`: the file is empty).
+pub(crate) fn csv_column_index(path: &Path, header: Option<&str>, column: &str) -> Result<usize> {
+    let header = header.ok_or_else(|| Error::format(path, "empty file: expected a header line"))?;
+    let names: Vec<&str> = header.split(',').map(str::trim).collect();
+    names
+        .iter()
+        .position(|n| *n == column)
+        .ok_or_else(|| Error::Schema {
+            path: path.to_path_buf(),
+            column: column.to_string(),
+            msg: format!("column not found; the columns are: {}", names.join(", ")),
+        })
+}
+
 /// The cells of one column of a CSV file with a header, parsed; `row` in errors counts the
 /// non-empty data lines from 0.
 pub(crate) fn csv_cells<T>(
@@ -143,18 +157,7 @@ pub(crate) fn csv_cells<T>(
 ) -> Result<Vec<T>> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     let mut lines = text.lines();
-    let header = lines
-        .next()
-        .ok_or_else(|| Error::format(path, "empty file: expected a header line"))?;
-    let names: Vec<&str> = header.split(',').map(str::trim).collect();
-    let idx = names
-        .iter()
-        .position(|n| *n == column)
-        .ok_or_else(|| Error::Schema {
-            path: path.to_path_buf(),
-            column: column.to_string(),
-            msg: format!("column not found; the columns are: {}", names.join(", ")),
-        })?;
+    let idx = csv_column_index(path, lines.next(), column)?;
     lines
         .filter(|l| !l.trim().is_empty())
         .enumerate()

@@ -237,19 +237,7 @@ pub(crate) fn read_column_arrays(path: &Path, name: &str) -> Result<(DataType, V
     };
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
     let schema = builder.schema().clone();
-    let idx = schema.index_of(name).map_err(|_| Error::Schema {
-        path: path.to_path_buf(),
-        column: name.to_string(),
-        msg: format!(
-            "column not found; the columns are: {}",
-            schema
-                .fields()
-                .iter()
-                .map(|f| f.name().as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    })?;
+    let idx = column_index(path, &schema, name)?;
     let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), [idx]);
     let reader = builder.with_projection(mask).build().map_err(pq)?;
     let arrays = reader
@@ -265,10 +253,9 @@ pub(crate) fn read_column_arrays(path: &Path, name: &str) -> Result<(DataType, V
     Ok((schema.field(idx).data_type().clone(), arrays))
 }
 
-/// The index of numeric column `name` in `schema` (a missing or non-numeric column is an
-/// error naming the columns there are, or the type).
-pub(crate) fn numeric_column_index(path: &Path, schema: &Schema, name: &str) -> Result<usize> {
-    let idx = schema.index_of(name).map_err(|_| Error::Schema {
+/// The index of column `name` in `schema`, or an error listing the columns there are.
+fn column_index(path: &Path, schema: &Schema, name: &str) -> Result<usize> {
+    schema.index_of(name).map_err(|_| Error::Schema {
         path: path.to_path_buf(),
         column: name.to_string(),
         msg: format!(
@@ -280,7 +267,13 @@ pub(crate) fn numeric_column_index(path: &Path, schema: &Schema, name: &str) -> 
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
-    })?;
+    })
+}
+
+/// The index of numeric column `name` in `schema` (a missing or non-numeric column is an
+/// error naming the columns there are, or the type).
+pub(crate) fn numeric_column_index(path: &Path, schema: &Schema, name: &str) -> Result<usize> {
+    let idx = column_index(path, schema, name)?;
     let dt = schema.field(idx).data_type();
     if !is_numeric(dt) {
         return Err(Error::Schema {

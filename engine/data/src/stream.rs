@@ -7,7 +7,7 @@
 //! to a staged path that [`Outputs`](crate::output::Outputs) moves into place only when
 //! the run succeeds.
 
-use crate::columns::{is_parquet, non_finite};
+use crate::columns::{csv_column_index, is_parquet, non_finite};
 use arrow::array::{ArrayRef, Float64Array, UInt64Array};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
@@ -83,20 +83,8 @@ impl SeriesReader {
             )
         } else {
             let mut lines = BufReader::new(file()?).lines();
-            let header = lines
-                .next()
-                .transpose()
-                .map_err(|e| Error::io(path, e))?
-                .ok_or_else(|| Error::format(path, "empty file: expected a header line"))?;
-            let names: Vec<&str> = header.split(',').map(str::trim).collect();
-            let idx = names
-                .iter()
-                .position(|n| *n == column)
-                .ok_or_else(|| Error::Schema {
-                    path: path.to_path_buf(),
-                    column: column.to_string(),
-                    msg: format!("column not found; the columns are: {}", names.join(", ")),
-                })?;
+            let header = lines.next().transpose().map_err(|e| Error::io(path, e))?;
+            let idx = csv_column_index(path, header.as_deref(), column)?;
             Source::Csv { lines, idx }
         };
         Ok(Self {

@@ -206,18 +206,7 @@ impl DyadicLaplace {
     /// The largest block (least noise) whose privacy map on integer queries of L1
     /// sensitivity `integer_sensitivity` is at most `epsilon`.
     pub fn for_sensitivity(integer_sensitivity: u64, epsilon: f64) -> Result<Self> {
-        if !(epsilon.is_finite() && epsilon > 0.0) {
-            return Err(Error::param(
-                "epsilon",
-                format!("must be finite and > 0, got {epsilon}"),
-            ));
-        }
-        if integer_sensitivity == 0 || integer_sensitivity >= 1 << 50 {
-            return Err(Error::param(
-                "sensitivity",
-                format!("integer sensitivity {integer_sensitivity} outside 1 ..= 2^50"),
-            ));
-        }
+        crate::exact::check_law_inputs(integer_sensitivity, epsilon)?;
         let d = integer_sensitivity as f64;
         let ideal = d * std::f64::consts::LN_2 / epsilon;
         if ideal >= MAX_M as f64 {

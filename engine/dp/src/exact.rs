@@ -313,6 +313,24 @@ pub(crate) fn bernoulli_exp_minus<R: RandomBits + ?Sized>(
     bernoulli_exp_minus_unit(bits, num % den, den)
 }
 
+/// The inputs every integer-noise calibration takes: `epsilon` finite and positive, the
+/// integer sensitivity in `1 ..= 2^50`.
+pub(crate) fn check_law_inputs(integer_sensitivity: u64, epsilon: f64) -> Result<()> {
+    if !(epsilon.is_finite() && epsilon > 0.0) {
+        return Err(Error::param(
+            "epsilon",
+            format!("must be finite and > 0, got {epsilon}"),
+        ));
+    }
+    if integer_sensitivity == 0 || integer_sensitivity >= 1 << 50 {
+        return Err(Error::param(
+            "sensitivity",
+            format!("integer sensitivity {integer_sensitivity} outside 1 ..= 2^50"),
+        ));
+    }
+    Ok(())
+}
+
 /// The discrete Laplace law with parameter `t = 2^k / r`:
 /// `P(Z = z) = (1 - q)/(1 + q) q^|z|`, `q = exp(-r / 2^k)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -333,18 +351,7 @@ impl DiscreteLaplace {
     /// rounding. The resulting mechanism on integer queries of L1 sensitivity
     /// `integer_sensitivity` is `epsilon`-DP.
     pub fn for_sensitivity(integer_sensitivity: u64, epsilon: f64) -> Result<Self> {
-        if !(epsilon.is_finite() && epsilon > 0.0) {
-            return Err(Error::param(
-                "epsilon",
-                format!("must be finite and > 0, got {epsilon}"),
-            ));
-        }
-        if integer_sensitivity == 0 || integer_sensitivity >= 1 << 50 {
-            return Err(Error::param(
-                "sensitivity",
-                format!("integer sensitivity {integer_sensitivity} outside 1 ..= 2^50"),
-            ));
-        }
+        check_law_inputs(integer_sensitivity, epsilon)?;
         let t = integer_sensitivity as f64 / epsilon;
         // k with 2^k / t in [2^(R_BITS - 1), 2^R_BITS).
         let k = t.log2().floor() as i64 + i64::from(R_BITS);
