@@ -44,6 +44,10 @@ pub const DIGIT_BITS: u32 = 12;
 const LOW_BITS: u32 = 12;
 /// `M` is capped here so the privacy map's rounding stays below 2^-10 of it.
 const MAX_M: u64 = 1 << 40;
+/// The most extra words a law of [`DyadicLaplace::for_sensitivity`] needs (`M < 2^41`: at
+/// most three low digits and the top one). Callers give every counter this many, whatever
+/// its law, so that counters of different laws under one key never share a word.
+pub const MAX_EXTRA_WORDS: usize = 2;
 
 /// One digit of `R`: its probabilities and their alias table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -528,6 +532,8 @@ mod tests {
             }
         }
         assert!(DyadicLaplace::for_sensitivity(1 << 40, 1e-3).is_err());
+        let largest = DyadicLaplace::for_sensitivity(1 << 40, 1.0).expect("largest block");
+        assert!(largest.block() > 1 << 39 && largest.extra_words() == MAX_EXTRA_WORDS);
         assert!(DyadicLaplace::for_sensitivity(1, 0.0).is_err());
     }
 

@@ -28,7 +28,7 @@
 //! bytes as `rand_chacha`'s `ChaCha20Rng`, which the extension streams still use).
 
 use kinsey_core::{Error, Result, check_epsilon};
-use kinsey_dp::dyadic::DyadicLaplace;
+use kinsey_dp::dyadic::{DyadicLaplace, MAX_EXTRA_WORDS};
 use kinsey_dp::exact::RandomBits;
 use kinsey_kernels::chacha::ChaCha20;
 use rand_chacha::ChaCha20Rng;
@@ -37,6 +37,9 @@ use rand_core::{RngCore, SeedableRng};
 /// Bits of grid resolution below the sensitivity (and below the per-counter scale): the
 /// rounding adds at most `(h + 1) 2^-16` to the noise scale (1.7e-4 for 10 levels).
 pub const GRID_BITS_BELOW_SCALE: i32 = 16;
+
+/// Extra words per counter (see `KeyedNoise::wide`).
+const STRIDE: usize = MAX_EXTRA_WORDS;
 
 /// Noise magnitudes beyond this many scales are treated as impossible when a grid is chosen
 /// so that sums are exact in f64 (probability `e^-80` per counter; see `new_exact`).
@@ -47,7 +50,9 @@ const EXACT_SUM_SCALES: f64 = 80.0;
 pub struct KeyedNoise {
     keystream: ChaCha20,
     /// The extra words of laws with more than two digits: counter `id` owns words
-    /// `e id .. e (id + 1)` of this stream (`e` = [`DyadicLaplace::extra_words`]).
+    /// `2 id .. 2 id + 2` of this stream ([`MAX_EXTRA_WORDS`]) and uses the first
+    /// [`DyadicLaplace::extra_words`], so that the levels of one mechanism, which share the
+    /// key and stream but not the law, never share a word.
     wide: ChaCha20,
     ext_key: [u8; 32],
     stream: u64,
@@ -136,6 +141,12 @@ impl KeyedNoise {
             ));
         }
         let law = DyadicLaplace::shared(d_int as u64, epsilon)?;
+        if law.extra_words() > STRIDE {
+            return Err(Error::param(
+                "epsilon",
+                "the noise law needs more random words per counter than the keystream gives",
+            ));
+        }
         let (mut ext_key, mut wide_key) = ([0u8; 32], [0u8; 32]);
         let mut r = ChaCha20Rng::from_seed(key);
         r.set_stream((1 << 63) | stream);
@@ -227,10 +238,7 @@ impl KeyedNoise {
         if e == 0 {
             return self.draw_with(id, words, &[]);
         }
-        let mut extra = [0u64; 4];
-        for (i, x) in extra[..e].iter_mut().enumerate() {
-            *x = self.wide.word(e as u64 * id + i as u64);
-        }
+        let extra = self.wide.pair(STRIDE as u64 * id);
         self.draw_with(id, words, &extra[..e])
     }
 
@@ -255,15 +263,22 @@ impl KeyedNoise {
         const BATCH: usize = 1024;
         let e = self.law.extra_words();
         let mut words = [[0u64; 2]; BATCH];
-        let mut extra = vec![0u64; e * BATCH];
+        let mut extra = vec![0u64; if e > 0 { STRIDE * BATCH } else { 0 }];
         for (c, chunk) in out.chunks_mut(BATCH).enumerate() {
             let at = first + (c * BATCH) as u64;
             let w = &mut words[..chunk.len()];
             self.words(at, w);
-            let x = &mut extra[..e * chunk.len()];
-            self.wide.fill_u64(e as u64 * at, x);
+            let x = &mut extra[..if e > 0 { STRIDE * chunk.len() } else { 0 }];
+            if e > 0 {
+                self.wide.fill_u64(STRIDE as u64 * at, x);
+            }
             for (i, (o, w)) in chunk.iter_mut().zip(w.iter()).enumerate() {
-                *o = self.draw_with(at + i as u64, *w, &x[e * i..e * (i + 1)]);
+                let ex = if e > 0 {
+                    &x[STRIDE * i..STRIDE * i + e]
+                } else {
+                    &[][..]
+                };
+                *o = self.draw_with(at + i as u64, *w, ex);
             }
         }
     }
