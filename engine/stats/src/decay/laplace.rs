@@ -1,6 +1,6 @@
 //! Baseline: every window sum released with its own Laplace noise. One step is in `W`
 //! outputs, so the output vector has L1 sensitivity `W B` and every output gets
-//! `Lap(W B / eps)` (exact discrete Laplace on the grid): error `O(W / eps)`.
+//! `Lap(W B / eps)` (exact dyadic discrete Laplace on the grid): error `O(W / eps)`.
 
 use super::model::{
     Calibration, DecayedSum, ModelParams, Public, Sliding, check_bound, laplace_guarantee,

@@ -254,7 +254,11 @@ pub(super) fn laplace_guarantee(cal: &Calibration, noised: &str, units: &str) ->
         neighbours: "change one step's value within [0, bound] (event-level: one event per \
                      step changes)"
             .into(),
-        mechanism: format!("{}: exact discrete Laplace on {noised}", cal.model),
+        mechanism: format!(
+            "{}: exact dyadic discrete Laplace (two-sided geometric with dyadic \
+             probabilities, privacy map from its tables) on {noised}",
+            cal.model
+        ),
         sensitivity: format!("{} (L1, over all {units})", cal.sensitivity),
     }
 }
