@@ -161,13 +161,21 @@ impl Outputs {
         let lock = dir.join(format!(".{name}{LOCK_SUFFIX}"));
         let me = std::process::id();
         for attempt in 0..2 {
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&lock)
-            {
+            // Created and registered under the registry's lock: a signal handler cleaning
+            // up (it takes the same lock) sees either no lock file or a registered one. (A
+            // signal between the two left a stale lock in one CI run.)
+            let opened = self.with_cleanup(|c| {
+                let r = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&lock);
+                if r.is_ok() {
+                    c.locks.push(lock.clone());
+                }
+                r
+            });
+            match opened {
                 Ok(mut f) => {
-                    self.with_cleanup(|c| c.locks.push(lock.clone()));
                     use std::io::Write;
                     f.write_all(me.to_string().as_bytes())
                         .map_err(|e| Error::io(&lock, e))?;
