@@ -8,7 +8,7 @@
 //! Positions count 64-bit keystream words: word `p` is keystream bytes `8p .. 8p + 8`,
 //! little-endian, i.e. what `ChaCha20Rng::next_u64` returns after `set_word_pos(2 p)`.
 //!
-//! CPU only for now: the decayed sums' GPU bulk path (issue 17) will add the WGSL twin.
+//! The GPU twin is the `block` function of `shaders/dyadic.wgsl` (the `dyadic` kernel).
 
 /// "expand 32-byte k".
 const SIGMA: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574];
@@ -44,6 +44,11 @@ impl ChaCha20 {
             key: k,
             stream: [stream as u32, (stream >> 32) as u32],
         }
+    }
+
+    /// The key and stream as state words 4-11 and 14-15 (the GPU twin's parameters).
+    pub(crate) fn state_words(&self) -> ([u32; 8], [u32; 2]) {
+        (self.key, self.stream)
     }
 
     fn stream(&self) -> u64 {

@@ -10,13 +10,16 @@
 //! The `montgomery` kernel is batched modular arithmetic (products and constant-time
 //! exponentiations modulo numbers of up to 8192 bits) for the Paillier backend.
 //!
-//! Layout: one folder per kernel with a GPU twin (`logistic/`, `kmeans/`, `montgomery/`: the interface in
+//! The `dyadic` kernel draws the decayed sums' keyed noise (ChaCha20 keystream and alias tables).
+//!
+//! Layout: one folder per kernel with a GPU twin (`logistic/`, `kmeans/`, `montgomery/`, `dyadic/`: the interface in
 //! `mod.rs`, the CPU twin in `cpu.rs`, the GPU host side in `gpu.rs`, the shader in
 //! `shaders/<kernel>.wgsl`); CPU-only sum kernels in one file each (`gram.rs`,
 //! `perceptron.rs`); the device and the helpers every GPU kernel uses in `gpu/`.
 
 pub mod chacha;
 mod device;
+pub mod dyadic;
 mod error;
 pub mod gpu;
 pub mod gram;
@@ -66,8 +69,8 @@ mod tests {
             seen += 1;
         }
         assert!(
-            seen >= 3,
-            "expected the logistic, kmeans and montgomery shaders"
+            seen >= 4,
+            "expected the logistic, kmeans, montgomery and dyadic shaders"
         );
     }
 }

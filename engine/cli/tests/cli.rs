@@ -805,6 +805,30 @@ fn decay_streams_in_chunks_all_or_nothing() {
                 "{model:?} in chunks of {chunk}"
             );
         }
+        // The noise drawn on the GPU (lavapipe in CI; no adapter fails): the same bytes;
+        // allwindow has no GPU path and says so.
+        let out = dir.path().join(format!("gpu-{}.csv", model[1]));
+        let o = run(&out, model, &["--chunk", "777", "--device", "gpu"]);
+        if model[1] == "allwindow" {
+            let e = String::from_utf8_lossy(&o.stderr);
+            assert!(!o.status.success() && e.contains("no GPU path"), "{e}");
+            assert!(!out.exists());
+            continue;
+        }
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            std::fs::read(&out).expect("out"),
+            std::fs::read(&whole).expect("whole"),
+            "{model:?} on the GPU"
+        );
+        let r = json(&dir.path().join(format!("gpu-{}.csv.report.json", model[1])));
+        assert!(
+            r["noise_drawn_on"]
+                .as_str()
+                .expect("device")
+                .starts_with("GPU"),
+            "{r}"
+        );
     }
     // A negative value at row 3500 of 5000, read in chunks of 1000: three chunks were
     // already written to the staged file when it is found.

@@ -31,6 +31,7 @@
 
 use crate::exact::RandomBits;
 use kinsey_core::{Error, Result};
+use kinsey_kernels::dyadic::{DigitTable, DyadicTables, LOW_BITS};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -40,35 +41,32 @@ fn poisoned() -> Error {
 
 /// Bits per digit (4,096-entry tables: 40 KiB each, in L2).
 pub const DIGIT_BITS: u32 = 12;
-/// Bits of word 0 below the second digit: the sign and `G`'s first 11 trailing zeros.
-const LOW_BITS: u32 = 12;
 /// `M` is capped here so the privacy map's rounding stays below 2^-10 of it.
 const MAX_M: u64 = 1 << 40;
 /// The most extra words a law of [`DyadicLaplace::for_sensitivity`] needs (`M < 2^41`: at
 /// most three low digits and the top one). Callers give every counter this many, whatever
 /// its law, so that counters of different laws under one key never share a word.
-pub const MAX_EXTRA_WORDS: usize = 2;
+pub const MAX_EXTRA_WORDS: usize = kinsey_kernels::dyadic::EXTRA_WORDS;
 
-/// One digit of `R`: its probabilities and their alias table.
+/// One digit of `R`: its probabilities (its draw is a [`DigitTable`] of the law's
+/// [`DyadicTables`], in `kinsey_kernels`, which the GPU path evaluates too).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Digit {
     /// Bit position in `R`.
     pos: u32,
     /// Precision `P`: masses sum to `2^P`.
     prec: u32,
-    /// Slot bits: `2^slot_bits >= values` slots of mass `2^(P - slot_bits)` each.
-    slot_bits: u32,
     /// `c_d`, one per value.
     mass: Vec<u64>,
-    /// Per slot, `alias << (P - slot_bits) | threshold`: draws whose low `P - slot_bits`
-    /// bits are below the threshold give the slot's own value, the rest its alias (one
-    /// load per draw).
-    table: Vec<u64>,
 }
 
 impl Digit {
-    /// `values` values at bit `pos` of `R`, for the block length `m_total`.
-    fn new(values: u32, pos: u32, m_total: u64, prec: u32) -> Self {
+    /// `values` values at bit `pos` of `R`, for the block length `m_total`, and the
+    /// digit's alias table: `2^slot_bits >= values` slots of mass `2^(P - slot_bits)` each,
+    /// per slot `alias << (P - slot_bits) | threshold` (draws whose low `P - slot_bits` bits
+    /// are below the threshold give the slot's own value, the rest its alias: one load per
+    /// draw).
+    fn new(values: u32, pos: u32, m_total: u64, prec: u32) -> (Self, DigitTable) {
         let w: Vec<f64> = (0..values)
             .map(|d| (-(f64::from(d) * (pos as f64).exp2()) / m_total as f64).exp2())
             .collect();
@@ -103,23 +101,15 @@ impl Digit {
                 (a << low) | t
             })
             .collect();
-        Self {
-            pos,
-            prec,
-            slot_bits,
-            mass,
-            table,
-        }
-    }
-
-    /// The digit for `P` uniform bits (the low `P` bits of `w`).
-    #[inline(always)]
-    fn draw(&self, w: u64) -> u64 {
-        let low = self.prec - self.slot_bits;
-        let mask = (1u64 << low) - 1;
-        let slot = (w >> low) & ((1 << self.slot_bits) - 1);
-        let e = self.table[slot as usize];
-        if w & mask < e & mask { slot } else { e >> low }
+        (
+            Self { pos, prec, mass },
+            DigitTable {
+                pos,
+                prec,
+                slot_bits,
+                table,
+            },
+        )
     }
 
     fn values(&self) -> usize {
@@ -164,6 +154,8 @@ pub struct DyadicLaplace {
     m: u64,
     /// Digits of `R`, lowest first.
     digits: Vec<Digit>,
+    /// Their alias tables (the same order) and `M`: what a draw reads.
+    tables: DyadicTables,
     /// Privacy loss bound per unit shift.
     per_unit: f64,
     /// `P(X = 0)`.
@@ -185,11 +177,11 @@ impl DyadicLaplace {
         if m_top > 1 {
             digits.push((m_top as u32, s));
         }
-        let digits: Vec<Digit> = digits
+        let (digits, tables): (Vec<Digit>, Vec<DigitTable>) = digits
             .into_iter()
             .enumerate()
             .map(|(i, (v, p))| Digit::new(v, p, m, if i == 1 { 64 - LOW_BITS } else { 64 }))
-            .collect();
+            .unzip();
         let per_unit = privacy_per_unit(&digits);
         let p_zero_x = 0.5
             * digits
@@ -199,6 +191,7 @@ impl DyadicLaplace {
         let mut law = Self {
             m,
             digits,
+            tables: DyadicTables { m, digits: tables },
             per_unit,
             p_zero_x,
             std: 0.0,
@@ -316,6 +309,12 @@ impl DyadicLaplace {
         p / 2.0 / (1.0 - self.p_zero_x / 2.0)
     }
 
+    /// The alias tables a draw reads (the `dyadic` kernel's input: its CPU and GPU paths
+    /// finish all but the rare draws [`sample`](Self::sample) completes from more bits).
+    pub fn tables(&self) -> &DyadicTables {
+        &self.tables
+    }
+
     /// Digits beyond the two the counter's words carry (`M >= 2^24`): each needs one more
     /// 64-bit word per draw, the `extra` of [`sample`](Self::sample).
     pub fn extra_words(&self) -> usize {
@@ -332,25 +331,12 @@ impl DyadicLaplace {
         extra: &[u64],
         more: &mut R,
     ) -> i64 {
-        // The common case first, straight-line: G and the sign from word 0's low bits, at
-        // most two digits, no rejection.
-        let gbits = (words[0] >> 1) & ((1 << (LOW_BITS - 1)) - 1);
-        if gbits != 0 && self.digits.len() <= 2 {
-            let mut r = 0;
-            if let Some(d) = self.digits.first() {
-                r = d.draw(words[1]);
-            }
-            if let Some(d) = self.digits.get(1) {
-                r += d.draw(words[0] >> LOW_BITS) << d.pos;
-            }
-            let x = u64::from(gbits.trailing_zeros()) * self.m + r;
-            let negative = words[0] & 1 == 1;
-            if !(negative && x == 0) {
-                // x < 11 M + M < 2^44.
-                return if negative { -(x as i64) } else { x as i64 };
-            }
+        // The common case first, straight-line: G and the sign from word 0's low bits, the
+        // digits from the words, no rejection (the table path the GPU also runs).
+        match self.tables.fast(words, extra) {
+            Some(z) => z,
+            None => self.sample_slow(words, extra, more),
         }
-        self.sample_slow(words, extra, more)
     }
 
     /// [`sample`](Self::sample) in full: more digits, a long `G`, a rejected draw.
@@ -372,7 +358,7 @@ impl DyadicLaplace {
                 u64::from(LOW_BITS - 1) + geometric_tail(more)
             };
             let mut r = 0u64;
-            for (i, d) in self.digits.iter().enumerate() {
+            for (i, d) in self.tables.digits.iter().enumerate() {
                 let word = match i {
                     0 => w[1],
                     1 => w[0] >> LOW_BITS,
@@ -462,11 +448,12 @@ mod tests {
             (2, 30),
         ] {
             let law = DyadicLaplace::with_block(m_top, s);
-            for d in &law.digits {
-                let cap = 1u128 << (d.prec - d.slot_bits);
-                let low = d.prec - d.slot_bits;
-                let mut got = vec![0u128; 1 << d.slot_bits];
-                for (i, &e) in d.table.iter().enumerate() {
+            assert!(law.tables().check().is_ok());
+            for (d, t) in law.digits.iter().zip(&law.tables.digits) {
+                let cap = 1u128 << (d.prec - t.slot_bits);
+                let low = d.prec - t.slot_bits;
+                let mut got = vec![0u128; 1 << t.slot_bits];
+                for (i, &e) in t.table.iter().enumerate() {
                     let (t, a) = (u128::from(e & ((1 << low) - 1)), (e >> low) as usize);
                     got[i] += t;
                     got[a] += cap - t;

@@ -180,6 +180,9 @@ struct DecayArgs {
     /// Steps per chunk (memory is one chunk, independent of the stream length).
     #[arg(long, default_value_t = 1 << 22)]
     chunk: usize,
+    /// Where the noise is drawn: auto (a hardware GPU if any), cpu or gpu.
+    #[arg(long, default_value = "cpu")]
+    device: DevicePref,
     #[arg(long)]
     json: bool,
 }
@@ -194,8 +197,9 @@ fn decay(a: DecayArgs) -> Result<()> {
         );
     } else {
         println!(
-            "{} on {} steps: {:.2} s, {:.3e} steps/s, peak memory {:.0} MiB ({} threads)",
-            r.model, r.steps, r.seconds, r.steps_per_second, r.peak_rss_mib, r.threads
+            "{} on {} steps: {:.2} s, {:.3e} steps/s, peak memory {:.0} MiB ({} threads, \
+             noise on {})",
+            r.model, r.steps, r.seconds, r.steps_per_second, r.peak_rss_mib, r.threads, r.device
         );
         println!(
             "  limits of this machine on the same chunks: read and add {:.3e} steps/s \
@@ -219,6 +223,8 @@ struct DecayThroughput {
     steps_per_second: f64,
     peak_rss_mib: f64,
     threads: usize,
+    /// Where the noise was drawn.
+    device: String,
     /// Time generating the input (not included in `seconds`).
     generate_seconds: f64,
     /// One pass over the same chunks that only reads the values and adds them (all
@@ -257,6 +263,9 @@ fn decay_throughput(a: &DecayArgs) -> Result<DecayThroughput> {
         key: decay::noise::key(None, "bench"),
     };
     let mut m = decay::build(&a.model, &params, &public)?;
+    let device = m
+        .use_device(a.device)?
+        .map_or_else(|| "CPU".into(), |g| format!("GPU {g}"));
     let shift: u32 = if a.model == "rr" { 63 } else { 62 };
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
     let (mut gen_s, mut done, mut checksum) = (0.0, 0u64, 0.0);
@@ -283,6 +292,7 @@ fn decay_throughput(a: &DecayArgs) -> Result<DecayThroughput> {
         steps_per_second: a.steps as f64 / seconds,
         peak_rss_mib,
         threads: rayon::current_num_threads(),
+        device,
         generate_seconds: gen_s,
         read_add_steps_per_second: a.steps as f64 / read_add,
         keystream_steps_per_second: a.steps as f64 / keystream,

@@ -94,6 +94,10 @@ pub(crate) struct Args {
     /// about 40 bytes per step of a chunk, whatever the series' length).
     #[arg(long, default_value_t = 1 << 20)]
     chunk: usize,
+    /// Where the bulk noise is drawn: auto (a hardware GPU if any), cpu or gpu (window,
+    /// polynomial, exponential, running and laplace; the same numbers bit for bit).
+    #[arg(long, default_value = "auto")]
+    device: kinsey_kernels::DevicePref,
     /// Derive the noise key from a seed and the release's parameters (NOT private
     /// against whoever knows the seed).
     #[arg(long)]
@@ -159,6 +163,14 @@ impl Args {
         }
     }
 
+    /// The mechanism for a series of `n` steps (when known), its noise on `--device`, and
+    /// the device used, in words.
+    fn mechanism(&self, n: Option<u64>) -> Result<(Box<dyn DecayedSum>, String)> {
+        let mut m = decay::build(&self.model, &self.params(n), &self.public())?;
+        let used = m.use_device(self.device)?;
+        Ok((m, used.map_or_else(|| "CPU".into(), |g| format!("GPU {g}"))))
+    }
+
     /// The series: one column's values, or events bucketed into steps.
     fn load(&self) -> Result<Series> {
         if self.time_column.is_none() && self.predicate.is_none() {
@@ -201,7 +213,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let diagnostics = a.diagnostics || a.evaluate;
     let series = a.load()?;
     let n = series.values.len() as u64;
-    let m = decay::build(&a.model, &a.params(Some(n)), &a.public())?;
+    let (m, device) = a.mechanism(Some(n))?;
     let load_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let bar = crate::term::spinner("private decayed sums");
@@ -213,38 +225,66 @@ pub(crate) fn run(a: Args) -> Result<()> {
     bar.finish_and_clear();
     let est = est?;
     let run_s = t.elapsed().as_secs_f64();
-    let report = release_report(&a, m.as_ref(), n);
     let mut diag = serde_json::json!({
-        "clamped_steps": series.clamped,
         "seconds": {"load": load_s, "mechanism": run_s},
-        "steps_per_second": n as f64 / run_s.max(1e-12),
         "input": "loaded whole",
     });
     let names = m.columns();
-    let mut o = Outputs::new();
-    if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        o.ensure_dir(dir)?;
-    }
+    let mut o = outputs(&a)?;
     if a.evaluate {
         diag["evaluation"] = evaluation(&a, m.as_ref(), &series.values, &est, &mut o)?;
     }
     o.write(&a.out, &series::encode_columns(&a.out, &names, &est)?)?;
+    let run = Run {
+        n,
+        clamped: series.clamped,
+        run_s,
+        device,
+    };
+    finish(&a, m.as_ref(), &run, diag, diagnostics, o)
+}
+
+/// What a run did, for its report, diagnostics and summary.
+struct Run {
+    /// Steps released.
+    n: u64,
+    /// Steps clamped to the bound (NOT PRIVATE).
+    clamped: usize,
+    /// Seconds in the mechanism.
+    run_s: f64,
+    /// Where the noise was drawn.
+    device: String,
+}
+
+/// An output set with the output's folder created.
+fn outputs(a: &Args) -> Result<Outputs> {
+    let mut o = Outputs::new();
+    if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        o.ensure_dir(dir)?;
+    }
+    Ok(o)
+}
+
+/// The end of both paths: the release report, the diagnostics when asked (`diag` and the
+/// run's NOT PRIVATE figures), everything moved into place at once, then the summary.
+fn finish(
+    a: &Args,
+    m: &dyn DecayedSum,
+    run: &Run,
+    mut diag: serde_json::Value,
+    diagnostics: bool,
+    mut o: Outputs,
+) -> Result<()> {
     let rep_path = PathBuf::from(format!("{}.report.json", a.out.display()));
-    write_json(&mut o, &rep_path, &report)?;
+    write_json(&mut o, &rep_path, &release_report(a, m, run))?;
     let diag_path = PathBuf::from(format!("{}.NOT-PRIVATE.diagnostics.json", a.out.display()));
     if diagnostics {
+        diag["clamped_steps"] = run.clamped.into();
+        diag["steps_per_second"] = (run.n as f64 / run.run_s.max(1e-12)).into();
         kinsey_data::output::write_diagnostics(&mut o, &diag_path, &diag)?;
     }
     o.commit()?;
-    summary(
-        &a,
-        m.as_ref(),
-        n,
-        series.clamped,
-        run_s,
-        &rep_path,
-        &diag_path,
-    );
+    summary(a, m, run, &rep_path, &diag_path);
     Ok(())
 }
 
@@ -252,12 +292,13 @@ pub(crate) fn run(a: Args) -> Result<()> {
 fn summary(
     a: &Args,
     m: &dyn DecayedSum,
-    n: u64,
-    clamped: usize,
-    run_s: f64,
+    run: &Run,
     rep_path: &std::path::Path,
     diag_path: &std::path::Path,
 ) {
+    let Run {
+        n, clamped, run_s, ..
+    } = *run;
     let diagnostics = a.diagnostics || a.evaluate;
     let cal = m.calibration();
     println!(
@@ -265,7 +306,11 @@ fn summary(
         cal.model,
         cal.counter_std,
         m.noise_std(0, n - 1),
-        if a.online { "online" } else { "bulk" },
+        if a.online {
+            "online".to_string()
+        } else {
+            format!("bulk, noise on {}", run.device)
+        },
         a.out.display(),
         rep_path.display()
     );
@@ -294,13 +339,10 @@ fn run_streaming(a: Args) -> Result<()> {
         (None, "running" | "polynomial") => Some(count_steps(&a.input, &a.column)?),
         _ => None,
     };
-    let mut m = decay::build(&a.model, &a.params(len), &a.public())?;
+    let (mut m, device) = a.mechanism(len)?;
     let mut reader = SeriesReader::open(&a.input, &a.column, a.bound, a.chunk)?;
     let names = m.columns();
-    let mut o = Outputs::new();
-    if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        o.ensure_dir(dir)?;
-    }
+    let mut o = outputs(&a)?;
     let staged = o.stage(&a.out)?;
     let mut w = SeriesWriter::create(&staged, &a.out, &names)?;
     let bar = crate::term::spinner("private decayed sums");
@@ -330,34 +372,22 @@ fn run_streaming(a: Args) -> Result<()> {
     let n = w.finish()?;
     io_s += t.elapsed().as_secs_f64();
     bar.finish_and_clear();
-    let report = release_report(&a, m.as_ref(), n);
-    let rep_path = PathBuf::from(format!("{}.report.json", a.out.display()));
-    write_json(&mut o, &rep_path, &report)?;
-    let diag_path = PathBuf::from(format!("{}.NOT-PRIVATE.diagnostics.json", a.out.display()));
-    if a.diagnostics {
-        let diag = serde_json::json!({
-            "clamped_steps": reader.clamped,
-            "seconds": {"read_and_write": io_s, "mechanism": run_s},
-            "steps_per_second": n as f64 / run_s.max(1e-12),
-            "input": format!("streamed in chunks of {} steps", a.chunk),
-        });
-        kinsey_data::output::write_diagnostics(&mut o, &diag_path, &diag)?;
-    }
-    o.commit()?;
-    summary(
-        &a,
-        m.as_ref(),
+    let diag = serde_json::json!({
+        "seconds": {"read_and_write": io_s, "mechanism": run_s},
+        "input": format!("streamed in chunks of {} steps", a.chunk),
+    });
+    let run = Run {
         n,
-        reader.clamped,
+        clamped: reader.clamped,
         run_s,
-        &rep_path,
-        &diag_path,
-    );
-    Ok(())
+        device,
+    };
+    finish(&a, m.as_ref(), &run, diag, a.diagnostics, o)
 }
 
 /// The release report: public parameters, calibration and guarantee only.
-fn release_report(a: &Args, m: &dyn DecayedSum, n: u64) -> serde_json::Value {
+fn release_report(a: &Args, m: &dyn DecayedSum, run: &Run) -> serde_json::Value {
+    let n = run.n;
     serde_json::json!({
         "input": a.input.display().to_string(),
         "column": a.column,
@@ -366,6 +396,7 @@ fn release_report(a: &Args, m: &dyn DecayedSum, n: u64) -> serde_json::Value {
         "calibration": m.calibration(),
         "guarantee": m.guarantee(),
         "path": if a.online { "online" } else { "bulk" },
+        "noise_drawn_on": if a.online { "CPU" } else { run.device.as_str() },
         "noise_key": match (a.seed, a.record_seed) {
             (Some(s), true) => format!("derived from user seed {s} and the release's parameters"),
             (Some(_), false) => {

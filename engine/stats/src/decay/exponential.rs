@@ -2,7 +2,7 @@
 //! a declared horizon).
 
 use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound};
-use super::noise::KeyedNoise;
+use super::noise::{Batch, KeyedNoise};
 use super::tree::{Forest, first_id};
 use kinsey_core::{Error, Result, check_epsilon};
 use rayon::prelude::*;
@@ -182,7 +182,7 @@ impl ExponentialSum {
         let (head, rest) = xs.split_at((a - t0) as usize);
         let (mid, tail) = rest.split_at((b - a) as usize);
         let mut out = self.sequential(head)?;
-        out.extend(self.segments(mid));
+        out.extend(self.segments(mid)?);
         out.extend(self.sequential(tail)?);
         Ok(out)
     }
@@ -191,16 +191,15 @@ impl ExponentialSum {
     /// left nodes' words become draws (the right nodes, half the ids, are never released).
     fn sequential(&mut self, xs: &[f64]) -> Result<Vec<f64>> {
         let mut out = Vec::with_capacity(xs.len());
-        let mut words = Vec::new();
+        let mut batch = Batch::default();
         for part in xs.chunks(1 << 16) {
             let start = self.t;
             let first = first_id(start, self.h);
             let count = (first_id(start + part.len() as u64, self.h) - first) as usize;
-            words.resize(count, [0u64; 2]);
-            self.noise.words(first, &mut words);
+            self.noise.refill(&mut batch, first, count)?;
             for (i, &x) in part.iter().enumerate() {
-                let w = &words;
-                let mut z = |n: &KeyedNoise, id: u64| n.draw(id, w[(id - first) as usize]);
+                let b = &batch;
+                let mut z = |n: &KeyedNoise, id: u64| n.batch_z(b, id);
                 out.push(self.take(start + i as u64, x, &mut z)?);
             }
             self.t = start + part.len() as u64;
@@ -216,7 +215,7 @@ impl ExponentialSum {
     /// parallel, each segment's levels below `L` and its outputs, the levels from `L` up
     /// taken from (2). Every node is formed and released by the operations of `push`, so
     /// the numbers are the same bit for bit.
-    fn segments(&mut self, xs: &[f64]) -> Vec<f64> {
+    fn segments(&mut self, xs: &[f64]) -> Result<Vec<f64>> {
         let (l, h, alpha, a) = (self.seg_bits, self.h, self.alpha, self.t);
         let seg = 1usize << l;
         let tops: Vec<f64> = xs
@@ -260,8 +259,9 @@ impl ExponentialSum {
                 let mut last = vec![0.0; h as usize + 1];
                 last[lu..].copy_from_slice(&states[j]);
                 let first = first_id(start, h);
-                let mut words = vec![[0u64; 2]; (first_id(start + seg as u64, h) - first) as usize];
-                self.noise.words(first, &mut words);
+                let count = (first_id(start + seg as u64, h) - first) as usize;
+                let mut batch = Batch::default();
+                self.noise.refill(&mut batch, first, count)?;
                 let noise = &self.noise;
                 let mut idx = 0usize;
                 for (i, (d, &x)) in dst.iter_mut().zip(c).enumerate() {
@@ -269,7 +269,7 @@ impl ExponentialSum {
                     f.step(t, x, |k, m, v| {
                         if k < l && m & 1 == 0 {
                             let id = first + idx as u64;
-                            last[k as usize] = noise.release(v, noise.draw(id, words[idx]));
+                            last[k as usize] = noise.release(v, noise.batch_z(&batch, id));
                         }
                         idx += 1;
                     });
@@ -279,15 +279,15 @@ impl ExponentialSum {
                     *d = output(&self.pow, &last, h, t);
                 }
                 last.truncate(lu);
-                last
+                Ok(last)
             })
-            .collect();
+            .collect::<Result<_>>()?;
         if let Some(low) = lows.last() {
             self.last_left[..lu].copy_from_slice(low);
         }
         self.t = a + xs.len() as u64;
         self.next_id = first_id(self.t, h);
-        out
+        Ok(out)
     }
 }
 
@@ -328,6 +328,10 @@ impl DecayedSum for ExponentialSum {
 
     fn noise_std(&self, _column: usize, j: u64) -> f64 {
         self.std_at(j)
+    }
+
+    fn use_device(&mut self, device: kinsey_kernels::DevicePref) -> Result<Option<String>> {
+        self.noise.use_device(device)
     }
 
     fn push(&mut self, x: f64, out: &mut [f64]) -> Result<()> {

@@ -66,6 +66,10 @@ impl DecayedSum for LaplaceWindow {
         self.noise.std_dev()
     }
 
+    fn use_device(&mut self, device: kinsey_kernels::DevicePref) -> Result<Option<String>> {
+        self.noise.use_device(device)
+    }
+
     /// The running sum adds then subtracts in the same order as [`window_truth`], so the
     /// online and bulk paths agree bit for bit.
     fn push(&mut self, x: f64, out: &mut [f64]) -> Result<()> {
@@ -78,7 +82,7 @@ impl DecayedSum for LaplaceWindow {
     /// The same numbers as `push`, with the chunk's noise drawn in one keystream pass.
     fn stream(&mut self, chunk: &[f64]) -> Result<Vec<Vec<f64>>> {
         let mut z = vec![0i64; chunk.len()];
-        self.noise.fill(self.t, &mut z);
+        self.noise.fill(self.t, &mut z)?;
         let mut out = vec![0.0; chunk.len()];
         let noise = &self.noise;
         self.window
@@ -91,7 +95,7 @@ impl DecayedSum for LaplaceWindow {
     fn bulk(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>> {
         let truth = window_truth(xs, self.w);
         let mut z = vec![0i64; xs.len()];
-        self.noise.fill(0, &mut z);
+        self.noise.fill(0, &mut z)?;
         Ok(vec![
             truth
                 .iter()

@@ -86,6 +86,24 @@ pub trait DecayedSum: std::fmt::Debug + Send + Sync {
         push_each(self, chunk)
     }
 
+    /// Draw the counters' noise in bulk and streaming on `device` (`cpu`, `gpu`, `auto`: a
+    /// hardware GPU when there is one); the numbers are the same bit for bit. Returns the
+    /// GPU used, in words, or `None` for the CPU. Mechanisms without a GPU path refuse
+    /// `gpu` and run `auto` on the CPU.
+    fn use_device(&mut self, device: kinsey_kernels::DevicePref) -> Result<Option<String>> {
+        match device {
+            kinsey_kernels::DevicePref::Gpu => Err(Error::param(
+                "device",
+                format!(
+                    "{} has no GPU path (window, polynomial, exponential, running and laplace \
+                     have one); use device = cpu or auto",
+                    self.calibration().model
+                ),
+            )),
+            _ => Ok(None),
+        }
+    }
+
     /// The exact decayed sums the estimates are unbiased for, per column (evaluation only;
     /// never part of a release).
     fn truth(&self, xs: &[f64]) -> Vec<Vec<f64>>;

@@ -30,7 +30,9 @@
 use kinsey_core::{Error, Result, check_epsilon};
 use kinsey_dp::dyadic::{DyadicLaplace, MAX_EXTRA_WORDS};
 use kinsey_dp::exact::RandomBits;
+use kinsey_kernels::DevicePref;
 use kinsey_kernels::chacha::ChaCha20;
+use kinsey_kernels::dyadic::{SLOW, cpu, gpu::GpuDyadic};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 
@@ -61,6 +63,8 @@ pub struct KeyedNoise {
     law: std::sync::Arc<DyadicLaplace>,
     gamma: f64,
     inv_gamma: f64,
+    /// Where [`fill`](Self::fill) draws: the GPU twin of the table path, or the CPU.
+    gpu: Option<GpuDyadic>,
 }
 
 impl std::fmt::Debug for KeyedNoise {
@@ -161,6 +165,7 @@ impl KeyedNoise {
             law,
             gamma,
             inv_gamma: 1.0 / gamma,
+            gpu: None,
         })
     }
 
@@ -190,6 +195,19 @@ impl KeyedNoise {
     /// The grid step.
     pub fn gamma(&self) -> f64 {
         self.gamma
+    }
+
+    /// Draw bulk noise ([`fill`](Self::fill)) on `device`: `cpu` the CPU, `gpu` the GPU or
+    /// an error, `auto` a hardware GPU when there is one. The draws are the same bit for
+    /// bit either way. Returns the GPU used, in words, or `None` for the CPU.
+    pub fn use_device(&mut self, device: DevicePref) -> Result<Option<String>> {
+        self.gpu = kinsey_kernels::dyadic::select(device, self.law.tables())?;
+        Ok(self.gpu.as_ref().map(GpuDyadic::describe))
+    }
+
+    /// Whether [`fill`](Self::fill) runs on a GPU.
+    pub fn on_gpu(&self) -> bool {
+        self.gpu.is_some()
     }
 
     /// The noise parameter in grid steps: the Laplace scale with the same privacy map
@@ -257,29 +275,47 @@ impl KeyedNoise {
         self.draw(id, self.keystream.pair(2 * id))
     }
 
-    /// Noise of counters `first .. first + out.len()` (sequential keystreams: the bulk
-    /// path).
-    pub fn fill(&self, first: u64, out: &mut [i64]) {
-        const BATCH: usize = 1024;
-        let e = self.law.extra_words();
-        let mut words = [[0u64; 2]; BATCH];
-        let mut extra = vec![0u64; if e > 0 { STRIDE * BATCH } else { 0 }];
-        for (c, chunk) in out.chunks_mut(BATCH).enumerate() {
-            let at = first + (c * BATCH) as u64;
-            let w = &mut words[..chunk.len()];
-            self.words(at, w);
-            let x = &mut extra[..if e > 0 { STRIDE * chunk.len() } else { 0 }];
-            if e > 0 {
-                self.wide.fill_u64(STRIDE as u64 * at, x);
+    /// Noise of counters `first .. first + out.len()` (the bulk path): the table path of
+    /// every counter in one pass over the keystreams, on the GPU when
+    /// [`use_device`](Self::use_device) chose one, then the rare draws it marks [`SLOW`]
+    /// finished by the full sampler from the same words (random access).
+    pub fn fill(&self, first: u64, out: &mut [i64]) -> Result<()> {
+        match &self.gpu {
+            Some(g) => g.fill(&self.keystream, &self.wide, first, out)?,
+            None => cpu::fill(&self.keystream, &self.wide, self.law.tables(), first, out),
+        }
+        for (i, z) in out.iter_mut().enumerate() {
+            if *z == SLOW {
+                *z = self.z(first + i as u64);
             }
-            for (i, (o, w)) in chunk.iter_mut().zip(w.iter()).enumerate() {
-                let ex = if e > 0 {
-                    &x[STRIDE * i..STRIDE * i + e]
-                } else {
-                    &[][..]
-                };
-                *o = self.draw_with(at + i as u64, *w, ex);
-            }
+        }
+        Ok(())
+    }
+
+    /// Prepares counters `first .. first + count` for draws in any order into `b` (its
+    /// buffers reused): their keystream words on the CPU (only the counters asked for are
+    /// drawn), every draw on the GPU.
+    pub(crate) fn refill(&self, b: &mut Batch, first: u64, count: usize) -> Result<()> {
+        b.first = first;
+        if self.gpu.is_some() {
+            b.z.resize(count, 0);
+            self.fill(first, &mut b.z)?;
+            b.words.clear();
+        } else {
+            b.words.resize(count, [0; 2]);
+            self.words(first, &mut b.words);
+            b.z.clear();
+        }
+        Ok(())
+    }
+
+    /// The draw of counter `id` of a [`refill`](Self::refill)ed batch.
+    #[inline]
+    pub(crate) fn batch_z(&self, b: &Batch, id: u64) -> i64 {
+        let i = (id - b.first) as usize;
+        match b.z.get(i) {
+            Some(&z) => z,
+            None => self.draw(id, b.words[i]),
         }
     }
 
@@ -289,6 +325,16 @@ impl KeyedNoise {
         // gamma is a power of two: multiplying by its inverse is exact.
         self.gamma * ((v * self.inv_gamma).round() + z as f64)
     }
+}
+
+/// Counters prepared for draws in any order ([`KeyedNoise::refill`]).
+#[derive(Debug, Default)]
+pub(crate) struct Batch {
+    first: u64,
+    /// The counters' keystream words (CPU), or empty.
+    words: Vec<[u64; 2]>,
+    /// Their draws (GPU), or empty.
+    z: Vec<i64>,
 }
 
 /// A fresh secret key from the OS, or one derived from a user seed and the release's
@@ -314,7 +360,7 @@ mod tests {
     fn random_access_equals_sequential() {
         let n = KeyedNoise::new([7; 32], 3, 4.0, 4, 0.5).expect("ok");
         let mut seq = vec![0i64; 1000];
-        n.fill(12_345, &mut seq);
+        n.fill(12_345, &mut seq).expect("cpu");
         for (i, z) in seq.iter().enumerate() {
             assert_eq!(*z, n.z(12_345 + i as u64));
         }
@@ -323,7 +369,7 @@ mod tests {
         // A law with extra digits (small epsilon) reads its extra words the same way.
         let wide = KeyedNoise::new([7; 32], 3, 4.0, 4, 1e-3).expect("ok");
         assert!(wide.law.extra_words() > 0);
-        wide.fill(777, &mut seq);
+        wide.fill(777, &mut seq).expect("cpu");
         for (i, z) in seq.iter().enumerate() {
             assert_eq!(*z, wide.z(777 + i as u64));
         }
@@ -337,7 +383,7 @@ mod tests {
         // The law in grid units with a small t, so that the bins are populated.
         let small = n.with_t(10.0);
         let mut z = vec![0i64; 300_000];
-        small.fill(0, &mut z);
+        small.fill(0, &mut z).expect("cpu");
         let mut probs: Vec<f64> = (-39..=39).map(|k| small.law.pmf(k)).collect();
         let tail = (1.0 - probs.iter().sum::<f64>()) / 2.0;
         probs.insert(0, tail);
@@ -354,7 +400,7 @@ mod tests {
         assert!(p > ALPHA, "p = {p}");
         let weak = n.with_t(7.0);
         assert!(weak.t() < small.t() * 0.72, "{} vs {}", weak.t(), small.t());
-        weak.fill(0, &mut z);
+        weak.fill(0, &mut z).expect("cpu");
         let (_, p) = chi_square_test(&hist(&z), &expected);
         assert!(p < ALPHA, "30% less noise must be detected, p = {p}");
     }

@@ -149,7 +149,7 @@ impl PolynomialSum {
 
     /// Bulk: every instance in bulk (each parallel inside), added into the result one
     /// instance after another, in the same order as `push`: memory stays at two series.
-    pub(crate) fn bulk_series(&self, xs: &[f64]) -> Vec<f64> {
+    pub(crate) fn bulk_series(&self, xs: &[f64]) -> Result<Vec<f64>> {
         let mut out = vec![0.0; xs.len()];
         for (_, w, off, ws) in &self.parts {
             let off = *off as usize;
@@ -157,13 +157,13 @@ impl PolynomialSum {
                 continue;
             }
             let weighted: Vec<f64> = xs[..xs.len() - off].par_iter().map(|x| *w * x).collect();
-            let o = ws.bulk_series(&weighted);
+            let o = ws.bulk_series(&weighted)?;
             out[off..]
                 .par_iter_mut()
                 .zip(o.par_iter())
                 .for_each(|(r, v)| *r += v);
         }
-        out
+        Ok(out)
     }
 
     /// The approximated decayed sums `F'` (what the mechanism estimates without bias), exact.
@@ -202,13 +202,21 @@ impl DecayedSum for PolynomialSum {
         self.std_at(j)
     }
 
+    fn use_device(&mut self, device: kinsey_kernels::DevicePref) -> Result<Option<String>> {
+        let mut used = None;
+        for (_, _, _, ws) in &mut self.parts {
+            used = ws.noise.use_device(device)?;
+        }
+        Ok(used)
+    }
+
     fn push(&mut self, x: f64, out: &mut [f64]) -> Result<()> {
         out[0] = self.advance(x);
         Ok(())
     }
 
     fn bulk(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>> {
-        Ok(vec![self.bulk_series(xs)])
+        Ok(vec![self.bulk_series(xs)?])
     }
 
     /// The (1 - beta)-approximation F' the mechanism estimates without bias.

@@ -116,12 +116,12 @@ impl WindowSum {
 
     /// Bulk: the estimates for a whole series, in parallel over segments of whole blocks.
     /// Same key, same numbers as `push`, bit for bit.
-    pub(crate) fn bulk_series(&self, xs: &[f64]) -> Vec<f64> {
+    pub(crate) fn bulk_series(&self, xs: &[f64]) -> Result<Vec<f64>> {
         self.bulk_offset(xs, 0, 0)
     }
 
     /// The next chunk of a stream processed in bulk: memory is the chunk plus two blocks.
-    fn stream_chunk(&mut self, chunk: &[f64]) -> Vec<f64> {
+    fn stream_chunk(&mut self, chunk: &[f64]) -> Result<Vec<f64>> {
         let block = 1u64 << self.h;
         let start = self.hist_base + self.hist.len() as u64;
         self.hist.extend_from_slice(chunk);
@@ -133,9 +133,16 @@ impl WindowSum {
         out
     }
 
+    /// The first step segment `start` rebuilds: the window can reach back into the previous
+    /// block, so that block too.
+    fn rebuild_from(&self, start: u64, base: u64) -> u64 {
+        let block = 1u64 << self.h;
+        ((start / block) * block).saturating_sub(block).max(base)
+    }
+
     /// `xs[i]` is step `base + i` (`base` a multiple of the block); the estimates for steps
     /// `out_from .. base + xs.len()`.
-    fn bulk_offset(&self, xs: &[f64], base: u64, out_from: u64) -> Vec<f64> {
+    fn bulk_offset(&self, xs: &[f64], base: u64, out_from: u64) -> Result<Vec<f64>> {
         let block = 1u64 << self.h;
         let seg = block.max(1 << 15);
         let end = base + xs.len() as u64;
@@ -150,35 +157,64 @@ impl WindowSum {
             pieces.push((at, c));
             at += len;
         }
-        pieces
-            .into_par_iter()
-            .for_each_init(Scratch::default, |sc, (start, dst)| {
-                self.segment(xs, base, start, start + dst.len() as u64, dst, sc);
-            });
-        out
+        if !self.noise.on_gpu() {
+            pieces
+                .into_par_iter()
+                .try_for_each_init(Scratch::default, |sc, (start, dst)| {
+                    self.segment(xs, base, (start, start + dst.len() as u64), dst, sc, None)
+                })?;
+            return Ok(out);
+        }
+        // GPU: the noise of up to GPU_STEPS steps' segments in one pass on the device, then
+        // those segments in parallel on the CPU.
+        let per_group = (GPU_STEPS / seg).max(1) as usize;
+        let mut pieces = pieces.into_iter().peekable();
+        while pieces.peek().is_some() {
+            let group: Vec<(u64, &mut [f64])> = pieces.by_ref().take(per_group).collect();
+            let (lo, hi) = match (group.first(), group.last()) {
+                (Some(f), Some(l)) => (f.0, l.0 + l.1.len() as u64),
+                _ => break,
+            };
+            let first = first_id(self.rebuild_from(lo, base), self.h);
+            let mut z = vec![0i64; (first_id(hi, self.h) - first) as usize];
+            self.noise.fill(first, &mut z)?;
+            group
+                .into_par_iter()
+                .try_for_each_init(Scratch::default, |sc, (start, dst)| {
+                    let stop = start + dst.len() as u64;
+                    self.segment(xs, base, (start, stop), dst, sc, Some((first, &z)))
+                })?;
+        }
+        Ok(out)
     }
 
-    /// Estimates for steps `start..stop` into `dst`, rebuilding the blocks they need.
+    /// Estimates for steps `start..stop` into `dst`, rebuilding the blocks they need; the
+    /// noise drawn here, or taken from `ahead` (the draws of counters from `ahead.0` on).
     fn segment(
         &self,
         xs: &[f64],
         base: u64,
-        start: u64,
-        stop: u64,
+        (start, stop): (u64, u64),
         dst: &mut [f64],
         sc: &mut Scratch,
-    ) {
+        ahead: Option<(u64, &[i64])>,
+    ) -> Result<()> {
         let block = 1u64 << self.h;
-        // The window can reach back into the previous block: rebuild it too.
-        let from = ((start / block) * block).saturating_sub(block).max(base);
+        let from = self.rebuild_from(start, base);
         let mut forest = Forest::new(self.h, 1.0);
         sc.rel.reset(self.h, from);
         let first = first_id(from, self.h);
         let count = (first_id(stop, self.h) - first) as usize;
-        sc.z.clear();
-        sc.z.resize(count, 0);
-        self.noise.fill(first, &mut sc.z);
-        let (rel, z) = (&mut sc.rel, &sc.z);
+        let z = match ahead {
+            Some((f0, all)) => &all[(first - f0) as usize..][..count],
+            None => {
+                sc.z.clear();
+                sc.z.resize(count, 0);
+                self.noise.fill(first, &mut sc.z)?;
+                &sc.z[..]
+            }
+        };
+        let rel = &mut sc.rel;
         let mut idx = 0usize;
         for t in from..stop {
             forest.step(t, xs[(t - base) as usize], |k, _m, v| {
@@ -231,8 +267,13 @@ impl WindowSum {
                 left + right
             };
         }
+        Ok(())
     }
 }
+
+/// Steps whose noise the GPU draws in one pass (about 32 MiB of draws; tests use smaller
+/// passes so that they cross pass boundaries).
+const GPU_STEPS: u64 = if cfg!(test) { 1 << 16 } else { 1 << 21 };
 
 /// Per-thread buffers reused across segments (no page faults per segment).
 #[derive(Default)]
@@ -258,6 +299,10 @@ impl DecayedSum for WindowSum {
         self.std_at(j)
     }
 
+    fn use_device(&mut self, device: kinsey_kernels::DevicePref) -> Result<Option<String>> {
+        self.noise.use_device(device)
+    }
+
     fn push(&mut self, x: f64, out: &mut [f64]) -> Result<()> {
         if self.hist_base + self.hist.len() as u64 > 0 {
             return Err(Error::param(
@@ -270,7 +315,7 @@ impl DecayedSum for WindowSum {
     }
 
     fn bulk(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>> {
-        Ok(vec![self.bulk_series(xs)])
+        Ok(vec![self.bulk_series(xs)?])
     }
 
     fn stream(&mut self, chunk: &[f64]) -> Result<Vec<Vec<f64>>> {
@@ -278,7 +323,7 @@ impl DecayedSum for WindowSum {
             // Fed online before: continue online (the same numbers).
             return super::model::push_each(self, chunk);
         }
-        Ok(vec![self.stream_chunk(chunk)])
+        Ok(vec![self.stream_chunk(chunk)?])
     }
 
     fn truth(&self, xs: &[f64]) -> Vec<Vec<f64>> {
