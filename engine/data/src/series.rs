@@ -18,53 +18,16 @@ pub struct Series {
 /// One value per step from column `column` of a CSV (with a header) or Parquet file.
 /// Values must be finite and >= 0; values above `bound` are clamped to it.
 pub fn load(path: &Path, column: &str, bound: f64) -> Result<Series> {
-    let is_bits = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("txt"));
-    let raw = if is_bits {
-        read_bits(path)?
-    } else {
-        crate::columns::read_numeric(path, column)?
-    };
-    if raw.is_empty() {
-        return Err(Error::format(path, "the series is empty"));
+    // The chunked reader's checks and clamping, one chunk after another.
+    let mut r = crate::stream::SeriesReader::open(path, column, bound, 1 << 20)?;
+    let (mut values, mut chunk) = (Vec::new(), Vec::new());
+    while r.next_chunk(&mut chunk)? {
+        values.extend_from_slice(&chunk);
     }
-    let mut clamped = 0;
-    let mut values = Vec::with_capacity(raw.len());
-    for (row, &v) in raw.iter().enumerate() {
-        if !v.is_finite() || v < 0.0 {
-            return Err(Error::Value {
-                path: path.to_path_buf(),
-                column: column.to_string(),
-                row,
-                msg: "the value is not a finite non-negative number".into(),
-            });
-        }
-        if v > bound {
-            clamped += 1;
-        }
-        values.push(v.min(bound));
-    }
-    Ok(Series { values, clamped })
-}
-
-/// A text file of '0' and '1' characters, one bit per step (line breaks ignored).
-fn read_bits(path: &Path) -> Result<Vec<f64>> {
-    let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    text.iter()
-        .filter(|b| !b.is_ascii_whitespace())
-        .enumerate()
-        .map(|(i, &b)| match b {
-            b'0' => Ok(0.0),
-            b'1' => Ok(1.0),
-            _ => Err(Error::Value {
-                path: path.to_path_buf(),
-                column: "bits".into(),
-                row: i,
-                msg: format!("character {} is not a bit (0 or 1)", i + 1),
-            }),
-        })
-        .collect()
+    Ok(Series {
+        values,
+        clamped: r.clamped,
+    })
 }
 
 /// The (step, estimate) table as CSV or Parquet bytes, by the output's extension.
@@ -72,64 +35,12 @@ pub fn encode(path: &Path, estimates: &[f64]) -> Result<Vec<u8>> {
     encode_columns(path, &["estimate".to_string()], &[estimates.to_vec()])
 }
 
-/// A (step, column...) table as CSV or Parquet bytes.
+/// A (step, column...) table as CSV or Parquet bytes (the bytes
+/// [`SeriesWriter`](crate::stream::SeriesWriter) writes to a file).
 pub fn encode_columns(path: &Path, names: &[String], cols: &[Vec<f64>]) -> Result<Vec<u8>> {
-    let n = cols.first().map_or(0, Vec::len);
-    if is_parquet(path) {
-        use arrow::array::{ArrayRef, Float64Array, UInt64Array};
-        use arrow::datatypes::{DataType, Field, Schema};
-        use arrow::record_batch::RecordBatch;
-        use std::sync::Arc;
-        let mut fields = vec![Field::new("step", DataType::UInt64, false)];
-        fields.extend(
-            names
-                .iter()
-                .map(|c| Field::new(c, DataType::Float64, false)),
-        );
-        let schema = Arc::new(Schema::new(fields));
-        let mut arrays: Vec<ArrayRef> = vec![Arc::new(UInt64Array::from_iter_values(0..n as u64))];
-        arrays.extend(
-            cols.iter()
-                .map(|c| Arc::new(Float64Array::from(c.clone())) as ArrayRef),
-        );
-        let arrow_err = |source| Error::Arrow {
-            path: path.to_path_buf(),
-            source,
-        };
-        let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(arrow_err)?;
-        let mut buf = Vec::new();
-        let pq = |source| Error::Parquet {
-            path: path.to_path_buf(),
-            source,
-        };
-        let props = parquet::file::properties::WriterProperties::builder()
-            .set_compression(parquet::basic::Compression::ZSTD(
-                parquet::basic::ZstdLevel::default(),
-            ))
-            .build();
-        let mut w =
-            parquet::arrow::ArrowWriter::try_new(&mut buf, schema, Some(props)).map_err(pq)?;
-        w.write(&batch).map_err(pq)?;
-        w.close().map_err(pq)?;
-        Ok(buf)
-    } else {
-        use std::fmt::Write;
-        let mut s = String::with_capacity(n * (1 + 24 * cols.len()) + 64);
-        s.push_str("step");
-        for c in names {
-            s.push(',');
-            s.push_str(c);
-        }
-        s.push('\n');
-        for i in 0..n {
-            let _ = write!(s, "{i}");
-            for c in cols {
-                let _ = write!(s, ",{}", c[i]);
-            }
-            s.push('\n');
-        }
-        Ok(s.into_bytes())
-    }
+    let mut w = crate::stream::SeriesWriter::new(Vec::new(), path, path, names)?;
+    w.write(cols)?;
+    Ok(w.into_inner()?.1)
 }
 
 #[cfg(test)]

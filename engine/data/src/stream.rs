@@ -38,6 +38,8 @@ pub struct SeriesReader {
     src: Source,
     /// Rows read so far.
     row: usize,
+    /// The row count a Parquet file's metadata declares.
+    declared_rows: Option<u64>,
     /// Steps whose value exceeded the bound and was clamped to it.
     pub clamped: usize,
 }
@@ -61,6 +63,7 @@ impl SeriesReader {
             return Err(Error::param("chunk", "must be at least 1 step"));
         }
         let file = || File::open(path).map_err(|e| Error::io(path, e));
+        let mut declared_rows = None;
         let src = if path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("txt"))
@@ -72,6 +75,7 @@ impl SeriesReader {
                 source,
             };
             let builder = ParquetRecordBatchReaderBuilder::try_new(file()?).map_err(pq)?;
+            declared_rows = Some(builder.metadata().file_metadata().num_rows().max(0) as u64);
             let idx = crate::parquet_io::numeric_column_index(path, builder.schema(), column)?;
             let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), [idx]);
             Source::Parquet(
@@ -95,6 +99,7 @@ impl SeriesReader {
             src,
             row: 0,
             clamped: 0,
+            declared_rows,
         })
     }
 
@@ -190,14 +195,8 @@ impl SeriesReader {
 /// streaming pass over a CSV's lines or a bit file.
 pub fn count_steps(path: &Path, column: &str) -> Result<u64> {
     let mut r = SeriesReader::open(path, column, f64::INFINITY, 1 << 16)?;
-    if let Source::Parquet(_) = r.src {
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
-        let b =
-            ParquetRecordBatchReaderBuilder::try_new(file).map_err(|source| Error::Parquet {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        return Ok(b.metadata().file_metadata().num_rows().max(0) as u64);
+    if let Some(n) = r.declared_rows {
+        return Ok(n);
     }
     let mut buf = Vec::new();
     while r.next_chunk(&mut buf)? {}
@@ -205,20 +204,21 @@ pub fn count_steps(path: &Path, column: &str) -> Result<u64> {
 }
 
 /// Where the table goes.
-enum Sink {
-    Csv(BufWriter<File>),
-    Parquet(Box<ArrowWriter<File>>, Arc<Schema>),
+enum Sink<W: Write + Send> {
+    Csv(BufWriter<W>),
+    Parquet(Box<ArrowWriter<W>>, Arc<Schema>),
 }
 
-/// The `(step, column...)` table, written a chunk at a time.
-pub struct SeriesWriter {
+/// The `(step, column...)` table, written a chunk at a time to a file (or, for
+/// [`series::encode_columns`](crate::series::encode_columns), to memory).
+pub struct SeriesWriter<W: Write + Send = File> {
     /// The staged file (errors name it).
     path: PathBuf,
-    sink: Sink,
+    sink: Sink<W>,
     step: u64,
 }
 
-impl std::fmt::Debug for SeriesWriter {
+impl<W: Write + Send> std::fmt::Debug for SeriesWriter<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
@@ -233,6 +233,19 @@ impl SeriesWriter {
     /// Writes to `staged`; CSV or Parquet by the extension of `target` (the final name).
     pub fn create(staged: &Path, target: &Path, names: &[String]) -> Result<Self> {
         let file = File::create(staged).map_err(|e| Error::io(staged, e))?;
+        Self::new(file, staged, target, names)
+    }
+
+    /// Flushes and closes the file (it stays staged until the run commits); the rows
+    /// written.
+    pub fn finish(self) -> Result<u64> {
+        Ok(self.into_inner()?.0)
+    }
+}
+
+impl<W: Write + Send> SeriesWriter<W> {
+    /// Writes to `w` (errors name `path`); CSV or Parquet by the extension of `target`.
+    pub fn new(w: W, path: &Path, target: &Path, names: &[String]) -> Result<Self> {
         let sink = if is_parquet(target) {
             let mut fields = vec![Field::new("step", DataType::UInt64, false)];
             fields.extend(
@@ -246,22 +259,22 @@ impl SeriesWriter {
                     parquet::basic::ZstdLevel::default(),
                 ))
                 .build();
-            let w = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|source| {
+            let w = ArrowWriter::try_new(w, schema.clone(), Some(props)).map_err(|source| {
                 Error::Parquet {
-                    path: staged.to_path_buf(),
+                    path: path.to_path_buf(),
                     source,
                 }
             })?;
             Sink::Parquet(Box::new(w), schema)
         } else {
-            let mut w = BufWriter::with_capacity(1 << 20, file);
+            let mut w = BufWriter::with_capacity(1 << 20, w);
             let header = format!("step,{}\n", names.join(","));
             w.write_all(header.as_bytes())
-                .map_err(|e| Error::io(staged, e))?;
+                .map_err(|e| Error::io(path, e))?;
             Sink::Csv(w)
         };
         Ok(Self {
-            path: staged.to_path_buf(),
+            path: path.to_path_buf(),
             sink,
             step: 0,
         })
@@ -308,18 +321,18 @@ impl SeriesWriter {
         Ok(())
     }
 
-    /// Flushes and closes the file (it stays staged until the run commits).
-    pub fn finish(self) -> Result<u64> {
-        match self.sink {
-            Sink::Csv(mut w) => w.flush().map_err(|e| Error::io(&self.path, e))?,
-            Sink::Parquet(w, _) => {
-                w.close().map_err(|source| Error::Parquet {
-                    path: self.path.clone(),
-                    source,
-                })?;
-            }
-        }
-        Ok(self.step)
+    /// Flushes and closes the table: the rows written and the writer.
+    pub fn into_inner(self) -> Result<(u64, W)> {
+        let w = match self.sink {
+            Sink::Csv(w) => w
+                .into_inner()
+                .map_err(|e| Error::io(&self.path, e.into_error()))?,
+            Sink::Parquet(w, _) => w.into_inner().map_err(|source| Error::Parquet {
+                path: self.path.clone(),
+                source,
+            })?,
+        };
+        Ok((self.step, w))
     }
 }
 
@@ -344,6 +357,14 @@ mod tests {
         }
         std::fs::write(&csv, &text).expect("w");
         let whole = series::load(&csv, "value", 4.0).expect("load");
+        let want: Vec<f64> = (0..1000)
+            .map(|i| ((i * 37 % 11) as f64 / 2.0).min(4.0))
+            .collect();
+        assert_eq!(whole.values, want);
+        let over = (0..1000)
+            .filter(|i| (i * 37 % 11) as f64 / 2.0 > 4.0)
+            .count();
+        assert_eq!(whole.clamped, over);
         let pq = dir.path().join("s.parquet");
         std::fs::write(
             &pq,
@@ -397,6 +418,7 @@ mod tests {
         while r.next_chunk(&mut buf).expect("chunk") {
             all.extend_from_slice(&buf);
         }
+        assert_eq!(all, [0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0]);
         assert_eq!(all, series::load(&bits, "value", 1.0).expect("bits").values);
         std::fs::write(&csv, "value\n").expect("w");
         let mut r = SeriesReader::open(&csv, "value", 1.0, 3).expect("open");

@@ -61,12 +61,8 @@ struct Digit {
 }
 
 impl Digit {
-    /// `values` values at bit `pos` of `R`, for the block length `m_total`, and the
-    /// digit's alias table: `2^slot_bits >= values` slots of mass `2^(P - slot_bits)` each,
-    /// per slot `alias << (P - slot_bits) | threshold` (draws whose low `P - slot_bits` bits
-    /// are below the threshold give the slot's own value, the rest its alias: one load per
-    /// draw).
-    fn new(values: u32, pos: u32, m_total: u64, prec: u32) -> (Self, DigitTable) {
+    /// `values` values at bit `pos` of `R`, for the block length `m_total`.
+    fn new(values: u32, pos: u32, m_total: u64, prec: u32) -> Self {
         let w: Vec<f64> = (0..values)
             .map(|d| (-(f64::from(d) * (pos as f64).exp2()) / m_total as f64).exp2())
             .collect();
@@ -83,9 +79,18 @@ impl Digit {
         for (i, c) in mass.iter_mut().enumerate() {
             *c += (each + u128::from((i as u128) < extra)) as u64;
         }
-        let slot_bits = 32 - (values - 1).leading_zeros();
+        Self { pos, prec, mass }
+    }
+
+    /// The digit's alias table: `2^slot_bits >= values` slots of mass `2^(P - slot_bits)`
+    /// each, per slot `alias << (P - slot_bits) | threshold` (draws whose low
+    /// `P - slot_bits` bits are below the threshold give the slot's own value, the rest its
+    /// alias: one load per draw).
+    fn table(&self) -> DigitTable {
+        let (pos, prec) = (self.pos, self.prec);
+        let slot_bits = 32 - (self.values() as u32 - 1).leading_zeros();
         let low = prec - slot_bits;
-        let (thr, alias) = alias_table(&mass, slot_bits, prec);
+        let (thr, alias) = alias_table(&self.mass, slot_bits, prec);
         let table = thr
             .iter()
             .zip(&alias)
@@ -101,15 +106,12 @@ impl Digit {
                 (a << low) | t
             })
             .collect();
-        (
-            Self { pos, prec, mass },
-            DigitTable {
-                pos,
-                prec,
-                slot_bits,
-                table,
-            },
-        )
+        DigitTable {
+            pos,
+            prec,
+            slot_bits,
+            table,
+        }
     }
 
     fn values(&self) -> usize {
@@ -166,6 +168,12 @@ pub struct DyadicLaplace {
 impl DyadicLaplace {
     /// The law with block length `m_top 2^s` (`1 <= m_top < 2^12`).
     fn with_block(m_top: u64, s: u32) -> Self {
+        Self::from_digits(m_top << s, Self::digits_of(m_top, s))
+    }
+
+    /// The digits' masses of the block `M = m_top 2^s`, lowest first (what the privacy map
+    /// needs; the alias tables are built only for the block chosen).
+    fn digits_of(m_top: u64, s: u32) -> Vec<Digit> {
         let m = m_top << s;
         let mut digits = Vec::new();
         let mut pos = 0;
@@ -177,11 +185,16 @@ impl DyadicLaplace {
         if m_top > 1 {
             digits.push((m_top as u32, s));
         }
-        let (digits, tables): (Vec<Digit>, Vec<DigitTable>) = digits
+        digits
             .into_iter()
             .enumerate()
             .map(|(i, (v, p))| Digit::new(v, p, m, if i == 1 { 64 - LOW_BITS } else { 64 }))
-            .unzip();
+            .collect()
+    }
+
+    /// The law of block `m` with these digits: tables, privacy map, moments.
+    fn from_digits(m: u64, digits: Vec<Digit>) -> Self {
+        let tables = digits.iter().map(Digit::table).collect();
         let per_unit = privacy_per_unit(&digits);
         let p_zero_x = 0.5
             * digits
@@ -226,9 +239,9 @@ impl DyadicLaplace {
             if m_top == 1 << DIGIT_BITS {
                 (m_top, s) = (1 << (DIGIT_BITS - 1), s + 1);
             }
-            let law = Self::with_block(m_top, s);
-            if d * law.per_unit <= epsilon {
-                return Ok(law);
+            let digits = Self::digits_of(m_top, s);
+            if d * privacy_per_unit(&digits) <= epsilon {
+                return Ok(Self::from_digits(m_top << s, digits));
             }
             m_top += 1;
         }
