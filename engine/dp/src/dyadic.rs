@@ -166,7 +166,8 @@ pub struct DyadicLaplace {
 }
 
 impl DyadicLaplace {
-    /// The law with block length `m_top 2^s` (`1 <= m_top < 2^12`).
+    /// The law with block length `m_top 2^s` (`1 <= m_top < 2^12`; tests).
+    #[cfg(test)]
     fn with_block(m_top: u64, s: u32) -> Self {
         Self::from_digits(m_top << s, Self::digits_of(m_top, s))
     }
