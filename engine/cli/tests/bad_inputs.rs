@@ -72,6 +72,10 @@ time-bucketed events without a public --start/--end | decay --input FIX/events.c
 a time range of 1.6e9 one-second steps (past the 2^28 limit) | decay --input FIX/events_sorted.csv --time-column date --start 1970-01-01T00:00 --end 2020-01-02T00:00 --step 1s --model window --window 4 --epsilon 1 --out WORK/d.csv | steps
 a step width that is not one | decay --input FIX/events.csv --time-column date --start 2020-01-01T00:00 --end 2020-01-02T00:00 --step 5x --model window --window 4 --epsilon 1 --out WORK/d.csv | 5x
 a predicate that does not parse | decay --input FIX/events.csv --time-column date --start 2020-01-01T00:00 --end 2020-01-02T00:00 --where delay=>15 --model window --window 4 --epsilon 1 --out WORK/d.csv | delay= ; not found
+chunks of 0 steps | decay --input FIX/series.csv --model window --window 4 --epsilon 1 --chunk 0 --out WORK/d.csv | chunk ; 1 to 2^28
+chunks past 2^28 steps (2 GiB a column) | decay --input FIX/series.csv --model window --window 4 --epsilon 1 --chunk 300000000 --out WORK/d.csv | chunk ; 2^28
+a device that is not auto, cpu or gpu | decay --input FIX/series.csv --model window --window 4 --epsilon 1 --device tpu --out WORK/d.csv | tpu ; auto, cpu or gpu
+the GPU for a model without a GPU path | decay --input FIX/series.csv --model allwindow --windows 2,4 --epsilon 1 --device gpu --out WORK/d.csv | allwindow ; no GPU path
 # histogram
 epsilon 1e308 | histogram --input FIX/table.csv --column f --bins 0:10:5 --epsilon 1e308 --neighbours bounded --out WORK/h | epsilon
 epsilon 1e-308 | histogram --input FIX/table.csv --column f --bins 0:10:5 --epsilon 1e-308 --neighbours bounded --out WORK/h | epsilon

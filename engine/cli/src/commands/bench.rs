@@ -203,10 +203,11 @@ fn decay(a: DecayArgs) -> Result<()> {
         );
         println!(
             "  limits of this machine on the same chunks: read and add {:.3e} steps/s \
-             ({:.1}x the decayed sum), ChaCha20 keystream of two noise words per step \
-             {:.3e} steps/s ({:.1}x)",
+             ({:.1}x the decayed sum), ChaCha20 keystream of the noise ({} counters of two \
+             words per step) {:.3e} steps/s ({:.1}x)",
             r.read_add_steps_per_second,
             r.read_add_steps_per_second / r.steps_per_second,
+            r.counters_per_step,
             r.keystream_steps_per_second,
             r.keystream_steps_per_second / r.steps_per_second
         );
@@ -230,9 +231,13 @@ struct DecayThroughput {
     /// One pass over the same chunks that only reads the values and adds them (all
     /// threads): the memory-bound floor of any decayed sum.
     read_add_steps_per_second: f64,
-    /// The ChaCha20 keystream alone, two 64-bit words per step (the noise words of about
-    /// one counter per step), all threads: the floor of the noise.
+    /// The ChaCha20 keystream alone, two 64-bit words per counter, all threads: the floor
+    /// of the noise.
     keystream_steps_per_second: f64,
+    /// Noise counters per step: a tree releases `2 - 2^-h` nodes per step (window,
+    /// exponential, running; the exponential sum draws only the left ones but reads
+    /// every node's keystream); the per-output baselines one.
+    counters_per_step: usize,
 }
 
 /// The chunked stream (`DecayedSum::stream`) over `steps` generated values in `{0..3}`
@@ -284,7 +289,11 @@ fn decay_throughput(a: &DecayArgs) -> Result<DecayThroughput> {
     std::hint::black_box(checksum);
     // Peak memory of the decayed sum, before the floors allocate their own buffers.
     let peak_rss_mib = peak_rss_mib();
-    let (read_add, keystream) = machine_limits(a, &public.key, shift)?;
+    let counters_per_step = match a.model.as_str() {
+        "laplace" | "rr" => 1,
+        _ => 2,
+    };
+    let (read_add, keystream) = machine_limits(a, &public.key, shift, counters_per_step)?;
     Ok(DecayThroughput {
         model: m.calibration().model,
         steps: a.steps,
@@ -296,6 +305,7 @@ fn decay_throughput(a: &DecayArgs) -> Result<DecayThroughput> {
         generate_seconds: gen_s,
         read_add_steps_per_second: a.steps as f64 / read_add,
         keystream_steps_per_second: a.steps as f64 / keystream,
+        counters_per_step,
     })
 }
 
@@ -311,14 +321,20 @@ fn generate(state: &mut u64, shift: u32, len: usize, xs: &mut Vec<f64>) {
 }
 
 /// Seconds of the two floors on the same generated chunks: reading and adding the values,
-/// and the keystream of two noise words per step, both on all threads.
-fn machine_limits(a: &DecayArgs, key: &[u8; 32], shift: u32) -> Result<(f64, f64)> {
+/// and the keystream of `counters` noise counters (two words each) per step, both on all
+/// threads.
+fn machine_limits(
+    a: &DecayArgs,
+    key: &[u8; 32],
+    shift: u32,
+    counters: usize,
+) -> Result<(f64, f64)> {
     use rayon::prelude::*;
     let noise = kinsey_stats::decay::noise::KeyedNoise::new(*key, 1, 1.0, 1, 1.0)?;
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
     let (mut add_s, mut key_s, mut done, mut acc) = (0.0, 0.0, 0u64, 0.0);
     let mut xs = Vec::with_capacity(a.chunk);
-    let mut words = vec![[0u64; 2]; a.chunk];
+    let mut words = vec![[0u64; 2]; counters * a.chunk];
     while done < a.steps {
         let len = (a.steps - done).min(a.chunk as u64) as usize;
         generate(&mut state, shift, len, &mut xs);
@@ -329,12 +345,13 @@ fn machine_limits(a: &DecayArgs, key: &[u8; 32], shift: u32) -> Result<(f64, f64
             .sum::<f64>();
         add_s += t.elapsed().as_secs_f64();
         let t = Instant::now();
-        words[..len]
+        let first = counters as u64 * done;
+        words[..counters * len]
             .par_chunks_mut(1 << 16)
             .enumerate()
-            .for_each(|(i, w)| noise.words(done + (i << 16) as u64, w));
+            .for_each(|(i, w)| noise.words(first + (i << 16) as u64, w));
         key_s += t.elapsed().as_secs_f64();
-        acc += words[len - 1][0] as f64;
+        acc += words[counters * len - 1][0] as f64;
         done += len as u64;
     }
     std::hint::black_box(acc);

@@ -167,7 +167,12 @@ impl Args {
     /// the device used, in words.
     fn mechanism(&self, n: Option<u64>) -> Result<(Box<dyn DecayedSum>, String)> {
         let mut m = decay::build(&self.model, &self.params(n), &self.public())?;
-        let used = m.use_device(self.device)?;
+        let used = m.use_device(self.device).map_err(|e| match e {
+            Error::Param { name, msg } => {
+                Error::param(name, format!("model '{}': {msg}", self.model))
+            }
+            e => e,
+        })?;
         Ok((m, used.map_or_else(|| "CPU".into(), |g| format!("GPU {g}"))))
     }
 
