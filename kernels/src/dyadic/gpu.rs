@@ -93,6 +93,11 @@ impl GpuDyadic {
         self.ctx.describe()
     }
 
+    /// The device (for kernels that continue on it).
+    pub fn context(&self) -> &GpuContext {
+        &self.ctx
+    }
+
     /// The draws of counters `first .. first + out.len()`, [`SLOW`] where the
     /// table path cannot finish one (as [`cpu::fill`](super::cpu::fill)).
     pub fn fill(

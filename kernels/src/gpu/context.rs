@@ -21,6 +21,7 @@ pub struct GpuContext {
     pub(crate) queue: wgpu::Queue,
     info: wgpu::AdapterInfo,
     limits: wgpu::Limits,
+    features: wgpu::Features,
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -54,9 +55,12 @@ impl GpuContext {
         .map_err(|e| KernelError::NoAdapter(e.to_string()))?;
         let info = adapter.get_info();
         let limits = adapter.limits();
+        // 64-bit floats where the adapter has them (the `window` kernel's f64 sums; H100s
+        // and lavapipe do); kernels that need them check `has_f64`.
+        let features = adapter.features() & wgpu::Features::SHADER_F64;
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("kinsey"),
-            required_features: wgpu::Features::empty(),
+            required_features: features,
             required_limits: limits.clone(),
             experimental_features: wgpu::ExperimentalFeatures::disabled(),
             memory_hints: wgpu::MemoryHints::Performance,
@@ -68,6 +72,7 @@ impl GpuContext {
             queue,
             info,
             limits,
+            features,
         })
     }
 
@@ -109,6 +114,11 @@ impl GpuContext {
             "{} ({:?}, {:?})",
             self.info.name, self.info.backend, self.info.device_type
         )
+    }
+
+    /// Whether shaders may use `f64` (the device was opened with `SHADER_F64`).
+    pub fn has_f64(&self) -> bool {
+        self.features.contains(wgpu::Features::SHADER_F64)
     }
 
     /// Whether the adapter is a software rasteriser (lavapipe/llvmpipe).

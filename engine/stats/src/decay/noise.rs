@@ -210,6 +210,11 @@ impl KeyedNoise {
         self.gpu.is_some()
     }
 
+    /// The GPU [`fill`](Self::fill) runs on, if any.
+    pub fn gpu(&self) -> Option<&kinsey_kernels::gpu::GpuContext> {
+        self.gpu.as_ref().map(GpuDyadic::context)
+    }
+
     /// The noise parameter in grid steps: the Laplace scale with the same privacy map
     /// (`1 / L`, see [`DyadicLaplace::per_unit`]).
     pub fn t(&self) -> f64 {

@@ -205,7 +205,7 @@ impl DecayedSum for PolynomialSum {
     fn use_device(&mut self, device: kinsey_kernels::DevicePref) -> Result<Option<String>> {
         let mut used = None;
         for (_, _, _, ws) in &mut self.parts {
-            used = ws.noise.use_device(device)?;
+            used = ws.use_device(device)?;
         }
         Ok(used)
     }

@@ -4,6 +4,7 @@ use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound, wi
 use super::noise::KeyedNoise;
 use super::tree::{Flat, Forest, Releases, block_sums, first_id, interval_sum};
 use kinsey_core::{Error, Result, check_epsilon};
+use kinsey_kernels::window::{WindowChunk, gpu::GpuWindow, gpu::MAX_STEPS};
 use rayon::prelude::*;
 
 /// The sliding-window sum of the last `W` steps.
@@ -24,6 +25,8 @@ pub struct WindowSum {
     /// the step of `hist[0]`.
     pub(super) hist: Vec<f64>,
     pub(super) hist_base: u64,
+    /// The window sums on the GPU too (when the noise is, and the device has f64).
+    pub(super) sums_gpu: Option<GpuWindow>,
 }
 
 impl WindowSum {
@@ -77,6 +80,7 @@ impl WindowSum {
             next_id: 0,
             hist: Vec::new(),
             hist_base: 0,
+            sums_gpu: None,
         })
     }
 
@@ -175,9 +179,29 @@ impl WindowSum {
                 (Some(f), Some(l)) => (f.0, l.0 + l.1.len() as u64),
                 _ => break,
             };
-            let first = first_id(self.rebuild_from(lo, base), self.h);
+            let from = self.rebuild_from(lo, base);
+            let first = first_id(from, self.h);
             let mut z = vec![0i64; (first_id(hi, self.h) - first) as usize];
             self.noise.fill(first, &mut z)?;
+            let steps = &xs[(from - base) as usize..(hi - base) as usize];
+            if let Some(g) = self.sums_gpu.as_ref().filter(|_| steps.len() <= MAX_STEPS) {
+                // The sums on the GPU too: the nodes, their releases and every window.
+                let sums = g.sums(&WindowChunk {
+                    h: self.h,
+                    w: self.w,
+                    gamma: self.noise.gamma(),
+                    from,
+                    out_from: lo,
+                    xs: steps,
+                    z: &z,
+                })?;
+                let mut at = 0;
+                for (_, dst) in group {
+                    dst.copy_from_slice(&sums[at..at + dst.len()]);
+                    at += dst.len();
+                }
+                continue;
+            }
             group
                 .into_par_iter()
                 .try_for_each_init(Scratch::default, |sc, (start, dst)| {
@@ -300,7 +324,7 @@ impl DecayedSum for WindowSum {
     }
 
     fn use_device(&mut self, device: kinsey_kernels::DevicePref) -> Result<Option<String>> {
-        self.noise.use_device(device)
+        self.use_device(device)
     }
 
     fn push(&mut self, x: f64, out: &mut [f64]) -> Result<()> {
@@ -338,6 +362,26 @@ impl DecayedSum for WindowSum {
 }
 
 impl WindowSum {
+    /// The noise on `device`, and the sums too where the GPU has 64-bit floats; the GPU
+    /// used, in words.
+    pub(crate) fn use_device(
+        &mut self,
+        device: kinsey_kernels::DevicePref,
+    ) -> Result<Option<String>> {
+        let used = self.noise.use_device(device)?;
+        self.sums_gpu = None;
+        let Some(ctx) = self.noise.gpu() else {
+            return Ok(used);
+        };
+        Ok(match GpuWindow::new(ctx.clone()) {
+            Ok(g) => {
+                self.sums_gpu = Some(g);
+                used.map(|u| format!("{u}: noise and sums"))
+            }
+            Err(e) => used.map(|u| format!("{u}: noise ({e})")),
+        })
+    }
+
     /// Back to step 0 (same key and parameters).
     pub(crate) fn reset(&mut self) {
         self.forest = Forest::new(self.h, 1.0);

@@ -1,0 +1,103 @@
+// The `window` kernel (kernels/src/window/): the sliding-window sums of one chunk of a
+// dyadic tree mechanism. Pass `level` (one dispatch per level k = 0..h, in order) forms
+// each node's true value from its two children, exactly as the CPU forest adds them (left
+// + right), and releases it on the grid: gamma (round(v / gamma) + z), round half away
+// from zero as Rust's f64::round; pass `sums` adds, for every step, the released nodes of
+// its window's canonical decomposition left to right. f64 throughout (SHADER_F64): the
+// same IEEE operations in the same order as the CPU twin, so the same bits.
+// Steps and nodes are relative to the chunk's first step `from` (a multiple of 2^h).
+
+struct Params {
+    // steps in the chunk, h, window W (below 2^32 here), the level of a `level` pass
+    len: u32,
+    h: u32,
+    w: u32,
+    k: u32,
+    // first output step (relative), outputs, workgroups in x, unused
+    out_from: u32,
+    outs: u32,
+    gx: u32,
+    pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> P: Params;
+// gamma, 1 / gamma
+@group(0) @binding(1) var<storage, read> grid: array<f64>;
+@group(0) @binding(2) var<storage, read> xs: array<f64>;
+// node draws in completion order, as (low, high) words of an i64
+@group(0) @binding(3) var<storage, read> z: array<vec2<u32>>;
+// offset of level k's nodes in `val` and `rel`
+@group(0) @binding(4) var<storage, read> offs: array<u32>;
+@group(0) @binding(5) var<storage, read_write> val: array<f64>;
+@group(0) @binding(6) var<storage, read_write> rel: array<f64>;
+@group(0) @binding(7) var<storage, read_write> out: array<f64>;
+
+fn index(gid: vec3<u32>) -> u32 {
+    return gid.y * (P.gx * 64u) + gid.x;
+}
+
+// Rust's f64::round: half away from zero, from conversions to u32 and exact IEEE steps
+// only: lavapipe's f64 trunc/round return their argument unchanged above 2^24, and it
+// folds (a + 2^52) - 2^52 to a. For a < 2^52: hi = floor(a / 2^32) (scaling by a power of
+// two is exact, the conversion truncates), the rest below 2^32 (exact), its floor, then
+// t = floor(a) and a - t exact; a fraction of at least 1/2 rounds up.
+fn round_away(x: f64) -> f64 {
+    let a = abs(x);
+    let two32 = f64(65536u) * f64(65536u);
+    if a >= two32 * f64(1048576u) {
+        return x;
+    }
+    let hi = f64(u32(a / two32)) * two32;
+    let t = hi + f64(u32(a - hi));
+    let r = select(t, t + f64(1.0), a - t >= f64(0.5));
+    return select(r, -r, x < f64(0.0));
+}
+
+// An i64 below 2^53 in magnitude, exactly.
+fn to_f64(v: vec2<u32>) -> f64 {
+    return f64(bitcast<i32>(v.y)) * f64(65536u) * f64(65536u) + f64(v.x);
+}
+
+@compute @workgroup_size(64)
+fn level(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let m = index(gid);
+    let k = P.k;
+    if m >= (P.len >> k) {
+        return;
+    }
+    var v: f64;
+    if k == 0u {
+        v = xs[m];
+    } else {
+        let below = offs[k - 1u] + 2u * m;
+        v = val[below] + val[below + 1u];
+    }
+    val[offs[k] + m] = v;
+    // Its draw: the nodes completing before its last step, then the levels below it there.
+    let t = ((m + 1u) << k) - 1u;
+    var id = k;
+    for (var j = 0u; j <= P.h; j++) {
+        id += t >> j;
+    }
+    let g = grid[0];
+    rel[offs[k] + m] = g * (round_away(v * grid[1]) + to_f64(z[id]));
+}
+
+@compute @workgroup_size(64)
+fn sums(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = index(gid);
+    if i >= P.outs {
+        return;
+    }
+    let u = P.out_from + i;
+    // The window [l, u] (the host checks that it starts inside the chunk).
+    var at = u + 1u - min(u + 1u, P.w);
+    var s = f64(0.0);
+    while at <= u {
+        let fits = 31u - countLeadingZeros(u - at + 1u);
+        let k = min(min(countTrailingZeros(at), P.h), fits);
+        s += rel[offs[k] + (at >> k)];
+        at += 1u << k;
+    }
+    out[i] = s;
+}
