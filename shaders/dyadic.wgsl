@@ -9,13 +9,17 @@
 struct Params {
     // 0, 1: key; 2, 3: wide key; 4: stream lo, hi, first block lo, hi;
     // 5: first counter lo, hi, counters, digits; 6: M lo, hi, blocks, workgroups in x;
-    // 7 + i: digit i's position, precision, slot bits, table offset.
-    v: array<vec4<u32>, 11>,
+    // 7 + i: digit i's position, precision, slot bits, table offset;
+    // 11: room in `slow` for the indices of SLOW draws.
+    v: array<vec4<u32>, 12>,
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> tables: array<vec2<u32>>;
 @group(0) @binding(2) var<storage, read_write> out: array<vec2<u32>>;
+// slow[0]: how many draws are SLOW; slow[1 ..]: their indices in `out` (any order; as many
+// as there is room for, the host reads everything back when the count says more).
+@group(0) @binding(3) var<storage, read_write> slow: array<atomic<u32>>;
 
 const SLOW: vec2<u32> = vec2<u32>(0u, 0x80000000u);
 
@@ -131,7 +135,14 @@ fn draw(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var j = 0u; j < 4u; j++) {
         let rel = i32(idx * 4u + j) - shift;
         if rel >= 0 && rel < count {
-            out[rel] = draw_one(rows[j], wide[j]);
+            let d = draw_one(rows[j], wide[j]);
+            out[rel] = d;
+            if d.x == SLOW.x && d.y == SLOW.y {
+                let i = atomicAdd(&slow[0], 1u);
+                if i < P.v[11].x {
+                    atomicStore(&slow[i + 1u], u32(rel));
+                }
+            }
         }
     }
 }

@@ -4,10 +4,12 @@
 //! within 65,535 per dimension), the draws read back as `i64`. The keys travel in a uniform
 //! buffer of the process's own device and are dropped with it.
 
-use super::tables::{DyadicTables, MAX_DIGITS};
+use super::tables::{DyadicTables, MAX_DIGITS, SLOW};
 use crate::chacha::ChaCha20;
 use crate::error::KernelError;
-use crate::gpu::{GpuContext, MAX_WG, build_pipelines, read_pod, storage_entry, uniform_entry};
+use crate::gpu::{
+    GpuContext, MAX_WG, Output, build_pipelines, read_pod, storage_entry, uniform_entry,
+};
 use std::sync::{Arc, OnceLock};
 
 /// The WGSL source.
@@ -15,10 +17,12 @@ pub(crate) const DYADIC_WGSL: &str = include_str!("../../../shaders/dyadic.wgsl"
 
 /// Invocations per workgroup (the shader's `@workgroup_size`).
 const WG: u64 = 64;
-/// Counters per dispatch (32 MiB of output).
+/// Counters per dispatch (32 MiB of output) when they are read back.
 const MAX_COUNTERS: usize = 1 << 22;
+/// Most counters left on the device at once (128 MiB: the binding cap).
+pub const MAX_DEVICE_COUNTERS: usize = 1 << 24;
 /// Rows of the uniform parameter block (`Params.v`).
-const PARAM_ROWS: usize = 7 + MAX_DIGITS;
+const PARAM_ROWS: usize = 8 + MAX_DIGITS;
 
 /// The one pipeline of the process (the device is process-wide: [`GpuContext::shared`]).
 type Pipe = (wgpu::BindGroupLayout, wgpu::ComputePipeline);
@@ -30,6 +34,7 @@ fn pipeline(ctx: &GpuContext) -> Result<Arc<Pipe>, KernelError> {
             uniform_entry(0),
             storage_entry(1, true),
             storage_entry(2, false),
+            storage_entry(3, false),
         ];
         let (layout, mut pipes) =
             build_pipelines(&ctx.device, "dyadic", DYADIC_WGSL, &entries, &["draw"])?;
@@ -108,21 +113,106 @@ impl GpuDyadic {
         out: &mut [i64],
     ) -> Result<(), KernelError> {
         for (c, chunk) in out.chunks_mut(MAX_COUNTERS).enumerate() {
-            self.dispatch(keystream, wide, first + (c * MAX_COUNTERS) as u64, chunk)?;
+            if chunk.is_empty() {
+                continue;
+            }
+            let at = first + (c * MAX_COUNTERS) as u64;
+            let (z, _) = self.run(keystream, wide, at, chunk.len(), 0)?;
+            let draws = self.read(&z)?;
+            chunk.copy_from_slice(&draws);
         }
         Ok(())
     }
 
-    fn dispatch(
+    /// The draws of counters `first .. first + count` left on the device (for a kernel that
+    /// continues there), with the indices of the [`SLOW`] ones, sorted; the caller
+    /// finishes those and [`patch`](Self::patch)es them in. At most [`MAX_DEVICE_COUNTERS`].
+    pub fn fill_device(
         &self,
         keystream: &ChaCha20,
         wide: &ChaCha20,
         first: u64,
-        out: &mut [i64],
-    ) -> Result<(), KernelError> {
-        if out.is_empty() {
-            return Ok(());
+        count: usize,
+    ) -> Result<DeviceDraws, KernelError> {
+        if count == 0 || count > MAX_DEVICE_COUNTERS {
+            return Err(KernelError::Input(format!(
+                "dyadic: {count} counters on the device (1 ..= {MAX_DEVICE_COUNTERS})"
+            )));
         }
+        // Room for eight times the expected share of slow draws (about 1 in 2,000 for the
+        // laws of the decayed sums; more for laws with a tiny block, which then read
+        // everything back).
+        let room = count / 256 + 1024;
+        let (z, list) = self.run(keystream, wide, first, count, room)?;
+        let list = read_pod::<u32>(&self.ctx.device, &list.read)?;
+        let n = list.first().copied().unwrap_or(0) as usize;
+        let mut slow: Vec<u32> = if n <= room {
+            list[1..=n].to_vec()
+        } else {
+            let all = self.read(&z)?;
+            (0..count as u32)
+                .filter(|&i| all[i as usize] == SLOW)
+                .collect()
+        };
+        slow.sort_unstable();
+        if slow.iter().any(|&i| i as usize >= count) {
+            return Err(KernelError::Map("dyadic: a slow index out of range".into()));
+        }
+        Ok(DeviceDraws {
+            buf: z.gpu,
+            read: z.read,
+            count,
+            slow,
+        })
+    }
+
+    /// Writes the caller's finished draws for `d.slow` (same order) into `d`.
+    pub fn patch(&self, d: &DeviceDraws, fixed: &[i64]) -> Result<(), KernelError> {
+        if fixed.len() != d.slow.len() {
+            return Err(KernelError::Input(format!(
+                "dyadic: {} draws for {} slow counters",
+                fixed.len(),
+                d.slow.len()
+            )));
+        }
+        for (&i, v) in d.slow.iter().zip(fixed) {
+            self.ctx
+                .queue
+                .write_buffer(&d.buf, 8 * u64::from(i), bytemuck::bytes_of(v));
+        }
+        Ok(())
+    }
+
+    /// Every draw of `d`, read back (tests, and the rare batch with many slow draws).
+    pub fn read_device(&self, d: &DeviceDraws) -> Result<Vec<i64>, KernelError> {
+        self.read(&Output {
+            gpu: d.buf.clone(),
+            read: d.read.clone(),
+        })
+    }
+
+    fn read(&self, z: &Output) -> Result<Vec<i64>, KernelError> {
+        let ctx = &self.ctx;
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("dyadic read"),
+            });
+        z.copy_back(&mut enc);
+        ctx.queue.submit([enc.finish()]);
+        read_pod::<i64>(&ctx.device, &z.read)
+    }
+
+    /// One dispatch: the draws into a device buffer (and its read-back twin), the slow
+    /// indices into a list with `room` entries (copied back, count first).
+    fn run(
+        &self,
+        keystream: &ChaCha20,
+        wide: &ChaCha20,
+        first: u64,
+        count: usize,
+        room: usize,
+    ) -> Result<(Output, Output), KernelError> {
         let ctx = &self.ctx;
         let (key, stream) = keystream.state_words();
         let (wide_key, wide_stream) = wide.state_words();
@@ -131,7 +221,7 @@ impl GpuDyadic {
                 "dyadic: the wide keystream must have the counters' stream".into(),
             ));
         }
-        let count = out.len() as u64;
+        let count = count as u64;
         let blocks = ((first % 4) + count).div_ceil(4);
         let groups = blocks.div_ceil(WG);
         let gx = groups.min(MAX_WG);
@@ -146,12 +236,39 @@ impl GpuDyadic {
         p[5][..3].copy_from_slice(&[first as u32, (first >> 32) as u32, count as u32]);
         p[6][2] = blocks as u32;
         p[6][3] = gx as u32;
+        p[11][0] = room as u32;
         let params = ctx.upload(
             "dyadic params",
             bytemuck::cast_slice(&p),
             wgpu::BufferUsages::UNIFORM,
         );
-        let output = ctx.output("dyadic draws", 8 * count);
+        let z = Output {
+            gpu: ctx.buffer(
+                "dyadic draws",
+                8 * count,
+                wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST,
+            ),
+            read: ctx.buffer(
+                "dyadic draws",
+                8 * count,
+                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            ),
+        };
+        let zeros = vec![0u32; room + 1];
+        let list = Output {
+            gpu: ctx.upload(
+                "dyadic slow",
+                bytemuck::cast_slice(&zeros),
+                wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            ),
+            read: ctx.buffer(
+                "dyadic slow",
+                4 * (room as u64 + 1),
+                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            ),
+        };
         ctx.scoped(
             wgpu::ErrorFilter::Validation,
             || {
@@ -163,7 +280,7 @@ impl GpuDyadic {
                 let bind = ctx.bind(
                     "dyadic",
                     &self.pipe.0,
-                    &[&params, &self.tables, &output.gpu],
+                    &[&params, &self.tables, &z.gpu, &list.gpu],
                 );
                 {
                     let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -174,28 +291,34 @@ impl GpuDyadic {
                     pass.set_bind_group(0, &bind, &[]);
                     pass.dispatch_workgroups(gx as u32, gy as u32, 1);
                 }
-                output.copy_back(&mut enc);
+                if room > 0 {
+                    list.copy_back(&mut enc);
+                }
                 ctx.queue.submit([enc.finish()]);
             },
             KernelError::Validation,
         )?;
-        let draws = read_pod::<i64>(&ctx.device, &output.read)?;
-        if draws.len() != out.len() {
-            return Err(KernelError::Map(format!(
-                "dyadic: {} draws read back for {} counters",
-                draws.len(),
-                out.len()
-            )));
-        }
-        out.copy_from_slice(&draws);
-        Ok(())
+        Ok((z, list))
     }
+}
+
+/// Draws left on the device by [`GpuDyadic::fill_device`].
+#[derive(Debug)]
+pub struct DeviceDraws {
+    /// The draws (i64, little-endian), bound by the next kernel.
+    pub(crate) buf: wgpu::Buffer,
+    read: wgpu::Buffer,
+    /// How many.
+    pub count: usize,
+    /// Indices of the [`SLOW`] draws, sorted.
+    pub slow: Vec<u32>,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::dyadic::cpu;
+    use crate::dyadic::tables::SLOW;
     use crate::dyadic::tables::random_tables;
 
     /// The GPU's draws equal the CPU twin's, bit for bit, for laws of one to four digits,
@@ -207,6 +330,7 @@ mod tests {
         let (k, wk) = (ChaCha20::new(&[9; 32], 77), ChaCha20::new(&[4; 32], 77));
         for (digits, m, first, n) in [
             (0usize, 1u64, 0u64, 1000usize),
+            (0, 1, 3, 20_000),
             (1, 7, 5, 4099),
             (2, 4095 << 9, (1 << 33) + 3, 20_000),
             (3, (3000 << 24) + 17, 2, 9_999),
@@ -226,7 +350,24 @@ mod tests {
                 bad.map(|i| got[i]),
                 bad.map(|i| want[i])
             );
-            assert!(want.contains(&crate::dyadic::tables::SLOW) || n < 5000);
+            assert!(want.contains(&SLOW) || n < 5000);
+            // Left on the device: the same draws, and the slow ones listed (through the
+            // list, or read back when there are more than it holds: a quarter of the
+            // draws of M = 1 are a rejected -0).
+            let d = gpu.fill_device(&k, &wk, first, n).expect("device fill");
+            assert_eq!(gpu.read_device(&d).expect("read"), want);
+            let slow: Vec<u32> = (0..n as u32)
+                .filter(|&i| want[i as usize] == SLOW)
+                .collect();
+            assert_eq!(d.slow, slow, "{digits} digits");
+            let fixed: Vec<i64> = (0..slow.len() as i64).collect();
+            gpu.patch(&d, &fixed).expect("patch");
+            let back = gpu.read_device(&d).expect("read");
+            assert!(
+                slow.iter()
+                    .zip(&fixed)
+                    .all(|(&i, &v)| back[i as usize] == v)
+            );
             assert!(want.iter().any(|&z| z < 0) && want.iter().any(|&z| z > 0) || digits == 0);
         }
         // A leaking variant is caught: another key gives other draws.

@@ -101,6 +101,24 @@ impl GpuWindow {
     /// The window sums of steps `c.out_from ..` of the chunk (as [`cpu::window_sums`](super::cpu::window_sums)).
     pub fn sums(&self, c: &WindowChunk<'_>) -> Result<Vec<f64>, KernelError> {
         c.check()?;
+        let z = self
+            .ctx
+            .upload("z", bytemuck::cast_slice(c.z), wgpu::BufferUsages::STORAGE);
+        self.run(c, &z)
+    }
+
+    /// [`sums`](Self::sums) with the draws already on the device (`c.z` is not read): the
+    /// noise never leaves the GPU.
+    pub fn sums_device(
+        &self,
+        c: &WindowChunk<'_>,
+        z: &crate::dyadic::gpu::DeviceDraws,
+    ) -> Result<Vec<f64>, KernelError> {
+        c.check_with(z.count)?;
+        self.run(c, &z.buf)
+    }
+
+    fn run(&self, c: &WindowChunk<'_>, z: &wgpu::Buffer) -> Result<Vec<f64>, KernelError> {
         if c.xs.len() > MAX_STEPS {
             return Err(KernelError::Input(format!(
                 "window chunk of {} steps (at most {MAX_STEPS} on the GPU)",
@@ -118,7 +136,6 @@ impl GpuWindow {
         let inputs = [
             ctx.upload("grid", bytemuck::cast_slice(&[c.gamma, 1.0 / c.gamma]), st),
             ctx.upload("xs", bytemuck::cast_slice(c.xs), st),
-            ctx.upload("z", bytemuck::cast_slice(c.z), st),
             ctx.upload("offs", bytemuck::cast_slice(&offs), st),
         ];
         let val = ctx.buffer("val", 8 * nodes, st);
@@ -149,7 +166,7 @@ impl GpuWindow {
                         bytemuck::bytes_of(&Params { gx, ..p }),
                         wgpu::BufferUsages::UNIFORM,
                     );
-                    let [g, x, z, o] = &inputs;
+                    let [g, x, o] = &inputs;
                     let bind = ctx.bind(
                         "window",
                         &self.pipes.layout,

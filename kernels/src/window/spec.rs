@@ -45,6 +45,11 @@ impl WindowChunk<'_> {
     /// Checks the shape: `from` on a block boundary, `W <= 2^h`, one draw per node, the
     /// first wanted window inside the chunk, and sizes that fit 32-bit indices.
     pub fn check(&self) -> Result<(), KernelError> {
+        self.check_with(self.z.len())
+    }
+
+    /// [`check`](Self::check) with `draws` draws (held elsewhere: on the device).
+    pub(crate) fn check_with(&self, draws: usize) -> Result<(), KernelError> {
         let bad = |m: String| Err(KernelError::Input(format!("window chunk: {m}")));
         let len = self.xs.len() as u64;
         if self.h > 40 || self.w == 0 || self.w > 1 << self.h {
@@ -59,8 +64,8 @@ impl WindowChunk<'_> {
         if len >= 1 << 30 {
             return bad(format!("{len} steps (below 2^30)"));
         }
-        if self.z.len() != self.nodes() {
-            return bad(format!("{} draws for {} nodes", self.z.len(), self.nodes()));
+        if draws != self.nodes() {
+            return bad(format!("{draws} draws for {} nodes", self.nodes()));
         }
         let end = self.from + len;
         if self.out_from < self.from || self.out_from > end {

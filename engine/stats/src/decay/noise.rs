@@ -32,7 +32,8 @@ use kinsey_dp::dyadic::{DyadicLaplace, MAX_EXTRA_WORDS};
 use kinsey_dp::exact::RandomBits;
 use kinsey_kernels::DevicePref;
 use kinsey_kernels::chacha::ChaCha20;
-use kinsey_kernels::dyadic::{SLOW, cpu, gpu::GpuDyadic};
+use kinsey_kernels::dyadic::gpu::{DeviceDraws, GpuDyadic};
+use kinsey_kernels::dyadic::{SLOW, cpu};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 
@@ -295,6 +296,23 @@ impl KeyedNoise {
             }
         }
         Ok(())
+    }
+
+    /// [`fill`](Self::fill) with the draws left on the GPU (for a kernel that continues
+    /// there): only the rare slow draws travel, back to be finished by the full sampler
+    /// and up again. `None` without a GPU.
+    pub fn fill_device(&self, first: u64, count: usize) -> Result<Option<DeviceDraws>> {
+        let Some(g) = &self.gpu else {
+            return Ok(None);
+        };
+        let d = g.fill_device(&self.keystream, &self.wide, first, count)?;
+        let fixed: Vec<i64> = d
+            .slow
+            .iter()
+            .map(|&i| self.z(first + u64::from(i)))
+            .collect();
+        g.patch(&d, &fixed)?;
+        Ok(Some(d))
     }
 
     /// Prepares counters `first .. first + count` for draws in any order into `b` (its

@@ -181,20 +181,26 @@ impl WindowSum {
             };
             let from = self.rebuild_from(lo, base);
             let first = first_id(from, self.h);
-            let mut z = vec![0i64; (first_id(hi, self.h) - first) as usize];
-            self.noise.fill(first, &mut z)?;
+            let count = (first_id(hi, self.h) - first) as usize;
             let steps = &xs[(from - base) as usize..(hi - base) as usize];
             if let Some(g) = self.sums_gpu.as_ref().filter(|_| steps.len() <= MAX_STEPS) {
-                // The sums on the GPU too: the nodes, their releases and every window.
-                let sums = g.sums(&WindowChunk {
+                // The sums on the GPU too: the draws stay there, then the nodes, their
+                // releases and every window.
+                let Some(z) = self.noise.fill_device(first, count)? else {
+                    return Err(Error::Numerical(
+                        "window: GPU sums without GPU noise".into(),
+                    ));
+                };
+                let chunk = WindowChunk {
                     h: self.h,
                     w: self.w,
                     gamma: self.noise.gamma(),
                     from,
                     out_from: lo,
                     xs: steps,
-                    z: &z,
-                })?;
+                    z: &[],
+                };
+                let sums = g.sums_device(&chunk, &z)?;
                 let mut at = 0;
                 for (_, dst) in group {
                     dst.copy_from_slice(&sums[at..at + dst.len()]);
@@ -202,6 +208,8 @@ impl WindowSum {
                 }
                 continue;
             }
+            let mut z = vec![0i64; count];
+            self.noise.fill(first, &mut z)?;
             group
                 .into_par_iter()
                 .try_for_each_init(Scratch::default, |sc, (start, dst)| {
