@@ -8,7 +8,7 @@ use super::tables::{DyadicTables, MAX_DIGITS, SLOW};
 use crate::chacha::ChaCha20;
 use crate::error::KernelError;
 use crate::gpu::{
-    GpuContext, MAX_WG, Output, build_pipelines, read_pod, storage_entry, uniform_entry,
+    GpuContext, MAX_WG, Output, build_pipelines, dispatch, read_pod, storage_entry, uniform_entry,
 };
 use std::sync::{Arc, OnceLock};
 
@@ -269,35 +269,17 @@ impl GpuDyadic {
                 wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             ),
         };
-        ctx.scoped(
-            wgpu::ErrorFilter::Validation,
-            || {
-                let mut enc = ctx
-                    .device
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                        label: Some("dyadic"),
-                    });
-                let bind = ctx.bind(
-                    "dyadic",
-                    &self.pipe.0,
-                    &[&params, &self.tables, &z.gpu, &list.gpu],
-                );
-                {
-                    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                        label: Some("draw"),
-                        timestamp_writes: None,
-                    });
-                    pass.set_pipeline(&self.pipe.1);
-                    pass.set_bind_group(0, &bind, &[]);
-                    pass.dispatch_workgroups(gx as u32, gy as u32, 1);
-                }
-                if room > 0 {
-                    list.copy_back(&mut enc);
-                }
-                ctx.queue.submit([enc.finish()]);
-            },
-            KernelError::Validation,
-        )?;
+        ctx.submit("dyadic", |enc| {
+            let bind = ctx.bind(
+                "dyadic",
+                &self.pipe.0,
+                &[&params, &self.tables, &z.gpu, &list.gpu],
+            );
+            dispatch(enc, &self.pipe.1, &bind, (gx as u32, gy as u32));
+            if room > 0 {
+                list.copy_back(enc);
+            }
+        })?;
         Ok((z, list))
     }
 }

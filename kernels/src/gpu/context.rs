@@ -308,6 +308,26 @@ impl GpuContext {
         })
     }
 
+    /// Record commands into one encoder with `record` and submit them, inside a validation
+    /// error scope (an error the device reports becomes `KernelError::Validation`).
+    pub(crate) fn submit(
+        &self,
+        label: &str,
+        record: impl FnOnce(&mut wgpu::CommandEncoder),
+    ) -> Result<(), KernelError> {
+        self.scoped(
+            wgpu::ErrorFilter::Validation,
+            || {
+                let mut enc = self
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+                record(&mut enc);
+                self.queue.submit([enc.finish()]);
+            },
+            KernelError::Validation,
+        )
+    }
+
     /// Run `f` (buffer creation, command recording and submission) inside a wgpu error
     /// scope of `filter`; an error the device reports becomes `err(message)`.
     pub(crate) fn scoped<T>(
@@ -323,6 +343,22 @@ impl GpuContext {
             None => Ok(out),
         }
     }
+}
+
+/// One compute pass running `pipe` with `bind` on a `(x, y)` grid of workgroups.
+pub(crate) fn dispatch(
+    enc: &mut wgpu::CommandEncoder,
+    pipe: &wgpu::ComputePipeline,
+    bind: &wgpu::BindGroup,
+    (gx, gy): (u32, u32),
+) {
+    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+        label: None,
+        timestamp_writes: None,
+    });
+    pass.set_pipeline(pipe);
+    pass.set_bind_group(0, bind, &[]);
+    pass.dispatch_workgroups(gx, gy, 1);
 }
 
 /// Workgroups `(x, y)` covering `n` invocations of 256 each within the per-dimension limit.

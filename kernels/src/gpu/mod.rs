@@ -7,5 +7,5 @@ mod context;
 
 pub use context::GpuContext;
 pub(crate) use context::{
-    MAX_WG, Output, build_pipelines, grid_256, read_pod, storage_entry, uniform_entry,
+    MAX_WG, Output, build_pipelines, dispatch, grid_256, read_pod, storage_entry, uniform_entry,
 };

@@ -6,7 +6,8 @@
 use super::sums::{KmeansKernel, KmeansSums, accumulate};
 use crate::error::KernelError;
 use crate::gpu::{
-    GpuContext, MAX_WG, Output, build_pipelines, grid_256, read_pod, storage_entry, uniform_entry,
+    GpuContext, MAX_WG, Output, build_pipelines, dispatch, grid_256, read_pod, storage_entry,
+    uniform_entry,
 };
 
 /// The WGSL source.
@@ -121,48 +122,29 @@ impl<'a> GpuKmeans<'a> {
             bytemuck::cast_slice(&c32),
             wgpu::BufferUsages::STORAGE,
         );
-        ctx.scoped(
-            wgpu::ErrorFilter::Validation,
-            || {
-                let mut enc = ctx
-                    .device
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                        label: Some("kmeans"),
-                    });
-                for b in &self.blocks {
-                    let p = Params {
-                        rows: b.rows,
-                        d: d as u32,
-                        k: k as u32,
-                        pad: 0,
-                    };
-                    let params = ctx.upload(
-                        "params",
-                        bytemuck::bytes_of(&p),
-                        wgpu::BufferUsages::UNIFORM,
-                    );
-                    let bind = ctx.bind(
-                        "kmeans block",
-                        &self.layout,
-                        &[&params, &b.x, &cbuf, &b.assign.gpu, &b.dist.gpu],
-                    );
-                    {
-                        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                            label: Some("assign"),
-                            timestamp_writes: None,
-                        });
-                        pass.set_pipeline(&self.pipeline);
-                        pass.set_bind_group(0, &bind, &[]);
-                        let (gx, gy) = grid_256(b.rows);
-                        pass.dispatch_workgroups(gx, gy, 1);
-                    }
-                    b.assign.copy_back(&mut enc);
-                    b.dist.copy_back(&mut enc);
-                }
-                ctx.queue.submit([enc.finish()]);
-            },
-            KernelError::Validation,
-        )?;
+        ctx.submit("kmeans", |enc| {
+            for b in &self.blocks {
+                let p = Params {
+                    rows: b.rows,
+                    d: d as u32,
+                    k: k as u32,
+                    pad: 0,
+                };
+                let params = ctx.upload(
+                    "params",
+                    bytemuck::bytes_of(&p),
+                    wgpu::BufferUsages::UNIFORM,
+                );
+                let bind = ctx.bind(
+                    "kmeans block",
+                    &self.layout,
+                    &[&params, &b.x, &cbuf, &b.assign.gpu, &b.dist.gpu],
+                );
+                dispatch(enc, &self.pipeline, &bind, grid_256(b.rows));
+                b.assign.copy_back(enc);
+                b.dist.copy_back(enc);
+            }
+        })?;
         let mut assign = Vec::with_capacity(self.x.len() / d);
         let mut dist = Vec::with_capacity(self.x.len() / d);
         for b in &self.blocks {

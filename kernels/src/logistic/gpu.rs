@@ -239,41 +239,31 @@ impl LogisticKernel for GpuLogistic {
         let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
         ctx.queue
             .write_buffer(&self.w_buf, 0, bytemuck::cast_slice(&w32));
-        ctx.scoped(
-            wgpu::ErrorFilter::Validation,
-            || {
-                let mut enc = ctx
-                    .device
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+        ctx.submit("logistic", |enc| {
+            for b in &self.blocks {
+                {
+                    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                         label: Some("logistic"),
+                        timestamp_writes: None,
                     });
-                for b in &self.blocks {
-                    {
-                        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                            label: Some("logistic"),
-                            timestamp_writes: None,
-                        });
-                        pass.set_bind_group(0, &b.bind, &[]);
-                        pass.set_pipeline(&self.pipes.margins);
-                        let (gx, gy) = grid_256(b.rows);
-                        pass.dispatch_workgroups(gx, gy, 1);
-                        pass.set_pipeline(&self.pipes.gradient);
-                        pass.dispatch_workgroups((d as u32 + 1).div_ceil(64), b.grad_chunks, 1);
-                        if hessian {
-                            let tiles = (d as u32).div_ceil(16);
-                            pass.set_pipeline(&self.pipes.hessian);
-                            pass.dispatch_workgroups(tiles, tiles, b.hess_chunks);
-                        }
-                    }
-                    b.gpart.copy_back(&mut enc);
+                    pass.set_bind_group(0, &b.bind, &[]);
+                    pass.set_pipeline(&self.pipes.margins);
+                    let (gx, gy) = grid_256(b.rows);
+                    pass.dispatch_workgroups(gx, gy, 1);
+                    pass.set_pipeline(&self.pipes.gradient);
+                    pass.dispatch_workgroups((d as u32 + 1).div_ceil(64), b.grad_chunks, 1);
                     if hessian {
-                        b.hpart.copy_back(&mut enc);
+                        let tiles = (d as u32).div_ceil(16);
+                        pass.set_pipeline(&self.pipes.hessian);
+                        pass.dispatch_workgroups(tiles, tiles, b.hess_chunks);
                     }
                 }
-                ctx.queue.submit([enc.finish()]);
-            },
-            KernelError::Validation,
-        )?;
+                b.gpart.copy_back(enc);
+                if hessian {
+                    b.hpart.copy_back(enc);
+                }
+            }
+        })?;
         let dev = &ctx.device;
         let mut loss = 0.0f64;
         let mut grad = vec![0.0f64; d];

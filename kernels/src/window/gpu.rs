@@ -7,7 +7,9 @@
 
 use super::spec::WindowChunk;
 use crate::error::KernelError;
-use crate::gpu::{GpuContext, MAX_WG, build_pipelines, read_pod, storage_entry, uniform_entry};
+use crate::gpu::{
+    GpuContext, MAX_WG, build_pipelines, dispatch, read_pod, storage_entry, uniform_entry,
+};
 use std::sync::{Arc, OnceLock};
 
 /// The WGSL source.
@@ -151,47 +153,31 @@ impl GpuWindow {
             gx: 0,
             pad: 0,
         };
-        ctx.scoped(
-            wgpu::ErrorFilter::Validation,
-            || {
-                let mut enc = ctx
-                    .device
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                        label: Some("window"),
-                    });
-                let mut pass_with = |p: Params, pipe: &wgpu::ComputePipeline, n: u64| {
-                    let (gx, gy) = grid(n);
-                    let params = ctx.upload(
-                        "window params",
-                        bytemuck::bytes_of(&Params { gx, ..p }),
-                        wgpu::BufferUsages::UNIFORM,
-                    );
-                    let [g, x, o] = &inputs;
-                    let bind = ctx.bind(
-                        "window",
-                        &self.pipes.layout,
-                        &[&params, g, x, z, o, &val, &rel, &out.gpu],
-                    );
-                    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                        label: Some("window"),
-                        timestamp_writes: None,
-                    });
-                    pass.set_pipeline(pipe);
-                    pass.set_bind_group(0, &bind, &[]);
-                    pass.dispatch_workgroups(gx, gy, 1);
-                };
-                for k in 0..=c.h {
-                    let n = (c.xs.len() >> k) as u64;
-                    if n > 0 {
-                        pass_with(Params { k, ..base }, &self.pipes.level, n);
-                    }
+        ctx.submit("window", |enc| {
+            let mut pass_with = |p: Params, pipe: &wgpu::ComputePipeline, n: u64| {
+                let (gx, gy) = grid(n);
+                let params = ctx.upload(
+                    "window params",
+                    bytemuck::bytes_of(&Params { gx, ..p }),
+                    wgpu::BufferUsages::UNIFORM,
+                );
+                let [g, x, o] = &inputs;
+                let bind = ctx.bind(
+                    "window",
+                    &self.pipes.layout,
+                    &[&params, g, x, z, o, &val, &rel, &out.gpu],
+                );
+                dispatch(enc, pipe, &bind, (gx, gy));
+            };
+            for k in 0..=c.h {
+                let n = (c.xs.len() >> k) as u64;
+                if n > 0 {
+                    pass_with(Params { k, ..base }, &self.pipes.level, n);
                 }
-                pass_with(base, &self.pipes.sums, u64::from(outs));
-                out.copy_back(&mut enc);
-                ctx.queue.submit([enc.finish()]);
-            },
-            KernelError::Validation,
-        )?;
+            }
+            pass_with(base, &self.pipes.sums, u64::from(outs));
+            out.copy_back(enc);
+        })?;
         read_pod::<f64>(&ctx.device, &out.read)
     }
 }
