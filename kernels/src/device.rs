@@ -38,9 +38,7 @@ impl std::str::FromStr for DevicePref {
             "auto" => Ok(Self::Auto),
             "cpu" => Ok(Self::Cpu),
             "gpu" => Ok(Self::Gpu),
-            other => Err(KernelError::Input(format!(
-                "unknown device '{other}' (expected auto, cpu or gpu)"
-            ))),
+            other => Err(KernelError::UnknownDevice(other.to_string())),
         }
     }
 }

@@ -17,6 +17,9 @@ pub enum KernelError {
     #[error("GPU validation error: {0}")]
     /// wgpu rejected a shader, pipeline or buffer.
     Validation(String),
+    #[error("unknown device '{0}' (expected auto, cpu or gpu)")]
+    /// A device name that is not `auto`, `cpu` or `gpu`.
+    UnknownDevice(String),
     #[error("bad kernel input: {0}")]
     /// The input does not fit the kernel (shapes, sizes).
     Input(String),

@@ -75,7 +75,7 @@ fn create(opts: &BackendOptions) -> Result<Arc<dyn AdditiveHe>, BackendError> {
 /// A device preference as users write it: `auto`, `cpu` or `gpu`.
 pub fn parse_device(s: &str) -> Result<DevicePref, BackendError> {
     s.parse()
-        .map_err(|e: kinsey_kernels::KernelError| BackendError::Other(format!("device: {e}")))
+        .map_err(|e: kinsey_kernels::KernelError| BackendError::Other(e.to_string()))
 }
 
 /// The Paillier backend for one key size.
