@@ -136,10 +136,11 @@ pub(crate) fn table(m: &Modulus, fb: &FixedBase) -> Result<FixedTable, BackendEr
     FixedTable::new(m, &entries, &init).map_err(kernel_err("fixed-base table"))
 }
 
-/// What the GPU needs of a public key: `n^2` and the `h_s` table.
+/// What the GPU needs of a public key: `n^2`, and for encryption and re-randomisation the
+/// `h_s` table (built on first use: products and powers of ciphertexts never need it).
 pub(crate) struct GpuPk {
     pub(crate) n2: Modulus,
-    pub(crate) table: FixedTable,
+    table: Lazy<FixedTable>,
     /// Words of `n^2`.
     pub(crate) w: usize,
     /// Words of an encryption exponent.
@@ -147,17 +148,21 @@ pub(crate) struct GpuPk {
 }
 
 impl GpuPk {
-    /// For a `bits`-bit key: `n^2` and the table of `h_s`.
+    /// For a `bits`-bit key: `n^2`; `hs_table` gives the exponent size.
     pub(crate) fn new(bits: u32, n2: &Integer, hs_table: &FixedBase) -> Result<Self, BackendError> {
         let w = 2 * words_for(bits);
         let n2 = Modulus::new(words_of(n2, w)).map_err(kernel_err("modulus n^2"))?;
-        let table = table(&n2, hs_table)?;
         Ok(Self {
             n2,
-            table,
+            table: Lazy::default(),
             w,
             exp_words: hs_table.exp_bytes().div_ceil(4),
         })
+    }
+
+    /// The GPU table of `h_s` (the key's CPU table `hs_table`), built on first use.
+    pub(crate) fn table(&self, hs_table: &FixedBase) -> Result<&FixedTable, BackendError> {
+        self.table.get(|| table(&self.n2, hs_table))
     }
 }
 

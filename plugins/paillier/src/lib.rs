@@ -354,7 +354,7 @@ impl AdditiveHe for Paillier {
                 .collect();
             let exps = gpu::exps_words(&es, g.exp_words);
             let out = arith
-                .fixed_pow(&g.n2, &g.table, &exps, g.exp_words, &factors)
+                .fixed_pow(&g.n2, g.table(&ctx.table)?, &exps, g.exp_words, &factors)
                 .map_err(gpu::kernel_err("encryption"))?;
             return Ok(out
                 .par_chunks_exact(g.w)
@@ -620,7 +620,7 @@ impl AdditiveHe for Paillier {
             let out = arith
                 .fixed_pow(
                     &g.n2,
-                    &g.table,
+                    g.table(&ctx.table)?,
                     &exps,
                     g.exp_words,
                     &gpu::batch_words(&x, g.w),
