@@ -259,21 +259,17 @@ impl KeyedNoise {
     #[inline]
     pub fn draw(&self, id: u64, words: [u64; 2]) -> i64 {
         let e = self.law.extra_words();
-        if e == 0 {
-            return self.draw_with(id, words, &[]);
-        }
-        let extra = self.wide.pair(STRIDE as u64 * id);
-        self.draw_with(id, words, &extra[..e])
-    }
-
-    #[inline]
-    fn draw_with(&self, id: u64, words: [u64; 2], extra: &[u64]) -> i64 {
+        let wide = if e > 0 {
+            self.wide.pair(STRIDE as u64 * id)
+        } else {
+            [0; 2]
+        };
         let mut ext = Extension {
             noise: self,
             id,
             ext: None,
         };
-        self.law.sample(words, extra, &mut ext)
+        self.law.sample(words, &wide[..e], &mut ext)
     }
 
     /// Noise of counter `id` (random access: the online path).
