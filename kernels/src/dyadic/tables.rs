@@ -97,10 +97,15 @@ impl DyadicTables {
     /// reading the same words first, finishes it).
     #[inline(always)]
     pub fn fast(&self, words: [u64; 2], extra: &[u64]) -> Option<i64> {
+        let z = self.fast_or_slow(words, extra);
+        (z != SLOW).then_some(z)
+    }
+
+    /// [`fast`](Self::fast) with [`SLOW`] for `None`, free of branches on the random bits
+    /// (the sign is a fair coin: a branch on it is mispredicted every other draw).
+    #[inline(always)]
+    pub fn fast_or_slow(&self, words: [u64; 2], extra: &[u64]) -> i64 {
         let gbits = (words[0] >> 1) & ((1 << (LOW_BITS - 1)) - 1);
-        if gbits == 0 {
-            return None;
-        }
         let mut r = 0;
         if let Some(d) = self.digits.first() {
             r = d.draw(words[1]);
@@ -111,15 +116,21 @@ impl DyadicTables {
         for (d, &w) in self.digits.iter().skip(2).zip(extra) {
             r += d.draw(w) << d.pos;
         }
-        // x < 11 M < 2^45.
-        let x = u64::from(gbits.trailing_zeros()) * self.m + r;
-        let negative = words[0] & 1 == 1;
-        match (negative, x) {
-            (true, 0) => None,
-            (true, _) => Some(-(x as i64)),
-            (false, _) => Some(x as i64),
-        }
+        finish(gbits, r, self.m, words[0])
     }
+}
+
+/// Geometric part, sign and the rejection of `-0`: the draw from `G`'s bits `gbits`, the
+/// remainder `r` and the word holding the sign; [`SLOW`] when `G` needs more bits or the
+/// draw is `-0`.
+#[inline(always)]
+fn finish(gbits: u64, r: u64, m: u64, word0: u64) -> i64 {
+    // x < 64 M + M < 2^48 (G's 11 bits all zero gives 64: marked slow below).
+    let x = u64::from(gbits.trailing_zeros()) * m + r;
+    let negative = word0 & 1;
+    let z = (x ^ negative.wrapping_neg()).wrapping_add(negative) as i64;
+    let slow = (gbits == 0) | ((negative == 1) & (x == 0));
+    if slow { SLOW } else { z }
 }
 
 /// Tables of the right shape with random entries (the kernels do not care whether they

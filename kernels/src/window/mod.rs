@@ -4,10 +4,12 @@
 //! window added left to right. The kernel knows nothing of privacy: the caller calibrated
 //! `gamma` and drew `z` (the `dyadic` kernel).
 //!
-//! CPU twin [`cpu::window_sums`]; GPU twin [`gpu::GpuWindow`] (`shaders/window.wgsl`, f64
+//! CPU twin [`cpu::window_sums`] (plain), its fast path [`blocks::Blocks`] (block by block,
+//! what the decayed sums run); GPU twin [`gpu::GpuWindow`] (`shaders/window.wgsl`, f64
 //! arithmetic through `SHADER_F64`). The same IEEE operations in the same order: the same
 //! bits.
 
+pub mod blocks;
 pub mod cpu;
 pub mod gpu;
 mod spec;

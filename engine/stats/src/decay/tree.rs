@@ -146,46 +146,6 @@ impl Flat {
     }
 }
 
-/// Prefix and suffix sums of one block's canonical decompositions. Steps at or after
-/// `stop` are not formed yet; their entries are left at zero and never read.
-pub(super) fn block_sums(
-    rel: &Flat,
-    h: u32,
-    start: u64,
-    stop: u64,
-    pre: &mut [f64],
-    suf: &mut [f64],
-) {
-    let wp = pre.len();
-    let n = ((stop.saturating_sub(start)) as usize).min(wp);
-    for o in 0..n {
-        let size = 1usize << (o + 1).trailing_zeros();
-        let k = size.trailing_zeros();
-        let node = rel.get(k, (start + (o + 1 - size) as u64) >> k);
-        pre[o] = if o + 1 == size {
-            node
-        } else {
-            pre[o - size] + node
-        };
-    }
-    if n == wp {
-        for o in (0..wp).rev() {
-            let size = if o == 0 {
-                wp
-            } else {
-                1usize << o.trailing_zeros()
-            };
-            let k = size.trailing_zeros().min(h);
-            let node = rel.get(k, (start + o as u64) >> k);
-            suf[o] = if o + size == wp {
-                node
-            } else {
-                node + suf[o + size]
-            };
-        }
-    }
-}
-
 /// Sum of the released nodes covering `[l, u]` (maximal aligned nodes of level `<= h`, left
 /// to right): the one combination both paths use.
 #[inline]

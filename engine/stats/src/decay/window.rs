@@ -2,8 +2,9 @@
 
 use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
 use super::noise::KeyedNoise;
-use super::tree::{Flat, Forest, Releases, block_sums, first_id, interval_sum};
+use super::tree::{Forest, Releases, first_id, interval_sum};
 use kinsey_core::{Error, Result, check_epsilon};
+use kinsey_kernels::window::blocks::{Blocks, block_nodes};
 use kinsey_kernels::window::{WindowChunk, gpu::GpuWindow, gpu::MAX_STEPS};
 use rayon::prelude::*;
 
@@ -220,8 +221,9 @@ impl WindowSum {
         Ok(out)
     }
 
-    /// Estimates for steps `start..stop` into `dst`, rebuilding the blocks they need; the
-    /// noise drawn here, or taken from `ahead` (the draws of counters from `ahead.0` on).
+    /// Estimates for steps `start..stop` into `dst`, rebuilding the blocks they need (the
+    /// fast path of the `window` kernel, block by block); the noise drawn here per block,
+    /// or taken from `ahead` (the draws of counters from `ahead.0` on).
     fn segment(
         &self,
         xs: &[f64],
@@ -232,72 +234,38 @@ impl WindowSum {
         ahead: Option<(u64, &[i64])>,
     ) -> Result<()> {
         let block = 1u64 << self.h;
-        let from = self.rebuild_from(start, base);
-        let mut forest = Forest::new(self.h, 1.0);
-        sc.rel.reset(self.h, from);
-        let first = first_id(from, self.h);
-        let count = (first_id(stop, self.h) - first) as usize;
-        let z = match ahead {
-            Some((f0, all)) => &all[(first - f0) as usize..][..count],
-            None => {
-                sc.z.clear();
-                sc.z.resize(count, 0);
-                self.noise.fill(first, &mut sc.z)?;
-                &sc.z[..]
-            }
-        };
-        let rel = &mut sc.rel;
-        let mut idx = 0usize;
-        for t in from..stop {
-            forest.step(t, xs[(t - base) as usize], |k, _m, v| {
-                rel.push(k, self.noise.release(v, z[idx]));
-                idx += 1;
-            });
-        }
-        // Per block: prefix sums Pre[o] (nodes of [start, start + o]) and suffix sums
-        // Suf[o] (nodes of [start + o, end]), one addition per step each. All releases
-        // are grid multiples and these sums are exact, so they equal `interval_sum`.
-        let wp = block as usize;
-        let b0 = from / block;
-        let nb = (stop.div_ceil(block) - b0) as usize;
-        sc.pre.resize(nb * wp, 0.0);
-        sc.suf.resize(nb * wp, 0.0);
-        for i in 0..nb {
-            let sb = (b0 + i as u64) * block;
-            block_sums(
-                &sc.rel,
+        let blocks = match &mut sc.blocks {
+            Some(b) => b,
+            None => sc.blocks.insert(Blocks::new(
                 self.h,
-                sb,
-                stop,
-                &mut sc.pre[i * wp..(i + 1) * wp],
-                &mut sc.suf[i * wp..(i + 1) * wp],
-            );
-        }
-        let (rel, pre_all, suf_all) = (&sc.rel, &sc.pre, &sc.suf);
-        for (d, t) in dst.iter_mut().zip(start..stop) {
-            let b = t / block;
-            let sb = b * block;
-            let i = (b - b0) as usize;
-            let pre = &pre_all[i * wp..(i + 1) * wp];
-            let o = (t - sb) as usize;
-            let l = (t + 1).saturating_sub(self.w);
-            *d = if sb + block > stop || !self.exact_sums {
-                // A block the segment ends inside: no suffix sums yet.
-                interval_sum(l, t, self.h, |k, m| rel.get(k, m))
-            } else if l == sb {
-                pre[o]
-            } else if l < sb {
-                suf_all[(i - 1) * wp + (l - (sb - block)) as usize] + pre[o]
-            } else {
-                let suf = &suf_all[i * wp..(i + 1) * wp];
-                let p = 63 - (l ^ (t + 1)).leading_zeros();
-                let c = ((t + 1) >> p) << p;
-                let lo = (l - sb) as usize;
-                let co = (c - sb) as usize;
-                let right = pre[o] - if co > 0 { pre[co - 1] } else { 0.0 };
-                let left = suf[lo] - if co < wp { suf[co] } else { 0.0 };
-                left + right
+                self.w,
+                self.noise.gamma(),
+                self.exact_sums,
+            )?),
+        };
+        blocks.reset();
+        let mut sb = self.rebuild_from(start, base);
+        let mut id = first_id(sb, self.h);
+        while sb < stop {
+            let n = (stop - sb).min(block) as usize;
+            let count = block_nodes(n, self.h);
+            let z = match ahead {
+                Some((f0, all)) => &all[(id - f0) as usize..][..count],
+                None => {
+                    sc.z.resize(count, 0);
+                    self.noise.fill(id, &mut sc.z)?;
+                    &sc.z[..]
+                }
             };
+            // A block before `start` (rebuilt for the windows reaching back) outputs nothing.
+            let end = sb + n as u64;
+            let out_lo = start.clamp(sb, end);
+            let o_from = (out_lo - sb) as usize;
+            let out = &mut dst[(out_lo.max(start) - start) as usize..(end.max(start) - start) as usize];
+            let at = (sb - base) as usize;
+            blocks.block(sb, &xs[at..at + n], z, o_from, out)?;
+            id += count as u64;
+            sb += n as u64;
         }
         Ok(())
     }
@@ -311,9 +279,7 @@ const GPU_STEPS: u64 = if cfg!(test) { 1 << 16 } else { 1 << 21 };
 #[derive(Default)]
 struct Scratch {
     z: Vec<i64>,
-    rel: Flat,
-    pre: Vec<f64>,
-    suf: Vec<f64>,
+    blocks: Option<Blocks>,
 }
 
 /// `window`: needs `--window`.

@@ -1,0 +1,365 @@
+//! The `window` kernel's fast CPU path, one block of `2^h` steps at a time: every level's
+//! node values and releases in flat arrays (a node's noise draw found by a formula, not a
+//! walk of the forest), then per step its window from prefix and suffix sums of the
+//! releases. Everything one block touches (about 6 `2^h` doubles) stays in the core's
+//! cache. The same numbers as [`window_sums`](super::cpu::window_sums) bit for bit: the
+//! node values are the same additions; with exact sums (every release a grid multiple
+//! and every sum of releases the bulk path forms exact) any order of adding releases
+//! gives the same bits, and without them each window adds its nodes left to right.
+
+use crate::KernelError;
+
+/// Nodes of levels `0..=h` completing in the first `n` steps of a block (`n <= 2^h`).
+pub fn block_nodes(n: usize, h: u32) -> usize {
+    (0..=h.min(63)).map(|k| n >> k).sum()
+}
+
+/// The position of node (level `k`, index `m`) of a block in the block's completion order
+/// (at each step the levels that close, bottom up): it completes at step
+/// `t = (m + 1) 2^k - 1`, after the `sum_j t >> j = 2t - popcount(t)` nodes of earlier
+/// steps and the `k` below it, and `popcount(t) = popcount(m) + k`.
+#[inline(always)]
+fn draw_index(k: u32, m: usize) -> usize {
+    ((m + 1) << (k + 1)) - 2 - m.count_ones() as usize
+}
+
+/// Per-thread state of the fast path: the current block's levels, the previous block's
+/// suffix sums (exact sums) or releases (otherwise), reused from block to block.
+#[derive(Debug, Clone)]
+pub struct Blocks {
+    h: u32,
+    w: usize,
+    gamma: f64,
+    inv: f64,
+    exact: bool,
+    /// Start of level `k` in `val` and `rel` (`h + 2` entries).
+    offs: Vec<usize>,
+    /// Node values of levels `1..` (level 0 is the input), at `offs[k] - offs[1]`.
+    val: Vec<f64>,
+    rel: Vec<f64>,
+    rel_prev: Vec<f64>,
+    pre: Vec<f64>,
+    suf: Vec<f64>,
+    suf_prev: Vec<f64>,
+    /// The step the held previous block starts at.
+    prev: Option<u64>,
+}
+
+impl Blocks {
+    /// Blocks of `2^h` steps, windows of `w <= 2^h` steps, releases on the grid `gamma` (a
+    /// power of two); `exact`: every sum of releases is exact (the caller's calibration
+    /// guarantees it), so prefix and suffix sums may stand in for left-to-right sums.
+    pub fn new(h: u32, w: u64, gamma: f64, exact: bool) -> Result<Self, KernelError> {
+        if h > 40 || w == 0 || w > 1 << h {
+            return Err(KernelError::Input(format!(
+                "window blocks: W = {w} with h = {h} (h at most 40, 1 <= W <= 2^h)"
+            )));
+        }
+        if !(gamma > 0.0 && gamma.is_finite() && gamma.log2().fract() == 0.0) {
+            return Err(KernelError::Input(format!(
+                "window blocks: grid {gamma} is not a power of two"
+            )));
+        }
+        let b = 1usize << h;
+        let mut offs = Vec::with_capacity(h as usize + 2);
+        let mut o = 0;
+        for k in 0..=h {
+            offs.push(o);
+            o += b >> k;
+        }
+        offs.push(o);
+        Ok(Self {
+            h,
+            w: w as usize,
+            gamma,
+            inv: 1.0 / gamma,
+            exact,
+            val: vec![0.0; o - b],
+            rel: vec![0.0; o],
+            rel_prev: if exact { Vec::new() } else { vec![0.0; o] },
+            pre: vec![0.0; b],
+            suf: if exact { vec![0.0; b] } else { Vec::new() },
+            suf_prev: if exact { vec![0.0; b] } else { Vec::new() },
+            offs,
+            prev: None,
+        })
+    }
+
+    /// Forgets the previous block (the next block starts a new run).
+    pub fn reset(&mut self) {
+        self.prev = None;
+    }
+
+    /// The block starting at step `sb` (a multiple of `2^h`): its values `xs` (`2^h` of
+    /// them, fewer only for the last block of a series), the draws `z` of its nodes in
+    /// completion order ([`block_nodes`] of them), and the window sums of its steps
+    /// `o_from..xs.len()` into `out`. A window reaching into the previous block needs that
+    /// block to have been the previous call.
+    pub fn block(
+        &mut self,
+        sb: u64,
+        xs: &[f64],
+        z: &[i64],
+        o_from: usize,
+        out: &mut [f64],
+    ) -> Result<(), KernelError> {
+        let (b, n) = (1usize << self.h, xs.len());
+        let bad = |m: String| Err(KernelError::Input(format!("window block at {sb}: {m}")));
+        if !sb.is_multiple_of(b as u64) || n == 0 || n > b {
+            return bad(format!("{n} steps in blocks of {b}"));
+        }
+        if z.len() != block_nodes(n, self.h) || o_from > n || out.len() != n - o_from {
+            return bad(format!(
+                "{} draws, outputs {o_from}.. into {} (want {} draws, {} outputs)",
+                z.len(),
+                out.len(),
+                block_nodes(n, self.h),
+                n.saturating_sub(o_from)
+            ));
+        }
+        let reaches_back = sb > 0 && o_from + 1 < self.w;
+        if reaches_back && self.prev != sb.checked_sub(b as u64) {
+            return bad("the previous block was not computed first".into());
+        }
+        self.levels(xs, z);
+        if self.exact {
+            self.prefix_suffix(n);
+        }
+        if o_from < n {
+            if self.exact && n == b {
+                self.windows_exact(sb, o_from, out);
+            } else {
+                self.windows_left_to_right(sb, o_from, out);
+            }
+        }
+        if n == b {
+            if self.exact {
+                std::mem::swap(&mut self.suf, &mut self.suf_prev);
+            } else {
+                std::mem::swap(&mut self.rel, &mut self.rel_prev);
+            }
+            self.prev = Some(sb);
+        } else {
+            self.prev = None;
+        }
+        Ok(())
+    }
+
+    /// Node values (children added left + right) and releases, level by level.
+    fn levels(&mut self, xs: &[f64], z: &[i64]) {
+        let (g, inv) = (self.gamma, self.inv);
+        let release = |v: f64, z: i64| g * ((v * inv).round() + z as f64);
+        let n = xs.len();
+        for (m, (r, &x)) in self.rel[..n].iter_mut().zip(xs).enumerate() {
+            *r = release(x, z[draw_index(0, m)]);
+        }
+        let base = self.offs[1];
+        for k in 1..=self.h {
+            let len = n >> k;
+            if len == 0 {
+                break;
+            }
+            let (o, ob) = (self.offs[k as usize], self.offs[k as usize - 1]);
+            let (lower, upper) = self.val.split_at_mut(o - base);
+            let below: &[f64] = if k == 1 { xs } else { &lower[ob - base..] };
+            let vals = &mut upper[..len];
+            let rels = &mut self.rel[o..o + len];
+            for (m, ((v, r), pair)) in vals
+                .iter_mut()
+                .zip(rels.iter_mut())
+                .zip(below.chunks_exact(2))
+                .enumerate()
+            {
+                *v = pair[0] + pair[1];
+                *r = release(*v, z[draw_index(k, m)]);
+            }
+        }
+    }
+
+    /// Prefix sums `pre[o]` (the released nodes of `[0, o]`) over the block's first `n`
+    /// steps, and suffix sums `suf[o]` (of `[o, 2^h - 1]`) when the block is whole.
+    fn prefix_suffix(&mut self, n: usize) {
+        let (rel, offs) = (&self.rel, &self.offs);
+        let pre = &mut self.pre;
+        for o in 0..n {
+            let k = (o + 1).trailing_zeros();
+            let size = 1usize << k;
+            let node = rel[offs[k as usize] + ((o + 1) >> k) - 1];
+            pre[o] = if o + 1 == size {
+                node
+            } else {
+                pre[o - size] + node
+            };
+        }
+        let b = 1usize << self.h;
+        if n < b {
+            return;
+        }
+        let suf = &mut self.suf;
+        suf[0] = rel[offs[self.h as usize]];
+        for o in (1..b).rev() {
+            let k = o.trailing_zeros();
+            let size = 1usize << k;
+            let node = rel[offs[k as usize] + (o >> k)];
+            suf[o] = if o + size == b {
+                node
+            } else {
+                node + suf[o + size]
+            };
+        }
+    }
+
+    /// Windows of a whole block from prefix and suffix sums (exact sums only). A window
+    /// inside the block splits at the highest bit where its ends differ: the right part is
+    /// a difference of prefix sums, the left a difference of suffix sums.
+    fn windows_exact(&self, sb: u64, o_from: usize, out: &mut [f64]) {
+        let (b, w) = (1usize << self.h, self.w);
+        let (pre, suf, sufp) = (&self.pre, &self.suf, &self.suf_prev);
+        for (d, o) in out.iter_mut().zip(o_from..) {
+            *d = if o + 1 < w {
+                if sb == 0 {
+                    pre[o]
+                } else {
+                    sufp[b + o + 1 - w] + pre[o]
+                }
+            } else if o + 1 == w {
+                pre[o]
+            } else {
+                let lo = o + 1 - w;
+                let p = (lo ^ (o + 1)).ilog2();
+                let co = ((o + 1) >> p) << p;
+                let right = pre[o] - if co > 0 { pre[co - 1] } else { 0.0 };
+                let left = suf[lo] - if co < b { suf[co] } else { 0.0 };
+                left + right
+            };
+        }
+    }
+
+    /// Windows adding their released nodes left to right (the online order): the maximal
+    /// aligned nodes of level `<= h`, first the previous block's, then this block's.
+    fn windows_left_to_right(&self, sb: u64, o_from: usize, out: &mut [f64]) {
+        let (b, w) = (1usize << self.h, self.w);
+        let (offs, h) = (&self.offs, self.h);
+        let add = |rel: &[f64], mut s: f64, mut at: usize, u: usize| {
+            while at <= u {
+                let fits = (u - at + 1).ilog2();
+                let k = at.trailing_zeros().min(h).min(fits);
+                s += rel[offs[k as usize] + (at >> k)];
+                at += 1 << k;
+            }
+            s
+        };
+        for (d, o) in out.iter_mut().zip(o_from..) {
+            *d = if o + 1 >= w || sb == 0 {
+                add(&self.rel, 0.0, (o + 1).saturating_sub(w), o)
+            } else if self.exact {
+                // Partial last block, window from the previous one: its suffix sum.
+                add(&self.rel, self.suf_prev[b + o + 1 - w], 0, o)
+            } else {
+                let s = add(&self.rel_prev, 0.0, b + o + 1 - w, b - 1);
+                add(&self.rel, s, 0, o)
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::window::WindowChunk;
+    use crate::window::cpu::window_sums;
+
+    /// Draws that, with the values below, keep every sum exact on the grid 1/4.
+    fn chunk(len: usize, h: u32, seed: u64) -> (Vec<f64>, Vec<i64>) {
+        let mut s = seed;
+        let mut next = || {
+            s = s
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            s >> 33
+        };
+        let xs: Vec<f64> = (0..len).map(|_| (next() % 1000) as f64 / 7.0).collect();
+        let nodes: usize = (0..=h).map(|k| len >> k).sum();
+        let z = (0..nodes).map(|_| (next() % 2001) as i64 - 1000).collect();
+        (xs, z)
+    }
+
+    /// Block by block, from any first output, exact or left to right, the plain twin's
+    /// numbers bit for bit; a series ending inside a block too.
+    #[test]
+    fn blocks_equal_the_plain_twin() {
+        for (h, w) in [(0u32, 1u64), (3, 5), (3, 8), (6, 33), (6, 64), (10, 1000)] {
+            let b = 1usize << h;
+            for len in [7 * b, 7 * b + b / 2 + 1] {
+                let (xs, z) = chunk(len, h, u64::from(h) * 31 + w);
+                let gamma = 0.25;
+                let c = WindowChunk {
+                    h,
+                    w,
+                    gamma,
+                    from: 0,
+                    out_from: 0,
+                    xs: &xs,
+                    z: &z,
+                };
+                let want = window_sums(&c).expect("plain");
+                for exact in [true, false] {
+                    let mut bl = Blocks::new(h, w, gamma, exact).expect("new");
+                    let mut got = vec![f64::NAN; len];
+                    let mut id = 0;
+                    for (i, x) in xs.chunks(b).enumerate() {
+                        // The ids of the nodes of block i: the plain twin's order.
+                        let cnt = block_nodes(x.len(), h);
+                        let sb = i * b;
+                        // Start outputs late in the first block (the rebuild block).
+                        let o_from = usize::from(i == 0) * (x.len() / 2);
+                        let out = &mut got[sb + o_from..sb + x.len()];
+                        bl.block(sb as u64, x, &z[id..id + cnt], o_from, out)
+                            .expect("block");
+                        id += cnt;
+                    }
+                    let skipped = b.min(len) / 2;
+                    for (j, (a, e)) in got.iter().zip(&want).enumerate().skip(skipped) {
+                        assert_eq!(
+                            a.to_bits(),
+                            e.to_bits(),
+                            "h {h} W {w} exact {exact} step {j}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The draw index formula is the completion order.
+    #[test]
+    fn draw_index_is_the_completion_order() {
+        let h = 5;
+        let mut id = 0;
+        for t in 0usize..32 {
+            for k in 0..=(t + 1).trailing_zeros().min(h) {
+                assert_eq!(draw_index(k, t >> k), id, "node ({k}, {})", t >> k);
+                id += 1;
+            }
+        }
+        assert_eq!(id, block_nodes(32, h));
+    }
+
+    /// Bad shapes and a missing previous block are refused, not summed.
+    #[test]
+    fn bad_blocks_are_refused() {
+        assert!(Blocks::new(3, 9, 1.0, true).is_err());
+        assert!(Blocks::new(3, 8, 0.3, true).is_err());
+        let mut bl = Blocks::new(3, 8, 1.0, true).expect("new");
+        let (xs, z) = chunk(8, 3, 1);
+        let mut out = vec![0.0; 8];
+        assert!(
+            bl.block(8, &xs, &z, 0, &mut out).is_err(),
+            "no previous block"
+        );
+        assert!(bl.block(3, &xs, &z, 0, &mut out).is_err(), "misaligned");
+        assert!(bl.block(0, &xs, &z[1..], 0, &mut out).is_err(), "draws");
+        assert!(bl.block(0, &xs, &z, 0, &mut out).is_ok());
+        assert!(bl.block(8, &xs, &z, 0, &mut out).is_ok());
+    }
+}
