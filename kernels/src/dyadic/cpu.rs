@@ -1,13 +1,13 @@
 //! The `dyadic` kernel's CPU twin: the keystreams eight blocks at a time
 //! ([`ChaCha20::fill_u64`]), then the table draw per counter.
 
-use super::tables::{DyadicTables, EXTRA_WORDS, SLOW};
+use super::tables::{DyadicTables, EXTRA_WORDS};
 use crate::chacha::ChaCha20;
 
 /// Counters per batch (16 KiB of words: in L1).
 const BATCH: usize = 1024;
 
-/// The draws of counters `first .. first + out.len()` under `tables`, [`SLOW`] where the
+/// The draws of counters `first .. first + out.len()` under `tables`, [`SLOW`](super::SLOW) where the
 /// fast path cannot finish one. `wide` is read only for laws with more than two digits.
 pub fn fill(
     keystream: &ChaCha20,
@@ -44,7 +44,7 @@ pub fn fill(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dyadic::tables::random_tables;
+    use crate::dyadic::tables::{SLOW, random_tables};
 
     /// Sequential fill equals the draw of each counter from its own words (random access).
     #[test]
