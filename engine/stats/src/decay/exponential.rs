@@ -264,6 +264,15 @@ impl ExponentialSum {
                 self.noise.refill(&mut batch, first, count)?;
                 let noise = &self.noise;
                 let mut idx = 0usize;
+                // Until the segment's last step, t + 1 has the digits of `start` from level
+                // `l` up, and those levels' left nodes are the segment's state: their part of
+                // the Horner sum is the same for every step. Below, Horner over the digits of
+                // n = t + 1 is Horner over those of n' (n without its lowest digit c), which
+                // is the output of step n' - 1 (no left node above c was released since),
+                // then one more term: `hp[k]` keeps the latest output whose n had lowest
+                // digit k. One multiply-add a step, the same operations as `output`.
+                let high = horner(&self.pow, &last, start, l..=h, 0.0);
+                let mut hp = [0.0f64; 64];
                 for (i, (d, &x)) in dst.iter_mut().zip(c).enumerate() {
                     let t = start + i as u64;
                     f.step(t, x, |k, m, v| {
@@ -273,10 +282,21 @@ impl ExponentialSum {
                         }
                         idx += 1;
                     });
-                    if i + 1 == seg {
+                    *d = if i + 1 == seg {
                         last[lu..].copy_from_slice(&states[j + 1]);
-                    }
-                    *d = output(&self.pow, &last, h, t);
+                        output(&self.pow, &last, h, t)
+                    } else {
+                        let n = t + 1;
+                        let c = n.trailing_zeros() as usize;
+                        let np = n ^ (1 << c);
+                        let prefix = if np == start {
+                            high
+                        } else {
+                            hp[np.trailing_zeros() as usize]
+                        };
+                        hp[c] = prefix * self.pow[c] + last[c];
+                        hp[c]
+                    };
                 }
                 last.truncate(lu);
                 Ok(last)
@@ -295,12 +315,27 @@ impl ExponentialSum {
 /// `alpha^(2^k)`): Horner over the binary digits of `t + 1`, highest first.
 #[inline]
 fn output(pow: &[f64], last_left: &[f64], h: u32, t: u64) -> f64 {
-    let n = t + 1;
-    let mut acc = 0.0;
-    for k in (0..=h).rev() {
-        if n >> k & 1 == 1 {
-            acc = acc * pow[k as usize] + last_left[k as usize];
-        }
+    horner(pow, last_left, t + 1, 0..=h, 0.0)
+}
+
+/// Horner over the set bits of `n` at `levels`, highest first, continuing from `acc`:
+/// `acc = acc pow[k] + last_left[k]` for each (the same operations, in the same order, as
+/// a pass over every level testing its bit).
+#[inline]
+fn horner(
+    pow: &[f64],
+    last_left: &[f64],
+    n: u64,
+    levels: std::ops::RangeInclusive<u32>,
+    mut acc: f64,
+) -> f64 {
+    let (lo, hi) = (*levels.start(), (*levels.end()).min(63));
+    let below_hi = if hi == 63 { u64::MAX } else { (1u64 << (hi + 1)) - 1 };
+    let mut bits = n & below_hi & !((1u64 << lo) - 1);
+    while bits != 0 {
+        let k = 63 - bits.leading_zeros();
+        acc = acc * pow[k as usize] + last_left[k as usize];
+        bits ^= 1u64 << k;
     }
     acc
 }
