@@ -355,21 +355,22 @@ fn run_streaming(a: Args) -> Result<()> {
         Vec::with_capacity(a.chunk.min(1 << 24)),
         vec![0.0; names.len()],
     );
+    // The estimates' buffers, reused from chunk to chunk.
+    let mut est: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
     let (mut run_s, mut io_s) = (0.0, 0.0);
     let mut t = Instant::now();
     while reader.next_chunk(&mut xs)? {
         io_s += t.elapsed().as_secs_f64();
         t = Instant::now();
-        let est = if a.online {
-            let mut cols = vec![Vec::with_capacity(xs.len()); names.len()];
+        if a.online {
+            est.iter_mut().for_each(Vec::clear);
             for &x in &xs {
                 m.push(x, &mut row)?;
-                cols.iter_mut().zip(&row).for_each(|(c, v)| c.push(*v));
+                est.iter_mut().zip(&row).for_each(|(c, v)| c.push(*v));
             }
-            cols
         } else {
-            m.stream(&xs)?
-        };
+            m.stream_into(&xs, &mut est)?;
+        }
         run_s += t.elapsed().as_secs_f64();
         t = Instant::now();
         w.write(&est)?;

@@ -160,13 +160,15 @@ impl ExponentialSum {
     /// Bulk: sequential over the series (one pass, noise drawn in keystream order), same
     /// numbers as `push`.
     pub(crate) fn bulk_series(&self, xs: &[f64]) -> Result<Vec<f64>> {
-        self.clone().bulk_continue(xs)
+        let mut out = vec![0.0; xs.len()];
+        self.clone().bulk_continue(xs, &mut out)?;
+        Ok(out)
     }
 
     /// Bulk from the current state on (streaming: call it chunk after chunk): the whole
     /// aligned segments of `2^seg_bits` steps in parallel ([`segments`](Self::segments)),
     /// the ragged ends in order. Same numbers as `push`.
-    pub(crate) fn bulk_continue(&mut self, xs: &[f64]) -> Result<Vec<f64>> {
+    pub(crate) fn bulk_continue(&mut self, xs: &[f64], out: &mut [f64]) -> Result<()> {
         let (t0, end) = (self.t, self.t + xs.len() as u64);
         if let Some(hz) = self.horizon.filter(|&hz| end > hz) {
             return Err(Error::param(
@@ -176,35 +178,42 @@ impl ExponentialSum {
         }
         let seg = 1u64 << self.seg_bits;
         let (a, b) = (t0.div_ceil(seg) * seg, (end / seg) * seg);
+        if out.len() != xs.len() {
+            return Err(Error::Numerical(format!(
+                "exponential: {} outputs for {} steps",
+                out.len(),
+                xs.len()
+            )));
+        }
         if self.seg_bits >= self.h || b < a + 2 * seg {
-            return self.sequential(xs);
+            return self.sequential(xs, out);
         }
         let (head, rest) = xs.split_at((a - t0) as usize);
         let (mid, tail) = rest.split_at((b - a) as usize);
-        let mut out = self.sequential(head)?;
-        out.extend(self.segments(mid)?);
-        out.extend(self.sequential(tail)?);
-        Ok(out)
+        let (out_head, out_rest) = out.split_at_mut(head.len());
+        let (out_mid, out_tail) = out_rest.split_at_mut(mid.len());
+        self.sequential(head, out_head)?;
+        self.segments(mid, out_mid)?;
+        self.sequential(tail, out_tail)
     }
 
     /// In order, one step after the other. The keystream is read in order, but only the
     /// left nodes' words become draws (the right nodes, half the ids, are never released).
-    fn sequential(&mut self, xs: &[f64]) -> Result<Vec<f64>> {
-        let mut out = Vec::with_capacity(xs.len());
+    fn sequential(&mut self, xs: &[f64], out: &mut [f64]) -> Result<()> {
         let mut batch = Batch::default();
-        for part in xs.chunks(1 << 16) {
+        for (part, dst) in xs.chunks(1 << 16).zip(out.chunks_mut(1 << 16)) {
             let start = self.t;
             let first = first_id(start, self.h);
             let count = (first_id(start + part.len() as u64, self.h) - first) as usize;
             self.noise.refill(&mut batch, first, count)?;
-            for (i, &x) in part.iter().enumerate() {
+            for (i, (&x, d)) in part.iter().zip(dst.iter_mut()).enumerate() {
                 let b = &batch;
                 let mut z = |n: &KeyedNoise, id: u64| n.batch_z(b, id);
-                out.push(self.take(start + i as u64, x, &mut z)?);
+                *d = self.take(start + i as u64, x, &mut z)?;
             }
             self.t = start + part.len() as u64;
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Whole segments of `2^L` steps (`L = seg_bits`), the first at the current step (a
@@ -215,7 +224,7 @@ impl ExponentialSum {
     /// parallel, each segment's levels below `L` and its outputs, the levels from `L` up
     /// taken from (2). Every node is formed and released by the operations of `push`, so
     /// the numbers are the same bit for bit.
-    fn segments(&mut self, xs: &[f64]) -> Result<Vec<f64>> {
+    fn segments(&mut self, xs: &[f64], out: &mut [f64]) -> Result<()> {
         let (l, h, alpha, a) = (self.seg_bits, self.h, self.alpha, self.t);
         let seg = 1usize << l;
         let tops: Vec<f64> = xs
@@ -248,7 +257,6 @@ impl ExponentialSum {
             });
             states.push(self.last_left[lu..].to_vec());
         }
-        let mut out = vec![0.0; xs.len()];
         let lows: Vec<Vec<f64>> = out
             .par_chunks_mut(seg)
             .zip(xs.par_chunks(seg))
@@ -307,7 +315,7 @@ impl ExponentialSum {
         }
         self.t = a + xs.len() as u64;
         self.next_id = first_id(self.t, h);
-        Ok(out)
+        Ok(())
     }
 }
 
@@ -378,8 +386,8 @@ impl DecayedSum for ExponentialSum {
         Ok(vec![self.bulk_series(xs)?])
     }
 
-    fn stream(&mut self, chunk: &[f64]) -> Result<Vec<Vec<f64>>> {
-        Ok(vec![self.bulk_continue(chunk)?])
+    fn stream_into(&mut self, chunk: &[f64], out: &mut Vec<Vec<f64>>) -> Result<()> {
+        self.bulk_continue(chunk, super::model::one_column(out, chunk.len()))
     }
 
     fn truth(&self, xs: &[f64]) -> Vec<Vec<f64>> {

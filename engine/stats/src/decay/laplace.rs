@@ -20,6 +20,8 @@ pub struct LaplaceWindow {
     /// Online and stream: the step and the running window sum.
     t: u64,
     window: Sliding,
+    /// Stream: the chunk's draws (reused from chunk to chunk).
+    z: Vec<i64>,
 }
 
 impl LaplaceWindow {
@@ -39,6 +41,7 @@ impl LaplaceWindow {
             epsilon,
             t: 0,
             window: Sliding::new(w),
+            z: Vec::new(),
         })
     }
 }
@@ -80,15 +83,15 @@ impl DecayedSum for LaplaceWindow {
     }
 
     /// The same numbers as `push`, with the chunk's noise drawn in one keystream pass.
-    fn stream(&mut self, chunk: &[f64]) -> Result<Vec<Vec<f64>>> {
-        let mut z = vec![0i64; chunk.len()];
-        self.noise.fill(self.t, &mut z)?;
-        let mut out = vec![0.0; chunk.len()];
-        let noise = &self.noise;
+    fn stream_into(&mut self, chunk: &[f64], out: &mut Vec<Vec<f64>>) -> Result<()> {
+        self.z.resize(chunk.len(), 0);
+        self.noise.fill(self.t, &mut self.z)?;
+        let out = super::model::one_column(out, chunk.len());
+        let (noise, z) = (&self.noise, &self.z);
         self.window
             .extend(chunk, |i, v| out[i] = noise.release(v, z[i]));
         self.t += chunk.len() as u64;
-        Ok(vec![out])
+        Ok(())
     }
 
     /// All estimates; the true window sums are exact running differences of integers.

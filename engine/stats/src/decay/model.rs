@@ -79,11 +79,20 @@ pub trait DecayedSum: std::fmt::Debug + Send + Sync {
     fn bulk(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>>;
 
     /// Chunked stream: the estimates of the next `chunk` steps, continuing from every step
-    /// this instance has seen, one vector per column. Memory is bounded by the chunk and
-    /// the mechanism's window, not the stream. The default pushes one step at a time;
-    /// mechanisms with a faster chunked path override it.
+    /// this instance has seen, one vector per column, into `out` (reshaped to the columns
+    /// and the chunk's length; its allocations are reused, so a stream of equal chunks
+    /// allocates once). Memory is bounded by the chunk and the mechanism's window, not the
+    /// stream. The default pushes one step at a time; mechanisms with a faster chunked
+    /// path override it.
+    fn stream_into(&mut self, chunk: &[f64], out: &mut Vec<Vec<f64>>) -> Result<()> {
+        push_each(self, chunk, out)
+    }
+
+    /// [`stream_into`](Self::stream_into) new vectors.
     fn stream(&mut self, chunk: &[f64]) -> Result<Vec<Vec<f64>>> {
-        push_each(self, chunk)
+        let mut out = Vec::new();
+        self.stream_into(chunk, &mut out)?;
+        Ok(out)
     }
 
     /// Draw the counters' noise in bulk and streaming on `device` (`cpu`, `gpu`, `auto`: a
@@ -186,9 +195,14 @@ impl ModelParams {
 }
 
 /// The default [`DecayedSum::stream`]: one [`push`](DecayedSum::push) per step.
-pub(crate) fn push_each<M: DecayedSum + ?Sized>(m: &mut M, chunk: &[f64]) -> Result<Vec<Vec<f64>>> {
+pub(crate) fn push_each<M: DecayedSum + ?Sized>(
+    m: &mut M,
+    chunk: &[f64],
+    out: &mut Vec<Vec<f64>>,
+) -> Result<()> {
     let cols = m.columns().len();
-    let mut out = vec![Vec::with_capacity(chunk.len()); cols];
+    out.resize_with(cols, Vec::new);
+    out.iter_mut().for_each(Vec::clear);
     let mut row = vec![0.0; cols];
     for &x in chunk {
         m.push(x, &mut row)?;
@@ -196,7 +210,19 @@ pub(crate) fn push_each<M: DecayedSum + ?Sized>(m: &mut M, chunk: &[f64]) -> Res
             o.push(*v);
         }
     }
-    Ok(out)
+    Ok(())
+}
+
+/// `out` as one column of `len` values (old values kept where they fit: the caller
+/// overwrites every one), reusing its allocation.
+pub(crate) fn one_column(out: &mut Vec<Vec<f64>>, len: usize) -> &mut [f64] {
+    out.truncate(1);
+    if out.is_empty() {
+        out.push(Vec::new());
+    }
+    let col = &mut out[0];
+    col.resize(len, 0.0);
+    col
 }
 
 /// The exact sum of the last `W` values of a stream, fed one value or one chunk at a time:

@@ -18,6 +18,8 @@ pub struct RandomizedResponse {
     /// Online and stream: the flip stream and the running window sum of the reports.
     rng: ChaCha20Rng,
     window: Sliding,
+    /// Stream: the chunk's reports (reused from chunk to chunk).
+    reports: Vec<f64>,
 }
 
 fn flip_stream(key: [u8; 32]) -> ChaCha20Rng {
@@ -56,6 +58,7 @@ impl RandomizedResponse {
             epsilon,
             rng: flip_stream(key),
             window: Sliding::new(w),
+            reports: Vec::new(),
         })
     }
 
@@ -99,16 +102,18 @@ impl DecayedSum for RandomizedResponse {
     }
 
     /// The same numbers as `push`, the window summed over a contiguous buffer.
-    fn stream(&mut self, chunk: &[f64]) -> Result<Vec<Vec<f64>>> {
+    fn stream_into(&mut self, chunk: &[f64], out: &mut Vec<Vec<f64>>) -> Result<()> {
         if chunk.iter().any(|&x| x != 0.0 && x != 1.0) {
             return Err(not_bits());
         }
         let mut rng = self.rng.clone();
-        let reports: Vec<f64> = chunk.iter().map(|&x| report(self.p, &mut rng, x)).collect();
+        self.reports.clear();
+        self.reports
+            .extend(chunk.iter().map(|&x| report(self.p, &mut rng, x)));
         self.rng = rng;
-        let mut out = vec![0.0; chunk.len()];
-        self.window.extend(&reports, |i, s| out[i] = s);
-        Ok(vec![out])
+        let out = super::model::one_column(out, chunk.len());
+        self.window.extend(&self.reports, |i, s| out[i] = s);
+        Ok(())
     }
 
     fn bulk(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>> {

@@ -108,13 +108,11 @@ fn exponential_parallel_segments_equal_online() {
         for chunk in [1usize, 7, 33, 100, 1000] {
             let mut s = m.clone();
             let mut got = Vec::new();
+            let mut out = vec![f64::NAN; chunk];
             for c in xs.chunks(chunk) {
-                got.extend(
-                    s.bulk_continue(c)
-                        .expect("chunk")
-                        .iter()
-                        .map(|v| v.to_bits()),
-                );
+                let out = &mut out[..c.len()];
+                s.bulk_continue(c, out).expect("chunk");
+                got.extend(out.iter().map(|v| v.to_bits()));
             }
             assert_eq!(got, want, "{name} in chunks of {chunk}");
         }
@@ -524,11 +522,22 @@ fn every_model_agrees_on_all_paths_through_the_trait() {
         let bulk = m.bulk(&xs).expect("bulk");
         assert_eq!(bulk.len(), m.columns().len(), "{name}");
         let online = m.online(&xs).expect("online");
+        // Chunks of changing length into buffers reused from chunk to chunk (what a
+        // buffer held before must never leak into the next chunk's estimates).
         let mut streamed = vec![Vec::new(); bulk.len()];
-        let mut s = m.fresh();
-        for c in xs.chunks(3_333) {
-            for (col, o) in s.stream(c).expect("stream").into_iter().enumerate() {
-                streamed[col].extend(o);
+        let (mut s, mut out) = (m.fresh(), vec![vec![f64::NAN; 5_000]; 3]);
+        let mut at = 0;
+        for len in [3_333, 1_000, 4_001, 17].into_iter().cycle() {
+            if at == xs.len() {
+                break;
+            }
+            let c = &xs[at..(at + len).min(xs.len())];
+            at += c.len();
+            s.stream_into(c, &mut out).expect("stream");
+            assert_eq!(out.len(), bulk.len(), "{name}: columns");
+            for (col, o) in out.iter().enumerate() {
+                assert_eq!(o.len(), c.len(), "{name}: chunk length");
+                streamed[col].extend_from_slice(o);
             }
         }
         for col in 0..bulk.len() {

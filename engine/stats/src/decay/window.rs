@@ -122,20 +122,23 @@ impl WindowSum {
     /// Bulk: the estimates for a whole series, in parallel over segments of whole blocks.
     /// Same key, same numbers as `push`, bit for bit.
     pub(crate) fn bulk_series(&self, xs: &[f64]) -> Result<Vec<f64>> {
-        self.bulk_offset(xs, 0, 0)
+        let mut out = vec![0.0; xs.len()];
+        self.bulk_offset(xs, 0, 0, &mut out)?;
+        Ok(out)
     }
 
-    /// The next chunk of a stream processed in bulk: memory is the chunk plus two blocks.
-    fn stream_chunk(&mut self, chunk: &[f64]) -> Result<Vec<f64>> {
+    /// The next chunk of a stream processed in bulk into `out` (one estimate per step of
+    /// the chunk): memory is the chunk plus two blocks.
+    fn stream_chunk(&mut self, chunk: &[f64], out: &mut [f64]) -> Result<()> {
         let block = 1u64 << self.h;
         let start = self.hist_base + self.hist.len() as u64;
         self.hist.extend_from_slice(chunk);
-        let out = self.bulk_offset(&self.hist, self.hist_base, start);
+        self.bulk_offset(&self.hist, self.hist_base, start, out)?;
         let end = self.hist_base + self.hist.len() as u64;
         let keep = (end / block).saturating_sub(1) * block;
         self.hist.drain(..(keep - self.hist_base) as usize);
         self.hist_base = keep;
-        out
+        Ok(())
     }
 
     /// The first step segment `start` rebuilds: the window can reach back into the previous
@@ -146,12 +149,17 @@ impl WindowSum {
     }
 
     /// `xs[i]` is step `base + i` (`base` a multiple of the block); the estimates for steps
-    /// `out_from .. base + xs.len()`.
-    fn bulk_offset(&self, xs: &[f64], base: u64, out_from: u64) -> Result<Vec<f64>> {
+    /// `out_from .. base + xs.len()` into `out`.
+    fn bulk_offset(&self, xs: &[f64], base: u64, out_from: u64, out: &mut [f64]) -> Result<()> {
         let block = 1u64 << self.h;
         let seg = block.max(1 << 15);
         let end = base + xs.len() as u64;
-        let mut out = vec![0.0; (end - out_from) as usize];
+        if out.len() as u64 != end - out_from {
+            return Err(Error::Numerical(format!(
+                "window: {} outputs for steps {out_from}..{end}",
+                out.len()
+            )));
+        }
         // Segments are aligned to `seg` in step numbers; the first may start late.
         let first_len = ((out_from / seg + 1) * seg).min(end) - out_from;
         let (head, tail) = out.split_at_mut(first_len as usize);
@@ -168,7 +176,7 @@ impl WindowSum {
                 .try_for_each_init(Scratch::default, |sc, (start, dst)| {
                     self.segment(xs, base, (start, start + dst.len() as u64), dst, sc, None)
                 })?;
-            return Ok(out);
+            return Ok(());
         }
         // GPU: the noise of up to GPU_STEPS steps' segments in one pass on the device, then
         // those segments in parallel on the CPU.
@@ -218,7 +226,7 @@ impl WindowSum {
                     self.segment(xs, base, (start, stop), dst, sc, Some((first, &z)))
                 })?;
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Estimates for steps `start..stop` into `dst`, rebuilding the blocks they need (the
@@ -316,12 +324,12 @@ impl DecayedSum for WindowSum {
         Ok(vec![self.bulk_series(xs)?])
     }
 
-    fn stream(&mut self, chunk: &[f64]) -> Result<Vec<Vec<f64>>> {
+    fn stream_into(&mut self, chunk: &[f64], out: &mut Vec<Vec<f64>>) -> Result<()> {
         if self.t > 0 {
             // Fed online before: continue online (the same numbers).
-            return super::model::push_each(self, chunk);
+            return super::model::push_each(self, chunk, out);
         }
-        Ok(vec![self.stream_chunk(chunk)?])
+        self.stream_chunk(chunk, super::model::one_column(out, chunk.len()))
     }
 
     fn truth(&self, xs: &[f64]) -> Vec<Vec<f64>> {
