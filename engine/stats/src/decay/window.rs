@@ -128,15 +128,30 @@ impl WindowSum {
     }
 
     /// The next chunk of a stream processed in bulk into `out` (one estimate per step of
-    /// the chunk): memory is the chunk plus two blocks.
+    /// the chunk): memory is the chunk plus two blocks. The chunk is not copied: the held
+    /// steps and the chunk's first steps, up to the first block boundary a block past the
+    /// chunk's start, are one part; the rest of the chunk (from a block before that
+    /// boundary, for the windows reaching back) the other.
     fn stream_chunk(&mut self, chunk: &[f64], out: &mut [f64]) -> Result<()> {
         let block = 1u64 << self.h;
         let start = self.hist_base + self.hist.len() as u64;
-        self.hist.extend_from_slice(chunk);
-        self.bulk_offset(&self.hist, self.hist_base, start, out)?;
-        let end = self.hist_base + self.hist.len() as u64;
+        let end = start + chunk.len() as u64;
+        let b1 = (start + block).div_ceil(block) * block;
+        let split = b1.min(end);
+        let k = (split - start) as usize;
+        let (out_head, out_rest) = out.split_at_mut(k);
+        self.hist.extend_from_slice(&chunk[..k]);
+        self.bulk_offset(&self.hist, self.hist_base, start, out_head)?;
+        // Keep from a block before the last block boundary: what a window can reach back to.
         let keep = (end / block).saturating_sub(1) * block;
-        self.hist.drain(..(keep - self.hist_base) as usize);
+        if split < end {
+            let base = b1 - block;
+            self.bulk_offset(&chunk[(base - start) as usize..], base, b1, out_rest)?;
+            self.hist.clear();
+            self.hist.extend_from_slice(&chunk[(keep - start) as usize..]);
+        } else {
+            self.hist.drain(..(keep - self.hist_base) as usize);
+        }
         self.hist_base = keep;
         Ok(())
     }
