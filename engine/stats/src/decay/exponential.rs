@@ -338,7 +338,11 @@ fn horner(
     mut acc: f64,
 ) -> f64 {
     let (lo, hi) = (*levels.start(), (*levels.end()).min(63));
-    let below_hi = if hi == 63 { u64::MAX } else { (1u64 << (hi + 1)) - 1 };
+    let below_hi = if hi == 63 {
+        u64::MAX
+    } else {
+        (1u64 << (hi + 1)) - 1
+    };
     let mut bits = n & below_hi & !((1u64 << lo) - 1);
     while bits != 0 {
         let k = 63 - bits.leading_zeros();

@@ -148,7 +148,8 @@ impl WindowSum {
             let base = b1 - block;
             self.bulk_offset(&chunk[(base - start) as usize..], base, b1, out_rest)?;
             self.hist.clear();
-            self.hist.extend_from_slice(&chunk[(keep - start) as usize..]);
+            self.hist
+                .extend_from_slice(&chunk[(keep - start) as usize..]);
         } else {
             self.hist.drain(..(keep - self.hist_base) as usize);
         }
@@ -284,7 +285,8 @@ impl WindowSum {
             let end = sb + n as u64;
             let out_lo = start.clamp(sb, end);
             let o_from = (out_lo - sb) as usize;
-            let out = &mut dst[(out_lo.max(start) - start) as usize..(end.max(start) - start) as usize];
+            let out =
+                &mut dst[(out_lo.max(start) - start) as usize..(end.max(start) - start) as usize];
             let at = (sb - base) as usize;
             blocks.block(sb, &xs[at..at + n], z, o_from, out)?;
             id += count as u64;
