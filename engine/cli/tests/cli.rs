@@ -35,6 +35,22 @@ fn fails(args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// `kinsey decay` on the column `count` of `input` into `out`, then `rest` (later flags
+/// win over earlier ones).
+fn decay_args<'a>(input: &'a Path, out: &'a Path, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
+        "decay",
+        "--input",
+        arg(input),
+        "--column",
+        "count",
+        "--out",
+        arg(out),
+    ];
+    a.extend_from_slice(rest);
+    a
+}
+
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("file")).expect("json")
 }
@@ -616,25 +632,22 @@ fn decay_window_bulk_and_online_agree_and_bad_input_fails() {
     }
     std::fs::write(&input, text).expect("write");
     let run = |out: &Path, extra: &[&str]| {
-        let mut args = vec![
-            "decay",
-            "--input",
-            arg(&input),
-            "--column",
-            "count",
-            "--model",
-            "window",
-            "--window",
-            "60",
-            "--epsilon",
-            "1",
-            "--bound",
-            "4",
-            "--seed",
-            "5",
-            "--out",
-            arg(out),
-        ];
+        let mut args = decay_args(
+            &input,
+            out,
+            &[
+                "--model",
+                "window",
+                "--window",
+                "60",
+                "--epsilon",
+                "1",
+                "--bound",
+                "4",
+                "--seed",
+                "5",
+            ],
+        );
         args.extend_from_slice(extra);
         ok(&args)
     };
@@ -666,24 +679,21 @@ fn decay_window_bulk_and_online_agree_and_bad_input_fails() {
     assert_eq!(lines.lines().count(), 5001);
     // All windows from one tree: one column per window, each evaluated.
     let c = dir.path().join("c.parquet");
-    let s = ok(&[
-        "decay",
-        "--input",
-        arg(&input),
-        "--column",
-        "count",
-        "--model",
-        "allwindow",
-        "--windows",
-        "60,1440",
-        "--epsilon",
-        "1",
-        "--bound",
-        "4",
-        "--out",
-        arg(&c),
-        "--evaluate",
-    ]);
+    let s = ok(&decay_args(
+        &input,
+        &c,
+        &[
+            "--model",
+            "allwindow",
+            "--windows",
+            "60,1440",
+            "--epsilon",
+            "1",
+            "--bound",
+            "4",
+            "--evaluate",
+        ],
+    ));
     assert!(
         s.contains("(window_60)") && s.contains("(window_1440)"),
         "{s}"
@@ -707,39 +717,19 @@ fn decay_window_bulk_and_online_agree_and_bad_input_fails() {
         (vec!["--model", "exponential", "--alpha", "1.5"], "alpha"),
         (vec!["--model", "wave"], "unknown model"),
     ] {
-        let mut args = vec![
-            "decay",
-            "--input",
-            arg(&input),
-            "--column",
-            "count",
-            "--epsilon",
-            "1",
-            "--out",
-            arg(&bad),
-        ];
         // later flags win: the bad value overrides the default
+        let mut args = decay_args(&input, &bad, &["--epsilon", "1"]);
         args.extend(extra);
         let e = fails(&args);
         assert!(e.contains(needle), "{needle}: {e}");
         assert!(!bad.exists());
     }
     std::fs::write(&input, "count\n1\n-3\n").expect("write");
-    let e = fails(&[
-        "decay",
-        "--input",
-        arg(&input),
-        "--column",
-        "count",
-        "--model",
-        "window",
-        "--window",
-        "2",
-        "--epsilon",
-        "1",
-        "--out",
-        arg(&bad),
-    ]);
+    let e = fails(&decay_args(
+        &input,
+        &bad,
+        &["--model", "window", "--window", "2", "--epsilon", "1"],
+    ));
     assert!(e.contains("row 1") && e.contains("non-negative"), "{e}");
 }
 
@@ -764,21 +754,11 @@ fn decay_streams_in_chunks_all_or_nothing() {
     };
     std::fs::write(&input, series(None)).expect("write");
     let run = |out: &Path, model: &[&str], extra: &[&str]| {
-        let mut args = vec![
-            "decay",
-            "--input",
-            arg(&input),
-            "--column",
-            "count",
-            "--epsilon",
-            "1",
-            "--bound",
-            "4",
-            "--seed",
-            "9",
-            "--out",
-            arg(out),
-        ];
+        let mut args = decay_args(
+            &input,
+            out,
+            &["--epsilon", "1", "--bound", "4", "--seed", "9"],
+        );
         args.extend_from_slice(model);
         args.extend_from_slice(extra);
         kinsey(&args)
@@ -836,24 +816,21 @@ fn decay_streams_in_chunks_all_or_nothing() {
     let input = clean.path().join("s.csv");
     std::fs::write(&input, series(Some(3500))).expect("write");
     let out = clean.path().join("out").join("est.parquet");
-    let o = kinsey(&[
-        "decay",
-        "--input",
-        arg(&input),
-        "--column",
-        "count",
-        "--model",
-        "window",
-        "--window",
-        "60",
-        "--epsilon",
-        "1",
-        "--out",
-        arg(&out),
-        "--chunk",
-        "1000",
-        "--diagnostics",
-    ]);
+    let o = kinsey(&decay_args(
+        &input,
+        &out,
+        &[
+            "--model",
+            "window",
+            "--window",
+            "60",
+            "--epsilon",
+            "1",
+            "--chunk",
+            "1000",
+            "--diagnostics",
+        ],
+    ));
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && e.contains("row 3500"), "{e}");
     let left: Vec<_> = std::fs::read_dir(clean.path())
