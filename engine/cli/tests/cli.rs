@@ -35,6 +35,9 @@ fn fails(args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The window sum of 60 steps at epsilon 1 (`kinsey decay` flags).
+const WINDOW_60: &[&str] = &["--model", "window", "--window", "60", "--epsilon", "1"];
+
 /// `kinsey decay` on the column `count` of `input` into `out`, then `rest` (later flags
 /// win over earlier ones).
 fn decay_args<'a>(input: &'a Path, out: &'a Path, rest: &[&'a str]) -> Vec<&'a str> {
@@ -632,22 +635,8 @@ fn decay_window_bulk_and_online_agree_and_bad_input_fails() {
     }
     std::fs::write(&input, text).expect("write");
     let run = |out: &Path, extra: &[&str]| {
-        let mut args = decay_args(
-            &input,
-            out,
-            &[
-                "--model",
-                "window",
-                "--window",
-                "60",
-                "--epsilon",
-                "1",
-                "--bound",
-                "4",
-                "--seed",
-                "5",
-            ],
-        );
+        let mut args = decay_args(&input, out, WINDOW_60);
+        args.extend_from_slice(&["--bound", "4", "--seed", "5"]);
         args.extend_from_slice(extra);
         ok(&args)
     };
@@ -816,21 +805,9 @@ fn decay_streams_in_chunks_all_or_nothing() {
     let input = clean.path().join("s.csv");
     std::fs::write(&input, series(Some(3500))).expect("write");
     let out = clean.path().join("out").join("est.parquet");
-    let o = kinsey(&decay_args(
-        &input,
-        &out,
-        &[
-            "--model",
-            "window",
-            "--window",
-            "60",
-            "--epsilon",
-            "1",
-            "--chunk",
-            "1000",
-            "--diagnostics",
-        ],
-    ));
+    let mut args = decay_args(&input, &out, WINDOW_60);
+    args.extend_from_slice(&["--chunk", "1000", "--diagnostics"]);
+    let o = kinsey(&args);
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && e.contains("row 3500"), "{e}");
     let left: Vec<_> = std::fs::read_dir(clean.path())

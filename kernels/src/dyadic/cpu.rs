@@ -7,8 +7,8 @@ use crate::chacha::ChaCha20;
 /// Counters per batch (16 KiB of words: in L1).
 const BATCH: usize = 1024;
 
-/// The draws of counters `first .. first + out.len()` under `tables`, [`SLOW`](super::SLOW) where the
-/// fast path cannot finish one. `wide` is read only for laws with more than two digits.
+/// The draws of counters `first .. first + out.len()` under `tables`,
+/// [`SLOW`](super::SLOW) where the fast path cannot finish one. `wide` is read only for laws with more than two digits.
 pub fn fill(
     keystream: &ChaCha20,
     wide: &ChaCha20,
@@ -67,13 +67,9 @@ mod tests {
             assert!(slow < 10, "{slow} slow draws of 2500");
         }
     }
-}
 
-#[cfg(test)]
-mod speed {
-    use super::*;
-    use crate::dyadic::tables::random_tables;
-
+    /// Nanoseconds per counter of `fill` and of its keystream alone (`cargo test --release
+    /// -p kinsey-kernels --lib dyadic::cpu::tests::fill_speed -- --ignored --nocapture`).
     #[test]
     #[ignore]
     fn fill_speed() {

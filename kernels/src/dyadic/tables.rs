@@ -116,21 +116,13 @@ impl DyadicTables {
         for (d, &w) in self.digits.iter().skip(2).zip(extra) {
             r += d.draw(w) << d.pos;
         }
-        finish(gbits, r, self.m, words[0])
+        // x < 64 M + M < 2^48 (G's 11 bits all zero gives 64: marked slow below).
+        let x = u64::from(gbits.trailing_zeros()) * self.m + r;
+        let negative = words[0] & 1;
+        let z = (x ^ negative.wrapping_neg()).wrapping_add(negative) as i64;
+        let slow = (gbits == 0) | ((negative == 1) & (x == 0));
+        if slow { SLOW } else { z }
     }
-}
-
-/// Geometric part, sign and the rejection of `-0`: the draw from `G`'s bits `gbits`, the
-/// remainder `r` and the word holding the sign; [`SLOW`] when `G` needs more bits or the
-/// draw is `-0`.
-#[inline(always)]
-fn finish(gbits: u64, r: u64, m: u64, word0: u64) -> i64 {
-    // x < 64 M + M < 2^48 (G's 11 bits all zero gives 64: marked slow below).
-    let x = u64::from(gbits.trailing_zeros()) * m + r;
-    let negative = word0 & 1;
-    let z = (x ^ negative.wrapping_neg()).wrapping_add(negative) as i64;
-    let slow = (gbits == 0) | ((negative == 1) & (x == 0));
-    if slow { SLOW } else { z }
 }
 
 /// Tables of the right shape with random entries (the kernels do not care whether they

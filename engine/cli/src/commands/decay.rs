@@ -351,10 +351,7 @@ fn run_streaming(a: Args) -> Result<()> {
     let staged = o.stage(&a.out)?;
     let mut w = SeriesWriter::create(&staged, &a.out, &names)?;
     let bar = crate::term::spinner("private decayed sums");
-    let (mut xs, mut row) = (
-        Vec::with_capacity(a.chunk.min(1 << 24)),
-        vec![0.0; names.len()],
-    );
+    let mut xs = Vec::with_capacity(a.chunk.min(1 << 24));
     // The estimates' buffers, reused from chunk to chunk.
     let mut est: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
     let (mut run_s, mut io_s) = (0.0, 0.0);
@@ -363,11 +360,7 @@ fn run_streaming(a: Args) -> Result<()> {
         io_s += t.elapsed().as_secs_f64();
         t = Instant::now();
         if a.online {
-            est.iter_mut().for_each(Vec::clear);
-            for &x in &xs {
-                m.push(x, &mut row)?;
-                est.iter_mut().zip(&row).for_each(|(c, v)| c.push(*v));
-            }
+            kinsey_stats::decay::push_each(m.as_mut(), &xs, &mut est)?;
         } else {
             m.stream_into(&xs, &mut est)?;
         }

@@ -33,7 +33,7 @@ mod tree;
 pub use allwindow::AllWindowSum;
 pub use exponential::ExponentialSum;
 pub use laplace::LaplaceWindow;
-pub use model::{Calibration, DecayedSum, ModelParams, Public};
+pub use model::{Calibration, DecayedSum, ModelParams, Public, push_each};
 pub use polynomial::PolynomialSum;
 pub use rr::RandomizedResponse;
 pub use window::WindowSum;

@@ -194,8 +194,9 @@ impl ModelParams {
     }
 }
 
-/// The default [`DecayedSum::stream`]: one [`push`](DecayedSum::push) per step.
-pub(crate) fn push_each<M: DecayedSum + ?Sized>(
+/// The default [`DecayedSum::stream_into`]: one [`push`](DecayedSum::push) per step, the
+/// estimates into `out` (one vector per column, allocations reused); also `--online`.
+pub fn push_each<M: DecayedSum + ?Sized>(
     m: &mut M,
     chunk: &[f64],
     out: &mut Vec<Vec<f64>>,

@@ -206,11 +206,6 @@ impl KeyedNoise {
         Ok(self.gpu.as_ref().map(GpuDyadic::describe))
     }
 
-    /// Whether [`fill`](Self::fill) runs on a GPU.
-    pub fn on_gpu(&self) -> bool {
-        self.gpu.is_some()
-    }
-
     /// The GPU [`fill`](Self::fill) runs on, if any.
     pub fn gpu(&self) -> Option<&kinsey_kernels::gpu::GpuContext> {
         self.gpu.as_ref().map(GpuDyadic::context)

@@ -186,7 +186,7 @@ impl WindowSum {
             pieces.push((at, c));
             at += len;
         }
-        if !self.noise.on_gpu() {
+        if self.noise.gpu().is_none() {
             pieces
                 .into_par_iter()
                 .try_for_each_init(Scratch::default, |sc, (start, dst)| {
