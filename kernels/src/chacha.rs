@@ -225,6 +225,14 @@ fn fill_avx2(c: &ChaCha20, pos: u64, out: &mut [u64]) {
     while at < out.len() {
         let p = pos + at as u64;
         let (block, skip) = (p / WORDS_PER_BLOCK, (p % WORDS_PER_BLOCK) as usize);
+        // Whole groups of eight blocks go straight to the output; the ends through `buf`.
+        if let (0, Some(whole)) = (skip, out.get_mut(at..at + 64))
+            && let Ok(whole) = <&mut [u64; 64]>::try_from(whole)
+        {
+            avx2::blocks8(c, block, whole);
+            at += 64;
+            continue;
+        }
         avx2::blocks8(c, block, &mut buf);
         let take = (64 - skip).min(out.len() - at);
         out[at..at + take].copy_from_slice(&buf[skip..skip + take]);
@@ -289,15 +297,33 @@ mod avx2 {
             quarter(&mut x, 2, 7, 8, 13);
             quarter(&mut x, 3, 4, 9, 14);
         }
-        let mut words = [[0u32; LANES]; 16];
-        for ((w, xi), s) in words.iter_mut().zip(x).zip(start) {
-            *w = bytemuck::cast(_mm256_add_epi32(xi, s));
+        for (xi, s) in x.iter_mut().zip(start) {
+            *xi = _mm256_add_epi32(*xi, s);
         }
-        for l in 0..LANES {
-            for w in 0..8 {
-                out[l * 8 + w] =
-                    u64::from(words[2 * w][l]) | (u64::from(words[2 * w + 1][l]) << 32);
+        // An in-register transpose: block `l` (lane `l`) becomes `out[8 l .. 8 l + 8]`, its
+        // 64-bit word `w` the 32-bit state words `2 w` (low) and `2 w + 1` (high).
+        // `lo[w]` holds word `w` of blocks 0, 1, 4, 5; `hi[w]` of blocks 2, 3, 6, 7.
+        let lo: [__m256i; 8] =
+            std::array::from_fn(|w| _mm256_unpacklo_epi32(x[2 * w], x[2 * w + 1]));
+        let hi: [__m256i; 8] =
+            std::array::from_fn(|w| _mm256_unpackhi_epi32(x[2 * w], x[2 * w + 1]));
+        let mut rows = [_mm256_setzero_si256(); 16];
+        for (half, v) in [(0usize, &lo), (1, &hi)] {
+            for q in 0..2 {
+                let (a, b, cc, d) = (v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+                let (t0, t1) = (_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
+                let (t2, t3) = (_mm256_unpacklo_epi64(cc, d), _mm256_unpackhi_epi64(cc, d));
+                // Blocks 2 half + {0, 1, 4, 5}; row index = 2 block + q.
+                let first = 2 * half;
+                rows[2 * first + q] = _mm256_permute2x128_si256::<0x20>(t0, t2);
+                rows[2 * (first + 1) + q] = _mm256_permute2x128_si256::<0x20>(t1, t3);
+                rows[2 * (first + 4) + q] = _mm256_permute2x128_si256::<0x31>(t0, t2);
+                rows[2 * (first + 5) + q] = _mm256_permute2x128_si256::<0x31>(t1, t3);
             }
+        }
+        let dst: &mut [[u64; 4]; 16] = bytemuck::cast_mut(out);
+        for (d, r) in dst.iter_mut().zip(rows) {
+            *d = bytemuck::cast(r);
         }
     }
 }

@@ -23,11 +23,8 @@ pub fn fill(
         let at = first + (c * BATCH) as u64;
         let w = &mut words[..chunk.len()];
         keystream.fill_u64(2 * at, w.as_flattened_mut());
-        if e == 0 {
-            for (o, w) in chunk.iter_mut().zip(w.iter()) {
-                *o = tables.fast_or_slow(*w, &[]);
-            }
-        } else {
+        if all_draws(tables, w, chunk).is_none() {
+            // Three or four digits: one wide word each beyond the second.
             let x = &mut extra[..EXTRA_WORDS * chunk.len()];
             wide.fill_u64(EXTRA_WORDS as u64 * at, x);
             for ((o, w), x) in chunk
@@ -39,6 +36,25 @@ pub fn fill(
             }
         }
     }
+}
+
+/// [`DyadicTables::fast_or_slow_all`], compiled for BMI1/BMI2 where the CPU has them
+/// (`tzcnt` for the geometric part, shifts by a register without flags).
+fn all_draws(tables: &DyadicTables, words: &[[u64; 2]], out: &mut [i64]) -> Option<()> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("bmi1") && std::arch::is_x86_feature_detected!("bmi2") {
+        // SAFETY: the CPU has BMI1 and BMI2 (checked just above), the only requirement of
+        // calling a function compiled with `target_feature(enable = "bmi1,bmi2")`.
+        #[allow(unsafe_code)]
+        return unsafe { all_draws_bmi(tables, words, out) };
+    }
+    tables.fast_or_slow_all(words, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi1,bmi2")]
+fn all_draws_bmi(tables: &DyadicTables, words: &[[u64; 2]], out: &mut [i64]) -> Option<()> {
+    tables.fast_or_slow_all(words, out)
 }
 
 #[cfg(test)]

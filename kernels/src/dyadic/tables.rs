@@ -125,6 +125,75 @@ impl DyadicTables {
     }
 }
 
+/// One digit's table with its shifts and masks worked out once, for a loop of draws.
+#[derive(Clone, Copy)]
+struct Ready<'a> {
+    low: u32,
+    mask: u64,
+    pos: u32,
+    table: &'a [u64],
+}
+
+impl<'a> Ready<'a> {
+    fn new(d: &'a DigitTable) -> Self {
+        let low = d.prec - d.slot_bits;
+        Ready {
+            low,
+            mask: (1u64 << low) - 1,
+            pos: d.pos,
+            table: &d.table,
+        }
+    }
+
+    /// [`DigitTable::draw`], the same operations.
+    #[inline(always)]
+    fn draw(&self, w: u64) -> u64 {
+        let slot = (w >> self.low) as usize & (self.table.len() - 1);
+        let e = self.table[slot];
+        if w & self.mask < e & self.mask {
+            slot as u64
+        } else {
+            e >> self.low
+        }
+    }
+}
+
+impl DyadicTables {
+    /// [`fast_or_slow`](Self::fast_or_slow) of every counter's two words, for laws of at
+    /// most two digits (`None` for wider ones): the digits' parameters read once, not per
+    /// draw.
+    #[inline(always)]
+    pub fn fast_or_slow_all(&self, words: &[[u64; 2]], out: &mut [i64]) -> Option<()> {
+        match self.digits.as_slice() {
+            [] => draws(self.m, [], words, out),
+            [a] => draws(self.m, [Ready::new(a)], words, out),
+            [a, b] => draws(self.m, [Ready::new(a), Ready::new(b)], words, out),
+            _ => return None,
+        }
+        Some(())
+    }
+}
+
+/// The draws of [`DyadicTables::fast_or_slow`] for `N <= 2` digits.
+#[inline(always)]
+fn draws<const N: usize>(m: u64, d: [Ready<'_>; N], words: &[[u64; 2]], out: &mut [i64]) {
+    for (o, w) in out.iter_mut().zip(words) {
+        let gbits = (w[0] >> 1) & ((1 << (LOW_BITS - 1)) - 1);
+        let mut r = 0;
+        if let Some(d) = d.first() {
+            r = d.draw(w[1]);
+        }
+        if let Some(d) = d.get(1) {
+            r += d.draw(w[0] >> LOW_BITS) << d.pos;
+        }
+        let x = u64::from(gbits.trailing_zeros()) * m + r;
+        let negative = w[0] & 1;
+        let z = (x ^ negative.wrapping_neg()).wrapping_add(negative) as i64;
+        let slow = (gbits == 0) | ((negative == 1) & (x == 0));
+        *o = if slow { SLOW } else { z };
+    }
+}
+
 /// Tables of the right shape with random entries (the kernels do not care whether they
 /// carry a law; `kinsey_dp::dyadic` tests that): `digits` digits, block `m`.
 #[cfg(test)]
