@@ -145,17 +145,51 @@ impl Blocks {
         Ok(())
     }
 
-    /// Node values (children added left + right) and releases, level by level.
+    /// Node values (children added left + right) and releases: levels 0 to 2 four steps
+    /// at a time (a group's seven draws are consecutive in completion order), then the
+    /// rest level by level.
     fn levels(&mut self, xs: &[f64], z: &[i64]) {
         let (g, inv) = (self.gamma, self.inv);
         let release = |v: f64, z: i64| g * ((v * inv).round() + z as f64);
         let n = xs.len();
-        for (m, (r, &x)) in self.rel[..n].iter_mut().zip(xs).enumerate() {
+        let quads = if self.h >= 2 { n / 4 } else { 0 };
+        if quads > 0 {
+            let (o1, o2) = (self.offs[1], self.offs[2]);
+            let (rel0, rest) = self.rel.split_at_mut(o1);
+            let (rel1, rel2) = rest.split_at_mut(o2 - o1);
+            let (val1, val2) = self.val.split_at_mut(o2 - o1);
+            for (q, ((((x, r0), (r1, v1)), r2), v2)) in xs
+                .chunks_exact(4)
+                .zip(rel0.chunks_exact_mut(4))
+                .zip(rel1.chunks_exact_mut(2).zip(val1.chunks_exact_mut(2)))
+                .zip(rel2.iter_mut())
+                .zip(val2.iter_mut())
+                .enumerate()
+            {
+                // Steps 4q .. 4q + 3 close, in order: (0, 4q); (0, 4q + 1), (1, 2q);
+                // (0, 4q + 2); (0, 4q + 3), (1, 2q + 1), (2, q).
+                let at = draw_index(0, 4 * q);
+                let zq = &z[at..at + 7];
+                let (a, c) = (x[0] + x[1], x[2] + x[3]);
+                *v2 = a + c;
+                r0[0] = release(x[0], zq[0]);
+                r0[1] = release(x[1], zq[1]);
+                r0[2] = release(x[2], zq[3]);
+                r0[3] = release(x[3], zq[4]);
+                v1[0] = a;
+                v1[1] = c;
+                r1[0] = release(a, zq[2]);
+                r1[1] = release(c, zq[5]);
+                *r2 = release(*v2, zq[6]);
+            }
+        }
+        for (m, (r, &x)) in self.rel[..n].iter_mut().zip(xs).enumerate().skip(4 * quads) {
             *r = release(x, z[draw_index(0, m)]);
         }
         let base = self.offs[1];
         for k in 1..=self.h {
             let len = n >> k;
+            let done = if k <= 2 { quads << (2 - k) } else { 0 };
             if len == 0 {
                 break;
             }
@@ -169,6 +203,7 @@ impl Blocks {
                 .zip(rels.iter_mut())
                 .zip(below.chunks_exact(2))
                 .enumerate()
+                .skip(done)
             {
                 *v = pair[0] + pair[1];
                 *r = release(*v, z[draw_index(k, m)]);
@@ -178,18 +213,26 @@ impl Blocks {
 
     /// Prefix sums `pre[o]` (the released nodes of `[0, o]`) over the block's first `n`
     /// steps, and suffix sums `suf[o]` (of `[o, 2^h - 1]`) when the block is whole.
+    ///
+    /// `pre[o]` is `pre[o - s] + node` for the node of level `k = tz(o + 1)` ending at `o`
+    /// (`s = 2^k`), and `o - s + 1` has more trailing zeros than `o + 1`: computed level by
+    /// level from the top, no sum waits for the one just before it (step by step, every
+    /// other sum waited on the previous one's store and addition).
     fn prefix_suffix(&mut self, n: usize) {
         let (rel, offs) = (&self.rel, &self.offs);
         let pre = &mut self.pre;
-        for o in 0..n {
-            let k = (o + 1).trailing_zeros();
-            let size = 1usize << k;
-            let node = rel[offs[k as usize] + ((o + 1) >> k) - 1];
-            pre[o] = if o + 1 == size {
-                node
-            } else {
-                pre[o - size] + node
-            };
+        for k in (0..=self.h as usize).rev() {
+            let nodes = &rel[offs[k]..offs[k] + (n >> k)];
+            // Node j (j even) ends at o = (j + 1) 2^k - 1; the sum before it ends at
+            // j 2^k - 1.
+            for (j, &node) in nodes.iter().enumerate().step_by(2) {
+                let o = ((j + 1) << k) - 1;
+                pre[o] = if j == 0 {
+                    node
+                } else {
+                    pre[(j << k) - 1] + node
+                };
+            }
         }
         let b = 1usize << self.h;
         if n < b {
@@ -197,15 +240,18 @@ impl Blocks {
         }
         let suf = &mut self.suf;
         suf[0] = rel[offs[self.h as usize]];
-        for o in (1..b).rev() {
-            let k = o.trailing_zeros();
-            let size = 1usize << k;
-            let node = rel[offs[k as usize] + (o >> k)];
-            suf[o] = if o + size == b {
-                node
-            } else {
-                node + suf[o + size]
-            };
+        // suf[o] = node + suf[o + s] for the node of level k = tz(o) starting at o (i odd).
+        for k in (0..self.h as usize).rev() {
+            let nodes = &rel[offs[k]..offs[k] + (b >> k)];
+            let last = (b >> k) - 1;
+            for (i, &node) in nodes.iter().enumerate().skip(1).step_by(2) {
+                let o = i << k;
+                suf[o] = if i == last {
+                    node
+                } else {
+                    node + suf[o + (1 << k)]
+                };
+            }
         }
     }
 
@@ -215,20 +261,29 @@ impl Blocks {
     fn windows_exact(&self, sb: u64, o_from: usize, out: &mut [f64]) {
         let (b, w) = (1usize << self.h, self.w);
         let (pre, suf, sufp) = (&self.pre, &self.suf, &self.suf_prev);
-        for (d, o) in out.iter_mut().zip(o_from..) {
-            *d = if o + 1 < w {
-                if sb == 0 {
-                    pre[o]
-                } else {
-                    sufp[b + o + 1 - w] + pre[o]
-                }
-            } else if o + 1 == w {
+        // Steps o + 1 < w reach into the previous block (its suffix sum plus this block's
+        // prefix sum), one loop with no branch per step (all of them when W = 2^h).
+        let reach = (w - 1).max(o_from);
+        let (back, inside) = out.split_at_mut(reach - o_from);
+        let pre_back = &pre[o_from..reach];
+        if sb == 0 {
+            back.copy_from_slice(pre_back);
+        } else {
+            let suf_back = &sufp[b + o_from + 1 - w..b + reach + 1 - w];
+            for ((d, &p), &s) in back.iter_mut().zip(pre_back).zip(suf_back) {
+                *d = s + p;
+            }
+        }
+        for (d, o) in inside.iter_mut().zip(reach..) {
+            *d = if o + 1 == w {
                 pre[o]
             } else {
+                // lo >= 1 and lo < co <= o + 1: pre[co - 1] exists; co = 2^h only at the
+                // block's last step.
                 let lo = o + 1 - w;
                 let p = (lo ^ (o + 1)).ilog2();
                 let co = ((o + 1) >> p) << p;
-                let right = pre[o] - if co > 0 { pre[co - 1] } else { 0.0 };
+                let right = pre[o] - pre[co - 1];
                 let left = suf[lo] - if co < b { suf[co] } else { 0.0 };
                 left + right
             };
@@ -343,6 +398,39 @@ mod tests {
             }
         }
         assert_eq!(id, block_nodes(32, h));
+    }
+
+    /// Nanoseconds per step of the block kernel alone, exact sums, `W = 1024` and `1000`
+    /// (`cargo test --release -p kinsey-kernels --lib window::blocks::tests::block_speed --
+    /// --ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn block_speed() {
+        let h = 10;
+        let b = 1usize << h;
+        let (xs, z) = chunk(b, h, 5);
+        let mut out = vec![0.0; b];
+        for w in [1024u64, 1000] {
+            let mut bl = Blocks::new(h, w, 0.25, true).expect("new");
+            let n = 20_000u64;
+            let t = std::time::Instant::now();
+            for i in 0..n {
+                bl.block(i * b as u64, &xs, &z, 0, &mut out).expect("block");
+            }
+            let ns = t.elapsed().as_secs_f64() / (n as f64 * b as f64) * 1e9;
+            println!("W = {w}: {ns:.2} ns/step ({})", out[9]);
+            let per = |t: std::time::Instant| t.elapsed().as_secs_f64() / (n as f64 * b as f64) * 1e9;
+            let t = std::time::Instant::now();
+            for _ in 0..n { bl.levels(&xs, &z); }
+            let a = per(t);
+            let t = std::time::Instant::now();
+            for _ in 0..n { bl.prefix_suffix(b); }
+            let c = per(t);
+            let t = std::time::Instant::now();
+            for i in 0..n { bl.windows_exact(i * b as u64, 0, &mut out); }
+            let d = per(t);
+            println!("levels {a:.2} prefix/suffix {c:.2} windows {d:.2} ({})", out[3]);
+        }
     }
 
     /// Bad shapes and a missing previous block are refused, not summed.
