@@ -1,5 +1,6 @@
 //! The `dyadic` kernel's CPU twin: the keystreams eight blocks at a time
-//! ([`ChaCha20::fill_u64`]), then the table draw per counter.
+//! ([`ChaCha20::fill_u64`]), then the table draws (four at a time with AVX2 for laws of
+//! one or two digits, one at a time otherwise).
 
 use super::tables::{DyadicTables, EXTRA_WORDS};
 use crate::chacha::ChaCha20;
@@ -38,23 +39,22 @@ pub fn fill(
     }
 }
 
-/// [`DyadicTables::fast_or_slow_all`], compiled for BMI1/BMI2 where the CPU has them
-/// (`tzcnt` for the geometric part, shifts by a register without flags).
+/// Every counter's draw for laws of at most two digits (`None` for wider ones): four at a
+/// time in AVX2 registers where the CPU has them, else the scalar loop.
 fn all_draws(tables: &DyadicTables, words: &[[u64; 2]], out: &mut [i64]) -> Option<()> {
+    let p = tables.prepared()?;
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("bmi1") && std::arch::is_x86_feature_detected!("bmi2") {
-        // SAFETY: the CPU has BMI1 and BMI2 (checked just above), the only requirement of
-        // calling a function compiled with `target_feature(enable = "bmi1,bmi2")`.
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above), the only requirement of
+        // calling a function compiled with `target_feature(enable = "avx2")`.
         #[allow(unsafe_code)]
-        return unsafe { all_draws_bmi(tables, words, out) };
+        unsafe {
+            super::avx2::draws(&p, words, out)
+        };
+        return Some(());
     }
-    tables.fast_or_slow_all(words, out)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "bmi1,bmi2")]
-fn all_draws_bmi(tables: &DyadicTables, words: &[[u64; 2]], out: &mut [i64]) -> Option<()> {
-    tables.fast_or_slow_all(words, out)
+    p.draws(words, out);
+    Some(())
 }
 
 #[cfg(test)]
@@ -84,7 +84,7 @@ mod tests {
         }
     }
 
-    /// Nanoseconds per counter of `fill` and of its keystream alone (`cargo test --release
+    /// Nanoseconds per counter of `fill`, of its keystream alone and of its draws alone (`cargo test --release
     /// -p kinsey-kernels --lib dyadic::cpu::tests::fill_speed -- --ignored --nocapture`).
     #[test]
     #[ignore]
@@ -112,6 +112,15 @@ mod tests {
         }
         let s1 = t1.elapsed().as_secs_f64();
         let c = (n * 2047) as f64;
+        let wp: Vec<[u64; 2]> = words.chunks_exact(2).map(|p| [p[0], p[1]]).collect();
+        let t2 = std::time::Instant::now();
+        for _ in 0..n {
+            let _ = all_draws(&t, &wp, &mut out);
+        }
+        println!(
+            "draws alone {:.2} ns/counter",
+            t2.elapsed().as_secs_f64() / c * 1e9
+        );
         println!(
             "fill {:.2} ns/counter, keystream {:.2} ns/counter ({})",
             s / c * 1e9,

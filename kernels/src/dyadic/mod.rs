@@ -12,10 +12,13 @@
 //! finishes them with the full sampler, which reads the same words first.
 //!
 //! Two implementations of [`fill`](cpu::fill) over a range of counters: `cpu.rs` (AVX2
-//! keystream, the table draw) and `gpu.rs` with `shaders/dyadic.wgsl` (one invocation per
+//! keystream, then the table draw four counters at a time in AVX2 registers, `avx2.rs`, for
+//! laws of one or two digits) and `gpu.rs` with `shaders/dyadic.wgsl` (one invocation per
 //! keystream block, 64-bit arithmetic on pairs of 32-bit words). They agree bit for bit: the
 //! sampler is integer-only.
 
+#[cfg(target_arch = "x86_64")]
+mod avx2;
 pub mod cpu;
 pub mod gpu;
 mod tables;

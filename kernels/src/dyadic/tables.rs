@@ -126,23 +126,35 @@ impl DyadicTables {
 }
 
 /// One digit's table with its shifts and masks worked out once, for a loop of draws.
-#[derive(Clone, Copy)]
-struct Ready<'a> {
-    low: u32,
-    mask: u64,
-    pos: u32,
-    table: &'a [u64],
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Ready<'a> {
+    /// Bits below the slot (`prec - slot_bits`, at most 63).
+    pub low: u32,
+    /// `2^low - 1`.
+    pub mask: u64,
+    /// Bit position of the digit in `R`.
+    pub pos: u32,
+    /// `2^slot_bits` entries.
+    pub table: &'a [u64],
 }
 
 impl<'a> Ready<'a> {
-    fn new(d: &'a DigitTable) -> Self {
-        let low = d.prec - d.slot_bits;
-        Ready {
-            low,
-            mask: (1u64 << low) - 1,
-            pos: d.pos,
-            table: &d.table,
-        }
+    /// `None` for a digit of the wrong shape ([`DyadicTables::check`]'s rules).
+    fn new(d: &'a DigitTable) -> Option<Self> {
+        let fits = (1..=12).contains(&d.slot_bits)
+            && d.prec <= 64
+            && d.slot_bits < d.prec
+            && d.pos < 48
+            && d.table.len() == 1 << d.slot_bits;
+        fits.then(|| {
+            let low = d.prec - d.slot_bits;
+            Ready {
+                low,
+                mask: (1u64 << low) - 1,
+                pos: d.pos,
+                table: &d.table,
+            }
+        })
     }
 
     /// [`DigitTable::draw`], the same operations.
@@ -158,19 +170,39 @@ impl<'a> Ready<'a> {
     }
 }
 
+/// A law of at most two digits prepared for a loop of draws.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Prepared<'a> {
+    /// The block length `M`.
+    pub m: u64,
+    /// Digit 0 (from word 1) and digit 1 (from word 0's top 52 bits), where the law has them.
+    pub digits: [Option<Ready<'a>>; 2],
+}
+
 impl DyadicTables {
-    /// [`fast_or_slow`](Self::fast_or_slow) of every counter's two words, for laws of at
-    /// most two digits (`None` for wider ones): the digits' parameters read once, not per
-    /// draw.
-    #[inline(always)]
-    pub fn fast_or_slow_all(&self, words: &[[u64; 2]], out: &mut [i64]) -> Option<()> {
-        match self.digits.as_slice() {
-            [] => draws(self.m, [], words, out),
-            [a] => draws(self.m, [Ready::new(a)], words, out),
-            [a, b] => draws(self.m, [Ready::new(a), Ready::new(b)], words, out),
-            _ => return None,
+    /// The law prepared for a loop of draws: `None` for more than two digits or tables of
+    /// the wrong shape.
+    pub(super) fn prepared(&self) -> Option<Prepared<'_>> {
+        if self.digits.len() > 2 || self.m >= 1 << 41 {
+            return None;
         }
-        Some(())
+        let mut digits = [None, None];
+        for (r, d) in digits.iter_mut().zip(&self.digits) {
+            *r = Some(Ready::new(d)?);
+        }
+        Some(Prepared { m: self.m, digits })
+    }
+}
+
+impl Prepared<'_> {
+    /// [`DyadicTables::fast_or_slow`] of every counter's two words into `out`.
+    #[inline(always)]
+    pub(super) fn draws(&self, words: &[[u64; 2]], out: &mut [i64]) {
+        match self.digits {
+            [None, _] => draws(self.m, [], words, out),
+            [Some(a), None] => draws(self.m, [a], words, out),
+            [Some(a), Some(b)] => draws(self.m, [a, b], words, out),
+        }
     }
 }
 

@@ -266,7 +266,9 @@ impl Blocks {
         let reach = (w - 1).max(o_from);
         let (back, inside) = out.split_at_mut(reach - o_from);
         let pre_back = &pre[o_from..reach];
-        if sb == 0 {
+        if back.is_empty() {
+            // No output reaches back (the previous block may not be held).
+        } else if sb == 0 {
             back.copy_from_slice(pre_back);
         } else {
             let suf_back = &sufp[b + o_from + 1 - w..b + reach + 1 - w];
@@ -373,6 +375,21 @@ mod tests {
                             .expect("block");
                         id += cnt;
                     }
+                    // A block computed first whose outputs all stay inside it (no
+                    // previous block held): its last step alone.
+                    let mut fresh = Blocks::new(h, w, gamma, exact).expect("new");
+                    let first = block_nodes(b, h);
+                    let mut last = [f64::NAN];
+                    fresh
+                        .block(
+                            b as u64,
+                            &xs[b..2 * b],
+                            &z[first..2 * first],
+                            b - 1,
+                            &mut last,
+                        )
+                        .expect("block");
+                    assert_eq!(last[0].to_bits(), want[2 * b - 1].to_bits(), "h {h} W {w}");
                     let skipped = b.min(len) / 2;
                     for (j, (a, e)) in got.iter().zip(&want).enumerate().skip(skipped) {
                         assert_eq!(
@@ -419,17 +436,27 @@ mod tests {
             }
             let ns = t.elapsed().as_secs_f64() / (n as f64 * b as f64) * 1e9;
             println!("W = {w}: {ns:.2} ns/step ({})", out[9]);
-            let per = |t: std::time::Instant| t.elapsed().as_secs_f64() / (n as f64 * b as f64) * 1e9;
+            let per =
+                |t: std::time::Instant| t.elapsed().as_secs_f64() / (n as f64 * b as f64) * 1e9;
             let t = std::time::Instant::now();
-            for _ in 0..n { bl.levels(&xs, &z); }
+            for _ in 0..n {
+                bl.levels(&xs, &z);
+            }
             let a = per(t);
             let t = std::time::Instant::now();
-            for _ in 0..n { bl.prefix_suffix(b); }
+            for _ in 0..n {
+                bl.prefix_suffix(b);
+            }
             let c = per(t);
             let t = std::time::Instant::now();
-            for i in 0..n { bl.windows_exact(i * b as u64, 0, &mut out); }
+            for i in 0..n {
+                bl.windows_exact(i * b as u64, 0, &mut out);
+            }
             let d = per(t);
-            println!("levels {a:.2} prefix/suffix {c:.2} windows {d:.2} ({})", out[3]);
+            println!(
+                "levels {a:.2} prefix/suffix {c:.2} windows {d:.2} ({})",
+                out[3]
+            );
         }
     }
 
