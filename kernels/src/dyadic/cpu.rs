@@ -19,13 +19,14 @@ pub fn fill(
 ) {
     let e = tables.extra_words();
     let mut words = [[0u64; 2]; BATCH];
-    let mut extra = [0u64; EXTRA_WORDS * BATCH];
     for (c, chunk) in out.chunks_mut(BATCH).enumerate() {
         let at = first + (c * BATCH) as u64;
         let w = &mut words[..chunk.len()];
         keystream.fill_u64(2 * at, w.as_flattened_mut());
         if all_draws(tables, w, chunk).is_none() {
             // Three or four digits: one wide word each beyond the second.
+            // Zeroed only for such laws (a memset of 16 KiB per batch otherwise).
+            let mut extra = [0u64; EXTRA_WORDS * BATCH];
             let x = &mut extra[..EXTRA_WORDS * chunk.len()];
             wide.fill_u64(EXTRA_WORDS as u64 * at, x);
             for ((o, w), x) in chunk

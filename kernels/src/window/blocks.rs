@@ -222,16 +222,18 @@ impl Blocks {
         let (rel, offs) = (&self.rel, &self.offs);
         let pre = &mut self.pre;
         for k in (0..=self.h as usize).rev() {
+            let s = 1usize << k;
             let nodes = &rel[offs[k]..offs[k] + (n >> k)];
-            // Node j (j even) ends at o = (j + 1) 2^k - 1; the sum before it ends at
-            // j 2^k - 1.
-            for (j, &node) in nodes.iter().enumerate().step_by(2) {
-                let o = ((j + 1) << k) - 1;
-                pre[o] = if j == 0 {
-                    node
-                } else {
-                    pre[(j << k) - 1] + node
-                };
+            let Some(&first) = nodes.first() else {
+                continue;
+            };
+            pre[s - 1] = first;
+            // Node j = 2 (i + 1) ends at o = (j + 1) s - 1; the sum before it ends at
+            // j s - 1 = o - s: the first entry of chunk i of 2s entries from 2s - 1.
+            if let Some(tail) = pre.get_mut(2 * s - 1..n) {
+                for (c, &node) in tail.chunks_mut(2 * s).zip(nodes.iter().skip(2).step_by(2)) {
+                    c[s] = c[0] + node;
+                }
             }
         }
         let b = 1usize << self.h;
@@ -240,17 +242,17 @@ impl Blocks {
         }
         let suf = &mut self.suf;
         suf[0] = rel[offs[self.h as usize]];
-        // suf[o] = node + suf[o + s] for the node of level k = tz(o) starting at o (i odd).
+        // suf[o] = node + suf[o + s] for the node i (odd) of level k starting at o = i s,
+        // the last node alone: chunk i' of 2s entries from s starts at o = (2 i' + 1) s.
         for k in (0..self.h as usize).rev() {
+            let s = 1usize << k;
             let nodes = &rel[offs[k]..offs[k] + (b >> k)];
-            let last = (b >> k) - 1;
-            for (i, &node) in nodes.iter().enumerate().skip(1).step_by(2) {
-                let o = i << k;
-                suf[o] = if i == last {
-                    node
-                } else {
-                    node + suf[o + (1 << k)]
-                };
+            suf[b - s] = nodes[(b >> k) - 1];
+            for (c, &node) in suf[s..b - s]
+                .chunks_exact_mut(2 * s)
+                .zip(nodes.iter().skip(1).step_by(2))
+            {
+                c[0] = node + c[s];
             }
         }
     }
