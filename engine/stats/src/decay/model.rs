@@ -103,11 +103,8 @@ pub trait DecayedSum: std::fmt::Debug + Send + Sync {
         match device {
             kinsey_kernels::DevicePref::Gpu => Err(Error::param(
                 "device",
-                format!(
-                    "{} has no GPU path (window, polynomial, exponential, running and laplace \
-                     have one); use device = cpu or auto",
-                    self.calibration().model
-                ),
+                "no GPU path for this mechanism (window, polynomial, exponential, running \
+                 and laplace have one); use device = cpu or auto",
             )),
             _ => Ok(None),
         }
