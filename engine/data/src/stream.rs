@@ -243,7 +243,8 @@ const CSV_PIECE: usize = 1 << 15;
 /// Rows `rows` of the `(step, column...)` table as CSV lines, the first row numbered
 /// `step + rows.start`.
 fn csv_rows(step: u64, cols: &[Vec<f64>], rows: std::ops::Range<usize>) -> String {
-    let mut s = String::with_capacity(rows.len() * (1 + 24 * cols.len()));
+    // A step of up to 20 digits and numbers of up to 24 characters: no reallocation.
+    let mut s = String::with_capacity(rows.len() * (21 + 25 * cols.len()));
     let mut buf = ryu::Buffer::new();
     for i in rows {
         push_u64(&mut s, step + i as u64);
