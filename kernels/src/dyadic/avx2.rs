@@ -3,9 +3,10 @@
 //! draws are the scalar ones bit for bit (a test compares them on random words and
 //! tables, the rare slow draws included).
 //!
-//! Two steps differ in form, not in value: an alias table's entry comes from a gather, and
-//! the geometric part's trailing zeros (of an 11-bit value) from the exponent of its lowest
-//! set bit written as a double.
+//! Two steps differ in form, not in value: an alias table's four entries come from four
+//! loads (a gather instruction was slower on the AMD EPYC measured, BENCHMARKS.md), and the
+//! geometric part's trailing zeros (of an 11-bit value) from the exponent of its lowest set
+//! bit written as a double.
 
 use super::tables::{LOW_BITS, Prepared, Ready, SLOW};
 use std::arch::x86_64::*;

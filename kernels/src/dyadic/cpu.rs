@@ -85,8 +85,9 @@ mod tests {
         }
     }
 
-    /// Nanoseconds per counter of `fill`, of its keystream alone and of its draws alone (`cargo test --release
-    /// -p kinsey-kernels --lib dyadic::cpu::tests::fill_speed -- --ignored --nocapture`).
+    /// Nanoseconds per counter of `fill`, of its keystream alone and of its draws alone
+    /// (`cargo test --release -p kinsey-kernels --lib dyadic::cpu::tests::fill_speed --
+    /// --ignored --nocapture`).
     #[test]
     #[ignore]
     fn fill_speed() {

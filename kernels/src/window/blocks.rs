@@ -432,14 +432,14 @@ mod tests {
         for w in [1024u64, 1000] {
             let mut bl = Blocks::new(h, w, 0.25, true).expect("new");
             let n = 20_000u64;
+            let per =
+                |t: std::time::Instant| t.elapsed().as_secs_f64() / (n as f64 * b as f64) * 1e9;
             let t = std::time::Instant::now();
             for i in 0..n {
                 bl.block(i * b as u64, &xs, &z, 0, &mut out).expect("block");
             }
-            let ns = t.elapsed().as_secs_f64() / (n as f64 * b as f64) * 1e9;
-            println!("W = {w}: {ns:.2} ns/step ({})", out[9]);
-            let per =
-                |t: std::time::Instant| t.elapsed().as_secs_f64() / (n as f64 * b as f64) * 1e9;
+            println!("W = {w}: {:.2} ns/step ({})", per(t), out[9]);
+            // Its parts: the levels, the prefix/suffix sums, the windows.
             let t = std::time::Instant::now();
             for _ in 0..n {
                 bl.levels(&xs, &z);
