@@ -157,19 +157,17 @@ impl SeriesReader {
                     if let Err((k, e)) = parse_lines(block, ends, *idx, out) {
                         // The bad line's row: the values before it in the file.
                         let row = self.row + k;
+                        let value = |msg: String| Error::Value {
+                            path: self.path.clone(),
+                            column: self.column.clone(),
+                            row,
+                            msg,
+                        };
                         return Err(match e {
-                            LineError::NotUtf8(e) => Error::Value {
-                                path: self.path.clone(),
-                                column: self.column.clone(),
-                                row,
-                                msg: format!("the line is not UTF-8 text ({e})"),
-                            },
-                            LineError::NotNumber => Error::Value {
-                                path: self.path.clone(),
-                                column: self.column.clone(),
-                                row,
-                                msg: "the cell is not a number".into(),
-                            },
+                            LineError::NotUtf8(e) => {
+                                value(format!("the line is not UTF-8 text ({e})"))
+                            }
+                            LineError::NotNumber => value("the cell is not a number".into()),
                             LineError::NotFinite => non_finite(&self.path, &self.column, row),
                         });
                     }

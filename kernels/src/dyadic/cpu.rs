@@ -2,7 +2,7 @@
 //! ([`ChaCha20::fill_u64`]), then the table draws (four at a time with AVX2 for laws of
 //! one or two digits, one at a time otherwise).
 
-use super::tables::{DyadicTables, EXTRA_WORDS};
+use super::tables::{DyadicTables, EXTRA_WORDS, Prepared};
 use crate::chacha::ChaCha20;
 
 /// Counters per batch (16 KiB of words: in L1).
@@ -18,12 +18,15 @@ pub fn fill(
     out: &mut [i64],
 ) {
     let e = tables.extra_words();
+    let prepared = tables.prepared();
     let mut words = [[0u64; 2]; BATCH];
     for (c, chunk) in out.chunks_mut(BATCH).enumerate() {
         let at = first + (c * BATCH) as u64;
         let w = &mut words[..chunk.len()];
         keystream.fill_u64(2 * at, w.as_flattened_mut());
-        if all_draws(tables, w, chunk).is_none() {
+        if let Some(p) = &prepared {
+            draws(p, w, chunk);
+        } else {
             // Three or four digits: one wide word each beyond the second.
             // Zeroed only for such laws (a memset of 16 KiB per batch otherwise).
             let mut extra = [0u64; EXTRA_WORDS * BATCH];
@@ -40,22 +43,20 @@ pub fn fill(
     }
 }
 
-/// Every counter's draw for laws of at most two digits (`None` for wider ones): four at a
-/// time in AVX2 registers where the CPU has them, else the scalar loop.
-fn all_draws(tables: &DyadicTables, words: &[[u64; 2]], out: &mut [i64]) -> Option<()> {
-    let p = tables.prepared()?;
+/// Every counter's draw under a law of at most two digits: four at a time in AVX2
+/// registers where the CPU has them, else the scalar loop.
+fn draws(p: &Prepared<'_>, words: &[[u64; 2]], out: &mut [i64]) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 (checked just above), the only requirement of
         // calling a function compiled with `target_feature(enable = "avx2")`.
         #[allow(unsafe_code)]
         unsafe {
-            super::avx2::draws(&p, words, out)
+            super::avx2::draws(p, words, out)
         };
-        return Some(());
+        return;
     }
     p.draws(words, out);
-    Some(())
 }
 
 #[cfg(test)]
@@ -115,9 +116,10 @@ mod tests {
         let s1 = t1.elapsed().as_secs_f64();
         let c = (n * 2047) as f64;
         let wp: Vec<[u64; 2]> = words.chunks_exact(2).map(|p| [p[0], p[1]]).collect();
+        let p = t.prepared().expect("two digits");
         let t2 = std::time::Instant::now();
         for _ in 0..n {
-            let _ = all_draws(&t, &wp, &mut out);
+            draws(&p, &wp, &mut out);
         }
         println!(
             "draws alone {:.2} ns/counter",

@@ -105,7 +105,6 @@ impl DyadicTables {
     /// (the sign is a fair coin: a branch on it is mispredicted every other draw).
     #[inline(always)]
     pub fn fast_or_slow(&self, words: [u64; 2], extra: &[u64]) -> i64 {
-        let gbits = (words[0] >> 1) & ((1 << (LOW_BITS - 1)) - 1);
         let mut r = 0;
         if let Some(d) = self.digits.first() {
             r = d.draw(words[1]);
@@ -116,13 +115,21 @@ impl DyadicTables {
         for (d, &w) in self.digits.iter().skip(2).zip(extra) {
             r += d.draw(w) << d.pos;
         }
-        // x < 64 M + M < 2^48 (G's 11 bits all zero gives 64: marked slow below).
-        let x = u64::from(gbits.trailing_zeros()) * self.m + r;
-        let negative = words[0] & 1;
-        let z = (x ^ negative.wrapping_neg()).wrapping_add(negative) as i64;
-        let slow = (gbits == 0) | ((negative == 1) & (x == 0));
-        if slow { SLOW } else { z }
+        combine(words[0], r, self.m)
     }
+}
+
+/// The draw from word 0 (sign and geometric part), the digits' sum `r` and the block
+/// length `m`: `S (M G + R)`, or [`SLOW`] (no geometric bit, or a negative zero).
+#[inline(always)]
+fn combine(w0: u64, r: u64, m: u64) -> i64 {
+    let gbits = (w0 >> 1) & ((1 << (LOW_BITS - 1)) - 1);
+    // x < 64 M + M < 2^48 (G's 11 bits all zero gives 64: marked slow below).
+    let x = u64::from(gbits.trailing_zeros()) * m + r;
+    let negative = w0 & 1;
+    let z = (x ^ negative.wrapping_neg()).wrapping_add(negative) as i64;
+    let slow = (gbits == 0) | ((negative == 1) & (x == 0));
+    if slow { SLOW } else { z }
 }
 
 /// One digit's table with its shifts and masks worked out once, for a loop of draws.
@@ -210,7 +217,6 @@ impl Prepared<'_> {
 #[inline(always)]
 fn draws<const N: usize>(m: u64, d: [Ready<'_>; N], words: &[[u64; 2]], out: &mut [i64]) {
     for (o, w) in out.iter_mut().zip(words) {
-        let gbits = (w[0] >> 1) & ((1 << (LOW_BITS - 1)) - 1);
         let mut r = 0;
         if let Some(d) = d.first() {
             r = d.draw(w[1]);
@@ -218,11 +224,7 @@ fn draws<const N: usize>(m: u64, d: [Ready<'_>; N], words: &[[u64; 2]], out: &mu
         if let Some(d) = d.get(1) {
             r += d.draw(w[0] >> LOW_BITS) << d.pos;
         }
-        let x = u64::from(gbits.trailing_zeros()) * m + r;
-        let negative = w[0] & 1;
-        let z = (x ^ negative.wrapping_neg()).wrapping_add(negative) as i64;
-        let slow = (gbits == 0) | ((negative == 1) & (x == 0));
-        *o = if slow { SLOW } else { z };
+        *o = combine(w[0], r, m);
     }
 }
 
