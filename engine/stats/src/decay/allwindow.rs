@@ -2,7 +2,7 @@
 
 use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
 use super::noise::KeyedNoise;
-use super::tree::{Flat, Forest, Releases, first_id, interval_sum};
+use super::tree::{Flat, Forest, Held, Releases, first_id, interval_sum};
 use kinsey_core::{Error, Result, check_epsilon};
 use rayon::prelude::*;
 
@@ -33,6 +33,8 @@ pub struct AllWindowSum {
     pub(super) rel: Releases,
     pub(super) t: u64,
     pub(super) next_id: u64,
+    /// Chunked stream: the steps kept from earlier chunks.
+    pub(super) held: Held,
 }
 
 impl AllWindowSum {
@@ -91,6 +93,7 @@ impl AllWindowSum {
             rel: Releases::new(h),
             t: 0,
             next_id: 0,
+            held: Held::default(),
         })
     }
 
@@ -123,8 +126,8 @@ impl AllWindowSum {
         .sqrt()
     }
 
-    /// Online: one step in, one estimate per window out.
-    pub(crate) fn advance(&mut self, x: f64) -> Vec<f64> {
+    /// Online: one step in, one estimate per window into `out`.
+    pub(crate) fn advance(&mut self, x: f64, out: &mut [f64]) {
         let t = self.t;
         let (levels, rel, next_id) = (&self.levels, &mut self.rel, &mut self.next_id);
         self.forest.step(t, x, |k, m, v| {
@@ -132,63 +135,80 @@ impl AllWindowSum {
             rel.push(k, m, n.release(v, n.z(*next_id)));
             *next_id += 1;
         });
-        let out = self
-            .windows
-            .iter()
-            .zip(&self.hs)
-            .map(|(&w, &h)| {
-                let l = (t + 1).saturating_sub(w);
-                interval_sum(l, t, h, |k, m| self.rel.get(k, m))
-            })
-            .collect();
+        for ((o, &w), &h) in out.iter_mut().zip(&self.windows).zip(&self.hs) {
+            let l = (t + 1).saturating_sub(w);
+            *o = interval_sum(l, t, h, |k, m| self.rel.get(k, m));
+        }
         self.t += 1;
         let wmax = self.windows.iter().copied().max().unwrap_or(1);
         self.rel.prune(self.t.saturating_sub(wmax));
-        out
     }
 
     /// Bulk: per window, all estimates; parallel over segments; same numbers as `push`.
     pub(crate) fn bulk_series(&self, xs: &[f64]) -> Vec<Vec<f64>> {
+        let mut out = vec![vec![0.0; xs.len()]; self.windows.len()];
+        let mut cols: Vec<&mut [f64]> = out.iter_mut().map(|c| c.as_mut_slice()).collect();
+        self.bulk_offset(xs, 0, 0, &mut cols);
+        out
+    }
+
+    /// `xs[i]` is step `base + i` (`base` a multiple of the block); per window, the
+    /// estimates of steps `out_from .. base + xs.len()` into `out` (one column per window,
+    /// each of that length), in parallel over segments of at least `2^15` steps.
+    fn bulk_offset(&self, xs: &[f64], base: u64, out_from: u64, out: &mut [&mut [f64]]) {
+        let seg = (1u64 << self.h).max(1 << 15);
+        let end = base + xs.len() as u64;
+        // Segments aligned to `seg` in step numbers; the first may start late.
+        let mut bounds = vec![out_from];
+        let mut at = ((out_from / seg + 1) * seg).min(end);
+        while at < end {
+            bounds.push(at);
+            at += seg;
+        }
+        bounds.push(end);
+        let parts: Vec<Vec<Vec<f64>>> = bounds
+            .par_windows(2)
+            .map(|b| self.segment(xs, base, b[0], b[1]))
+            .collect();
+        for (col, dst) in out.iter_mut().enumerate() {
+            let mut at = 0;
+            for p in &parts {
+                dst[at..at + p[col].len()].copy_from_slice(&p[col]);
+                at += p[col].len();
+            }
+        }
+    }
+
+    /// Per window, the estimates of steps `start .. stop` (`xs[i]` is step `base + i`):
+    /// the forest rebuilt from a block before `start`'s block, all a window reaches back to.
+    fn segment(&self, xs: &[f64], base: u64, start: u64, stop: u64) -> Vec<Vec<f64>> {
         let block = 1u64 << self.h;
-        let seg = block.max(1 << 15);
-        let n = xs.len() as u64;
-        let parts: Vec<Vec<Vec<f64>>> = (0..n.div_ceil(seg))
-            .into_par_iter()
-            .map(|s| {
-                let start = s * seg;
-                let stop = (start + seg).min(n);
-                let from = ((start / block) * block).saturating_sub(block);
-                let mut forest = Forest::new(self.h, 1.0);
-                let mut rel = Flat::default();
-                rel.reset(self.h, from);
-                let first = first_id(from, self.h);
-                let mut words = vec![[0u64; 2]; (first_id(stop, self.h) - first) as usize];
-                self.levels[0].words(first, &mut words);
-                let mut idx = 0usize;
-                for t in from..stop {
-                    forest.step(t, xs[t as usize], |k, _m, v| {
-                        let nz = &self.levels[k as usize];
-                        let id = first + idx as u64;
-                        rel.push(k, nz.release(v, nz.draw(id, words[idx])));
-                        idx += 1;
-                    });
-                }
-                self.windows
-                    .iter()
-                    .zip(&self.hs)
-                    .map(|(&w, &h)| {
-                        (start..stop)
-                            .map(|t| {
-                                let l = (t + 1).saturating_sub(w);
-                                interval_sum(l, t, h, |k, m| rel.get(k, m))
-                            })
-                            .collect()
+        let from = ((start / block) * block).saturating_sub(block).max(base);
+        let mut forest = Forest::new(self.h, 1.0);
+        let mut rel = Flat::default();
+        rel.reset(self.h, from);
+        let first = first_id(from, self.h);
+        let mut words = vec![[0u64; 2]; (first_id(stop, self.h) - first) as usize];
+        self.levels[0].words(first, &mut words);
+        let mut idx = 0usize;
+        for (t, &x) in (from..stop).zip(&xs[(from - base) as usize..]) {
+            forest.step(t, x, |k, _m, v| {
+                let nz = &self.levels[k as usize];
+                rel.push(k, nz.release(v, nz.draw(first + idx as u64, words[idx])));
+                idx += 1;
+            });
+        }
+        self.windows
+            .iter()
+            .zip(&self.hs)
+            .map(|(&w, &h)| {
+                (start..stop)
+                    .map(|t| {
+                        let l = (t + 1).saturating_sub(w);
+                        interval_sum(l, t, h, |k, m| rel.get(k, m))
                     })
                     .collect()
             })
-            .collect();
-        (0..self.windows.len())
-            .map(|i| parts.iter().flat_map(|p| p[i].iter().copied()).collect())
             .collect()
     }
 }
@@ -215,12 +235,39 @@ impl DecayedSum for AllWindowSum {
     }
 
     fn push(&mut self, x: f64, out: &mut [f64]) -> Result<()> {
-        out.copy_from_slice(&self.advance(x));
+        if self.held.next_step() > 0 {
+            return Err(Error::param(
+                "push",
+                "this all-window sum was fed by chunks (stream); keep streaming",
+            ));
+        }
+        self.advance(x, out);
         Ok(())
     }
 
     fn bulk(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>> {
         Ok(self.bulk_series(xs))
+    }
+
+    /// The same numbers as `push`, each chunk in bulk (memory: the chunk and two blocks).
+    fn stream_into(&mut self, chunk: &[f64], out: &mut Vec<Vec<f64>>) -> Result<()> {
+        if self.t > 0 {
+            // Fed online before: continue online (the same numbers).
+            return super::model::push_each(self, chunk, out);
+        }
+        out.resize_with(self.windows.len(), Vec::new);
+        for c in out.iter_mut() {
+            c.clear();
+            c.resize(chunk.len(), 0.0);
+        }
+        let mut held = std::mem::take(&mut self.held);
+        let r = held.chunk(1 << self.h, chunk, |xs, base, from, at| {
+            let mut cols: Vec<&mut [f64]> = out.iter_mut().map(|c| &mut c[at.clone()]).collect();
+            self.bulk_offset(xs, base, from, &mut cols);
+            Ok(())
+        });
+        self.held = held;
+        r
     }
 
     fn truth(&self, xs: &[f64]) -> Vec<Vec<f64>> {
@@ -233,6 +280,7 @@ impl DecayedSum for AllWindowSum {
         m.rel = Releases::new(self.h);
         m.t = 0;
         m.next_id = 0;
+        m.held.clear();
         Box::new(m)
     }
 }

@@ -88,6 +88,23 @@ impl PolynomialSum {
             .map(|(i, (width, w, off))| {
                 let h = width.next_power_of_two().trailing_zeros();
                 let eps_j = epsilon * w * f64::from(h + 1) / total;
+                // A far lag's instance has a tiny weight and so a tiny share of the budget
+                // (the same noise scale as the others over a tiny sensitivity): below the
+                // exact sampler's range, say which lags and what would work.
+                check_epsilon("epsilon", eps_j).map_err(|_| {
+                    Error::param(
+                        "epsilon",
+                        format!(
+                            "polynomial decay (c = {c}, beta = {beta}): the window instance \
+                             for lags from {off} on has weight {w:.3e} and would get epsilon \
+                             {eps_j:.3e} of the total {epsilon}, below what the exact noise sampler \
+                             represents; with these parameters a horizon (the series' length, \
+                             or --horizon) of at most {} steps works: a shorter one, a larger \
+                             --epsilon or --beta, or a smaller --c",
+                            off - 1
+                        ),
+                    )
+                })?;
                 WindowSum::with_stream(width, eps_j, w * bound, key, 100 + i as u64)
                     .map(|ws| (width, w, off, ws))
             })
@@ -211,12 +228,50 @@ impl DecayedSum for PolynomialSum {
     }
 
     fn push(&mut self, x: f64, out: &mut [f64]) -> Result<()> {
+        if self.parts.iter().any(|p| p.3.held.next_step() > 0) {
+            return Err(Error::param(
+                "push",
+                "this polynomial sum was fed by chunks (stream); keep streaming",
+            ));
+        }
         out[0] = self.advance(x);
         Ok(())
     }
 
     fn bulk(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>> {
         Ok(vec![self.bulk_series(xs)?])
+    }
+
+    /// The same numbers as `push`: each instance streams the weighted chunk in bulk, and
+    /// its outputs wait `off` steps as online (memory: the chunk and the lags in use).
+    fn stream_into(&mut self, chunk: &[f64], out: &mut Vec<Vec<f64>>) -> Result<()> {
+        if self.parts.iter().any(|p| p.3.t > 0) {
+            // Fed online before: continue online (the same numbers).
+            return super::model::push_each(self, chunk, out);
+        }
+        let n = chunk.len();
+        let dst = super::model::one_column(out, n);
+        dst.fill(0.0);
+        let (mut weighted, mut o) = (Vec::with_capacity(n), Vec::new());
+        // Instances added in `parts` order into 0.0, as online and bulk do.
+        for ((_, w, off, ws), q) in self.parts.iter_mut().zip(&mut self.recent) {
+            weighted.clear();
+            weighted.extend(chunk.iter().map(|x| *w * x));
+            ws.stream_into(&weighted, &mut o)?;
+            q.extend(o.first().into_iter().flatten());
+            // `q` holds at most the last `off` outputs before the chunk and the chunk's:
+            // step `t0 + i - off`'s output is `q[q.len() - n + i - off]`, so `q[0]` belongs
+            // to `i0` (earlier steps: the instance has not started).
+            let off = *off as usize;
+            let i0 = (n + off).saturating_sub(q.len()).min(n);
+            for (d, v) in dst[i0..].iter_mut().zip(q.iter()) {
+                *d += v;
+            }
+            // Later steps read at most the last `off` outputs.
+            let drop = q.len().saturating_sub(off);
+            q.drain(..drop);
+        }
+        Ok(())
     }
 
     /// The (1 - beta)-approximation F' the mechanism estimates without bias.

@@ -289,12 +289,32 @@ fn allwindow_online_equals_bulk_and_matches_theory() {
     let m = AllWindowSum::new(&[1, 60, 1440], 1.0, 3.0, 2.0, [8; 32]).expect("ok");
     let bulk = m.bulk_series(&xs);
     let mut online = m.clone();
+    let mut o = [0.0; 3];
     for (t, &x) in xs.iter().enumerate() {
-        let o = online.advance(x);
+        online.advance(x, &mut o);
         for i in 0..3 {
             assert_eq!(o[i].to_bits(), bulk[i][t].to_bits(), "window {i} step {t}");
         }
     }
+    // Streamed in chunks longer than a parallel segment (2^15 steps) and shorter than a
+    // block (2048 steps): the same numbers.
+    let (mut st, mut at, mut out) = (m.clone(), 0, Vec::new());
+    for len in [40_000, 1_000, 7, 28_993] {
+        st.stream_into(&xs[at..at + len], &mut out).expect("stream");
+        for (i, col) in out.iter().enumerate() {
+            let same = col
+                .iter()
+                .zip(&bulk[i][at..])
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(
+                same && col.len() == len,
+                "window {i}: chunk at {at} differs"
+            );
+        }
+        at += len;
+    }
+    assert_eq!(at, xs.len());
+    assert!(st.push(0.0, &mut [0.0; 3]).is_err(), "push after streaming");
     // The levels' epsilons sum to at most eps, whatever the number of levels.
     let z = zeta(2.0);
     assert!((z - std::f64::consts::PI.powi(2) / 6.0).abs() < 1e-10);
@@ -402,7 +422,7 @@ fn exponential_and_allwindow_neighbours_respect_epsilon_with_power() {
                 let mut m = AllWindowSum::new(&[8], 1.0, 1.0, 2.0, key).expect("ok");
                 m.levels[0] = m.levels[0].scaled(factor);
                 for &x in data {
-                    m.advance(x);
+                    m.advance(x, &mut [0.0]);
                 }
                 m.rel.get(0, 6)
             },

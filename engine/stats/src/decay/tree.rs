@@ -75,6 +75,63 @@ pub(super) fn first_id(t: u64, h: u32) -> u64 {
     (0..=h.min(63)).map(|j| t >> j).sum()
 }
 
+/// The steps a stream run chunk by chunk in bulk keeps between chunks: from a block before
+/// the last block boundary on, what a window of at most a block reaches back to. Memory is
+/// the chunk plus two blocks, whatever the stream's length.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Held {
+    /// The kept steps; `steps[0]` is step `base`, a multiple of the block.
+    steps: Vec<f64>,
+    base: u64,
+}
+
+impl Held {
+    /// Steps seen so far (the step the next chunk starts at).
+    pub(super) fn next_step(&self) -> u64 {
+        self.base + self.steps.len() as u64
+    }
+
+    /// Back to step 0.
+    pub(super) fn clear(&mut self) {
+        self.steps.clear();
+        self.base = 0;
+    }
+
+    /// The next chunk of `block`-step blocks: `run(xs, base, out_from, outs)` computes the
+    /// estimates of steps `out_from .. base + xs.len()` (`xs[i]` is step `base + i`, `base`
+    /// a block boundary) into the chunk's outputs `outs`. The chunk is not copied: the
+    /// held steps and the chunk's first steps, up to the first block boundary a block past
+    /// the chunk's start, are one call; the rest of the chunk (from a block before that
+    /// boundary, for the windows reaching back) the other.
+    pub(super) fn chunk(
+        &mut self,
+        block: u64,
+        chunk: &[f64],
+        mut run: impl FnMut(&[f64], u64, u64, std::ops::Range<usize>) -> kinsey_core::Result<()>,
+    ) -> kinsey_core::Result<()> {
+        let start = self.next_step();
+        let end = start + chunk.len() as u64;
+        let b1 = (start + block).div_ceil(block) * block;
+        let split = b1.min(end);
+        let k = (split - start) as usize;
+        self.steps.extend_from_slice(&chunk[..k]);
+        run(&self.steps, self.base, start, 0..k)?;
+        // Keep from a block before the last block boundary.
+        let keep = (end / block).saturating_sub(1) * block;
+        if split < end {
+            let base = b1 - block;
+            run(&chunk[(base - start) as usize..], base, b1, k..chunk.len())?;
+            self.steps.clear();
+            self.steps
+                .extend_from_slice(&chunk[(keep - start) as usize..]);
+        } else {
+            self.steps.drain(..(keep - self.base) as usize);
+        }
+        self.base = keep;
+        Ok(())
+    }
+}
+
 /// Released values of the recent nodes, per level.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Releases {

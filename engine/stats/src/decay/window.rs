@@ -2,7 +2,7 @@
 
 use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
 use super::noise::KeyedNoise;
-use super::tree::{Forest, Releases, first_id, interval_sum};
+use super::tree::{Forest, Held, Releases, first_id, interval_sum};
 use kinsey_core::{Error, Result, check_epsilon};
 use kinsey_kernels::window::blocks::{Blocks, block_nodes};
 use kinsey_kernels::window::{WindowChunk, gpu::GpuWindow, gpu::MAX_STEPS};
@@ -22,10 +22,8 @@ pub struct WindowSum {
     pub(super) rel: Releases,
     pub(super) t: u64,
     pub(super) next_id: u64,
-    /// Chunked stream: the steps kept from earlier chunks (from a block boundary on) and
-    /// the step of `hist[0]`.
-    pub(super) hist: Vec<f64>,
-    pub(super) hist_base: u64,
+    /// Chunked stream: the steps kept from earlier chunks.
+    pub(super) held: Held,
     /// The window sums on the GPU too (when the noise is, and the device has f64).
     pub(super) sums_gpu: Option<GpuWindow>,
 }
@@ -79,8 +77,7 @@ impl WindowSum {
             rel: Releases::new(h),
             t: 0,
             next_id: 0,
-            hist: Vec::new(),
-            hist_base: 0,
+            held: Held::default(),
             sums_gpu: None,
         })
     }
@@ -128,33 +125,14 @@ impl WindowSum {
     }
 
     /// The next chunk of a stream processed in bulk into `out` (one estimate per step of
-    /// the chunk): memory is the chunk plus two blocks. The chunk is not copied: the held
-    /// steps and the chunk's first steps, up to the first block boundary a block past the
-    /// chunk's start, are one part; the rest of the chunk (from a block before that
-    /// boundary, for the windows reaching back) the other.
+    /// the chunk): memory is the chunk plus two blocks ([`Held`]).
     fn stream_chunk(&mut self, chunk: &[f64], out: &mut [f64]) -> Result<()> {
-        let block = 1u64 << self.h;
-        let start = self.hist_base + self.hist.len() as u64;
-        let end = start + chunk.len() as u64;
-        let b1 = (start + block).div_ceil(block) * block;
-        let split = b1.min(end);
-        let k = (split - start) as usize;
-        let (out_head, out_rest) = out.split_at_mut(k);
-        self.hist.extend_from_slice(&chunk[..k]);
-        self.bulk_offset(&self.hist, self.hist_base, start, out_head)?;
-        // Keep from a block before the last block boundary: what a window can reach back to.
-        let keep = (end / block).saturating_sub(1) * block;
-        if split < end {
-            let base = b1 - block;
-            self.bulk_offset(&chunk[(base - start) as usize..], base, b1, out_rest)?;
-            self.hist.clear();
-            self.hist
-                .extend_from_slice(&chunk[(keep - start) as usize..]);
-        } else {
-            self.hist.drain(..(keep - self.hist_base) as usize);
-        }
-        self.hist_base = keep;
-        Ok(())
+        let mut held = std::mem::take(&mut self.held);
+        let r = held.chunk(1 << self.h, chunk, |xs, base, from, at| {
+            self.bulk_offset(xs, base, from, &mut out[at])
+        });
+        self.held = held;
+        r
     }
 
     /// The first step segment `start` rebuilds: the window can reach back into the previous
@@ -327,7 +305,7 @@ impl DecayedSum for WindowSum {
     }
 
     fn push(&mut self, x: f64, out: &mut [f64]) -> Result<()> {
-        if self.hist_base + self.hist.len() as u64 > 0 {
+        if self.held.next_step() > 0 {
             return Err(Error::param(
                 "push",
                 "this window sum was fed by chunks (stream); keep streaming",
@@ -387,7 +365,6 @@ impl WindowSum {
         self.rel = Releases::new(self.h);
         self.t = 0;
         self.next_id = 0;
-        self.hist.clear();
-        self.hist_base = 0;
+        self.held.clear();
     }
 }
