@@ -247,10 +247,16 @@ impl std::fmt::Debug for GpuMontgomery {
     }
 }
 
+/// Input `a` of a batch: words to upload, or a buffer already on the device.
+enum Input<'a> {
+    Words(&'a [u32]),
+    OnDevice(&'a wgpu::Buffer),
+}
+
 /// What one batch binds, beyond the program.
 struct Job<'a> {
     consts: &'a [u32],
-    a: &'a [u32],
+    a: Input<'a>,
     in_words: usize,
     b: &'a [u32],
     exps: &'a [u32],
@@ -370,7 +376,10 @@ impl GpuMontgomery {
             || {
                 let u = ctx.upload("montgomery params", &uniforms, U::UNIFORM);
                 let c = ctx.upload("montgomery consts", &nonempty(job.consts), U::STORAGE);
-                let a = ctx.upload("montgomery a", &nonempty(job.a), U::STORAGE);
+                let a = match job.a {
+                    Input::Words(v) => ctx.upload("montgomery a", &nonempty(v), U::STORAGE),
+                    Input::OnDevice(b) => b.clone(),
+                };
                 let b = ctx.upload("montgomery b", &nonempty(job.b), U::STORAGE);
                 let e = ctx.upload("montgomery exps", &nonempty(job.exps), U::STORAGE);
                 let out = ctx.output("montgomery out", (items * words * 4) as u64);
@@ -445,6 +454,32 @@ impl GpuMontgomery {
         read_pod::<u32>(&ctx.device, &out.read)
     }
 
+    /// The table's entries on this device: uploaded on first use, then kept with the table.
+    fn table_on_device(&self, table: &FixedTable) -> Result<wgpu::Buffer, KernelError> {
+        let mut slot = table
+            .on_device
+            .lock()
+            .map_err(|_| KernelError::Device("fixed-base table cache poisoned".into()))?;
+        if let Some((dev, buf)) = slot.as_ref()
+            && *dev == self.ctx.device
+        {
+            return Ok(buf.clone());
+        }
+        let buf = self.ctx.scoped(
+            wgpu::ErrorFilter::OutOfMemory,
+            || {
+                self.ctx.upload(
+                    "montgomery fixed-base table",
+                    bytemuck::cast_slice(&table.entries),
+                    wgpu::BufferUsages::STORAGE,
+                )
+            },
+            |m| KernelError::Device(format!("out of GPU memory for a fixed-base table: {m}")),
+        )?;
+        *slot = Some((self.ctx.device.clone(), buf.clone()));
+        Ok(buf)
+    }
+
     /// `a_i b_i mod m`.
     pub(crate) fn mul(&self, m: &Modulus, a: &[u32], b: &[u32]) -> Result<Vec<u32>, KernelError> {
         let w = m.words();
@@ -460,7 +495,7 @@ impl GpuMontgomery {
                 a.len() / w,
                 Job {
                     consts: &consts,
-                    a,
+                    a: Input::Words(a),
                     in_words: w,
                     b,
                     exps: &[],
@@ -490,6 +525,7 @@ impl GpuMontgomery {
             )));
         }
         let consts = digits(&[m.m.as_slice(), &m.r2, &table.init].concat());
+        let entries = self.table_on_device(table)?;
         let prog = Program::fixed_pow(w, table.windows as u32);
         let per = self.chunk(regs(w, false).max(exp_words));
         let mut out = Vec::with_capacity(factors.len());
@@ -501,7 +537,7 @@ impl GpuMontgomery {
                 f.len() / w,
                 Job {
                     consts: &consts,
-                    a: &table.entries,
+                    a: Input::OnDevice(&entries),
                     in_words: 0,
                     b: f,
                     exps: e,
@@ -545,7 +581,7 @@ impl GpuMontgomery {
                 items,
                 Job {
                     consts: &consts,
-                    a: &bases[start * iw..(start + items) * iw],
+                    a: Input::Words(&bases[start * iw..(start + items) * iw]),
                     in_words: iw,
                     b: &[],
                     exps: e,
@@ -668,6 +704,36 @@ mod tests {
                 "{words} words"
             );
         }
+    }
+
+    /// A fixed-base table goes to the device once: a second batch (and a clone of the
+    /// table) binds the same buffer, and the results still equal the twin's.
+    #[test]
+    fn fixed_base_table_is_uploaded_once() {
+        let ctx = GpuContext::shared().expect("a GPU adapter (lavapipe in CI)");
+        let g = GpuMontgomery::new(ctx);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(22);
+        let m = modulus(&mut rng, 8);
+        let entries = values(&mut rng, &m, 16 * 3);
+        let init = values(&mut rng, &m, 4);
+        let table = FixedTable::new(&m, &entries, &init[3 * 8..]).expect("table");
+        assert!(table.on_device.lock().expect("lock").is_none());
+        let first = g.table_on_device(&table).expect("upload");
+        let copy = table.clone();
+        assert!(
+            g.table_on_device(&copy).expect("cached") == first,
+            "re-uploaded"
+        );
+        for round in 0..2 {
+            let b = values(&mut rng, &m, 5);
+            let exps: Vec<u32> = (0..5).map(|_| rng.random::<u32>() & 0xfff).collect();
+            assert_eq!(
+                g.fixed_pow(&m, &table, &exps, 1, &b).expect("gpu"),
+                cpu::fixed_pow(&m, &table, &exps, 1, &b),
+                "round {round}"
+            );
+        }
+        assert!(g.table_on_device(&table).expect("cached") == first);
     }
 
     /// A batch larger than one dispatch is split and reassembled in order.

@@ -104,6 +104,9 @@ pub struct FixedTable {
     pub(super) windows: usize,
     pub(super) entries: Vec<u32>,
     pub(super) init: Vec<u32>,
+    /// The entries uploaded to a device on first use there, kept for the table's life
+    /// (shared by clones): a batch of encryptions no longer uploads the table per dispatch.
+    pub(super) on_device: std::sync::Arc<std::sync::Mutex<Option<(wgpu::Device, wgpu::Buffer)>>>,
 }
 
 impl std::fmt::Debug for FixedTable {
@@ -133,6 +136,7 @@ impl FixedTable {
             windows,
             entries,
             init: m.to_montgomery(init)?,
+            on_device: Default::default(),
         })
     }
 

@@ -141,8 +141,6 @@ pub(crate) fn table(m: &Modulus, fb: &FixedBase) -> Result<FixedTable, BackendEr
 pub(crate) struct GpuPk {
     pub(crate) n2: Modulus,
     table: Lazy<FixedTable>,
-    /// Words of `n^2`.
-    pub(crate) w: usize,
     /// Words of an encryption exponent.
     pub(crate) exp_words: usize,
 }
@@ -155,9 +153,13 @@ impl GpuPk {
         Ok(Self {
             n2,
             table: Lazy::default(),
-            w,
             exp_words: hs_table.exp_bytes().div_ceil(4),
         })
+    }
+
+    /// Words of `n^2`.
+    pub(crate) fn w(&self) -> usize {
+        self.n2.words()
     }
 
     /// The GPU table of `h_s` (the key's CPU table `hs_table`), built on first use.
@@ -174,11 +176,20 @@ pub(crate) struct GpuSk {
     pub(crate) tq: FixedTable,
     pub(crate) pm1: Vec<u32>,
     pub(crate) qm1: Vec<u32>,
-    /// Words of `p^2` and `q^2` (half those of `n^2`).
-    pub(crate) w: usize,
-    /// Words of `p - 1` and `q - 1`.
-    pub(crate) half_words: usize,
+    /// Words of a CRT encryption exponent.
     pub(crate) exp_words: usize,
+}
+
+impl GpuSk {
+    /// Words of `p^2` and `q^2` (half those of `n^2`).
+    pub(crate) fn w(&self) -> usize {
+        self.p2.words()
+    }
+
+    /// Words of `p - 1` and `q - 1`.
+    pub(crate) fn half_words(&self) -> usize {
+        self.pm1.len()
+    }
 }
 
 /// The secret numbers a [`GpuSk`] is made of.
@@ -206,8 +217,6 @@ impl GpuSk {
             q2,
             pm1: words_of(s.pm1, half_words),
             qm1: words_of(s.qm1, half_words),
-            w,
-            half_words,
             exp_words: s.tp.exp_bytes().div_ceil(4),
         })
     }

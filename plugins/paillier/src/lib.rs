@@ -350,14 +350,14 @@ impl AdditiveHe for Paillier {
             let g = ctx.gpu()?;
             let factors: Vec<u32> = m
                 .par_iter()
-                .flat_map_iter(|&v| gpu::words_of(&k.g_pow(v, &k.n2), g.w))
+                .flat_map_iter(|&v| gpu::words_of(&k.g_pow(v, &k.n2), g.w()))
                 .collect();
             let exps = gpu::exps_words(&es, g.exp_words);
             let out = arith
                 .fixed_pow(&g.n2, g.table(&ctx.table)?, &exps, g.exp_words, &factors)
                 .map_err(gpu::kernel_err("encryption"))?;
             return Ok(out
-                .par_chunks_exact(g.w)
+                .par_chunks_exact(g.w())
                 .map(|c| k.to_ct(&gpu::int_of(c)))
                 .collect());
         }
@@ -386,7 +386,7 @@ impl AdditiveHe for Paillier {
             let exps = gpu::exps_words(&es, g.exp_words);
             let half = |modulus: &Integer| -> Vec<u32> {
                 m.par_iter()
-                    .flat_map_iter(|&v| gpu::words_of(&s.pk.g_pow(v, modulus), g.w))
+                    .flat_map_iter(|&v| gpu::words_of(&s.pk.g_pow(v, modulus), g.w()))
                     .collect()
             };
             let cp = arith
@@ -396,8 +396,8 @@ impl AdditiveHe for Paillier {
                 .fixed_pow(&g.q2, &g.tq, &exps, g.exp_words, &half(&s.q2))
                 .map_err(gpu::kernel_err("key-holder encryption mod q^2"))?;
             return Ok(cp
-                .par_chunks_exact(g.w)
-                .zip(cq.par_chunks_exact(g.w))
+                .par_chunks_exact(g.w())
+                .zip(cq.par_chunks_exact(g.w()))
                 .map(|(a, b)| garner(gpu::int_of(a), gpu::int_of(b)))
                 .collect());
         }
@@ -431,17 +431,17 @@ impl AdditiveHe for Paillier {
             // the GPU, then raised to the secret p - 1 and q - 1 with a fixed schedule.
             let bases: Vec<u32> = cs
                 .par_iter()
-                .flat_map_iter(|c| gpu::words_of(c, 2 * g.w))
+                .flat_map_iter(|c| gpu::words_of(c, 2 * g.w()))
                 .collect();
             let cp = arith
-                .pow(&g.p2, &bases, true, &g.pm1, g.half_words)
+                .pow(&g.p2, &bases, true, &g.pm1, g.half_words())
                 .map_err(gpu::kernel_err("decryption mod p^2"))?;
             let cq = arith
-                .pow(&g.q2, &bases, true, &g.qm1, g.half_words)
+                .pow(&g.q2, &bases, true, &g.qm1, g.half_words())
                 .map_err(gpu::kernel_err("decryption mod q^2"))?;
             return cp
-                .par_chunks_exact(g.w)
-                .zip(cq.par_chunks_exact(g.w))
+                .par_chunks_exact(g.w())
+                .zip(cq.par_chunks_exact(g.w()))
                 .map(|(a, b)| finish(gpu::int_of(a), gpu::int_of(b)))
                 .collect();
         }
@@ -464,12 +464,12 @@ impl AdditiveHe for Paillier {
         if let Some(arith) = self.device.for_batch(a.len()) {
             let ctx = self.pk_ctx(pk)?;
             let (k, g) = (&ctx.pk, ctx.gpu()?);
-            let x = gpu::batch_words(&k.parse_cts(a)?, g.w);
-            let y = gpu::batch_words(&k.parse_cts(b)?, g.w);
+            let x = gpu::batch_words(&k.parse_cts(a)?, g.w());
+            let y = gpu::batch_words(&k.parse_cts(b)?, g.w());
             let out = arith
                 .mul(&g.n2, &x, &y)
                 .map_err(gpu::kernel_err("addition"))?;
-            return Ok(k.cts_of_words(&out, g.w));
+            return Ok(k.cts_of_words(&out, g.w()));
         }
         let k = parse_pk(pk)?;
         let (x, y) = (k.parse_cts(a)?, k.parse_cts(b)?);
@@ -489,15 +489,15 @@ impl AdditiveHe for Paillier {
         if let Some(arith) = self.device.for_batch(a.len()) {
             let ctx = self.pk_ctx(pk)?;
             let (k, g) = (&ctx.pk, ctx.gpu()?);
-            let x = gpu::batch_words(&k.parse_cts(a)?, g.w);
+            let x = gpu::batch_words(&k.parse_cts(a)?, g.w());
             let gm: Vec<u32> = m
                 .par_iter()
-                .flat_map_iter(|&v| gpu::words_of(&k.g_pow(v, &k.n2), g.w))
+                .flat_map_iter(|&v| gpu::words_of(&k.g_pow(v, &k.n2), g.w()))
                 .collect();
             let out = arith
                 .mul(&g.n2, &gm, &x)
                 .map_err(gpu::kernel_err("plaintext addition"))?;
-            return Ok(k.cts_of_words(&out, g.w));
+            return Ok(k.cts_of_words(&out, g.w()));
         }
         let k = parse_pk(pk)?;
         let x = k.parse_cts(a)?;
@@ -530,7 +530,7 @@ impl AdditiveHe for Paillier {
             let corr = arith
                 .pow(
                     &g.n2,
-                    &gpu::batch_words(&inv, g.w),
+                    &gpu::batch_words(&inv, g.w()),
                     false,
                     &gpu::OFFSET_127,
                     4,
@@ -538,12 +538,12 @@ impl AdditiveHe for Paillier {
                 .map_err(gpu::kernel_err("plaintext multiplication"))?;
             let exps: Vec<u32> = s.iter().flat_map(|&v| gpu::offset_words(v)).collect();
             let xe = arith
-                .pow(&g.n2, &gpu::batch_words(&x, g.w), false, &exps, 4)
+                .pow(&g.n2, &gpu::batch_words(&x, g.w()), false, &exps, 4)
                 .map_err(gpu::kernel_err("plaintext multiplication"))?;
             let out = arith
                 .mul(&g.n2, &xe, &corr)
                 .map_err(gpu::kernel_err("plaintext multiplication"))?;
-            return Ok(k.cts_of_words(&out, g.w));
+            return Ok(k.cts_of_words(&out, g.w()));
         }
         let k = parse_pk(pk)?;
         let x = k.parse_cts(a)?;
@@ -586,7 +586,7 @@ impl AdditiveHe for Paillier {
             let ctx = self.pk_ctx(pk)?;
             let g = ctx.gpu()?;
             let t = gpu::table(&g.n2, &table)?;
-            let cw = gpu::words_of(&corr, g.w);
+            let cw = gpu::words_of(&corr, g.w());
             let factors: Vec<u32> = (0..k.len()).flat_map(|_| cw.iter().copied()).collect();
             let exps: Vec<u32> = k.iter().flat_map(|&v| gpu::offset_words(v)).collect();
             let out = arith
@@ -594,7 +594,7 @@ impl AdditiveHe for Paillier {
                 .map_err(gpu::kernel_err(
                     "plaintext multiplication of one ciphertext",
                 ))?;
-            return Ok(key.cts_of_words(&out, g.w));
+            return Ok(key.cts_of_words(&out, g.w()));
         }
         Ok(k.par_iter()
             .map(|&v| {
@@ -623,10 +623,10 @@ impl AdditiveHe for Paillier {
                     g.table(&ctx.table)?,
                     &exps,
                     g.exp_words,
-                    &gpu::batch_words(&x, g.w),
+                    &gpu::batch_words(&x, g.w()),
                 )
                 .map_err(gpu::kernel_err("re-randomisation"))?;
-            return Ok(k.cts_of_words(&out, g.w));
+            return Ok(k.cts_of_words(&out, g.w()));
         }
         Ok(x.par_iter()
             .zip(es.par_iter())
