@@ -28,7 +28,30 @@ pub(crate) struct ParticipantConfig {
     pub privacy: Option<PartySeed>,
     #[serde(default)]
     pub compute: ComputeConfig,
+    /// Where this participant's own backend batches run (not shared).
+    #[serde(default, skip_serializing_if = "LocalCrypto::is_default")]
+    pub crypto: LocalCrypto,
     pub output: SessionOutput,
+}
+
+/// `[crypto]`: this participant's own choice of device for its crypto backend's batches.
+/// Not part of `[shared]`: the device changes no byte a peer sees (the GPU and CPU paths
+/// give identical ciphertexts), so each participant picks what its machine has.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LocalCrypto {
+    /// "cpu" (default), "gpu" (every batch; an error without an adapter) or "auto".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// Under device = "auto", the smallest batch sent to the GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_min_batch: Option<usize>,
+}
+
+impl LocalCrypto {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 /// `[session]`: the roster and this participant's place in it.
@@ -176,15 +199,17 @@ impl Shared {
         }
     }
 
-    pub(crate) fn crypto(&self) -> CryptoConfig {
+    /// The `[crypto]` section of `kinsey train` these parameters and a participant's own
+    /// device choice stand for.
+    pub(crate) fn crypto(&self, local: &LocalCrypto) -> CryptoConfig {
         CryptoConfig {
             aggregation: "secure".into(),
             backend: self.backend.clone(),
             key_bits: self.key_bits,
             allow_insecure_test_keys: self.allow_insecure_test_keys,
             allow_insecure: self.allow_insecure,
-            device: None,
-            gpu_min_batch: None,
+            device: local.device.clone(),
+            gpu_min_batch: local.gpu_min_batch,
         }
     }
 
@@ -251,6 +276,13 @@ impl ParticipantConfig {
     }
 
     fn validate(&self) -> Result<()> {
+        if let Some(d) = &self.crypto.device {
+            d.parse::<kinsey_kernels::DevicePref>()
+                .map_err(|e| Error::param("crypto.device", e.to_string()))?;
+        }
+        if self.crypto.gpu_min_batch == Some(0) {
+            return Err(Error::param("crypto.gpu_min_batch", "must be >= 1"));
+        }
         let s = &self.shared;
         kinsey_core::check_epsilon("shared.epsilon", s.epsilon)?;
         kinsey_learn::logreg::Objective::new(s.lambda)?;

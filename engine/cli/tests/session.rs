@@ -181,6 +181,32 @@ fn two_processes_under_demo_publish_the_in_process_model() {
     assert_eq!(run(true), run(false));
 }
 
+/// Each participant picks its own crypto device (`[crypto]`, outside `[shared]`): party 1
+/// runs its Paillier batches on the GPU (lavapipe in CI: fails, not skips, without an
+/// adapter), the others on the CPU, and the published model is the all-CPU in-process one.
+#[test]
+fn a_party_on_the_gpu_publishes_the_cpu_model() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path().join("s");
+    let configs = init(&dir, 2, &["--connect-window", "120"]);
+    let mut cfg = std::fs::read_to_string(&configs[1]).expect("party-1.toml");
+    cfg.push_str("\n[crypto]\ndevice = \"gpu\"\n");
+    std::fs::write(&configs[1], cfg).expect("write");
+    let children: Vec<Child> = configs.iter().map(|c| start(c, &[])).collect();
+    let outs: Vec<String> = finish(children).iter().map(ok).collect();
+    assert!(outs[1].contains("crypto backend on GPU"), "{}", outs[1]);
+    assert!(outs[2].contains("crypto backend on CPU"), "{}", outs[2]);
+    let demo = tmp.path().join("demo");
+    let d = demo.to_str().expect("utf-8");
+    let mut args = vec!["demo", "--out", d, "--parties", "2", "--dim", "4"];
+    args.extend(["--rows", "400", "--seed", "5", "--no-diagnostics"]);
+    args.extend(KEYS);
+    ok(&kinsey().args(&args).output().expect("demo"));
+    let published = weights(&dir.join("curator/out/model.json"));
+    assert_eq!(published, weights(&demo.join("model.json")));
+    assert_eq!(published, weights(&dir.join("party-1/out/model.json")));
+}
+
 #[test]
 fn certificates_the_roster_does_not_name_are_refused_before_any_message() {
     let tmp = tempfile::tempdir().expect("tmp");
@@ -372,6 +398,11 @@ fn participant_configs_are_checked_before_connecting() {
     };
     assert!(run("curator", &configs[1]).contains("kinsey party"));
     assert!(run("party", &configs[0]).contains("kinsey curator"));
+    // An unknown crypto device is named before connecting.
+    let cfg = std::fs::read_to_string(&configs[2]).expect("party-2.toml");
+    std::fs::write(&configs[2], format!("{cfg}\n[crypto]\ndevice = \"tpu\"\n")).expect("w");
+    let t = run("party", &configs[2]);
+    assert!(t.contains("tpu") && t.contains("crypto.device"), "{t}");
     // A missing key file is named.
     std::fs::remove_file(dir.join("party-1/key.pem")).expect("rm");
     let t = run("party", &configs[1]);

@@ -35,6 +35,11 @@ pub struct BackendInfo {
 pub trait AdditiveHe: Send + Sync {
     /// What the backend says about itself.
     fn info(&self) -> BackendInfo;
+    /// Where its batches run, in words (a backend with a GPU path says which device and
+    /// when); the device changes no byte of a key or ciphertext.
+    fn device(&self) -> String {
+        "CPU".into()
+    }
     /// A fresh key pair.
     fn keygen(&self, rng: Rng<'_>) -> Result<KeyPair, BackendError>;
     /// Check a serialized public key (size, structure).

@@ -274,6 +274,10 @@ impl Pk {
 }
 
 impl AdditiveHe for Paillier {
+    fn device(&self) -> String {
+        Paillier::device(self)
+    }
+
     fn info(&self) -> BackendInfo {
         let mut notes = format!(
             "encryption randomness h_s^a with a {}-bit secret exponent (Damgard-Jurik-Nielsen \

@@ -94,7 +94,7 @@ pub(crate) fn join(path: &Path, want_party: bool) -> Result<Joined> {
             "the curator holds no data and draws no noise: remove [data] and [privacy]",
         ));
     }
-    let backend = match cfg.shared.crypto().aggregation()? {
+    let backend = match cfg.shared.crypto(&cfg.crypto).aggregation()? {
         crate::config::Aggregation::Secure(s) => s.backend().clone(),
         crate::config::Aggregation::Plaintext => {
             return Err(Error::param(

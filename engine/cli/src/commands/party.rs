@@ -77,7 +77,11 @@ pub(crate) fn run(a: Args) -> Result<()> {
         "{}: trained its local model in {train_s:.2} s",
         j.me
     ));
-    eprintln!("{}: joining the session", j.me);
+    eprintln!(
+        "{}: joining the session (crypto backend on {})",
+        j.me,
+        j.backend.device()
+    );
     let seat = Seat {
         backend: j.backend.clone(),
         input: Some(input),

@@ -221,6 +221,7 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
             data,
             privacy,
             compute: Default::default(),
+            crypto: Default::default(),
             output: SessionOutput {
                 dir: out,
                 diagnostics: matches!(peer, Peer::Party(_)),
@@ -228,7 +229,9 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
         };
         let header = format!(
             "# kinsey {} config, written by `kinsey session init`. [shared] must be identical in\n\
-             # every participant's file (checked in the TLS handshake).{}\n\n",
+             # every participant's file (checked in the TLS handshake). This participant's own\n\
+             # choices may follow: [compute] device, and [crypto] device = \"cpu\" | \"gpu\" |\n\
+             # \"auto\" with gpu_min_batch (where its backend's batches run).{}\n\n",
             name,
             if i.seed.is_some() && slot > 0 {
                 "\n# [privacy] seed makes the noise reproducible: trials only, NOT private."
