@@ -63,7 +63,7 @@ alpha outside (0, 1) | decay --input FIX/series.csv --model exponential --alpha 
 window 0 | decay --input FIX/series.csv --model window --window 0 --epsilon 1 --out WORK/d.csv | window
 polynomial c <= 1 | decay --input FIX/series.csv --model polynomial --c 0.5 --epsilon 1 --out WORK/d.csv | c
 beta outside (0, 1) | decay --input FIX/series.csv --model polynomial --c 2 --beta 1.5 --epsilon 1 --out WORK/d.csv | beta
-a polynomial horizon past what epsilon can reach | decay --input FIX/series.csv --model polynomial --c 2 --epsilon 1 --horizon 100000000 --out WORK/d.csv | lags from ; at most 2188 steps ; --epsilon
+a polynomial horizon whose far lags epsilon cannot reach | decay --input FIX/series.csv --model polynomial --c 1.2 --beta 0.3 --epsilon 1 --horizon 100000000 --out WORK/d.csv | lags from 355347 ; beta B ; at most 355346 steps ; --epsilon
 a missing column | decay --input FIX/series.csv --column nope --model window --window 4 --epsilon 1 --out WORK/d.csv | nope
 a NaN step value | decay --input FIX/series_nan.csv --model window --window 4 --epsilon 1 --out WORK/d.csv | series_nan.csv ; row 1
 a negative step value | decay --input FIX/series_neg.csv --model window --window 4 --epsilon 1 --out WORK/d.csv | series_neg.csv

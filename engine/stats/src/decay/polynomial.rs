@@ -15,7 +15,11 @@ use rayon::prelude::*;
 /// (sequential composition), and every instance's counters get the same noise scale
 /// `S B / eps`, as the seed prescribes. Instances start
 /// once the stream is longer than their smallest lag; `S` sums over all instances (the
-/// series converges), so the calibration does not depend on the stream length. Online the
+/// series converges), so the calibration does not depend on the stream length. A far lag's
+/// instance whose share `eps_j` falls below the exact sampler's range (1e-6) is left out
+/// with the lags after it, and the estimate's extra bias is at most the public
+/// [`tail_bound`](Self::tail_bound), stated in the calibration (refused when that bound
+/// passes `beta B`). Online the
 /// estimate needs the last `b(j)` steps of each instance: memory grows with the largest lag
 /// in use, which is the nature of heavy-tailed decay.
 #[derive(Debug, Clone)]
@@ -27,6 +31,9 @@ pub struct PolynomialSum {
     /// (width, weight, lag offset b(j-1) + 1, instance) for j >= 1 with W_j >= 1; lag 0 first.
     pub(super) parts: Vec<(u64, f64, u64, WindowSum)>,
     pub(super) total: f64,
+    /// The first lag left out (its instance's share of epsilon is below the sampler's
+    /// range), if any: see [`tail_bound`](Self::tail_bound).
+    pub(super) cut: Option<u64>,
     /// Online: the recent outputs of each instance, newest last.
     pub(super) recent: Vec<std::collections::VecDeque<f64>>,
 }
@@ -82,49 +89,98 @@ impl PolynomialSum {
                 break;
             }
         }
-        let parts = specs
-            .into_iter()
-            .enumerate()
-            .map(|(i, (width, w, off))| {
-                let h = width.next_power_of_two().trailing_zeros();
-                let eps_j = epsilon * w * f64::from(h + 1) / total;
-                // A far lag's instance has a tiny weight and so a tiny share of the budget
-                // (the same noise scale as the others over a tiny sensitivity): below the
-                // exact sampler's range, say which lags and what would work.
-                check_epsilon("epsilon", eps_j).map_err(|_| {
-                    Error::param(
+        // A far lag's instance has a tiny weight and so a tiny share of the budget (the
+        // same noise scale as the others over a tiny sensitivity). Below the exact
+        // sampler's range (epsilon 1e-6) it cannot be drawn without inflating the noise:
+        // the lags from there on are left out, which biases the estimate down by at most
+        // the public bound `tail` (and adds no noise: such an instance would add a whole
+        // counter's noise for a signal below `B (i + 1)^-c`).
+        let mut parts = Vec::with_capacity(specs.len());
+        let mut cut = None;
+        for (i, (width, w, off)) in specs.into_iter().enumerate() {
+            let h = width.next_power_of_two().trailing_zeros();
+            let eps_j = epsilon * w * f64::from(h + 1) / total;
+            if check_epsilon("epsilon", eps_j).is_err() {
+                if off == 0 {
+                    return Err(Error::param(
                         "epsilon",
                         format!(
-                            "polynomial decay (c = {c}, beta = {beta}): the window instance \
-                             for lags from {off} on has weight {w:.3e} and would get epsilon \
-                             {eps_j:.3e} of the total {epsilon}, below what the exact noise sampler \
-                             represents; with these parameters a horizon (the series' length, \
-                             or --horizon) of at most {} steps works: a shorter one, a larger \
-                             --epsilon or --beta, or a smaller --c",
-                            off - 1
+                            "polynomial decay (c = {c}, beta = {beta}): even the lag-0 \
+                             instance would get epsilon {eps_j:.3e} of the total {epsilon}, \
+                             below what the exact noise sampler represents: a larger \
+                             --epsilon or --beta"
                         ),
-                    )
-                })?;
+                    ));
+                }
+                cut = Some(off);
+                break;
+            }
+            parts.push(
                 WindowSum::with_stream(width, eps_j, w * bound, key, 100 + i as u64)
-                    .map(|ws| (width, w, off, ws))
-            })
-            .collect::<Result<Vec<_>>>()?;
+                    .map(|ws| (width, w, off, ws))?,
+            );
+        }
         let n = parts.len();
-        Ok(Self {
+        let m = Self {
             c,
             beta,
             epsilon,
             bound,
             parts,
             total,
+            cut,
             recent: vec![std::collections::VecDeque::new(); n],
+        };
+        // Leaving lags out is worth it only while their bias stays below the approximation's
+        // own slack on one step of value B; past that, say what would work.
+        if let Some((l, tail)) = m.tail_bound()
+            && tail > beta * bound
+        {
+            return Err(Error::param(
+                "epsilon",
+                format!(
+                    "polynomial decay (c = {c}, beta = {beta}): the instances for lags from \
+                     {l} on would get less than the exact noise sampler's smallest epsilon \
+                     (1e-6) of the total {epsilon}, and leaving them out could bias an \
+                     estimate by {tail:.3e}, more than beta B = {:.3e}: {}a larger \
+                     --epsilon or --beta, or a larger --c",
+                    beta * bound,
+                    if l > 1 {
+                        format!(
+                            "a horizon (the series' length, or --horizon) of at most {} \
+                             steps, ",
+                            l - 1
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
+            ));
+        }
+        Ok(m)
+    }
+
+    /// With lags from `L` on left out, a public bound on what they would add to any
+    /// estimate: `B sum_{i >= L} g'(i) <= B sum_{i >= L} (i + 1)^-c <= B L^(1 - c) / (c - 1)`.
+    /// The estimate then lies within `[(1 - beta) F - tail, F]` in expectation.
+    pub fn tail_bound(&self) -> Option<(u64, f64)> {
+        self.cut.map(|l| {
+            let tail = self.bound * (l as f64).powf(1.0 - self.c) / (self.c - 1.0);
+            (l, tail)
         })
     }
 
     pub(crate) fn calibration(&self) -> Calibration {
+        let cut = match self.tail_bound() {
+            Some((l, tail)) => format!(
+                "; lags >= {l} left out (their epsilon share is below the exact sampler's \
+                 range): estimates biased down by at most {tail:.3e}"
+            ),
+            None => String::new(),
+        };
         Calibration {
             model: format!(
-                "polynomial (c = {}, beta = {}, {} window instances)",
+                "polynomial (c = {}, beta = {}, {} window instances{cut})",
                 self.c,
                 self.beta,
                 self.parts.len()
