@@ -314,18 +314,26 @@ impl DecayedSum for PolynomialSum {
             weighted.clear();
             weighted.extend(chunk.iter().map(|x| *w * x));
             ws.stream_into(&weighted, &mut o)?;
-            q.extend(o.first().into_iter().flatten());
-            // `q` holds at most the last `off` outputs before the chunk and the chunk's:
-            // step `t0 + i - off`'s output is `q[q.len() - n + i - off]`, so `q[0]` belongs
-            // to `i0` (earlier steps: the instance has not started).
+            let new: &[f64] = o.first().map_or(&[], Vec::as_slice);
+            // `q` holds the instance's last `min(t0, off)` outputs before the chunk (step
+            // `t0`), `new` the chunk's: step `t0 + i - off`'s output is entry
+            // `i + q.len() - off` of the two in turn, so the first belongs to `i0` (earlier
+            // steps: the instance has not started).
             let off = *off as usize;
-            let i0 = (n + off).saturating_sub(q.len()).min(n);
-            for (d, v) in dst[i0..].iter_mut().zip(q.iter()) {
+            let i0 = off.saturating_sub(q.len()).min(n);
+            for (d, v) in dst[i0..].iter_mut().zip(q.iter().chain(new)) {
                 *d += v;
             }
-            // Later steps read at most the last `off` outputs.
-            let drop = q.len().saturating_sub(off);
-            q.drain(..drop);
+            // Later steps read at most the last `off` outputs (a chunk's worth is never
+            // queued: memory is the lags in use, not the chunk times the instances).
+            if new.len() >= off {
+                q.clear();
+                q.extend(&new[new.len() - off..]);
+            } else {
+                q.extend(new);
+                let drop = q.len().saturating_sub(off);
+                q.drain(..drop);
+            }
         }
         Ok(())
     }
