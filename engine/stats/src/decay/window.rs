@@ -248,27 +248,39 @@ impl WindowSum {
         blocks.reset();
         let mut sb = self.rebuild_from(start, base);
         let mut id = first_id(sb, self.h);
+        // The noise of whole groups of blocks at a time, at least 2^10 steps' worth: a
+        // small block's few counters per fill would pay for a whole batch of keystream
+        // (eight ChaCha20 blocks) and its buffers each time. Counters are numbered in
+        // completion order, so a group's are consecutive, block after block.
+        let group = block.max(1 << 10);
         while sb < stop {
-            let n = (stop - sb).min(block) as usize;
-            let count = block_nodes(n, self.h);
-            let z = match ahead {
-                Some((f0, all)) => &all[(id - f0) as usize..][..count],
+            let g_end = (sb + group).min(stop);
+            let g_count = (first_id(g_end, self.h) - id) as usize;
+            let zg = match ahead {
+                Some((f0, all)) => &all[(id - f0) as usize..][..g_count],
                 None => {
-                    sc.z.resize(count, 0);
+                    sc.z.resize(g_count, 0);
                     self.noise.fill(id, &mut sc.z)?;
                     &sc.z[..]
                 }
             };
-            // A block before `start` (rebuilt for the windows reaching back) outputs nothing.
-            let end = sb + n as u64;
-            let out_lo = start.clamp(sb, end);
-            let o_from = (out_lo - sb) as usize;
-            let out =
-                &mut dst[(out_lo.max(start) - start) as usize..(end.max(start) - start) as usize];
-            let at = (sb - base) as usize;
-            blocks.block(sb, &xs[at..at + n], z, o_from, out)?;
-            id += count as u64;
-            sb += n as u64;
+            let mut at_z = 0;
+            while sb < g_end {
+                let n = (g_end - sb).min(block) as usize;
+                let count = block_nodes(n, self.h);
+                // A block before `start` (rebuilt for the windows reaching back) outputs
+                // nothing.
+                let end = sb + n as u64;
+                let out_lo = start.clamp(sb, end);
+                let o_from = (out_lo - sb) as usize;
+                let out = &mut dst
+                    [(out_lo.max(start) - start) as usize..(end.max(start) - start) as usize];
+                let at = (sb - base) as usize;
+                blocks.block(sb, &xs[at..at + n], &zg[at_z..at_z + count], o_from, out)?;
+                at_z += count;
+                sb += n as u64;
+            }
+            id += g_count as u64;
         }
         Ok(())
     }
