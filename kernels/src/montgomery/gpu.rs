@@ -706,13 +706,21 @@ mod tests {
         }
     }
 
+    /// The kernel on the shared device (lavapipe in CI: fails, not skips, without an
+    /// adapter) and a seeded generator.
+    fn gpu_and_rng(seed: u64) -> (GpuMontgomery, rand_chacha::ChaCha8Rng) {
+        let ctx = GpuContext::shared().expect("a GPU adapter (lavapipe in CI)");
+        (
+            GpuMontgomery::new(ctx),
+            rand_chacha::ChaCha8Rng::seed_from_u64(seed),
+        )
+    }
+
     /// A fixed-base table goes to the device once: a second batch (and a clone of the
     /// table) binds the same buffer, and the results still equal the twin's.
     #[test]
     fn fixed_base_table_is_uploaded_once() {
-        let ctx = GpuContext::shared().expect("a GPU adapter (lavapipe in CI)");
-        let g = GpuMontgomery::new(ctx);
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(22);
+        let (g, mut rng) = gpu_and_rng(22);
         let m = modulus(&mut rng, 8);
         let entries = values(&mut rng, &m, 16 * 3);
         let init = values(&mut rng, &m, 4);
@@ -739,9 +747,7 @@ mod tests {
     /// A batch larger than one dispatch is split and reassembled in order.
     #[test]
     fn batches_are_split_in_order() {
-        let ctx = GpuContext::shared().expect("a GPU adapter (lavapipe in CI)");
-        let g = GpuMontgomery::new(ctx);
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(21);
+        let (g, mut rng) = gpu_and_rng(21);
         let m = modulus(&mut rng, 4);
         let n = MAX_ITEMS + 37;
         let a = values(&mut rng, &m, n);
