@@ -2,7 +2,7 @@
 
 use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
 use super::noise::KeyedNoise;
-use super::tree::{Flat, Forest, Held, Releases, first_id, interval_sum};
+use super::tree::{Flat, Forest, Held, Releases, first_id, interval_sum, segments};
 use kinsey_core::{Error, Result, check_epsilon};
 use rayon::prelude::*;
 
@@ -147,41 +147,25 @@ impl AllWindowSum {
     /// Bulk: per window, all estimates; parallel over segments; same numbers as `push`.
     pub(crate) fn bulk_series(&self, xs: &[f64]) -> Vec<Vec<f64>> {
         let mut out = vec![vec![0.0; xs.len()]; self.windows.len()];
-        let mut cols: Vec<&mut [f64]> = out.iter_mut().map(|c| c.as_mut_slice()).collect();
-        self.bulk_offset(xs, 0, 0, &mut cols);
+        self.bulk_offset(xs, 0, 0, out.iter_mut().map(Vec::as_mut_slice).collect());
         out
     }
 
     /// `xs[i]` is step `base + i` (`base` a multiple of the block); per window, the
     /// estimates of steps `out_from .. base + xs.len()` into `out` (one column per window,
     /// each of that length), in parallel over segments of at least `2^15` steps.
-    fn bulk_offset(&self, xs: &[f64], base: u64, out_from: u64, out: &mut [&mut [f64]]) {
+    fn bulk_offset(&self, xs: &[f64], base: u64, out_from: u64, out: Vec<&mut [f64]>) {
         let seg = (1u64 << self.h).max(1 << 15);
-        let end = base + xs.len() as u64;
-        // Segments aligned to `seg` in step numbers; the first may start late.
-        let mut bounds = vec![out_from];
-        let mut at = ((out_from / seg + 1) * seg).min(end);
-        while at < end {
-            bounds.push(at);
-            at += seg;
-        }
-        bounds.push(end);
-        let parts: Vec<Vec<Vec<f64>>> = bounds
-            .par_windows(2)
-            .map(|b| self.segment(xs, base, b[0], b[1]))
-            .collect();
-        for (col, dst) in out.iter_mut().enumerate() {
-            let mut at = 0;
-            for p in &parts {
-                dst[at..at + p[col].len()].copy_from_slice(&p[col]);
-                at += p[col].len();
-            }
-        }
+        segments(out_from, seg, out)
+            .into_par_iter()
+            .for_each(|(start, mut cols)| self.segment(xs, base, start, &mut cols));
     }
 
-    /// Per window, the estimates of steps `start .. stop` (`xs[i]` is step `base + i`):
-    /// the forest rebuilt from a block before `start`'s block, all a window reaches back to.
-    fn segment(&self, xs: &[f64], base: u64, start: u64, stop: u64) -> Vec<Vec<f64>> {
+    /// Per window, the estimates of steps `start .. start + out[i].len()` into `out[i]`
+    /// (`xs[j]` is step `base + j`): the forest rebuilt from a block before `start`'s
+    /// block, all a window reaches back to.
+    fn segment(&self, xs: &[f64], base: u64, start: u64, out: &mut [&mut [f64]]) {
+        let stop = start + out.first().map_or(0, |c| c.len()) as u64;
         let block = 1u64 << self.h;
         let from = ((start / block) * block).saturating_sub(block).max(base);
         let mut forest = Forest::new(self.h, 1.0);
@@ -198,18 +182,12 @@ impl AllWindowSum {
                 idx += 1;
             });
         }
-        self.windows
-            .iter()
-            .zip(&self.hs)
-            .map(|(&w, &h)| {
-                (start..stop)
-                    .map(|t| {
-                        let l = (t + 1).saturating_sub(w);
-                        interval_sum(l, t, h, |k, m| rel.get(k, m))
-                    })
-                    .collect()
-            })
-            .collect()
+        for ((col, &w), &h) in out.iter_mut().zip(&self.windows).zip(&self.hs) {
+            for (d, t) in col.iter_mut().zip(start..) {
+                let l = (t + 1).saturating_sub(w);
+                *d = interval_sum(l, t, h, |k, m| rel.get(k, m));
+            }
+        }
     }
 }
 
@@ -262,8 +240,8 @@ impl DecayedSum for AllWindowSum {
         }
         let mut held = std::mem::take(&mut self.held);
         let r = held.chunk(1 << self.h, chunk, |xs, base, from, at| {
-            let mut cols: Vec<&mut [f64]> = out.iter_mut().map(|c| &mut c[at.clone()]).collect();
-            self.bulk_offset(xs, base, from, &mut cols);
+            let cols = out.iter_mut().map(|c| &mut c[at.clone()]).collect();
+            self.bulk_offset(xs, base, from, cols);
             Ok(())
         });
         self.held = held;

@@ -75,6 +75,34 @@ pub(super) fn first_id(t: u64, h: u32) -> u64 {
     (0..=h.min(63)).map(|j| t >> j).sum()
 }
 
+/// The outputs of steps `out_from ..` (each column one slice of equal length) cut into
+/// segments aligned to `seg` in step numbers (the first may start late), for the bulk
+/// paths to run in parallel: per segment its first step and its slice of every column.
+pub(super) fn segments(
+    out_from: u64,
+    seg: u64,
+    cols: Vec<&mut [f64]>,
+) -> Vec<(u64, Vec<&mut [f64]>)> {
+    let len = cols.first().map_or(0, |c| c.len());
+    let mut rest = cols;
+    let mut pieces = Vec::new();
+    let mut at = out_from;
+    let mut left = len;
+    while left > 0 {
+        let n = ((((at / seg) + 1) * seg - at) as usize).min(left);
+        let mut heads = Vec::with_capacity(rest.len());
+        for r in &mut rest {
+            let (h, t) = std::mem::take(r).split_at_mut(n);
+            heads.push(h);
+            *r = t;
+        }
+        pieces.push((at, heads));
+        at += n as u64;
+        left -= n;
+    }
+    pieces
+}
+
 /// The steps a stream run chunk by chunk in bulk keeps between chunks: from a block before
 /// the last block boundary on, what a window of at most a block reaches back to. Memory is
 /// the chunk plus two blocks, whatever the stream's length.

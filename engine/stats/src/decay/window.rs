@@ -2,7 +2,7 @@
 
 use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
 use super::noise::KeyedNoise;
-use super::tree::{Forest, Held, Releases, first_id, interval_sum};
+use super::tree::{Forest, Held, Releases, first_id, interval_sum, segments};
 use kinsey_core::{Error, Result, check_epsilon};
 use kinsey_kernels::window::blocks::{Blocks, block_nodes};
 use kinsey_kernels::window::{WindowChunk, gpu::GpuWindow, gpu::MAX_STEPS};
@@ -154,16 +154,10 @@ impl WindowSum {
                 out.len()
             )));
         }
-        // Segments are aligned to `seg` in step numbers; the first may start late.
-        let first_len = ((out_from / seg + 1) * seg).min(end) - out_from;
-        let (head, tail) = out.split_at_mut(first_len as usize);
-        let mut pieces: Vec<(u64, &mut [f64])> = vec![(out_from, head)];
-        let mut at = out_from + first_len;
-        for c in tail.chunks_mut(seg as usize) {
-            let len = c.len() as u64;
-            pieces.push((at, c));
-            at += len;
-        }
+        let pieces: Vec<(u64, &mut [f64])> = segments(out_from, seg, vec![out])
+            .into_iter()
+            .filter_map(|(at, mut c)| c.pop().map(|c| (at, c)))
+            .collect();
         if self.noise.gpu().is_none() {
             pieces
                 .into_par_iter()
