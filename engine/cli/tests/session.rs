@@ -403,6 +403,12 @@ fn participant_configs_are_checked_before_connecting() {
     std::fs::write(&configs[2], format!("{cfg}\n[crypto]\ndevice = \"tpu\"\n")).expect("w");
     let t = run("party", &configs[2]);
     assert!(t.contains("tpu") && t.contains("crypto.device"), "{t}");
+    // A zero GPU batch threshold is named too.
+    let cfg = std::fs::read_to_string(&configs[1]).expect("party-1.toml");
+    std::fs::write(&configs[1], format!("{cfg}\n[crypto]\ngpu_min_batch = 0\n")).expect("w");
+    let t = run("party", &configs[1]);
+    assert!(t.contains("crypto.gpu_min_batch"), "{t}");
+    std::fs::write(&configs[1], cfg).expect("restore");
     // A missing key file is named.
     std::fs::remove_file(dir.join("party-1/key.pem")).expect("rm");
     let t = run("party", &configs[1]);
