@@ -6,6 +6,14 @@
 // its window's canonical decomposition left to right. f64 throughout (SHADER_F64): the
 // same IEEE operations in the same order as the CPU twin, so the same bits.
 // Steps and nodes are relative to the chunk's first step `from` (a multiple of 2^h).
+//
+// The binary mechanism's segments (`running_level`, `running_sums`; host side
+// kernels/src/window/running.rs) share the bindings: segments of 2^h steps whose levels
+// 0..h form here, left nodes below h released with draw ids offset per segment, the
+// level-h nodes (and the last segment's latest left releases) read back for the host to
+// run the levels above, then per step the Horner sum of its left nodes from the host's
+// per-segment start value. Adds only: the CPU's `acc * 1.0 + r` is `acc + r` exactly,
+// fused or not, so the same bits on any device.
 
 struct Params {
     // steps in the chunk, h, window W (below 2^32 here), the level of a `level` pass
@@ -18,15 +26,21 @@ struct Params {
     outs: u32,
     gx: u32,
     pad: u32,
+    // running: segments, index in `offs` of the first segment's id base, unused
+    nseg: u32,
+    segs_at: u32,
+    pad2: u32,
+    pad3: u32,
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
-// gamma, 1 / gamma
+// gamma, 1 / gamma (running sums: then per segment its start value and last output)
 @group(0) @binding(1) var<storage, read> grid: array<f64>;
 @group(0) @binding(2) var<storage, read> xs: array<f64>;
 // node draws in completion order, as (low, high) words of an i64
 @group(0) @binding(3) var<storage, read> z: array<vec2<u32>>;
-// offset of level k's nodes in `val` and `rel`
+// offset of level k's nodes in `val` and `rel` (running sums: then each segment's first
+// draw id relative to the chunk's)
 @group(0) @binding(4) var<storage, read> offs: array<u32>;
 @group(0) @binding(5) var<storage, read_write> val: array<f64>;
 @group(0) @binding(6) var<storage, read_write> rel: array<f64>;
@@ -100,4 +114,74 @@ fn sums(@builtin(global_invocation_id) gid: vec3<u32>) {
         at += 1u << k;
     }
     out[i] = s;
+}
+
+// Running sums, level `P.k` of the segments of 2^h steps: node values as `level` does; a
+// left node below h is released (its draw: the segment's id base, then the nodes
+// completing before its last step in the segment's own levels, then the levels below it);
+// the level-h nodes go to out[segment], and the last segment's latest left release of
+// level k to out[nseg + k].
+@compute @workgroup_size(64)
+fn running_level(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let m = index(gid);
+    let k = P.k;
+    let l = P.h;
+    let count = P.len >> k;
+    if m >= count {
+        return;
+    }
+    var v: f64;
+    if k == 0u {
+        v = xs[m];
+    } else {
+        let below = offs[k - 1u] + 2u * m;
+        v = val[below] + val[below + 1u];
+    }
+    val[offs[k] + m] = v;
+    if k == l {
+        out[m] = v;
+        return;
+    }
+    if (m & 1u) != 0u {
+        return;
+    }
+    let s = m >> (l - k);
+    let t = (((m + 1u) << k) - 1u) - (s << l);
+    var id = offs[P.segs_at + s] + k;
+    for (var j = 0u; j < l; j++) {
+        id += t >> j;
+    }
+    let g = grid[0];
+    let r = g * (round_away(v * grid[1]) + to_f64(z[id]));
+    rel[offs[k] + m] = r;
+    if m + 2u == count {
+        out[P.nseg + k] = r;
+    }
+}
+
+// Running sums, every step: the segment's start value (the levels from h up), then its
+// left nodes below h, highest first; the segment's last step takes the host's value.
+@compute @workgroup_size(64)
+fn running_sums(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = index(gid);
+    if i >= P.len {
+        return;
+    }
+    let l = P.h;
+    let s = i >> l;
+    let mask = (1u << l) - 1u;
+    let tl = i & mask;
+    if tl == mask {
+        out[i] = grid[3u + 2u * s];
+        return;
+    }
+    let n = tl + 1u;
+    var acc = grid[2u + 2u * s];
+    for (var k = l; k > 0u; k--) {
+        let b = k - 1u;
+        if ((n >> b) & 1u) != 0u {
+            acc = acc + rel[offs[b] + (s << (l - b)) + (n >> b) - 1u];
+        }
+    }
+    out[i] = acc;
 }

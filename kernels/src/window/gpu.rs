@@ -5,6 +5,7 @@
 //! (the caller's chunks are 2^21); dispatches use a 2-D grid within 65,535 workgroups per
 //! dimension.
 
+use super::running::{RunningChunk, RunningTops, check_sums};
 use super::spec::WindowChunk;
 use crate::error::KernelError;
 use crate::gpu::{
@@ -31,6 +32,10 @@ struct Params {
     outs: u32,
     gx: u32,
     pad: u32,
+    nseg: u32,
+    segs_at: u32,
+    pad2: u32,
+    pad3: u32,
 }
 
 /// The process's pipelines (the device is process-wide).
@@ -38,6 +43,8 @@ struct Pipes {
     layout: wgpu::BindGroupLayout,
     level: wgpu::ComputePipeline,
     sums: wgpu::ComputePipeline,
+    running_level: wgpu::ComputePipeline,
+    running_sums: wgpu::ComputePipeline,
 }
 static PIPES: OnceLock<Result<Arc<Pipes>, KernelError>> = OnceLock::new();
 
@@ -80,15 +87,19 @@ impl GpuWindow {
                     "window",
                     WINDOW_WGSL,
                     &entries,
-                    &["level", "sums"],
+                    &["level", "sums", "running_level", "running_sums"],
                 )?;
-                let (Some(sums), Some(level)) = (p.pop(), p.pop()) else {
+                let (Some(running_sums), Some(running_level), Some(sums), Some(level)) =
+                    (p.pop(), p.pop(), p.pop(), p.pop())
+                else {
                     return Err(KernelError::Validation("window: missing pipelines".into()));
                 };
                 Ok(Arc::new(Pipes {
                     layout,
                     level,
                     sums,
+                    running_level,
+                    running_sums,
                 }))
             })
             .clone()?;
@@ -152,6 +163,10 @@ impl GpuWindow {
             outs,
             gx: 0,
             pad: 0,
+            nseg: 0,
+            segs_at: 0,
+            pad2: 0,
+            pad3: 0,
         };
         ctx.submit("window", |enc| {
             let mut pass_with = |p: Params, pipe: &wgpu::ComputePipeline, n: u64| {
@@ -179,6 +194,166 @@ impl GpuWindow {
             out.copy_back(enc);
         })?;
         read_pod::<f64>(&ctx.device, &out.read)
+    }
+}
+
+/// A chunk's level passes done on the device ([`GpuWindow::running_levels`]): its
+/// buffers, kept for the sums pass, and what the host needs in between.
+pub struct DeviceLevels {
+    xs: wgpu::Buffer,
+    z: wgpu::Buffer,
+    index: wgpu::Buffer,
+    val: wgpu::Buffer,
+    rel: wgpu::Buffer,
+    /// The level-`l` nodes and the last segment's latest left releases.
+    pub tops: RunningTops,
+}
+
+impl std::fmt::Debug for DeviceLevels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "DeviceLevels({} releases on the device)",
+            self.rel.size() / 8
+        )
+    }
+}
+
+impl GpuWindow {
+    /// The running-sum level passes of chunk `c` with its draws on the device (as
+    /// [`running_levels`](super::running::running_levels)).
+    pub fn running_levels(
+        &self,
+        c: &RunningChunk<'_>,
+        z: &crate::dyadic::gpu::DeviceDraws,
+    ) -> Result<DeviceLevels, KernelError> {
+        c.check(z.count)?;
+        self.running_levels_in(c, z.buf.clone())
+    }
+
+    /// [`running_levels`](Self::running_levels) with the draws uploaded from `z`.
+    pub fn running_levels_host(
+        &self,
+        c: &RunningChunk<'_>,
+        z: &[i64],
+    ) -> Result<DeviceLevels, KernelError> {
+        c.check(z.len())?;
+        let buf = self
+            .ctx
+            .upload("z", bytemuck::cast_slice(z), wgpu::BufferUsages::STORAGE);
+        self.running_levels_in(c, buf)
+    }
+
+    fn running_levels_in(
+        &self,
+        c: &RunningChunk<'_>,
+        z: wgpu::Buffer,
+    ) -> Result<DeviceLevels, KernelError> {
+        if c.xs.len() > MAX_STEPS {
+            return Err(KernelError::Input(format!(
+                "running chunk of {} steps (at most {MAX_STEPS} on the GPU)",
+                c.xs.len()
+            )));
+        }
+        let ctx = &self.ctx;
+        let st = wgpu::BufferUsages::STORAGE;
+        let index = c.index();
+        let nodes = c.nodes() as u64;
+        let nseg = c.segments();
+        let grid_buf = ctx.upload("grid", bytemuck::cast_slice(&[c.gamma, 1.0 / c.gamma]), st);
+        let xs = ctx.upload("xs", bytemuck::cast_slice(c.xs), st);
+        let index_buf = ctx.upload("index", bytemuck::cast_slice(&index), st);
+        let val = ctx.buffer("val", 8 * nodes, st);
+        let rel = ctx.buffer("rel", 8 * nodes, st);
+        let out = ctx.output("running tops", 8 * (nseg + c.l as usize) as u64);
+        let base = self.running_params(c);
+        ctx.submit("running levels", |enc| {
+            for k in 0..=c.l {
+                let (gx, gy) = grid((c.xs.len() >> k) as u64);
+                let params = ctx.upload(
+                    "running params",
+                    bytemuck::bytes_of(&Params { k, gx, ..base }),
+                    wgpu::BufferUsages::UNIFORM,
+                );
+                let bind = ctx.bind(
+                    "running",
+                    &self.pipes.layout,
+                    &[
+                        &params, &grid_buf, &xs, &z, &index_buf, &val, &rel, &out.gpu,
+                    ],
+                );
+                dispatch(enc, &self.pipes.running_level, &bind, (gx, gy));
+            }
+            out.copy_back(enc);
+        })?;
+        let mut tops = read_pod::<f64>(&ctx.device, &out.read)?;
+        let ends = tops.split_off(nseg);
+        Ok(DeviceLevels {
+            xs,
+            z,
+            index: index_buf,
+            val,
+            rel,
+            tops: RunningTops { tops, ends },
+        })
+    }
+
+    /// The running sums of every step of chunk `c` from its level passes `lv` and one
+    /// start pair per segment (as [`running_sums`](super::running::running_sums)).
+    pub fn running_sums(
+        &self,
+        c: &RunningChunk<'_>,
+        lv: &DeviceLevels,
+        starts: &[[f64; 2]],
+    ) -> Result<Vec<f64>, KernelError> {
+        check_sums(c, (lv.rel.size() / 8) as usize, starts)?;
+        let ctx = &self.ctx;
+        let mut consts = vec![c.gamma, 1.0 / c.gamma];
+        consts.extend(starts.iter().flatten());
+        let consts = ctx.upload(
+            "starts",
+            bytemuck::cast_slice(&consts),
+            wgpu::BufferUsages::STORAGE,
+        );
+        let out = ctx.output("running sums", 8 * c.xs.len() as u64);
+        let (gx, gy) = grid(c.xs.len() as u64);
+        let params = ctx.upload(
+            "running params",
+            bytemuck::bytes_of(&Params {
+                gx,
+                ..self.running_params(c)
+            }),
+            wgpu::BufferUsages::UNIFORM,
+        );
+        ctx.submit("running sums", |enc| {
+            let bind = ctx.bind(
+                "running",
+                &self.pipes.layout,
+                &[
+                    &params, &consts, &lv.xs, &lv.z, &lv.index, &lv.val, &lv.rel, &out.gpu,
+                ],
+            );
+            dispatch(enc, &self.pipes.running_sums, &bind, (gx, gy));
+            out.copy_back(enc);
+        })?;
+        read_pod::<f64>(&ctx.device, &out.read)
+    }
+
+    fn running_params(&self, c: &RunningChunk<'_>) -> Params {
+        Params {
+            len: c.xs.len() as u32,
+            h: c.l,
+            w: 0,
+            k: 0,
+            out_from: 0,
+            outs: 0,
+            gx: 0,
+            pad: 0,
+            nseg: c.segments() as u32,
+            segs_at: c.l + 2,
+            pad2: 0,
+            pad3: 0,
+        }
     }
 }
 
@@ -278,5 +453,51 @@ mod tests {
             z: &z,
         };
         assert!(gpu.sums(&c).is_err() && window_sums(&c).is_err());
+    }
+
+    /// The running-sum passes on the GPU equal their CPU twin bit for bit: chunks late in
+    /// the stream (ids offset by the levels above the segments), fractions, large draws,
+    /// several segment levels. Fails without an adapter.
+    #[test]
+    fn gpu_running_matches_cpu() {
+        use crate::window::running::{running_levels, running_sums};
+        let ctx = GpuContext::shared().expect("a GPU adapter (lavapipe in CI)");
+        let gpu = GpuWindow::new(ctx).expect("64-bit floats");
+        let mut state = 0x0bad_cafe_1234_5678u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for (l, h, from, segs) in [
+            (1u32, 2u32, 0u64, 3usize),
+            (4, 20, 16 * 1001, 7),
+            (10, 62, (1u64 << 40) + (1 << 10) * 77, 5),
+            (12, 18, 0, 3),
+        ] {
+            let xs: Vec<f64> = (0..segs << l)
+                .map(|_| (next() >> 40) as f64 / 7.0 - 1e5)
+                .collect();
+            let c = RunningChunk {
+                l,
+                h,
+                gamma: 2f64.powi(-5),
+                from,
+                xs: &xs,
+            };
+            let z: Vec<i64> = (0..c.draws()).map(|_| (next() as i64) >> 22).collect();
+            let (want_tops, rel) = running_levels(&c, &z).expect("cpu levels");
+            let lv = gpu.running_levels_host(&c, &z).expect("gpu levels");
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&lv.tops.tops), bits(&want_tops.tops), "l {l}: tops");
+            assert_eq!(bits(&lv.tops.ends), bits(&want_tops.ends), "l {l}: ends");
+            let starts: Vec<[f64; 2]> = (0..segs)
+                .map(|_| [(next() >> 30) as f64 / 3.0, (next() >> 30) as f64 / 5.0])
+                .collect();
+            let want = running_sums(&c, &rel, &starts).expect("cpu sums");
+            let got = gpu.running_sums(&c, &lv, &starts).expect("gpu sums");
+            assert_eq!(bits(&got), bits(&want), "l {l} h {h}: sums");
+        }
     }
 }

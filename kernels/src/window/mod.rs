@@ -8,10 +8,14 @@
 //! what the decayed sums run); GPU twin [`gpu::GpuWindow`] (`shaders/window.wgsl`, f64
 //! arithmetic through `SHADER_F64`). The same IEEE operations in the same order: the same
 //! bits.
+//!
+//! The binary mechanism's segments share the shader ([`running`]: the running sums' level
+//! passes and per-step sums, CPU twin beside them).
 
 pub mod blocks;
 pub mod cpu;
 pub mod gpu;
+pub mod running;
 mod spec;
 
 pub use spec::WindowChunk;

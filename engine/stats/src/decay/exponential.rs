@@ -5,7 +5,13 @@ use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound};
 use super::noise::{Batch, KeyedNoise};
 use super::tree::{Forest, first_id};
 use kinsey_core::{Error, Result, check_epsilon};
+use kinsey_kernels::window::gpu::GpuWindow;
+use kinsey_kernels::window::running::RunningChunk;
 use rayon::prelude::*;
+
+/// Steps per GPU pass of the running sums' segments (whole segments; small in tests, so
+/// that a test stream crosses several).
+const GPU_STEPS: usize = if cfg!(test) { 1 << 14 } else { 1 << 21 };
 
 /// Exponentially decayed sums `sum alpha^(j - i) x_i` (and, with `alpha = 1` over a declared
 /// horizon, the binary mechanism for running sums).
@@ -27,6 +33,8 @@ pub struct ExponentialSum {
     pub(super) horizon: Option<u64>,
     /// Bulk runs aligned segments of `2^seg_bits` steps in parallel.
     pub(super) seg_bits: u32,
+    /// The running sums' segments on the GPU (with the noise there; `alpha = 1` only).
+    pub(super) sums_gpu: Option<GpuWindow>,
 }
 
 /// `sum_k alpha^(2^(k-1) - 1)` over `levels` levels (all of them while terms matter).
@@ -92,7 +100,9 @@ impl ExponentialSum {
             t: 0,
             next_id: 0,
             horizon,
-            seg_bits: 16,
+            // Small in tests, so that test streams have many segments.
+            seg_bits: if cfg!(test) { 12 } else { 16 },
+            sums_gpu: None,
         })
     }
 
@@ -225,6 +235,9 @@ impl ExponentialSum {
     /// taken from (2). Every node is formed and released by the operations of `push`, so
     /// the numbers are the same bit for bit.
     fn segments(&mut self, xs: &[f64], out: &mut [f64]) -> Result<()> {
+        if let Some(g) = self.sums_gpu.clone() {
+            return self.segments_gpu(&g, xs, out);
+        }
         let (l, h, alpha, a) = (self.seg_bits, self.h, self.alpha, self.t);
         let seg = 1usize << l;
         let tops: Vec<f64> = xs
@@ -245,18 +258,7 @@ impl ExponentialSum {
             })
             .collect();
         let lu = l as usize;
-        let mut states = vec![self.last_left[lu..].to_vec()];
-        for (j, &v) in tops.iter().enumerate() {
-            let t = a + ((j + 1) * seg) as u64 - 1;
-            let base = first_id(t, h);
-            let (noise, last) = (&self.noise, &mut self.last_left);
-            self.forest.step_from(l, t, v, |k, m, v| {
-                if m & 1 == 0 {
-                    last[k as usize] = noise.release(v, noise.z(base + u64::from(k)));
-                }
-            });
-            states.push(self.last_left[lu..].to_vec());
-        }
+        let states = self.above(a, &tops);
         let lows: Vec<Vec<f64>> = out
             .par_chunks_mut(seg)
             .zip(xs.par_chunks(seg))
@@ -319,6 +321,98 @@ impl ExponentialSum {
     }
 }
 
+impl ExponentialSum {
+    /// Step (2) of [`segments`](Self::segments): the levels from `seg_bits` up over the
+    /// segments from step `a` on, given each one's level-`seg_bits` node; the latest left
+    /// nodes of those levels before the first segment and after each.
+    fn above(&mut self, a: u64, tops: &[f64]) -> Vec<Vec<f64>> {
+        let (l, h) = (self.seg_bits, self.h);
+        let lu = l as usize;
+        let mut states = vec![self.last_left[lu..].to_vec()];
+        for (j, &v) in tops.iter().enumerate() {
+            let t = a + ((j as u64 + 1) << l) - 1;
+            let base = first_id(t, h);
+            let (noise, last) = (&self.noise, &mut self.last_left);
+            self.forest.step_from(l, t, v, |k, m, v| {
+                if m & 1 == 0 {
+                    last[k as usize] = noise.release(v, noise.z(base + u64::from(k)));
+                }
+            });
+            states.push(self.last_left[lu..].to_vec());
+        }
+        states
+    }
+
+    /// [`segments`](Self::segments) for the running sums with the GPU: per pass of up to
+    /// [`GPU_STEPS`] steps, the draws and the levels below `seg_bits` on the device, the
+    /// levels above on the CPU from the level-`seg_bits` nodes read back, then every step's
+    /// sum on the device from its segment's start value. The same operations as the CPU
+    /// path (additions only, `alpha = 1`): the same bits.
+    fn segments_gpu(&mut self, g: &GpuWindow, xs: &[f64], out: &mut [f64]) -> Result<()> {
+        let (l, h) = (self.seg_bits, self.h);
+        let lu = l as usize;
+        for (part, dst) in xs.chunks(GPU_STEPS).zip(out.chunks_mut(GPU_STEPS)) {
+            let a = self.t;
+            let chunk = RunningChunk {
+                l,
+                h,
+                gamma: self.noise.gamma(),
+                from: a,
+                xs: part,
+            };
+            let Some(z) = self.noise.fill_device(first_id(a, h), chunk.draws())? else {
+                return Err(Error::Numerical(
+                    "running: GPU sums without GPU noise".into(),
+                ));
+            };
+            let lv = g.running_levels(&chunk, &z)?;
+            let states = self.above(a, &lv.tops.tops);
+            let mut last = vec![0.0; h as usize + 1];
+            let starts: Vec<[f64; 2]> = states
+                .windows(2)
+                .enumerate()
+                .map(|(j, w)| {
+                    let start = a + ((j as u64) << l);
+                    last[lu..].copy_from_slice(&w[0]);
+                    let high = horner(&self.pow, &last, start, l..=h, 0.0);
+                    last[lu..].copy_from_slice(&w[1]);
+                    [high, output(&self.pow, &last, h, start + (1 << l) - 1)]
+                })
+                .collect();
+            dst.copy_from_slice(&g.running_sums(&chunk, &lv, &starts)?);
+            self.last_left[..lu].copy_from_slice(&lv.tops.ends);
+            self.t = a + part.len() as u64;
+            self.next_id = first_id(self.t, h);
+        }
+        Ok(())
+    }
+
+    /// The noise on `device`; for the running sums (`alpha = 1`) their segments too where
+    /// the GPU has 64-bit floats. Exponential sums keep their trees on the CPU: WGSL lets a
+    /// device fuse `w * left + right` into one rounding, so the same bits as the CPU could
+    /// not be promised. The GPU used, in words.
+    pub(crate) fn use_device(
+        &mut self,
+        device: kinsey_kernels::DevicePref,
+    ) -> Result<Option<String>> {
+        let used = self.noise.use_device(device)?;
+        self.sums_gpu = None;
+        let Some(ctx) = self.noise.gpu() else {
+            return Ok(used);
+        };
+        if self.horizon.is_none() {
+            return Ok(used.map(|u| format!("{u}: noise (the decayed sums on the CPU)")));
+        }
+        Ok(match GpuWindow::new(ctx.clone()) {
+            Ok(g) => {
+                self.sums_gpu = Some(g);
+                used.map(|u| format!("{u}: noise and sums"))
+            }
+            Err(e) => used.map(|u| format!("{u}: noise ({e})")),
+        })
+    }
+}
+
 /// The decayed sum at step `t` from the latest left node of each level (`pow[k]` =
 /// `alpha^(2^k)`): Horner over the binary digits of `t + 1`, highest first.
 #[inline]
@@ -378,7 +472,7 @@ impl DecayedSum for ExponentialSum {
     }
 
     fn use_device(&mut self, device: kinsey_kernels::DevicePref) -> Result<Option<String>> {
-        self.noise.use_device(device)
+        ExponentialSum::use_device(self, device)
     }
 
     fn push(&mut self, x: f64, out: &mut [f64]) -> Result<()> {
