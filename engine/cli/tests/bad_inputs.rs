@@ -23,6 +23,7 @@ an unknown device | train --out WORK/out --config FIX/cfg/device.toml | quantum
 an unknown backend | train --out WORK/out --config FIX/cfg/backend.toml | rsa
 the insecure mock backend without allow_insecure | train --out WORK/out --config FIX/cfg/mock.toml | allow_insecure
 a 512-bit Paillier key | train --out WORK/out --config FIX/cfg/small_key.toml | 512
+a zero GPU batch threshold | train --out WORK/out --config FIX/cfg/min_batch.toml | gpu_min_batch ; >= 1
 a negative lambda | train --out WORK/out --config FIX/cfg/lambda.toml | lambda
 a config that is not TOML | train --out WORK/out --config FIX/cfg/not_toml.toml | not_toml.toml
 a missing config file | train --out WORK/out --config FIX/cfg/absent.toml | absent.toml
@@ -338,6 +339,13 @@ fn train_configs(fix: &Path) {
         &two,
         "epsilon = 1.0",
         "[crypto]\nkey_bits = 512",
+    );
+    train_cfg(
+        fix,
+        "min_batch.toml",
+        &two,
+        "epsilon = 1.0",
+        "[crypto]\ndevice = \"auto\"\ngpu_min_batch = 0",
     );
     train_cfg(
         fix,
