@@ -7,13 +7,16 @@
 // same IEEE operations in the same order as the CPU twin, so the same bits.
 // Steps and nodes are relative to the chunk's first step `from` (a multiple of 2^h).
 //
-// The binary mechanism's segments (`running_level`, `running_sums`; host side
-// kernels/src/window/running.rs) share the bindings: segments of 2^h steps whose levels
-// 0..h form here, left nodes below h released with draw ids offset per segment, the
-// level-h nodes (and the last segment's latest left releases) read back for the host to
-// run the levels above, then per step the Horner sum of its left nodes from the host's
-// per-segment start value. Adds only: the CPU's `acc * 1.0 + r` is `acc + r` exactly,
-// fused or not, so the same bits on any device.
+// The decayed running sums' segments (`running_level`, `running_sums` and, for weights
+// other than 1, the `exp_` passes; host side kernels/src/window/running.rs) share the
+// bindings: segments of 2^h steps whose levels 0..h form here, left nodes below h released
+// with draw ids offset per segment, the level-h nodes (and the last segment's latest left
+// releases) read back for the host to run the levels above, then per step the Horner sum
+// of its left nodes from the host's per-segment start value. The running sum (weights 1)
+// only adds, so one pass each. An exponential sum multiplies and adds (`w * left + right`,
+// `acc * pow + r`), and WGSL lets a device fuse those into one rounding: each product is
+// stored by its own dispatch and the add is another, so every device rounds twice, as the
+// CPU does.
 
 struct Params {
     // steps in the chunk, h, window W (below 2^32 here), the level of a `level` pass
@@ -26,15 +29,18 @@ struct Params {
     outs: u32,
     gx: u32,
     pad: u32,
-    // running: segments, index in `offs` of the first segment's id base, unused
+    // running: segments, index in `offs` of the first segment's id base, index in `grid`
+    // of the first segment's (start value, last output), 1 when the left child's weighted
+    // value is already in the node's slot (exp_level_mul ran)
     nseg: u32,
     segs_at: u32,
-    pad2: u32,
-    pad3: u32,
+    pairs_at: u32,
+    weighted: u32,
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
-// gamma, 1 / gamma (running sums: then per segment its start value and last output)
+// gamma, 1 / gamma (running sums: then the weights alpha^(2^k) of levels 0..=h, then per
+// segment its start value and last output)
 @group(0) @binding(1) var<storage, read> grid: array<f64>;
 @group(0) @binding(2) var<storage, read> xs: array<f64>;
 // node draws in completion order, as (low, high) words of an i64
@@ -135,7 +141,7 @@ fn running_level(@builtin(global_invocation_id) gid: vec3<u32>) {
         v = xs[m];
     } else {
         let below = offs[k - 1u] + 2u * m;
-        v = val[below] + val[below + 1u];
+        v = select(val[below], val[offs[k] + m], P.weighted == 1u) + val[below + 1u];
     }
     val[offs[k] + m] = v;
     if k == l {
@@ -172,11 +178,11 @@ fn running_sums(@builtin(global_invocation_id) gid: vec3<u32>) {
     let mask = (1u << l) - 1u;
     let tl = i & mask;
     if tl == mask {
-        out[i] = grid[3u + 2u * s];
+        out[i] = grid[P.pairs_at + 2u * s + 1u];
         return;
     }
     let n = tl + 1u;
-    var acc = grid[2u + 2u * s];
+    var acc = grid[P.pairs_at + 2u * s];
     for (var k = l; k > 0u; k--) {
         let b = k - 1u;
         if ((n >> b) & 1u) != 0u {
@@ -184,4 +190,59 @@ fn running_sums(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
     }
     out[i] = acc;
+}
+
+// Exponential sums, level `P.k` >= 1: the left child times its weight, stored in the node's
+// slot for `running_level` (with `weighted`) to add the right child in the next dispatch.
+@compute @workgroup_size(64)
+fn exp_level_mul(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let m = index(gid);
+    let k = P.k;
+    if m >= (P.len >> k) {
+        return;
+    }
+    val[offs[k] + m] = grid[1u + k] * val[offs[k - 1u] + 2u * m];
+}
+
+// Exponential sums, every step: its segment's start value (or, at a segment's last step,
+// the host's output), then for each left node below h, highest first, `exp_sums_mul` and
+// `exp_sums_add` of its level `P.k` in two dispatches.
+@compute @workgroup_size(64)
+fn exp_sums_init(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = index(gid);
+    if i >= P.len {
+        return;
+    }
+    let mask = (1u << P.h) - 1u;
+    let last = select(0u, 1u, (i & mask) == mask);
+    out[i] = grid[P.pairs_at + 2u * (i >> P.h) + last];
+}
+
+// The step's bit `P.k` of n = t + 1 within its segment, or none at a segment's last step.
+fn exp_bit(i: u32) -> bool {
+    let mask = (1u << P.h) - 1u;
+    let tl = i & mask;
+    return tl != mask && (((tl + 1u) >> P.k) & 1u) != 0u;
+}
+
+@compute @workgroup_size(64)
+fn exp_sums_mul(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = index(gid);
+    if i >= P.len || !exp_bit(i) {
+        return;
+    }
+    out[i] = out[i] * grid[2u + P.k];
+}
+
+@compute @workgroup_size(64)
+fn exp_sums_add(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = index(gid);
+    if i >= P.len || !exp_bit(i) {
+        return;
+    }
+    let l = P.h;
+    let b = P.k;
+    let s = i >> l;
+    let n = (i & ((1u << l) - 1u)) + 1u;
+    out[i] = out[i] + rel[offs[b] + (s << (l - b)) + (n >> b) - 1u];
 }

@@ -34,17 +34,45 @@ struct Params {
     pad: u32,
     nseg: u32,
     segs_at: u32,
-    pad2: u32,
-    pad3: u32,
+    pairs_at: u32,
+    weighted: u32,
+}
+
+/// The shader's entry points, in the order of [`Pipes::entry`].
+const ENTRIES: [&str; 8] = [
+    "level",
+    "sums",
+    "running_level",
+    "running_sums",
+    "exp_level_mul",
+    "exp_sums_init",
+    "exp_sums_mul",
+    "exp_sums_add",
+];
+
+/// One of [`ENTRIES`].
+#[derive(Clone, Copy)]
+enum Entry {
+    Level,
+    Sums,
+    RunningLevel,
+    RunningSums,
+    ExpLevelMul,
+    ExpSumsInit,
+    ExpSumsMul,
+    ExpSumsAdd,
 }
 
 /// The process's pipelines (the device is process-wide).
 struct Pipes {
     layout: wgpu::BindGroupLayout,
-    level: wgpu::ComputePipeline,
-    sums: wgpu::ComputePipeline,
-    running_level: wgpu::ComputePipeline,
-    running_sums: wgpu::ComputePipeline,
+    pipes: Vec<wgpu::ComputePipeline>,
+}
+
+impl Pipes {
+    fn entry(&self, e: Entry) -> &wgpu::ComputePipeline {
+        &self.pipes[e as usize]
+    }
 }
 static PIPES: OnceLock<Result<Arc<Pipes>, KernelError>> = OnceLock::new();
 
@@ -82,25 +110,12 @@ impl GpuWindow {
                 let mut entries = vec![uniform_entry(0)];
                 entries.extend((1..=4).map(|b| storage_entry(b, true)));
                 entries.extend((5..=7).map(|b| storage_entry(b, false)));
-                let (layout, mut p) = build_pipelines(
-                    &ctx.device,
-                    "window",
-                    WINDOW_WGSL,
-                    &entries,
-                    &["level", "sums", "running_level", "running_sums"],
-                )?;
-                let (Some(running_sums), Some(running_level), Some(sums), Some(level)) =
-                    (p.pop(), p.pop(), p.pop(), p.pop())
-                else {
+                let (layout, pipes) =
+                    build_pipelines(&ctx.device, "window", WINDOW_WGSL, &entries, &ENTRIES)?;
+                if pipes.len() != ENTRIES.len() {
                     return Err(KernelError::Validation("window: missing pipelines".into()));
-                };
-                Ok(Arc::new(Pipes {
-                    layout,
-                    level,
-                    sums,
-                    running_level,
-                    running_sums,
-                }))
+                }
+                Ok(Arc::new(Pipes { layout, pipes }))
             })
             .clone()?;
         Ok(Self { ctx, pipes })
@@ -165,8 +180,8 @@ impl GpuWindow {
             pad: 0,
             nseg: 0,
             segs_at: 0,
-            pad2: 0,
-            pad3: 0,
+            pairs_at: 0,
+            weighted: 0,
         };
         ctx.submit("window", |enc| {
             let mut pass_with = |p: Params, pipe: &wgpu::ComputePipeline, n: u64| {
@@ -187,10 +202,10 @@ impl GpuWindow {
             for k in 0..=c.h {
                 let n = (c.xs.len() >> k) as u64;
                 if n > 0 {
-                    pass_with(Params { k, ..base }, &self.pipes.level, n);
+                    pass_with(Params { k, ..base }, self.pipes.entry(Entry::Level), n);
                 }
             }
-            pass_with(base, &self.pipes.sums, u64::from(outs));
+            pass_with(base, self.pipes.entry(Entry::Sums), u64::from(outs));
             out.copy_back(enc);
         })?;
         read_pod::<f64>(&ctx.device, &out.read)
@@ -260,7 +275,7 @@ impl GpuWindow {
         let index = c.index();
         let nodes = c.nodes() as u64;
         let nseg = c.segments();
-        let grid_buf = ctx.upload("grid", bytemuck::cast_slice(&[c.gamma, 1.0 / c.gamma]), st);
+        let consts = ctx.upload("grid", bytemuck::cast_slice(&consts(c, &[])), st);
         let xs = ctx.upload("xs", bytemuck::cast_slice(c.xs), st);
         let index_buf = ctx.upload("index", bytemuck::cast_slice(&index), st);
         let val = ctx.buffer("val", 8 * nodes, st);
@@ -268,7 +283,7 @@ impl GpuWindow {
         let out = ctx.output("running tops", 8 * (nseg + c.l as usize) as u64);
         let base = self.running_params(c);
         ctx.submit("running levels", |enc| {
-            for k in 0..=c.l {
+            let mut pass = |k: u32, e: Entry| {
                 let (gx, gy) = grid((c.xs.len() >> k) as u64);
                 let params = ctx.upload(
                     "running params",
@@ -278,11 +293,15 @@ impl GpuWindow {
                 let bind = ctx.bind(
                     "running",
                     &self.pipes.layout,
-                    &[
-                        &params, &grid_buf, &xs, &z, &index_buf, &val, &rel, &out.gpu,
-                    ],
+                    &[&params, &consts, &xs, &z, &index_buf, &val, &rel, &out.gpu],
                 );
-                dispatch(enc, &self.pipes.running_level, &bind, (gx, gy));
+                dispatch(enc, self.pipes.entry(e), &bind, (gx, gy));
+            };
+            for k in 0..=c.l {
+                if base.weighted == 1 && k > 0 {
+                    pass(k, Entry::ExpLevelMul);
+                }
+                pass(k, Entry::RunningLevel);
             }
             out.copy_back(enc);
         })?;
@@ -308,32 +327,42 @@ impl GpuWindow {
     ) -> Result<Vec<f64>, KernelError> {
         check_sums(c, (lv.rel.size() / 8) as usize, starts)?;
         let ctx = &self.ctx;
-        let mut consts = vec![c.gamma, 1.0 / c.gamma];
-        consts.extend(starts.iter().flatten());
         let consts = ctx.upload(
             "starts",
-            bytemuck::cast_slice(&consts),
+            bytemuck::cast_slice(&consts(c, starts)),
             wgpu::BufferUsages::STORAGE,
         );
         let out = ctx.output("running sums", 8 * c.xs.len() as u64);
         let (gx, gy) = grid(c.xs.len() as u64);
-        let params = ctx.upload(
-            "running params",
-            bytemuck::bytes_of(&Params {
-                gx,
-                ..self.running_params(c)
-            }),
-            wgpu::BufferUsages::UNIFORM,
-        );
+        let base = Params {
+            gx,
+            ..self.running_params(c)
+        };
         ctx.submit("running sums", |enc| {
-            let bind = ctx.bind(
-                "running",
-                &self.pipes.layout,
-                &[
-                    &params, &consts, &lv.xs, &lv.z, &lv.index, &lv.val, &lv.rel, &out.gpu,
-                ],
-            );
-            dispatch(enc, &self.pipes.running_sums, &bind, (gx, gy));
+            let mut pass = |k: u32, e: Entry| {
+                let params = ctx.upload(
+                    "running params",
+                    bytemuck::bytes_of(&Params { k, ..base }),
+                    wgpu::BufferUsages::UNIFORM,
+                );
+                let bind = ctx.bind(
+                    "running",
+                    &self.pipes.layout,
+                    &[
+                        &params, &consts, &lv.xs, &lv.z, &lv.index, &lv.val, &lv.rel, &out.gpu,
+                    ],
+                );
+                dispatch(enc, self.pipes.entry(e), &bind, (gx, gy));
+            };
+            if base.weighted == 1 {
+                pass(0, Entry::ExpSumsInit);
+                for b in (0..c.l).rev() {
+                    pass(b, Entry::ExpSumsMul);
+                    pass(b, Entry::ExpSumsAdd);
+                }
+            } else {
+                pass(0, Entry::RunningSums);
+            }
             out.copy_back(enc);
         })?;
         read_pod::<f64>(&ctx.device, &out.read)
@@ -351,10 +380,19 @@ impl GpuWindow {
             pad: 0,
             nseg: c.segments() as u32,
             segs_at: c.l + 2,
-            pad2: 0,
-            pad3: 0,
+            pairs_at: c.l + 3,
+            weighted: u32::from(c.weighted()),
         }
     }
+}
+
+/// The running passes' `grid`: gamma, its inverse, the weights of levels `0..=l`, then the
+/// segments' start pairs.
+fn consts(c: &RunningChunk<'_>, starts: &[[f64; 2]]) -> Vec<f64> {
+    let mut v = vec![c.gamma, 1.0 / c.gamma];
+    v.extend(&c.pow[..=c.l as usize]);
+    v.extend(starts.iter().flatten());
+    v
 }
 
 #[cfg(test)]
@@ -457,7 +495,7 @@ mod tests {
 
     /// The running-sum passes on the GPU equal their CPU twin bit for bit: chunks late in
     /// the stream (ids offset by the levels above the segments), fractions, large draws,
-    /// several segment levels. Fails without an adapter.
+    /// several segment levels, weights 1 and decayed. Fails without an adapter.
     #[test]
     fn gpu_running_matches_cpu() {
         use crate::window::running::{running_levels, running_sums};
@@ -470,12 +508,17 @@ mod tests {
             state ^= state << 17;
             state
         };
-        for (l, h, from, segs) in [
-            (1u32, 2u32, 0u64, 3usize),
-            (4, 20, 16 * 1001, 7),
-            (10, 62, (1u64 << 40) + (1 << 10) * 77, 5),
-            (12, 18, 0, 3),
+        for (l, h, from, segs, alpha) in [
+            (1u32, 2u32, 0u64, 3usize, 1.0f64),
+            (4, 20, 16 * 1001, 7, 1.0),
+            (10, 62, (1u64 << 40) + (1 << 10) * 77, 5, 1.0),
+            (12, 18, 0, 3, 1.0),
+            (1, 2, 0, 3, 0.5),
+            (4, 20, 16 * 1001, 7, 0.999),
+            (10, 62, (1u64 << 40) + (1 << 10) * 77, 5, 0.9999),
+            (12, 18, 0, 3, 0.3),
         ] {
+            let pow: Vec<f64> = (0..=h).map(|k| alpha.powf(2f64.powi(k as i32))).collect();
             let xs: Vec<f64> = (0..segs << l)
                 .map(|_| (next() >> 40) as f64 / 7.0 - 1e5)
                 .collect();
@@ -483,6 +526,7 @@ mod tests {
                 l,
                 h,
                 gamma: 2f64.powi(-5),
+                pow: &pow,
                 from,
                 xs: &xs,
             };
@@ -497,7 +541,7 @@ mod tests {
                 .collect();
             let want = running_sums(&c, &rel, &starts).expect("cpu sums");
             let got = gpu.running_sums(&c, &lv, &starts).expect("gpu sums");
-            assert_eq!(bits(&got), bits(&want), "l {l} h {h}: sums");
+            assert_eq!(bits(&got), bits(&want), "l {l} h {h} alpha {alpha}: sums");
         }
     }
 }

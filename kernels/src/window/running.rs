@@ -1,15 +1,18 @@
-//! The binary mechanism's segments (the running sums of `kinsey_stats::decay`), the part of
-//! them that is the same for every segment: one chunk of whole segments of `2^l` steps,
-//! each segment's levels `0..=l` formed (children added left + right), its left nodes
-//! below `l` released on the grid with their draws, and per step the running sum from the
-//! segment's start value and those releases. The levels above `l` join segments and are
-//! few (one node per segment): the host runs them between the two passes, from the
-//! level-`l` nodes of [`RunningTops`].
+//! The segments of the decayed running sums (`kinsey_stats::decay`'s binary mechanism,
+//! weights 1, and its exponential sums, weights `alpha^(2^k)`), the part that is the same
+//! for every segment: one chunk of whole segments of `2^l` steps, each segment's levels
+//! `0..=l` formed (a node is its left child times the level's weight plus its right
+//! child), its left nodes below `l` released on the grid with their draws, and per step
+//! the Horner sum from the segment's start value over those releases. The levels above `l`
+//! join segments and are few (one node per segment): the host runs them between the two
+//! passes, from the level-`l` nodes of [`RunningTops`].
 //!
-//! CPU twin here ([`running_levels`], [`running_sums`]), GPU twin in `gpu.rs`
-//! (`running_level` and `running_sums` of `shaders/window.wgsl`). Only additions, in the
-//! order of the decayed sums' CPU path: the same bits on any device (a fused
-//! multiply-add of the CPU's `acc * 1.0 + r` is `acc + r`, exactly).
+//! CPU twin here ([`running_levels`], [`running_sums`]), GPU twin in `gpu.rs` (the
+//! `running_` and `exp_` passes of `shaders/window.wgsl`), in the order of the decayed
+//! sums' CPU path. Weights 1: additions only (`1.0 * x + y` is `x + y`, fused or not).
+//! Other weights: every product is stored by its own dispatch before the add, since WGSL
+//! lets a device fuse a multiply into the add that uses it; so two roundings on every
+//! device, as on the CPU (Rust never fuses). The same bits either way.
 
 use crate::KernelError;
 
@@ -24,6 +27,10 @@ pub struct RunningChunk<'a> {
     pub h: u32,
     /// The release grid (a power of two).
     pub gamma: f64,
+    /// Per level `k` (at least `0..=l`), the weight of a left child of that level when it
+    /// joins its sibling, which is also its weight in the sums: `alpha^(2^k)`, all 1 for
+    /// the running sum.
+    pub pow: &'a [f64],
     /// The chunk's first step.
     pub from: u64,
     /// The values.
@@ -46,6 +53,11 @@ pub(crate) fn first_id(t: u64, h: u32) -> u64 {
 }
 
 impl RunningChunk<'_> {
+    /// Whether some weight is not 1 (an exponential sum: multiplications).
+    pub fn weighted(&self) -> bool {
+        self.pow.iter().take(self.l as usize + 1).any(|&w| w != 1.0)
+    }
+
     /// Whole segments in the chunk.
     pub fn segments(&self) -> usize {
         self.xs.len() >> self.l
@@ -91,6 +103,13 @@ impl RunningChunk<'_> {
             ));
         }
         let seg = 1u64 << self.l;
+        if self.pow.len() <= self.l as usize || self.pow.iter().any(|w| !w.is_finite()) {
+            return bad(format!(
+                "{} weights for levels 0..={} (finite, one per level)",
+                self.pow.len(),
+                self.l
+            ));
+        }
         if len == 0 || !len.is_multiple_of(seg) || !self.from.is_multiple_of(seg) {
             return bad(format!(
                 "steps {} .. {} are not whole segments of 2^{}",
@@ -135,7 +154,7 @@ pub fn running_levels(
                 c.xs[m]
             } else {
                 let below = idx[k as usize - 1] as usize + 2 * m;
-                val[below] + val[below + 1]
+                c.pow[k as usize - 1] * val[below] + val[below + 1]
             };
             val[o + m] = v;
             if k == l {
@@ -160,9 +179,9 @@ pub fn running_levels(
     Ok((tops, rel))
 }
 
-/// The sums pass on the CPU: per step, `starts[s][0]` (the segment's start value: the
-/// levels from `l` up) plus its left nodes below `l`, highest first; a segment's last step
-/// is `starts[s][1]`.
+/// The sums pass on the CPU: per step, Horner from `starts[s][0]` (the segment's start
+/// value: the levels from `l` up) over its left nodes below `l`, highest first (`acc =
+/// acc * pow[k] + release`); a segment's last step is `starts[s][1]`.
 pub fn running_sums(
     c: &RunningChunk<'_>,
     rel: &[f64],
@@ -182,7 +201,8 @@ pub fn running_sums(
             let mut acc = starts[s][0];
             for b in (0..l).rev() {
                 if (n >> b) & 1 == 1 {
-                    acc += rel[idx[b as usize] as usize + (s << (l - b)) + (n >> b) - 1];
+                    let r = rel[idx[b as usize] as usize + (s << (l - b)) + (n >> b) - 1];
+                    acc = acc * c.pow[b as usize] + r;
                 }
             }
             acc
@@ -211,80 +231,109 @@ pub(crate) fn check_sums(
 mod tests {
     use super::*;
 
-    /// The twin's pieces against a plain binary mechanism written from its definition:
-    /// every node of levels `0..=h` released in completion order, the running sum at `t`
-    /// the releases of the left nodes of `t + 1`'s binary digits, highest first.
+    /// The twin's pieces against the decayed binary mechanism written from its
+    /// definition: every node of levels `0..=h` released in completion order, the sum at
+    /// `t` Horner over the releases of the left nodes of `t + 1`'s binary digits, highest
+    /// first; weights 1 (running) and `alpha^(2^k)` (exponential).
     #[test]
     fn the_cpu_twin_is_the_binary_mechanism() {
         let (l, h, gamma) = (3u32, 6u32, 0.25);
         let from = 5u64 << l;
         let xs: Vec<f64> = (0..48).map(|i| f64::from(i % 7) * 0.3 - 0.5).collect();
+        for alpha in [1.0f64, 0.9] {
+            let pow: Vec<f64> = (0..=h).map(|k| alpha.powi(1 << k)).collect();
+            let c = RunningChunk {
+                l,
+                h,
+                gamma,
+                pow: &pow,
+                from,
+                xs: &xs,
+            };
+            assert_eq!(c.weighted(), alpha != 1.0);
+            let z: Vec<i64> = (0..c.draws() as i64).map(|i| (i * 37 % 11) - 5).collect();
+            let (tops, rel) = running_levels(&c, &z).expect("levels");
+            fn tree(xs: &[f64], pow: &[f64], from: u64, k: u32, m: u64) -> f64 {
+                if k == 0 {
+                    return xs[(m - from) as usize];
+                }
+                pow[k as usize - 1] * tree(xs, pow, from, k - 1, 2 * m)
+                    + tree(xs, pow, from, k - 1, 2 * m + 1)
+            }
+            let value = |k: u32, m: u64| tree(&xs, &pow, from, k, m);
+            let release = |k: u32, m: u64| -> f64 {
+                let end = ((m + 1) << k) - 1;
+                let id = first_id(end, h) + u64::from(k) - first_id(from, h);
+                gamma * ((value(k, m) / gamma).round() + z[id as usize] as f64)
+            };
+            for (s, &top) in tops.tops.iter().enumerate() {
+                assert_eq!(top, value(l, (from >> l) + s as u64));
+            }
+            let last = (from + xs.len() as u64) - 1;
+            for k in 0..l {
+                assert_eq!(tops.ends[k as usize], release(k, ((last + 1) >> k) - 2));
+            }
+            // Start values as the host makes them: the levels from l up of n = t + 1,
+            // with made-up releases above l.
+            let above = |k: u32, n: u64| f64::from(k) * 100.0 + (n >> k) as f64;
+            let high = |n: u64| {
+                let mut acc = 0.0;
+                for k in (l..=h).rev() {
+                    if (n >> k) & 1 == 1 {
+                        acc = acc * pow[k as usize] + above(k, n);
+                    }
+                }
+                acc
+            };
+            let starts: Vec<[f64; 2]> = (0..c.segments() as u64)
+                .map(|s| {
+                    let start = from + (s << l);
+                    [high(start), high(start + (1 << l))]
+                })
+                .collect();
+            let got = running_sums(&c, &rel, &starts).expect("sums");
+            for (i, &g) in got.iter().enumerate() {
+                let n = from + i as u64 + 1;
+                let mut want = high(n);
+                for k in (0..l).rev() {
+                    if (n >> k) & 1 == 1 {
+                        want = want * pow[k as usize] + release(k, (n >> k) - 1);
+                    }
+                }
+                assert_eq!(g, want, "alpha {alpha}, step {}", from + i as u64);
+            }
+        }
+        let pow = vec![1.0; 7];
         let c = RunningChunk {
             l,
             h,
             gamma,
+            pow: &pow,
             from,
             xs: &xs,
         };
-        let z: Vec<i64> = (0..c.draws() as i64).map(|i| (i * 37 % 11) - 5).collect();
-        let (tops, rel) = running_levels(&c, &z).expect("levels");
-        // Reference: node (k, m) over global steps, its id first_id(end) + k.
-        let value = |k: u32, m: u64| -> f64 {
-            // The tree sum of its steps (all inside the chunk here).
-            fn tree(xs: &[f64], from: u64, k: u32, m: u64) -> f64 {
-                if k == 0 {
-                    return xs[(m - from) as usize];
-                }
-                tree(xs, from, k - 1, 2 * m) + tree(xs, from, k - 1, 2 * m + 1)
-            }
-            tree(&xs, from, k, m)
-        };
-        let release = |k: u32, m: u64| -> f64 {
-            let end = ((m + 1) << k) - 1;
-            let id = first_id(end, h) + u64::from(k) - first_id(from, h);
-            gamma * ((value(k, m) / gamma).round() + z[id as usize] as f64)
-        };
-        for (s, &top) in tops.tops.iter().enumerate() {
-            assert_eq!(top, value(l, (from >> l) + s as u64));
-        }
-        let last = (from + xs.len() as u64) - 1;
-        for k in 0..l {
-            assert_eq!(tops.ends[k as usize], release(k, ((last + 1) >> k) - 2));
-        }
-        // Start values as the host makes them: the levels from l up of n = t + 1, with
-        // made-up releases above l.
-        let above = |k: u32, n: u64| f64::from(k) * 100.0 + (n >> k) as f64;
-        let high = |n: u64| {
-            let mut acc = 0.0;
-            for k in (l..=h).rev() {
-                if (n >> k) & 1 == 1 {
-                    acc += above(k, n);
-                }
-            }
-            acc
-        };
-        let starts: Vec<[f64; 2]> = (0..c.segments() as u64)
-            .map(|s| {
-                let start = from + (s << l);
-                [high(start), high(start + (1 << l))]
-            })
-            .collect();
-        let got = running_sums(&c, &rel, &starts).expect("sums");
-        for (i, &g) in got.iter().enumerate() {
-            let n = from + i as u64 + 1;
-            let mut want = high(n);
-            for k in (0..l).rev() {
-                if (n >> k) & 1 == 1 {
-                    want += release(k, (n >> k) - 1);
-                }
-            }
-            assert_eq!(g, want, "step {}", from + i as u64);
-        }
+        let z = vec![0i64; c.draws()];
+        let (_, rel) = running_levels(&c, &z).expect("levels");
+        let starts = vec![[0.0; 2]; c.segments()];
         // Shapes refused: a ragged chunk, a wrong draw count, a segment level at the top.
         let bad = RunningChunk { xs: &xs[..20], ..c };
         assert!(running_levels(&bad, &z).is_err());
         assert!(running_levels(&c, &z[1..]).is_err());
         assert!(running_levels(&RunningChunk { l: h, ..c }, &z).is_err());
         assert!(running_sums(&c, &rel, &starts[1..]).is_err());
+        assert!(running_sums(&c, &rel, &starts).is_ok());
+        // Too few weights, or one that is not finite.
+        assert!(
+            running_levels(
+                &RunningChunk {
+                    pow: &pow[..3],
+                    ..c
+                },
+                &z
+            )
+            .is_err()
+        );
+        let nan = [f64::NAN; 7];
+        assert!(running_levels(&RunningChunk { pow: &nan, ..c }, &z).is_err());
     }
 }

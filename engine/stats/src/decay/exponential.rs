@@ -33,7 +33,7 @@ pub struct ExponentialSum {
     pub(super) horizon: Option<u64>,
     /// Bulk runs aligned segments of `2^seg_bits` steps in parallel.
     pub(super) seg_bits: u32,
-    /// The running sums' segments on the GPU (with the noise there; `alpha = 1` only).
+    /// The segments on the GPU (with the noise there).
     pub(super) sums_gpu: Option<GpuWindow>,
 }
 
@@ -343,26 +343,28 @@ impl ExponentialSum {
         states
     }
 
-    /// [`segments`](Self::segments) for the running sums with the GPU: per pass of up to
-    /// [`GPU_STEPS`] steps, the draws and the levels below `seg_bits` on the device, the
-    /// levels above on the CPU from the level-`seg_bits` nodes read back, then every step's
-    /// sum on the device from its segment's start value. The same operations as the CPU
-    /// path (additions only, `alpha = 1`): the same bits.
+    /// [`segments`](Self::segments) with the GPU: per pass of up to [`GPU_STEPS`] steps,
+    /// the draws and the levels below `seg_bits` on the device, the levels above on the CPU
+    /// from the level-`seg_bits` nodes read back, then every step's sum on the device from
+    /// its segment's start value. The same operations as the CPU path, each product
+    /// rounded on its own (`kinsey_kernels::window::running`): the same bits.
     fn segments_gpu(&mut self, g: &GpuWindow, xs: &[f64], out: &mut [f64]) -> Result<()> {
         let (l, h) = (self.seg_bits, self.h);
         let lu = l as usize;
+        let pow = self.pow.clone();
         for (part, dst) in xs.chunks(GPU_STEPS).zip(out.chunks_mut(GPU_STEPS)) {
             let a = self.t;
             let chunk = RunningChunk {
                 l,
                 h,
                 gamma: self.noise.gamma(),
+                pow: &pow,
                 from: a,
                 xs: part,
             };
             let Some(z) = self.noise.fill_device(first_id(a, h), chunk.draws())? else {
                 return Err(Error::Numerical(
-                    "running: GPU sums without GPU noise".into(),
+                    "exponential: GPU sums without GPU noise".into(),
                 ));
             };
             let lv = g.running_levels(&chunk, &z)?;
@@ -387,10 +389,8 @@ impl ExponentialSum {
         Ok(())
     }
 
-    /// The noise on `device`; for the running sums (`alpha = 1`) their segments too where
-    /// the GPU has 64-bit floats. Exponential sums keep their trees on the CPU: WGSL lets a
-    /// device fuse `w * left + right` into one rounding, so the same bits as the CPU could
-    /// not be promised. The GPU used, in words.
+    /// The noise on `device`, and the segments' trees and sums too where the GPU has
+    /// 64-bit floats; the GPU used, in words.
     pub(crate) fn use_device(
         &mut self,
         device: kinsey_kernels::DevicePref,
@@ -400,9 +400,6 @@ impl ExponentialSum {
         let Some(ctx) = self.noise.gpu() else {
             return Ok(used);
         };
-        if self.horizon.is_none() {
-            return Ok(used.map(|u| format!("{u}: noise (the decayed sums on the CPU)")));
-        }
         Ok(match GpuWindow::new(ctx.clone()) {
             Ok(g) => {
                 self.sums_gpu = Some(g);

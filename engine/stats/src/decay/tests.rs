@@ -669,8 +669,8 @@ fn gpu_bulk_equals_cpu_bit_for_bit() {
                 .use_device(DevicePref::Gpu)
                 .expect("a GPU adapter (lavapipe in CI)");
             let used = used.expect("the GPU used");
-            // lavapipe has 64-bit floats: the window and running sums run there too.
-            let sums = ["window", "polynomial", "running"].contains(&name);
+            // lavapipe has 64-bit floats: the tree sums run there too.
+            let sums = ["window", "polynomial", "exponential", "running"].contains(&name);
             assert_eq!(used.contains("noise and sums"), sums, "{name}: {used}");
             let got = gpu.bulk(xs).expect("gpu bulk");
             let same = |a: &[f64], b: &[f64]| {
