@@ -9,7 +9,7 @@ use kinsey_kernels::window::gpu::GpuWindow;
 use kinsey_kernels::window::running::RunningChunk;
 use rayon::prelude::*;
 
-/// Steps per GPU pass of the running sums' segments (whole segments; small in tests, so
+/// Steps per GPU pass of the segments (whole segments; small in tests, so
 /// that a test stream crosses several).
 const GPU_STEPS: usize = if cfg!(test) { 1 << 14 } else { 1 << 21 };
 
