@@ -342,34 +342,51 @@ const CSV_PIECE: usize = 1 << 15;
 
 /// Rows `rows` of the `(step, column...)` table as CSV lines, the first row numbered
 /// `step + rows.start`.
-fn csv_rows(step: u64, cols: &[Vec<f64>], rows: std::ops::Range<usize>) -> String {
+fn csv_rows(step: u64, cols: &[Vec<f64>], rows: std::ops::Range<usize>) -> Vec<u8> {
     // A step of up to 20 digits and numbers of up to 24 characters: no reallocation.
-    let mut s = String::with_capacity(rows.len() * (21 + 25 * cols.len()));
+    let mut s = Vec::with_capacity(rows.len() * (21 + 25 * cols.len()));
     let mut buf = ryu::Buffer::new();
     for i in rows {
         push_u64(&mut s, step + i as u64);
         for c in cols {
-            s.push(',');
+            s.push(b',');
             push_f64(&mut s, c[i], &mut buf);
         }
-        s.push('\n');
+        s.push(b'\n');
     }
     s
 }
 
 /// `x` in decimal, as `Display` writes it.
-fn push_u64(s: &mut String, mut x: u64) {
-    let mut digits = [0u8; 20];
+fn push_u64(s: &mut Vec<u8>, x: u64) {
+    push_digits(s, x, 1);
+}
+
+/// `x` in decimal with at least `width` digits (leading zeros), two digits per step.
+fn push_digits(s: &mut Vec<u8>, mut x: u64, width: usize) {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
+    let mut digits = [b'0'; 24];
     let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (x % 10) as u8;
-        x /= 10;
-        if x == 0 {
-            break;
-        }
+    while x >= 100 {
+        let p = (x % 100) as usize * 2;
+        x /= 100;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[p..p + 2]);
     }
-    s.extend(digits[at..].iter().map(|&d| char::from(d)));
+    if x >= 10 {
+        let p = x as usize * 2;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[p..p + 2]);
+    } else {
+        at -= 1;
+        digits[at] = b'0' + x as u8;
+    }
+    at = at.min(digits.len() - width.min(digits.len()));
+    s.extend_from_slice(&digits[at..]);
 }
 
 /// `x` with the fewest digits that read back as exactly `x` (`ryu`, as the JSON outputs
@@ -377,15 +394,66 @@ fn push_u64(s: &mut String, mut x: u64) {
 /// them). The digits are `Display`'s except where two shortest forms are equally close to
 /// `x` (`ryu` takes the even one, `Display` rounds up: `...797.2` for `...797.25`, where
 /// both read back as `x`); magnitudes below 1e-5 or from 1e16 take an exponent (`1e16`).
-/// About three times as fast as `Display`, which was most of a CSV run's time.
-fn push_f64(s: &mut String, x: f64, buf: &mut ryu::Buffer) {
+/// About three times as fast as `Display`, which was most of a CSV run's time; the
+/// releases on a grid of `2^-k` mostly take [`push_dyadic`], faster again.
+fn push_f64(s: &mut Vec<u8>, x: f64, buf: &mut ryu::Buffer) {
+    if push_dyadic(s, x) {
+        return;
+    }
     if x.is_finite() {
         let t = buf.format_finite(x);
-        s.push_str(t.strip_suffix(".0").unwrap_or(t));
+        s.extend_from_slice(t.strip_suffix(".0").unwrap_or(t).as_bytes());
     } else {
-        use std::fmt::Write as _;
+        use std::io::Write as _;
         let _ = write!(s, "{x}");
     }
+}
+
+/// [`push_f64`]'s string for an `x` of magnitude in `[1e-5, 1e15)` whose exact decimal
+/// expansion has at most 15 significant digits and at most 19 after the point (a binary
+/// fraction `n / 2^k`, `k <= 19`: the releases of the decayed sums, on their grid), written
+/// from that expansion; `false` (nothing written) for any other `x`. The same string as
+/// `ryu`: a decimal of at most 15 significant digits is the only string of at most that
+/// many digits within half an ulp of `x` (two such decimals differ by at least `10^(E-14)`
+/// for a leading digit at `10^E`, half an ulp is below `1.2 10^(E-15)`), so it is the
+/// shortest that reads back as `x`, and `ryu` writes it in this range without an exponent.
+fn push_dyadic(s: &mut Vec<u8>, x: f64) -> bool {
+    let a = x.abs();
+    if !(1e-5..1e15).contains(&a) {
+        return false;
+    }
+    let bits = a.to_bits();
+    // Normal in this range: the implicit bit is set.
+    let mant = (bits & ((1 << 52) - 1)) | (1 << 52);
+    let tz = mant.trailing_zeros();
+    let (m, e) = (mant >> tz, ((bits >> 52) & 0x7ff) as i32 - 1075 + tz as i32);
+    let sign: &[u8] = if x < 0.0 { b"-" } else { b"" };
+    if e >= 0 {
+        s.extend_from_slice(sign);
+        push_digits(s, m << e, 1);
+        return true;
+    }
+    let k = e.unsigned_abs();
+    if k > 19 {
+        return false;
+    }
+    let int = m >> k;
+    // m is odd, so the fraction's digits end in 5: no trailing zeros to strip.
+    let frac = (m & ((1 << k) - 1)) * 5u64.pow(k);
+    let int_digits = if int == 0 { 0 } else { int.ilog10() + 1 };
+    let significant = if int == 0 {
+        frac.ilog10() + 1
+    } else {
+        int_digits + k
+    };
+    if significant > 15 {
+        return false;
+    }
+    s.extend_from_slice(sign);
+    push_digits(s, int, 1);
+    s.push(b'.');
+    push_digits(s, frac, k as usize);
+    true
 }
 
 /// Where the table goes.
@@ -473,7 +541,7 @@ impl<W: Write + Send> SeriesWriter<W> {
                 // Formatting the numbers is most of a CSV run's time: pieces of the chunk
                 // are formatted in parallel and written in order (the same bytes).
                 let step = self.step;
-                let pieces: Vec<String> = (0..n.div_ceil(CSV_PIECE))
+                let pieces: Vec<Vec<u8>> = (0..n.div_ceil(CSV_PIECE))
                     .into_par_iter()
                     .map(|p| {
                         let rows = p * CSV_PIECE..((p + 1) * CSV_PIECE).min(n);
@@ -481,8 +549,7 @@ impl<W: Write + Send> SeriesWriter<W> {
                     })
                     .collect();
                 for s in &pieces {
-                    w.write_all(s.as_bytes())
-                        .map_err(|e| Error::io(&self.path, e))?;
+                    w.write_all(s).map_err(|e| Error::io(&self.path, e))?;
                 }
             }
             Sink::Parquet(w, schema) => {
@@ -565,11 +632,52 @@ mod tests {
             xs.push((bits >> 20) as f64 / 4.0 - (1u64 << 41) as f64);
             xs.push((bits % 100_000) as f64 * 0.1);
         }
+        // Releases on grids 2^-k (the fast path's values), its edges, and the values
+        // above: each the string `ryu` writes.
+        let mut grid = xs.clone();
+        for k in 0..=22 {
+            let g = 2f64.powi(-k);
+            for _ in 0..20_000 {
+                let n = (next() >> (11 + next() % 40)) as f64;
+                grid.push(n * g);
+                grid.push(-n * g);
+            }
+        }
+        grid.extend([
+            1e-5,
+            -1e-5,
+            9.999_999_999_999_999e-6,
+            1e15,
+            1e15 - 1.0,
+            999_999_999_999_999.5,
+            0.5,
+            0.75,
+            2f64.powi(-19),
+            2f64.powi(-19) * 3.0,
+            123_456_789_012.345,
+            0.000_015_258_789_062_5,
+        ]);
         let mut buf = ryu::Buffer::new();
+        let mut fast = 0;
+        for &x in &grid {
+            if !x.is_finite() {
+                continue;
+            }
+            let mut got = Vec::new();
+            fast += usize::from(push_dyadic(&mut got, x));
+            if got.is_empty() {
+                continue;
+            }
+            let t = buf.format_finite(x);
+            let want = t.strip_suffix(".0").unwrap_or(t);
+            assert_eq!(got, want.as_bytes(), "bits {:#x}", x.to_bits());
+        }
+        assert!(fast > 500_000, "{fast} values took the fast path");
         let mut differ = 0;
         for x in xs.into_iter().filter(|x| x.is_finite()) {
-            let mut s = String::new();
+            let mut s = Vec::new();
             push_f64(&mut s, x, &mut buf);
+            let s = String::from_utf8(s).expect("ASCII");
             let back: f64 = s.parse().expect("a number");
             assert_eq!(
                 back.to_bits(),
@@ -586,14 +694,14 @@ mod tests {
         }
         assert!(differ < 1000, "{differ} ties");
         for x in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
-            let mut s = String::new();
+            let mut s = Vec::new();
             push_f64(&mut s, x, &mut buf);
-            assert_eq!(s, format!("{x}"));
+            assert_eq!(s, format!("{x}").as_bytes());
         }
         for n in [0u64, 7, 10, 99, 1_000_000, u64::MAX, next()] {
-            let mut s = String::new();
+            let mut s = Vec::new();
             push_u64(&mut s, n);
-            assert_eq!(s, n.to_string());
+            assert_eq!(s, n.to_string().as_bytes());
         }
     }
 
