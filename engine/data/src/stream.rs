@@ -25,9 +25,13 @@ enum Source {
     Csv {
         lines: BufReader<File>,
         idx: usize,
-        /// The bytes of the lines being parsed (reused from batch to batch).
+        /// Bytes read from the file in blocks (reused): whole lines, then part of one.
         block: Vec<u8>,
-        /// Where each of those lines ends in `block`.
+        /// Where the lines not yet parsed start in `block`.
+        start: usize,
+        /// The file has no more bytes.
+        eof: bool,
+        /// Where each line of the batch being parsed ends, from `start`.
         ends: Vec<usize>,
     },
     Parquet(ParquetRecordBatchReader),
@@ -99,10 +103,13 @@ impl SeriesReader {
                 Err(e) => return Err(Error::io(path, e)),
             };
             let idx = csv_column_index(path, header, column)?;
+            line.clear();
             Source::Csv {
                 lines,
                 idx,
                 block: line,
+                start: 0,
+                eof: false,
                 ends: Vec::new(),
             }
         };
@@ -132,29 +139,58 @@ impl SeriesReader {
                 lines,
                 idx,
                 block,
+                start,
+                eof,
                 ends,
             } => {
-                // Batches of whole lines (at most CSV_BLOCK bytes beyond one line), parsed in
-                // parallel; the first bad line in file order is the error, at its row.
-                let mut end_of_file = false;
-                while out.len() < self.chunk && !end_of_file {
-                    block.clear();
+                // The file is read in blocks of CSV_BLOCK bytes; the whole lines of a block
+                // (at most what the chunk still needs) are parsed in parallel; a partial
+                // line waits for the next block. The first bad line in file order is the
+                // error, at its row.
+                while out.len() < self.chunk {
+                    let want = self.chunk - out.len();
                     ends.clear();
-                    let mut read_error = None;
-                    while ends.len() < self.chunk - out.len() && block.len() < CSV_BLOCK {
-                        match lines.read_until(b'\n', block) {
-                            Ok(0) => {
-                                end_of_file = true;
-                                break;
-                            }
-                            Ok(_) => ends.push(block.len()),
-                            Err(e) => {
-                                read_error = Some(e);
-                                break;
-                            }
+                    ends.extend(
+                        memchr::memchr_iter(b'\n', &block[*start..])
+                            .take(want)
+                            .map(|i| i + 1),
+                    );
+                    if ends.is_empty() {
+                        if !*eof {
+                            // No whole line left: keep the partial one, read the next block.
+                            block.drain(..*start);
+                            *start = 0;
+                            // Up to CSV_BLOCK bytes in all; more only for a longer line.
+                            let old = block.len();
+                            let size = if old < CSV_BLOCK / 2 {
+                                CSV_BLOCK
+                            } else {
+                                old + CSV_BLOCK
+                            };
+                            block.resize(size, 0);
+                            let n = loop {
+                                match lines.read(&mut block[old..]) {
+                                    Ok(n) => break n,
+                                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                                    Err(e) => {
+                                        block.truncate(old);
+                                        return Err(Error::io(&self.path, e));
+                                    }
+                                }
+                            };
+                            block.truncate(old + n);
+                            *eof = n == 0;
+                            continue;
                         }
+                        if *start == block.len() {
+                            break;
+                        }
+                        // The last line has no line end.
+                        ends.push(block.len() - *start);
                     }
-                    if let Err((k, e)) = parse_lines(block, ends, *idx, out) {
+                    let lines_at = &block[*start..];
+                    *start += ends.last().copied().unwrap_or(0);
+                    if let Err((k, e)) = parse_lines(lines_at, ends, *idx, out) {
                         // The bad line's row: the values before it in the file.
                         let row = self.row + k;
                         let value = |msg: String| Error::Value {
@@ -170,9 +206,6 @@ impl SeriesReader {
                             LineError::NotNumber => value("the cell is not a number".into()),
                             LineError::NotFinite => non_finite(&self.path, &self.column, row),
                         });
-                    }
-                    if let Some(e) = read_error {
-                        return Err(Error::io(&self.path, e));
                     }
                 }
             }
