@@ -78,6 +78,21 @@ fn to_f64(v: vec2<u32>) -> f64 {
     return f64(bitcast<i32>(v.y)) * f64(65536u) * f64(65536u) + f64(v.x);
 }
 
+// Node m of level k: its value (level 0 the step's; above, its left child, or with
+// `weighted` the left child's weighted value already in the node's slot, plus its right
+// child), stored in `val` and returned.
+fn form_node(m: u32, k: u32, weighted: bool) -> f64 {
+    var v: f64;
+    if k == 0u {
+        v = xs[m];
+    } else {
+        let below = offs[k - 1u] + 2u * m;
+        v = select(val[below], val[offs[k] + m], weighted) + val[below + 1u];
+    }
+    val[offs[k] + m] = v;
+    return v;
+}
+
 @compute @workgroup_size(64)
 fn level(@builtin(global_invocation_id) gid: vec3<u32>) {
     let m = index(gid);
@@ -85,14 +100,7 @@ fn level(@builtin(global_invocation_id) gid: vec3<u32>) {
     if m >= (P.len >> k) {
         return;
     }
-    var v: f64;
-    if k == 0u {
-        v = xs[m];
-    } else {
-        let below = offs[k - 1u] + 2u * m;
-        v = val[below] + val[below + 1u];
-    }
-    val[offs[k] + m] = v;
+    let v = form_node(m, k, false);
     // Its draw: the nodes completing before its last step, then the levels below it there.
     let t = ((m + 1u) << k) - 1u;
     var id = k;
@@ -136,14 +144,7 @@ fn running_level(@builtin(global_invocation_id) gid: vec3<u32>) {
     if m >= count {
         return;
     }
-    var v: f64;
-    if k == 0u {
-        v = xs[m];
-    } else {
-        let below = offs[k - 1u] + 2u * m;
-        v = select(val[below], val[offs[k] + m], P.weighted == 1u) + val[below + 1u];
-    }
-    val[offs[k] + m] = v;
+    let v = form_node(m, k, P.weighted == 1u);
     if k == l {
         out[m] = v;
         return;

@@ -400,6 +400,16 @@ mod tests {
     use super::*;
     use crate::window::cpu::window_sums;
 
+    /// A xorshift stream for test values.
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
     /// The GPU's sums equal the CPU twin's bit for bit: windows within and across blocks,
     /// a chunk starting late in the stream, values with fractions, large draws. Fails
     /// without an adapter (CI installs lavapipe, which has 64-bit floats).
@@ -407,13 +417,7 @@ mod tests {
     fn gpu_sums_match_cpu() {
         let ctx = GpuContext::shared().expect("a GPU adapter (lavapipe in CI)");
         let gpu = GpuWindow::new(ctx).expect("64-bit floats");
-        let mut state = 0x1234_5678_9abc_def0u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x1234_5678_9abc_def0);
         for (h, w, from, len, out_from) in [
             (0u32, 1u64, 0u64, 100usize, 0u64),
             (3, 5, 0, 1000, 0),
@@ -501,13 +505,7 @@ mod tests {
         use crate::window::running::{running_levels, running_sums};
         let ctx = GpuContext::shared().expect("a GPU adapter (lavapipe in CI)");
         let gpu = GpuWindow::new(ctx).expect("64-bit floats");
-        let mut state = 0x0bad_cafe_1234_5678u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x0bad_cafe_1234_5678);
         for (l, h, from, segs, alpha) in [
             (1u32, 2u32, 0u64, 3usize, 1.0f64),
             (4, 20, 16 * 1001, 7, 1.0),

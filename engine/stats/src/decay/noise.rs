@@ -34,6 +34,7 @@ use kinsey_kernels::DevicePref;
 use kinsey_kernels::chacha::ChaCha20;
 use kinsey_kernels::dyadic::gpu::{DeviceDraws, GpuDyadic};
 use kinsey_kernels::dyadic::{SLOW, cpu};
+use kinsey_kernels::window::gpu::GpuWindow;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 
@@ -204,6 +205,23 @@ impl KeyedNoise {
     pub fn use_device(&mut self, device: DevicePref) -> Result<Option<String>> {
         self.gpu = kinsey_kernels::dyadic::select(device, self.law.tables())?;
         Ok(self.gpu.as_ref().map(GpuDyadic::describe))
+    }
+
+    /// [`use_device`](Self::use_device), and the `window` kernel on the same GPU where it
+    /// has 64-bit floats (for a mechanism that forms its tree sums there too): the GPU
+    /// used, in words ("noise and sums", or "noise" and why not the sums), and the kernel.
+    pub(crate) fn use_device_with_sums(
+        &mut self,
+        device: DevicePref,
+    ) -> Result<(Option<String>, Option<GpuWindow>)> {
+        let used = self.use_device(device)?;
+        let Some(ctx) = self.gpu() else {
+            return Ok((used, None));
+        };
+        Ok(match GpuWindow::new(ctx.clone()) {
+            Ok(g) => (used.map(|u| format!("{u}: noise and sums")), Some(g)),
+            Err(e) => (used.map(|u| format!("{u}: noise ({e})")), None),
+        })
     }
 
     /// The GPU [`fill`](Self::fill) runs on, if any.

@@ -351,18 +351,9 @@ impl WindowSum {
         &mut self,
         device: kinsey_kernels::DevicePref,
     ) -> Result<Option<String>> {
-        let used = self.noise.use_device(device)?;
-        self.sums_gpu = None;
-        let Some(ctx) = self.noise.gpu() else {
-            return Ok(used);
-        };
-        Ok(match GpuWindow::new(ctx.clone()) {
-            Ok(g) => {
-                self.sums_gpu = Some(g);
-                used.map(|u| format!("{u}: noise and sums"))
-            }
-            Err(e) => used.map(|u| format!("{u}: noise ({e})")),
-        })
+        let (used, sums) = self.noise.use_device_with_sums(device)?;
+        self.sums_gpu = sums;
+        Ok(used)
     }
 
     /// Back to step 0 (same key and parameters).
