@@ -281,7 +281,7 @@ impl GpuWindow {
         let val = ctx.buffer("val", 8 * nodes, st);
         let rel = ctx.buffer("rel", 8 * nodes, st);
         let out = ctx.output("running tops", 8 * (nseg + c.l as usize) as u64);
-        let base = self.running_params(c);
+        let base = running_params(c);
         ctx.submit("running levels", |enc| {
             let mut pass = |k: u32, e: Entry| {
                 let (gx, gy) = grid((c.xs.len() >> k) as u64);
@@ -336,7 +336,7 @@ impl GpuWindow {
         let (gx, gy) = grid(c.xs.len() as u64);
         let base = Params {
             gx,
-            ..self.running_params(c)
+            ..running_params(c)
         };
         ctx.submit("running sums", |enc| {
             let mut pass = |k: u32, e: Entry| {
@@ -367,22 +367,23 @@ impl GpuWindow {
         })?;
         read_pod::<f64>(&ctx.device, &out.read)
     }
+}
 
-    fn running_params(&self, c: &RunningChunk<'_>) -> Params {
-        Params {
-            len: c.xs.len() as u32,
-            h: c.l,
-            w: 0,
-            k: 0,
-            out_from: 0,
-            outs: 0,
-            gx: 0,
-            pad: 0,
-            nseg: c.segments() as u32,
-            segs_at: c.l + 2,
-            pairs_at: c.l + 3,
-            weighted: u32::from(c.weighted()),
-        }
+/// The uniforms of the running passes of chunk `c` (`k` and `gx` set per dispatch).
+fn running_params(c: &RunningChunk<'_>) -> Params {
+    Params {
+        len: c.xs.len() as u32,
+        h: c.l,
+        w: 0,
+        k: 0,
+        out_from: 0,
+        outs: 0,
+        gx: 0,
+        pad: 0,
+        nseg: c.segments() as u32,
+        segs_at: c.l + 2,
+        pairs_at: c.l + 3,
+        weighted: u32::from(c.weighted()),
     }
 }
 

@@ -47,8 +47,10 @@ pub struct RunningTops {
     pub ends: Vec<f64>,
 }
 
-/// Nodes of levels `0..=h` completing before step `t` (the first id of step `t`).
-pub(crate) fn first_id(t: u64, h: u32) -> u64 {
+/// Number of nodes (levels `0..=h`) that complete before step `t`: the noise id of the
+/// first node completing at `t` (nodes are numbered in completion order, at each step the
+/// levels that close, bottom up). The decayed sums number their counters by it too.
+pub fn first_id(t: u64, h: u32) -> u64 {
     (0..=h.min(63)).map(|j| t >> j).sum()
 }
 

@@ -69,11 +69,9 @@ impl Forest {
     }
 }
 
-/// Number of nodes (levels `0..=h`) that complete before step `t`: the noise id of the
-/// first node completing at `t`.
-pub(super) fn first_id(t: u64, h: u32) -> u64 {
-    (0..=h.min(63)).map(|j| t >> j).sum()
-}
+/// The noise id of the first node completing at step `t` (the GPU passes number nodes the
+/// same way).
+pub(super) use kinsey_kernels::window::running::first_id;
 
 /// The outputs of steps `out_from ..` (each column one slice of equal length) cut into
 /// segments aligned to `seg` in step numbers (the first may start late), for the bulk
