@@ -11,6 +11,10 @@ pub enum KernelError {
     #[error("GPU device request failed: {0}")]
     /// The adapter refused a device (the reason).
     Device(String),
+    #[error("GPU arithmetic differs from the CPU twin: {0}")]
+    /// The device's results differ in their bits from the CPU twin's on a probe (the
+    /// device, the case and the first differing value).
+    Unfaithful(String),
     #[error("GPU buffer mapping failed: {0}")]
     /// Reading results back failed.
     Map(String),

@@ -75,6 +75,8 @@ impl Pipes {
     }
 }
 static PIPES: OnceLock<Result<Arc<Pipes>, KernelError>> = OnceLock::new();
+/// The process's device against the CPU twins ([`super::probe`]), run once.
+static PROBED: OnceLock<Result<(), KernelError>> = OnceLock::new();
 
 /// Window sums on a GPU with 64-bit floats.
 #[derive(Clone)]
@@ -118,7 +120,38 @@ impl GpuWindow {
                 Ok(Arc::new(Pipes { layout, pipes }))
             })
             .clone()?;
-        Ok(Self { ctx, pipes })
+        let gpu = Self { ctx, pipes };
+        PROBED.get_or_init(|| gpu.probe()).clone()?;
+        Ok(gpu)
+    }
+
+    /// Both twins on the inputs of [`super::probe`]: an error naming the first value where
+    /// the device's bits differ from the CPU's (subnormals flushed, another rounding).
+    fn probe(&self) -> Result<(), KernelError> {
+        use super::probe::{running_cases, same_bits, window_cases};
+        use super::running::{running_levels, running_sums};
+        let differs = |e: String| {
+            KernelError::Unfaithful(format!(
+                "{}'s 64-bit floats on {e}; the window sums stay on the CPU",
+                self.ctx.describe()
+            ))
+        };
+        for case in window_cases() {
+            let c = case.chunk();
+            let want = super::cpu::window_sums(&c)?;
+            same_bits(case.what, &self.sums(&c)?, &want).map_err(differs)?;
+        }
+        for case in running_cases() {
+            let c = case.chunk();
+            let (tops, rel) = running_levels(&c, &case.z)?;
+            let want = running_sums(&c, &rel, &case.starts)?;
+            let lv = self.running_levels_host(&c, &case.z)?;
+            same_bits(case.what, &lv.tops.tops, &tops.tops).map_err(differs)?;
+            same_bits(case.what, &lv.tops.ends, &tops.ends).map_err(differs)?;
+            let got = self.running_sums(&c, &lv, &case.starts)?;
+            same_bits(case.what, &got, &want).map_err(differs)?;
+        }
+        Ok(())
     }
 
     /// The device, in words.
@@ -496,6 +529,18 @@ mod tests {
             z: &z,
         };
         assert!(gpu.sums(&c).is_err() && window_sums(&c).is_err());
+    }
+
+    /// The device passes the probe of `GpuWindow::new` (subnormal nodes, releases, weights
+    /// and sums; rounding edges; random values), run here again explicitly so that the
+    /// test names it. Fails without an adapter.
+    #[test]
+    fn the_device_computes_f64_as_the_cpu() {
+        let ctx = GpuContext::shared().expect("a GPU adapter (lavapipe in CI)");
+        let gpu = GpuWindow::new(ctx).expect("64-bit floats, as the CPU's");
+        if let Err(e) = gpu.probe() {
+            panic!("{e}");
+        }
     }
 
     /// The running-sum passes on the GPU equal their CPU twin bit for bit: chunks late in

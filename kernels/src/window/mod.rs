@@ -15,6 +15,7 @@
 pub mod blocks;
 pub mod cpu;
 pub mod gpu;
+mod probe;
 pub mod running;
 mod spec;
 
