@@ -120,6 +120,8 @@ figure 2 with 0 runs | experiment figure2 --runs 0 --out WORK/f | runs
 bench decay with 0 steps | bench decay --steps 0 | steps
 bench decay with chunks of 0 steps (never advanced) | bench decay --steps 10 --chunk 0 | chunk
 bench paillier on an unknown device | bench paillier --bits 2048 --count 1 --threads 1 --device tpu | device ; tpu
+a Paillier crossover with no GPU path | bench paillier --crossover --bits 2048 --device cpu | crossover ; GPU
+a Paillier crossover of batches up to 0 | bench paillier --crossover --bits 2048 --device gpu --max-batch 0 | max-batch ; 0
 demo with an unknown crypto device | demo --out WORK/d --crypto-device tpu --parties 2 --dim 2 --rows 200 | device ; tpu
 a second run into an earlier result without --overwrite | histogram --input FIX/table.csv --column f --epsilon 1 --neighbours bounded --out WORK/h | --overwrite ; histogram.csv | h/histogram.csv=earlier
 "#;

@@ -25,6 +25,7 @@
 //! recognise its own ciphertext and learn part of `pi2`.
 
 pub mod bench;
+pub mod crossover;
 mod curator;
 pub mod faults;
 #[cfg(feature = "paillier")]

@@ -18,9 +18,9 @@ use rug::Integer;
 use rug::integer::Order;
 use std::sync::OnceLock;
 
-/// Batches below this many items stay on the CPU under `device = "auto"` (see
-/// BENCHMARKS.md: to be set from the crossover `kinsey bench paillier --device gpu` prints
-/// on a hardware GPU; none was lent yet).
+/// Batches below this many items stay on the CPU under `device = "auto"`: a placeholder
+/// (BENCHMARKS.md), to be set from what `kinsey bench paillier --crossover --device gpu`
+/// suggests on a hardware GPU; none was lent to this project yet.
 pub const DEFAULT_MIN_BATCH: usize = 256;
 
 /// Where the backend's batches run.
@@ -49,6 +49,11 @@ impl Device {
             min_batch: usize::MAX,
             arith: BatchArith::cpu(),
         }
+    }
+
+    /// Whether some batches go to a GPU.
+    pub(crate) fn is_gpu(&self) -> bool {
+        self.arith.is_gpu()
     }
 
     /// The arithmetic for a batch of `n` items, if it goes to the GPU.

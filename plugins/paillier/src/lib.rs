@@ -144,6 +144,12 @@ impl Paillier {
         self.device.describe()
     }
 
+    /// Whether some batches run on a GPU (`device = "gpu"`, or `"auto"` with a hardware
+    /// GPU).
+    pub fn has_gpu(&self) -> bool {
+        self.device.is_gpu()
+    }
+
     /// Modulus size in bits.
     pub fn key_bits(&self) -> u32 {
         self.key_bits

@@ -393,6 +393,16 @@ struct PaillierArgs {
     /// sample) or auto.
     #[arg(long, default_value = "cpu")]
     device: String,
+    /// Instead of the rates: per operation, the batch from which the GPU path (--device
+    /// gpu or auto) beats the CPU path, and the `gpu_min_batch` that follows.
+    #[arg(long)]
+    crossover: bool,
+    /// Largest batch the crossover measures.
+    #[arg(long, default_value_t = 4096)]
+    max_batch: usize,
+    /// Seconds of one GPU batch past which the crossover stops growing the batch.
+    #[arg(long, default_value_t = 10.0)]
+    budget: f64,
     #[arg(long)]
     json: bool,
 }
@@ -404,9 +414,34 @@ fn paillier(a: PaillierArgs) -> Result<()> {
         count,
         threads,
         device,
+        crossover,
+        max_batch,
+        budget,
         json,
     } = a;
     let mut rng = kinsey_dp::rng::os_crypto_rng();
+    if crossover {
+        if !(budget > 0.0 && budget.is_finite()) {
+            return Err(Error::param(
+                "budget",
+                format!("seconds must be positive, got {budget}"),
+            ));
+        }
+        for b in bits {
+            let r = kinsey_protocol::crossover::paillier_crossover(
+                b, false, max_batch, &device, budget, &mut rng,
+            )?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string(&r).map_err(|e| Error::Numerical(e.to_string()))?
+                );
+            } else {
+                print!("{}", r.table());
+            }
+        }
+        return Ok(());
+    }
     for b in bits {
         for &t in &threads {
             let r = kinsey_protocol::bench::paillier_throughput(b, count, t, &device, &mut rng)?;
