@@ -213,6 +213,7 @@ fn same_as_cpu(
     Ok(s)
 }
 
+/// Without the Paillier backend there is nothing to measure.
 #[cfg(not(feature = "paillier"))]
 pub fn paillier_throughput(
     _bits: u32,

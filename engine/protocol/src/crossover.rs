@@ -119,6 +119,7 @@ impl Crossover {
 
 /// The best (smallest) seconds per call of `f` over repetitions adding up to about 50 ms
 /// (at least one, at most 10).
+#[cfg(feature = "paillier")]
 fn best_of(f: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
     let (mut best, mut total) = (f64::INFINITY, 0.0);
     for _ in 0..10 {
