@@ -87,7 +87,14 @@ fn form_node(m: u32, k: u32, weighted: bool) -> f64 {
         v = xs[m];
     } else {
         let below = offs[k - 1u] + 2u * m;
-        v = select(val[below], val[offs[k] + m], weighted) + val[below + 1u];
+        // A branch, not `select`: select evaluates (loads) both sides.
+        var left: f64;
+        if weighted {
+            left = val[offs[k] + m];
+        } else {
+            left = val[below];
+        }
+        v = left + val[below + 1u];
     }
     val[offs[k] + m] = v;
     return v;

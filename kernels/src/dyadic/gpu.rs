@@ -118,7 +118,7 @@ impl GpuDyadic {
             }
             let at = first + (c * MAX_COUNTERS) as u64;
             let (z, _) = self.run(keystream, wide, at, chunk.len(), 0)?;
-            let draws = self.read(&z)?;
+            let draws = self.read(&z, chunk.len())?;
             chunk.copy_from_slice(&draws);
         }
         Ok(())
@@ -149,7 +149,7 @@ impl GpuDyadic {
         let mut slow: Vec<u32> = if n <= room {
             list[1..=n].to_vec()
         } else {
-            let all = self.read(&z)?;
+            let all = self.read(&z, count)?;
             (0..count as u32)
                 .filter(|&i| all[i as usize] == SLOW)
                 .collect()
@@ -159,8 +159,7 @@ impl GpuDyadic {
             return Err(KernelError::Map("dyadic: a slow index out of range".into()));
         }
         Ok(DeviceDraws {
-            buf: z.gpu,
-            read: z.read,
+            buf: z,
             count,
             slow,
         })
@@ -185,22 +184,29 @@ impl GpuDyadic {
 
     /// Every draw of `d`, read back (tests, and the rare batch with many slow draws).
     pub fn read_device(&self, d: &DeviceDraws) -> Result<Vec<i64>, KernelError> {
-        self.read(&Output {
-            gpu: d.buf.clone(),
-            read: d.read.clone(),
-        })
+        self.read(&d.buf, d.count)
     }
 
-    fn read(&self, z: &Output) -> Result<Vec<i64>, KernelError> {
+    /// The `count` draws in `z`, through a mappable buffer made for the purpose (most
+    /// batches never come back: the next kernel reads them on the device).
+    fn read(&self, z: &wgpu::Buffer, count: usize) -> Result<Vec<i64>, KernelError> {
         let ctx = &self.ctx;
+        let out = Output {
+            gpu: z.clone(),
+            read: ctx.buffer(
+                "dyadic draws",
+                8 * count as u64,
+                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            ),
+        };
         let mut enc = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("dyadic read"),
             });
-        z.copy_back(&mut enc);
+        out.copy_back(&mut enc);
         ctx.queue.submit([enc.finish()]);
-        read_pod::<i64>(&ctx.device, &z.read)
+        read_pod::<i64>(&ctx.device, &out.read)
     }
 
     /// One dispatch: the draws into a device buffer (and its read-back twin), the slow
@@ -212,7 +218,7 @@ impl GpuDyadic {
         first: u64,
         count: usize,
         room: usize,
-    ) -> Result<(Output, Output), KernelError> {
+    ) -> Result<(wgpu::Buffer, Output), KernelError> {
         let ctx = &self.ctx;
         let (key, stream) = keystream.state_words();
         let (wide_key, wide_stream) = wide.state_words();
@@ -242,20 +248,13 @@ impl GpuDyadic {
             bytemuck::cast_slice(&p),
             wgpu::BufferUsages::UNIFORM,
         );
-        let z = Output {
-            gpu: ctx.buffer(
-                "dyadic draws",
-                8 * count,
-                wgpu::BufferUsages::STORAGE
-                    | wgpu::BufferUsages::COPY_SRC
-                    | wgpu::BufferUsages::COPY_DST,
-            ),
-            read: ctx.buffer(
-                "dyadic draws",
-                8 * count,
-                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            ),
-        };
+        let z = ctx.buffer(
+            "dyadic draws",
+            8 * count,
+            wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+        );
         let zeros = vec![0u32; room + 1];
         let list = Output {
             gpu: ctx.upload(
@@ -273,7 +272,7 @@ impl GpuDyadic {
             let bind = ctx.bind(
                 "dyadic",
                 &self.pipe.0,
-                &[&params, &self.tables, &z.gpu, &list.gpu],
+                &[&params, &self.tables, &z, &list.gpu],
             );
             dispatch(enc, &self.pipe.1, &bind, (gx as u32, gy as u32));
             if room > 0 {
@@ -289,7 +288,6 @@ impl GpuDyadic {
 pub struct DeviceDraws {
     /// The draws (i64, little-endian), bound by the next kernel.
     pub(crate) buf: wgpu::Buffer,
-    read: wgpu::Buffer,
     /// How many.
     pub count: usize,
     /// Indices of the [`SLOW`] draws, sorted.
