@@ -28,9 +28,10 @@ fn draw_index(k: u32, m: usize) -> usize {
 #[derive(Debug, Clone)]
 pub struct Blocks {
     h: u32,
+    /// The longest window (the outputs of [`block`](Self::block)).
     w: usize,
-    gamma: f64,
-    inv: f64,
+    /// Per level, its release grid and the grid's inverse.
+    grids: Vec<(f64, f64)>,
     exact: bool,
     /// Start of level `k` in `val` and `rel` (`h + 2` entries).
     offs: Vec<usize>,
@@ -50,14 +51,30 @@ impl Blocks {
     /// power of two); `exact`: every sum of releases is exact (the caller's calibration
     /// guarantees it), so prefix and suffix sums may stand in for left-to-right sums.
     pub fn new(h: u32, w: u64, gamma: f64, exact: bool) -> Result<Self, KernelError> {
+        Self::with_grids(h, w, &vec![gamma; h.min(40) as usize + 1], exact)
+    }
+
+    /// [`new`](Self::new) with a grid per level `0..=h` (`gammas[k]`, powers of two): the
+    /// all-window sums give each level its own share of the budget. Windows of any length
+    /// up to `w` ([`block_windows`](Self::block_windows)).
+    pub fn with_grids(h: u32, w: u64, gammas: &[f64], exact: bool) -> Result<Self, KernelError> {
         if h > 40 || w == 0 || w > 1 << h {
             return Err(KernelError::Input(format!(
                 "window blocks: W = {w} with h = {h} (h at most 40, 1 <= W <= 2^h)"
             )));
         }
-        if !(gamma > 0.0 && gamma.is_finite() && gamma.log2().fract() == 0.0) {
+        if gammas.len() != h as usize + 1 {
             return Err(KernelError::Input(format!(
-                "window blocks: grid {gamma} is not a power of two"
+                "window blocks: {} grids for levels 0..={h}",
+                gammas.len()
+            )));
+        }
+        if let Some(g) = gammas
+            .iter()
+            .find(|g| !(**g > 0.0 && g.is_finite() && g.log2().fract() == 0.0))
+        {
+            return Err(KernelError::Input(format!(
+                "window blocks: grid {g} is not a power of two"
             )));
         }
         let b = 1usize << h;
@@ -71,8 +88,7 @@ impl Blocks {
         Ok(Self {
             h,
             w: w as usize,
-            gamma,
-            inv: 1.0 / gamma,
+            grids: gammas.iter().map(|&g| (g, 1.0 / g)).collect(),
             exact,
             val: vec![0.0; o - b],
             rel: vec![0.0; o],
@@ -103,21 +119,42 @@ impl Blocks {
         o_from: usize,
         out: &mut [f64],
     ) -> Result<(), KernelError> {
+        let w = self.w as u64;
+        self.block_windows(sb, xs, z, o_from, &mut [(w, out)])
+    }
+
+    /// [`block`](Self::block) for several windows at once (each at most the `w` of
+    /// [`with_grids`](Self::with_grids)): the levels and their sums once, then each
+    /// window's sums of steps `o_from..` into its slice.
+    pub fn block_windows(
+        &mut self,
+        sb: u64,
+        xs: &[f64],
+        z: &[i64],
+        o_from: usize,
+        outs: &mut [(u64, &mut [f64])],
+    ) -> Result<(), KernelError> {
         let (b, n) = (1usize << self.h, xs.len());
         let bad = |m: String| Err(KernelError::Input(format!("window block at {sb}: {m}")));
         if !sb.is_multiple_of(b as u64) || n == 0 || n > b {
             return bad(format!("{n} steps in blocks of {b}"));
         }
-        if z.len() != block_nodes(n, self.h) || o_from > n || out.len() != n - o_from {
+        let bad_out = outs.iter().find(|(w, out)| {
+            *w == 0 || *w > self.w as u64 || out.len() != n.saturating_sub(o_from)
+        });
+        if z.len() != block_nodes(n, self.h) || o_from > n || bad_out.is_some() {
             return bad(format!(
-                "{} draws, outputs {o_from}.. into {} (want {} draws, {} outputs)",
+                "{} draws, outputs {o_from}.. into {:?} (want {} draws, {} outputs, windows \
+                 1..={})",
                 z.len(),
-                out.len(),
+                outs.iter().map(|(w, o)| (*w, o.len())).collect::<Vec<_>>(),
                 block_nodes(n, self.h),
-                n.saturating_sub(o_from)
+                n.saturating_sub(o_from),
+                self.w
             ));
         }
-        let reaches_back = sb > 0 && o_from + 1 < self.w;
+        let longest = outs.iter().map(|(w, _)| *w as usize).max().unwrap_or(1);
+        let reaches_back = sb > 0 && o_from + 1 < longest;
         if reaches_back && self.prev != sb.checked_sub(b as u64) {
             return bad("the previous block was not computed first".into());
         }
@@ -126,10 +163,12 @@ impl Blocks {
             self.prefix_suffix(n);
         }
         if o_from < n {
-            if self.exact && n == b {
-                self.windows_exact(sb, o_from, out);
-            } else {
-                self.windows_left_to_right(sb, o_from, out);
+            for (w, out) in outs.iter_mut() {
+                if self.exact && n == b {
+                    self.windows_exact(sb, o_from, out, *w as usize);
+                } else {
+                    self.windows_left_to_right(sb, o_from, out, *w as usize);
+                }
             }
         }
         if n == b {
@@ -149,11 +188,15 @@ impl Blocks {
     /// at a time (a group's seven draws are consecutive in completion order), then the
     /// rest level by level.
     fn levels(&mut self, xs: &[f64], z: &[i64]) {
-        let (g, inv) = (self.gamma, self.inv);
-        let release = |v: f64, z: i64| g * ((v * inv).round() + z as f64);
+        let grids = &self.grids;
+        let at_level = |k: usize| {
+            let (g, inv) = grids[k];
+            move |v: f64, z: i64| g * ((v * inv).round() + z as f64)
+        };
         let n = xs.len();
         let quads = if self.h >= 2 { n / 4 } else { 0 };
         if quads > 0 {
+            let (release, release1, release2) = (at_level(0), at_level(1), at_level(2));
             let (o1, o2) = (self.offs[1], self.offs[2]);
             let (rel0, rest) = self.rel.split_at_mut(o1);
             let (rel1, rel2) = rest.split_at_mut(o2 - o1);
@@ -178,11 +221,12 @@ impl Blocks {
                 r0[3] = release(x[3], zq[4]);
                 v1[0] = a;
                 v1[1] = c;
-                r1[0] = release(a, zq[2]);
-                r1[1] = release(c, zq[5]);
-                *r2 = release(*v2, zq[6]);
+                r1[0] = release1(a, zq[2]);
+                r1[1] = release1(c, zq[5]);
+                *r2 = release2(*v2, zq[6]);
             }
         }
+        let release = at_level(0);
         for (m, (r, &x)) in self.rel[..n].iter_mut().zip(xs).enumerate().skip(4 * quads) {
             *r = release(x, z[draw_index(0, m)]);
         }
@@ -197,6 +241,7 @@ impl Blocks {
             let (lower, upper) = self.val.split_at_mut(o - base);
             let below: &[f64] = if k == 1 { xs } else { &lower[ob - base..] };
             let vals = &mut upper[..len];
+            let release = at_level(k as usize);
             let rels = &mut self.rel[o..o + len];
             for (m, ((v, r), pair)) in vals
                 .iter_mut()
@@ -258,10 +303,11 @@ impl Blocks {
     }
 
     /// Windows of a whole block from prefix and suffix sums (exact sums only). A window
-    /// inside the block splits at the highest bit where its ends differ: the right part is
-    /// a difference of prefix sums, the left a difference of suffix sums.
-    fn windows_exact(&self, sb: u64, o_from: usize, out: &mut [f64]) {
-        let (b, w) = (1usize << self.h, self.w);
+    /// inside the block splits at the highest bit `p` where its ends differ: the right part
+    /// is a difference of prefix sums, the left a difference of suffix sums, or one node of
+    /// level `p` when it is exactly that node.
+    fn windows_exact(&self, sb: u64, o_from: usize, out: &mut [f64], w: usize) {
+        let b = 1usize << self.h;
         let (pre, suf, sufp) = (&self.pre, &self.suf, &self.suf_prev);
         // Steps o + 1 < w reach into the previous block (its suffix sum plus this block's
         // prefix sum), one loop with no branch per step (all of them when W = 2^h).
@@ -288,7 +334,14 @@ impl Blocks {
                 let p = (lo ^ (o + 1)).ilog2();
                 let co = ((o + 1) >> p) << p;
                 let right = pre[o] - pre[co - 1];
-                let left = suf[lo] - if co < b { suf[co] } else { 0.0 };
+                let left = if lo == co - (1 << p) {
+                    // The left part is one node of level p, and the block's suffix from
+                    // `lo` (aligned to more than 2^p) starts with a larger one: only when
+                    // W <= 2^(h-1) (the all-window sums' shorter windows).
+                    self.rel[self.offs[p as usize] + (lo >> p)]
+                } else {
+                    suf[lo] - if co < b { suf[co] } else { 0.0 }
+                };
                 left + right
             };
         }
@@ -296,8 +349,8 @@ impl Blocks {
 
     /// Windows adding their released nodes left to right (the online order): the maximal
     /// aligned nodes of level `<= h`, first the previous block's, then this block's.
-    fn windows_left_to_right(&self, sb: u64, o_from: usize, out: &mut [f64]) {
-        let (b, w) = (1usize << self.h, self.w);
+    fn windows_left_to_right(&self, sb: u64, o_from: usize, out: &mut [f64], w: usize) {
+        let b = 1usize << self.h;
         let (offs, h) = (&self.offs, self.h);
         let add = |rel: &[f64], mut s: f64, mut at: usize, u: usize| {
             while at <= u {
@@ -347,7 +400,18 @@ mod tests {
     /// numbers bit for bit; a series ending inside a block too.
     #[test]
     fn blocks_equal_the_plain_twin() {
-        for (h, w) in [(0u32, 1u64), (3, 5), (3, 8), (6, 33), (6, 64), (10, 1000)] {
+        // W <= 2^(h-1) too (windows that are one node below a larger aligned one).
+        for (h, w) in [
+            (0u32, 1u64),
+            (3, 5),
+            (3, 8),
+            (6, 33),
+            (6, 64),
+            (10, 1000),
+            (4, 1),
+            (6, 7),
+            (10, 100),
+        ] {
             let b = 1usize << h;
             for len in [7 * b, 7 * b + b / 2 + 1] {
                 let (xs, z) = chunk(len, h, u64::from(h) * 31 + w);
@@ -405,6 +469,81 @@ mod tests {
         }
     }
 
+    /// Several windows at once with a grid per level equal their sums written out from
+    /// the definition: node values added left + right, node `(k, m)` released on level
+    /// `k`'s grid, each window's maximal aligned nodes added left to right. Exact sums
+    /// (grids of 1/4 to 2, small values) and left to right.
+    #[test]
+    fn several_windows_with_a_grid_per_level() {
+        let h = 4u32;
+        let b = 1usize << h;
+        let len = 5 * b;
+        let (xs, z) = chunk(len, h, 77);
+        let gammas = [0.25, 0.5, 0.25, 1.0, 2.0];
+        // Node values and releases by level, over the whole series.
+        let mut val = vec![xs.clone()];
+        for k in 1..=h as usize {
+            let v: Vec<f64> = val[k - 1].chunks_exact(2).map(|p| p[0] + p[1]).collect();
+            val.push(v);
+        }
+        let mut rel: Vec<Vec<f64>> = val.iter().map(|v| vec![0.0; v.len()]).collect();
+        let mut id = 0;
+        for t in 0..len {
+            for k in 0..=(t + 1).trailing_zeros().min(h) as usize {
+                let (m, g) = (t >> k, gammas[k]);
+                rel[k][m] = g * ((val[k][m] / g).round() + z[id] as f64);
+                id += 1;
+            }
+        }
+        let window = |w: usize, u: usize| {
+            let (mut s, mut at) = (0.0, (u + 1).saturating_sub(w));
+            while at <= u {
+                let k = at.trailing_zeros().min(h).min((u - at + 1).ilog2());
+                s += rel[k as usize][at >> k];
+                at += 1 << k;
+            }
+            s
+        };
+        let ws = [1u64, 3, 7, 16];
+        for exact in [true, false] {
+            let mut bl = Blocks::with_grids(h, 16, &gammas, exact).expect("grids");
+            let mut got = vec![vec![f64::NAN; len]; ws.len()];
+            let mut id = 0;
+            for (i, x) in xs.chunks(b).enumerate() {
+                let cnt = block_nodes(x.len(), h);
+                let mut outs: Vec<(u64, &mut [f64])> = ws
+                    .iter()
+                    .zip(got.iter_mut())
+                    .map(|(&w, g)| (w, &mut g[i * b..(i + 1) * b]))
+                    .collect();
+                bl.block_windows((i * b) as u64, x, &z[id..id + cnt], 0, &mut outs)
+                    .expect("block");
+                id += cnt;
+            }
+            for (&w, col) in ws.iter().zip(&got) {
+                for (u, v) in col.iter().enumerate() {
+                    let want = window(w as usize, u);
+                    assert_eq!(v.to_bits(), want.to_bits(), "W {w} exact {exact} step {u}");
+                }
+            }
+        }
+        // A window past the longest, a grid that is not a power of two, a grid missing.
+        let mut bl = Blocks::with_grids(h, 8, &gammas, true).expect("grids");
+        let mut out = vec![0.0; b];
+        let e = bl
+            .block_windows(
+                0,
+                &xs[..b],
+                &z[..block_nodes(b, h)],
+                0,
+                &mut [(9, &mut out)],
+            )
+            .expect_err("W 9 > 8");
+        assert!(e.to_string().contains("windows 1..=8"), "{e}");
+        assert!(Blocks::with_grids(h, 8, &[0.25, 0.5, 0.3, 1.0, 2.0], true).is_err());
+        assert!(Blocks::with_grids(h, 8, &gammas[..4], true).is_err());
+    }
+
     /// The draw index formula is the completion order.
     #[test]
     fn draw_index_is_the_completion_order() {
@@ -452,7 +591,7 @@ mod tests {
             let c = per(t);
             let t = std::time::Instant::now();
             for i in 0..n {
-                bl.windows_exact(i * b as u64, 0, &mut out);
+                bl.windows_exact(i * b as u64, 0, &mut out, w as usize);
             }
             let d = per(t);
             println!(
