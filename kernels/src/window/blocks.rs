@@ -19,7 +19,7 @@ pub fn block_nodes(n: usize, h: u32) -> usize {
 /// `t = (m + 1) 2^k - 1`, after the `sum_j t >> j = 2t - popcount(t)` nodes of earlier
 /// steps and the `k` below it, and `popcount(t) = popcount(m) + k`.
 #[inline(always)]
-fn draw_index(k: u32, m: usize) -> usize {
+pub fn draw_index(k: u32, m: usize) -> usize {
     ((m + 1) << (k + 1)) - 2 - m.count_ones() as usize
 }
 

@@ -2,8 +2,9 @@
 
 use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
 use super::noise::KeyedNoise;
-use super::tree::{Flat, Forest, Held, Releases, first_id, interval_sum, segments};
+use super::tree::{Forest, Held, Releases, first_id, interval_sum, segments};
 use kinsey_core::{Error, Result, check_epsilon};
+use kinsey_kernels::window::blocks::{Blocks, block_nodes, draw_index};
 use rayon::prelude::*;
 
 /// Riemann zeta `sum_{n >= 1} n^-s` for `s > 1` (partial sum plus Euler-Maclaurin tail).
@@ -27,6 +28,10 @@ pub struct AllWindowSum {
     pub(super) h: u32,
     pub(super) delta: f64,
     pub(super) levels: Vec<KeyedNoise>,
+    /// Every sum of releases the bulk path forms is exact (the levels' grids are powers of
+    /// two, all multiples of the finest, and the largest sum is within `2^51` of it), so
+    /// bulk may add them in another order than online and still agree bit for bit.
+    pub(super) exact_sums: bool,
     pub(super) bound: f64,
     pub(super) epsilon: f64,
     pub(super) forest: Forest,
@@ -81,12 +86,19 @@ impl AllWindowSum {
                 )
             })
             .collect::<Result<Vec<_>>>()?;
+        let finest = levels.iter().map(KeyedNoise::gamma).fold(f64::INFINITY, f64::min);
+        let worst = levels
+            .iter()
+            .map(|n| n.worst_sum((1u64 << h) as f64 * bound, 4 * (h + 1)))
+            .fold(0.0, f64::max);
+        let exact_sums = worst <= 2f64.powi(51) * finest;
         Ok(Self {
             windows: windows.to_vec(),
             hs,
             h,
             delta,
             levels,
+            exact_sums,
             bound,
             epsilon,
             forest: Forest::new(h, 1.0),
@@ -145,50 +157,111 @@ impl AllWindowSum {
     }
 
     /// Bulk: per window, all estimates; parallel over segments; same numbers as `push`.
-    pub(crate) fn bulk_series(&self, xs: &[f64]) -> Vec<Vec<f64>> {
+    pub(crate) fn bulk_series(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>> {
         let mut out = vec![vec![0.0; xs.len()]; self.windows.len()];
-        self.bulk_offset(xs, 0, 0, out.iter_mut().map(Vec::as_mut_slice).collect());
-        out
+        self.bulk_offset(xs, 0, 0, out.iter_mut().map(Vec::as_mut_slice).collect())?;
+        Ok(out)
     }
 
     /// `xs[i]` is step `base + i` (`base` a multiple of the block); per window, the
     /// estimates of steps `out_from .. base + xs.len()` into `out` (one column per window,
     /// each of that length), in parallel over segments of at least `2^15` steps.
-    fn bulk_offset(&self, xs: &[f64], base: u64, out_from: u64, out: Vec<&mut [f64]>) {
+    fn bulk_offset(&self, xs: &[f64], base: u64, out_from: u64, out: Vec<&mut [f64]>) -> Result<()> {
         let seg = (1u64 << self.h).max(1 << 15);
         segments(out_from, seg, out)
             .into_par_iter()
-            .for_each(|(start, mut cols)| self.segment(xs, base, start, &mut cols));
+            .try_for_each_init(Scratch::default, |sc, (start, mut cols)| {
+                self.segment(xs, base, start, &mut cols, sc)
+            })
     }
 
     /// Per window, the estimates of steps `start .. start + out[i].len()` into `out[i]`
-    /// (`xs[j]` is step `base + j`): the forest rebuilt from a block before `start`'s
-    /// block, all a window reaches back to.
-    fn segment(&self, xs: &[f64], base: u64, start: u64, out: &mut [&mut [f64]]) {
+    /// (`xs[j]` is step `base + j`), block by block with the `window` kernel's fast path
+    /// (a grid per level, every window of the block at once) from the block before
+    /// `start`'s, all a window reaches back to. The noise of groups of blocks of at least
+    /// 2^10 steps at a time: their keystream in one pass, each node's draw under its
+    /// level's law.
+    fn segment(
+        &self,
+        xs: &[f64],
+        base: u64,
+        start: u64,
+        out: &mut [&mut [f64]],
+        sc: &mut Scratch,
+    ) -> Result<()> {
         let stop = start + out.first().map_or(0, |c| c.len()) as u64;
-        let block = 1u64 << self.h;
-        let from = ((start / block) * block).saturating_sub(block).max(base);
-        let mut forest = Forest::new(self.h, 1.0);
-        let mut rel = Flat::default();
-        rel.reset(self.h, from);
-        let first = first_id(from, self.h);
-        let mut words = vec![[0u64; 2]; (first_id(stop, self.h) - first) as usize];
-        self.levels[0].words(first, &mut words);
-        let mut idx = 0usize;
-        for (t, &x) in (from..stop).zip(&xs[(from - base) as usize..]) {
-            forest.step(t, x, |k, _m, v| {
-                let nz = &self.levels[k as usize];
-                rel.push(k, nz.release(v, nz.draw(first + idx as u64, words[idx])));
-                idx += 1;
-            });
-        }
-        for ((col, &w), &h) in out.iter_mut().zip(&self.windows).zip(&self.hs) {
-            for (d, t) in col.iter_mut().zip(start..) {
-                let l = (t + 1).saturating_sub(w);
-                *d = interval_sum(l, t, h, |k, m| rel.get(k, m));
+        let (h, block) = (self.h, 1u64 << self.h);
+        let blocks = match &mut sc.blocks {
+            Some(b) => b,
+            None => {
+                let gammas: Vec<f64> = self.levels.iter().map(KeyedNoise::gamma).collect();
+                let longest = self.windows.iter().copied().max().unwrap_or(1);
+                sc.blocks
+                    .insert(Blocks::with_grids(h, longest, &gammas, self.exact_sums)?)
+            }
+        };
+        blocks.reset();
+        let mut sb = ((start / block) * block).saturating_sub(block).max(base);
+        let group = block.max(1 << 10);
+        while sb < stop {
+            let g_end = (sb + group).min(stop);
+            let id0 = first_id(sb, h);
+            let count = (first_id(g_end, h) - id0) as usize;
+            sc.words.resize(count, [0; 2]);
+            sc.z.resize(count, 0);
+            self.levels[0].words(id0, &mut sc.words);
+            let mut at_z = 0;
+            while sb < g_end {
+                let n = (g_end - sb).min(block) as usize;
+                let nodes = block_nodes(n, h);
+                let (words, z) = (&sc.words[at_z..at_z + nodes], &mut sc.z[at_z..at_z + nodes]);
+                let first = id0 + at_z as u64;
+                // Per level, its nodes' words side by side for the table draws in bulk.
+                for (k, noise) in (0..=h).zip(&self.levels) {
+                    let count = n >> k;
+                    sc.lw.clear();
+                    sc.lw.extend((0..count).map(|m| words[draw_index(k, m)]));
+                    sc.lz.resize(count, 0);
+                    noise.draw_gathered(
+                        &sc.lw,
+                        |m| first + draw_index(k, m) as u64,
+                        &mut sc.lz,
+                    );
+                    for (m, &d) in sc.lz.iter().enumerate() {
+                        z[draw_index(k, m)] = d;
+                    }
+                }
+                // A block before `start` (rebuilt for the windows reaching back) outputs
+                // nothing.
+                let end = sb + n as u64;
+                let lo = start.clamp(sb, end);
+                let (o_from, at) = ((lo - sb) as usize, (lo.max(start) - start) as usize);
+                let until = (end.max(start) - start) as usize;
+                let mut outs: Vec<(u64, &mut [f64])> = self
+                    .windows
+                    .iter()
+                    .zip(out.iter_mut())
+                    .map(|(&w, col)| (w, &mut col[at..until]))
+                    .collect();
+                let x0 = (sb - base) as usize;
+                blocks.block_windows(sb, &xs[x0..x0 + n], z, o_from, &mut outs)?;
+                at_z += nodes;
+                sb = end;
             }
         }
+        Ok(())
     }
+}
+
+/// Per-thread buffers reused across segments.
+#[derive(Default)]
+struct Scratch {
+    words: Vec<[u64; 2]>,
+    z: Vec<i64>,
+    /// One level's words and draws.
+    lw: Vec<[u64; 2]>,
+    lz: Vec<i64>,
+    blocks: Option<Blocks>,
 }
 
 /// `allwindow`: needs `--windows`; the level exponent is 2.
@@ -224,7 +297,7 @@ impl DecayedSum for AllWindowSum {
     }
 
     fn bulk(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>> {
-        Ok(self.bulk_series(xs))
+        self.bulk_series(xs)
     }
 
     /// The same numbers as `push`, each chunk in bulk (memory: the chunk and two blocks).
@@ -241,8 +314,7 @@ impl DecayedSum for AllWindowSum {
         let mut held = std::mem::take(&mut self.held);
         let r = held.chunk(1 << self.h, chunk, |xs, base, from, at| {
             let cols = out.iter_mut().map(|c| &mut c[at.clone()]).collect();
-            self.bulk_offset(xs, base, from, cols);
-            Ok(())
+            self.bulk_offset(xs, base, from, cols)
         });
         self.held = held;
         r

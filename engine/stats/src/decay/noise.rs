@@ -194,6 +194,13 @@ impl KeyedNoise {
         Self::on_grid(key, stream, sensitivity, touched, epsilon, needed)
     }
 
+    /// The largest magnitude of a sum of `terms` releases of values of at most
+    /// `max_value`, noise beyond [`EXACT_SUM_SCALES`] scales treated as impossible (what
+    /// [`new_exact`](Self::new_exact) sizes its grid for, here at this noise's own scale).
+    pub(crate) fn worst_sum(&self, max_value: f64, terms: u32) -> f64 {
+        f64::from(terms) * (max_value + EXACT_SUM_SCALES * self.scale() * 2.0)
+    }
+
     /// The grid step.
     pub fn gamma(&self) -> f64 {
         self.gamma
@@ -283,6 +290,23 @@ impl KeyedNoise {
             ext: None,
         };
         self.law.sample(words, &wide[..e], &mut ext)
+    }
+
+    /// The draws of counters whose words the caller gathered (`words[i]` of counter
+    /// `id_of(i)`): the table path over all of them at once, the rare slow ones (and every
+    /// draw of a law with wide words) by [`draw`](Self::draw). The same draws as `draw`.
+    pub(crate) fn draw_gathered(
+        &self,
+        words: &[[u64; 2]],
+        id_of: impl Fn(usize) -> u64,
+        out: &mut [i64],
+    ) {
+        let all = !cpu::draws_from_words(self.law.tables(), words, out);
+        for (i, (z, w)) in out.iter_mut().zip(words).enumerate() {
+            if all || *z == SLOW {
+                *z = self.draw(id_of(i), *w);
+            }
+        }
     }
 
     /// Noise of counter `id` (random access: the online path).

@@ -201,34 +201,6 @@ impl Releases {
     }
 }
 
-/// Released values of one segment's nodes, per level, from the segment's first step.
-#[derive(Default)]
-pub(super) struct Flat {
-    pub(super) levels: Vec<(u64, Vec<f64>)>,
-}
-
-impl Flat {
-    /// Empty levels `0..=h` starting at step `from`, keeping their allocations.
-    pub(super) fn reset(&mut self, h: u32, from: u64) {
-        self.levels.resize_with(h as usize + 1, Default::default);
-        for (k, (base, v)) in self.levels.iter_mut().enumerate() {
-            *base = from >> k;
-            v.clear();
-        }
-    }
-
-    #[inline]
-    pub(super) fn push(&mut self, k: u32, v: f64) {
-        self.levels[k as usize].1.push(v);
-    }
-
-    #[inline]
-    pub(super) fn get(&self, k: u32, m: u64) -> f64 {
-        let (base, v) = &self.levels[k as usize];
-        v[(m - base) as usize]
-    }
-}
-
 /// Sum of the released nodes covering `[l, u]` (maximal aligned nodes of level `<= h`, left
 /// to right): the one combination both paths use.
 #[inline]
