@@ -433,16 +433,7 @@ fn consts(c: &RunningChunk<'_>, starts: &[[f64; 2]]) -> Vec<f64> {
 mod tests {
     use super::*;
     use crate::window::cpu::window_sums;
-
-    /// A xorshift stream for test values.
-    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
-        move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        }
-    }
+    use crate::window::probe::xorshift;
 
     /// The GPU's sums equal the CPU twin's bit for bit: windows within and across blocks,
     /// a chunk starting late in the stream, values with fractions, large draws. Fails

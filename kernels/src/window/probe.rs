@@ -15,8 +15,9 @@
 use super::running::RunningChunk;
 use super::spec::WindowChunk;
 
-/// A xorshift stream (the probe's values are fixed: the same probe on every run).
-fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+/// A xorshift stream (the probe's values are fixed: the same probe on every run; the
+/// kernel's tests use it too).
+pub(super) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
     move || {
         state ^= state << 13;
         state ^= state >> 7;

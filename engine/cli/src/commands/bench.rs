@@ -431,28 +431,14 @@ fn paillier(a: PaillierArgs) -> Result<()> {
             let r = kinsey_protocol::crossover::paillier_crossover(
                 b, false, max_batch, &device, budget, &mut rng,
             )?;
-            if json {
-                println!(
-                    "{}",
-                    serde_json::to_string(&r).map_err(|e| Error::Numerical(e.to_string()))?
-                );
-            } else {
-                print!("{}", r.table());
-            }
+            json_or_table(json, &r, kinsey_protocol::crossover::Crossover::table)?;
         }
         return Ok(());
     }
     for b in bits {
         for &t in &threads {
             let r = kinsey_protocol::bench::paillier_throughput(b, count, t, &device, &mut rng)?;
-            if json {
-                println!(
-                    "{}",
-                    serde_json::to_string(&r).map_err(|e| Error::Numerical(e.to_string()))?
-                );
-            } else {
-                print!("{}", r.table());
-            }
+            json_or_table(json, &r, kinsey_protocol::bench::PaillierRates::table)?;
         }
     }
     Ok(())
