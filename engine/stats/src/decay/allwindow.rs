@@ -86,7 +86,10 @@ impl AllWindowSum {
                 )
             })
             .collect::<Result<Vec<_>>>()?;
-        let finest = levels.iter().map(KeyedNoise::gamma).fold(f64::INFINITY, f64::min);
+        let finest = levels
+            .iter()
+            .map(KeyedNoise::gamma)
+            .fold(f64::INFINITY, f64::min);
         let worst = levels
             .iter()
             .map(|n| n.worst_sum((1u64 << h) as f64 * bound, 4 * (h + 1)))
@@ -166,7 +169,13 @@ impl AllWindowSum {
     /// `xs[i]` is step `base + i` (`base` a multiple of the block); per window, the
     /// estimates of steps `out_from .. base + xs.len()` into `out` (one column per window,
     /// each of that length), in parallel over segments of at least `2^15` steps.
-    fn bulk_offset(&self, xs: &[f64], base: u64, out_from: u64, out: Vec<&mut [f64]>) -> Result<()> {
+    fn bulk_offset(
+        &self,
+        xs: &[f64],
+        base: u64,
+        out_from: u64,
+        out: Vec<&mut [f64]>,
+    ) -> Result<()> {
         let seg = (1u64 << self.h).max(1 << 15);
         segments(out_from, seg, out)
             .into_par_iter()
@@ -222,11 +231,7 @@ impl AllWindowSum {
                     sc.lw.clear();
                     sc.lw.extend((0..count).map(|m| words[draw_index(k, m)]));
                     sc.lz.resize(count, 0);
-                    noise.draw_gathered(
-                        &sc.lw,
-                        |m| first + draw_index(k, m) as u64,
-                        &mut sc.lz,
-                    );
+                    noise.draw_gathered(&sc.lw, |m| first + draw_index(k, m) as u64, &mut sc.lz);
                     for (m, &d) in sc.lz.iter().enumerate() {
                         z[draw_index(k, m)] = d;
                     }
