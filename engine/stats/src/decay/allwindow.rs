@@ -176,7 +176,7 @@ impl AllWindowSum {
         out_from: u64,
         out: Vec<&mut [f64]>,
     ) -> Result<()> {
-        let seg = (1u64 << self.h).max(1 << 15);
+        let seg = super::window::segment_steps(self.h);
         segments(out_from, seg, out)
             .into_par_iter()
             .try_for_each_init(Scratch::default, |sc, (start, mut cols)| {

@@ -18,10 +18,13 @@ fn true_window(xs: &[f64], w: usize, j: usize) -> f64 {
 
 #[test]
 fn window_online_equals_bulk_bit_for_bit() {
-    let xs = series(40_000, 1); // crosses the 16,384-step segment boundaries
+    let short = series(40_000, 1); // crosses the 32,768-step segment boundaries
+    // W = 20,000 (blocks of 2^15, segments of four blocks): crosses those too.
+    let long = series(300_000, 1);
     for w in [1u64, 5, 64, 1000, 20_000] {
+        let xs = if w > 10_000 { &long } else { &short };
         let m = WindowSum::new(w, 0.7, 3.0, [w as u8; 32]).expect("ok");
-        let bulk = m.bulk_series(&xs).expect("bulk");
+        let bulk = m.bulk_series(xs).expect("bulk");
         let mut online = m.clone();
         let on: Vec<f64> = xs.iter().map(|&x| online.advance(x)).collect();
         assert_eq!(bulk.len(), xs.len());
