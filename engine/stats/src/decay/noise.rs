@@ -186,7 +186,7 @@ impl KeyedNoise {
         terms: u32,
     ) -> Result<Self> {
         let fine = Self::new(key, stream, sensitivity, touched, epsilon)?;
-        let worst = f64::from(terms) * (max_value + EXACT_SUM_SCALES * fine.scale() * 2.0);
+        let worst = fine.worst_sum(max_value, terms);
         let needed = worst.log2().ceil() as i32 - 51;
         if needed <= fine.grid_exp {
             return Ok(fine);
