@@ -2,9 +2,9 @@
 
 use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
 use super::noise::KeyedNoise;
-use super::tree::{Forest, Held, Releases, first_id, interval_sum, segments};
+use super::tree::{Forest, Held, Releases, interval_sum, segment_steps, segment_walk, segments};
 use kinsey_core::{Error, Result, check_epsilon};
-use kinsey_kernels::window::blocks::{Blocks, block_nodes, draw_index};
+use kinsey_kernels::window::blocks::{Blocks, draw_index};
 use rayon::prelude::*;
 
 /// Riemann zeta `sum_{n >= 1} n^-s` for `s > 1` (partial sum plus Euler-Maclaurin tail).
@@ -168,7 +168,7 @@ impl AllWindowSum {
 
     /// `xs[i]` is step `base + i` (`base` a multiple of the block); per window, the
     /// estimates of steps `out_from .. base + xs.len()` into `out` (one column per window,
-    /// each of that length), in parallel over segments of at least `2^15` steps.
+    /// each of that length), in parallel over segments ([`segment_steps`]).
     fn bulk_offset(
         &self,
         xs: &[f64],
@@ -176,7 +176,8 @@ impl AllWindowSum {
         out_from: u64,
         out: Vec<&mut [f64]>,
     ) -> Result<()> {
-        let seg = super::window::segment_steps(self.h);
+        let len = out.first().map_or(0, |c| c.len()) as u64;
+        let seg = segment_steps(self.h, len);
         segments(out_from, seg, out)
             .into_par_iter()
             .try_for_each_init(Scratch::default, |sc, (start, mut cols)| {
@@ -199,7 +200,7 @@ impl AllWindowSum {
         sc: &mut Scratch,
     ) -> Result<()> {
         let stop = start + out.first().map_or(0, |c| c.len()) as u64;
-        let (h, block) = (self.h, 1u64 << self.h);
+        let h = self.h;
         let blocks = match &mut sc.blocks {
             Some(b) => b,
             None => {
@@ -210,21 +211,14 @@ impl AllWindowSum {
             }
         };
         blocks.reset();
-        let mut sb = ((start / block) * block).saturating_sub(block).max(base);
-        let group = block.max(1 << 10);
-        while sb < stop {
-            let g_end = (sb + group).min(stop);
-            let id0 = first_id(sb, h);
-            let count = (first_id(g_end, h) - id0) as usize;
-            sc.words.resize(count, [0; 2]);
-            sc.z.resize(count, 0);
-            self.levels[0].words(id0, &mut sc.words);
-            let mut at_z = 0;
-            while sb < g_end {
-                let n = (g_end - sb).min(block) as usize;
-                let nodes = block_nodes(n, h);
-                let (words, z) = (&sc.words[at_z..at_z + nodes], &mut sc.z[at_z..at_z + nodes]);
-                let first = id0 + at_z as u64;
+        for g in segment_walk(h, base, start, stop) {
+            sc.words.resize(g.count, [0; 2]);
+            sc.z.resize(g.count, 0);
+            self.levels[0].words(g.first_id, &mut sc.words);
+            for p in g.parts {
+                let (words, z) = (&sc.words[p.z.clone()], &mut sc.z[p.z.clone()]);
+                let first = g.first_id + p.z.start as u64;
+                let n = p.xs.len();
                 // Per level, its nodes' words side by side for the table draws in bulk.
                 for (k, noise) in (0..=h).zip(&self.levels) {
                     let count = n >> k;
@@ -236,22 +230,13 @@ impl AllWindowSum {
                         z[draw_index(k, m)] = d;
                     }
                 }
-                // A block before `start` (rebuilt for the windows reaching back) outputs
-                // nothing.
-                let end = sb + n as u64;
-                let lo = start.clamp(sb, end);
-                let (o_from, at) = ((lo - sb) as usize, (lo.max(start) - start) as usize);
-                let until = (end.max(start) - start) as usize;
                 let mut outs: Vec<(u64, &mut [f64])> = self
                     .windows
                     .iter()
                     .zip(out.iter_mut())
-                    .map(|(&w, col)| (w, &mut col[at..until]))
+                    .map(|(&w, col)| (w, &mut col[p.out.clone()]))
                     .collect();
-                let x0 = (sb - base) as usize;
-                blocks.block_windows(sb, &xs[x0..x0 + n], z, o_from, &mut outs)?;
-                at_z += nodes;
-                sb = end;
+                blocks.block_windows(p.first, &xs[p.xs], z, p.out_from, &mut outs)?;
             }
         }
         Ok(())

@@ -101,6 +101,95 @@ pub(super) fn segments(
     pieces
 }
 
+/// Steps of one parallel segment for blocks of `2^h` steps, when `len` output steps are
+/// to be cut: at least 2^15 and four blocks, since a segment also rebuilds the block before
+/// its first (a segment of one block would compute every block twice: 1.3e7 steps/s at
+/// W = 2^20 against 8e7 at 1024). When that leaves a thread idle (a chunk of a few long
+/// blocks), a share per thread in whole blocks, down to two blocks: three blocks of work for
+/// two of output on each thread beat five for four on one.
+pub(super) fn segment_steps(h: u32, len: u64) -> u64 {
+    let block = 1u64 << h;
+    let full = (4 * block).max(1 << 15);
+    let threads = rayon::current_num_threads().max(1) as u64;
+    if len >= full.saturating_mul(threads) {
+        return full;
+    }
+    let share = len.div_ceil(threads).div_ceil(block).saturating_mul(block);
+    share.clamp((2 * block).min(full), full)
+}
+
+/// The first step a bulk segment starting at `start` rebuilds: the windows can reach back
+/// into the previous block of `2^h` steps, so that block too (not before `base`).
+pub(super) fn rebuild_from(h: u32, start: u64, base: u64) -> u64 {
+    let block = 1u64 << h;
+    ((start / block) * block).saturating_sub(block).max(base)
+}
+
+/// One block of a segment's walk ([`segment_walk`]): the ranges its caller slices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct BlockPart {
+    /// The block's first step (a multiple of the block).
+    pub(super) first: u64,
+    /// Its steps in the caller's values (`xs[i]` is step `base + i`).
+    pub(super) xs: std::ops::Range<usize>,
+    /// Its nodes among its group's draws, in completion order.
+    pub(super) z: std::ops::Range<usize>,
+    /// Its first step with an output, from the block's start.
+    pub(super) out_from: usize,
+    /// Its outputs in the segment's (step `start` first); empty for a block before `start`.
+    pub(super) out: std::ops::Range<usize>,
+}
+
+/// A group of consecutive blocks whose noise is drawn in one call: its counters are
+/// `first_id .. first_id + count` (numbered in completion order, so a group's are
+/// consecutive), split among `parts`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct BlockGroup {
+    pub(super) first_id: u64,
+    pub(super) count: usize,
+    pub(super) parts: Vec<BlockPart>,
+}
+
+/// The blocks of `2^h` steps a bulk segment with outputs `start .. stop` walks, from the
+/// block before `start`'s (all a window reaches back to; not before `base`, the first step
+/// of the caller's values), in groups of at least 2^10 steps: a small block's few counters
+/// per draw call would pay for a whole batch of keystream (eight ChaCha20 blocks) and its
+/// buffers each time. The walk window sums and all-window sums share.
+pub(super) fn segment_walk(h: u32, base: u64, start: u64, stop: u64) -> Vec<BlockGroup> {
+    let block = 1u64 << h;
+    let group = block.max(1 << 10);
+    let mut sb = rebuild_from(h, start, base);
+    let mut groups = Vec::new();
+    while sb < stop {
+        let g_end = (sb + group).min(stop);
+        let first = first_id(sb, h);
+        let count = (first_id(g_end, h) - first) as usize;
+        let (mut parts, mut at_z) = (Vec::new(), 0);
+        while sb < g_end {
+            let n = (g_end - sb).min(block);
+            let end = sb + n;
+            let nodes = kinsey_kernels::window::blocks::block_nodes(n as usize, h);
+            let lo = start.clamp(sb, end);
+            let x0 = (sb - base) as usize;
+            parts.push(BlockPart {
+                first: sb,
+                xs: x0..x0 + n as usize,
+                z: at_z..at_z + nodes,
+                out_from: (lo - sb) as usize,
+                out: (lo.max(start) - start) as usize..(end.max(start) - start) as usize,
+            });
+            at_z += nodes;
+            sb = end;
+        }
+        groups.push(BlockGroup {
+            first_id: first,
+            count,
+            parts,
+        });
+    }
+    groups
+}
+
 /// The steps a stream run chunk by chunk in bulk keeps between chunks: from a block before
 /// the last block boundary on, what a window of at most a block reaches back to. Memory is
 /// the chunk plus two blocks, whatever the stream's length.
@@ -215,4 +304,85 @@ pub(super) fn interval_sum(l: u64, u: u64, h: u32, get: impl Fn(u32, u64) -> f64
         at += 1u64 << k;
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kinsey_kernels::window::blocks::block_nodes;
+
+    /// The walk covers every step from the rebuilt block to `stop` once, in order; each
+    /// group's parts split its counters exactly; the outputs are `start .. stop`, once each.
+    #[test]
+    fn the_walk_tiles_steps_counters_and_outputs() {
+        for h in [0u32, 3, 10, 12] {
+            let block = 1u64 << h;
+            for (base, start, stop) in [
+                (0, 0, 5000),
+                (0, 3 * block, 3 * block + 1),
+                (2 * block, 2 * block, 9 * block + 7),
+                (0, 7 * block + 5, 40 * block + 3),
+            ] {
+                let walk = segment_walk(h, base, start, stop);
+                let (mut step, mut out) = (rebuild_from(h, start, base), 0);
+                let mut id = first_id(step, h);
+                for g in &walk {
+                    assert_eq!(g.first_id, id, "h {h}: groups' counters consecutive");
+                    let mut at_z = 0;
+                    for p in &g.parts {
+                        assert_eq!(p.first, step);
+                        assert_eq!(p.xs.start as u64, step - base);
+                        assert_eq!(p.z, at_z..at_z + block_nodes(p.xs.len(), h));
+                        assert!(p.xs.len() as u64 <= block && p.first % block == 0);
+                        assert_eq!(p.out.start, out, "h {h}: outputs in order");
+                        let end = step + p.xs.len() as u64;
+                        let with_out = end.saturating_sub(start.max(step));
+                        assert_eq!(p.out.len() as u64, with_out);
+                        assert_eq!(p.out_from as u64, start.clamp(step, end) - step);
+                        (step, out, at_z) = (end, p.out.end, p.z.end);
+                    }
+                    assert_eq!(at_z, g.count, "h {h}: a group's parts use its counters");
+                    id += g.count as u64;
+                }
+                assert_eq!((step, out as u64), (stop, stop - start), "h {h}");
+                assert_eq!(id, first_id(stop, h));
+            }
+        }
+    }
+
+    /// Segments are whole blocks, never below two (or the full size), and a length that
+    /// would leave a thread idle with full segments is cut into one share per thread.
+    #[test]
+    fn segments_are_whole_blocks_and_keep_every_thread_busy() {
+        let threads = rayon::current_num_threads() as u64;
+        for h in [0u32, 5, 10, 16, 20] {
+            let block = 1u64 << h;
+            let full = (4 * block).max(1 << 15);
+            for len in [
+                1,
+                block,
+                3 * block,
+                4 * block,
+                8 * block + 1,
+                full * threads,
+                1 << 28,
+            ] {
+                let seg = segment_steps(h, len);
+                assert_eq!(seg % block, 0, "h {h}, {len} steps");
+                assert!(
+                    seg <= full && seg >= (2 * block).min(full),
+                    "h {h}, {len}: {seg}"
+                );
+                if len >= full * threads {
+                    assert_eq!(seg, full);
+                } else if seg > (2 * block).min(full) {
+                    // Every thread gets a segment.
+                    assert!(
+                        len.div_ceil(seg) >= threads.min(len.div_ceil(block)),
+                        "h {h}"
+                    );
+                }
+            }
+        }
+    }
 }

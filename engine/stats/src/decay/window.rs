@@ -2,9 +2,12 @@
 
 use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
 use super::noise::KeyedNoise;
-use super::tree::{Forest, Held, Releases, first_id, interval_sum, segments};
+use super::tree::{
+    Forest, Held, Releases, first_id, interval_sum, rebuild_from, segment_steps, segment_walk,
+    segments,
+};
 use kinsey_core::{Error, Result, check_epsilon};
-use kinsey_kernels::window::blocks::{Blocks, block_nodes};
+use kinsey_kernels::window::blocks::Blocks;
 use kinsey_kernels::window::{WindowChunk, gpu::GpuWindow, gpu::MAX_STEPS};
 use rayon::prelude::*;
 
@@ -135,17 +138,10 @@ impl WindowSum {
         r
     }
 
-    /// The first step segment `start` rebuilds: the window can reach back into the previous
-    /// block, so that block too.
-    fn rebuild_from(&self, start: u64, base: u64) -> u64 {
-        let block = 1u64 << self.h;
-        ((start / block) * block).saturating_sub(block).max(base)
-    }
-
     /// `xs[i]` is step `base + i` (`base` a multiple of the block); the estimates for steps
     /// `out_from .. base + xs.len()` into `out`.
     fn bulk_offset(&self, xs: &[f64], base: u64, out_from: u64, out: &mut [f64]) -> Result<()> {
-        let seg = segment_steps(self.h);
+        let seg = segment_steps(self.h, out.len() as u64);
         let end = base + xs.len() as u64;
         if out.len() as u64 != end - out_from {
             return Err(Error::Numerical(format!(
@@ -175,7 +171,7 @@ impl WindowSum {
                 (Some(f), Some(l)) => (f.0, l.0 + l.1.len() as u64),
                 _ => break,
             };
-            let from = self.rebuild_from(lo, base);
+            let from = rebuild_from(self.h, lo, base);
             let first = first_id(from, self.h);
             let count = (first_id(hi, self.h) - first) as usize;
             let steps = &xs[(from - base) as usize..(hi - base) as usize];
@@ -228,7 +224,6 @@ impl WindowSum {
         sc: &mut Scratch,
         ahead: Option<(u64, &[i64])>,
     ) -> Result<()> {
-        let block = 1u64 << self.h;
         let blocks = match &mut sc.blocks {
             Some(b) => b,
             None => sc.blocks.insert(Blocks::new(
@@ -239,41 +234,18 @@ impl WindowSum {
             )?),
         };
         blocks.reset();
-        let mut sb = self.rebuild_from(start, base);
-        let mut id = first_id(sb, self.h);
-        // The noise of whole groups of blocks at a time, at least 2^10 steps' worth: a
-        // small block's few counters per fill would pay for a whole batch of keystream
-        // (eight ChaCha20 blocks) and its buffers each time. Counters are numbered in
-        // completion order, so a group's are consecutive, block after block.
-        let group = block.max(1 << 10);
-        while sb < stop {
-            let g_end = (sb + group).min(stop);
-            let g_count = (first_id(g_end, self.h) - id) as usize;
+        for g in segment_walk(self.h, base, start, stop) {
             let zg = match ahead {
-                Some((f0, all)) => &all[(id - f0) as usize..][..g_count],
+                Some((f0, all)) => &all[(g.first_id - f0) as usize..][..g.count],
                 None => {
-                    sc.z.resize(g_count, 0);
-                    self.noise.fill(id, &mut sc.z)?;
+                    sc.z.resize(g.count, 0);
+                    self.noise.fill(g.first_id, &mut sc.z)?;
                     &sc.z[..]
                 }
             };
-            let mut at_z = 0;
-            while sb < g_end {
-                let n = (g_end - sb).min(block) as usize;
-                let count = block_nodes(n, self.h);
-                // A block before `start` (rebuilt for the windows reaching back) outputs
-                // nothing.
-                let end = sb + n as u64;
-                let out_lo = start.clamp(sb, end);
-                let o_from = (out_lo - sb) as usize;
-                let out = &mut dst
-                    [(out_lo.max(start) - start) as usize..(end.max(start) - start) as usize];
-                let at = (sb - base) as usize;
-                blocks.block(sb, &xs[at..at + n], &zg[at_z..at_z + count], o_from, out)?;
-                at_z += count;
-                sb += n as u64;
+            for p in g.parts {
+                blocks.block(p.first, &xs[p.xs], &zg[p.z], p.out_from, &mut dst[p.out])?;
             }
-            id += g_count as u64;
         }
         Ok(())
     }
@@ -282,13 +254,6 @@ impl WindowSum {
 /// Steps whose noise the GPU draws in one pass (about 32 MiB of draws; tests use smaller
 /// passes so that they cross pass boundaries).
 const GPU_STEPS: u64 = if cfg!(test) { 1 << 16 } else { 1 << 21 };
-
-/// Steps of one parallel segment for blocks of `2^h` steps: at least 2^15, and at least four
-/// blocks, since a segment also rebuilds the block before its first (a segment of one
-/// block would compute every block twice: 1.3e7 steps/s at W = 2^20 against 8e7 at 1024).
-pub(super) fn segment_steps(h: u32) -> u64 {
-    (4u64 << h).max(1 << 15)
-}
 
 /// Per-thread buffers reused across segments (no page faults per segment).
 #[derive(Default)]
