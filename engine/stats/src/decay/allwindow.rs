@@ -2,7 +2,9 @@
 
 use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
 use super::noise::KeyedNoise;
-use super::tree::{Forest, Held, Releases, interval_sum, segment_steps, segment_walk, segments};
+use super::tree::{
+    Forest, Held, Pool, Releases, interval_sum, segment_steps, segment_walk, segments,
+};
 use kinsey_core::{Error, Result, check_epsilon};
 use kinsey_kernels::window::blocks::{Blocks, draw_index};
 use rayon::prelude::*;
@@ -40,6 +42,8 @@ pub struct AllWindowSum {
     pub(super) next_id: u64,
     /// Chunked stream: the steps kept from earlier chunks.
     pub(super) held: Held,
+    /// Per-thread buffers of the bulk path, kept between chunks.
+    scratch: Pool<Scratch>,
 }
 
 impl AllWindowSum {
@@ -109,6 +113,7 @@ impl AllWindowSum {
             t: 0,
             next_id: 0,
             held: Held::default(),
+            scratch: Pool::default(),
         })
     }
 
@@ -180,9 +185,10 @@ impl AllWindowSum {
         let seg = segment_steps(self.h, len);
         segments(out_from, seg, out)
             .into_par_iter()
-            .try_for_each_init(Scratch::default, |sc, (start, mut cols)| {
-                self.segment(xs, base, start, &mut cols, sc)
-            })
+            .try_for_each_init(
+                || self.scratch.lend(),
+                |sc, (start, mut cols)| self.segment(xs, base, start, &mut cols, sc),
+            )
     }
 
     /// Per window, the estimates of steps `start .. start + out[i].len()` into `out[i]`

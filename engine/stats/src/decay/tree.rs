@@ -190,6 +190,71 @@ pub(super) fn segment_walk(h: u32, base: u64, start: u64, stop: u64) -> Vec<Bloc
     groups
 }
 
+/// Per-thread buffers kept from segment to segment and chunk to chunk of one instance:
+/// each parallel split borrows one ([`Pool::lend`]) and gives it back when done. (rayon's
+/// `try_for_each_init` makes a fresh value per split, and a long window's buffers, about
+/// 64 MiB at W = 2^20, then cost their page faults again on every chunk.) The pool holds at
+/// most as many as ran at once; a clone starts empty.
+pub(super) struct Pool<T>(std::sync::Mutex<Vec<T>>);
+
+impl<T> Default for Pool<T> {
+    fn default() -> Self {
+        Self(std::sync::Mutex::new(Vec::new()))
+    }
+}
+
+impl<T> Clone for Pool<T> {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl<T> std::fmt::Debug for Pool<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pool")
+    }
+}
+
+impl<T: Default> Pool<T> {
+    /// A value from the pool (or a fresh one), back in the pool when the loan is dropped.
+    pub(super) fn lend(&self) -> Lent<'_, T> {
+        let value = self
+            .0
+            .lock()
+            .ok()
+            .and_then(|mut v| v.pop())
+            .unwrap_or_default();
+        Lent { pool: self, value }
+    }
+}
+
+/// A value borrowed from a [`Pool`].
+pub(super) struct Lent<'a, T: Default> {
+    pool: &'a Pool<T>,
+    value: T,
+}
+
+impl<T: Default> std::ops::Deref for Lent<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+impl<T: Default> std::ops::DerefMut for Lent<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.value
+    }
+}
+
+impl<T: Default> Drop for Lent<'_, T> {
+    fn drop(&mut self) {
+        if let Ok(mut pool) = self.pool.0.lock() {
+            pool.push(std::mem::take(&mut self.value));
+        }
+    }
+}
+
 /// The steps a stream run chunk by chunk in bulk keeps between chunks: from a block before
 /// the last block boundary on, what a window of at most a block reaches back to. Memory is
 /// the chunk plus two blocks, whatever the stream's length.

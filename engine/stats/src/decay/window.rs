@@ -3,8 +3,8 @@
 use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
 use super::noise::KeyedNoise;
 use super::tree::{
-    Forest, Held, Releases, first_id, interval_sum, rebuild_from, segment_steps, segment_walk,
-    segments,
+    Forest, Held, Pool, Releases, first_id, interval_sum, rebuild_from, segment_steps,
+    segment_walk, segments,
 };
 use kinsey_core::{Error, Result, check_epsilon};
 use kinsey_kernels::window::blocks::Blocks;
@@ -29,6 +29,8 @@ pub struct WindowSum {
     pub(super) held: Held,
     /// The window sums on the GPU too (when the noise is, and the device has f64).
     pub(super) sums_gpu: Option<GpuWindow>,
+    /// Per-thread buffers of the bulk path, kept between chunks.
+    scratch: Pool<Scratch>,
 }
 
 impl WindowSum {
@@ -81,6 +83,7 @@ impl WindowSum {
             t: 0,
             next_id: 0,
             held: Held::default(),
+            scratch: Pool::default(),
             sums_gpu: None,
         })
     }
@@ -154,11 +157,12 @@ impl WindowSum {
             .filter_map(|(at, mut c)| c.pop().map(|c| (at, c)))
             .collect();
         if self.noise.gpu().is_none() {
-            pieces
-                .into_par_iter()
-                .try_for_each_init(Scratch::default, |sc, (start, dst)| {
+            pieces.into_par_iter().try_for_each_init(
+                || self.scratch.lend(),
+                |sc, (start, dst)| {
                     self.segment(xs, base, (start, start + dst.len() as u64), dst, sc, None)
-                })?;
+                },
+            )?;
             return Ok(());
         }
         // GPU: the noise of up to GPU_STEPS steps' segments in one pass on the device, then
@@ -202,12 +206,13 @@ impl WindowSum {
             }
             let mut z = vec![0i64; count];
             self.noise.fill(first, &mut z)?;
-            group
-                .into_par_iter()
-                .try_for_each_init(Scratch::default, |sc, (start, dst)| {
+            group.into_par_iter().try_for_each_init(
+                || self.scratch.lend(),
+                |sc, (start, dst)| {
                     let stop = start + dst.len() as u64;
                     self.segment(xs, base, (start, stop), dst, sc, Some((first, &z)))
-                })?;
+                },
+            )?;
         }
         Ok(())
     }
