@@ -314,6 +314,7 @@ impl DecayedSum for PolynomialSum {
             weighted.clear();
             weighted.extend(chunk.iter().map(|x| *w * x));
             ws.stream_into(&weighted, &mut o)?;
+            ws.free_buffers();
             let new: &[f64] = o.first().map_or(&[], Vec::as_slice);
             // `q` holds the instance's last `min(t0, off)` outputs before the chunk (step
             // `t0`), `new` the chunk's: step `t0 + i - off`'s output is entry

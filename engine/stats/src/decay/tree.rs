@@ -226,6 +226,14 @@ impl<T: Default> Pool<T> {
             .unwrap_or_default();
         Lent { pool: self, value }
     }
+
+    /// Frees what the pool holds (an owner of many instances run one after another keeps
+    /// only the running one's buffers).
+    pub(super) fn clear(&self) {
+        if let Ok(mut v) = self.0.lock() {
+            *v = Vec::new();
+        }
+    }
 }
 
 /// A value borrowed from a [`Pool`].

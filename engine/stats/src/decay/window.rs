@@ -332,6 +332,12 @@ impl WindowSum {
         Ok(used)
     }
 
+    /// Frees the bulk path's per-thread buffers kept between chunks (polynomial sums run
+    /// many instances in turn: each keeping its own would add up).
+    pub(crate) fn free_buffers(&self) {
+        self.scratch.clear();
+    }
+
     /// Back to step 0 (same key and parameters).
     pub(crate) fn reset(&mut self) {
         self.forest = Forest::new(self.h, 1.0);
