@@ -37,10 +37,15 @@ use kinsey_kernels::dyadic::{SLOW, cpu};
 use kinsey_kernels::window::gpu::GpuWindow;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
+use rayon::prelude::*;
 
 /// Bits of grid resolution below the sensitivity (and below the per-counter scale): the
 /// rounding adds at most `(h + 1) 2^-16` to the noise scale (1.7e-4 for 10 levels).
 pub const GRID_BITS_BELOW_SCALE: i32 = 16;
+
+/// Counters per parallel piece of one fill (a multiple of the keystream's eight-block
+/// batch; fills of up to this many counters, all but a long block's, stay on one thread).
+const PAR_COUNTERS: usize = 1 << 16;
 
 /// Extra words per counter (see `KeyedNoise::wide`).
 const STRIDE: usize = MAX_EXTRA_WORDS;
@@ -271,7 +276,16 @@ impl KeyedNoise {
     /// The raw keystream words of counters `first .. first + out.len()` (for mechanisms whose
     /// counters use different scales: each level's `draw` turns a pair into noise).
     pub fn words(&self, first: u64, out: &mut [[u64; 2]]) {
-        self.keystream.fill_u64(2 * first, out.as_flattened_mut());
+        let fill = |at: u64, piece: &mut [[u64; 2]]| {
+            self.keystream.fill_u64(2 * at, piece.as_flattened_mut())
+        };
+        if out.len() <= PAR_COUNTERS {
+            fill(first, out);
+        } else {
+            out.par_chunks_mut(PAR_COUNTERS)
+                .enumerate()
+                .for_each(|(i, piece)| fill(first + (i * PAR_COUNTERS) as u64, piece));
+        }
     }
 
     /// The noise draw of counter `id` from its words (and, for laws with more than two
@@ -321,7 +335,21 @@ impl KeyedNoise {
     pub fn fill(&self, first: u64, out: &mut [i64]) -> Result<()> {
         match &self.gpu {
             Some(g) => g.fill(&self.keystream, &self.wide, first, out)?,
-            None => cpu::fill(&self.keystream, &self.wide, self.law.tables(), first, out),
+            // A long block's counters (millions in one call, from a segment that may be
+            // the only one running) in parallel pieces: each counter's draw is a function
+            // of its id alone, so the pieces give the same draws.
+            None => {
+                let fill = |at: u64, piece: &mut [i64]| {
+                    cpu::fill(&self.keystream, &self.wide, self.law.tables(), at, piece)
+                };
+                if out.len() <= PAR_COUNTERS {
+                    fill(first, out);
+                } else {
+                    out.par_chunks_mut(PAR_COUNTERS)
+                        .enumerate()
+                        .for_each(|(i, piece)| fill(first + (i * PAR_COUNTERS) as u64, piece));
+                }
+            }
         }
         for (i, z) in out.iter_mut().enumerate() {
             if *z == SLOW {
@@ -419,6 +447,16 @@ mod tests {
         n.fill(12_345, &mut seq).expect("cpu");
         for (i, z) in seq.iter().enumerate() {
             assert_eq!(*z, n.z(12_345 + i as u64));
+        }
+        // A fill of several parallel pieces (a long block's), and its words, start to end.
+        let mut long = vec![0i64; 2 * PAR_COUNTERS + 777];
+        n.fill(99_999, &mut long).expect("cpu");
+        let mut words = vec![[0u64; 2]; long.len()];
+        n.words(99_999, &mut words);
+        for (i, (z, w)) in long.iter().zip(&words).enumerate() {
+            let id = 99_999 + i as u64;
+            assert_eq!(*z, n.z(id), "counter {id}");
+            assert_eq!(n.draw(id, *w), *z, "words of counter {id}");
         }
         let other = KeyedNoise::new([7; 32], 4, 4.0, 4, 0.5).expect("ok");
         assert_ne!(other.z(12_345), seq[0], "streams are independent");
