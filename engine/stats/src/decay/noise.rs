@@ -47,6 +47,21 @@ pub const GRID_BITS_BELOW_SCALE: i32 = 16;
 /// batch; fills of up to this many counters, all but a long block's, stay on one thread).
 const PAR_COUNTERS: usize = 1 << 16;
 
+/// `fill(at, piece)` for the pieces of `out` (entry `i` is counter `first + i`, a piece's
+/// first entry counter `at`): one call for up to [`PAR_COUNTERS`] entries, else pieces of
+/// that many in parallel. A long block's counters (millions in one call, from a segment
+/// that may be the only one running) then use every thread; each counter's words and draw
+/// depend on its id alone, so the pieces give the same values.
+fn in_pieces<T: Send>(first: u64, out: &mut [T], fill: impl Fn(u64, &mut [T]) + Sync) {
+    if out.len() <= PAR_COUNTERS {
+        fill(first, out);
+    } else {
+        out.par_chunks_mut(PAR_COUNTERS)
+            .enumerate()
+            .for_each(|(i, piece)| fill(first + (i * PAR_COUNTERS) as u64, piece));
+    }
+}
+
 /// Extra words per counter (see `KeyedNoise::wide`).
 const STRIDE: usize = MAX_EXTRA_WORDS;
 
@@ -276,16 +291,9 @@ impl KeyedNoise {
     /// The raw keystream words of counters `first .. first + out.len()` (for mechanisms whose
     /// counters use different scales: each level's `draw` turns a pair into noise).
     pub fn words(&self, first: u64, out: &mut [[u64; 2]]) {
-        let fill = |at: u64, piece: &mut [[u64; 2]]| {
+        in_pieces(first, out, |at, piece| {
             self.keystream.fill_u64(2 * at, piece.as_flattened_mut())
-        };
-        if out.len() <= PAR_COUNTERS {
-            fill(first, out);
-        } else {
-            out.par_chunks_mut(PAR_COUNTERS)
-                .enumerate()
-                .for_each(|(i, piece)| fill(first + (i * PAR_COUNTERS) as u64, piece));
-        }
+        });
     }
 
     /// The noise draw of counter `id` from its words (and, for laws with more than two
@@ -335,21 +343,9 @@ impl KeyedNoise {
     pub fn fill(&self, first: u64, out: &mut [i64]) -> Result<()> {
         match &self.gpu {
             Some(g) => g.fill(&self.keystream, &self.wide, first, out)?,
-            // A long block's counters (millions in one call, from a segment that may be
-            // the only one running) in parallel pieces: each counter's draw is a function
-            // of its id alone, so the pieces give the same draws.
-            None => {
-                let fill = |at: u64, piece: &mut [i64]| {
-                    cpu::fill(&self.keystream, &self.wide, self.law.tables(), at, piece)
-                };
-                if out.len() <= PAR_COUNTERS {
-                    fill(first, out);
-                } else {
-                    out.par_chunks_mut(PAR_COUNTERS)
-                        .enumerate()
-                        .for_each(|(i, piece)| fill(first + (i * PAR_COUNTERS) as u64, piece));
-                }
-            }
+            None => in_pieces(first, out, |at, piece| {
+                cpu::fill(&self.keystream, &self.wide, self.law.tables(), at, piece)
+            }),
         }
         for (i, z) in out.iter_mut().enumerate() {
             if *z == SLOW {
