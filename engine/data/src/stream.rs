@@ -287,18 +287,14 @@ fn parse_line(line: &[u8], idx: usize) -> std::result::Result<Option<f64>, LineE
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let line = std::str::from_utf8(line).map_err(LineError::NotUtf8)?;
-    if let Some(v) = line
-        .as_bytes()
-        .split(|&b| b == b',')
-        .nth(idx)
-        .and_then(plain_integer)
-    {
+    let cell = line.split(',').nth(idx);
+    if let Some(v) = cell.map(str::as_bytes).and_then(plain_integer) {
         return Ok(Some(v));
     }
     if line.trim().is_empty() {
         return Ok(None);
     }
-    let cell = line.split(',').nth(idx).map(str::trim).unwrap_or_default();
+    let cell = cell.map(str::trim).unwrap_or_default();
     let v = cell.parse::<f64>().map_err(|_| LineError::NotNumber)?;
     if v.is_finite() {
         Ok(Some(v))
@@ -429,47 +425,31 @@ fn push_u64(s: &mut Vec<u8>, x: u64) {
     push_digits(s, x, 1);
 }
 
-/// `x` in decimal with at least `width` digits (leading zeros; `width <= 20`), two digits
-/// at a time, written in place: 24 bytes appended (a copy of fixed length, inlined), the
-/// digits filled from the right, the rest cut off. (Digits formed in a buffer and copied
-/// over cost a `memmove` call per number: 15% of a CSV run.)
+/// `x` in decimal with at least `width` digits (leading zeros), two digits per step.
 fn push_digits(s: &mut Vec<u8>, mut x: u64, width: usize) {
     const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
         2021222324252627282930313233343536373839\
         4041424344454647484950515253545556575859\
         6061626364656667686970717273747576777879\
         8081828384858687888990919293949596979899";
-    let count = x
-        .checked_ilog10()
-        .map_or(1, |l| l as usize + 1)
-        .max(width.min(20));
-    let start = s.len();
-    s.extend_from_slice(&[b'0'; 24]);
-    let d = &mut s[start..start + count];
-    let mut at = count;
-    // Four digits per division of the chain (its latency is the loop's cost), the two
-    // pairs of each off the chain.
-    while x >= 10_000 {
-        let r = (x % 10_000) as usize;
-        x /= 10_000;
-        let (hi, lo) = (r / 100 * 2, r % 100 * 2);
-        at -= 4;
-        d[at..at + 2].copy_from_slice(&PAIRS[hi..hi + 2]);
-        d[at + 2..at + 4].copy_from_slice(&PAIRS[lo..lo + 2]);
-    }
-    if x >= 100 {
+    let mut digits = [b'0'; 24];
+    let mut at = digits.len();
+    while x >= 100 {
         let p = (x % 100) as usize * 2;
         x /= 100;
         at -= 2;
-        d[at..at + 2].copy_from_slice(&PAIRS[p..p + 2]);
+        digits[at..at + 2].copy_from_slice(&PAIRS[p..p + 2]);
     }
     if x >= 10 {
         let p = x as usize * 2;
-        d[at - 2..at].copy_from_slice(&PAIRS[p..p + 2]);
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[p..p + 2]);
     } else {
-        d[at - 1] = b'0' + x as u8;
+        at -= 1;
+        digits[at] = b'0' + x as u8;
     }
-    s.truncate(start + count);
+    at = at.min(digits.len() - width.min(digits.len()));
+    s.extend_from_slice(&digits[at..]);
 }
 
 /// `x` with the fewest digits that read back as exactly `x` (`ryu`, as the JSON outputs
@@ -690,6 +670,16 @@ mod tests {
     use super::*;
     use crate::series;
 
+    /// A xorshift stream of test values.
+    fn xorshift(mut r: u64) -> impl FnMut() -> u64 {
+        move || {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            r
+        }
+    }
+
     /// Every CSV number reads back as exactly the value written; from 1e-5 to 1e16 with as
     /// few characters as `Display` and no exponent, differing only on ties: random
     /// bit patterns over every exponent, grid multiples like the decayed sums' estimates,
@@ -697,13 +687,7 @@ mod tests {
     /// `u64::MAX` as `Display`.
     #[test]
     fn csv_numbers_read_back_exactly() {
-        let mut r = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            r ^= r << 13;
-            r ^= r >> 7;
-            r ^= r << 17;
-            r
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
         let mut xs = vec![
             0.0,
             -0.0,
@@ -1071,13 +1055,7 @@ mod tests {
         use parquet::file::reader::{FileReader, SerializedFileReader};
         let dir = tempfile::tempdir().expect("tmp");
         let target = dir.path().join("o.parquet");
-        let mut r = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            r ^= r << 13;
-            r ^= r >> 7;
-            r ^= r << 17;
-            r
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
         let mut a: Vec<f64> = (0..70_000).map(|_| f64::from_bits(next())).collect();
         a[..6].copy_from_slice(&[0.0, -0.0, 5e-324, f64::MAX, -1.5, 1e300]);
         let a: Vec<f64> = a

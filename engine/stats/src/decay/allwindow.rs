@@ -242,7 +242,8 @@ impl AllWindowSum {
                     .zip(out.iter_mut())
                     .map(|(&w, col)| (w, &mut col[p.out.clone()]))
                     .collect();
-                blocks.block_windows(p.first, &xs[p.xs], z, p.out_from, &mut outs)?;
+                let out_from = p.out_from();
+                blocks.block_windows(p.first, &xs[p.xs], z, out_from, &mut outs)?;
             }
         }
         Ok(())

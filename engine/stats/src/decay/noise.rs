@@ -342,17 +342,27 @@ impl KeyedNoise {
     /// finished by the full sampler from the same words (random access).
     pub fn fill(&self, first: u64, out: &mut [i64]) -> Result<()> {
         match &self.gpu {
-            Some(g) => g.fill(&self.keystream, &self.wide, first, out)?,
+            Some(g) => {
+                g.fill(&self.keystream, &self.wide, first, out)?;
+                self.finish_slow(first, out);
+            }
+            // Each piece finishes its own slow draws while they are in cache.
             None => in_pieces(first, out, |at, piece| {
-                cpu::fill(&self.keystream, &self.wide, self.law.tables(), at, piece)
+                cpu::fill(&self.keystream, &self.wide, self.law.tables(), at, piece);
+                self.finish_slow(at, piece);
             }),
         }
+        Ok(())
+    }
+
+    /// The draws the table path marked [`SLOW`] in `out` (entry `i` is counter
+    /// `first + i`), finished by the full sampler from the same words.
+    fn finish_slow(&self, first: u64, out: &mut [i64]) {
         for (i, z) in out.iter_mut().enumerate() {
             if *z == SLOW {
                 *z = self.z(first + i as u64);
             }
         }
-        Ok(())
     }
 
     /// [`fill`](Self::fill) with the draws left on the GPU (for a kernel that continues

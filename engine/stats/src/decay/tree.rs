@@ -134,10 +134,16 @@ pub(super) struct BlockPart {
     pub(super) xs: std::ops::Range<usize>,
     /// Its nodes among its group's draws, in completion order.
     pub(super) z: std::ops::Range<usize>,
-    /// Its first step with an output, from the block's start.
-    pub(super) out_from: usize,
-    /// Its outputs in the segment's (step `start` first); empty for a block before `start`.
+    /// Its outputs in the segment's (step `start` first): its last steps' (all from
+    /// `start` on); empty for a block before `start`.
     pub(super) out: std::ops::Range<usize>,
+}
+
+impl BlockPart {
+    /// Its first step with an output, from the block's start.
+    pub(super) fn out_from(&self) -> usize {
+        self.xs.len() - self.out.len()
+    }
 }
 
 /// A group of consecutive blocks whose noise is drawn in one call: its counters are
@@ -169,14 +175,12 @@ pub(super) fn segment_walk(h: u32, base: u64, start: u64, stop: u64) -> Vec<Bloc
             let n = (g_end - sb).min(block);
             let end = sb + n;
             let nodes = kinsey_kernels::window::blocks::block_nodes(n as usize, h);
-            let lo = start.clamp(sb, end);
             let x0 = (sb - base) as usize;
             parts.push(BlockPart {
                 first: sb,
                 xs: x0..x0 + n as usize,
                 z: at_z..at_z + nodes,
-                out_from: (lo - sb) as usize,
-                out: (lo.max(start) - start) as usize..(end.max(start) - start) as usize,
+                out: (sb.max(start) - start) as usize..(end.max(start) - start) as usize,
             });
             at_z += nodes;
             sb = end;
@@ -411,7 +415,7 @@ mod tests {
                         let end = step + p.xs.len() as u64;
                         let with_out = end.saturating_sub(start.max(step));
                         assert_eq!(p.out.len() as u64, with_out);
-                        assert_eq!(p.out_from as u64, start.clamp(step, end) - step);
+                        assert_eq!(p.out_from() as u64, start.clamp(step, end) - step);
                         (step, out, at_z) = (end, p.out.end, p.z.end);
                     }
                     assert_eq!(at_z, g.count, "h {h}: a group's parts use its counters");

@@ -249,7 +249,8 @@ impl WindowSum {
                 }
             };
             for p in g.parts {
-                blocks.block(p.first, &xs[p.xs], &zg[p.z], p.out_from, &mut dst[p.out])?;
+                let out_from = p.out_from();
+                blocks.block(p.first, &xs[p.xs], &zg[p.z], out_from, &mut dst[p.out])?;
             }
         }
         Ok(())
