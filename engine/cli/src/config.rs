@@ -49,7 +49,8 @@ pub(crate) struct CryptoConfig {
     /// an error without an adapter) or "auto" (a hardware GPU for large batches).
     #[serde(default)]
     pub device: Option<String>,
-    /// Under device = "auto", the smallest batch sent to the GPU.
+    /// Under device = "auto", the smallest batch sent to the GPU (`None`: each operation's
+    /// threshold measured at start on this machine).
     #[serde(default)]
     pub gpu_min_batch: Option<usize>,
 }

@@ -43,7 +43,8 @@ pub(crate) struct LocalCrypto {
     /// "cpu" (default), "gpu" (every batch; an error without an adapter) or "auto".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
-    /// Under device = "auto", the smallest batch sent to the GPU.
+    /// Under device = "auto", the smallest batch sent to the GPU (`None`: each operation's
+    /// threshold measured at start on this machine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_min_batch: Option<usize>,
 }

@@ -1,10 +1,12 @@
 //! The batch size from which the Paillier backend's GPU path beats its CPU path, per
-//! operation (`kinsey bench paillier --crossover`): the measurement behind `[crypto]
-//! gpu_min_batch`. Each operation is timed on both paths at batches of 1, 2, 4, ... items
-//! (the best of a few repetitions, on the same key and inputs); its crossover is the
-//! smallest batch from which the GPU was faster at every larger batch measured, and the
-//! suggested `gpu_min_batch` is the largest crossover, so that under `device = "auto"`
-//! every batch sent to the GPU is one it wins.
+//! operation (`kinsey bench paillier --crossover`). Each operation is timed on both paths at
+//! batches of 1, 2, 4, ... items (the best of a few repetitions, on the same key and
+//! inputs); its crossover is the smallest batch from which the GPU was faster at every
+//! larger batch measured. The measurement is the backend's own: under `device = "auto"`
+//! without `[crypto] gpu_min_batch` it runs a shorter one at start and sends each
+//! operation's batches from its crossover. A single `gpu_min_batch` that pins one threshold
+//! for every operation is suggested too: the largest crossover, so that every batch sent to
+//! the GPU is one it wins.
 
 use kinsey_core::{Error, Result};
 use serde::Serialize;
@@ -47,14 +49,6 @@ pub struct Crossover {
     pub ops: Vec<OpCrossover>,
     /// `gpu_min_batch` to use: the largest crossover, when every operation has one.
     pub suggested_min_batch: Option<usize>,
-}
-
-/// The smallest batch from which `gpu_seconds < cpu_seconds` at every point (points in
-/// increasing batch order); `None` when the last point is not a win.
-pub fn crossover_of(points: &[Point]) -> Option<usize> {
-    let wins = |p: &Point| p.gpu_seconds < p.cpu_seconds;
-    let from = points.iter().rposition(|p| !wins(p)).map_or(0, |i| i + 1);
-    points.get(from).map(|p| p.batch)
 }
 
 /// The largest crossover, when every operation has one.
@@ -117,29 +111,13 @@ impl Crossover {
     }
 }
 
-/// The best (smallest) seconds per call of `f` over repetitions adding up to about 50 ms
-/// (at least one, at most 10).
-#[cfg(feature = "paillier")]
-fn best_of(f: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
-    let (mut best, mut total) = (f64::INFINITY, 0.0);
-    for _ in 0..10 {
-        let t = std::time::Instant::now();
-        f()?;
-        let s = t.elapsed().as_secs_f64();
-        best = best.min(s);
-        total += s;
-        if total >= 0.05 {
-            break;
-        }
-    }
-    Ok(best)
-}
-
 /// Measure every operation at `bits` on batches of 1, 2, 4, ... up to `max_batch` items,
 /// (keys below 2048 bits only with `allow_insecure_test_keys`: tests), the GPU path on
 /// `device` (`gpu`, or `auto` when a hardware GPU is there) against the CPU
-/// path on all threads; an operation stops growing once one GPU batch takes more than
+/// path on all threads; an operation stops growing once one batch takes more than
 /// `budget_s` seconds. Every GPU result of the largest batch is checked against the CPU's.
+/// The measurement is the Paillier backend's own ([`kinsey_backend_paillier::calibrate`],
+/// what `device = "auto"` runs, shorter, when no `gpu_min_batch` is set).
 #[cfg(feature = "paillier")]
 pub fn paillier_crossover(
     bits: u32,
@@ -149,9 +127,7 @@ pub fn paillier_crossover(
     budget_s: f64,
     rng: &mut dyn rand_core::CryptoRng,
 ) -> Result<Crossover> {
-    use kinsey_backend::AdditiveHe;
-    use kinsey_backend_paillier::{DevicePref, Paillier, parse_device};
-    use rand_core::{RngCore, SeedableRng};
+    use kinsey_backend_paillier::{DevicePref, Paillier, Plan, calibrate, parse_device};
     let pref = parse_device(device).map_err(|e| Error::param("device", e.to_string()))?;
     if pref == DevicePref::Cpu {
         return Err(Error::param(
@@ -168,106 +144,42 @@ pub fn paillier_crossover(
     let cpu = Paillier::new(bits, allow_insecure_test_keys)?;
     // Every batch to the device (`min_batch` 1): the crossover is what is measured.
     let gpu = cpu.clone().with_device(pref, 1)?;
-    let device = gpu.device();
     if !gpu.has_gpu() {
         return Err(Error::param(
             "device",
-            format!("no GPU to measure ({device})"),
+            format!("no GPU to measure ({})", gpu.device()),
         ));
     }
-    let mut rng = kinsey_backend::compare::split_rng(rng);
-    let kp = cpu.keygen(&mut rng)?;
-    let m: Vec<i128> = (0..max_batch as i128)
-        .map(|i| (i - 100) * 1_000_003)
+    let plan = Plan {
+        max_batch,
+        budget_s,
+        wins_to_stop: None,
+    };
+    let c = calibrate::measure(&cpu, &gpu, &plan, rng)?;
+    let ops: Vec<OpCrossover> = c
+        .ops
+        .iter()
+        .map(|o| OpCrossover {
+            op: o.op.name().to_string(),
+            points: o
+                .points
+                .iter()
+                .map(|p| Point {
+                    batch: p.batch,
+                    cpu_seconds: p.cpu_seconds,
+                    gpu_seconds: p.gpu_seconds,
+                })
+                .collect(),
+            crossover: o.crossover,
+        })
         .collect();
-    let k: Vec<i128> = (0..max_batch).map(|_| i128::from(rng.next_u32())).collect();
-    let c = cpu.encrypt_batch(&kp.public, &m, &mut rng)?;
-    let mut seed = [0u8; 32];
-    rng.fill_bytes(&mut seed);
-    let (pk, sk) = (&kp.public, &kp.secret);
-    type Op<'a> = Box<dyn Fn(&Paillier, usize) -> Result<Vec<u8>> + 'a>;
-    // Each operation's output as bytes, from a fixed random stream (the same on both paths).
-    let bytes = |v: Vec<kinsey_backend::Ciphertext>| v.iter().flat_map(|x| x.0.clone()).collect();
-    let stream = || rand_chacha::ChaCha20Rng::from_seed(seed);
-    let ops: Vec<(&str, Op<'_>)> = vec![
-        (
-            "encrypt",
-            Box::new(|b, n| Ok(bytes(b.encrypt_batch(pk, &m[..n], &mut stream())?))),
-        ),
-        (
-            "encrypt (key holder, CRT)",
-            Box::new(|b, n| {
-                Ok(bytes(b.encrypt_with_secret_batch(
-                    sk,
-                    &m[..n],
-                    &mut stream(),
-                )?))
-            }),
-        ),
-        (
-            "decrypt (CRT)",
-            Box::new(|b, n| {
-                let d = b.decrypt_batch(sk, &c[..n])?;
-                Ok(d.iter().flat_map(|x| x.to_le_bytes()).collect())
-            }),
-        ),
-        (
-            "add",
-            Box::new(|b, n| Ok(bytes(b.add_batch(pk, &c[..n], &c[..n])?))),
-        ),
-        (
-            "multiply by 32-bit plaintexts",
-            Box::new(|b, n| Ok(bytes(b.mul_plain_batch(pk, &c[..n], &k[..n])?))),
-        ),
-        (
-            "multiply one by many (Stage 2)",
-            Box::new(|b, n| Ok(bytes(b.mul_plain_one_batch(pk, &c[0], &k[..n])?))),
-        ),
-        (
-            "re-randomise",
-            Box::new(|b, n| Ok(bytes(b.rerandomize_batch(pk, &c[..n], &mut stream())?))),
-        ),
-    ];
-    let mut out = Vec::new();
-    for (name, op) in &ops {
-        // Warm-up: pipelines and fixed-base tables are built on first use.
-        op(&gpu, 1)?;
-        op(&cpu, 1)?;
-        let mut points = Vec::new();
-        let mut n = 1;
-        let mut last = 0;
-        while n <= max_batch {
-            let cpu_seconds = best_of(&mut || op(&cpu, n).map(drop))?;
-            let gpu_seconds = best_of(&mut || op(&gpu, n).map(drop))?;
-            points.push(Point {
-                batch: n,
-                cpu_seconds,
-                gpu_seconds,
-            });
-            last = n;
-            if gpu_seconds > budget_s || n == max_batch {
-                break;
-            }
-            n = (2 * n).min(max_batch);
-        }
-        if op(&gpu, last)? != op(&cpu, last)? {
-            return Err(Error::Numerical(format!(
-                "{name}: the GPU and the CPU paths differ on a batch of {last}"
-            )));
-        }
-        out.push(OpCrossover {
-            op: (*name).to_string(),
-            crossover: crossover_of(&points),
-            points,
-        });
-    }
     Ok(Crossover {
         bits,
         threads: rayon::current_num_threads(),
-        device,
+        device: c.device,
         max_batch,
-        suggested_min_batch: suggest(&out),
-        ops: out,
+        suggested_min_batch: suggest(&ops),
+        ops,
     })
 }
 
@@ -291,30 +203,10 @@ pub fn paillier_crossover(
 mod tests {
     use super::*;
 
-    fn pts(wins: &[bool]) -> Vec<Point> {
-        wins.iter()
-            .enumerate()
-            .map(|(i, &w)| Point {
-                batch: 1 << i,
-                cpu_seconds: 1.0,
-                gpu_seconds: if w { 0.5 } else { 2.0 },
-            })
-            .collect()
-    }
-
-    /// The crossover is where the GPU starts winning for good: a win followed by a loss
-    /// does not count, a loss at the largest batch means none; the suggestion is the
-    /// largest crossover, none when one operation never wins.
+    /// The suggestion is the largest crossover (the backend's own measurement decides each
+    /// crossover: `calibrate`'s tests), none when one operation never wins.
     #[test]
-    fn crossover_is_the_start_of_the_last_run_of_wins() {
-        assert_eq!(crossover_of(&pts(&[false, false, true, true])), Some(4));
-        assert_eq!(crossover_of(&pts(&[true, true])), Some(1));
-        assert_eq!(
-            crossover_of(&pts(&[true, false, true, false, true])),
-            Some(16)
-        );
-        assert_eq!(crossover_of(&pts(&[false, true, false])), None);
-        assert_eq!(crossover_of(&[]), None);
+    fn the_suggestion_is_the_largest_crossover() {
         let op = |c| OpCrossover {
             op: "x".into(),
             points: Vec::new(),

@@ -19,7 +19,8 @@ pub struct BackendOptions {
     /// Where a backend that has a GPU path runs its batches: `auto`, `cpu` or `gpu`
     /// (`None`: the CPU). Backends without one ignore it.
     pub device: Option<String>,
-    /// Under `auto`, the smallest batch sent to the GPU (`None`: the backend's default).
+    /// Under `auto`, the smallest batch sent to the GPU (`None`: the backend decides; the
+    /// Paillier backend measures each operation's on this machine).
     pub gpu_min_batch: Option<usize>,
 }
 

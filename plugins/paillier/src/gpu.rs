@@ -6,9 +6,12 @@
 //! random stream give the same ciphertexts and plaintexts on either device.
 //!
 //! A batch goes to the GPU when the backend was built with `device = "gpu"` (every batch:
-//! the correctness path, lavapipe in CI) or `"auto"` with a hardware GPU and the batch holds
-//! at least `gpu_min_batch` items; otherwise it runs on the CPU.
+//! the correctness path, lavapipe in CI) or `"auto"` with a hardware GPU and the batch is
+//! large enough: at least `gpu_min_batch` items where the configuration sets it, else at
+//! least the operation's crossover measured on this machine ([`crate::calibrate`]).
+//! Otherwise it runs on the CPU.
 
+use crate::calibrate::{Calibration, OPS, Op};
 use crate::fixed_base::FixedBase;
 use kinsey_backend::BackendError;
 use kinsey_kernels::montgomery::{BatchArith, FixedTable, Modulus};
@@ -16,29 +19,55 @@ use kinsey_kernels::{DevicePref, KernelError};
 use rayon::prelude::*;
 use rug::Integer;
 use rug::integer::Order;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
-/// Batches below this many items stay on the CPU under `device = "auto"`: a placeholder
-/// (BENCHMARKS.md), to be set from what `kinsey bench paillier --crossover --device gpu`
-/// suggests on a hardware GPU; none was lent to this project yet.
-pub const DEFAULT_MIN_BATCH: usize = 256;
+/// Which batches go to the GPU, when there is one.
+#[derive(Debug, Clone)]
+pub(crate) enum Policy {
+    /// Batches of at least this many items, whatever the operation (`[crypto]
+    /// gpu_min_batch`; 1 for every batch).
+    AtLeast(usize),
+    /// Each operation from its measured crossover (`usize::MAX`: never).
+    Measured([usize; OPS], Arc<Calibration>),
+}
+
+impl Policy {
+    /// The thresholds of a measurement.
+    pub(crate) fn measured(c: Arc<Calibration>) -> Self {
+        Self::Measured(Op::ALL.map(|op| c.threshold(op)), c)
+    }
+
+    /// Whether a batch of `n` items of `op` goes to the GPU (there being one).
+    pub(crate) fn sends(&self, op: Op, n: usize) -> bool {
+        n > 0
+            && match self {
+                Policy::AtLeast(m) => n >= *m,
+                Policy::Measured(t, _) => n >= t[op.index()],
+            }
+    }
+}
 
 /// Where the backend's batches run.
 #[derive(Debug)]
 pub(crate) struct Device {
     pref: DevicePref,
-    min_batch: usize,
+    policy: Policy,
     arith: BatchArith,
 }
 
 impl Device {
     /// Probes the GPU now for `gpu` and `auto` (a missing adapter is an error for `gpu`).
-    pub(crate) fn new(pref: DevicePref, min_batch: usize) -> Result<Self, BackendError> {
+    pub(crate) fn new(pref: DevicePref, policy: Policy) -> Result<Self, BackendError> {
         let arith = BatchArith::new(pref)
             .map_err(|e| BackendError::Other(format!("Paillier backend, device = {pref}: {e}")))?;
+        let policy = if pref == DevicePref::Gpu && matches!(policy, Policy::AtLeast(_)) {
+            Policy::AtLeast(1)
+        } else {
+            policy
+        };
         Ok(Self {
             pref,
-            min_batch,
+            policy,
             arith,
         })
     }
@@ -46,8 +75,17 @@ impl Device {
     pub(crate) fn cpu() -> Self {
         Self {
             pref: DevicePref::Cpu,
-            min_batch: usize::MAX,
+            policy: Policy::AtLeast(usize::MAX),
             arith: BatchArith::cpu(),
+        }
+    }
+
+    /// The same device (no new probe) with another policy.
+    pub(crate) fn with_policy(&self, policy: Policy) -> Self {
+        Self {
+            pref: self.pref,
+            policy,
+            arith: self.arith.clone(),
         }
     }
 
@@ -56,23 +94,41 @@ impl Device {
         self.arith.is_gpu()
     }
 
-    /// The arithmetic for a batch of `n` items, if it goes to the GPU.
-    pub(crate) fn for_batch(&self, n: usize) -> Option<&BatchArith> {
-        let big = self.pref == DevicePref::Gpu || n >= self.min_batch;
-        (self.arith.is_gpu() && big && n > 0).then_some(&self.arith)
+    /// The measurement behind the thresholds, if they were measured.
+    pub(crate) fn calibration(&self) -> Option<Arc<Calibration>> {
+        match &self.policy {
+            Policy::Measured(_, c) => Some(Arc::clone(c)),
+            Policy::AtLeast(_) => None,
+        }
+    }
+
+    /// The adapter alone, in words.
+    pub(crate) fn adapter(&self) -> String {
+        self.arith.describe()
+    }
+
+    /// The arithmetic for a batch of `n` items of `op`, if it goes to the GPU.
+    pub(crate) fn for_batch(&self, op: Op, n: usize) -> Option<&BatchArith> {
+        (self.arith.is_gpu() && self.policy.sends(op, n)).then_some(&self.arith)
     }
 
     /// "CPU", or the GPU and when it is used.
     pub(crate) fn describe(&self) -> String {
-        match (self.arith.is_gpu(), self.pref) {
-            (false, DevicePref::Cpu) => "CPU".into(),
-            (false, _) => format!("CPU (device = {}: no hardware GPU)", self.pref),
-            (true, DevicePref::Gpu) => format!("{} (every batch)", self.arith.describe()),
-            (true, _) => format!(
-                "{} for batches of at least {} items, CPU below",
-                self.arith.describe(),
-                self.min_batch
+        match (self.arith.is_gpu(), self.pref, &self.policy) {
+            (false, DevicePref::Cpu, _) => "CPU".into(),
+            (false, _, _) => format!("CPU (device = {}: no hardware GPU)", self.pref),
+            (true, _, Policy::AtLeast(1)) => format!("{} (every batch)", self.arith.describe()),
+            (true, _, Policy::AtLeast(m)) => format!(
+                "{} for batches of at least {m} items (gpu_min_batch), CPU below",
+                self.arith.describe()
             ),
+            (true, _, Policy::Measured(_, c)) => {
+                format!(
+                    "{} where it wins, CPU elsewhere; {}",
+                    self.arith.describe(),
+                    c.describe()
+                )
+            }
         }
     }
 }

@@ -27,6 +27,7 @@
 //! * Keys and ciphertexts convert to and from python-paillier's JSON formats ([`phe`]).
 
 mod arith;
+pub mod calibrate;
 pub mod dgk;
 pub mod fixed_base;
 mod gpu;
@@ -48,7 +49,7 @@ use rug::{Complete, Integer};
 use std::sync::Arc;
 
 pub use arith::{randomness_bits, security_bits};
-pub use gpu::DEFAULT_MIN_BATCH;
+pub use calibrate::{Calibration, Op, Plan};
 pub use keys::public_key_bits;
 pub use kinsey_kernels::DevicePref;
 
@@ -73,10 +74,12 @@ fn create(opts: &BackendOptions) -> Result<Arc<dyn AdditiveHe>, BackendError> {
         opts.allow_insecure_test_keys,
     )?;
     let pref = parse_device(opts.device.as_deref().unwrap_or("cpu"))?;
-    Ok(Arc::new(p.with_device(
-        pref,
-        opts.gpu_min_batch.unwrap_or(DEFAULT_MIN_BATCH),
-    )?))
+    Ok(Arc::new(match opts.gpu_min_batch {
+        Some(m) => p.with_device(pref, m)?,
+        // Under `auto` without a threshold, each operation's is measured on this machine.
+        None if pref == DevicePref::Auto => p.with_measured_device(pref)?,
+        None => p.with_device(pref, 1)?,
+    }))
 }
 
 /// A device preference as users write it: `auto`, `cpu` or `gpu`.
@@ -125,7 +128,29 @@ impl Paillier {
     /// The same backend with its batches on `pref`: `gpu` sends every batch to the GPU (an
     /// error without an adapter), `auto` sends batches of at least `min_batch` items to a
     /// hardware GPU if there is one, `cpu` none. Results are identical on either device.
-    pub fn with_device(mut self, pref: DevicePref, min_batch: usize) -> Result<Self, BackendError> {
+    pub fn with_device(self, pref: DevicePref, min_batch: usize) -> Result<Self, BackendError> {
+        self.on_device(pref, gpu::Policy::AtLeast(min_batch.max(1)))
+    }
+
+    /// The same backend with its batches on `pref` (`auto` or `gpu`), each operation's sent
+    /// to the GPU from the batch size at which the GPU beat the CPU on this machine
+    /// ([`calibrate`]: measured once per process and key size, on a throwaway key; none
+    /// when there is no GPU). An error when the GPU's results differ from the CPU's.
+    pub fn with_measured_device(self, pref: DevicePref) -> Result<Self, BackendError> {
+        let every = self.clone().on_device(pref, gpu::Policy::AtLeast(1))?;
+        if !every.has_gpu() {
+            return Ok(every);
+        }
+        let cpu = Self {
+            device: Arc::new(gpu::Device::cpu()),
+            ..self.clone()
+        };
+        let c = calibrate::measured_once(&cpu, &every, &every.device.adapter())?;
+        let device = Arc::new(every.device.with_policy(gpu::Policy::measured(c)));
+        Ok(Self { device, ..self })
+    }
+
+    fn on_device(mut self, pref: DevicePref, policy: gpu::Policy) -> Result<Self, BackendError> {
         if pref != DevicePref::Cpu
             && 2 * gpu::words_for(self.key_bits) > kinsey_kernels::montgomery::MAX_WORDS
         {
@@ -135,7 +160,7 @@ impl Paillier {
                 self.key_bits
             )));
         }
-        self.device = Arc::new(gpu::Device::new(pref, min_batch)?);
+        self.device = Arc::new(gpu::Device::new(pref, policy)?);
         Ok(self)
     }
 
@@ -148,6 +173,16 @@ impl Paillier {
     /// GPU).
     pub fn has_gpu(&self) -> bool {
         self.device.is_gpu()
+    }
+
+    /// The measurement behind `device = "auto"`'s thresholds, when it ran.
+    pub fn calibration(&self) -> Option<Arc<Calibration>> {
+        self.device.calibration()
+    }
+
+    /// Whether a batch of `n` items of `op` runs on the GPU.
+    pub fn runs_on_gpu(&self, op: Op, n: usize) -> bool {
+        self.device.for_batch(op, n).is_some()
     }
 
     /// Modulus size in bits.
@@ -363,7 +398,7 @@ impl AdditiveHe for Paillier {
         let ctx = self.pk_ctx(pk)?;
         let k = &ctx.pk;
         let es = exponents(m.len(), ctx.table.exp_bytes(), rng);
-        if let Some(arith) = self.device.for_batch(m.len()) {
+        if let Some(arith) = self.device.for_batch(Op::Encrypt, m.len()) {
             let g = ctx.gpu()?;
             let factors: Vec<u32> = m
                 .par_iter()
@@ -398,7 +433,7 @@ impl AdditiveHe for Paillier {
             let t = sec_mod(&((cp - &cq) * &s.q2_inv_p2), &s.p2);
             s.pk.to_ct(&(cq + t * &s.q2))
         };
-        if let Some(arith) = self.device.for_batch(m.len()) {
+        if let Some(arith) = self.device.for_batch(Op::EncryptKeyHolder, m.len()) {
             let g = ctx.gpu()?;
             let exps = gpu::exps_words(&es, g.exp_words);
             let half = |modulus: &Integer| -> Vec<u32> {
@@ -442,7 +477,7 @@ impl AdditiveHe for Paillier {
             let t = sec_mod(&((mp - &mq) * &s.q_inv_p), &s.p);
             s.pk.signed(mq + t * &s.q)
         };
-        if let Some(arith) = self.device.for_batch(cs.len()) {
+        if let Some(arith) = self.device.for_batch(Op::Decrypt, cs.len()) {
             let g = ctx.gpu()?;
             // Each c (below n^2 = p^2 q^2, so below p^2 R) is reduced mod p^2 and q^2 on
             // the GPU, then raised to the secret p - 1 and q - 1 with a fixed schedule.
@@ -478,7 +513,7 @@ impl AdditiveHe for Paillier {
         b: &[Ciphertext],
     ) -> Result<Vec<Ciphertext>, BackendError> {
         same_len(a.len(), b.len())?;
-        if let Some(arith) = self.device.for_batch(a.len()) {
+        if let Some(arith) = self.device.for_batch(Op::Add, a.len()) {
             let ctx = self.pk_ctx(pk)?;
             let (k, g) = (&ctx.pk, ctx.gpu()?);
             let x = gpu::batch_words(&k.parse_cts(a)?, g.w());
@@ -503,7 +538,7 @@ impl AdditiveHe for Paillier {
         m: &[i128],
     ) -> Result<Vec<Ciphertext>, BackendError> {
         same_len(a.len(), m.len())?;
-        if let Some(arith) = self.device.for_batch(a.len()) {
+        if let Some(arith) = self.device.for_batch(Op::Add, a.len()) {
             let ctx = self.pk_ctx(pk)?;
             let (k, g) = (&ctx.pk, ctx.gpu()?);
             let x = gpu::batch_words(&k.parse_cts(a)?, g.w());
@@ -536,7 +571,7 @@ impl AdditiveHe for Paillier {
         // secret scalar (the audit found both); the correction has a public exponent.
         let offset = Integer::from(1) << 127u32;
         let not_invertible = |_| BackendError::BadCiphertext("not invertible".into());
-        if let Some(arith) = self.device.for_batch(a.len()) {
+        if let Some(arith) = self.device.for_batch(Op::MulPlain, a.len()) {
             let ctx = self.pk_ctx(pk)?;
             let (k, g) = (&ctx.pk, ctx.gpu()?);
             let x = k.parse_cts(a)?;
@@ -599,7 +634,7 @@ impl AdditiveHe for Paillier {
         let corr = inv
             .pow_mod(&offset, &key.n2)
             .map_err(|_| BackendError::BadCiphertext("not invertible".into()))?;
-        if let Some(arith) = self.device.for_batch(k.len()) {
+        if let Some(arith) = self.device.for_batch(Op::MulPlainOne, k.len()) {
             let ctx = self.pk_ctx(pk)?;
             let g = ctx.gpu()?;
             let t = gpu::table(&g.n2, &table)?;
@@ -631,7 +666,7 @@ impl AdditiveHe for Paillier {
         let k = &ctx.pk;
         let x = k.parse_cts(a)?;
         let es = exponents(a.len(), ctx.table.exp_bytes(), rng);
-        if let Some(arith) = self.device.for_batch(a.len()) {
+        if let Some(arith) = self.device.for_batch(Op::Rerandomize, a.len()) {
             let g = ctx.gpu()?;
             let exps = gpu::exps_words(&es, g.exp_words);
             let out = arith
@@ -768,6 +803,55 @@ mod tests {
             assert!(gpu.decrypt_batch(&kp.secret, bad).is_err());
             assert!(gpu.add_batch(&kp.public, bad, bad).is_err());
         }
+    }
+
+    /// `auto`'s measured thresholds (run here with `gpu` on the CI's adapter, lavapipe, at a
+    /// 512-bit test key; an error, not a skip, without one): every operation measured and
+    /// checked against the CPU, each batch routed by its own operation's crossover, the
+    /// measurement made once per process and key size, the results the CPU's.
+    #[test]
+    fn measured_thresholds_route_each_operation() {
+        let cpu = Paillier::new(512, true).expect("key size");
+        let b = cpu
+            .clone()
+            .with_measured_device(DevicePref::Gpu)
+            .expect("a GPU adapter (lavapipe in CI)");
+        let c = b.calibration().expect("measured");
+        assert_eq!(c.ops.len(), calibrate::OPS);
+        for (o, op) in c.ops.iter().zip(Op::ALL) {
+            assert_eq!(o.op, op);
+            assert!(!o.points.is_empty(), "{o:?}");
+            for n in (0..13).map(|i| 1usize << i) {
+                let want = o.crossover.is_some_and(|x| n >= x);
+                assert_eq!(b.runs_on_gpu(op, n), want, "{} at {n}: {o:?}", op.name());
+            }
+            assert!(!b.runs_on_gpu(op, 0));
+        }
+        assert!(
+            b.device().contains("beat the CPU on this machine"),
+            "{}",
+            b.device()
+        );
+        let again = cpu
+            .clone()
+            .with_measured_device(DevicePref::Gpu)
+            .expect("adapter");
+        assert!(Arc::ptr_eq(&c, &again.calibration().expect("measured")));
+        assert!(cpu.calibration().is_none());
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(19);
+        let kp = cpu.keygen(&mut rng).expect("keygen");
+        let m = [3i128, -7, 0, 1 << 100];
+        let enc = |p: &Paillier| {
+            p.encrypt_batch(
+                &kp.public,
+                &m,
+                &mut rand_chacha::ChaCha20Rng::seed_from_u64(2),
+            )
+            .expect("enc")
+        };
+        let e = enc(&b);
+        assert_eq!(e, enc(&cpu));
+        assert_eq!(b.decrypt_batch(&kp.secret, &e).expect("dec"), m);
     }
 
     /// Encryption and decryption at a 2048-bit key on the GPU equal the CPU's.

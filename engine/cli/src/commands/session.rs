@@ -231,7 +231,8 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
             "# kinsey {} config, written by `kinsey session init`. [shared] must be identical in\n\
              # every participant's file (checked in the TLS handshake). This participant's own\n\
              # choices may follow: [compute] device, and [crypto] device = \"cpu\" | \"gpu\" |\n\
-             # \"auto\" with gpu_min_batch (where its backend's batches run).{}\n\n",
+             # \"auto\", optionally with gpu_min_batch (where its backend's batches run; auto\n\
+             # measures each operation's threshold at start without it).{}\n\n",
             name,
             if i.seed.is_some() && slot > 0 {
                 "\n# [privacy] seed makes the noise reproducible: trials only, NOT private."
