@@ -155,7 +155,7 @@ pub fn paillier_crossover(
         budget_s,
         wins_to_stop: None,
     };
-    let c = calibrate::measure(&cpu, &gpu, &plan, rng)?;
+    let c = calibrate::measure(&cpu, &gpu, bits, &plan, rng)?;
     let ops: Vec<OpCrossover> = c
         .ops
         .iter()

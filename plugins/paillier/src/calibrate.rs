@@ -10,7 +10,6 @@
 //! the backend runs a shorter one ([`Plan::AUTO`]) once per process and key size, and says
 //! what it found in its device description.
 
-use crate::Paillier;
 use kinsey_backend::{AdditiveHe, BackendError, Ciphertext};
 use rand_core::{RngCore, SeedableRng};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -182,12 +181,14 @@ fn best_of(f: &mut dyn FnMut() -> Result<(), BackendError>) -> Result<f64, Backe
     Ok(best)
 }
 
-/// Times every operation on `cpu` (every batch on the CPU) and `gpu` (every batch on the
-/// GPU: built with `min_batch` 1 or `device = "gpu"`) with a fresh key from `rng`, as
-/// `plan` says. Errors when the two paths' results differ.
+/// Times every operation on `cpu` (the Paillier backend with every batch on the CPU) and
+/// `gpu` (the same with every batch on the GPU: built with `min_batch` 1 or `device =
+/// "gpu"`), both for `bits`-bit keys, with a fresh key from `rng`, as `plan` says. Errors
+/// when the two paths' results differ.
 pub fn measure(
-    cpu: &Paillier,
-    gpu: &Paillier,
+    cpu: &dyn AdditiveHe,
+    gpu: &dyn AdditiveHe,
+    bits: u32,
     plan: &Plan,
     rng: &mut dyn rand_core::CryptoRng,
 ) -> Result<Calibration, BackendError> {
@@ -196,12 +197,6 @@ pub fn measure(
         return Err(BackendError::Other(format!(
             "GPU crossover: the largest batch must be in 1 ..= 2^20, got {}",
             plan.max_batch
-        )));
-    }
-    if !gpu.has_gpu() {
-        return Err(BackendError::Other(format!(
-            "GPU crossover: no GPU to measure ({})",
-            gpu.device()
         )));
     }
     let mut rng = kinsey_backend::compare::split_rng(rng);
@@ -216,7 +211,7 @@ pub fn measure(
     // Each operation's output as bytes, from a fixed random stream (the same on both paths).
     let bytes = |v: Vec<Ciphertext>| -> Vec<u8> { v.into_iter().flat_map(|x| x.0).collect() };
     let stream = || rand_chacha::ChaCha20Rng::from_seed(seed);
-    let run = |b: &Paillier, op: Op, n: usize| -> Result<Vec<u8>, BackendError> {
+    let run = |b: &dyn AdditiveHe, op: Op, n: usize| -> Result<Vec<u8>, BackendError> {
         Ok(match op {
             Op::Encrypt => bytes(b.encrypt_batch(pk, &m[..n], &mut stream())?),
             Op::EncryptKeyHolder => {
@@ -272,7 +267,7 @@ pub fn measure(
         });
     }
     Ok(Calibration {
-        bits: cpu.key_bits(),
+        bits,
         device: gpu.device(),
         ops,
         seconds: start.elapsed().as_secs_f64(),
@@ -286,12 +281,13 @@ type Measured = Vec<((u32, String), Arc<Calibration>)>;
 /// [`measure`] with [`Plan::AUTO`] and a key from the OS, once per process for each key
 /// size and adapter (`gpu` sends every batch to the GPU).
 pub(crate) fn measured_once(
-    cpu: &Paillier,
-    gpu: &Paillier,
+    cpu: &dyn AdditiveHe,
+    gpu: &dyn AdditiveHe,
+    bits: u32,
     adapter: &str,
 ) -> Result<Arc<Calibration>, BackendError> {
     static CACHE: OnceLock<Mutex<Measured>> = OnceLock::new();
-    let id = (cpu.key_bits(), adapter.to_string());
+    let id = (bits, adapter.to_string());
     // The lock is held while measuring: a second backend waits and takes the result.
     let mut cache = CACHE.get_or_init(Mutex::default).lock().map_err(|_| {
         BackendError::Other("GPU crossover: an earlier measurement panicked".into())
@@ -300,7 +296,7 @@ pub(crate) fn measured_once(
         return Ok(Arc::clone(c));
     }
     let mut os = rand_chacha::ChaCha20Rng::from_os_rng();
-    let c = Arc::new(measure(cpu, gpu, &Plan::AUTO, &mut os)?);
+    let c = Arc::new(measure(cpu, gpu, bits, &Plan::AUTO, &mut os)?);
     cache.push((id, Arc::clone(&c)));
     Ok(c)
 }

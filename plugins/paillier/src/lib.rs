@@ -145,7 +145,7 @@ impl Paillier {
             device: Arc::new(gpu::Device::cpu()),
             ..self.clone()
         };
-        let c = calibrate::measured_once(&cpu, &every, &every.device.adapter())?;
+        let c = calibrate::measured_once(&cpu, &every, self.key_bits, &every.device.adapter())?;
         let device = Arc::new(every.device.with_policy(gpu::Policy::measured(c)));
         Ok(Self { device, ..self })
     }
