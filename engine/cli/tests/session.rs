@@ -275,7 +275,12 @@ fn kill_party_2_in(stage: u8) {
         let t = text(&o);
         assert!(!o.status.success(), "stage {stage}: {t}");
         assert!(t.contains("party 2"), "stage {stage}: {t}");
-        assert!(t.contains("stage"), "stage {stage}: {t}");
+        // The phase each one names is its own: under load a participant may still be in
+        // setup (key exchange) when party 2, already holding in stage 1, is killed.
+        assert!(
+            t.contains("stage") || t.contains("setup"),
+            "stage {stage}: {t}"
+        );
     }
     assert!(
         t0.elapsed() < Duration::from_secs(30),
