@@ -301,3 +301,40 @@ impl<T> Lazy<T> {
         self.0.get_or_init(build).as_ref().map_err(Clone::clone)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibrate::OpCrossover;
+
+    /// A measured policy sends each operation's batches from that operation's own
+    /// crossover (never where it has none); a pinned one from its one threshold.
+    #[test]
+    fn each_operation_is_routed_by_its_own_crossover() {
+        let crossover = |i: usize| (i != 2).then_some(1usize << (2 * i));
+        let ops = Op::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, &op)| OpCrossover {
+                op,
+                points: Vec::new(),
+                crossover: crossover(i),
+            })
+            .collect();
+        let c = Arc::new(Calibration {
+            bits: 2048,
+            device: "test".into(),
+            ops,
+            seconds: 0.5,
+        });
+        let p = Policy::measured(c);
+        for (i, op) in Op::ALL.into_iter().enumerate() {
+            for n in [0, 1, 3, 4, 15, 16, 255, 256, 4095, 4096, 1 << 20] {
+                let want = n > 0 && crossover(i).is_some_and(|x| n >= x);
+                assert_eq!(p.sends(op, n), want, "{} at {n}", op.name());
+            }
+        }
+        let pinned = Policy::AtLeast(64);
+        assert!(!pinned.sends(Op::Add, 63) && pinned.sends(Op::Decrypt, 64));
+    }
+}
