@@ -301,6 +301,26 @@ pub(crate) fn measured_once(
     Ok(c)
 }
 
+/// A measurement with made-up crossovers (operation `i`'s is `crossover(i)`), for tests.
+#[cfg(test)]
+pub(crate) fn made_up(crossover: impl Fn(usize) -> Option<usize>, seconds: f64) -> Calibration {
+    let ops = Op::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, &op)| OpCrossover {
+            op,
+            points: Vec::new(),
+            crossover: crossover(i),
+        })
+        .collect();
+    Calibration {
+        bits: 2048,
+        device: "test".into(),
+        ops,
+        seconds,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,21 +354,7 @@ mod tests {
     /// won, and the description names every operation.
     #[test]
     fn thresholds_are_per_operation() {
-        let ops = Op::ALL
-            .iter()
-            .enumerate()
-            .map(|(i, &op)| OpCrossover {
-                op,
-                points: Vec::new(),
-                crossover: (i % 3 != 2).then_some(1 << i),
-            })
-            .collect();
-        let c = Calibration {
-            bits: 2048,
-            device: "test".into(),
-            ops,
-            seconds: 1.25,
-        };
+        let c = made_up(|i| (i % 3 != 2).then_some(1 << i), 1.25);
         assert_eq!(c.threshold(Op::Encrypt), 1);
         assert_eq!(c.threshold(Op::EncryptKeyHolder), 2);
         assert_eq!(c.threshold(Op::Decrypt), usize::MAX);

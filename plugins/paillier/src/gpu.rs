@@ -305,28 +305,13 @@ impl<T> Lazy<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate::OpCrossover;
 
     /// A measured policy sends each operation's batches from that operation's own
     /// crossover (never where it has none); a pinned one from its one threshold.
     #[test]
     fn each_operation_is_routed_by_its_own_crossover() {
         let crossover = |i: usize| (i != 2).then_some(1usize << (2 * i));
-        let ops = Op::ALL
-            .iter()
-            .enumerate()
-            .map(|(i, &op)| OpCrossover {
-                op,
-                points: Vec::new(),
-                crossover: crossover(i),
-            })
-            .collect();
-        let c = Arc::new(Calibration {
-            bits: 2048,
-            device: "test".into(),
-            ops,
-            seconds: 0.5,
-        });
+        let c = Arc::new(crate::calibrate::made_up(crossover, 0.5));
         let p = Policy::measured(c);
         for (i, op) in Op::ALL.into_iter().enumerate() {
             for n in [0, 1, 3, 4, 15, 16, 255, 256, 4095, 4096, 1 << 20] {
