@@ -11,7 +11,7 @@
 //! least the operation's crossover measured on this machine ([`crate::calibrate`]).
 //! Otherwise it runs on the CPU.
 
-use crate::calibrate::{Calibration, OPS, Op};
+use crate::calibrate::{Calibration, Op};
 use crate::fixed_base::FixedBase;
 use kinsey_backend::BackendError;
 use kinsey_kernels::montgomery::{BatchArith, FixedTable, Modulus};
@@ -27,22 +27,17 @@ pub(crate) enum Policy {
     /// Batches of at least this many items, whatever the operation (`[crypto]
     /// gpu_min_batch`; 1 for every batch).
     AtLeast(usize),
-    /// Each operation from its measured crossover (`usize::MAX`: never).
-    Measured([usize; OPS], Arc<Calibration>),
+    /// Each operation from its measured crossover ([`Calibration::threshold`]).
+    Measured(Arc<Calibration>),
 }
 
 impl Policy {
-    /// The thresholds of a measurement.
-    pub(crate) fn measured(c: Arc<Calibration>) -> Self {
-        Self::Measured(Op::ALL.map(|op| c.threshold(op)), c)
-    }
-
     /// Whether a batch of `n` items of `op` goes to the GPU (there being one).
     pub(crate) fn sends(&self, op: Op, n: usize) -> bool {
         n > 0
             && match self {
                 Policy::AtLeast(m) => n >= *m,
-                Policy::Measured(t, _) => n >= t[op.index()],
+                Policy::Measured(c) => n >= c.threshold(op),
             }
     }
 }
@@ -97,7 +92,7 @@ impl Device {
     /// The measurement behind the thresholds, if they were measured.
     pub(crate) fn calibration(&self) -> Option<Arc<Calibration>> {
         match &self.policy {
-            Policy::Measured(_, c) => Some(Arc::clone(c)),
+            Policy::Measured(c) => Some(Arc::clone(c)),
             Policy::AtLeast(_) => None,
         }
     }
@@ -122,7 +117,7 @@ impl Device {
                 "{} for batches of at least {m} items (gpu_min_batch), CPU below",
                 self.arith.describe()
             ),
-            (true, _, Policy::Measured(_, c)) => {
+            (true, _, Policy::Measured(c)) => {
                 format!(
                     "{} where it wins, CPU elsewhere; {}",
                     self.arith.describe(),
@@ -312,7 +307,7 @@ mod tests {
     fn each_operation_is_routed_by_its_own_crossover() {
         let crossover = |i: usize| (i != 2).then_some(1usize << (2 * i));
         let c = Arc::new(crate::calibrate::made_up(crossover, 0.5));
-        let p = Policy::measured(c);
+        let p = Policy::Measured(c);
         for (i, op) in Op::ALL.into_iter().enumerate() {
             for n in [0, 1, 3, 4, 15, 16, 255, 256, 4095, 4096, 1 << 20] {
                 let want = n > 0 && crossover(i).is_some_and(|x| n >= x);

@@ -146,7 +146,7 @@ impl Paillier {
             ..self.clone()
         };
         let c = calibrate::measured_once(&cpu, &every, self.key_bits, &every.device.adapter())?;
-        let device = Arc::new(every.device.with_policy(gpu::Policy::measured(c)));
+        let device = Arc::new(every.device.with_policy(gpu::Policy::Measured(c)));
         Ok(Self { device, ..self })
     }
 
