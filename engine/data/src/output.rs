@@ -18,6 +18,10 @@
 //!   targets hold either the complete previous set or the complete new one. (SIGKILL cannot be
 //!   served: it can leave a staging directory and a stale lock, never a half-written target,
 //!   and only during the microseconds of the renames a mix of old and new files.)
+//! - Secrets at rest: a staging directory is created `0700` (its files are never readable
+//!   by other users while staged), and [`Outputs::write_private`] creates a file `0600` at
+//!   open, so a private key is never readable by anyone else at any moment: the rename keeps
+//!   the mode, and nothing is chmod-ed afterwards (which would leave a window open).
 
 use kinsey_core::{Error, Result};
 use serde::Serialize;
@@ -243,7 +247,7 @@ impl Outputs {
         ));
         // Registered before it exists, so a signal between the two cannot miss it.
         self.with_cleanup(|c| c.staging.push(s.clone()));
-        std::fs::create_dir(&s).map_err(|e| Error::io(&s, e))?;
+        create_private_dir(&s).map_err(|e| Error::io(&s, e))?;
         self.staging.insert(dir.to_path_buf(), s.clone());
         Ok(s)
     }
@@ -288,6 +292,16 @@ impl Outputs {
         std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))
     }
 
+    /// Write a secret (a private key) to a staged file created with mode `0600` at open,
+    /// whatever the umask: readable by its owner only from its first byte to its rename.
+    pub fn write_private(&mut self, target: &Path, bytes: &[u8]) -> Result<()> {
+        use std::io::Write;
+        let tmp = self.stage(target)?;
+        let mut f = create_private_file(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        f.write_all(bytes).map_err(|e| Error::io(&tmp, e))?;
+        f.sync_all().map_err(|e| Error::io(&tmp, e))
+    }
+
     /// Rename every staged file into place (holding the registry, so a signal handler waits
     /// until all of them are in place), then remove the staging directories and locks.
     pub fn commit(mut self) -> Result<Vec<PathBuf>> {
@@ -320,6 +334,30 @@ impl Drop for Outputs {
             c.run();
         }
     }
+}
+
+/// A directory only its owner can enter (`0700` on Unix, set at creation).
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut b = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        b.mode(0o700);
+    }
+    b.create(dir)
+}
+
+/// A new file only its owner can read or write (`0600` on Unix, set at creation: the umask
+/// can only remove bits, so the file never has more).
+fn create_private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    o.open(path)
 }
 
 /// Write a serialisable value as pretty JSON through `Outputs`.
@@ -410,6 +448,34 @@ mod tests {
             .expect("stale lock taken over");
         o.commit().expect("commit");
         assert_eq!(names(root.path()), vec!["x.csv"]);
+    }
+
+    /// Item 5 of the second privacy audit: private files are `0600` from creation and
+    /// staging directories `0700`. (Whatever the umask: it can only remove bits. The CLI's
+    /// tests run `keys generate` and `session init` under `umask 000`.)
+    #[cfg(unix)]
+    #[test]
+    fn private_files_are_owner_only_from_creation() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+        let root = tempfile::tempdir().expect("tmp");
+        let mut o = Outputs::new();
+        o.write_private(&root.path().join("key.pem"), b"secret")
+            .expect("write");
+        let staging = o.staging.values().next().cloned().expect("staged");
+        assert_eq!(mode(&staging) & 0o077, 0, "staging directory");
+        assert_eq!(
+            mode(&staging.join("key.pem")) & 0o077,
+            0,
+            "the key while staged"
+        );
+        o.write(&root.path().join("public.json"), b"{}").expect("w");
+        o.commit().expect("commit");
+        assert_eq!(
+            mode(&root.path().join("key.pem")),
+            0o600,
+            "the key in place"
+        );
     }
 
     #[test]

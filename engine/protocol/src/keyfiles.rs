@@ -58,7 +58,8 @@ fn kid(what: &str) -> String {
 fn write_pair(out: &Path, private: &str, public: &str) -> Result<Vec<PathBuf>> {
     let mut o = Outputs::new();
     o.ensure_dir(out)?;
-    o.write(&out.join("private.json"), format!("{private}\n").as_bytes())?;
+    // 0600 from creation: the file holds p, q, lambda and mu.
+    o.write_private(&out.join("private.json"), format!("{private}\n").as_bytes())?;
     o.write(&out.join("public.json"), format!("{public}\n").as_bytes())?;
     o.commit()
 }

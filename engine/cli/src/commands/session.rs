@@ -161,7 +161,6 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
     o.write(&dir.join("ca.pem"), ca.cert_pem().as_bytes())?;
     let mut members = Vec::new();
     let mut configs = Vec::new();
-    let mut keys = Vec::new();
     for (slot, port) in ports.iter().enumerate() {
         let peer = if slot == 0 {
             Peer::Curator
@@ -176,8 +175,8 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
             &dir.join(&name).join("cert.pem"),
             issued.cert_pem.as_bytes(),
         )?;
-        o.write(&dir.join(&name).join("key.pem"), issued.key_pem.as_bytes())?;
-        keys.push(dir.join(&name).join("key.pem"));
+        // 0600 from creation (never chmod-ed after the rename: no window).
+        o.write_private(&dir.join(&name).join("key.pem"), issued.key_pem.as_bytes())?;
         members.push(Member {
             name: name.clone(),
             address: format!("127.0.0.1:{port}"),
@@ -261,21 +260,7 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
         .as_bytes(),
     )?;
     o.commit()?;
-    restrict(&keys)?;
     Ok(configs)
-}
-
-/// Private keys readable by their owner only.
-fn restrict(keys: &[PathBuf]) -> Result<()> {
-    #[cfg(unix)]
-    for k in keys {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(k, std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| Error::io(k, e))?;
-    }
-    #[cfg(not(unix))]
-    let _ = keys;
-    Ok(())
 }
 
 /// Run every participant of a session as a child process of this binary, with its output
