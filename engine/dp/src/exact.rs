@@ -239,7 +239,7 @@ impl<'a, R: RandomBits + ?Sized> BitReader<'a, R> {
 }
 
 /// `Bern(exp(-num/den))` for `0 <= num <= den` (von Neumann; CKS Algorithm 1, gamma <= 1).
-fn bernoulli_exp_minus_unit<R: RandomBits + ?Sized>(
+pub(crate) fn bernoulli_exp_minus_unit<R: RandomBits + ?Sized>(
     bits: &mut BitReader<'_, R>,
     num: u128,
     den: u128,
@@ -287,7 +287,7 @@ fn bernoulli_exp_minus_dyadic<R: RandomBits + ?Sized>(
 
 /// `Bern(exp(-1))` (von Neumann with gamma = 1: `A_j = Bern(1 / j)`).
 #[inline]
-fn bernoulli_exp_minus_one<R: RandomBits + ?Sized>(bits: &mut BitReader<'_, R>) -> bool {
+pub(crate) fn bernoulli_exp_minus_one<R: RandomBits + ?Sized>(bits: &mut BitReader<'_, R>) -> bool {
     let mut j: u64 = 2;
     while bits.bernoulli_recip(j) {
         j += 1;

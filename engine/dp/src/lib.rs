@@ -13,6 +13,7 @@ pub mod laplace;
 pub mod neighbours;
 pub mod release;
 pub mod rng;
+pub mod rr;
 #[cfg(any(test, feature = "testing"))]
 pub mod stattest;
 
@@ -22,4 +23,4 @@ pub use gaussian::GaussianMechanism;
 pub use l2laplace::L2LaplaceMechanism;
 pub use laplace::LaplaceMechanism;
 pub use neighbours::Neighbours;
-pub use rng::{NoiseRng, RngRecord, SeedSource};
+pub use rng::{DataDigest, NoiseRng, RngRecord, SeedSource};

@@ -1,18 +1,23 @@
-//! Baseline for bits: randomized response. Each bit is flipped with probability
-//! `p = 1 / (1 + e^eps)` (eps-DP per step, and a step is in one report), debiased as
-//! `(y - p) / (1 - 2p)`, and the window sums of the debiased values are released.
+//! Baseline for bits: randomized response. Each bit is flipped with probability exactly
+//! `p = 1 / (1 + e^eps)` (`kinsey_dp::rr::FlipCoin`, integer arithmetic only, at every
+//! accepted epsilon; eps-DP per step, and a step is in one report), debiased as
+//! `(y - p) / (1 - 2p)`, and the window sums of the debiased values are released. Each
+//! step's coin reads whole words of its keyed stream, so online and bulk flip the same bits.
 
 use super::model::{Calibration, DecayedSum, ModelParams, Public, Sliding, window_truth};
 use kinsey_core::{Error, Result, check_epsilon};
+use kinsey_dp::exact::RandomBits;
 use kinsey_dp::release::Guarantee;
+use kinsey_dp::rr::FlipCoin;
 use rand_chacha::ChaCha20Rng;
-use rand_core::{RngCore, SeedableRng};
+use rand_core::SeedableRng;
 
 /// Randomized response on a 0/1 series, summed over a window.
 #[derive(Debug, Clone)]
 pub struct RandomizedResponse {
     w: u64,
     p: f64,
+    coin: FlipCoin,
     key: [u8; 32],
     epsilon: f64,
     /// Online and stream: the flip stream and the running window sum of the reports.
@@ -28,11 +33,22 @@ fn flip_stream(key: [u8; 32]) -> ChaCha20Rng {
     r
 }
 
-/// One bit's debiased report, from the next word of the flip stream (flip probability `p`).
-fn report(p: f64, r: &mut ChaCha20Rng, x: f64) -> f64 {
-    let threshold = (p * (1u64 << 53) as f64) as u64;
-    let flip = (r.next_u64() >> 11) < threshold;
-    let y = if flip { 1.0 - x } else { x };
+/// The flip stream as the exact samplers' bit source.
+struct Words<'a>(&'a mut ChaCha20Rng);
+
+impl RandomBits for Words<'_> {
+    fn next_u64(&mut self) -> u64 {
+        rand_core::RngCore::next_u64(self.0)
+    }
+}
+
+/// One bit's debiased report: the exact coin drawn from the flip stream's next words.
+fn report(coin: &FlipCoin, p: f64, r: &mut ChaCha20Rng, x: f64) -> f64 {
+    let y = if coin.sample(&mut Words(r)) {
+        1.0 - x
+    } else {
+        x
+    };
     (y - p) / (1.0 - 2.0 * p)
 }
 
@@ -51,9 +67,11 @@ impl RandomizedResponse {
         if w < 1 {
             return Err(Error::param("window", "the window must be >= 1 step"));
         }
+        let coin = FlipCoin::new(epsilon)?;
         Ok(Self {
             w,
-            p: 1.0 / (1.0 + epsilon.exp()),
+            p: coin.p(),
+            coin,
             key,
             epsilon,
             rng: flip_stream(key),
@@ -96,7 +114,7 @@ impl DecayedSum for RandomizedResponse {
         if x != 0.0 && x != 1.0 {
             return Err(not_bits());
         }
-        let v = report(self.p, &mut self.rng, x);
+        let v = report(&self.coin, self.p, &mut self.rng, x);
         out[0] = self.window.push(v);
         Ok(())
     }
@@ -108,8 +126,11 @@ impl DecayedSum for RandomizedResponse {
         }
         let mut rng = self.rng.clone();
         self.reports.clear();
-        self.reports
-            .extend(chunk.iter().map(|&x| report(self.p, &mut rng, x)));
+        self.reports.extend(
+            chunk
+                .iter()
+                .map(|&x| report(&self.coin, self.p, &mut rng, x)),
+        );
         self.rng = rng;
         let out = super::model::one_column(out, chunk.len());
         self.window.extend(&self.reports, |i, s| out[i] = s);
@@ -121,7 +142,10 @@ impl DecayedSum for RandomizedResponse {
             return Err(not_bits());
         }
         let mut r = flip_stream(self.key);
-        let debiased: Vec<f64> = xs.iter().map(|&x| report(self.p, &mut r, x)).collect();
+        let debiased: Vec<f64> = xs
+            .iter()
+            .map(|&x| report(&self.coin, self.p, &mut r, x))
+            .collect();
         Ok(vec![window_truth(&debiased, self.w)])
     }
 
@@ -143,7 +167,8 @@ impl DecayedSum for RandomizedResponse {
             delta: 0.0,
             neighbours: "change one step's bit".into(),
             mechanism: format!(
-                "randomized response (flip probability 1 / (1 + e^eps)), W = {}",
+                "randomized response (flip probability exactly 1 / (1 + e^eps), integer \
+                 sampler), W = {}",
                 self.w
             ),
             sensitivity: "1 (each step is in one report)".into(),
