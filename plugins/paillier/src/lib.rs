@@ -208,8 +208,12 @@ impl Paillier {
             let sk = parse_sk(sk)?;
             let bits = randomness_bits(sk.pk.bits);
             let bad = || BackendError::BadKey("h_s is not invertible".into());
-            let tp = FixedBase::new(&sk.pk.hs, &sk.p2, bits).ok_or_else(bad)?;
-            let tq = FixedBase::new(&sk.pk.hs, &sk.q2, bits).ok_or_else(bad)?;
+            // p^2 and q^2 are secret: constant-time tables (orders p (p - 1), q (q - 1)).
+            let order = |p: &Integer| Integer::from(p * &Integer::from(p - 1u32));
+            let tp =
+                FixedBase::new_secret(&sk.pk.hs, &sk.p2, &order(&sk.p), bits).ok_or_else(bad)?;
+            let tq =
+                FixedBase::new_secret(&sk.pk.hs, &sk.q2, &order(&sk.q), bits).ok_or_else(bad)?;
             Ok(SkCtx {
                 sk,
                 tp,
@@ -315,9 +319,14 @@ impl Pk {
         })
     }
 
-    /// `g^m = 1 + m n` (g = n + 1), reduced modulo `modulus` (n^2, p^2 or q^2).
-    fn g_pow(&self, m: i128, modulus: &Integer) -> Integer {
-        (self.residue(m) * &self.n + 1u32) % modulus
+    /// `g^m = 1 + m n` (g = n + 1), reduced modulo the public `n^2`.
+    fn g_pow(&self, m: i128, n2: &Integer) -> Integer {
+        (self.residue(m) * &self.n + 1u32) % n2
+    }
+
+    /// `g^m = 1 + m n` reduced modulo a secret `p^2` or `q^2`, through `sec_mod`.
+    fn g_pow_secret(&self, m: i128, modulus: &Integer) -> Integer {
+        sec_mod(&(self.residue(m) * &self.n + 1u32), modulus)
     }
 }
 
@@ -438,7 +447,7 @@ impl AdditiveHe for Paillier {
             let exps = gpu::exps_words(&es, g.exp_words);
             let half = |modulus: &Integer| -> Vec<u32> {
                 m.par_iter()
-                    .flat_map_iter(|&v| gpu::words_of(&s.pk.g_pow(v, modulus), g.w()))
+                    .flat_map_iter(|&v| gpu::words_of(&s.pk.g_pow_secret(v, modulus), g.w()))
                     .collect()
             };
             let cp = arith
@@ -456,8 +465,8 @@ impl AdditiveHe for Paillier {
         Ok(m.par_iter()
             .zip(es.par_iter())
             .map(|(&v, e)| {
-                let cp = sec_mod(&(s.pk.g_pow(v, &s.p2) * ctx.tp.pow(e)), &s.p2);
-                let cq = sec_mod(&(s.pk.g_pow(v, &s.q2) * ctx.tq.pow(e)), &s.q2);
+                let cp = sec_mod(&(s.pk.g_pow_secret(v, &s.p2) * ctx.tp.pow(e)), &s.p2);
+                let cq = sec_mod(&(s.pk.g_pow_secret(v, &s.q2) * ctx.tq.pow(e)), &s.q2);
                 garner(cp, cq)
             })
             .collect())
