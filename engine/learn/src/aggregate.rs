@@ -35,6 +35,7 @@
 //!   `sqrt(d) Delta2` (never to the L2 sensitivity, which would not be eps-DP).
 //! * Bounded DP: party sizes are fixed and public to the analysis (replace-one neighbours).
 
+use crate::formula::Expr;
 use crate::logreg::{Objective, norm};
 use kinsey_core::{Error, Result, check_epsilon};
 use kinsey_dp::exact::DiscreteLaplace;
@@ -124,6 +125,32 @@ pub struct NoiseCalibration {
     pub law: Option<DiscreteLaplace>,
 }
 
+/// The L2 sensitivity of the published vector as the formula a release states (with the
+/// secret `n_(1)`), which [`calibrate`] evaluates at the party's own size: one source.
+pub fn sensitivity(obj: &Objective, calibration: Calibration, k: usize, d: usize, g: f64) -> Expr {
+    let kk = Expr::Named("K", k as f64);
+    // The rounding of each party's model to 2^-f moves the average by sqrt(d) 2^-f / K.
+    let rounding =
+        Expr::Named("d", d as f64).sqrt() * Expr::Pow2(-(FIXED_POINT_BITS as i32)) / kk.clone();
+    match calibration {
+        Calibration::Tight => {
+            (obj.minimiser_sensitivity_expr() + obj.inexact_slack_expr(g)) / kk + rounding
+        }
+        Calibration::Paper => {
+            Expr::Lit(2.0) / (Expr::Secret("n_(1)") * Expr::Named("lambda", obj.lambda))
+                + obj.inexact_slack_expr(g)
+                + rounding
+        }
+    }
+}
+
+/// Whether the noise is the exact discrete Laplace: asked for (`noise = "laplace"`), or at
+/// d = 1, where the L2-Laplace is the Laplace law and the exact sampler draws it (the f64
+/// one reached a lattice far in its tail).
+pub fn exact_law(noise: NoiseKind, d: usize) -> bool {
+    noise == NoiseKind::Laplace || d == 1
+}
+
 /// Calibrate the noise for a party with `n` rows among `k`, in dimension `d`, given the
 /// public bound `g` on the gradient norm every party reached.
 pub fn calibrate(
@@ -153,19 +180,15 @@ pub fn calibrate(
         ));
     }
     let slack = obj.inexact_slack(g);
-    let rounding = (d as f64).sqrt() * (-(FIXED_POINT_BITS as f64)).exp2() / k as f64;
-    let l2 = rounding
-        + match calibration {
-            Calibration::Tight => (obj.minimiser_sensitivity(n) + slack) / k as f64,
-            Calibration::Paper => 2.0 / (n as f64 * obj.lambda) + slack,
-        };
-    let (scale, expected, law) = match noise {
-        NoiseKind::L2 => {
+    let l2 = sensitivity(obj, calibration, k, d, g).eval(n as f64);
+    let (scale, expected, law) = match exact_law(noise, d) {
+        false => {
             let m = L2LaplaceMechanism::new(l2, epsilon, d)?;
             (m.scale(), m.expected_norm(), None)
         }
-        NoiseKind::Laplace => {
-            // Integer L1 sensitivity in units of 1/(K 2^f): sqrt(d) l2 K 2^f, rounded up.
+        true => {
+            // Integer L1 sensitivity in units of 1/(K 2^f): sqrt(d) l2 K 2^f, rounded up
+            // (at d = 1 the L1 and L2 sensitivities are one number).
             let unit = k as f64 * (FIXED_POINT_BITS as f64).exp2();
             let d1 = ((d as f64).sqrt() * l2 * unit).ceil();
             if !d1.is_finite() || d1 >= 2f64.powi(50) {
@@ -210,9 +233,9 @@ pub fn calibrate(
 impl NoiseCalibration {
     /// Privacy map: epsilon spent for an L2 input distance `d_in`.
     pub fn privacy_map(&self, d_in: f64) -> f64 {
-        match self.noise {
-            NoiseKind::L2 => d_in / self.scale,
-            NoiseKind::Laplace => (self.dim as f64).sqrt() * d_in / self.scale,
+        match self.law {
+            None => d_in / self.scale,
+            Some(_) => (self.dim as f64).sqrt() * d_in / self.scale,
         }
     }
 
@@ -220,14 +243,14 @@ impl NoiseCalibration {
     /// draw in units of `1 / (K 2^f)`; `|N| < 2^51` (the calibration keeps `t <= 2^44`, so
     /// a larger draw has probability below `e^-128`) makes [`encode_noise`] recover it.
     pub fn sample(&self, rng: &mut NoiseRng) -> Vec<f64> {
-        match (self.noise, self.law) {
-            (NoiseKind::Laplace, Some(law)) => {
+        match self.law {
+            Some(law) => {
                 let unit = self.parties as f64 * (FIXED_POINT_BITS as f64).exp2();
                 (0..self.dim)
                     .map(|_| law.sample(rng) as f64 / unit)
                     .collect()
             }
-            _ => kinsey_dp::l2laplace::sample_l2_laplace(self.dim, self.scale, rng),
+            None => kinsey_dp::l2laplace::sample_l2_laplace(self.dim, self.scale, rng),
         }
     }
 }
@@ -442,6 +465,52 @@ mod tests {
         );
         assert!(cal(Calibration::Tight, NoiseKind::L2, 0.0, 1000, 10, 0.0).is_err());
         assert!(cal(Calibration::Tight, NoiseKind::L2, f64::NAN, 1000, 10, 0.0).is_err());
+    }
+
+    /// One source: the formula a release states evaluates to the sensitivity the noise was
+    /// calibrated to (the audit found the report adding a `(1 + 1/K)` the calibration did not).
+    #[test]
+    fn the_stated_sensitivity_is_the_calibrated_one() {
+        for calibration in [Calibration::Tight, Calibration::Paper] {
+            let e = sensitivity(&obj(), calibration, 5, 10, 1e-6);
+            let c = cal(calibration, NoiseKind::L2, 0.1, 1000, 10, 1e-6).expect("ok");
+            assert_eq!(e.eval(1000.0), c.l2_sensitivity);
+            let text = e.to_string();
+            assert!(text.ends_with(" + sqrt(d) 2^-32 / K"), "{text}");
+            assert!(text.contains("n_(1)") && !text.contains("1/K"), "{text}");
+        }
+    }
+
+    /// Item 4 of the second audit: at d = 1 the f64 L2-Laplace (`s (-ln U) sign`, 53-bit U)
+    /// reached a lattice in its tail, while the report said pure, delta 0. At d = 1 the noise
+    /// is now the exact discrete Laplace, calibrated to the same (L1 = L2) sensitivity.
+    #[test]
+    fn d1_noise_is_the_exact_discrete_laplace() {
+        let c = cal(Calibration::Tight, NoiseKind::L2, 1.0, 1000, 1, 1e-10).expect("ok");
+        let law = c.law.expect("an exact integer law at d = 1");
+        let unit = 5.0 * 2f64.powi(32);
+        // Calibrated to the L2 (= L1) sensitivity, rounded up to the sampler's grid.
+        assert_eq!(
+            law,
+            DiscreteLaplace::for_sensitivity((c.l2_sensitivity * unit).ceil() as u64, 1.0)
+                .expect("law")
+        );
+        let mut rng = NoiseRng::from_seed_quiet(3);
+        for _ in 0..100 {
+            let v = c.sample(&mut rng)[0] * unit;
+            assert_eq!(
+                v,
+                v.round(),
+                "every draw is an integer number of grid steps"
+            );
+        }
+        assert!(c.privacy_map(c.l2_sensitivity) <= 1.0 + 1e-12);
+        assert!(
+            cal(Calibration::Tight, NoiseKind::L2, 1.0, 1000, 2, 1e-10)
+                .expect("ok")
+                .law
+                .is_none()
+        );
     }
 
     /// The noise actually drawn for the aggregate has norm Gamma(d, s) with the calibrated

@@ -14,6 +14,7 @@
 //! (CPU, or GPU where it is the expensive `X^T D X`). The reached gradient norm is recorded
 //! and folded into the sensitivity by the caller.
 
+use crate::formula::Expr;
 use faer::linalg::solvers::Solve;
 use faer::{Mat, Side};
 use kinsey_core::{Error, Result};
@@ -47,15 +48,21 @@ impl Objective {
 
     /// L2 sensitivity of the exact minimiser when one of `n` records is replaced, for a
     /// 1-Lipschitz loss and rows with `||x|| <= 1` (Chaudhuri & Monteleoni 2008, Cor. 2,
-    /// stated for `(Lambda/2)||w||^2`): `2 / (n Lambda)`.
-    pub(crate) fn minimiser_sensitivity(&self, n: usize) -> f64 {
-        2.0 / (n as f64 * self.strong_convexity())
+    /// stated for `(Lambda/2)||w||^2`): `2 / (n Lambda)`, as the formula a release states,
+    /// `n = n_(1)` the secret size of the smallest party.
+    pub(crate) fn minimiser_sensitivity_expr(&self) -> Expr {
+        Expr::Lit(2.0) / (Expr::Secret("n_(1)") * Expr::Named("Lambda", self.strong_convexity()))
+    }
+
+    /// [`inexact_slack`](Self::inexact_slack) as a formula.
+    pub(crate) fn inexact_slack_expr(&self, g: f64) -> Expr {
+        Expr::Lit(2.0) * Expr::Named("g", g) / Expr::Named("Lambda", self.strong_convexity())
     }
 
     /// Extra L2 distance between two *approximate* minimisers, each with
     /// `||grad J|| <= g`: `||w~ - w*|| <= g / Lambda` per side, so `2 g / Lambda`.
     pub(crate) fn inexact_slack(&self, g: f64) -> f64 {
-        2.0 * g / self.strong_convexity()
+        self.inexact_slack_expr(g).eval(0.0)
     }
 
     /// J(w) from the kernel's loss sum.
@@ -408,7 +415,7 @@ mod tests {
     fn sensitivity_is_derived_from_strong_convexity() {
         let obj = Objective::new(0.5).expect("lambda");
         assert_eq!(obj.strong_convexity(), 1.0);
-        assert!((obj.minimiser_sensitivity(100) - 0.02).abs() < 1e-15);
+        assert!((obj.minimiser_sensitivity_expr().eval(100.0) - 0.02).abs() < 1e-15);
         assert!((obj.inexact_slack(1e-10) - 2e-10).abs() < 1e-20);
         assert!(Objective::new(0.0).is_err());
     }
@@ -423,7 +430,8 @@ mod tests {
         let w0 = train_cpu(ds.rows().expect("rows"), &obj, &cfg)
             .expect("fit")
             .w;
-        let bound = obj.minimiser_sensitivity(ds.n()) + obj.inexact_slack(cfg.tolerance);
+        let bound =
+            obj.minimiser_sensitivity_expr().eval(ds.n() as f64) + obj.inexact_slack(cfg.tolerance);
         for (i, flip) in [(0usize, true), (17, false), (399, true)] {
             let saved = (ds.row(i).to_vec(), ds.y[i]);
             // adversarial-ish replacement: unit-norm row along the first axis, label flipped

@@ -24,7 +24,10 @@
 //! * `max`: `sum_j max_c tau_jc`, sensitivity 1.
 //!
 //! Under bounded neighbours (replace one row) each sensitivity, and that of the counts,
-//! doubles ([`Neighbours::factor`]).
+//! doubles ([`Neighbours::factor`]). Under unbounded neighbours with a declared row bound
+//! `B` the tree reads at most the first `B` rows of its input (n is private: it is never
+//! compared with B), so a neighbour differs in at most one replaced row of what is read and
+//! the sensitivities double as well.
 
 use kinsey_core::{Error, Result};
 use kinsey_data::attributes::CatData;
@@ -133,7 +136,8 @@ pub struct TreeConfig {
     /// The neighbour definition.
     pub neighbours: Neighbours,
     /// Public bound on the rows for the info-gain sensitivity (n under bounded
-    /// neighbours; must be given under unbounded ones).
+    /// neighbours; must be given under unbounded ones). Under unbounded neighbours the tree
+    /// reads at most this many rows (the first ones), and its sensitivities are doubled.
     pub row_bound: Option<usize>,
 }
 
@@ -350,15 +354,24 @@ pub fn train(data: &CatData, cfg: &TreeConfig, rng: &mut NoiseRng) -> Result<Tre
         ));
     }
     let private = cfg.selection != Selection::None;
-    let n_bound = match (cfg.neighbours, cfg.row_bound) {
-        (_, Some(b)) if b >= data.n => b as f64,
-        (_, Some(b)) => {
+    // A refusal may depend on public values only. Under bounded neighbours n is public, so a
+    // bound below it is refused; under unbounded neighbours n is private (refusing exactly
+    // when the bound is below n made the exit code an oracle for n: bisection recovered it),
+    // so the tree reads at most the first `b` rows, whatever n is. A neighbour (one row added
+    // or removed anywhere) then changes the rows read by at most one row added and one
+    // removed: every sensitivity is the replace-one sensitivity at size `b`.
+    let (n_bound, factor, rows_read) = match (cfg.neighbours, cfg.row_bound) {
+        (Neighbours::Bounded, Some(b)) if b < data.n => {
             return Err(Error::param(
                 "row_bound",
-                format!("the declared bound {b} is below the number of rows in the input"),
+                format!(
+                    "the declared bound {b} is below the number of rows in the input (public \
+                     under bounded neighbours)"
+                ),
             ));
         }
-        (Neighbours::Bounded, None) => data.n as f64,
+        (Neighbours::Bounded, b) => (b.unwrap_or(data.n), Neighbours::Bounded.factor(), data.n),
+        (Neighbours::Unbounded, Some(b)) => (b, Neighbours::Bounded.factor(), data.n.min(b)),
         (Neighbours::Unbounded, None) if cfg.score == Score::InfoGain && private => {
             return Err(Error::param(
                 "row_bound",
@@ -366,8 +379,10 @@ pub fn train(data: &CatData, cfg: &TreeConfig, rng: &mut NoiseRng) -> Result<Tre
                  neighbours n is private, so declare one (or use the max or gini score)",
             ));
         }
-        (Neighbours::Unbounded, None) => data.n as f64,
+        // gini and max: sensitivities that do not depend on n.
+        (Neighbours::Unbounded, None) => (data.n, Neighbours::Unbounded.factor(), data.n),
     };
+    let n_bound = n_bound as f64;
     let levels = cfg.depth + 1;
     let acct = if private {
         Some(Accountant::new(cfg.epsilon, 0.0)?)
@@ -379,13 +394,13 @@ pub fn train(data: &CatData, cfg: &TreeConfig, rng: &mut NoiseRng) -> Result<Tre
         data,
         cfg,
         eps1,
-        score_sens: cfg.neighbours.factor() * cfg.score.sensitivity(n_bound),
-        count_sens: cfg.neighbours.factor(),
+        score_sens: factor * cfg.score.sensitivity(n_bound),
+        count_sens: factor,
         rng,
         acct,
         spent_levels: vec![false; levels],
     };
-    let rows: Vec<u32> = (0..data.n as u32).collect();
+    let rows: Vec<u32> = (0..rows_read as u32).collect();
     let avail: Vec<usize> = (0..data.m).collect();
     let root = b.build(&rows, &avail, 0)?;
     Ok(TreeResult {
@@ -483,10 +498,36 @@ mod tests {
             train(&d, &c, &mut rng).is_err(),
             "info gain needs a row bound"
         );
-        c.row_bound = Some(50);
-        assert!(train(&d, &c, &mut rng).is_err(), "bound below n");
         c.row_bound = Some(1000);
-        assert!(train(&d, &c, &mut rng).is_ok());
+        let wide = train(&d, &c, &mut rng).expect("bound above n");
+        c.row_bound = Some(50);
+        let cut = train(&d, &c, &mut rng).expect("a bound below n is not refused");
+        // Item 7 of the second audit: the outcome may not depend on whether n > bound, and
+        // the sensitivities are the replace-one ones whatever n is.
+        assert_eq!(cut.count_sensitivity, 2.0);
+        assert_eq!(wide.count_sensitivity, 2.0);
+        assert_eq!(
+            cut.score_sensitivity,
+            2.0 * Score::InfoGain.sensitivity(50.0)
+        );
+        let mut exact = cfg(Selection::None, 1.0);
+        exact.neighbours = Neighbours::Unbounded;
+        exact.depth = 0;
+        exact.row_bound = Some(50);
+        let Node::Leaf { counts, .. } = train(&d, &exact, &mut rng).expect("ok").root else {
+            panic!("depth 0 is a leaf");
+        };
+        assert_eq!(
+            counts.iter().sum::<f64>(),
+            50.0,
+            "the first 50 rows are read"
+        );
+        let mut b = cfg(Selection::Exponential, 1.0);
+        b.row_bound = Some(50);
+        assert!(
+            train(&d, &b, &mut rng).is_err(),
+            "bounded: n is public, a bound below it is refused"
+        );
         assert!("entropy".parse::<Score>().is_err());
     }
 
