@@ -6,6 +6,7 @@
 
 pub mod attributes;
 pub mod columns;
+pub mod digest;
 pub mod libsvm;
 pub mod output;
 pub mod parquet_io;

@@ -5,11 +5,14 @@
 //!
 //! Seeds: a user seed is allowed for reproducible audits, and a warning is printed, because
 //! the release is not private against whoever knows the seed. A seed never keys a generator
-//! directly: [`NoiseRng::for_release`] derives the key from the seed *and* the release's
-//! canonical description (command, column, mechanism, epsilon, every public parameter), so
-//! two releases that differ in anything (two columns, two epsilons, two mechanisms) draw
-//! from unrelated streams and their noise can neither cancel nor scale. The report says that
-//! a seed was used, not which, unless the user asks for it (`--record-seed`).
+//! directly: [`NoiseRng::for_release`] derives the key from the seed, the release's
+//! canonical description (command, column, mechanism, epsilon, every public parameter) *and*
+//! a [`DataDigest`] of the data it reads, so two releases that differ in anything (two
+//! columns, two epsilons, two mechanisms, or neighbouring data) draw from unrelated streams
+//! and their noise can neither cancel nor scale. A seed replays a release of the same data,
+//! and nothing else. (Before the digest, one seed gave neighbouring data the same noise: two
+//! releases differed by exactly the changed row's contribution.) The report says that a seed
+//! was used, not which, unless the user asks for it (`--record-seed`).
 //! Cryptographic keys, masks and permutations never come from here: they come from the OS
 //! ([`os_crypto_rng`]) whatever the seed.
 
@@ -42,6 +45,25 @@ pub struct RngRecord {
 /// The warning printed and recorded when a user seed is given.
 pub const USER_SEED_WARNING: &str = "a user seed was given: the noise is reproducible, so the \
 release is NOT differentially private against anyone who knows the seed";
+
+/// A 256-bit digest (SHA-256) of exactly the data a release reads, bound into a seeded
+/// release's key (`kinsey_data::digest` computes it: every byte of the input files, or every
+/// value of a party's data set). Only seeded runs compute one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DataDigest(pub [u8; 32]);
+
+impl DataDigest {
+    /// Lower-case hexadecimal.
+    pub fn hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// The description a seeded key is derived from: the release's public description and the
+/// digest of its data, length-prefixed by [`derive_key`].
+pub fn bound_label(release: &str, data: &DataDigest) -> String {
+    format!("{release}|data={}", data.hex())
+}
 
 /// A ChaCha20 CSPRNG used for every noise draw.
 #[derive(Debug, Clone)]
@@ -92,19 +114,31 @@ impl NoiseRng {
     }
 
     /// The generator of one release: from the OS without a seed; with a user seed, keyed by
-    /// [`derive_key`]`(seed, release)` (and a warning through `tracing`). `release` must be
-    /// the release's canonical description: every public parameter that distinguishes it.
-    /// The seed is not recorded unless [`record_seed`](Self::record_seed) is called.
-    pub fn for_release(seed: Option<u64>, release: &str) -> Self {
-        match seed {
+    /// [`derive_key`]`(seed, `[`bound_label`]`(release, data()))` (and a warning through
+    /// `tracing`). `release` must be the release's canonical description: every public
+    /// parameter that distinguishes it; `data` digests exactly the data it reads (called only
+    /// with a seed). The seed is not recorded unless [`record_seed`](Self::record_seed) is
+    /// called.
+    pub fn for_release(
+        seed: Option<u64>,
+        release: &str,
+        data: impl FnOnce() -> kinsey_core::Result<DataDigest>,
+    ) -> kinsey_core::Result<Self> {
+        Ok(match seed {
             Some(s) => {
                 tracing::warn!("{USER_SEED_WARNING}");
-                Self {
-                    inner: ChaCha20Rng::from_seed(derive_key(s, release)),
-                    source: SeedSource::User(None),
-                }
+                Self::from_derived_key(derive_key(s, &bound_label(release, &data()?)))
             }
             None => Self::from_os(),
+        })
+    }
+
+    /// A generator keyed by a key derived from a user seed (the aggregate's per-party
+    /// streams): reproducible, recorded as a user seed.
+    pub fn from_derived_key(key: [u8; 32]) -> Self {
+        Self {
+            inner: ChaCha20Rng::from_seed(key),
+            source: SeedSource::User(None),
         }
     }
 
@@ -225,7 +259,12 @@ mod tests {
     /// not in the record unless asked for.
     #[test]
     fn a_seed_gives_each_release_its_own_stream() {
-        let a = |label: &str| NoiseRng::for_release(Some(1), label).next_u64();
+        let data = || Ok(DataDigest([3; 32]));
+        let a = |label: &str| {
+            NoiseRng::for_release(Some(1), label, data)
+                .expect("rng")
+                .next_u64()
+        };
         assert_eq!(
             a("histogram|col=delay|eps=1"),
             a("histogram|col=delay|eps=1")
@@ -238,11 +277,25 @@ mod tests {
             a("histogram|col=delay|eps=1"),
             a("histogram|col=dist|eps=1")
         );
+        let with = |seed: u64, d: u8| {
+            NoiseRng::for_release(Some(seed), "x", || Ok(DataDigest([d; 32])))
+                .expect("rng")
+                .next_u64()
+        };
+        assert_ne!(with(1, 3), with(2, 3));
+        // Item 2 of the second audit: one seed, neighbouring data: unrelated streams.
         assert_ne!(
-            NoiseRng::for_release(Some(1), "x").next_u64(),
-            NoiseRng::for_release(Some(2), "x").next_u64()
+            with(1, 3),
+            with(1, 4),
+            "the data digest is bound into the key"
         );
-        let mut r = NoiseRng::for_release(Some(5), "x");
+        assert_eq!(with(1, 3), with(1, 3));
+        assert!(
+            NoiseRng::for_release(None, "x", || Err(kinsey_core::Error::param("d", "unused")))
+                .is_ok(),
+            "an OS-keyed release never digests its data"
+        );
+        let mut r = NoiseRng::for_release(Some(5), "x", data).expect("rng");
         assert_eq!(r.record().seed, SeedSource::User(None));
         r.record_seed(Some(5));
         assert_eq!(r.record().seed, SeedSource::User(Some(5)));

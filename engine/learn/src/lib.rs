@@ -5,6 +5,8 @@
 //! protocol of `kinsey-protocol`).
 
 pub mod aggregate;
+pub mod formula;
 pub mod logreg;
 pub mod model_file;
 pub mod pipeline;
+pub mod seeding;

@@ -6,10 +6,11 @@ use crate::aggregate::{
     self, Aggregator, NoiseCalibration, PartyInput, PlaintextAggregator, PrivacySpec,
 };
 use crate::logreg::{self, Fit, Objective, SolverConfig};
+use crate::seeding::{NoiseKeys, Tag};
 use kinsey_core::{Error, Progress, Result};
 use kinsey_data::{Dataset, RowTransform};
+use kinsey_dp::RngRecord;
 use kinsey_dp::release::Guarantee;
-use kinsey_dp::{NoiseRng, RngRecord};
 use kinsey_kernels::{DevicePref, LogisticKernel, logistic::cpu::CpuLogistic};
 use serde::Serialize;
 use std::time::Instant;
@@ -237,14 +238,21 @@ pub fn release(command: &str, spec: &JobSpec, p: Published) -> Release {
     }
 }
 
-/// The guarantee of the aggregate classifier under `spec`.
+/// The guarantee of the aggregate classifier under `spec`. The sensitivity is printed from
+/// the expression the calibration evaluates (`aggregate::sensitivity`), never retyped.
 pub fn guarantee(spec: &JobSpec, k: usize, d: usize) -> Guarantee {
     let tol = spec.solver.tolerance;
-    let (mechanism, sens) = match (spec.privacy.noise, spec.privacy.calibration) {
-        (aggregate::NoiseKind::L2, _) => (
+    let exact = aggregate::exact_law(spec.privacy.noise, d);
+    let (mechanism, sens) = match (spec.privacy.noise, exact) {
+        (aggregate::NoiseKind::L2, false) => (
             "L2-Laplace (density proportional to exp(-eps ||z||_2 / Delta2)), each party's \
              draw at resolution 2^-32 / K, the smallest party's selected",
             "L2",
+        ),
+        (aggregate::NoiseKind::L2, true) => (
+            "discrete Laplace (exact sampler; at d = 1 the L2-Laplace is the Laplace law) in \
+             steps of 2^-32 / K, the smallest party's selected",
+            "L2 = L1",
         ),
         (aggregate::NoiseKind::Laplace, _) => (
             "per-coordinate discrete Laplace (exact sampler) in steps of 2^-32 / K, \
@@ -252,20 +260,28 @@ pub fn guarantee(spec: &JobSpec, k: usize, d: usize) -> Guarantee {
             "L1 = sqrt(d) x L2",
         ),
     };
-    let formula = match spec.privacy.calibration {
-        aggregate::Calibration::Tight => format!(
-            "{sens} sensitivity Delta2 = (2 / (n_(1) Lambda) + 2 g / Lambda) / K + sqrt(d) \
-             2^-32 (1 + 1/K) / K, with Lambda = {}, g = {tol:e} (public bound), K = {k}, \
-             d = {d}, and n_(1) the smallest party's size (secret: no participant learns it)",
-            spec.objective.strong_convexity()
-        ),
-        aggregate::Calibration::Paper => format!(
-            "{sens} sensitivity Delta2 = 2 / (n_(1) lambda) + 2 g / Lambda + sqrt(d) 2^-32 \
-             (1 + 1/K) / K (the published scale), with lambda = {}, g = {tol:e}, K = {k}, \
-             d = {d}, and n_(1) the smallest party's size (secret)",
-            spec.objective.lambda
-        ),
-    };
+    let expr = aggregate::sensitivity(&spec.objective, spec.privacy.calibration, k, d, tol);
+    let bindings: Vec<String> = expr
+        .bindings()
+        .iter()
+        .map(|(n, v)| {
+            if v.fract() == 0.0 && v.abs() < 1e15 {
+                format!("{n} = {v}")
+            } else {
+                format!("{n} = {v:e}")
+            }
+        })
+        .collect();
+    let formula = format!(
+        "{sens} sensitivity Delta2 = {expr}{}, with {}, and n_(1) the smallest party's size \
+         (secret: no participant learns it)",
+        if spec.privacy.calibration == aggregate::Calibration::Paper {
+            " (the published scale)"
+        } else {
+            ""
+        },
+        bindings.join(", ")
+    );
     Guarantee {
         kind: "pure".into(),
         epsilon: spec.privacy.epsilon,
@@ -319,27 +335,48 @@ fn concat(parts: &[Dataset]) -> Dataset {
     }
 }
 
+/// The job's public description, which a seeded run binds into every party's noise key
+/// (with K, d and the data): the command and every parameter that enters the computation.
+/// A network session's parties build it from `[shared]`, so it must not name files.
+pub fn job_description(command: &str, spec: &JobSpec, features: &[String]) -> String {
+    let params = serde_json::json!({
+        "objective": spec.objective,
+        "solver": spec.solver,
+        "privacy": spec.privacy,
+        "transform": spec.transform,
+        "features": features,
+    });
+    format!("{command}|{params}")
+}
+
 /// Run the whole job. `parties` and `test` are transformed in place by `spec.transform`.
-/// Diagnostics (baselines, per-party figures, evaluation) are computed only when
-/// `diagnostics` is set.
+/// Each party's noise generator is keyed by `keys` (`seeding`: the OS, or a seed bound to
+/// every party's data). Diagnostics (baselines, per-party figures, evaluation) are computed
+/// only when `diagnostics` is set.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     command: &str,
     mut parties: Vec<Dataset>,
     mut test: Option<Dataset>,
     spec: &JobSpec,
-    rng: &mut NoiseRng,
+    keys: &NoiseKeys,
     ingest_s: f64,
     diagnostics: bool,
     progress: &dyn Progress,
 ) -> Result<Report> {
     let t0 = Instant::now();
+    // Tags of the data sets as read (before the row transform), as a network party makes.
+    let (k, d0) = (parties.len(), parties.first().map_or(0, |p| p.d));
+    let tags: Vec<Tag> = parties
+        .iter()
+        .enumerate()
+        .map(|(j, p)| keys.tag(k, d0, j, p))
+        .collect();
     let (d, transformed) = prepare(&mut parties, test.as_mut(), spec)?;
-    let k = parties.len();
     let fits = train_locally(&parties, spec, progress)?;
     let t_local = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
-    let noisy = aggregate_noisy(&parties, &fits, spec, rng, progress)?;
+    let noisy = aggregate_noisy(&parties, &fits, spec, (keys, &tags), progress)?;
     let agg = noisy.aggregate;
     let smallest = aggregate::smallest_party(&noisy.inputs)?;
     let t_agg = t1.elapsed().as_secs_f64();
@@ -353,7 +390,7 @@ pub fn run(
             features: parties[0].features.clone(),
             gradient_bound: noisy.gradient_bound,
             parties: k,
-            rng: rng.record(),
+            rng: keys.record(),
         },
     );
     if !diagnostics {
@@ -456,16 +493,16 @@ fn aggregate_noisy(
     parties: &[Dataset],
     fits: &[Fit],
     spec: &JobSpec,
-    rng: &mut NoiseRng,
+    (keys, tags): (&NoiseKeys, &[Tag]),
     progress: &dyn Progress,
 ) -> Result<Noisy> {
     let (k, d) = (parties.len(), fits.first().map_or(0, |f| f.w.len()));
     let g = public_gradient_bound(fits, &spec.solver)?;
     let mut inputs = Vec::with_capacity(k);
     let mut calibrations = Vec::with_capacity(k);
-    for (p, f) in parties.iter().zip(fits) {
+    for (j, (p, f)) in parties.iter().zip(fits).enumerate() {
         let cal = aggregate::calibrate(&spec.objective, &spec.privacy, p.n(), k, d, g)?;
-        let mut party_rng = rng.fork();
+        let mut party_rng = keys.party_rng(d, tags, j);
         inputs.push(PartyInput {
             n: p.n(),
             w: f.w.clone(),

@@ -1,6 +1,7 @@
 //! The curator role: holds zeta, finds the doubly permuted smallest party by DGK
 //! comparisons, encrypts the indicator, and takes one share.
 
+use crate::faults::Leak;
 use crate::params::{KEY_BITS, NOISE_BITS, SIGMA};
 use crate::transport::{Peer, Stage};
 
@@ -60,9 +61,19 @@ pub(crate) fn curator(ctx: &mut Ctx) -> R<Vec<i128>> {
     }
     let pi2 = ctx.permutation();
     let mut bt = vec![0i128; k];
+    let mut to_party = vec![0usize; k];
     for pos in 0..k {
         bt[pi2[pos]] = b_masked[pos];
-        ctx.send(Peer::Party(pi2[pos]), BLINDED, &cts_bytes(&blinded[pos]))?;
+        to_party[pi2[pos]] = pos;
+    }
+    // In party order: the order of the sends on the links may not reveal pi2.
+    let sends: Vec<(usize, usize)> = if ctx.leak == Some(Leak::RoutedShares) {
+        (0..k).map(|pos| (pi2[pos], pos)).collect()
+    } else {
+        to_party.iter().copied().enumerate().collect()
+    };
+    for (q, pos) in sends {
+        ctx.send(Peer::Party(q), BLINDED, &cts_bytes(&blinded[pos]))?;
     }
     let mut best = 0usize;
     for i in 1..k {

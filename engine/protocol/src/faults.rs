@@ -33,6 +33,10 @@ pub enum Leak {
     ZeroMasks,
     /// Every secret permutation is the identity.
     IdentityPermutations,
+    /// Stage 1 as it was: a party sends its share frame to `P_pi1(j)` only (none when
+    /// `pi1(j) = j`), so the links that carry traffic reveal pi1; and the curator sends the
+    /// blinded positions in pi2 order.
+    RoutedShares,
 }
 
 impl std::str::FromStr for Fault {

@@ -1,6 +1,7 @@
 //! The party role: setup, Stage 1 (shares of the key, routed through pi1), Stage 2
 //! (the selected noise, multiplied along the parties) and Stage 3 (masked shares).
 
+use crate::faults::Leak;
 use crate::messages::*;
 use crate::params::{KEY_BITS, NOISE_BITS, NOISE_OFFSET, SIGMA};
 use crate::reshare::reshare;
@@ -11,6 +12,7 @@ use kinsey_backend::compare::{frame, unframe};
 use kinsey_backend::{Ciphertext, KeyPair, PublicKey, SecretKey};
 use kinsey_core::Result;
 use kinsey_learn::aggregate::{self, PartyInput};
+use rand_core::RngCore;
 
 /// The keys a party holds after setup: the parties' key pair `xi`, the curator's public
 /// key `zeta`, and (party 0 only) the curator's comparison key.
@@ -99,23 +101,45 @@ fn smallest(ctx: &mut Ctx, j: usize, input: &PartyInput, keys: &Keys) -> R<Vec<u
     let dest = pi1[j];
     let source = pi1.iter().position(|&x| x == j).unwrap_or(j);
     let zb = ctx.op("encrypt", 1, |he, rng| he.encrypt_batch(zeta_pk, &[b], rng))?;
-    let (a_held, zb_held, from) = if dest == j {
-        (a, zb, ctx.me)
-    } else {
-        let msg = frame(&[&a.to_le_bytes(), &zb[0].0]);
-        ctx.send(Peer::Party(dest), A_SHARE, &msg)?;
-        let src = Peer::Party(source);
+    // What the network shows may not depend on pi1: every party sends one share frame to
+    // every other party, the real one to P_pi1(j) and a random one of the same length to the
+    // rest (none is real when pi1(j) = j), in party order; every party reads one from every
+    // other party and keeps the one from P_pi1^-1(j). TLS makes the two kinds look alike;
+    // the receiver drops a dummy after its frame is authenticated.
+    let real = frame(&[&a.to_le_bytes(), &zb[0].0]);
+    for q in (0..k).filter(|&q| q != j) {
+        if q == dest {
+            ctx.send(Peer::Party(q), A_SHARE, &real)?;
+        } else if ctx.leak != Some(Leak::RoutedShares) {
+            let mut dummy = vec![0u8; real.len()];
+            ctx.rng.fill_bytes(&mut dummy);
+            ctx.send(Peer::Party(q), A_SHARE, &dummy)?;
+        }
+    }
+    let mut held = None;
+    for q in (0..k).filter(|&q| q != j) {
+        if ctx.leak == Some(Leak::RoutedShares) && q != source {
+            continue;
+        }
+        let src = Peer::Party(q);
         let m = ctx.recv(src, A_SHARE)?;
+        if q != source {
+            continue;
+        }
         let parts =
             unframe(&m, 2).map_err(|e| ctx.fail(src, format!("sent a malformed share: {e}")))?;
         let a_in: [u8; 16] = parts[0]
             .try_into()
             .map_err(|_| ctx.fail(src, "sent a share that is not 16 bytes"))?;
-        (
+        held = Some((
             i128::from_le_bytes(a_in),
             vec![Ciphertext(parts[1].to_vec())],
             src,
-        )
+        ));
+    }
+    let (a_held, zb_held, from) = match held {
+        Some(h) => h,
+        None => (a, zb, ctx.me),
     };
     if !(0..1i128 << (KEY_BITS + SIGMA)).contains(&a_held) {
         return Err(ctx.fail(from, "sent a share outside its range"));

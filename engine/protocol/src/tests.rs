@@ -417,3 +417,62 @@ fn garbage_ciphertexts_are_caught_by_tfhe_validation() {
     let msg = e.to_string();
     assert!(msg.contains("stage 2") && msg.contains("party 2"), "{msg}");
 }
+
+/// What the network shows of one participant: every message it sent or received, in order,
+/// as (direction, peer, stage, kind, length). TLS hides the contents, not this.
+type Pattern = Vec<(Direction, Peer, Option<Stage>, u8, usize)>;
+
+fn patterns_of(out: &SecureOutcome) -> Vec<Pattern> {
+    out.views
+        .iter()
+        .map(|v| {
+            v.messages
+                .iter()
+                .map(|m| (m.direction, m.peer, m.stage, m.kind, m.len))
+                .collect()
+        })
+        .collect()
+}
+
+/// Different secrets in each run: sizes (so a different smallest party), models and noise
+/// from the seed, and fresh permutations and masks from the OS.
+fn secret_inputs(k: usize, d: usize, seed: u64) -> Vec<PartyInput> {
+    let mut r = NoiseRng::from_seed_quiet(seed);
+    let sizes: Vec<usize> = (0..k).map(|_| 10 + r.below(5000) as usize).collect();
+    parties(&sizes, d, seed)
+}
+
+/// Item 1 of the second privacy audit: in Stage 1 a party sent its share frame to
+/// `P_pi1(j)` only, and the curator sent the blinded positions in pi2 order, so who sent
+/// how many bytes to whom, and in which order, revealed pi1 and pi2 through TLS. Every
+/// participant's traffic pattern must be the same whatever the secrets.
+#[test]
+fn what_the_network_shows_is_a_public_function() {
+    for (name, k, d, runs) in [("mock", 4, 3, 12), ("paillier", 3, 9, 4)] {
+        let first = patterns_of(&run(name, &secret_inputs(k, d, 1), true, None).expect("run"));
+        assert!(first.iter().all(|p| !p.is_empty()));
+        for seed in 2..=runs {
+            let out = run(name, &secret_inputs(k, d, seed), true, None).expect("run");
+            for (who, (a, b)) in first.iter().zip(&patterns_of(&out)).enumerate() {
+                assert!(
+                    a == b,
+                    "{name}: participant {who}'s traffic depends on the secrets"
+                );
+            }
+        }
+    }
+}
+
+/// The same test catches the variant the audit found (shares routed along pi1, blinded
+/// positions sent in pi2 order): two runs soon differ.
+#[test]
+fn the_traffic_audit_catches_routed_shares() {
+    let leak = Some(Leak::RoutedShares);
+    let first =
+        patterns_of(&run_variant("mock", &secret_inputs(4, 3, 1), true, None, leak).expect("run"));
+    let caught = (2..40).any(|seed| {
+        let out = run_variant("mock", &secret_inputs(4, 3, seed), true, None, leak).expect("run");
+        patterns_of(&out) != first
+    });
+    assert!(caught, "routing along pi1 must show in the traffic");
+}

@@ -12,6 +12,8 @@ pub(crate) const XI_SK: u8 = 1;
 pub(crate) const XI_PK: u8 = 2;
 pub(crate) const ZETA_PK: u8 = 3;
 pub(crate) const CMP_PK: u8 = 4;
+/// A party's data tag (network sessions, before the protocol: `session::run`).
+pub(crate) const TAG: u8 = 5;
 pub(crate) const PI1: u8 = 10;
 pub(crate) const A_SHARE: u8 = 11;
 pub(crate) const POSITION: u8 = 12;

@@ -265,7 +265,10 @@ fn decay_throughput(a: &DecayArgs) -> Result<DecayThroughput> {
     let public = Public {
         epsilon: 1.0,
         bound: 3.0,
-        key: decay::noise::key(None, "bench"),
+        // OS-keyed: no data digest is ever asked for.
+        key: decay::noise::key(None, "bench", || {
+            Err(Error::param("seed", "the benchmark is not seeded"))
+        })?,
     };
     let mut m = decay::build(&a.model, &params, &public)?;
     let device = m

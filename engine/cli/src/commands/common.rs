@@ -9,7 +9,7 @@ use kinsey_data::{Dataset, LabelEncoding};
 use kinsey_dp::{Neighbours, NoiseRng};
 
 use kinsey_learn::aggregate::NoiseKind;
-use kinsey_learn::pipeline::{self, JobSpec, ModelFile};
+use kinsey_learn::pipeline::{self, ModelFile};
 use std::path::{Path, PathBuf};
 
 /// The `[crypto]` section as command-line flags (demo).
@@ -150,21 +150,6 @@ pub(crate) fn demo_data(k: usize, d: usize, rows: usize) -> Result<(Vec<Dataset>
     Ok((parties, test))
 }
 
-/// The release description that keys a seeded generator for an aggregate-classifier job:
-/// every public parameter of the release (the aggregation mode and backend are excluded on
-/// purpose: switching them must not change a seeded run's model).
-pub(crate) fn job_label(command: &str, spec: &JobSpec, d: usize) -> String {
-    format!(
-        "{command}|d={d}|lambda={}|epsilon={}|calibration={}|noise={}|tolerance={}|transform={:?}",
-        spec.objective.lambda,
-        spec.privacy.epsilon,
-        spec.privacy.calibration.name(),
-        spec.privacy.noise.name(),
-        spec.solver.tolerance,
-        spec.transform
-    )
-}
-
 pub(crate) fn parse_neighbours(s: &str) -> std::result::Result<Neighbours, String> {
     s.parse().map_err(|e: Error| e.to_string())
 }
@@ -222,17 +207,23 @@ pub(crate) fn finish_split(
     Ok(Done { summary, written })
 }
 
-/// The generator of one release: OS-seeded, or derived from the user seed and the release's
-/// description (so no two releases share noise), with the seed recorded only if asked.
-pub(crate) fn release_rng(seed: Option<u64>, record: bool, label: &str) -> NoiseRng {
+/// The generator of one release: OS-seeded, or derived from the user seed, the release's
+/// description and a digest of every byte of its input files (so no two releases share
+/// noise, neighbouring data included), with the seed recorded only if asked.
+pub(crate) fn release_rng(
+    seed: Option<u64>,
+    record: bool,
+    label: &str,
+    inputs: &[&Path],
+) -> Result<NoiseRng> {
     if seed.is_some() {
         eprintln!("warning: {}", kinsey_dp::rng::USER_SEED_WARNING);
     }
-    let mut rng = NoiseRng::for_release(seed, label);
+    let mut rng = NoiseRng::for_release(seed, label, || kinsey_data::digest::of_inputs(inputs))?;
     if record {
         rng.record_seed(seed);
     }
-    rng
+    Ok(rng)
 }
 
 /// Print a finished command's summary and the files it wrote.

@@ -31,6 +31,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let seat = Seat {
         backend: j.backend.clone(),
         input: None,
+        binding: None,
         dim: d,
         leak: None,
     };

@@ -108,8 +108,8 @@ pub(crate) struct Args {
 }
 
 impl Args {
-    /// Every public parameter of the release: it keys a seeded run's noise (unchanged from
-    /// earlier versions, so seeded runs stay reproducible).
+    /// Every public parameter of the release: it keys a seeded run's noise, with the
+    /// input's digest.
     fn release_label(&self) -> String {
         let Args {
             input,
@@ -152,21 +152,25 @@ impl Args {
     }
 
     /// The noise key and the public parameters (warning about a user seed).
-    fn public(&self) -> Public {
+    /// A seeded key binds every byte of the input file (read once more, before the run):
+    /// a seed replays the same series only.
+    fn public(&self) -> Result<Public> {
         if self.seed.is_some() {
             eprintln!("warning: {}", kinsey_dp::rng::USER_SEED_WARNING);
         }
-        Public {
+        Ok(Public {
             epsilon: self.epsilon,
             bound: self.bound,
-            key: decay::noise::key(self.seed, &self.release_label()),
-        }
+            key: decay::noise::key(self.seed, &self.release_label(), || {
+                kinsey_data::digest::of_files(&self.input)
+            })?,
+        })
     }
 
     /// The mechanism for a series of `n` steps (when known), its noise on `--device`, and
     /// the device used, in words.
     fn mechanism(&self, n: Option<u64>) -> Result<(Box<dyn DecayedSum>, String)> {
-        let mut m = decay::build(&self.model, &self.params(n), &self.public())?;
+        let mut m = decay::build(&self.model, &self.params(n), &self.public()?)?;
         let used = m.use_device(self.device).map_err(|e| match e {
             Error::Param { name, msg } => {
                 Error::param(name, format!("model '{}': {msg}", self.model))

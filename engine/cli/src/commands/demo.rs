@@ -6,11 +6,11 @@ use crate::config::{self};
 use crate::term;
 use kinsey_core::{Error, Result};
 use kinsey_data::RowTransform;
-use kinsey_dp::NoiseRng;
 use kinsey_kernels::DevicePref;
 use kinsey_learn::aggregate::{Calibration, NoiseKind, PrivacySpec};
 use kinsey_learn::logreg::{Objective, SolverConfig};
 use kinsey_learn::pipeline::{self, JobSpec};
+use kinsey_learn::seeding::NoiseKeys;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -115,16 +115,14 @@ pub(crate) fn run(a: Args) -> Result<()> {
         }
         .into_aggregator(),
     };
-    let mut rng = NoiseRng::for_release(seed, &job_label("demo", &spec, d));
-    if record_seed {
-        rng.record_seed(seed);
-    }
+    let job = pipeline::job_description("demo", &spec, &parties[0].features);
+    let keys = NoiseKeys::new(seed, record_seed, job);
     let report = pipeline::run(
         "demo",
         parties,
         Some(test),
         &spec,
-        &mut rng,
+        &keys,
         t.elapsed().as_secs_f64(),
         !no_diagnostics,
         &term::Bars::default(),

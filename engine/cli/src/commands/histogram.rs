@@ -113,7 +113,7 @@ fn run_histogram(a: &Args) -> Result<Done> {
         a.epsilon,
         a.neighbours.as_str()
     );
-    let mut rng = release_rng(a.seed, a.record_seed, &label);
+    let mut rng = release_rng(a.seed, a.record_seed, &label, &[&a.input])?;
     let filtered = a.predicate.is_some();
     let rel = histogram::release(&exact, labels, a.neighbours, a.epsilon, filtered, &mut rng)?;
     let mut o = Outputs::new();

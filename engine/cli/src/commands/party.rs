@@ -3,17 +3,17 @@
 //! messages leaves the process. It writes the published model, and (when asked) its own
 //! NOT PRIVATE report: its traffic, timings, fit and noise calibration.
 
-use super::common::job_label;
 use super::participant::{Hooks, join};
 use kinsey_core::{Error, Result};
 use kinsey_data::output::{Outputs, diagnostics_path, write_diagnostics, write_json};
 use kinsey_data::parquet_io::read_parquet;
-use kinsey_dp::NoiseRng;
 use kinsey_learn::aggregate::{self, PartyInput};
 use kinsey_learn::pipeline::{self, ModelFile};
-use kinsey_protocol::session::{Seat, run_participant};
+use kinsey_learn::seeding::NoiseKeys;
+use kinsey_protocol::session::{Binding, Seat, run_participant};
 use kinsey_protocol::transport::Peer;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Run one party of a session from its TOML config (see `kinsey session init`).
@@ -44,6 +44,12 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let cols = shared.data(data.path.clone(), data.labels).columns();
     let mut ds = read_parquet(&data.path, &cols)?;
     ds.check_nonempty()?;
+    // The noise keys: the OS, or a seed bound to the job and, through the tags the parties
+    // exchange before the protocol, to every party's data (as in the in-process run).
+    let seed = j.cfg.privacy.as_ref().and_then(|p| p.seed);
+    let job = pipeline::job_description(&shared.job, &j.spec, &shared.features);
+    let keys = NoiseKeys::new(seed, false, job);
+    let tag = keys.tag(k, d, idx, &ds);
     let transformed = j.spec.transform.apply(&mut ds)?;
     let fit = pipeline::fit(&ds, &j.spec)?;
     if fit.grad_norm.is_nan() || fit.grad_norm > j.spec.solver.tolerance {
@@ -58,18 +64,15 @@ pub(crate) fn run(a: Args) -> Result<()> {
     }
     let g = j.spec.solver.tolerance;
     let cal = aggregate::calibrate(&j.spec.objective, &j.spec.privacy, ds.n(), k, d, g)?;
-    let seed = j.cfg.privacy.as_ref().and_then(|p| p.seed);
-    // Party j's stream is the (j + 1)-th fork of the job's generator, as in the in-process
-    // run, so that the same seed gives the same model.
-    let mut root = NoiseRng::for_release(seed, &job_label(&shared.job, &j.spec, d));
-    for _ in 0..idx {
-        root.fork();
-    }
-    let noise = cal.sample(&mut root.fork());
     let input = PartyInput {
         n: ds.n(),
         w: fit.w.clone(),
-        noise,
+        noise: Vec::new(),
+    };
+    let drawn = cal.clone();
+    let binding = Binding {
+        tag,
+        draw: Arc::new(move |tags| Ok(drawn.sample(&mut keys.party_rng(d, tags, idx)))),
     };
     let train_s = t0.elapsed().as_secs_f64();
     // The training time follows the party's size: a diagnostic, on its own terminal.
@@ -85,6 +88,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let seat = Seat {
         backend: j.backend.clone(),
         input: Some(input),
+        binding: Some(binding),
         dim: d,
         leak: None,
     };

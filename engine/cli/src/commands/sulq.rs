@@ -148,7 +148,13 @@ impl SulqInput {
 
 /// Warn about delta, then the run's generator (its seed record goes in the report) and a
 /// SuLQ database on a fork of it.
-fn open_db(c: &SulqCommon, n: usize, plan: sulq::Plan, label: &str) -> (NoiseRng, SulqDb) {
+fn open_db(
+    c: &SulqCommon,
+    n: usize,
+    plan: sulq::Plan,
+    label: &str,
+    inputs: &[&Path],
+) -> Result<(NoiseRng, SulqDb)> {
     warn_delta(c, n);
     let label = format!(
         "sulq {label}|epsilon={}|delta={}|neighbours={}|calibration={:?}",
@@ -157,9 +163,9 @@ fn open_db(c: &SulqCommon, n: usize, plan: sulq::Plan, label: &str) -> (NoiseRng
         c.neighbours.as_str(),
         c.calibration
     );
-    let mut rng = release_rng(c.seed, c.record_seed, &label);
+    let mut rng = release_rng(c.seed, c.record_seed, &label, inputs)?;
     let db = SulqDb::new(plan, rng.fork());
-    (rng, db)
+    Ok((rng, db))
 }
 
 /// Warn when delta is not below 1/n; only where n is public (bounded neighbours), so that
@@ -204,7 +210,8 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
         m.n,
         plan,
         &format!("kmeans|{:?}|k={}|iters={}", a.input, a.k, a.iterations),
-    );
+        &[&a.input.input],
+    )?;
     let init = sulq::kmeans::random_centers(a.k, m.d, &mut rng);
     let kernel = kinsey_kernels::kmeans::select(a.device, &m.x, m.d)?;
     let res = sulq::kmeans::run(&m, &cfg, &init, &mut db, kernel.as_ref())?;
@@ -313,7 +320,8 @@ pub(crate) fn run_pca(a: &PcaArgs) -> Result<Done> {
             "pca|{:?}|components={}|center={}",
             a.input, a.components, cfg.center
         ),
-    );
+        &[&a.input.input],
+    )?;
     let res = sulq::pca::run(&m, &cfg, &mut db)?;
     let evaluation = if c.diagnostics {
         let (vals, _) = sulq::pca::exact(&m, &cfg)?;
@@ -497,7 +505,8 @@ pub(crate) fn run_perceptron(a: &PerceptronArgs) -> Result<Done> {
             "perceptron|{:?}|label={}|rounds={}|intercept={}",
             a.input, a.label, a.rounds, a.intercept
         ),
-    );
+        &[&a.input.input],
+    )?;
     let res = sulq::perceptron::run(&m, &y, a.rounds, &mut db)?;
     let test_acc = match (&test, c.diagnostics) {
         (Some((tm, ty)), true) => Some(sulq::perceptron::accuracy(tm, ty, &res.w)?),
@@ -581,7 +590,8 @@ pub(crate) fn run_stat(a: &StatArgs) -> Result<Done> {
         m.n,
         plan,
         &format!("stat|{:?}|label={}|tau={:?}", a.input, a.label, a.tau),
-    );
+        &[&a.input.input],
+    )?;
     let mut adapter = sulq::stat::StatAdapter::new(&mut db, m.n)?;
     if let Some(t) = a.tau
         && !c.neighbours.n_is_public()
@@ -727,7 +737,8 @@ pub(crate) fn run_implication(a: &ImplicationArgs) -> Result<Done> {
             a.trials,
             a.gap
         ),
-    );
+        &[&a.a, &a.b],
+    )?;
     let mut db_b = SulqDb::new(plan, rng.fork());
     let mut public = rng.fork();
     let res = sulq::implication::run(&alpha, &beta, &cfg, &mut db_a, &mut db_b, &mut public)?;

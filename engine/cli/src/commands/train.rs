@@ -5,9 +5,9 @@ use crate::config::TrainConfig;
 use crate::term;
 use kinsey_core::Result;
 use kinsey_data::parquet_io::read_parquet;
-use kinsey_dp::NoiseRng;
 use kinsey_learn::logreg::Objective;
 use kinsey_learn::pipeline::{self, JobSpec};
+use kinsey_learn::seeding::NoiseKeys;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -60,22 +60,18 @@ pub(crate) fn run(a: Args) -> Result<()> {
         transform: cfg.data.transform()?,
         aggregation: cfg.crypto.aggregation()?.into_aggregator(),
     };
-    let label = format!(
-        "{}|parties={:?}|label={}",
-        job_label("train", &spec, 0),
-        cfg.data.parties,
-        cfg.data.label
-    );
-    let mut rng = NoiseRng::for_release(cfg.privacy.seed, &label);
-    if record_seed {
-        rng.record_seed(cfg.privacy.seed);
-    }
+    let features = parties
+        .first()
+        .map(|p| p.features.clone())
+        .unwrap_or_default();
+    let job = pipeline::job_description("train", &spec, &features);
+    let keys = NoiseKeys::new(cfg.privacy.seed, record_seed, job);
     let report = pipeline::run(
         "train",
         parties,
         test,
         &spec,
-        &mut rng,
+        &keys,
         t.elapsed().as_secs_f64(),
         diagnostics,
         &term::Bars::default(),

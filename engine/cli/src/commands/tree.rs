@@ -40,7 +40,9 @@ pub(crate) struct Args {
     pub epsilon: Option<f64>,
     #[arg(long, value_parser = parse_neighbours)]
     pub neighbours: Neighbours,
-    /// Public bound on the rows (needed for info_gain under unbounded neighbours).
+    /// Public bound on the rows (needed for info_gain under unbounded neighbours). Under
+    /// unbounded neighbours the tree reads at most this many rows (the first ones; n is
+    /// never compared with it), and every sensitivity is then the replace-one one.
     #[arg(long)]
     pub row_bound: Option<usize>,
     /// Test data (same columns) for the accuracy in the report.
@@ -115,7 +117,7 @@ fn run_tree(a: &Args) -> Result<Done> {
         a.neighbours.as_str(),
         a.row_bound
     );
-    let mut rng = release_rng(a.seed, a.record_seed, &label);
+    let mut rng = release_rng(a.seed, a.record_seed, &label, &[&a.input])?;
     let res = tree::train(&train, &cfg, &mut rng)?;
     let test_acc = match (&test, a.diagnostics) {
         (Some(t), true) => Some(tree::accuracy(&res.root, t)),
@@ -169,6 +171,13 @@ fn run_tree(a: &Args) -> Result<Done> {
         "input": a.input, "attributes": train.names, "classes": train.class_labels,
         "config": res.config, "epsilon_per_mechanism": res.epsilon_per_mechanism,
         "score_sensitivity": res.score_sensitivity, "count_sensitivity": res.count_sensitivity,
+        "rows_read": match (a.neighbours, a.row_bound) {
+            (Neighbours::Unbounded, Some(b)) => format!(
+                "at most the first {b} rows of the input (a neighbour changes at most one \
+                 replaced row of them: replace-one sensitivities)"
+            ),
+            _ => "every row of the input".to_string(),
+        },
         "leaves": res.leaves, "accountant": res.accountant, "rng": rng.record(),
     });
     let diagnostics = a.diagnostics.then(|| {

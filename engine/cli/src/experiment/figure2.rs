@@ -176,7 +176,8 @@ pub(crate) fn run(train: &Dataset, test: &Dataset, cfg: &Figure2Config) -> Resul
             cfg.noise.name(),
             cfg.row_scale
         ),
-    );
+        || Ok(kinsey_data::digest::of_dataset(&train)),
+    )?;
     let solver = SolverConfig::default();
     let k = 5;
     let mut points = Vec::new();

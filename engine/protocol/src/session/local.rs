@@ -8,6 +8,7 @@ use super::pki::{Issued, TestCa};
 use super::roster::{Member, PROTOCOL_VERSION, Roster, Session, member_name, new_session_id};
 use super::run::{ParticipantOutcome, Seat, run_participant};
 use super::tls::Identity;
+use crate::faults::Leak;
 use crate::transport::Peer;
 use kinsey_backend::AdditiveHe;
 use kinsey_core::{Error, Result};
@@ -117,6 +118,17 @@ impl LocalSession {
         inputs: &[PartyInput],
         edit: &(dyn Fn(usize, &mut MeshConfig) + Sync),
     ) -> Vec<Result<ParticipantOutcome>> {
+        self.run_variant(backend, inputs, None, edit)
+    }
+
+    /// [`run`](Self::run), or a deliberately leaking variant of the protocol (tests).
+    pub(crate) fn run_variant(
+        &self,
+        backend: &Arc<dyn AdditiveHe>,
+        inputs: &[PartyInput],
+        leak: Option<Leak>,
+        edit: &(dyn Fn(usize, &mut MeshConfig) + Sync),
+    ) -> Vec<Result<ParticipantOutcome>> {
         let k = inputs.len();
         let d = inputs.first().map_or(0, |p| p.w.len());
         let info = backend.info();
@@ -130,8 +142,9 @@ impl LocalSession {
                         let seat = Seat {
                             backend: backend.clone(),
                             input: (i > 0).then(|| inputs[i - 1].clone()),
+                            binding: None,
                             dim: d,
-                            leak: None,
+                            leak,
                         };
                         run_participant(&cfg, &seat)
                     })

@@ -25,6 +25,8 @@ use std::time::{Duration, Instant};
 const MAX_QUEUED: usize = 64;
 /// A receive that has waited this long tells the peers whom it waits on.
 const ANNOUNCE_AFTER: Duration = Duration::from_secs(1);
+/// The status body that says "no longer waiting" (no participant has this code: K <= 256).
+const NOT_WAITING: u16 = u16::MAX - 1;
 
 struct Link {
     conn: Arc<Mutex<Connection>>,
@@ -53,6 +55,21 @@ pub struct Mesh {
     wire_sent: u64,
     /// Whom each peer said it has long waited on.
     waiting_on: BTreeMap<Peer, Peer>,
+    /// Wire bytes of every protocol message frame sent, per peer and stage, in order.
+    traffic: BTreeMap<(Peer, Stage), Vec<u64>>,
+}
+
+/// What one participant sent one peer in one stage, as the network sees it: the wire size
+/// (TLS records, frame header included) of each protocol message frame, in order. A public
+/// function of K, d and the key sizes (tested: `what_the_network_shows_is_a_public_function`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LinkTraffic {
+    /// The receiving peer.
+    pub to: Peer,
+    /// The stage the frames belong to.
+    pub stage: Stage,
+    /// Wire bytes of each frame.
+    pub frames: Vec<u64>,
 }
 
 impl std::fmt::Debug for Mesh {
@@ -165,6 +182,7 @@ impl Mesh {
             failed: None,
             wire_sent: 0,
             waiting_on: BTreeMap::new(),
+            traffic: BTreeMap::new(),
         }
     }
 
@@ -194,12 +212,13 @@ impl Mesh {
             )
         };
         let (conn, sock) = (&link.conn, &link.sock);
+        let before = self.wire_sent;
         let mut write = |f: &[u8]| -> std::result::Result<(), TransportError> {
             let n = write_frame(conn, sock, f).map_err(closed)?;
             self.wire_sent += n as u64;
             Ok(())
         };
-        match tamper {
+        let sent = match tamper {
             None => write(&f),
             Some(Tamper::Garbage) => {
                 for (i, b) in f.iter_mut().enumerate().skip(4 + HEADER + 2) {
@@ -228,7 +247,12 @@ impl Mesh {
                 let _ = link.raw.shutdown(Shutdown::Write);
                 Ok(())
             }
+        };
+        if sent.is_ok() && class == Class::Message {
+            let n = self.wire_sent - before;
+            self.traffic.entry((to, stage)).or_default().push(n);
         }
+        sent
     }
 
     /// Wait for the next event; frames are queued per peer.
@@ -270,7 +294,7 @@ impl Mesh {
             Event::Frame(p, Class::Abort, _, body) => Err(parse_abort(p, &body)),
             Event::Frame(p, Class::Status, _, body) => {
                 match body.as_slice() {
-                    [lo, hi] => {
+                    [lo, hi] if u16::from_le_bytes([*lo, *hi]) != NOT_WAITING => {
                         self.waiting_on
                             .insert(p, peer_of_code(u16::from_le_bytes([*lo, *hi])));
                     }
@@ -320,7 +344,8 @@ impl Mesh {
 
     /// Tell every peer this participant has waited long for `on` (or no longer waits).
     fn announce(&mut self, on: Option<Peer>) {
-        let body: Vec<u8> = on.map_or_else(Vec::new, |p| peer_code(p).to_le_bytes().to_vec());
+        // Two bytes either way: a status frame's size does not say which it is.
+        let body = on.map_or(NOT_WAITING, peer_code).to_le_bytes();
         let peers: Vec<Peer> = self.links.keys().copied().collect();
         for p in peers {
             let _ = self.send_frame(p, Class::Status, self.stage, &body);
@@ -345,6 +370,18 @@ impl Mesh {
     /// TLS records (frame headers and record overhead included).
     pub fn wire_bytes_sent(&self) -> u64 {
         self.wire_sent
+    }
+
+    /// Every protocol message frame this participant sent, per peer and stage.
+    pub fn traffic(&self) -> Vec<LinkTraffic> {
+        self.traffic
+            .iter()
+            .map(|(&(to, stage), frames)| LinkTraffic {
+                to,
+                stage,
+                frames: frames.clone(),
+            })
+            .collect()
     }
 
     /// Say goodbye to every peer and wait for everyone's goodbye: only then has the whole

@@ -16,9 +16,9 @@ pub mod tls;
 
 pub use config::{MeshConfig, Tamper};
 pub use frame::Limits;
-pub use mesh::Mesh;
+pub use mesh::{LinkTraffic, Mesh};
 pub use roster::{Member, PROTOCOL_VERSION, Roster, Session};
-pub use run::{ParticipantOutcome, Seat, run_participant};
+pub use run::{Binding, DrawNoise, ParticipantOutcome, Seat, run_participant};
 
 #[cfg(test)]
 mod tests;

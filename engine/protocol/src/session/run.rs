@@ -7,13 +7,36 @@ use super::mesh::Mesh;
 use crate::faults::Leak;
 use crate::play::{self, RoleResult};
 use crate::report::ProtocolReport;
-use crate::transport::{Peer, Stage};
+use crate::role::{Fail, R};
+use crate::transport::{Peer, Stage, Transport, TransportError};
+use crate::wire::{TAG, open, seal};
 use kinsey_backend::AdditiveHe;
 use kinsey_core::{Error, Result};
 use kinsey_dp::rng::os_crypto_rng;
 use kinsey_learn::aggregate::{self, PartyInput};
+use kinsey_learn::seeding::Tag;
+use rand_core::RngCore;
 use std::sync::Arc;
 use std::time::Instant;
+
+/// Draws a party's noise from every party's data tag (in party order).
+pub type DrawNoise = dyn Fn(&[Tag]) -> Result<Vec<f64>> + Send + Sync;
+
+/// A party's noise, drawn once every party's data tag has arrived (`kinsey_learn::seeding`:
+/// a seeded party's noise is bound to every party's data, as in the in-process run).
+#[derive(Clone)]
+pub struct Binding {
+    /// This party's tag: sent to every other party, never to the curator.
+    pub tag: Tag,
+    /// The draw; its result replaces the input's noise before the protocol starts.
+    pub draw: Arc<DrawNoise>,
+}
+
+impl std::fmt::Debug for Binding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Binding(<tag>)")
+    }
+}
 
 /// What a participant brings to a network session besides the mesh configuration.
 #[derive(Clone)]
@@ -22,6 +45,9 @@ pub struct Seat {
     pub backend: Arc<dyn AdditiveHe>,
     /// A party's input (its model, noise and size); `None` for the curator.
     pub input: Option<PartyInput>,
+    /// A party's noise drawn after the tag exchange; without it the input's noise is used
+    /// (the party still sends a random tag: the exchange looks the same on the wire).
+    pub binding: Option<Binding>,
     /// The dimension (a shared parameter).
     pub dim: usize,
     /// Test hook: a deliberately leaking protocol variant.
@@ -45,23 +71,109 @@ pub struct ParticipantOutcome {
     pub report: ProtocolReport,
     /// Bytes it wrote to the network after the handshakes (TLS records, frame headers).
     pub wire_bytes_sent: u64,
+    /// Its protocol frames as the network saw them: wire sizes per peer and stage.
+    pub traffic: Vec<super::mesh::LinkTraffic>,
     /// Seconds from the start of `Mesh::connect` until every connection was up (waiting for
     /// peers that start later included).
     pub connect_seconds: f64,
 }
 
-/// Run one participant: connect to the mesh, play the role, finish together.
+/// Every party sends its 32-byte tag to every other party and reads theirs (setup, before the
+/// protocol; the curator takes no part). Returns the tags in party order.
+fn exchange_tags(mesh: &mut Mesh, j: usize, k: usize, own: Tag) -> R<Vec<Tag>> {
+    let fail = |blame: Peer, msg: String, secondary: bool| Fail {
+        stage: Stage::Setup,
+        blame,
+        msg,
+        secondary,
+    };
+    let transport = |e: TransportError| {
+        let (blame, secondary) = match &e {
+            TransportError::HungUp(p) => (*p, true),
+            TransportError::Aborted { blame, .. } => (*blame, true),
+            TransportError::Timeout(p)
+            | TransportError::NoRoute(p)
+            | TransportError::Closed(p, _)
+            | TransportError::Refused(p, _) => (*p, false),
+        };
+        fail(blame, e.to_string(), secondary)
+    };
+    for q in (0..k).filter(|&q| q != j) {
+        mesh.send(Peer::Party(q), seal(Stage::Setup, TAG, &own))
+            .map_err(transport)?;
+    }
+    let mut tags = vec![own; k];
+    for (q, t) in tags.iter_mut().enumerate().filter(|(q, _)| *q != j) {
+        let from = Peer::Party(q);
+        let m = mesh.recv(from).map_err(transport)?;
+        let body = open(&m, Stage::Setup, TAG).map_err(|why| fail(from, why, false))?;
+        *t = body
+            .try_into()
+            .map_err(|_| fail(from, "sent a data tag that is not 32 bytes".into(), false))?;
+    }
+    Ok(tags)
+}
+
+/// The tag exchange and, with a binding, the party's noise drawn from every tag.
+fn bind_noise(mesh: &mut Mesh, j: usize, k: usize, seat: &Seat) -> Result<Option<PartyInput>> {
+    let own = match &seat.binding {
+        Some(b) => b.tag,
+        None => {
+            let mut t = [0u8; 32];
+            os_crypto_rng().fill_bytes(&mut t);
+            t
+        }
+    };
+    let abort = |mesh: &mut Mesh, f: Fail| {
+        if !f.secondary {
+            mesh.abort(f.stage, f.blame, &f.msg);
+        }
+        Error::Protocol {
+            stage: f.stage.name().into(),
+            participant: f.blame.to_string(),
+            msg: f.msg,
+        }
+    };
+    let tags = exchange_tags(mesh, j, k, own).map_err(|f| abort(mesh, f))?;
+    let mut input = seat.input.clone();
+    if let (Some(b), Some(p)) = (&seat.binding, input.as_mut()) {
+        let me = Peer::Party(j);
+        let drawn = (b.draw)(&tags).and_then(|noise| {
+            p.noise = noise;
+            play::check_party(j, p, k, seat.dim)
+        });
+        if let Err(e) = drawn {
+            return Err(abort(
+                mesh,
+                Fail {
+                    stage: Stage::Setup,
+                    blame: me,
+                    msg: e.to_string(),
+                    secondary: false,
+                },
+            ));
+        }
+    }
+    Ok(input)
+}
+
+/// Run one participant: connect to the mesh, exchange the parties' data tags (and draw a
+/// bound party's noise), play the role, finish together.
 pub fn run_participant(cfg: &MeshConfig, seat: &Seat) -> Result<ParticipantOutcome> {
     let me = cfg.me;
     let k = cfg.session.parties;
     let info = seat.backend.info();
     play::check_backend(&info)?;
-    if let (Peer::Party(j), Some(p)) = (me, &seat.input) {
+    if let (Peer::Party(j), Some(p), None) = (me, &seat.input, &seat.binding) {
         play::check_party(j, p, k, seat.dim)?;
     }
     let t_connect = Instant::now();
     let mut mesh = Mesh::connect(cfg)?;
     let connect_seconds = t_connect.elapsed().as_secs_f64();
+    let input = match me {
+        Peer::Party(j) => bind_noise(&mut mesh, j, k, seat)?,
+        Peer::Curator => None,
+    };
     let start = Instant::now();
     let cmp = seat.backend.comparison();
     let comparison = cmp.describe();
@@ -78,7 +190,7 @@ pub fn run_participant(cfg: &MeshConfig, seat: &Seat) -> Result<ParticipantOutco
         },
         Box::new(&mut mesh),
         os_crypto_rng(),
-        seat.input.as_ref(),
+        input.as_ref(),
     );
     let RoleResult {
         out,
@@ -127,6 +239,7 @@ pub fn run_participant(cfg: &MeshConfig, seat: &Seat) -> Result<ParticipantOutco
     })?;
     let wall = start.elapsed().as_secs_f64();
     let wire_bytes_sent = mesh.wire_bytes_sent();
+    let traffic = mesh.traffic();
     let roles = [RoleResult {
         out: Ok(sum.clone()),
         view,
@@ -146,6 +259,7 @@ pub fn run_participant(cfg: &MeshConfig, seat: &Seat) -> Result<ParticipantOutco
         sum,
         report,
         wire_bytes_sent,
+        traffic,
         connect_seconds,
     })
 }

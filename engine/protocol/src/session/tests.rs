@@ -146,3 +146,55 @@ fn bad_frames_end_the_session_everywhere_naming_the_sender() {
         }
     }
 }
+
+/// Each participant's frames as the network saw them (TLS record bytes per peer and stage).
+fn wire_patterns(outs: Vec<kinsey_core::Result<ParticipantOutcome>>) -> Vec<Vec<LinkTraffic>> {
+    outs.into_iter()
+        .map(|o| o.expect("participant").traffic)
+        .collect()
+}
+
+/// Different sizes (so a different smallest party), models and noise in each run.
+fn secret_inputs(k: usize, seed: u64) -> Vec<PartyInput> {
+    let mut r = NoiseRng::from_seed_quiet(seed);
+    let mut v = crate::bench::synthetic_inputs(k, 3, &mut r);
+    for p in &mut v {
+        p.n = 10 + r.below(5000) as usize;
+    }
+    v
+}
+
+/// Item 1 of the second privacy audit, over TLS: the bytes each participant writes to each
+/// peer in each stage (frame by frame, TLS records included) are the same whatever the
+/// secret permutations, comparison outcomes and data; the variant that routed Stage 1's
+/// shares along pi1 is caught by the same comparison.
+#[test]
+fn what_the_network_shows_is_a_public_function() {
+    let session = || LocalSession::new(3, true).expect("session");
+    let first = wire_patterns(run_all(&session(), &secret_inputs(3, 1), |_, _| {}));
+    assert!(
+        first
+            .iter()
+            .all(|p| p.iter().any(|l| l.stage == Stage::Smallest))
+    );
+    for seed in 2..=4 {
+        let again = wire_patterns(run_all(&session(), &secret_inputs(3, seed), |_, _| {}));
+        assert_eq!(
+            first, again,
+            "run {seed}: the traffic depends on the secrets"
+        );
+    }
+    let leaky = |seed| {
+        wire_patterns(session().run_variant(
+            &backend(),
+            &secret_inputs(3, seed),
+            Some(crate::Leak::RoutedShares),
+            &|_, c: &mut MeshConfig| c.timeout = Duration::from_secs(20),
+        ))
+    };
+    let base = leaky(1);
+    assert!(
+        (2..16).any(|seed| leaky(seed) != base),
+        "routing along pi1 must show on the wire"
+    );
+}

@@ -427,18 +427,23 @@ pub(crate) struct Batch {
     z: Vec<i64>,
 }
 
-/// A fresh secret key from the OS, or one derived from a user seed and the release's
-/// description (recorded and warned about by the caller, like every user seed): two
-/// releases with different descriptions never share a key.
-pub fn key(seed: Option<u64>, release: &str) -> [u8; 32] {
-    match seed {
-        Some(s) => kinsey_dp::rng::derive_key(s, release),
+/// A fresh secret key from the OS, or one derived from a user seed, the release's
+/// description and a digest of the data it reads (`data`, called only with a seed; the seed
+/// is recorded and warned about by the caller, like every user seed): two releases with
+/// different descriptions, or of neighbouring series, never share a key.
+pub fn key(
+    seed: Option<u64>,
+    release: &str,
+    data: impl FnOnce() -> Result<kinsey_dp::DataDigest>,
+) -> Result<[u8; 32]> {
+    Ok(match seed {
+        Some(s) => kinsey_dp::rng::derive_key(s, &kinsey_dp::rng::bound_label(release, &data()?)),
         None => {
             let mut k = [0u8; 32];
             ChaCha20Rng::from_os_rng().fill_bytes(&mut k);
             k
         }
-    }
+    })
 }
 
 #[cfg(test)]

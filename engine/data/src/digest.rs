@@ -1,0 +1,138 @@
+//! Digests of the data a seeded release reads (SHA-256, ring), bound into its noise key
+//! (`kinsey_dp::rng::for_release`), so that a seed replays a release of the same data and
+//! two releases of neighbouring data with one seed draw unrelated noise.
+//!
+//! What is digested, and why before any filter:
+//! * the toolbox commands (`histogram`, `tree`, `sulq`, `decay`): every byte of the input
+//!   file (or of every `*.parquet` file of an input directory, each with its name and
+//!   length), so every row and column the command reads is covered before any `--where`
+//!   filter, binning, clipping or clamping. A digest taken after them would make two seeded
+//!   releases *equal* exactly when the changed row was dropped by the filter or fell in the
+//!   same bin or clamp: a noise-free bit about that row;
+//! * the aggregate classifier: every value of a party's data set as read (dimensions,
+//!   feature names, each row's `f32` bits, each label), before the row transform, so a
+//!   party's synthetic data in memory and the same data read back from Parquet agree.
+
+use crate::Dataset;
+use kinsey_core::{Error, Result};
+use kinsey_dp::DataDigest;
+use ring::digest::{Context, SHA256};
+use std::io::Read;
+use std::path::Path;
+
+/// A domain-separated SHA-256 of length-prefixed parts.
+struct Digester(Context);
+
+impl Digester {
+    fn new(domain: &str) -> Self {
+        let mut d = Self(Context::new(&SHA256));
+        d.part(domain.as_bytes());
+        d
+    }
+
+    /// One part, prefixed by its length (the parts are prefix-free).
+    fn part(&mut self, b: &[u8]) {
+        self.0.update(&(b.len() as u64).to_le_bytes());
+        self.0.update(b);
+    }
+
+    fn finish(self) -> DataDigest {
+        let mut out = [0u8; 32];
+        out.copy_from_slice(self.0.finish().as_ref());
+        DataDigest(out)
+    }
+}
+
+/// Every byte of `path`: a file, or a directory's `*.parquet` files in name order (the
+/// files a directory input is read from), each with its name and length.
+pub fn of_files(path: &Path) -> Result<DataDigest> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    let files = if meta.is_file() {
+        vec![path.to_path_buf()]
+    } else {
+        crate::parquet_io::parquet_files(path)?
+    };
+    let mut d = Digester::new("kinsey input files v1");
+    let mut buf = vec![0u8; 1 << 20];
+    for f in &files {
+        let name = f.file_name().map(|n| n.to_string_lossy().into_owned());
+        d.part(name.unwrap_or_default().as_bytes());
+        let mut file = std::fs::File::open(f).map_err(|e| Error::io(f, e))?;
+        let len = file.metadata().map_err(|e| Error::io(f, e))?.len();
+        d.0.update(&len.to_le_bytes());
+        let mut read = 0u64;
+        loop {
+            let got = file.read(&mut buf).map_err(|e| Error::io(f, e))?;
+            if got == 0 {
+                break;
+            }
+            d.0.update(&buf[..got]);
+            read += got as u64;
+        }
+        if read != len {
+            return Err(Error::format(f, "the file changed while it was read"));
+        }
+    }
+    Ok(d.finish())
+}
+
+/// [`of_files`] of each input, in order (a command that reads several files).
+pub fn of_inputs(paths: &[&Path]) -> Result<DataDigest> {
+    let mut d = Digester::new("kinsey inputs v1");
+    for p in paths {
+        d.part(&of_files(p)?.0);
+    }
+    Ok(d.finish())
+}
+
+/// Every value of a data set as read: dimensions, feature names, rows, labels.
+pub fn of_dataset(ds: &Dataset) -> DataDigest {
+    let mut d = Digester::new("kinsey data set v1");
+    d.part(&(ds.n() as u64).to_le_bytes());
+    d.part(&(ds.d as u64).to_le_bytes());
+    for f in &ds.features {
+        d.part(f.as_bytes());
+    }
+    let mut bytes = Vec::with_capacity(1 << 16);
+    for chunk in ds.x.chunks(1 << 14).chain(ds.y.chunks(1 << 14)) {
+        bytes.clear();
+        bytes.extend(chunk.iter().flat_map(|v| v.to_bits().to_le_bytes()));
+        d.0.update(&bytes);
+    }
+    d.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ds(x: Vec<f32>, y: Vec<f32>) -> Dataset {
+        Dataset {
+            x,
+            y,
+            d: 2,
+            features: vec!["a".into(), "b".into()],
+            source: "mem".into(),
+        }
+    }
+
+    #[test]
+    fn one_changed_value_changes_the_digest() {
+        let a = ds(vec![0.1, 0.2, 0.3, 0.4], vec![1.0, -1.0]);
+        assert_eq!(of_dataset(&a), of_dataset(&a.clone()));
+        let mut b = a.clone();
+        b.x[3] = 0.5;
+        assert_ne!(of_dataset(&a), of_dataset(&b));
+        let mut c = a.clone();
+        c.y[1] = 1.0;
+        assert_ne!(of_dataset(&a), of_dataset(&c));
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("x.csv");
+        std::fs::write(&p, "x\n1\n2\n").expect("w");
+        let one = of_files(&p).expect("digest");
+        assert_eq!(one, of_files(&p).expect("again"));
+        std::fs::write(&p, "x\n1\n3\n").expect("w");
+        assert_ne!(one, of_files(&p).expect("changed"));
+        assert!(of_files(&dir.path().join("missing.csv")).is_err());
+    }
+}
