@@ -33,6 +33,8 @@ pub mod fixed_base;
 mod gpu;
 mod keys;
 pub mod phe;
+#[cfg(test)]
+mod review;
 
 use arith::*;
 use fixed_base::FixedBase;
