@@ -181,3 +181,350 @@ fn a_row_bound_below_n_is_not_an_oracle_for_n() {
         "the report does not depend on n: {reports:?}"
     );
 }
+
+/// Numbers of a CSV column (by header name).
+fn csv_column(path: &Path, name: &str) -> Vec<f64> {
+    let text = std::fs::read_to_string(path).expect("csv");
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().expect("header").split(',').collect();
+    let at = header.iter().position(|h| *h == name).expect("column");
+    lines
+        .map(|l| {
+            l.split(',')
+                .nth(at)
+                .expect("cell")
+                .trim_matches('"')
+                .parse()
+                .expect("number")
+        })
+        .collect()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write");
+    p
+}
+
+/// Item 2 (histogram): `--seed 42 --epsilon 0.1` on a table and on the same table with one
+/// row removed gave releases differing by exactly the removed row's bin. Now the noise of
+/// neighbouring data is unrelated, and the same data replays.
+#[test]
+fn a_seed_gives_neighbouring_histograms_unrelated_noise() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let rows: Vec<u32> = (0..1000u32).map(|i| (i * 7919) % 10).collect();
+    let table = |skip: Option<usize>| -> String {
+        let mut s = String::from("x\n");
+        for (i, v) in rows.iter().enumerate() {
+            if Some(i) != skip {
+                s.push_str(&format!("{v}\n"));
+            }
+        }
+        s
+    };
+    let full = write(dir.path(), "full.csv", &table(None));
+    let less = write(dir.path(), "less.csv", &table(Some(500)));
+    let noisy = |input: &Path, out: &str| -> Vec<f64> {
+        let out = dir.path().join(out);
+        ok(&[
+            "histogram",
+            "--input",
+            arg(input),
+            "--column",
+            "x",
+            "--bins",
+            "0:10:10",
+            "--epsilon",
+            "0.1",
+            "--neighbours",
+            "unbounded",
+            "--seed",
+            "42",
+            "--out",
+            arg(&out),
+        ]);
+        json(&out.join("report.json"))["release"]["noisy"]
+            .as_array()
+            .expect("noisy")
+            .iter()
+            .map(|v| v.as_f64().expect("number"))
+            .collect()
+    };
+    let a = noisy(&full, "a");
+    let b = noisy(&less, "b");
+    assert_eq!(a, noisy(&full, "a2"), "the same data replays");
+    let exact_diff: Vec<f64> = (0..a.len())
+        .map(|i| f64::from(u8::from(i == 1 + rows[500] as usize)))
+        .collect();
+    let diff: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x - y).collect();
+    assert_ne!(
+        diff, exact_diff,
+        "the noise cancelled: the removed row's bin shows"
+    );
+    let same = a
+        .iter()
+        .zip(&b)
+        .zip(&exact_diff)
+        .filter(|((x, y), e)| *x - *y == **e)
+        .count();
+    assert!(same <= 2, "{same} of {} bins kept their noise", a.len());
+}
+
+/// Item 2 (tree): the leaf counts of a seeded tree on neighbouring tables differed by
+/// exactly the removed row.
+#[test]
+fn a_seed_gives_neighbouring_trees_unrelated_noise() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let full = toolbox_csv(dir.path(), 800, "full.csv");
+    let text = std::fs::read_to_string(&full).expect("csv");
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.remove(400);
+    let less = write(dir.path(), "less.csv", &(lines.join("\n") + "\n"));
+    let counts = |input: &Path, out: &str| -> Vec<f64> {
+        let out = dir.path().join(out);
+        ok(&[
+            "tree",
+            "--input",
+            arg(input),
+            "--attributes",
+            "a,b",
+            "--depth",
+            "0",
+            "--score",
+            "gini",
+            "--epsilon",
+            "0.5",
+            "--neighbours",
+            "unbounded",
+            "--seed",
+            "42",
+            "--out",
+            arg(&out),
+        ]);
+        json(&out.join("tree.json"))["counts"]
+            .as_array()
+            .expect("leaf counts")
+            .iter()
+            .map(|v| v.as_f64().expect("number"))
+            .collect()
+    };
+    let a = counts(&full, "a");
+    let b = counts(&less, "b");
+    assert_eq!(a, counts(&full, "a2"), "the same data replays");
+    let diff: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x - y).collect();
+    assert!(
+        !(diff.iter().all(|d| *d == 0.0 || *d == 1.0) && diff.iter().sum::<f64>() == 1.0),
+        "the counts differ by exactly the removed row: {diff:?}"
+    );
+}
+
+/// Item 2 (SuLQ): k-means under bounded neighbours on a table and on the same table with one
+/// cell changed: the noisy cluster size was the same number (same count, same noise).
+#[test]
+fn a_seed_gives_neighbouring_sulq_releases_unrelated_noise() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut s = String::from("a,b\n");
+    for i in 0..300u32 {
+        s.push_str(&format!(
+            "{:.4},{:.4}\n",
+            f64::from(i % 17) / 17.0,
+            f64::from(i % 11) / 11.0
+        ));
+    }
+    let full = write(dir.path(), "full.csv", &s);
+    let changed = write(
+        dir.path(),
+        "changed.csv",
+        &s.replacen("0.0000,0.0000", "0.0010,0.0000", 1),
+    );
+    let size = |input: &Path, out: &str| -> f64 {
+        let out = dir.path().join(out);
+        ok(&[
+            "sulq",
+            "kmeans",
+            "--input",
+            arg(input),
+            "--columns",
+            "a,b",
+            "--k",
+            "1",
+            "--iterations",
+            "1",
+            "--epsilon",
+            "1",
+            "--neighbours",
+            "bounded",
+            "--seed",
+            "3",
+            "--out",
+            arg(&out),
+        ]);
+        csv_column(&out.join("centers.csv"), "noisy_size")[0]
+    };
+    let a = size(&full, "a");
+    assert_eq!(a, size(&full, "a2"), "the same data replays");
+    assert_ne!(a, size(&changed, "b"), "one changed cell kept the noise");
+}
+
+/// Item 2 (decayed sums): a window sum over a bit series and the same series with one step
+/// flipped: exactly the 64 estimates whose window holds the step changed, each by -1.
+#[test]
+fn a_seed_gives_neighbouring_series_unrelated_noise() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let bits: Vec<u8> = (0..2000u32)
+        .map(|i| u8::from(i.wrapping_mul(2654435761) >> 31 == 1))
+        .collect();
+    let series = |flip: Option<usize>| -> String {
+        let mut s = String::from("count\n");
+        for (i, b) in bits.iter().enumerate() {
+            let v = if Some(i) == flip { 1 - b } else { *b };
+            s.push_str(&format!("{v}\n"));
+        }
+        s
+    };
+    let full = write(dir.path(), "full.csv", &series(None));
+    let flipped = write(dir.path(), "flipped.csv", &series(Some(1000)));
+    let run = |input: &Path, out: &str| -> Vec<f64> {
+        let out = dir.path().join(out);
+        ok(&[
+            "decay",
+            "--input",
+            arg(input),
+            "--column",
+            "count",
+            "--model",
+            "window",
+            "--window",
+            "64",
+            "--epsilon",
+            "1",
+            "--bound",
+            "1",
+            "--seed",
+            "42",
+            "--out",
+            arg(&out),
+        ]);
+        csv_column(&out, "estimate")
+    };
+    let a = run(&full, "a.csv");
+    assert_eq!(a, run(&full, "a2.csv"), "the same series replays");
+    let b = run(&flipped, "b.csv");
+    let changed = a.iter().zip(&b).filter(|(x, y)| x != y).count();
+    assert!(
+        changed > 1900,
+        "only {changed} of 2000 estimates changed: the noise was kept"
+    );
+}
+
+/// `1 - |cos|` of two vectors: 0 when one is a multiple of the other.
+fn off_line(a: &[f64], b: &[f64]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let n = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    1.0 - (dot / (n(a) * n(b))).abs()
+}
+
+fn model_weights(path: &Path) -> Vec<f64> {
+    json(path)["w"]
+        .as_array()
+        .expect("w")
+        .iter()
+        .map(|v| v.as_f64().expect("number"))
+        .collect()
+}
+
+/// Item 2 (demo): `demo --seed 7` with 300 and 301 rows per party gave models on one line
+/// (the same noise direction, scaled by the sizes), so `w1 - (s1/s2) w2` cancelled the
+/// noise. At a small epsilon the models are mostly noise: now they point anywhere.
+#[test]
+fn a_seed_gives_demos_on_other_data_unrelated_noise() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let demo = |rows: &str, out: &str| -> Vec<f64> {
+        let out = dir.path().join(out);
+        ok(&[
+            "demo",
+            "--out",
+            arg(&out),
+            "--seed",
+            "7",
+            "--rows",
+            rows,
+            "--parties",
+            "3",
+            "--epsilon",
+            "0.001",
+            "--backend",
+            "mock",
+            "--allow-insecure",
+            "--no-diagnostics",
+        ]);
+        model_weights(&out.join("model.json"))
+    };
+    let a = demo("300", "a");
+    assert_eq!(a, demo("300", "a2"), "the same data replays");
+    let b = demo("301", "b");
+    assert!(
+        off_line(&a, &b) > 1e-3,
+        "the two models share their noise direction"
+    );
+}
+
+/// Item 2 (train): one row replaced at a party that is not the smallest. Only the smallest
+/// party's noise is published, so binding each party's noise to its own data would not do:
+/// the published noise must change with any party's data.
+#[test]
+fn a_seed_gives_a_row_changed_at_another_party_unrelated_noise() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let libsvm = |n: usize, shift: usize, change: bool| -> String {
+        (0..n)
+            .map(|i| {
+                let v = ((i + shift) % 10) as f64 / 20.0;
+                let w = if change && i == 5 { 0.45 } else { 0.3 };
+                let y = if (i + shift).is_multiple_of(3) {
+                    "-1"
+                } else {
+                    "+1"
+                };
+                format!("{y} 1:{v} 2:{w}\n")
+            })
+            .collect()
+    };
+    let convert = |name: &str, text: String| {
+        let src = write(dir.path(), &format!("{name}.txt"), &text);
+        let out = dir.path().join(format!("{name}.parquet"));
+        ok(&[
+            "convert",
+            "--libsvm",
+            arg(&src),
+            "--dim",
+            "2",
+            "--out",
+            arg(&out),
+            "--overwrite",
+        ]);
+    };
+    let train = |changed: bool, out: &str| -> Vec<f64> {
+        convert("p1", libsvm(200, 0, false)); // the smallest party
+        convert("p2", libsvm(400, 1, changed));
+        convert("p3", libsvm(500, 2, false));
+        let cfg = write(
+            dir.path(),
+            "train.toml",
+            &format!(
+                "[data]\nparties = [\"p1.parquet\", \"p2.parquet\", \"p3.parquet\"]\n\
+                 [model]\nlambda = 0.01\n[privacy]\nepsilon = 0.001\nseed = 11\n\
+                 [compute]\ndevice = \"cpu\"\n[crypto]\naggregation = \"plaintext\"\n\
+                 [output]\ndir = \"{out}\"\n"
+            ),
+        );
+        ok(&["train", "--config", arg(&cfg)]);
+        model_weights(&dir.path().join(out).join("model.json"))
+    };
+    let a = train(false, "a");
+    assert_eq!(a, train(false, "a2"), "the same data replays");
+    let b = train(true, "b");
+    assert!(
+        off_line(&a, &b) > 1e-3,
+        "the smallest party's noise survived the change: {a:?} {b:?}"
+    );
+}
