@@ -181,6 +181,36 @@ fn two_processes_under_demo_publish_the_in_process_model() {
     assert_eq!(run(true), run(false));
 }
 
+/// Audit 2, item 2, over the network: with one seed, parties as processes on data that
+/// differ (300 vs 301 rows per party) published models on one line (the same noise
+/// direction, scaled by the sizes). Each party's noise is now bound to every party's data
+/// through the tags the parties exchange, so the two models point anywhere.
+#[test]
+fn a_seeded_network_session_on_other_data_draws_unrelated_noise() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let run = |rows: &str| {
+        let out = tmp.path().join(rows);
+        let o = out.to_str().expect("utf-8").to_string();
+        let mut args = vec!["demo", "--out", &o, "--parties", "3", "--rows", rows];
+        args.extend([
+            "--epsilon",
+            "0.001",
+            "--seed",
+            "9",
+            "--no-diagnostics",
+            "--processes",
+        ]);
+        args.extend(KEYS);
+        ok(&kinsey().args(&args).output().expect("demo"));
+        weights(&out.join("model.json"))
+    };
+    let (a, b) = (run("300"), run("301"));
+    let dot: f64 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+    let n = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let off_line = 1.0 - (dot / (n(&a) * n(&b))).abs();
+    assert!(off_line > 1e-3, "the noise kept its direction: {a:?} {b:?}");
+}
+
 /// Each participant picks its own crypto device (`[crypto]`, outside `[shared]`): party 1
 /// runs its Paillier batches on the GPU (lavapipe in CI: fails, not skips, without an
 /// adapter), the others on the CPU, and the published model is the all-CPU in-process one.
