@@ -528,3 +528,53 @@ fn a_seed_gives_a_row_changed_at_another_party_unrelated_noise() {
         "the smallest party's noise survived the change: {a:?} {b:?}"
     );
 }
+
+fn fails(args: &[&str]) -> String {
+    let o = kinsey(args);
+    assert!(!o.status.success(), "kinsey {args:?} should fail");
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The sweep of refusals: under unbounded neighbours an empty table and a one-row table are
+/// neighbours, so refusing "zero rows" told them apart (tree, SuLQ). Every toolbox command
+/// now runs on it (noise only); under bounded neighbours, where n is public, it is refused.
+#[test]
+fn an_empty_table_is_refused_only_where_n_is_public() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let empty = write(dir.path(), "empty.csv", "a,b,label\n");
+    let one = write(dir.path(), "one.csv", "a,b,label\n1,0,1\n");
+    for (nb, input) in [("unbounded", &empty), ("unbounded", &one)] {
+        let out = |name: &str| {
+            dir.path()
+                .join(format!("{name}-{}", input.display().to_string().len()))
+        };
+        for args in [
+            vec!["histogram", "--column", "a", "--bins", "0:1:2"],
+            vec!["tree", "--attributes", "a,b", "--score", "gini"],
+            vec!["sulq", "kmeans", "--columns", "a,b", "--k", "2"],
+            vec!["sulq", "pca", "--columns", "a,b", "--components", "1"],
+        ] {
+            let o = out(args[0..2].join("-").as_str());
+            let mut a = args.clone();
+            a.extend(["--input", arg(input), "--epsilon", "1", "--neighbours", nb]);
+            a.extend(["--out", arg(&o)]);
+            ok(&a);
+        }
+    }
+    let e = fails(&[
+        "tree",
+        "--input",
+        arg(&empty),
+        "--attributes",
+        "a,b",
+        "--score",
+        "gini",
+        "--epsilon",
+        "1",
+        "--neighbours",
+        "bounded",
+        "--out",
+        arg(&dir.path().join("b")),
+    ]);
+    assert!(e.contains("zero rows"), "{e}");
+}

@@ -347,6 +347,11 @@ fn argmax(v: &[f64]) -> usize {
 /// Train a tree.
 pub fn train(data: &CatData, cfg: &TreeConfig, rng: &mut NoiseRng) -> Result<TreeResult> {
     data.check()?;
+    // Refused only where n is public (bounded neighbours): under unbounded ones an empty
+    // table and a one-row table are neighbours.
+    if data.n == 0 && cfg.neighbours.n_is_public() {
+        return Err(Error::param("tree data", "zero rows"));
+    }
     if cfg.depth > 64 {
         return Err(Error::param(
             "depth",

@@ -88,7 +88,7 @@ pub fn random_centers(k: usize, d: usize, rng: &mut NoiseRng) -> Vec<f64> {
     (0..k * d).map(|_| rng.uniform_open0()).collect()
 }
 
-fn check(m: &Matrix, cfg: &KmeansConfig) -> Result<()> {
+fn check(m: &Matrix, cfg: &KmeansConfig, nb: Neighbours) -> Result<()> {
     if cfg.k == 0 || cfg.k > 10_000 {
         return Err(Error::param(
             "k",
@@ -98,7 +98,9 @@ fn check(m: &Matrix, cfg: &KmeansConfig) -> Result<()> {
     if cfg.iters == 0 {
         return Err(Error::param("iterations", "need at least one iteration"));
     }
-    if m.n == 0 {
+    // Refused only where n is public: under unbounded neighbours an empty table and a
+    // one-row table are neighbours, and a refusal would tell them apart.
+    if m.n == 0 && nb.n_is_public() {
         return Err(Error::format(&m.source, "the data set has zero rows"));
     }
     Ok(())
@@ -113,7 +115,7 @@ pub fn run(
     db: &mut SulqDb,
     kernel: &dyn KmeansKernel,
 ) -> Result<KmeansResult> {
-    check(m, cfg)?;
+    check(m, cfg, db.plan.neighbours)?;
     let (k, d) = (cfg.k, m.d);
     if init.len() != k * d {
         return Err(Error::param("init", "initial centres are not k x d"));
@@ -181,7 +183,8 @@ fn reseed(centers: &mut [f64], sizes: &[f64], floor: f64, d: usize, it: usize) {
 
 /// Non-private Lloyd iterations from the same start (the evaluation's reference).
 pub fn lloyd(m: &Matrix, cfg: &KmeansConfig, init: &[f64]) -> Result<Vec<f64>> {
-    check(m, cfg)?;
+    // The non-private reference (a diagnostic): an empty table has nothing to cluster.
+    check(m, cfg, Neighbours::Bounded)?;
     let d = m.d;
     let mut centers = init.to_vec();
     for it in 0..cfg.iters {

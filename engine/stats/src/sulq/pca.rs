@@ -141,10 +141,12 @@ pub fn run(m: &Matrix, cfg: &PcaConfig, db: &mut SulqDb) -> Result<PcaResult> {
             format!("need 1 <= components <= {d}, got {}", cfg.components),
         ));
     }
-    if m.n == 0 {
+    let nb = db.plan.neighbours;
+    // Refused only where n is public (an empty table and a one-row one are unbounded
+    // neighbours).
+    if m.n == 0 && nb.n_is_public() {
         return Err(Error::format(&m.source, "the data set has zero rows"));
     }
-    let nb = db.plan.neighbours;
     let (xtx, colsum) = kinsey_kernels::gram::gram_sums(&m.x, d)?;
     let exact_n = m.n as f64;
     let (scatter, mean, n_used) = if cfg.center {
