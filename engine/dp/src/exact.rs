@@ -116,7 +116,7 @@ impl<'a, R: RandomBits + ?Sized> BitReader<'a, R> {
     /// Compare the next `width <= 64` bits of a lazily drawn `V` with the `width`-bit number
     /// `t`, reading bits only up to the first one where they differ (all `width` when equal).
     #[inline]
-    fn compare_bits(&mut self, t: u64, width: u32) -> std::cmp::Ordering {
+    pub(crate) fn compare_bits(&mut self, t: u64, width: u32) -> std::cmp::Ordering {
         let mut rem = width;
         while rem > 0 {
             if self.left == 0 {
@@ -285,6 +285,21 @@ fn bernoulli_exp_minus_dyadic<R: RandomBits + ?Sized>(
     }
 }
 
+/// [`bernoulli_exp_minus_dyadic`] for `u < 2^k`, `k <= 128`.
+fn bernoulli_exp_minus_dyadic128<R: RandomBits + ?Sized>(
+    bits: &mut BitReader<'_, R>,
+    u: u128,
+    k: u32,
+) -> bool {
+    let mut j: u64 = 1;
+    loop {
+        if !(bits.bernoulli_recip(j) && bits.below_dyadic(u, k)) {
+            return j % 2 == 1;
+        }
+        j += 1;
+    }
+}
+
 /// `Bern(exp(-1))` (von Neumann with gamma = 1: `A_j = Bern(1 / j)`).
 #[inline]
 pub(crate) fn bernoulli_exp_minus_one<R: RandomBits + ?Sized>(bits: &mut BitReader<'_, R>) -> bool {
@@ -351,16 +366,27 @@ impl DiscreteLaplace {
     /// rounding. The resulting mechanism on integer queries of L1 sensitivity
     /// `integer_sensitivity` is `epsilon`-DP.
     pub fn for_sensitivity(integer_sensitivity: u64, epsilon: f64) -> Result<Self> {
+        Self::calibrate(integer_sensitivity, epsilon, 62)
+    }
+
+    /// [`for_sensitivity`](Self::for_sensitivity) for scales up to `2^87` (`k <= 100`), for
+    /// draws by [`sample_wide`](Self::sample_wide).
+    pub fn for_sensitivity_wide(integer_sensitivity: u64, epsilon: f64) -> Result<Self> {
+        Self::calibrate(integer_sensitivity, epsilon, 100)
+    }
+
+    fn calibrate(integer_sensitivity: u64, epsilon: f64, max_k: i64) -> Result<Self> {
         check_law_inputs(integer_sensitivity, epsilon)?;
         let t = integer_sensitivity as f64 / epsilon;
         // k with 2^k / t in [2^(R_BITS - 1), 2^R_BITS).
         let k = t.log2().floor() as i64 + i64::from(R_BITS);
-        if !(1..=62).contains(&k) {
+        if !(1..=max_k).contains(&k) {
             return Err(Error::param(
                 "epsilon",
                 format!(
                     "noise parameter t = {t:e} (sensitivity {integer_sensitivity} / epsilon \
-                     {epsilon:e}) is outside what the exact sampler supports (2^-12 to 2^49)"
+                     {epsilon:e}) is outside what the exact sampler supports (2^-12 to 2^{})",
+                    max_k - i64::from(R_BITS)
                 ),
             ));
         }
@@ -404,6 +430,34 @@ impl DiscreteLaplace {
     pub fn sample<R: RandomBits + ?Sized>(&self, src: &mut R) -> i64 {
         let mut bits = BitReader::new(src);
         self.sample_bits(&mut bits)
+    }
+
+    /// One draw as an `i128`, for any `k <= 100` ([`for_sensitivity_wide`](Self::for_sensitivity_wide));
+    /// the same draws as [`sample`](Self::sample) where both apply.
+    pub fn sample_wide<R: RandomBits + ?Sized>(&self, src: &mut R) -> i128 {
+        let mut bits = BitReader::new(src);
+        loop {
+            let u = bits.bits128(self.k);
+            if !bernoulli_exp_minus_dyadic128(&mut bits, u, self.k) {
+                continue;
+            }
+            let mut v: u128 = 0;
+            while bernoulli_exp_minus_one(&mut bits) {
+                v += 1;
+            }
+            // A V past 2^(127 - k) (probability below exp(-2^27)) saturates.
+            let y = if v < 1u128 << (127 - self.k) {
+                ((v << self.k) | u) / u128::from(self.r)
+            } else {
+                u128::MAX
+            };
+            let negative = bits.bit();
+            if negative && y == 0 {
+                continue;
+            }
+            let y = i128::try_from(y).unwrap_or(i128::MAX);
+            return if negative { -y } else { y };
+        }
     }
 
     /// One draw from a bit reader.

@@ -39,6 +39,7 @@ use crate::formula::Expr;
 use crate::logreg::{Objective, norm};
 use kinsey_core::{Error, Result, check_epsilon};
 use kinsey_dp::exact::DiscreteLaplace;
+use kinsey_dp::l2laplace::GridL2Laplace;
 use kinsey_dp::{L2LaplaceMechanism, NoiseRng};
 use serde::{Deserialize, Serialize};
 
@@ -98,6 +99,11 @@ pub struct PrivacySpec {
     pub noise: NoiseKind,
 }
 
+/// Bits of the largest noise value the protocol carries (units of `2^-f / K`); every draw
+/// is clamped below `2^NOISE_BITS` and the probability of a clamp is part of the stated
+/// delta.
+pub const NOISE_BITS: u32 = 80;
+
 /// A party's noise calibration, as recorded in reports.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct NoiseCalibration {
@@ -120,9 +126,30 @@ pub struct NoiseCalibration {
     /// L2-Laplace: the norm scale s (E||eta|| = d s). Laplace: the per-coordinate scale b.
     pub scale: f64,
     pub(crate) expected_noise_norm: f64,
-    /// Laplace: the exact integer law, in units of `1 / (K 2^f)`.
+    /// The draw, in units of `1 / (K 2^f)`.
     #[serde(skip)]
-    pub law: Option<DiscreteLaplace>,
+    pub law: NoiseLaw,
+}
+
+/// The integer law a party's noise is drawn from, in units of `1 / (K 2^f)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum NoiseLaw {
+    /// Per coordinate, exact.
+    Laplace(DiscreteLaplace),
+    /// The L2-Laplace vector on the grid (d >= 2), within a stated total variation.
+    L2(GridL2Laplace),
+}
+
+/// The noise's privacy parameters that are public whatever the parties' sizes: the largest
+/// scale any party could draw at (a party of one row) and the delta the release states.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PublicNoise {
+    /// The scale of a one-row party, in units of `1 / (K 2^f)` (the L2 norm scale, or the
+    /// Laplace parameter t).
+    pub max_scale: f64,
+    /// The release's delta: the samplers' stated gap (L2-Laplace) and the chance that a
+    /// draw reaches `2^NOISE_BITS` units and is clamped, times `1 + e^eps`.
+    pub delta: f64,
 }
 
 /// The L2 sensitivity of the published vector as the formula a release states (with the
@@ -149,6 +176,76 @@ pub fn sensitivity(obj: &Objective, calibration: Calibration, k: usize, d: usize
 /// one reached a lattice far in its tail).
 pub fn exact_law(noise: NoiseKind, d: usize) -> bool {
     noise == NoiseKind::Laplace || d == 1
+}
+
+/// One unit of the noise's fixed point, `K 2^f` per published unit.
+fn unit(k: usize) -> f64 {
+    k as f64 * (FIXED_POINT_BITS as f64).exp2()
+}
+
+/// The L2 norm scale in units, rounded up by `2^-50` (more than the float error of the
+/// sensitivity's evaluation and of this product): never below `Delta2 K 2^f / eps`.
+fn grid_scale(l2: f64, epsilon: f64, k: usize) -> f64 {
+    l2 / epsilon * unit(k) * (1.0 + 2f64.powi(-50))
+}
+
+/// The exact Laplace law for an L2 sensitivity: integer L1 sensitivity `sqrt(d) l2 K 2^f`,
+/// rounded up.
+fn laplace_law(l2: f64, epsilon: f64, k: usize, d: usize) -> Result<DiscreteLaplace> {
+    let d1 = ((d as f64).sqrt() * l2 * unit(k)).ceil();
+    if !d1.is_finite() || d1 >= 2f64.powi(50) {
+        return Err(Error::param(
+            "privacy.noise",
+            "the Laplace noise's sensitivity does not fit the fixed point (raise lambda)",
+        ));
+    }
+    DiscreteLaplace::for_sensitivity_wide(d1 as u64, epsilon)
+}
+
+/// What is public about the noise of a job whatever the parties' sizes, checked against the
+/// protocol's capacity: every refusal here depends on public parameters only (the scale
+/// grows as a party shrinks, so it is checked at one row, never at a party's own size).
+pub fn public_noise(
+    obj: &Objective,
+    spec: &PrivacySpec,
+    k: usize,
+    d: usize,
+    g: f64,
+) -> Result<PublicNoise> {
+    let l2 = sensitivity(obj, spec.calibration, k, d, g).eval(1.0);
+    let eps = spec.epsilon;
+    let cap = (NOISE_BITS as f64).exp2();
+    let too_large = || {
+        Error::param(
+            "privacy.epsilon",
+            format!(
+                "at epsilon = {eps}, lambda = {}, K = {k}, d = {d}, a party of few rows would \
+                 draw noise beyond the protocol's 2^{NOISE_BITS}-unit fixed point: raise \
+                 epsilon or lambda (checked at one row: a party's own size may not decide a \
+                 refusal)",
+                obj.lambda
+            ),
+        )
+    };
+    let (max_scale, gap) = if exact_law(spec.noise, d) {
+        let t = laplace_law(l2, eps, k, d)?.t();
+        // P(|Z| >= 2^NOISE_BITS) <= 2 q^(2^NOISE_BITS) / (1 + q) <= exp(-2^NOISE_BITS / t).
+        if t > cap / 128.0 {
+            return Err(too_large());
+        }
+        (t, d as f64 * (-cap / t).exp())
+    } else {
+        let s = grid_scale(l2, eps, k);
+        // Outside the gap's bad events R <= R_max, so |N_i| <= S R_max + 1 < 2^NOISE_BITS.
+        if s * (kinsey_dp::l2laplace::norm_bound(d) + 1.0) + 1.0 >= cap {
+            return Err(too_large());
+        }
+        (s, kinsey_dp::l2laplace::gap(d, s))
+    };
+    Ok(PublicNoise {
+        max_scale,
+        delta: gap * (1.0 + eps.exp()),
+    })
 }
 
 /// Calibrate the noise for a party with `n` rows among `k`, in dimension `d`, given the
@@ -179,36 +276,19 @@ pub fn calibrate(
             format!("must be finite and >= 0, got {g}"),
         ));
     }
+    // Public first: a refusal may not depend on n.
+    public_noise(obj, spec, k, d, g)?;
     let slack = obj.inexact_slack(g);
     let l2 = sensitivity(obj, calibration, k, d, g).eval(n as f64);
-    let (scale, expected, law) = match exact_law(noise, d) {
-        false => {
-            let m = L2LaplaceMechanism::new(l2, epsilon, d)?;
-            (m.scale(), m.expected_norm(), None)
-        }
-        true => {
-            // Integer L1 sensitivity in units of 1/(K 2^f): sqrt(d) l2 K 2^f, rounded up
-            // (at d = 1 the L1 and L2 sensitivities are one number).
-            let unit = k as f64 * (FIXED_POINT_BITS as f64).exp2();
-            let d1 = ((d as f64).sqrt() * l2 * unit).ceil();
-            if !d1.is_finite() || d1 >= 2f64.powi(50) {
-                return Err(Error::param(
-                    "privacy.noise",
-                    "the Laplace noise's sensitivity does not fit the fixed point; use noise = \"l2\"",
-                ));
-            }
-            let law = DiscreteLaplace::for_sensitivity(d1 as u64, epsilon)?;
-            if law.t() > 2f64.powi(44) {
-                return Err(Error::param(
-                    "privacy.epsilon",
-                    "the Laplace noise is too large for the protocol's fixed point (raise \
-                     epsilon or lambda)",
-                ));
-            }
-            let b = law.t() / unit;
-            // E||eta||_2 <= sqrt(E||eta||^2) = sqrt(2 d) b
-            (b, (2.0 * d as f64).sqrt() * b, Some(law))
-        }
+    let (scale, expected, law) = if exact_law(noise, d) {
+        let law = laplace_law(l2, epsilon, k, d)?;
+        let b = law.t() / unit(k);
+        // E||eta||_2 <= sqrt(E||eta||^2) = sqrt(2 d) b
+        (b, (2.0 * d as f64).sqrt() * b, NoiseLaw::Laplace(law))
+    } else {
+        let m = L2LaplaceMechanism::new(l2, epsilon, d)?;
+        let grid = GridL2Laplace::new(d, grid_scale(l2, epsilon, k))?;
+        (m.scale(), m.expected_norm(), NoiseLaw::L2(grid))
     };
     Ok(NoiseCalibration {
         calibration,
@@ -234,24 +314,27 @@ impl NoiseCalibration {
     /// Privacy map: epsilon spent for an L2 input distance `d_in`.
     pub fn privacy_map(&self, d_in: f64) -> f64 {
         match self.law {
-            None => d_in / self.scale,
-            Some(_) => (self.dim as f64).sqrt() * d_in / self.scale,
+            NoiseLaw::L2(_) => d_in / self.scale,
+            NoiseLaw::Laplace(_) => (self.dim as f64).sqrt() * d_in / self.scale,
         }
     }
 
-    /// Draw this party's noise vector (published units). Laplace noise is an exact integer
-    /// draw in units of `1 / (K 2^f)`; `|N| < 2^51` (the calibration keeps `t <= 2^44`, so
-    /// a larger draw has probability below `e^-128`) makes [`encode_noise`] recover it.
-    pub fn sample(&self, rng: &mut NoiseRng) -> Vec<f64> {
-        match self.law {
-            Some(law) => {
-                let unit = self.parties as f64 * (FIXED_POINT_BITS as f64).exp2();
-                (0..self.dim)
-                    .map(|_| law.sample(rng) as f64 / unit)
-                    .collect()
-            }
-            None => kinsey_dp::l2laplace::sample_l2_laplace(self.dim, self.scale, rng),
-        }
+    /// Draw this party's noise vector, in units of `1 / (K 2^f)` (the protocol's integers):
+    /// exact Laplace per coordinate, or the L2-Laplace vector on the grid; clamped below
+    /// `2^NOISE_BITS` (a clamp's probability is in [`PublicNoise::delta`]).
+    pub fn sample(&self, rng: &mut NoiseRng) -> Vec<i128> {
+        let cap = (1i128 << NOISE_BITS) - 1;
+        let v = match self.law {
+            NoiseLaw::Laplace(law) => (0..self.dim).map(|_| law.sample_wide(rng)).collect(),
+            NoiseLaw::L2(grid) => grid.sample(rng),
+        };
+        v.into_iter().map(|x| x.clamp(-cap, cap)).collect()
+    }
+
+    /// A draw in published units (f64, for experiments; the protocol takes the integers).
+    pub fn sample_published(&self, rng: &mut NoiseRng) -> Vec<f64> {
+        let u = unit(self.parties);
+        self.sample(rng).iter().map(|&x| x as f64 / u).collect()
     }
 }
 
@@ -262,8 +345,8 @@ pub struct PartyInput {
     pub n: usize,
     /// The party's local model.
     pub w: Vec<f64>,
-    /// The party's own noise draw, calibrated to its own n.
-    pub noise: Vec<f64>,
+    /// The party's own noise draw, calibrated to its own n, in units of `1 / (K 2^f)`.
+    pub noise: Vec<i128>,
 }
 
 /// The published result.
@@ -340,10 +423,9 @@ pub fn fixed_point_sum(parties: &[PartyInput]) -> Result<Vec<i128>> {
         ));
     }
     let smallest = smallest_party(parties)?;
-    let k = parties.len() as i128;
     (0..d)
         .map(|i| {
-            let mut s = encode_noise(parties[smallest].noise[i], k as usize)?;
+            let mut s = parties[smallest].noise[i];
             for p in parties {
                 s += encode_fixed(p.w[i])?;
             }
@@ -487,30 +569,19 @@ mod tests {
     #[test]
     fn d1_noise_is_the_exact_discrete_laplace() {
         let c = cal(Calibration::Tight, NoiseKind::L2, 1.0, 1000, 1, 1e-10).expect("ok");
-        let law = c.law.expect("an exact integer law at d = 1");
         let unit = 5.0 * 2f64.powi(32);
         // Calibrated to the L2 (= L1) sensitivity, rounded up to the sampler's grid.
+        let want =
+            DiscreteLaplace::for_sensitivity_wide((c.l2_sensitivity * unit).ceil() as u64, 1.0)
+                .expect("law");
         assert_eq!(
-            law,
-            DiscreteLaplace::for_sensitivity((c.l2_sensitivity * unit).ceil() as u64, 1.0)
-                .expect("law")
+            c.law,
+            NoiseLaw::Laplace(want),
+            "an exact integer law at d = 1"
         );
-        let mut rng = NoiseRng::from_seed_quiet(3);
-        for _ in 0..100 {
-            let v = c.sample(&mut rng)[0] * unit;
-            assert_eq!(
-                v,
-                v.round(),
-                "every draw is an integer number of grid steps"
-            );
-        }
         assert!(c.privacy_map(c.l2_sensitivity) <= 1.0 + 1e-12);
-        assert!(
-            cal(Calibration::Tight, NoiseKind::L2, 1.0, 1000, 2, 1e-10)
-                .expect("ok")
-                .law
-                .is_none()
-        );
+        let two = cal(Calibration::Tight, NoiseKind::L2, 1.0, 1000, 2, 1e-10).expect("ok");
+        assert!(matches!(two.law, NoiseLaw::L2(_)));
     }
 
     /// The noise actually drawn for the aggregate has norm Gamma(d, s) with the calibrated
@@ -518,15 +589,21 @@ mod tests {
     #[test]
     fn aggregate_noise_has_the_calibrated_scale() {
         let c = cal(Calibration::Tight, NoiseKind::L2, 0.2, 500, 20, 1e-10).expect("ok");
+        let unit = 5.0 * 2f64.powi(32);
         let mut rng = NoiseRng::from_seed_quiet(77);
         let draw = |c: &NoiseCalibration, rng: &mut NoiseRng| -> Vec<f64> {
-            (0..30_000).map(|_| norm(&c.sample(rng))).collect()
+            (0..6000)
+                .map(|_| {
+                    let v: Vec<f64> = c.sample(rng).iter().map(|&x| x as f64 / unit).collect();
+                    norm(&v)
+                })
+                .collect()
         };
         let mut v = draw(&c, &mut rng);
         let (_, p) = ks_test(&mut v, |x| gamma_cdf(x, 20.0, c.scale));
         assert!(p > ALPHA, "p = {p}");
         let small = NoiseCalibration {
-            scale: c.scale * 0.7,
+            law: NoiseLaw::L2(GridL2Laplace::new(20, c.scale * unit * 0.7).expect("grid")),
             ..c.clone()
         };
         let mut v = draw(&small, &mut rng);
@@ -534,7 +611,10 @@ mod tests {
         assert!(p < ALPHA, "power: p = {p}");
         // Laplace noise: each coordinate is Laplace(b).
         let l = cal(Calibration::Tight, NoiseKind::Laplace, 0.2, 500, 4, 0.0).expect("ok");
-        let mut coords: Vec<f64> = (0..20_000).flat_map(|_| l.sample(&mut rng)).collect();
+        let mut coords: Vec<f64> = (0..20_000)
+            .flat_map(|_| l.sample(&mut rng))
+            .map(|x| x as f64 / unit)
+            .collect();
         let (_, p) = ks_test(&mut coords, |x| {
             kinsey_dp::stattest::laplace_cdf(x, l.scale)
         });
@@ -543,21 +623,23 @@ mod tests {
 
     #[test]
     fn aggregate_uses_the_smallest_partys_noise_in_fixed_point() {
+        // Noise in units of 2^-32 / K, K = 3.
+        let u = |x: f64| encode_noise(x, 3).expect("units");
         let parties = vec![
             PartyInput {
                 n: 300,
                 w: vec![1.0, 2.0],
-                noise: vec![10.0, 10.0],
+                noise: vec![u(10.0), u(10.0)],
             },
             PartyInput {
                 n: 100,
                 w: vec![3.0, 4.0],
-                noise: vec![0.5, -0.25],
+                noise: vec![u(0.5), u(-0.25)],
             },
             PartyInput {
                 n: 100,
                 w: vec![5.0, 6.0],
-                noise: vec![99.0, 99.0],
+                noise: vec![u(99.0), u(99.0)],
             },
         ];
         assert_eq!(smallest_party(&parties).expect("some"), 1);
@@ -566,7 +648,7 @@ mod tests {
         let bad = vec![PartyInput {
             n: 1,
             w: vec![1.0],
-            noise: vec![1.0, 2.0],
+            noise: vec![1, 2],
         }];
         assert!(PlaintextAggregator.aggregate(&bad).is_err());
         assert!(PlaintextAggregator.aggregate(&[]).is_err());

@@ -209,13 +209,14 @@ pub struct Published {
 
 /// The release of an aggregate-classifier job: the published classifier with its guarantee
 /// and public parameters (in-process runs and the curator of a network session).
-pub fn release(command: &str, spec: &JobSpec, p: Published) -> Release {
+pub fn release(command: &str, spec: &JobSpec, p: Published) -> Result<Release> {
     let security_warning = p.backend.as_ref().and_then(|b| {
         b.insecure
             .then(|| format!("INSECURE crypto backend '{}': {}", b.name, b.notes))
     });
     let d = p.w.len();
-    Release {
+    let guarantee = guarantee(spec, p.parties, d)?;
+    Ok(Release {
         kinsey_version: env!("CARGO_PKG_VERSION").into(),
         command: command.into(),
         objective: "J(w) = (1/n) sum log(1 + exp(-y w.x)) + lambda w.w  (seed 001 eq. 2)".into(),
@@ -231,22 +232,25 @@ pub fn release(command: &str, spec: &JobSpec, p: Published) -> Release {
         aggregator: p.aggregator,
         backend: p.backend,
         security_warning,
-        guarantee: guarantee(spec, p.parties, d),
+        guarantee,
         fixed_point_bits: aggregate::FIXED_POINT_BITS,
         rng: p.rng,
         w: p.w,
-    }
+    })
 }
 
 /// The guarantee of the aggregate classifier under `spec`. The sensitivity is printed from
 /// the expression the calibration evaluates (`aggregate::sensitivity`), never retyped.
-pub fn guarantee(spec: &JobSpec, k: usize, d: usize) -> Guarantee {
+pub fn guarantee(spec: &JobSpec, k: usize, d: usize) -> Result<Guarantee> {
     let tol = spec.solver.tolerance;
+    // Public whatever the parties' sizes: the samplers' stated gap and the clamp's chance.
+    let delta = aggregate::public_noise(&spec.objective, &spec.privacy, k, d, tol)?.delta;
     let exact = aggregate::exact_law(spec.privacy.noise, d);
     let (mechanism, sens) = match (spec.privacy.noise, exact) {
         (aggregate::NoiseKind::L2, false) => (
             "L2-Laplace (density proportional to exp(-eps ||z||_2 / Delta2)), each party's \
-             draw at resolution 2^-32 / K, the smallest party's selected",
+             draw on the grid 2^-32 / K by integer arithmetic (within the stated delta of the \
+             ideal law), the smallest party's selected",
             "L2",
         ),
         (aggregate::NoiseKind::L2, true) => (
@@ -282,14 +286,20 @@ pub fn guarantee(spec: &JobSpec, k: usize, d: usize) -> Guarantee {
         },
         bindings.join(", ")
     );
-    Guarantee {
-        kind: "pure".into(),
+    Ok(Guarantee {
+        kind: if delta > 0.0 {
+            "approximate (eps, delta): delta bounds the samplers' distance from the ideal law \
+             and the chance of a clamp at the fixed point's capacity"
+        } else {
+            "pure"
+        }
+        .into(),
         epsilon: spec.privacy.epsilon,
-        delta: 0.0,
+        delta,
         neighbours: "bounded: replace one row of one party (party sizes fixed)".into(),
         mechanism: mechanism.into(),
         sensitivity: formula,
-    }
+    })
 }
 
 /// The public gradient bound: `model.tolerance`. Every party must have reached it; one that
@@ -392,7 +402,7 @@ pub fn run(
             parties: k,
             rng: keys.record(),
         },
-    );
+    )?;
     if !diagnostics {
         return Ok(Report {
             release,

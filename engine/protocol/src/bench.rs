@@ -234,7 +234,9 @@ pub(crate) fn synthetic_inputs(parties: usize, dim: usize, rng: &mut NoiseRng) -
         .map(|j| PartyInput {
             n: 1000 + 37 * ((j * 7919) % parties.max(1)) + j,
             w: (0..dim).map(|_| rng.std_normal()).collect(),
-            noise: (0..dim).map(|_| 0.01 * rng.std_normal()).collect(),
+            noise: (0..dim)
+                .map(|_| (0.01 * rng.std_normal() * parties as f64 * 2f64.powi(32)).round() as i128)
+                .collect(),
         })
         .collect()
 }

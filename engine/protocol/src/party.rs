@@ -210,12 +210,8 @@ fn noise(
     let m = ctx.recv(c, INDICATOR)?;
     let ind = parse_cts(ctx, c, &m, k)?;
     let mine = ind[pi1[j]].clone();
-    let eta: Vec<i128> = input
-        .noise
-        .iter()
-        .map(|&x| aggregate::encode_noise(x, k))
-        .collect::<Result<_>>()
-        .map_err(|e| ctx.own(e))?;
+    // Already in units of 2^-32 / K (`aggregate::NoiseCalibration::sample`).
+    let eta: &[i128] = &input.noise;
     // Offset into [0, 2^(NOISE_BITS + 1)): the indicator's width (P1 takes the offset
     // back out with its mask in Stage 3).
     let shifted: Vec<i128> = eta.iter().map(|v| v + NOISE_OFFSET).collect();

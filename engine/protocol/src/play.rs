@@ -92,7 +92,7 @@ pub(crate) fn check_backend(info: &BackendInfo) -> Result<()> {
 }
 
 /// Party `j`'s input must fit the protocol's ranges (checked before anything is sent).
-pub(crate) fn check_party(j: usize, p: &PartyInput, k: usize, d: usize) -> Result<()> {
+pub(crate) fn check_party(j: usize, p: &PartyInput, d: usize) -> Result<()> {
     if p.n == 0 || (p.n as u128) >= 1u128 << SIZE_BITS {
         return Err(Error::param(
             "parties",
@@ -110,9 +110,7 @@ pub(crate) fn check_party(j: usize, p: &PartyInput, k: usize, d: usize) -> Resul
         ));
     }
     for &x in &p.noise {
-        let fits =
-            aggregate::encode_noise(x, k).is_ok_and(|v| v.unsigned_abs() < 1u128 << NOISE_BITS);
-        if !fits {
+        if x.unsigned_abs() >= 1u128 << NOISE_BITS {
             return Err(Error::param(
                 "privacy.epsilon",
                 format!(

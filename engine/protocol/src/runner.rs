@@ -116,7 +116,7 @@ impl SecureAggregator {
         check_backend(&self.backend.info())?;
         let d = parties[0].w.len();
         for (j, p) in parties.iter().enumerate() {
-            check_party(j, p, k, d)?;
+            check_party(j, p, d)?;
         }
         Ok(d)
     }

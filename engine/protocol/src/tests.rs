@@ -36,7 +36,10 @@ fn parties(sizes: &[usize], d: usize, seed: u64) -> Vec<PartyInput> {
         .map(|&n| PartyInput {
             n,
             w: (0..d).map(|_| rng.std_normal()).collect(),
-            noise: (0..d).map(|_| 0.1 * rng.std_normal()).collect(),
+            noise: (0..d)
+                .map(|_| aggregate::encode_noise(0.1 * rng.std_normal(), sizes.len()))
+                .collect::<Result<_>>()
+                .expect("noise"),
         })
         .collect()
 }
@@ -138,8 +141,7 @@ fn audit_curator(out: &SecureOutcome, inputs: &[PartyInput]) -> std::result::Res
     for (j, p) in inputs.iter().enumerate() {
         secrets.push((format!("n_{j}"), p.n as i128));
         secrets.push((format!("key_{j}"), p.n as i128 * k + j as i128));
-        for (i, &x) in p.noise.iter().enumerate() {
-            let v = aggregate::encode_noise(x, inputs.len()).map_err(|e| e.to_string())?;
+        for (i, &v) in p.noise.iter().enumerate() {
             secrets.push((format!("eta_{j}[{i}]"), v));
         }
         for (i, &x) in p.w.iter().enumerate() {
@@ -375,7 +377,7 @@ fn bad_inputs_are_refused_before_anything_is_sent() {
     let e = run("mock", &inputs, false, None).expect_err("too big");
     assert!(e.to_string().contains("party 2 has 8589934592 rows"), "{e}");
     let mut inputs = parties(&[40, 50], 2, 3);
-    inputs[0].noise[1] = 1e30;
+    inputs[0].noise[1] = 1 << 100;
     assert!(run("mock", &inputs, false, None).is_err());
     assert!(run("mock", &[], false, None).is_err());
 }

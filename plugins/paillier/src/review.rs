@@ -233,7 +233,10 @@ fn every_variable_time_operation_is_reviewed() {
     let mut unreviewed = Vec::new();
     let mut seen = vec![false; REVIEWED.len()];
     for (file, text) in SOURCES {
-        let code = text.split("\n#[cfg(test)]\nmod tests").next().unwrap_or(text);
+        let code = text
+            .split("\n#[cfg(test)]\nmod tests")
+            .next()
+            .unwrap_or(text);
         for line in code.lines().filter(|l| variable_time(l)) {
             match REVIEWED
                 .iter()

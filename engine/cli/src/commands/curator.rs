@@ -66,7 +66,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
                 ),
             },
         },
-    );
+    )?;
     let out = &j.cfg.output.dir;
     let mut o = Outputs::new();
     o.ensure_dir(out)?;

@@ -108,7 +108,7 @@ fn noisy_errors(
         .map(|mut r| {
             let w: Vec<f64> = center
                 .iter()
-                .zip(cal.sample(&mut r))
+                .zip(cal.sample_published(&mut r))
                 .map(|(a, b)| a + b)
                 .collect();
             logreg::error_rate(&w, &test.x, &test.y, test.d)

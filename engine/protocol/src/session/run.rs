@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Draws a party's noise from every party's data tag (in party order).
-pub type DrawNoise = dyn Fn(&[Tag]) -> Result<Vec<f64>> + Send + Sync;
+pub type DrawNoise = dyn Fn(&[Tag]) -> Result<Vec<i128>> + Send + Sync;
 
 /// A party's noise, drawn once every party's data tag has arrived (`kinsey_learn::seeding`:
 /// a seeded party's noise is bound to every party's data, as in the in-process run).
@@ -140,7 +140,7 @@ fn bind_noise(mesh: &mut Mesh, j: usize, k: usize, seat: &Seat) -> Result<Option
         let me = Peer::Party(j);
         let drawn = (b.draw)(&tags).and_then(|noise| {
             p.noise = noise;
-            play::check_party(j, p, k, seat.dim)
+            play::check_party(j, p, seat.dim)
         });
         if let Err(e) = drawn {
             return Err(abort(
@@ -165,7 +165,7 @@ pub fn run_participant(cfg: &MeshConfig, seat: &Seat) -> Result<ParticipantOutco
     let info = seat.backend.info();
     play::check_backend(&info)?;
     if let (Peer::Party(j), Some(p), None) = (me, &seat.input, &seat.binding) {
-        play::check_party(j, p, k, seat.dim)?;
+        play::check_party(j, p, seat.dim)?;
     }
     let t_connect = Instant::now();
     let mut mesh = Mesh::connect(cfg)?;
