@@ -245,6 +245,9 @@ pub(crate) struct PrivacyConfig {
     /// Reproducible noise for audits; the release is then NOT private against whoever knows it.
     #[serde(default)]
     pub seed: Option<u64>,
+    /// Accept K = 2, where the smaller party can compute the other's exact model.
+    #[serde(default)]
+    pub allow_two_parties: bool,
 }
 
 impl PrivacyConfig {

@@ -109,6 +109,9 @@ pub(crate) struct Shared {
     #[serde(default = "default_hessian_rows")]
     pub hessian_rows: usize,
     pub epsilon: f64,
+    /// Accept K = 2, where the smaller party can compute the other's exact model.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_two_parties: bool,
     #[serde(default)]
     pub calibration: Calibration,
     #[serde(default)]
@@ -197,6 +200,7 @@ impl Shared {
             calibration: self.calibration,
             noise: self.noise,
             seed: None,
+            allow_two_parties: self.allow_two_parties,
         }
     }
 

@@ -34,6 +34,7 @@ parties with different columns | train --out WORK/out --config FIX/cfg/schema.to
 rows outside the unit ball, no transform declared | train --out WORK/out --config FIX/cfg/ball.toml | unit ball ; party-1.parquet
 a NaN feature in a party | train --out WORK/out --config FIX/cfg/nan_party.toml | party-1.parquet
 labels other than -1/1 | train --out WORK/out --config FIX/cfg/labels.toml | label
+two parties without allow_two_parties (the smaller could compute the other's model) | train --out WORK/out --config FIX/cfg/two.toml | allow_two_parties ; K = 2
 # predict
 a missing model file | predict --model FIX/absent.json --input FIX/parties/test.parquet --out WORK/p.csv | absent.json
 a model file that is not JSON | predict --model FIX/table.csv --input FIX/parties/test.parquet --out WORK/p.csv | table.csv
@@ -123,6 +124,7 @@ bench paillier on an unknown device | bench paillier --bits 2048 --count 1 --thr
 a Paillier crossover with no GPU path | bench paillier --crossover --bits 2048 --device cpu | crossover ; GPU
 a Paillier crossover of batches up to 0 | bench paillier --crossover --bits 2048 --device gpu --max-batch 0 | max-batch ; 0
 demo with an unknown crypto device | demo --out WORK/d --crypto-device tpu --parties 2 --dim 2 --rows 200 | device ; tpu
+demo with two parties without --allow-two-parties | demo --out WORK/d --parties 2 --dim 2 --rows 200 --backend mock --allow-insecure | allow_two_parties ; K = 2
 a second run into an earlier result without --overwrite | histogram --input FIX/table.csv --column f --epsilon 1 --neighbours bounded --out WORK/h | --overwrite ; histogram.csv | h/histogram.csv=earlier
 "#;
 
@@ -236,7 +238,7 @@ fn train_cfg(fix: &Path, name: &str, parties: &[&str], privacy: &str, extra: &st
     write(
         &fix.join("cfg").join(name),
         &format!(
-            "[data]\nparties = [{}]\n{extra}\n[privacy]\n{privacy}\n[compute]\ndevice = \"cpu\"\n",
+            "[data]\nparties = [{}]\n{extra}\n[privacy]\n{privacy}\nallow_two_parties = true\n[compute]\ndevice = \"cpu\"\n",
             list.join(", ")
         ),
     );
@@ -306,6 +308,12 @@ fn train_configs(fix: &Path) {
     let two = ["parties/party-1.parquet", "parties/party-2.parquet"];
     let plain = "[crypto]\naggregation = \"plaintext\"";
     train_cfg(fix, "ok.toml", &two, "epsilon = 1.0", plain);
+    write(
+        &fix.join("cfg").join("two.toml"),
+        &std::fs::read_to_string(fix.join("cfg").join("ok.toml"))
+            .expect("read")
+            .replace("allow_two_parties = true\n", ""),
+    );
     train_cfg(fix, "eps0.toml", &two, "epsilon = 0.0", plain);
     train_cfg(fix, "eps_huge.toml", &two, "epsilon = 1e308", plain);
     train_cfg(

@@ -349,6 +349,7 @@ fn bad_inputs_fail_clearly_and_leave_nothing() {
 parties = ["parties/party-1.parquet", "parties/party-2.parquet"]
 [privacy]
 epsilon = 1.0
+allow_two_parties = true
 [output]
 dir = "out"
 "#;
@@ -452,6 +453,7 @@ lambda = 0.01
 [privacy]
 epsilon = 1.0
 seed = 11
+allow_two_parties = true
 [compute]
 device = "cpu"
 {crypto}

@@ -105,6 +105,7 @@ fn private_key_files_are_owner_only_under_a_permissive_umask() {
     ok_umask0(&[
         "session",
         "init",
+        "--allow-two-parties",
         "--parties",
         "2",
         "--out",

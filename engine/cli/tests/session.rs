@@ -44,6 +44,9 @@ fn init(dir: &Path, k: usize, extra: &[&str]) -> Vec<PathBuf> {
     let d = dir.to_str().expect("utf-8");
     args.push(d);
     args.extend(["--dim", "4", "--rows", "400", "--seed", "5"]);
+    if k == 2 {
+        args.push("--allow-two-parties");
+    }
     args.extend(KEYS);
     args.extend(extra);
     ok(&kinsey().args(&args).output().expect("run"));
@@ -162,6 +165,7 @@ fn two_processes_under_demo_publish_the_in_process_model() {
             &o,
             "--parties",
             "2",
+            "--allow-two-parties",
             "--dim",
             "3",
             "--rows",
@@ -228,7 +232,16 @@ fn a_party_on_the_gpu_publishes_the_cpu_model() {
     assert!(outs[2].contains("crypto backend on CPU"), "{}", outs[2]);
     let demo = tmp.path().join("demo");
     let d = demo.to_str().expect("utf-8");
-    let mut args = vec!["demo", "--out", d, "--parties", "2", "--dim", "4"];
+    let mut args = vec![
+        "demo",
+        "--out",
+        d,
+        "--parties",
+        "2",
+        "--allow-two-parties",
+        "--dim",
+        "4",
+    ];
     args.extend(["--rows", "400", "--seed", "5", "--no-diagnostics"]);
     args.extend(KEYS);
     ok(&kinsey().args(&args).output().expect("demo"));
@@ -451,7 +464,15 @@ fn participant_configs_are_checked_before_connecting() {
     // A second init into the same directory is refused.
     let d = dir.to_str().expect("utf-8");
     let o = kinsey()
-        .args(["session", "init", "--parties", "2", "--out", d])
+        .args([
+            "session",
+            "init",
+            "--parties",
+            "2",
+            "--allow-two-parties",
+            "--out",
+            d,
+        ])
         .output()
         .expect("run");
     assert!(!o.status.success() && text(&o).contains("already holds a session"));

@@ -30,6 +30,26 @@ pub struct JobSpec {
     pub transform: RowTransform,
     /// How the noisy average is computed: the plaintext reference or the secure protocol.
     pub aggregation: std::sync::Arc<dyn Aggregator>,
+    /// Accept K = 2 ([`check_parties`]).
+    pub allow_two_parties: bool,
+}
+
+/// The protocol's design limit, made explicit: the party whose noise is selected (the
+/// smallest) knows that noise, so it can compute `K (w_pub - eta) - w_own`, the exact sum of
+/// the other parties' models; with K = 2 that is the other party's exact model. Two parties
+/// are refused unless the job accepts this (`allow_two_parties`).
+pub fn check_parties(k: usize, allow_two_parties: bool) -> Result<()> {
+    if k == 2 && !allow_two_parties {
+        return Err(Error::param(
+            "allow_two_parties",
+            "with K = 2 parties the smaller party knows its own noise and can compute the \
+             other party's exact (non-private) model from the published one; set \
+             allow_two_parties = true ([privacy], or [shared] in a session; \
+             --allow-two-parties for demo and session init) to accept this, or add a party \
+             (docs/protocol-deployment.md)",
+        ));
+    }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -375,6 +395,7 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<Report> {
     let t0 = Instant::now();
+    check_parties(parties.len(), spec.allow_two_parties)?;
     // Tags of the data sets as read (before the row transform), as a network party makes.
     let (k, d0) = (parties.len(), parties.first().map_or(0, |p| p.d));
     let tags: Vec<Tag> = parties

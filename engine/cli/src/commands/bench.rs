@@ -140,6 +140,7 @@ fn train(a: TrainArgs) -> Result<()> {
         device: dev,
         transform: RowTransform::None,
         aggregation: std::sync::Arc::new(kinsey_learn::aggregate::PlaintextAggregator),
+        allow_two_parties: true, // a local fit only: nothing is aggregated
     };
     let fit = pipeline::fit(&ds, &spec)?;
     let rows_per_s = (ds.n() * fit.passes) as f64 / fit.seconds;

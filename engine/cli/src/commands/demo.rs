@@ -40,6 +40,10 @@ pub(crate) struct Args {
     /// Number of parties K.
     #[arg(long, default_value_t = 5)]
     parties: usize,
+    /// Accept K = 2: the smaller party can then compute the other party's exact model from
+    /// the published one (docs/protocol-deployment.md).
+    #[arg(long)]
+    allow_two_parties: bool,
     /// Dimension of the synthetic data.
     #[arg(long, value_parser = kinsey_core::limits::parse_dim, default_value_t = 20)]
     dim: usize,
@@ -64,6 +68,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         no_diagnostics,
         inject_fault,
         parties: k,
+        allow_two_parties,
         dim: d,
         rows,
         processes,
@@ -83,6 +88,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
             rows,
             seed,
             epsilon,
+            allow_two_parties,
             connect_window: 600,
             timeout: 300,
             crypto,
@@ -114,6 +120,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
             (a, _) => a,
         }
         .into_aggregator(),
+        allow_two_parties,
     };
     let job = pipeline::job_description("demo", &spec, &parties[0].features);
     let keys = NoiseKeys::new(seed, record_seed, job);

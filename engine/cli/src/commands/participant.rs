@@ -114,7 +114,10 @@ pub(crate) fn join(path: &Path, want_party: bool) -> Result<Joined> {
         device: cfg.compute.device,
         transform,
         aggregation: Arc::new(PlaintextAggregator),
+        allow_two_parties: cfg.shared.allow_two_parties,
     };
+    // Every participant checks K before it connects (a public parameter).
+    kinsey_learn::pipeline::check_parties(session.parties, spec.allow_two_parties)?;
     Ok(Joined {
         cfg,
         me,

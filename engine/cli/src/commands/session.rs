@@ -58,6 +58,10 @@ pub(crate) struct InitArgs {
     pub(crate) seed: Option<u64>,
     #[arg(long, default_value_t = 1.0)]
     pub(crate) epsilon: f64,
+    /// Accept K = 2: the smaller party can then compute the other party's exact model from
+    /// the published one (docs/protocol-deployment.md).
+    #[arg(long)]
+    pub(crate) allow_two_parties: bool,
     /// Seconds within which every participant must connect.
     #[arg(long, default_value_t = 600)]
     pub(crate) connect_window: u64,
@@ -102,6 +106,7 @@ fn shared(i: &InitArgs, features: Vec<String>) -> Shared {
         max_iterations: m.max_iterations,
         hessian_rows: m.hessian_rows,
         epsilon: i.epsilon,
+        allow_two_parties: i.allow_two_parties,
         calibration: Calibration::Tight,
         noise: NoiseKind::L2,
         row_transform: "none".into(),
