@@ -51,13 +51,34 @@ pub struct BitReader<'a, R: RandomBits + ?Sized> {
     left: u32,
 }
 
+/// The unread bits a [`BitReader`] held, to resume reading where it stopped (a stream of
+/// draws that must read the same bits whatever batches it is cut into).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Unread {
+    buf: u64,
+    left: u32,
+}
+
 impl<'a, R: RandomBits + ?Sized> BitReader<'a, R> {
     /// A reader with an empty buffer.
     pub fn new(src: &'a mut R) -> Self {
+        Self::resume(src, Unread::default())
+    }
+
+    /// A reader that first reads the bits another one left unread from the same source.
+    pub fn resume(src: &'a mut R, unread: Unread) -> Self {
         Self {
             src,
-            buf: 0,
-            left: 0,
+            buf: unread.buf,
+            left: unread.left,
+        }
+    }
+
+    /// The bits not yet read, for [`resume`](Self::resume).
+    pub fn unread(&self) -> Unread {
+        Unread {
+            buf: self.buf,
+            left: self.left,
         }
     }
 

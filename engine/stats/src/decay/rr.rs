@@ -1,12 +1,13 @@
 //! Baseline for bits: randomized response. Each bit is flipped with probability exactly
 //! `p = 1 / (1 + e^eps)` (`kinsey_dp::rr::FlipCoin`, integer arithmetic only, at every
 //! accepted epsilon; eps-DP per step, and a step is in one report), debiased as
-//! `(y - p) / (1 - 2p)`, and the window sums of the debiased values are released. Each
-//! step's coin reads whole words of its keyed stream, so online and bulk flip the same bits.
+//! `(y - p) / (1 - 2p)`, and the window sums of the debiased values are released. The coins
+//! read one keyed bit stream in turn (a few bits each, none wasted; the unread bits carry
+//! over from step to step), so online, streamed and bulk runs flip the same bits.
 
 use super::model::{Calibration, DecayedSum, ModelParams, Public, Sliding, window_truth};
 use kinsey_core::{Error, Result, check_epsilon};
-use kinsey_dp::exact::RandomBits;
+use kinsey_dp::exact::{BitReader, RandomBits, Unread};
 use kinsey_dp::release::Guarantee;
 use kinsey_dp::rr::FlipCoin;
 use rand_chacha::ChaCha20Rng;
@@ -21,35 +22,52 @@ pub struct RandomizedResponse {
     key: [u8; 32],
     epsilon: f64,
     /// Online and stream: the flip stream and the running window sum of the reports.
-    rng: ChaCha20Rng,
+    flips: Flips,
     window: Sliding,
     /// Stream: the chunk's reports (reused from chunk to chunk).
     reports: Vec<f64>,
 }
 
-fn flip_stream(key: [u8; 32]) -> ChaCha20Rng {
-    let mut r = ChaCha20Rng::from_seed(key);
-    r.set_stream(3);
-    r
+/// The flip stream: keyed ChaCha20 words read bit by bit, and the bits the last coin left.
+#[derive(Debug, Clone)]
+struct Flips {
+    rng: ChaCha20Rng,
+    unread: Unread,
 }
 
-/// The flip stream as the exact samplers' bit source.
+impl Flips {
+    fn new(key: [u8; 32]) -> Self {
+        let mut rng = ChaCha20Rng::from_seed(key);
+        rng.set_stream(3);
+        Self {
+            rng,
+            unread: Unread::default(),
+        }
+    }
+
+    /// Debiased reports of `xs`, in order, each coin reading where the last one stopped.
+    fn reports(&mut self, coin: &FlipCoin, p: f64, xs: &[f64], mut put: impl FnMut(f64)) {
+        let mut words = Words(&mut self.rng);
+        let mut bits = BitReader::resume(&mut words, self.unread);
+        for &x in xs {
+            let y = if coin.sample_bits(&mut bits) {
+                1.0 - x
+            } else {
+                x
+            };
+            put((y - p) / (1.0 - 2.0 * p));
+        }
+        self.unread = bits.unread();
+    }
+}
+
+/// The flip stream's words as the exact samplers' bit source.
 struct Words<'a>(&'a mut ChaCha20Rng);
 
 impl RandomBits for Words<'_> {
     fn next_u64(&mut self) -> u64 {
         rand_core::RngCore::next_u64(self.0)
     }
-}
-
-/// One bit's debiased report: the exact coin drawn from the flip stream's next words.
-fn report(coin: &FlipCoin, p: f64, r: &mut ChaCha20Rng, x: f64) -> f64 {
-    let y = if coin.sample(&mut Words(r)) {
-        1.0 - x
-    } else {
-        x
-    };
-    (y - p) / (1.0 - 2.0 * p)
 }
 
 fn not_bits() -> Error {
@@ -74,7 +92,7 @@ impl RandomizedResponse {
             coin,
             key,
             epsilon,
-            rng: flip_stream(key),
+            flips: Flips::new(key),
             window: Sliding::new(w),
             reports: Vec::new(),
         })
@@ -114,7 +132,8 @@ impl DecayedSum for RandomizedResponse {
         if x != 0.0 && x != 1.0 {
             return Err(not_bits());
         }
-        let v = report(&self.coin, self.p, &mut self.rng, x);
+        let mut v = 0.0;
+        self.flips.reports(&self.coin, self.p, &[x], |r| v = r);
         out[0] = self.window.push(v);
         Ok(())
     }
@@ -124,14 +143,10 @@ impl DecayedSum for RandomizedResponse {
         if chunk.iter().any(|&x| x != 0.0 && x != 1.0) {
             return Err(not_bits());
         }
-        let mut rng = self.rng.clone();
         self.reports.clear();
-        self.reports.extend(
-            chunk
-                .iter()
-                .map(|&x| report(&self.coin, self.p, &mut rng, x)),
-        );
-        self.rng = rng;
+        let reports = &mut self.reports;
+        self.flips
+            .reports(&self.coin, self.p, chunk, |r| reports.push(r));
         let out = super::model::one_column(out, chunk.len());
         self.window.extend(&self.reports, |i, s| out[i] = s);
         Ok(())
@@ -141,11 +156,8 @@ impl DecayedSum for RandomizedResponse {
         if xs.iter().any(|&x| x != 0.0 && x != 1.0) {
             return Err(not_bits());
         }
-        let mut r = flip_stream(self.key);
-        let debiased: Vec<f64> = xs
-            .iter()
-            .map(|&x| report(&self.coin, self.p, &mut r, x))
-            .collect();
+        let mut debiased = Vec::with_capacity(xs.len());
+        Flips::new(self.key).reports(&self.coin, self.p, xs, |r| debiased.push(r));
         Ok(vec![window_truth(&debiased, self.w)])
     }
 
@@ -155,7 +167,7 @@ impl DecayedSum for RandomizedResponse {
 
     fn fresh(&self) -> Box<dyn DecayedSum> {
         let mut m = self.clone();
-        m.rng = flip_stream(self.key);
+        m.flips = Flips::new(self.key);
         m.window = Sliding::new(self.w);
         Box::new(m)
     }
