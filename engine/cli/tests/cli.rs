@@ -1,39 +1,11 @@
 //! End-to-end tests of the `kinsey` binary: the main job, the config path, the data tools,
 //! and bad inputs (clear error, nothing left behind).
 
+mod common;
+
+use common::{arg, fails, json, kinsey, ok};
 use std::path::Path;
-use std::process::{Command, Output};
-
-/// A path as a command-line argument.
-fn arg(p: &Path) -> &str {
-    p.to_str().expect("utf8 path")
-}
-
-fn kinsey(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kinsey"))
-        .args(args)
-        .env("KINSEY_NO_PROGRESS", "1")
-        .env("KINSEY_LOG", "warn")
-        .output()
-        .expect("kinsey runs")
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = kinsey(args);
-    assert!(
-        o.status.success(),
-        "kinsey {args:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn fails(args: &[&str]) -> String {
-    let o = kinsey(args);
-    assert!(!o.status.success(), "kinsey {args:?} should fail");
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use std::process::Command;
 
 /// The window sum of 60 steps at epsilon 1 (`kinsey decay` flags).
 const WINDOW_60: &[&str] = &["--model", "window", "--window", "60", "--epsilon", "1"];
@@ -52,10 +24,6 @@ fn decay_args<'a>(input: &'a Path, out: &'a Path, rest: &[&'a str]) -> Vec<&'a s
     ];
     a.extend_from_slice(rest);
     a
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("file")).expect("json")
 }
 
 #[test]
@@ -826,25 +794,7 @@ fn decay_streams_in_chunks_all_or_nothing() {
 /// A small CSV for the toolbox commands: binary a, b; numeric t in [0, 40]; label in
 /// {-1, +1} equal to +1 mostly when a = 1.
 fn toolbox_csv(dir: &Path, n: usize) -> std::path::PathBuf {
-    let mut s = String::from("a,b,t,label\n");
-    let mut x: u64 = 88172645463325252;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    for _ in 0..n {
-        let a = next() % 2;
-        let b = next() % 2;
-        let t = next() % 41;
-        let agree = next() % 10 != 0;
-        let label = if (a == 1) == agree { 1 } else { -1 };
-        s.push_str(&format!("{a},{b},{t},{label}\n"));
-    }
-    let p = dir.join("toolbox.csv");
-    std::fs::write(&p, s).expect("write");
-    p
+    common::toolbox_csv(dir, n, "toolbox.csv")
 }
 
 #[test]

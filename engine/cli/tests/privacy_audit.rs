@@ -2,36 +2,11 @@
 //! depend only on public values, seeds that replay the same data only, and every sampler
 //! exact at every accepted epsilon. Each test fails on the code the audit found.
 
+mod common;
+
+use common::{arg, fails, json, ok, toolbox_csv};
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn arg(p: &Path) -> &str {
-    p.to_str().expect("utf8 path")
-}
-
-fn kinsey(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kinsey"))
-        .args(args)
-        .env("KINSEY_NO_PROGRESS", "1")
-        .env("KINSEY_LOG", "warn")
-        .output()
-        .expect("kinsey runs")
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = kinsey(args);
-    assert!(
-        o.status.success(),
-        "kinsey {args:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("file")).expect("json")
-}
+use std::process::Command;
 
 /// `kinsey ARGS` under `umask 000`: a file gets exactly the mode it was created with.
 #[cfg(unix)]
@@ -81,26 +56,14 @@ fn private_key_files_are_owner_only_under_a_permissive_umask() {
         0o666,
         "public: the umask's"
     );
-    let phe = dir.path().join("phe");
-    ok_umask0(&[
-        "keys",
-        "export",
-        "--private",
-        arg(&keys.join("private.json")),
-        "--out",
-        arg(&phe),
-    ]);
-    assert_eq!(mode(&phe.join("private.json")), 0o600);
-    let back = dir.path().join("back");
-    ok_umask0(&[
-        "keys",
-        "import",
-        "--private",
-        arg(&phe.join("private.json")),
-        "--out",
-        arg(&back),
-    ]);
-    assert_eq!(mode(&back.join("private.json")), 0o600);
+    // export (kinsey's key to pheutil's) then import (back): each writes a private key.
+    let mut from = keys.join("private.json");
+    for (cmd, name) in [("export", "phe"), ("import", "back")] {
+        let out = dir.path().join(name);
+        ok_umask0(&["keys", cmd, "--private", arg(&from), "--out", arg(&out)]);
+        from = out.join("private.json");
+        assert_eq!(mode(&from), 0o600, "{cmd}");
+    }
     let session = dir.path().join("session");
     ok_umask0(&[
         "session",
@@ -118,30 +81,6 @@ fn private_key_files_are_owner_only_under_a_permissive_umask() {
     for who in ["curator", "party-1", "party-2"] {
         assert_eq!(mode(&session.join(who).join("key.pem")), 0o600, "{who}");
     }
-}
-
-/// A table of `n` rows: binary attributes `a`, `b`, an integer `t` in 0..=40 and a label
-/// that follows `a` 90% of the time.
-fn toolbox_csv(dir: &Path, n: usize, name: &str) -> std::path::PathBuf {
-    let mut s = String::from("a,b,t,label\n");
-    let mut x: u64 = 88172645463325252;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    for _ in 0..n {
-        let a = next() % 2;
-        let b = next() % 2;
-        let t = next() % 41;
-        let agree = next() % 10 != 0;
-        let label = if (a == 1) == agree { 1 } else { -1 };
-        s.push_str(&format!("{a},{b},{t},{label}\n"));
-    }
-    let p = dir.join(name);
-    std::fs::write(&p, s).expect("write");
-    p
 }
 
 /// Item 7: `tree --row-bound B` under unbounded neighbours refused exactly when B < n, so
@@ -527,12 +466,6 @@ fn a_seed_gives_a_row_changed_at_another_party_unrelated_noise() {
         off_line(&a, &b) > 1e-3,
         "the smallest party's noise survived the change: {a:?} {b:?}"
     );
-}
-
-fn fails(args: &[&str]) -> String {
-    let o = kinsey(args);
-    assert!(!o.status.success(), "kinsey {args:?} should fail");
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// The sweep of refusals: under unbounded neighbours an empty table and a one-row table are

@@ -112,7 +112,6 @@ impl Args {
     /// input's digest.
     fn release_label(&self) -> String {
         let Args {
-            input,
             column,
             time_column,
             step,
@@ -130,12 +129,12 @@ impl Args {
             bound,
             ..
         } = self;
+        // The input enters through its digest (`public`), not its path.
         format!(
-            "decay|input={}|column={column}|time={time_column:?}|step={step}|start={start:?}|\
+            "decay|column={column}|time={time_column:?}|step={step}|start={start:?}|\
              end={end:?}|where={predicate:?}|model={model}|epsilon={epsilon}|window={window:?}|\
              windows={windows:?}|alpha={alpha:?}|c={c:?}|beta={beta}|horizon={horizon:?}|\
-             bound={bound}",
-            input.display()
+             bound={bound}"
         )
     }
 

@@ -103,9 +103,10 @@ fn run_histogram(a: &Args) -> Result<Done> {
     } else {
         exact
     };
+    // The input enters through its digest (`release_rng`), not its path: the same data
+    // replays wherever it lies.
     let label = format!(
-        "histogram|input={}|column={}|bins={:?}|categories={:?}|where={:?}|epsilon={}|neighbours={}",
-        a.input.display(),
+        "histogram|column={}|bins={:?}|categories={:?}|where={:?}|epsilon={}|neighbours={}",
         a.column,
         a.bins,
         a.categories,

@@ -136,6 +136,12 @@ pub(crate) struct SulqInput {
 }
 
 impl SulqInput {
+    /// The public parameters of the input (its columns and their boxes, clipping), for a
+    /// seeded release's description; the data enter through their digest, not the path.
+    fn describe(&self) -> String {
+        format!("columns={:?}|clip={}", self.columns, self.clip)
+    }
+
     fn read(&self, range: Range, exclude: &[&str]) -> Result<Matrix> {
         let cols = self
             .columns
@@ -209,7 +215,7 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
         c,
         m.n,
         plan,
-        &format!("kmeans|{:?}|k={}|iters={}", a.input, a.k, a.iterations),
+        &format!("kmeans|{}|k={}|iters={}", a.input.describe(), a.k, a.iterations),
         &[&a.input.input],
     )?;
     let init = sulq::kmeans::random_centers(a.k, m.d, &mut rng);
@@ -317,8 +323,10 @@ pub(crate) fn run_pca(a: &PcaArgs) -> Result<Done> {
         m.n,
         plan,
         &format!(
-            "pca|{:?}|components={}|center={}",
-            a.input, a.components, cfg.center
+            "pca|{}|components={}|center={}",
+            a.input.describe(),
+            a.components,
+            cfg.center
         ),
         &[&a.input.input],
     )?;
@@ -502,8 +510,11 @@ pub(crate) fn run_perceptron(a: &PerceptronArgs) -> Result<Done> {
         m.n,
         plan,
         &format!(
-            "perceptron|{:?}|label={}|rounds={}|intercept={}",
-            a.input, a.label, a.rounds, a.intercept
+            "perceptron|{}|label={}|rounds={}|intercept={}",
+            a.input.describe(),
+            a.label,
+            a.rounds,
+            a.intercept
         ),
         &[&a.input.input],
     )?;
@@ -589,7 +600,7 @@ pub(crate) fn run_stat(a: &StatArgs) -> Result<Done> {
         c,
         m.n,
         plan,
-        &format!("stat|{:?}|label={}|tau={:?}", a.input, a.label, a.tau),
+        &format!("stat|{}|label={}|tau={:?}", a.input.describe(), a.label, a.tau),
         &[&a.input.input],
     )?;
     let mut adapter = sulq::stat::StatAdapter::new(&mut db, m.n)?;
@@ -728,9 +739,7 @@ pub(crate) fn run_implication(a: &ImplicationArgs) -> Result<Done> {
         alpha.len(),
         plan.clone(),
         &format!(
-            "implication|a={}|b={}|alpha={}|beta={}|method={}|trials={}|gap={}",
-            a.a.display(),
-            a.b.display(),
+            "implication|alpha={}|beta={}|method={}|trials={}|gap={}",
             a.alpha,
             a.beta,
             a.method,

@@ -106,8 +106,7 @@ fn run_tree(a: &Args) -> Result<Done> {
         row_bound: a.row_bound,
     };
     let label = format!(
-        "tree|input={}|label={}|classes={:?}|attributes={:?}|depth={}|selection={}|score={}|epsilon={epsilon}|neighbours={}|row_bound={:?}",
-        a.input.display(),
+        "tree|label={}|classes={:?}|attributes={:?}|depth={}|selection={}|score={}|epsilon={epsilon}|neighbours={}|row_bound={:?}",
         a.label,
         a.classes,
         a.attributes,
