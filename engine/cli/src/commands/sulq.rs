@@ -215,7 +215,12 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
         c,
         m.n,
         plan,
-        &format!("kmeans|{}|k={}|iters={}", a.input.describe(), a.k, a.iterations),
+        &format!(
+            "kmeans|{}|k={}|iters={}",
+            a.input.describe(),
+            a.k,
+            a.iterations
+        ),
         &[&a.input.input],
     )?;
     let init = sulq::kmeans::random_centers(a.k, m.d, &mut rng);
@@ -600,7 +605,12 @@ pub(crate) fn run_stat(a: &StatArgs) -> Result<Done> {
         c,
         m.n,
         plan,
-        &format!("stat|{}|label={}|tau={:?}", a.input.describe(), a.label, a.tau),
+        &format!(
+            "stat|{}|label={}|tau={:?}",
+            a.input.describe(),
+            a.label,
+            a.tau
+        ),
         &[&a.input.input],
     )?;
     let mut adapter = sulq::stat::StatAdapter::new(&mut db, m.n)?;
@@ -740,11 +750,7 @@ pub(crate) fn run_implication(a: &ImplicationArgs) -> Result<Done> {
         plan.clone(),
         &format!(
             "implication|alpha={}|beta={}|method={}|trials={}|gap={}",
-            a.alpha,
-            a.beta,
-            a.method,
-            a.trials,
-            a.gap
+            a.alpha, a.beta, a.method, a.trials, a.gap
         ),
         &[&a.a, &a.b],
     )?;
