@@ -183,16 +183,20 @@ fn unit(k: usize) -> f64 {
     k as f64 * (FIXED_POINT_BITS as f64).exp2()
 }
 
-/// The L2 norm scale in units, rounded up by `2^-50` (more than the float error of the
-/// sensitivity's evaluation and of this product): never below `Delta2 K 2^f / eps`.
+/// Relative margin that covers the float rounding of a sensitivity's evaluation (a few
+/// operations, each within `2^-53`) and of the products below, so that a scale or an integer
+/// sensitivity is never below the exact one.
+const ROUNDING_MARGIN: f64 = 1.0 + 1.0 / (1u64 << 46) as f64;
+
+/// The L2 norm scale in units, rounded up: never below `Delta2 K 2^f / eps`.
 fn grid_scale(l2: f64, epsilon: f64, k: usize) -> f64 {
-    l2 / epsilon * unit(k) * (1.0 + 2f64.powi(-50))
+    l2 / epsilon * unit(k) * ROUNDING_MARGIN
 }
 
 /// The exact Laplace law for an L2 sensitivity: integer L1 sensitivity `sqrt(d) l2 K 2^f`,
 /// rounded up.
 fn laplace_law(l2: f64, epsilon: f64, k: usize, d: usize) -> Result<DiscreteLaplace> {
-    let d1 = ((d as f64).sqrt() * l2 * unit(k)).ceil();
+    let d1 = ((d as f64).sqrt() * l2 * unit(k) * ROUNDING_MARGIN).ceil();
     if !d1.is_finite() || d1 >= 2f64.powi(50) {
         return Err(Error::param(
             "privacy.noise",
@@ -571,9 +575,11 @@ mod tests {
         let c = cal(Calibration::Tight, NoiseKind::L2, 1.0, 1000, 1, 1e-10).expect("ok");
         let unit = 5.0 * 2f64.powi(32);
         // Calibrated to the L2 (= L1) sensitivity, rounded up to the sampler's grid.
-        let want =
-            DiscreteLaplace::for_sensitivity_wide((c.l2_sensitivity * unit).ceil() as u64, 1.0)
-                .expect("law");
+        let want = DiscreteLaplace::for_sensitivity_wide(
+            (c.l2_sensitivity * unit * ROUNDING_MARGIN).ceil() as u64,
+            1.0,
+        )
+        .expect("law");
         assert_eq!(
             c.law,
             NoiseLaw::Laplace(want),
