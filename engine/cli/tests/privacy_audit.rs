@@ -140,6 +140,18 @@ fn csv_column(path: &Path, name: &str) -> Vec<f64> {
         .collect()
 }
 
+/// Write `text` to `dir/data.csv` (one path for every table, as in the audit: the old key
+/// bound the path, not the data) and run `kinsey ARGS --input dir/data.csv --out dir/OUT`;
+/// returns the output path.
+fn on_data(dir: &Path, text: &str, args: &[&str], out: &str) -> std::path::PathBuf {
+    let input = write(dir, "data.csv", text);
+    let out = dir.join(out);
+    let mut a = args.to_vec();
+    a.extend(["--input", arg(&input), "--out", arg(&out)]);
+    ok(&a);
+    out
+}
+
 fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).expect("write");
@@ -162,28 +174,25 @@ fn a_seed_gives_neighbouring_histograms_unrelated_noise() {
         }
         s
     };
-    // One path for both tables, as in the audit: the old key bound the path, not the data.
-    let input = dir.path().join("data.csv");
     let noisy = |text: &str, out: &str| -> Vec<f64> {
-        std::fs::write(&input, text).expect("write");
-        let out = dir.path().join(out);
-        ok(&[
-            "histogram",
-            "--input",
-            arg(&input),
-            "--column",
-            "x",
-            "--bins",
-            "0:10:10",
-            "--epsilon",
-            "0.1",
-            "--neighbours",
-            "unbounded",
-            "--seed",
-            "42",
-            "--out",
-            arg(&out),
-        ]);
+        let out = on_data(
+            dir.path(),
+            text,
+            &[
+                "histogram",
+                "--column",
+                "x",
+                "--bins",
+                "0:10:10",
+                "--epsilon",
+                "0.1",
+                "--neighbours",
+                "unbounded",
+                "--seed",
+                "42",
+            ],
+            out,
+        );
         json(&out.join("report.json"))["release"]["noisy"]
             .as_array()
             .expect("noisy")
@@ -220,29 +229,27 @@ fn a_seed_gives_neighbouring_trees_unrelated_noise() {
     let mut lines: Vec<&str> = text.lines().collect();
     lines.remove(400);
     let less = lines.join("\n") + "\n";
-    let input = dir.path().join("data.csv");
     let counts = |text: &str, out: &str| -> Vec<f64> {
-        std::fs::write(&input, text).expect("write");
-        let out = dir.path().join(out);
-        ok(&[
-            "tree",
-            "--input",
-            arg(&input),
-            "--attributes",
-            "a,b",
-            "--depth",
-            "0",
-            "--score",
-            "gini",
-            "--epsilon",
-            "0.5",
-            "--neighbours",
-            "unbounded",
-            "--seed",
-            "42",
-            "--out",
-            arg(&out),
-        ]);
+        let out = on_data(
+            dir.path(),
+            text,
+            &[
+                "tree",
+                "--attributes",
+                "a,b",
+                "--depth",
+                "0",
+                "--score",
+                "gini",
+                "--epsilon",
+                "0.5",
+                "--neighbours",
+                "unbounded",
+                "--seed",
+                "42",
+            ],
+            out,
+        );
         json(&out.join("tree.json"))["counts"]
             .as_array()
             .expect("leaf counts")
@@ -274,30 +281,28 @@ fn a_seed_gives_neighbouring_sulq_releases_unrelated_noise() {
         ));
     }
     let changed = s.replacen("0.0000,0.0000", "0.0010,0.0000", 1);
-    let input = dir.path().join("data.csv");
     let size = |text: &str, out: &str| -> f64 {
-        std::fs::write(&input, text).expect("write");
-        let out = dir.path().join(out);
-        ok(&[
-            "sulq",
-            "kmeans",
-            "--input",
-            arg(&input),
-            "--columns",
-            "a,b",
-            "--k",
-            "1",
-            "--iterations",
-            "1",
-            "--epsilon",
-            "1",
-            "--neighbours",
-            "bounded",
-            "--seed",
-            "3",
-            "--out",
-            arg(&out),
-        ]);
+        let out = on_data(
+            dir.path(),
+            text,
+            &[
+                "sulq",
+                "kmeans",
+                "--columns",
+                "a,b",
+                "--k",
+                "1",
+                "--iterations",
+                "1",
+                "--epsilon",
+                "1",
+                "--neighbours",
+                "bounded",
+                "--seed",
+                "3",
+            ],
+            out,
+        );
         csv_column(&out.join("centers.csv"), "noisy_size")[0]
     };
     let a = size(&s, "a");
@@ -321,29 +326,27 @@ fn a_seed_gives_neighbouring_series_unrelated_noise() {
         }
         s
     };
-    let input = dir.path().join("data.csv");
     let run = |text: &str, out: &str| -> Vec<f64> {
-        std::fs::write(&input, text).expect("write");
-        let out = dir.path().join(out);
-        ok(&[
-            "decay",
-            "--input",
-            arg(&input),
-            "--column",
-            "count",
-            "--model",
-            "window",
-            "--window",
-            "64",
-            "--epsilon",
-            "1",
-            "--bound",
-            "1",
-            "--seed",
-            "42",
-            "--out",
-            arg(&out),
-        ]);
+        let out = on_data(
+            dir.path(),
+            text,
+            &[
+                "decay",
+                "--column",
+                "count",
+                "--model",
+                "window",
+                "--window",
+                "64",
+                "--epsilon",
+                "1",
+                "--bound",
+                "1",
+                "--seed",
+                "42",
+            ],
+            out,
+        );
         csv_column(&out, "estimate")
     };
     let a = run(&series(None), "a.csv");

@@ -289,6 +289,24 @@ const RECIP: [u64; 32] = {
     t
 };
 
+/// `Bern(exp(-gamma))` for `0 <= gamma <= 1` given a `Bern(gamma)` draw (von Neumann; CKS
+/// Algorithm 1): `A_j ~ Bern(1 / j) and Bern(gamma)`, independent, until one fails; the
+/// parity of the failing index. Every exponential Bernoulli with a dyadic or big-integer
+/// gamma is this loop with its own comparison.
+#[inline]
+pub(crate) fn bernoulli_exp_minus_with<R: RandomBits + ?Sized>(
+    bits: &mut BitReader<'_, R>,
+    mut gamma: impl FnMut(&mut BitReader<'_, R>) -> bool,
+) -> bool {
+    let mut j: u64 = 1; // Bern(1/1) = 1
+    loop {
+        if !(bits.bernoulli_recip(j) && gamma(bits)) {
+            return j % 2 == 1;
+        }
+        j += 1;
+    }
+}
+
 /// `Bern(exp(-u / 2^k))` for `u < 2^k`, `k <= 64`: von Neumann with dyadic comparisons.
 #[inline]
 fn bernoulli_exp_minus_dyadic<R: RandomBits + ?Sized>(
@@ -296,14 +314,7 @@ fn bernoulli_exp_minus_dyadic<R: RandomBits + ?Sized>(
     u: u64,
     k: u32,
 ) -> bool {
-    // A_j ~ Bern(gamma / j) = Bern(1 / j) and Bern(gamma), independent; Bern(1/1) = 1.
-    let mut j: u64 = 1;
-    loop {
-        if !(bits.bernoulli_recip(j) && bits.below_dyadic64(u, k)) {
-            return j % 2 == 1;
-        }
-        j += 1;
-    }
+    bernoulli_exp_minus_with(bits, |b| b.below_dyadic64(u, k))
 }
 
 /// [`bernoulli_exp_minus_dyadic`] for `u < 2^k`, `k <= 128`.
@@ -312,13 +323,7 @@ fn bernoulli_exp_minus_dyadic128<R: RandomBits + ?Sized>(
     u: u128,
     k: u32,
 ) -> bool {
-    let mut j: u64 = 1;
-    loop {
-        if !(bits.bernoulli_recip(j) && bits.below_dyadic(u, k)) {
-            return j % 2 == 1;
-        }
-        j += 1;
-    }
+    bernoulli_exp_minus_with(bits, |b| b.below_dyadic(u, k))
 }
 
 /// `Bern(exp(-1))` (von Neumann with gamma = 1: `A_j = Bern(1 / j)`).

@@ -39,7 +39,10 @@
 //! is finer than that far out in the tail: the gap was not bounded, and at `d = 1` it was
 //! Mironov's lattice (audit 2, item 4).
 
-use super::exact::{BitReader, RandomBits, bernoulli_exp_minus_one, bernoulli_exp_minus_unit};
+use super::exact::{
+    BitReader, RandomBits, bernoulli_exp_minus_one, bernoulli_exp_minus_unit,
+    bernoulli_exp_minus_with,
+};
 use kinsey_core::{Error, Result, check_epsilon};
 use num_bigint::BigUint;
 use serde::Serialize;
@@ -175,13 +178,16 @@ impl GridL2Laplace {
         // x_i = S R G_i / ||G|| = mantissa 2^exponent (r / 2^(P+1)) g_i / sqrt(q).
         let a = &r * BigUint::from(self.mantissa);
         let t = i64::from(self.exponent) - i64::from(p + 1);
+        // |x_i|^2 = x2 / den with the power of two on whichever side keeps it integral
+        // (`den` is the same for every coordinate).
+        let den = if t >= 0 { q } else { q << (-2 * t) as usize };
         g.iter()
             .map(|(neg, m)| {
                 let num = &a * m;
-                let (x2, den) = if t >= 0 {
-                    ((&num * &num) << (2 * t) as usize, q.clone())
+                let x2 = if t >= 0 {
+                    (&num * &num) << (2 * t) as usize
                 } else {
-                    (&num * &num, &q << (-2 * t) as usize)
+                    &num * &num
                 };
                 // floor(|x|), then up by one when |x| >= floor + 1/2: 4 x^2 >= (2m + 1)^2.
                 let fl = (&x2 / &den).sqrt();
@@ -236,19 +242,13 @@ fn below_big<R: RandomBits + ?Sized>(bits: &mut BitReader<'_, R>, num: &BigUint,
     false
 }
 
-/// `Bern(exp(-num / 2^k))` for `num < 2^k` (von Neumann; CKS Algorithm 1).
+/// `Bern(exp(-num / 2^k))` for `num < 2^k`.
 fn bern_exp_minus_big<R: RandomBits + ?Sized>(
     bits: &mut BitReader<'_, R>,
     num: &BigUint,
     k: u64,
 ) -> bool {
-    let mut j: u64 = 1;
-    loop {
-        if !(bits.bernoulli_recip(j) && below_big(bits, num, k)) {
-            return j % 2 == 1;
-        }
-        j += 1;
-    }
+    bernoulli_exp_minus_with(bits, |b| below_big(b, num, k))
 }
 
 /// An exponential's cell on the grid `2^-P`, as its midpoint times `2^(P+1)`.

@@ -20,7 +20,7 @@
 
 use kinsey_data::Dataset;
 use kinsey_dp::rng::{bound_label, derive_key, os_crypto_rng};
-use kinsey_dp::{NoiseRng, RngRecord};
+use kinsey_dp::{DataDigest, NoiseRng, RngRecord};
 use rand_core::RngCore;
 
 /// A party's 32-byte data tag.
@@ -33,10 +33,6 @@ pub struct NoiseKeys {
     record_seed: bool,
     /// The job's public description (`pipeline::job_description`).
     job: String,
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 impl NoiseKeys {
@@ -80,7 +76,7 @@ impl NoiseKeys {
     pub fn party_rng(&self, d: usize, tags: &[Tag], j: usize) -> NoiseRng {
         match self.seed {
             Some(s) => {
-                let all: Vec<String> = tags.iter().map(|t| hex(t)).collect();
+                let all: Vec<String> = tags.iter().map(|t| DataDigest(*t).hex()).collect();
                 let desc = format!(
                     "aggregate|{}|K={}|d={d}|tags={}|party={j}",
                     self.job,

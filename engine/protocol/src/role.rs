@@ -25,6 +25,28 @@ pub(crate) struct Fail {
 
 pub(crate) type R<T> = std::result::Result<T, Fail>;
 
+impl Fail {
+    /// A transport error met in `stage`: who is to blame, and whether it is only the
+    /// consequence of a failure elsewhere (a hang-up, or an abort relayed by a peer).
+    pub(crate) fn from_transport(stage: Stage, e: TransportError) -> Fail {
+        let (stage, blame, secondary) = match &e {
+            TransportError::HungUp(p) => (stage, *p, true),
+            TransportError::Timeout(p)
+            | TransportError::NoRoute(p)
+            | TransportError::Closed(p, _)
+            | TransportError::Refused(p, _) => (stage, *p, false),
+            // Relayed: the peer that stopped the session told everyone already.
+            TransportError::Aborted { stage, blame, .. } => (*stage, *blame, true),
+        };
+        Fail {
+            stage,
+            blame,
+            msg: e.to_string(),
+            secondary,
+        }
+    }
+}
+
 #[derive(Default, Clone, Copy)]
 pub(crate) struct OpStat {
     pub(crate) elements: u64,
@@ -62,21 +84,7 @@ impl<'a> Ctx<'a> {
     }
 
     pub(crate) fn transport(&self, e: TransportError) -> Fail {
-        let (stage, blame, secondary) = match &e {
-            TransportError::HungUp(p) => (self.stage, *p, true),
-            TransportError::Timeout(p)
-            | TransportError::NoRoute(p)
-            | TransportError::Closed(p, _)
-            | TransportError::Refused(p, _) => (self.stage, *p, false),
-            // Relayed: the peer that stopped the session told everyone already.
-            TransportError::Aborted { stage, blame, .. } => (*stage, *blame, true),
-        };
-        Fail {
-            stage,
-            blame,
-            msg: e.to_string(),
-            secondary,
-        }
+        Fail::from_transport(self.stage, e)
     }
 
     pub(crate) fn enter(&mut self, stage: Stage) -> R<()> {

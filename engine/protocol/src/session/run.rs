@@ -8,7 +8,7 @@ use crate::faults::Leak;
 use crate::play::{self, RoleResult};
 use crate::report::ProtocolReport;
 use crate::role::{Fail, R};
-use crate::transport::{Peer, Stage, Transport, TransportError};
+use crate::transport::{Peer, Stage, Transport};
 use crate::wire::{TAG, open, seal};
 use kinsey_backend::AdditiveHe;
 use kinsey_core::{Error, Result};
@@ -81,22 +81,12 @@ pub struct ParticipantOutcome {
 /// Every party sends its 32-byte tag to every other party and reads theirs (setup, before the
 /// protocol; the curator takes no part). Returns the tags in party order.
 fn exchange_tags(mesh: &mut Mesh, j: usize, k: usize, own: Tag) -> R<Vec<Tag>> {
-    let fail = |blame: Peer, msg: String, secondary: bool| Fail {
+    let transport = |e| Fail::from_transport(Stage::Setup, e);
+    let fail = |blame: Peer, msg: String| Fail {
         stage: Stage::Setup,
         blame,
         msg,
-        secondary,
-    };
-    let transport = |e: TransportError| {
-        let (blame, secondary) = match &e {
-            TransportError::HungUp(p) => (*p, true),
-            TransportError::Aborted { blame, .. } => (*blame, true),
-            TransportError::Timeout(p)
-            | TransportError::NoRoute(p)
-            | TransportError::Closed(p, _)
-            | TransportError::Refused(p, _) => (*p, false),
-        };
-        fail(blame, e.to_string(), secondary)
+        secondary: false,
     };
     for q in (0..k).filter(|&q| q != j) {
         mesh.send(Peer::Party(q), seal(Stage::Setup, TAG, &own))
@@ -106,12 +96,25 @@ fn exchange_tags(mesh: &mut Mesh, j: usize, k: usize, own: Tag) -> R<Vec<Tag>> {
     for (q, t) in tags.iter_mut().enumerate().filter(|(q, _)| *q != j) {
         let from = Peer::Party(q);
         let m = mesh.recv(from).map_err(transport)?;
-        let body = open(&m, Stage::Setup, TAG).map_err(|why| fail(from, why, false))?;
+        let body = open(&m, Stage::Setup, TAG).map_err(|why| fail(from, why))?;
         *t = body
             .try_into()
-            .map_err(|_| fail(from, "sent a data tag that is not 32 bytes".into(), false))?;
+            .map_err(|_| fail(from, "sent a data tag that is not 32 bytes".into()))?;
     }
     Ok(tags)
+}
+
+/// End the session on a failure: tell every peer (unless the failure was relayed to us, so
+/// every peer knows already) and name the stage and the participant at fault.
+fn stop(mesh: &mut Mesh, f: Fail) -> Error {
+    if !f.secondary {
+        mesh.abort(f.stage, f.blame, &f.msg);
+    }
+    Error::Protocol {
+        stage: f.stage.name().into(),
+        participant: f.blame.to_string(),
+        msg: f.msg,
+    }
 }
 
 /// The tag exchange and, with a binding, the party's noise drawn from every tag.
@@ -124,17 +127,7 @@ fn bind_noise(mesh: &mut Mesh, j: usize, k: usize, seat: &Seat) -> Result<Option
             t
         }
     };
-    let abort = |mesh: &mut Mesh, f: Fail| {
-        if !f.secondary {
-            mesh.abort(f.stage, f.blame, &f.msg);
-        }
-        Error::Protocol {
-            stage: f.stage.name().into(),
-            participant: f.blame.to_string(),
-            msg: f.msg,
-        }
-    };
-    let tags = exchange_tags(mesh, j, k, own).map_err(|f| abort(mesh, f))?;
+    let tags = exchange_tags(mesh, j, k, own).map_err(|f| stop(mesh, f))?;
     let mut input = seat.input.clone();
     if let (Some(b), Some(p)) = (&seat.binding, input.as_mut()) {
         let me = Peer::Party(j);
@@ -143,7 +136,7 @@ fn bind_noise(mesh: &mut Mesh, j: usize, k: usize, seat: &Seat) -> Result<Option
             play::check_party(j, p, seat.dim)
         });
         if let Err(e) = drawn {
-            return Err(abort(
+            return Err(stop(
                 mesh,
                 Fail {
                     stage: Stage::Setup,
@@ -200,17 +193,8 @@ pub fn run_participant(cfg: &MeshConfig, seat: &Seat) -> Result<ParticipantOutco
     } = role;
     let sum = match out {
         Ok(sum) => sum,
-        Err(f) => {
-            // A relayed abort reached every participant already (full mesh).
-            if !f.secondary {
-                mesh.abort(f.stage, f.blame, &f.msg);
-            }
-            return Err(Error::Protocol {
-                stage: f.stage.name().into(),
-                participant: f.blame.to_string(),
-                msg: f.msg,
-            });
-        }
+        // A relayed abort reached every participant already (full mesh).
+        Err(f) => return Err(stop(&mut mesh, f)),
     };
     if sum.len() != seat.dim {
         let msg = format!(
@@ -225,17 +209,13 @@ pub fn run_participant(cfg: &MeshConfig, seat: &Seat) -> Result<ParticipantOutco
             msg,
         });
     }
-    mesh.finish().map_err(|e| Error::Protocol {
-        stage: "the closing goodbye".into(),
-        participant: match &e {
-            crate::transport::TransportError::Aborted { blame, .. } => blame.to_string(),
-            crate::transport::TransportError::HungUp(p)
-            | crate::transport::TransportError::Timeout(p)
-            | crate::transport::TransportError::NoRoute(p)
-            | crate::transport::TransportError::Closed(p, _)
-            | crate::transport::TransportError::Refused(p, _) => p.to_string(),
-        },
-        msg: e.to_string(),
+    mesh.finish().map_err(|e| {
+        let f = Fail::from_transport(Stage::Shares, e);
+        Error::Protocol {
+            stage: "the closing goodbye".into(),
+            participant: f.blame.to_string(),
+            msg: f.msg,
+        }
     })?;
     let wall = start.elapsed().as_secs_f64();
     let wire_bytes_sent = mesh.wire_bytes_sent();
