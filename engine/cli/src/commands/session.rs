@@ -135,6 +135,8 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
         ));
     }
     kinsey_core::check_epsilon("epsilon", i.epsilon)?;
+    // Refused here, before anything is written, as every participant would refuse it.
+    kinsey_learn::pipeline::check_parties(k, i.allow_two_parties)?;
     i.crypto.config().aggregation()?;
     let dir = &i.out;
     if dir.join("roster.toml").exists() {

@@ -147,6 +147,22 @@ fn bad_frames_end_the_session_everywhere_naming_the_sender() {
     }
 }
 
+/// The parties' data tags (before the protocol, setup) are checked like every frame: a
+/// corrupted one ends the session everywhere, naming its sender and the stage.
+#[test]
+fn a_corrupted_data_tag_ends_the_session_naming_its_sender() {
+    let t = LocalSession::new(3, false).expect("session");
+    let errs = errors(run_all(&t, &inputs(3, 3), |i, c| {
+        if i == 2 {
+            c.tamper = Some((Tamper::Garbage, Stage::Setup));
+        }
+    }));
+    assert!(errs.iter().any(|e| e.contains("corrupted")), "{errs:?}");
+    for e in &errs {
+        assert!(e.contains("party 2") && e.contains("setup"), "{e}");
+    }
+}
+
 /// Each participant's frames as the network saw them (TLS record bytes per peer and stage).
 fn wire_patterns(outs: Vec<kinsey_core::Result<ParticipantOutcome>>) -> Vec<Vec<LinkTraffic>> {
     outs.into_iter()
