@@ -64,9 +64,35 @@ pub struct Guarantee {
     pub sensitivity: String,
 }
 
+impl Guarantee {
+    /// The guarantee in a few words for a terminal: `pure 1-DP` or `(1, 2.3e-60)-DP`.
+    pub fn short(&self) -> String {
+        if self.delta > 0.0 {
+            format!("({}, {:.1e})-DP", self.epsilon, self.delta)
+        } else {
+            format!("pure {}-DP", self.epsilon)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_short_form_states_delta_when_there_is_one() {
+        let mut g = Guarantee {
+            kind: "pure".into(),
+            epsilon: 1.0,
+            delta: 0.0,
+            neighbours: String::new(),
+            mechanism: String::new(),
+            sensitivity: String::new(),
+        };
+        assert_eq!(g.short(), "pure 1-DP");
+        g.delta = 2.3e-60;
+        assert_eq!(g.short(), "(1, 2.3e-60)-DP");
+    }
 
     #[test]
     fn diagnostics_files_start_with_not_private() {

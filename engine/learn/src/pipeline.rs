@@ -269,8 +269,9 @@ pub fn guarantee(spec: &JobSpec, k: usize, d: usize) -> Result<Guarantee> {
     let (mechanism, sens) = match (spec.privacy.noise, exact) {
         (aggregate::NoiseKind::L2, false) => (
             "L2-Laplace (density proportional to exp(-eps ||z||_2 / Delta2)), each party's \
-             draw on the grid 2^-32 / K by integer arithmetic (within the stated delta of the \
-             ideal law), the smallest party's selected",
+             draw on the grid 2^-32 / K by integer arithmetic, the smallest party's selected; \
+             delta bounds the sampler's total variation from the ideal law and the chance of \
+             a clamp at the fixed point's capacity, times 1 + e^eps",
             "L2",
         ),
         (aggregate::NoiseKind::L2, true) => (
@@ -307,17 +308,18 @@ pub fn guarantee(spec: &JobSpec, k: usize, d: usize) -> Result<Guarantee> {
         bindings.join(", ")
     );
     Ok(Guarantee {
-        kind: if delta > 0.0 {
-            "approximate (eps, delta): delta bounds the samplers' distance from the ideal law \
-             and the chance of a clamp at the fixed point's capacity"
-        } else {
-            "pure"
-        }
-        .into(),
+        kind: if delta > 0.0 { "approximate" } else { "pure" }.into(),
         epsilon: spec.privacy.epsilon,
         delta,
         neighbours: "bounded: replace one row of one party (party sizes fixed)".into(),
-        mechanism: mechanism.into(),
+        mechanism: if exact && delta > 0.0 {
+            format!(
+                "{mechanism}; delta: the chance of a clamp at the fixed point's capacity, \
+                 times 1 + e^eps"
+            )
+        } else {
+            mechanism.into()
+        },
         sensitivity: formula,
     })
 }
@@ -692,8 +694,8 @@ impl Report {
             r.parties, r.dim
         ));
         s.push_str(&format!(
-            "  privacy: pure {}-DP, neighbours {}; calibration = {}, noise = {}, gradient bound {:e}\n",
-            r.guarantee.epsilon,
+            "  privacy: {}, neighbours {}; calibration = {}, noise = {}, gradient bound {:e}\n",
+            r.guarantee.short(),
             r.guarantee.neighbours,
             r.privacy.calibration.name(),
             r.privacy.noise.name(),

@@ -87,8 +87,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
     o.commit()
         .map_err(|e| Error::Numerical(format!("writing the curator's outputs: {e}")))?;
     println!(
-        "kinsey curator: published the DP aggregate classifier of {k} parties (d = {d}, pure {}-DP)",
-        release.guarantee.epsilon
+        "kinsey curator: published the DP aggregate classifier of {k} parties (d = {d}, {})",
+        release.guarantee.short()
     );
     println!("  aggregation: {}", release.aggregator);
     // Timings follow the parties' sizes only loosely, but they are measured, not public.
