@@ -38,7 +38,7 @@ impl PaillierRates {
     pub fn table(&self) -> String {
         format!(
             "Paillier {} bits, {} thread(s), {} values, {}: keygen {:.2} s, tables {:.2} s\n  \
-             encrypt {:>10.0}/s  encrypt (key holder, CRT) {:>10.0}/s  decrypt {:>9.0}/s\n  \
+             encrypt {:>10.0}/s  encrypt (key holder) {:>10.0}/s  decrypt {:>9.0}/s\n  \
              add {:>14.0}/s  multiply by 32-bit plaintext {:>9.0}/s  re-randomise {:>6.0}/s\n{}",
             self.bits,
             self.threads,

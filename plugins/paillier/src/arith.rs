@@ -5,8 +5,8 @@
 use kinsey_backend::BackendError;
 use rug::integer::{IsPrime, Order};
 use rug::{Complete, Integer};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// NIST SP 800-57 estimate of classical security for an RSA-type modulus.
 pub fn security_bits(key_bits: u32) -> u32 {
@@ -26,28 +26,74 @@ pub fn randomness_bits(key_bits: u32) -> u32 {
     (4 * security_bits(key_bits)).max(256)
 }
 
-/// Cache of per-key tables (building one costs about 1,800 multiplications).
+/// Cache of per-key tables (building one costs about 1,800 multiplications, and a key
+/// holder's secret-modulus tables as many constant-time reductions). A key's tables are
+/// built once even when many threads ask at the same time (the parties of an in-process
+/// run all encrypt under `xi` at once): the first builds, the others wait for it.
 pub(crate) struct Cache<T> {
     map: Mutex<HashMap<Vec<u8>, Arc<T>>>,
+    /// Keys whose tables a thread is building now.
+    building: Mutex<HashSet<Vec<u8>>>,
+    /// Signalled (under `building`) when a build ends.
+    built: Condvar,
 }
 
 impl<T> Default for Cache<T> {
     fn default() -> Self {
         Self {
             map: Mutex::new(HashMap::new()),
+            building: Mutex::new(HashSet::new()),
+            built: Condvar::new(),
         }
     }
 }
 
+/// Clears a key's "building" mark when its build ends, however it ends (an error or a
+/// panic included), and wakes the threads waiting for it.
+struct Building<'a, T> {
+    cache: &'a Cache<T>,
+    key: &'a [u8],
+}
+
+impl<T> Drop for Building<'_, T> {
+    fn drop(&mut self) {
+        let mut b = self
+            .cache
+            .building
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        b.remove(self.key);
+        self.cache.built.notify_all();
+    }
+}
+
 impl<T> Cache<T> {
+    fn get(&self, key: &[u8]) -> Result<Option<Arc<T>>, BackendError> {
+        Ok(self.map.lock().map_err(poisoned)?.get(key).cloned())
+    }
+
     pub(crate) fn get_or_build(
         &self,
         key: &[u8],
         build: impl FnOnce() -> Result<T, BackendError>,
     ) -> Result<Arc<T>, BackendError> {
-        if let Some(v) = self.map.lock().map_err(poisoned)?.get(key) {
-            return Ok(v.clone());
+        if let Some(v) = self.get(key)? {
+            return Ok(v);
         }
+        // Lock order: `building`, then `map`. A builder inserts into `map` before it clears
+        // its mark under `building`, so a woken waiter finds the tables.
+        let mut b = self.building.lock().map_err(poisoned)?;
+        loop {
+            if let Some(v) = self.get(key)? {
+                return Ok(v);
+            }
+            if b.insert(key.to_vec()) {
+                break;
+            }
+            b = self.built.wait(b).map_err(poisoned)?;
+        }
+        drop(b);
+        let _mark = Building { cache: self, key };
         let v = Arc::new(build()?);
         let mut m = self.map.lock().map_err(poisoned)?;
         if m.len() >= 32 {

@@ -20,7 +20,7 @@ use std::time::Instant;
 pub enum Op {
     /// Encryption under the public key.
     Encrypt,
-    /// Encryption by the key holder (CRT).
+    /// Encryption by the key holder (the public key's path, after the secret key's check).
     EncryptKeyHolder,
     /// Decryption (CRT).
     Decrypt,
@@ -53,7 +53,7 @@ impl Op {
     pub fn name(self) -> &'static str {
         match self {
             Op::Encrypt => "encrypt",
-            Op::EncryptKeyHolder => "encrypt (key holder, CRT)",
+            Op::EncryptKeyHolder => "encrypt (key holder)",
             Op::Decrypt => "decrypt (CRT)",
             Op::Add => "add",
             Op::MulPlain => "multiply by 32-bit plaintexts",

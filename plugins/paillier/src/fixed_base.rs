@@ -7,17 +7,11 @@
 //! * every window multiplies by a full-size entry: digits are offset by one (the table for
 //!   window `i` holds `base^((d + 1) 16^i)`), so a zero digit is not a cheap multiply by 1,
 //!   and the offset `base^(sum 16^i)` is removed by one multiplication by its inverse;
-//! * the multiplications are GMP's on operands of fixed limb count;
-//! * the reductions: a public modulus (`n^2`) is reduced with GMP's `%`; a secret one (`p^2`,
-//!   `q^2` of the key holder's CRT encryption, [`FixedBase::new_secret`]) only through
-//!   `sec_mod` (GMP's side-channel silent `mpn_sec_div_r`), in the tables' construction as
-//!   in every exponentiation, and the correction's inverse is a `secure_pow_mod` by the
-//!   group order (Euler), not GMP's variable-time inversion.
+//! * the multiplications and reductions are GMP's on operands of fixed limb count.
 //!
 //! Cost: `bits / 4` modular multiplications per exponentiation, against about `1.2 bits`
 //! for square-and-multiply; tables take `bits / 4 * 16` entries.
 
-use crate::arith::sec_mod;
 use rug::Integer;
 use rug::integer::Order;
 
@@ -27,8 +21,6 @@ const ENTRIES: usize = 1 << WINDOW;
 /// Precomputed powers of one base modulo one modulus.
 pub struct FixedBase {
     modulus: Integer,
-    /// The modulus is secret: every reduction goes through `sec_mod`.
-    secret: bool,
     limbs: usize,
     exp_bits: u32,
     /// `tables[i][d * limbs .. (d + 1) * limbs]` = `base^((d + 1) 16^i) mod m`, little-endian limbs.
@@ -55,42 +47,12 @@ fn limbs_of(x: &Integer, limbs: usize) -> Vec<u64> {
 }
 
 impl FixedBase {
-    /// Tables for exponents of `exp_bits` bits (rounded up to a whole window), modulo a
-    /// public modulus. `None` if the base is not invertible modulo `modulus`.
+    /// Tables for exponents of `exp_bits` bits (rounded up to a whole window). `None` if the
+    /// base is not invertible modulo `modulus`.
     pub fn new(base: &Integer, modulus: &Integer, exp_bits: u32) -> Option<Self> {
-        let (tables, offset) = Self::tables(base, modulus, exp_bits, &|x| x % modulus);
-        let correction = offset.invert(modulus).ok()?;
-        Some(Self::assemble(modulus, false, tables, correction, exp_bits))
-    }
-
-    /// Tables modulo a secret modulus of known group order `order` (`p (p - 1)` for `p^2`):
-    /// every reduction through `sec_mod`, the correction inverted as `x^(order - 1)` with
-    /// `secure_pow_mod`. `None` if the base is not invertible.
-    pub fn new_secret(
-        base: &Integer,
-        modulus: &Integer,
-        order: &Integer,
-        exp_bits: u32,
-    ) -> Option<Self> {
-        let (tables, offset) = Self::tables(base, modulus, exp_bits, &|x| sec_mod(&x, modulus));
-        let e = Integer::from(order - 1u32);
-        let correction = Integer::from(offset.secure_pow_mod_ref(&e, modulus));
-        if sec_mod(&Integer::from(&offset * &correction), modulus) != 1 {
-            return None;
-        }
-        Some(Self::assemble(modulus, true, tables, correction, exp_bits))
-    }
-
-    /// The window tables and the offset `base^(sum_i 16^i)`, reduced by `reduce`.
-    fn tables(
-        base: &Integer,
-        modulus: &Integer,
-        exp_bits: u32,
-        reduce: &dyn Fn(Integer) -> Integer,
-    ) -> (Vec<Vec<u64>>, Integer) {
         let windows = exp_bits.div_ceil(WINDOW) as usize;
         let limbs = (modulus.significant_bits() as usize).div_ceil(64);
-        let mut b = reduce(base.clone());
+        let mut b = Integer::from(base % modulus);
         let mut offset = Integer::from(1);
         let mut tables = Vec::with_capacity(windows);
         for _ in 0..windows {
@@ -98,33 +60,22 @@ impl FixedBase {
             let mut acc = b.clone();
             for d in 0..ENTRIES {
                 if d > 0 {
-                    acc = reduce(Integer::from(&acc * &b));
+                    acc = Integer::from(&acc * &b) % modulus;
                 }
                 t.extend(limbs_of(&acc, limbs));
             }
-            offset = reduce(Integer::from(&offset * &b));
+            offset = Integer::from(&offset * &b) % modulus;
             b = acc; // base^(16^(i+1))
             tables.push(t);
         }
-        (tables, offset)
-    }
-
-    fn assemble(
-        modulus: &Integer,
-        secret: bool,
-        tables: Vec<Vec<u64>>,
-        correction: Integer,
-        exp_bits: u32,
-    ) -> Self {
-        let windows = exp_bits.div_ceil(WINDOW);
-        Self {
+        let correction = offset.invert(modulus).ok()?;
+        Some(Self {
             modulus: modulus.clone(),
-            secret,
-            limbs: (modulus.significant_bits() as usize).div_ceil(64),
-            exp_bits: windows * WINDOW,
+            limbs,
+            exp_bits: windows as u32 * WINDOW,
             tables,
             correction,
-        }
+        })
     }
 
     /// Bits of exponent the tables cover.
@@ -167,11 +118,7 @@ impl FixedBase {
             select(table, self.limbs, digit, &mut entry);
             let x = Integer::from_digits(&entry, Order::Lsf);
             acc *= &x;
-            if self.secret {
-                acc = sec_mod(&acc, &self.modulus);
-            } else {
-                acc %= &self.modulus;
-            }
+            acc %= &self.modulus;
         }
         acc
     }
@@ -217,16 +164,5 @@ mod tests {
         let zero = vec![0u8; fb.exp_bytes()];
         assert_eq!(fb.pow(&zero), 1);
         assert!(FixedBase::new(&Integer::from(0), &m, 64).is_none());
-        // The secret-modulus tables give the same powers (m prime: order m - 1).
-        let order = Integer::from(&m - 1u32);
-        let sb = FixedBase::new_secret(&base, &m, &order, 130).expect("invertible");
-        assert!(sb.secret && !fb.secret);
-        for _ in 0..5 {
-            let mut e = vec![0u8; fb.exp_bytes()];
-            rng.fill_bytes(&mut e);
-            e[16] &= 0x0f;
-            assert_eq!(sb.pow(&e), fb.pow(&e));
-        }
-        assert!(FixedBase::new_secret(&Integer::from(0), &m, &order, 64).is_none());
     }
 }

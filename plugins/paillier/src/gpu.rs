@@ -224,16 +224,12 @@ impl GpuPk {
     }
 }
 
-/// What the GPU needs of a secret key: `p^2`, `q^2`, their tables, `p - 1`, `q - 1`.
+/// What the GPU needs of a secret key (to decrypt): `p^2`, `q^2`, `p - 1`, `q - 1`.
 pub(crate) struct GpuSk {
     pub(crate) p2: Modulus,
     pub(crate) q2: Modulus,
-    pub(crate) tp: FixedTable,
-    pub(crate) tq: FixedTable,
     pub(crate) pm1: Vec<u32>,
     pub(crate) qm1: Vec<u32>,
-    /// Words of a CRT encryption exponent.
-    pub(crate) exp_words: usize,
 }
 
 impl GpuSk {
@@ -255,25 +251,20 @@ pub(crate) struct SecretParts<'a> {
     pub(crate) q2: &'a Integer,
     pub(crate) pm1: &'a Integer,
     pub(crate) qm1: &'a Integer,
-    pub(crate) tp: &'a FixedBase,
-    pub(crate) tq: &'a FixedBase,
 }
 
 impl GpuSk {
-    /// From the secret key's numbers and its two tables.
+    /// From the secret key's numbers.
     pub(crate) fn new(s: SecretParts<'_>) -> Result<Self, BackendError> {
         let w = words_for(s.bits);
         let half_words = words_for(s.bits.div_ceil(2));
         let p2 = Modulus::new(words_of(s.p2, w)).map_err(kernel_err("modulus p^2"))?;
         let q2 = Modulus::new(words_of(s.q2, w)).map_err(kernel_err("modulus q^2"))?;
         Ok(Self {
-            tp: table(&p2, s.tp)?,
-            tq: table(&q2, s.tq)?,
             p2,
             q2,
             pm1: words_of(s.pm1, half_words),
             qm1: words_of(s.qm1, half_words),
-            exp_words: s.tp.exp_bytes().div_ceil(4),
         })
     }
 }

@@ -49,8 +49,6 @@ impl SkCtx {
                 q2: &self.sk.q2,
                 pm1: &self.sk.pm1,
                 qm1: &self.sk.qm1,
-                tp: &self.tp,
-                tq: &self.tq,
             })
         })
     }
@@ -133,7 +131,6 @@ pub(crate) struct Sk {
     pub(crate) hp: Integer,
     pub(crate) hq: Integer,
     pub(crate) q_inv_p: Integer,
-    pub(crate) q2_inv_p2: Integer,
     /// `p^-1 mod 2^bits(p)` and `q^-1 mod 2^bits(q)`: the L function's exact division by
     /// a secret prime as a multiplication and a truncation (no GMP division by a secret).
     pub(crate) p_inv_2k: Integer,
@@ -154,9 +151,7 @@ pub(crate) fn inv_2k(d: &Integer) -> Option<Integer> {
 
 pub(crate) struct SkCtx {
     pub(crate) sk: Sk,
-    pub(crate) tp: FixedBase,
-    pub(crate) tq: FixedBase,
-    /// `p^2`, `q^2`, the tables and the exponents in the GPU's form, built on first use.
+    /// `p^2`, `q^2` and the decryption exponents in the GPU's form, built on first use.
     pub(crate) gpu: crate::gpu::Lazy<crate::gpu::GpuSk>,
 }
 
@@ -215,7 +210,6 @@ pub(crate) fn parse_sk(sk: &SecretKey) -> Result<Sk, BackendError> {
         .invert(&q)
         .map_err(|_| bad())?;
     let q_inv_p = q.clone().invert(&p).map_err(|_| bad())?;
-    let q2_inv_p2 = q2.clone().invert(&p2).map_err(|_| bad())?;
     let p_inv_2k = inv_2k(&p).ok_or_else(bad)?;
     let q_inv_2k = inv_2k(&q).ok_or_else(bad)?;
     Ok(Sk {
@@ -229,7 +223,6 @@ pub(crate) fn parse_sk(sk: &SecretKey) -> Result<Sk, BackendError> {
         hp,
         hq,
         q_inv_p,
-        q2_inv_p2,
         p_inv_2k,
         q_inv_2k,
     })

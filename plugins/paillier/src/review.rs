@@ -2,10 +2,12 @@
 //! that GMP may run in time depending on its operands (`%`, `/`, `invert`, `pow_mod`) is
 //! listed here with why it may: its operands are public, or it runs once per key (a stated
 //! exception). A new one fails the test until it is reviewed; one by a secret modulus or
-//! with a secret exponent must use `sec_mod`, `secure_pow_mod` or `FixedBase::new_secret`
-//! instead. (Audit 2, item 6: `FixedBase::pow` reduced by the secret `p^2`, `q^2` with `%`,
-//! and `g_pow` did `(1 + m n) % p^2`, while the docs said every such reduction was
-//! constant time.) `docs/privacy.md` has the list of operations on secrets and their routines.
+//! with a secret exponent must use `sec_mod` or `secure_pow_mod` instead. (Audit 2, item 6:
+//! `FixedBase::pow` reduced by the secret `p^2`, `q^2` with `%` in the key holder's CRT
+//! encryption, and `g_pow` did `(1 + m n) % p^2`, while the docs said every such reduction
+//! was constant time. The key holder now encrypts with the public key's tables, so no
+//! `FixedBase` is built on a secret modulus.) `docs/privacy.md` has the list of operations on
+//! secrets and their routines.
 
 /// The crate's sources, as compiled.
 const SOURCES: [(&str, &str); 6] = [
@@ -86,13 +88,23 @@ const REVIEWED: &[(&str, &str, &str)] = &[
     ),
     (
         "fixed_base.rs",
-        "let (tables, offset) = Self::tables(base, modulus, exp_bits, &|x| x % modulus);",
-        "FixedBase::new: public modulus",
+        "let mut b = Integer::from(base % modulus);",
+        "FixedBase: public moduli only (n^2, DGK's n)",
+    ),
+    (
+        "fixed_base.rs",
+        "acc = Integer::from(&acc * &b) % modulus;",
+        "FixedBase: public moduli only",
+    ),
+    (
+        "fixed_base.rs",
+        "offset = Integer::from(&offset * &b) % modulus;",
+        "FixedBase: public moduli only",
     ),
     (
         "fixed_base.rs",
         "let correction = offset.invert(modulus).ok()?;",
-        "FixedBase::new: public modulus",
+        "FixedBase: public moduli only",
     ),
     (
         "fixed_base.rs",
@@ -102,7 +114,7 @@ const REVIEWED: &[(&str, &str, &str)] = &[
     (
         "fixed_base.rs",
         "acc %= &self.modulus;",
-        "only when the modulus is public (`secret == false`)",
+        "FixedBase: public moduli only (the key holder encrypts with n^2's table)",
     ),
     (
         "keys.rs",
@@ -115,11 +127,6 @@ const REVIEWED: &[(&str, &str, &str)] = &[
     (
         "keys.rs",
         "let q_inv_p = q.clone().invert(&p).map_err(|_| bad())?;",
-        "once per key load",
-    ),
-    (
-        "keys.rs",
-        "let q2_inv_p2 = q2.clone().invert(&p2).map_err(|_| bad())?;",
         "once per key load",
     ),
     ("lib.rs", ".map(|v| (v % &self.n).complete())", "public n"),
