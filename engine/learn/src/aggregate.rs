@@ -140,18 +140,6 @@ pub enum NoiseLaw {
     L2(GridL2Laplace),
 }
 
-/// The noise's privacy parameters that are public whatever the parties' sizes: the largest
-/// scale any party could draw at (a party of one row) and the delta the release states.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PublicNoise {
-    /// The scale of a one-row party, in units of `1 / (K 2^f)` (the L2 norm scale, or the
-    /// Laplace parameter t).
-    pub max_scale: f64,
-    /// The release's delta: the samplers' stated gap (L2-Laplace) and the chance that a
-    /// draw reaches `2^NOISE_BITS` units and is clamped, times `1 + e^eps`.
-    pub delta: f64,
-}
-
 /// The L2 sensitivity of the published vector as the formula a release states (with the
 /// secret `n_(1)`), which [`calibrate`] evaluates at the party's own size: one source.
 pub fn sensitivity(obj: &Objective, calibration: Calibration, k: usize, d: usize, g: f64) -> Expr {
@@ -206,16 +194,18 @@ fn laplace_law(l2: f64, epsilon: f64, k: usize, d: usize) -> Result<DiscreteLapl
     DiscreteLaplace::for_sensitivity_wide(d1 as u64, epsilon)
 }
 
-/// What is public about the noise of a job whatever the parties' sizes, checked against the
-/// protocol's capacity: every refusal here depends on public parameters only (the scale
-/// grows as a party shrinks, so it is checked at one row, never at a party's own size).
-pub fn public_noise(
+/// The delta a job's release states, public whatever the parties' sizes: the samplers' stated
+/// gap (L2-Laplace) and the chance that a draw reaches `2^NOISE_BITS` units and is clamped,
+/// times `1 + e^eps`. Also the check against the protocol's capacity: every refusal here
+/// depends on public parameters only (the scale grows as a party shrinks, so it is checked
+/// at one row, never at a party's own size).
+pub fn public_delta(
     obj: &Objective,
     spec: &PrivacySpec,
     k: usize,
     d: usize,
     g: f64,
-) -> Result<PublicNoise> {
+) -> Result<f64> {
     let l2 = sensitivity(obj, spec.calibration, k, d, g).eval(1.0);
     let eps = spec.epsilon;
     let cap = (NOISE_BITS as f64).exp2();
@@ -231,25 +221,22 @@ pub fn public_noise(
             ),
         )
     };
-    let (max_scale, gap) = if exact_law(spec.noise, d) {
+    let gap = if exact_law(spec.noise, d) {
         let t = laplace_law(l2, eps, k, d)?.t();
         // P(|Z| >= 2^NOISE_BITS) <= 2 q^(2^NOISE_BITS) / (1 + q) <= exp(-2^NOISE_BITS / t).
         if t > cap / 128.0 {
             return Err(too_large());
         }
-        (t, d as f64 * (-cap / t).exp())
+        d as f64 * (-cap / t).exp()
     } else {
         let s = grid_scale(l2, eps, k);
         // Outside the gap's bad events R <= R_max, so |N_i| <= S R_max + 1 < 2^NOISE_BITS.
         if s * (kinsey_dp::l2laplace::norm_bound(d) + 1.0) + 1.0 >= cap {
             return Err(too_large());
         }
-        (s, kinsey_dp::l2laplace::gap(d, s))
+        kinsey_dp::l2laplace::gap(d, s)
     };
-    Ok(PublicNoise {
-        max_scale,
-        delta: gap * (1.0 + eps.exp()),
-    })
+    Ok(gap * (1.0 + eps.exp()))
 }
 
 /// Calibrate the noise for a party with `n` rows among `k`, in dimension `d`, given the
@@ -281,7 +268,7 @@ pub fn calibrate(
         ));
     }
     // Public first: a refusal may not depend on n.
-    public_noise(obj, spec, k, d, g)?;
+    public_delta(obj, spec, k, d, g)?;
     let slack = obj.inexact_slack(g);
     let l2 = sensitivity(obj, calibration, k, d, g).eval(n as f64);
     let (scale, expected, law) = if exact_law(noise, d) {
@@ -325,7 +312,7 @@ impl NoiseCalibration {
 
     /// Draw this party's noise vector, in units of `1 / (K 2^f)` (the protocol's integers):
     /// exact Laplace per coordinate, or the L2-Laplace vector on the grid; clamped below
-    /// `2^NOISE_BITS` (a clamp's probability is in [`PublicNoise::delta`]).
+    /// `2^NOISE_BITS` (a clamp's probability is in [`public_delta`]).
     pub fn sample(&self, rng: &mut NoiseRng) -> Vec<i128> {
         let cap = (1i128 << NOISE_BITS) - 1;
         let v = match self.law {

@@ -264,7 +264,7 @@ pub fn release(command: &str, spec: &JobSpec, p: Published) -> Result<Release> {
 pub fn guarantee(spec: &JobSpec, k: usize, d: usize) -> Result<Guarantee> {
     let tol = spec.solver.tolerance;
     // Public whatever the parties' sizes: the samplers' stated gap and the clamp's chance.
-    let delta = aggregate::public_noise(&spec.objective, &spec.privacy, k, d, tol)?.delta;
+    let delta = aggregate::public_delta(&spec.objective, &spec.privacy, k, d, tol)?;
     let exact = aggregate::exact_law(spec.privacy.noise, d);
     let (mechanism, sens) = match (spec.privacy.noise, exact) {
         (aggregate::NoiseKind::L2, false) => (
