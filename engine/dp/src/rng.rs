@@ -42,6 +42,20 @@ pub struct RngRecord {
     pub warning: Option<String>,
 }
 
+impl RngRecord {
+    /// The record of ChaCha20 generators keyed from `source`.
+    pub fn of(source: SeedSource) -> Self {
+        RngRecord {
+            generator: "ChaCha20 (rand_chacha)".into(),
+            seed: source,
+            warning: match source {
+                SeedSource::Os => None,
+                SeedSource::User(_) => Some(USER_SEED_WARNING.into()),
+            },
+        }
+    }
+}
+
 /// The warning printed and recorded when a user seed is given.
 pub const USER_SEED_WARNING: &str = "a user seed was given: the noise is reproducible, so the \
 release is NOT differentially private against anyone who knows the seed";
@@ -151,14 +165,7 @@ impl NoiseRng {
 
     /// The record written into reports.
     pub fn record(&self) -> RngRecord {
-        RngRecord {
-            generator: "ChaCha20 (rand_chacha)".into(),
-            seed: self.source,
-            warning: match self.source {
-                SeedSource::Os => None,
-                SeedSource::User(_) => Some(USER_SEED_WARNING.into()),
-            },
-        }
+        RngRecord::of(self.source)
     }
 
     /// An independent child generator, keyed by 256 bits drawn from this one. Used to give

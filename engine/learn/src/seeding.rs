@@ -20,7 +20,7 @@
 
 use kinsey_data::Dataset;
 use kinsey_dp::rng::{bound_label, derive_key, os_crypto_rng};
-use kinsey_dp::{DataDigest, NoiseRng, RngRecord};
+use kinsey_dp::{DataDigest, NoiseRng, RngRecord, SeedSource};
 use rand_core::RngCore;
 
 /// A party's 32-byte data tag.
@@ -95,7 +95,10 @@ impl NoiseKeys {
 
     /// What the report says about the keys.
     pub fn record(&self) -> RngRecord {
-        self.party_rng(0, &[], 0).record()
+        RngRecord::of(match self.seed {
+            None => SeedSource::Os,
+            Some(s) => SeedSource::User(self.record_seed.then_some(s)),
+        })
     }
 }
 
