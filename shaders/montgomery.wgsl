@@ -3,20 +3,24 @@
 // results are unique residues, so the two agree bit for bit); the tests in
 // kernels/src/montgomery/gpu.rs compare them.
 //
-// One item per invocation, one micro-operation per dispatch: the host records a program
-// (load, Montgomery multiplication in steps of the outer loop, select, copy, store) and
-// dispatches it op by op with the op's parameters at a dynamic uniform offset. The program
-// depends only on public sizes, never on a value. Splitting keeps every invocation under
-// lavapipe's budget of 65,535 loop iterations (llvmpipe ends a shader invocation's loops
-// there as hang protection: two Montgomery products of 128 digits in one invocation came
-// back wrong), and keeps each dispatch short on a real GPU. Numbers travel as little-endian 32-bit words; inside, they are
+// Two programs over the same bindings. `step` (for software rasterisers): one item per
+// invocation, one micro-operation per dispatch: the host records a program (load,
+// Montgomery multiplication in steps of the outer loop, select, copy, store; see
+// kernels/src/montgomery/steps.rs) and dispatches it op by op with the op's parameters at
+// a dynamic uniform offset. Splitting keeps every invocation under lavapipe's budget of
+// 65,535 loop iterations (llvmpipe ends a shader invocation's loops there as hang
+// protection: two Montgomery products of 128 digits in one invocation came back wrong).
+// `fused_mul`, `fused_fixed_pow`, `fused_pow` (for hardware; at the end of this file): one
+// invocation per whole operation. kernels/src/montgomery/fused.rs picks one per operation.
+// Either program depends only on public sizes, never on a value. Numbers travel as
+// little-endian 32-bit words; inside, they are
 // 16-bit digits held one per u32, so that every digit product with its carries fits 32 bits
 // (WGSL has no 64-bit integers): (2^16 - 1)^2 + 2 (2^16 - 1) = 2^32 - 1.
 //
 // The host replaces the WORDS line below to build the shader for a modulus size (2048-,
 // 3072- and 4096-bit moduli are 64, 96 and 128 words; n^2 of a 2048-bit key is 128).
 //
-// Working registers live in a storage buffer between dispatches, interleaved across the
+// `step`'s working registers live in a storage buffer between dispatches, interleaved across the
 // items (digit k of item i at k * items + i, so neighbouring invocations touch neighbouring
 // words).
 //
@@ -64,11 +68,11 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
-// Digits, one per word: m, then R^2 mod m, then (fixed_pow) the initial accumulator in
-// Montgomery form.
+// Digits, one per word: m, then R^2 mod m (kept on the device per modulus).
 @group(0) @binding(1) var<storage, read> consts: array<u32>;
 // modmul: left operands; fixed_pow: the table (windows x 16 entries of WORDS words,
-// Montgomery form); modpow: bases.
+// Montgomery form, then the initial accumulator; kept on the device per table); modpow:
+// bases.
 @group(0) @binding(2) var<storage, read> a_in: array<u32>;
 // modmul: right operands; fixed_pow: the factors the powers are multiplied by.
 @group(0) @binding(3) var<storage, read> b_in: array<u32>;
@@ -277,4 +281,267 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>,
         default: {
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Fused programs, for hardware adapters: one invocation runs a whole operation (a product,
+// a fixed-base power, a power), its working values in private memory (the driver keeps
+// them in registers and per-thread local memory, laid out per thread by the hardware)
+// instead of the storage buffer `work`. The host picks them in one place
+// (`Program choice` in kernels/src/montgomery/gpu.rs): always on hardware, and on a
+// software rasteriser only when the whole operation stays under llvmpipe's 65,535 loop
+// iterations (the twin tests run them there at 256- to 512-bit moduli). Same arithmetic,
+// same constant-time discipline (a fixed sequence of products, every table entry read,
+// masked selects), same unique residues as the CPU twin.
+//
+// The Montgomery product interleaves the multiply-accumulate and the reduction by one
+// digit in a single inner loop (CIOS with the two passes merged): every partial sum stays
+// within 32 bits, (2^16 - 1) + (2^16 - 1)^2 + (2^16 - 1) = 2^32 - 1, and T < 2m after
+// every outer step, so T needs DIG + 1 digits.
+
+var<private> FX: array<u32, DIG>;
+var<private> FY: array<u32, DIG>;
+var<private> FZ: array<u32, DIG>;
+var<private> FT: array<u32, DIG2>;
+// fused_pow: the 16 powers base^d R of this item's base.
+var<private> FTB: array<u32, 16u * DIG>;
+
+// FZ = FX FY R^-1 mod m.
+fn f_montmul() {
+    for (var j = 0u; j <= DIG; j = j + 1u) {
+        FT[j] = 0u;
+    }
+    let n0inv = params.n0inv;
+    for (var i = 0u; i < DIG; i = i + 1u) {
+        let yi = FY[i];
+        let s0 = FT[0] + FX[0] * yi;
+        var c1 = s0 >> 16u;
+        let q = ((s0 & 0xffffu) * n0inv) & 0xffffu;
+        var c2 = ((s0 & 0xffffu) + q * consts[0]) >> 16u;
+        for (var j = 1u; j < DIG; j = j + 1u) {
+            let s = FT[j] + FX[j] * yi + c1;
+            c1 = s >> 16u;
+            let r = (s & 0xffffu) + q * consts[j] + c2;
+            c2 = r >> 16u;
+            FT[j - 1u] = r & 0xffffu;
+        }
+        let s = FT[DIG] + c1;
+        let r = (s & 0xffffu) + c2;
+        FT[DIG - 1u] = r & 0xffffu;
+        FT[DIG] = (s >> 16u) + (r >> 16u);
+    }
+    f_end();
+}
+
+// FZ = FT - m when FT >= m, else FT, as a masked select.
+fn f_end() {
+    var borrow = 0u;
+    for (var j = 0u; j < DIG; j = j + 1u) {
+        let d = FT[j] - consts[j] - borrow;
+        FZ[j] = d & 0xffffu;
+        borrow = (d >> 16u) & 1u;
+    }
+    let take = (borrow & (1u - FT[DIG])) - 1u; // all ones when the difference is kept
+    for (var j = 0u; j < DIG; j = j + 1u) {
+        FZ[j] = (FZ[j] & take) | (FT[j] & ~take);
+    }
+}
+
+// FZ = (FX + FY R) R^-1 mod m for a double-width value below m R: FY's digits enter at
+// the top as FT shifts down by one digit per step.
+fn f_redc_wide() {
+    for (var j = 0u; j < DIG; j = j + 1u) {
+        FT[j] = FX[j];
+    }
+    FT[DIG] = 0u;
+    for (var i = 0u; i < DIG; i = i + 1u) {
+        let s1 = FT[DIG] + FY[i];
+        let t0 = FT[0];
+        let q = (t0 * params.n0inv) & 0xffffu;
+        var c2 = (t0 + q * consts[0]) >> 16u;
+        for (var j = 1u; j < DIG; j = j + 1u) {
+            let s = FT[j] + q * consts[j] + c2;
+            FT[j - 1u] = s & 0xffffu;
+            c2 = s >> 16u;
+        }
+        let s2 = (s1 & 0xffffu) + c2;
+        FT[DIG - 1u] = s2 & 0xffffu;
+        FT[DIG] = (s1 >> 16u) + (s2 >> 16u);
+    }
+    f_end();
+}
+
+fn f_x_from_z() {
+    for (var j = 0u; j < DIG; j = j + 1u) {
+        FX[j] = FZ[j];
+    }
+}
+
+// FY = R^2 mod m.
+fn f_y_r2() {
+    for (var j = 0u; j < DIG; j = j + 1u) {
+        FY[j] = consts[DIG + j];
+    }
+}
+
+// FX = FX^2 R^-1 mod m.
+fn f_square_x() {
+    for (var j = 0u; j < DIG; j = j + 1u) {
+        FY[j] = FX[j];
+    }
+    f_montmul();
+    f_x_from_z();
+}
+
+fn f_store(i: u32) {
+    for (var k = 0u; k < WORDS; k = k + 1u) {
+        out[i * WORDS + k] = FZ[2u * k] | (FZ[2u * k + 1u] << 16u);
+    }
+}
+
+// The item of this invocation (at or past params.items: none).
+fn f_item(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return gid.x + gid.y * nwg.x * 64u;
+}
+
+// a_i b_i mod m: a from a_in, b from b_in.
+@compute @workgroup_size(64)
+fn fused_mul(@builtin(global_invocation_id) gid: vec3<u32>,
+             @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = f_item(gid, nwg);
+    if (i >= params.items) {
+        return;
+    }
+    for (var k = 0u; k < WORDS; k = k + 1u) {
+        let a = a_in[i * WORDS + k];
+        let b = b_in[i * WORDS + k];
+        FX[2u * k] = a & 0xffffu;
+        FX[2u * k + 1u] = a >> 16u;
+        FY[2u * k] = b & 0xffffu;
+        FY[2u * k + 1u] = b >> 16u;
+    }
+    f_montmul();
+    f_x_from_z();
+    f_y_r2();
+    f_montmul();
+    f_store(i);
+}
+
+// b_i init prod_w table[w][digit w of e_i]: a_in holds the table (a0 windows of 16
+// entries of WORDS words, Montgomery form), then the initial accumulator (Montgomery form).
+@compute @workgroup_size(64)
+fn fused_fixed_pow(@builtin(global_invocation_id) gid: vec3<u32>,
+                   @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = f_item(gid, nwg);
+    if (i >= params.items) {
+        return;
+    }
+    let windows = params.a0;
+    let init = windows * 16u * WORDS;
+    for (var k = 0u; k < WORDS; k = k + 1u) {
+        let a = a_in[init + k];
+        FX[2u * k] = a & 0xffffu;
+        FX[2u * k + 1u] = a >> 16u;
+    }
+    for (var w = 0u; w < windows; w = w + 1u) {
+        let digit = window(i, w);
+        let base = w * 16u * WORDS;
+        for (var k = 0u; k < WORDS; k = k + 1u) {
+            var v = 0u;
+            for (var d = 0u; d < 16u; d = d + 1u) {
+                v = v | (a_in[base + d * WORDS + k] & (0u - u32(d == digit)));
+            }
+            FY[2u * k] = v & 0xffffu;
+            FY[2u * k + 1u] = v >> 16u;
+        }
+        f_montmul();
+        f_x_from_z();
+    }
+    for (var k = 0u; k < WORDS; k = k + 1u) {
+        let b = b_in[i * WORDS + k];
+        FY[2u * k] = b & 0xffffu;
+        FY[2u * k + 1u] = b >> 16u;
+    }
+    f_montmul();
+    f_store(i);
+}
+
+// x_i ^ e_i mod m (params.exp_words * 8 windows); a1 = 1: bases of 2 WORDS words, reduced
+// mod m first.
+@compute @workgroup_size(64)
+fn fused_pow(@builtin(global_invocation_id) gid: vec3<u32>,
+             @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = f_item(gid, nwg);
+    if (i >= params.items) {
+        return;
+    }
+    let at = i * params.in_words;
+    for (var k = 0u; k < WORDS; k = k + 1u) {
+        let a = a_in[at + k];
+        FX[2u * k] = a & 0xffffu;
+        FX[2u * k + 1u] = a >> 16u;
+    }
+    if (params.a1 == 1u) {
+        for (var k = 0u; k < WORDS; k = k + 1u) {
+            let a = a_in[at + WORDS + k];
+            FY[2u * k] = a & 0xffffu;
+            FY[2u * k + 1u] = a >> 16u;
+        }
+        f_redc_wide();
+        f_x_from_z();
+        f_y_r2();
+        f_montmul();
+        f_x_from_z();
+    }
+    // FY = base R; FZ = 1 R^-1 R^2 = R; then FTB[d] = base^d R, one product each.
+    f_y_r2();
+    f_montmul();
+    for (var j = 0u; j < DIG; j = j + 1u) {
+        FX[j] = 0u;
+    }
+    FX[0] = 1u;
+    for (var j = 0u; j < DIG; j = j + 1u) {
+        FTB[j] = FZ[j];
+    }
+    f_y_r2();
+    f_montmul();
+    for (var j = 0u; j < DIG; j = j + 1u) {
+        FY[j] = FTB[j];
+    }
+    for (var d = 0u; d < 16u; d = d + 1u) {
+        for (var j = 0u; j < DIG; j = j + 1u) {
+            FTB[d * DIG + j] = FZ[j];
+            FX[j] = FZ[j];
+        }
+        if (d < 15u) {
+            f_montmul();
+        }
+    }
+    for (var j = 0u; j < DIG; j = j + 1u) {
+        FX[j] = FTB[j];
+    }
+    let windows = params.exp_words * 8u;
+    for (var n = 0u; n < windows; n = n + 1u) {
+        let w = windows - 1u - n;
+        f_square_x();
+        f_square_x();
+        f_square_x();
+        f_square_x();
+        let digit = window(i, w);
+        for (var j = 0u; j < DIG; j = j + 1u) {
+            var v = 0u;
+            for (var d = 0u; d < 16u; d = d + 1u) {
+                v = v | (FTB[d * DIG + j] & (0u - u32(d == digit)));
+            }
+            FY[j] = v;
+        }
+        f_montmul();
+        f_x_from_z();
+    }
+    for (var j = 0u; j < DIG; j = j + 1u) {
+        FY[j] = 0u;
+    }
+    FY[0] = 1u;
+    f_montmul();
+    f_store(i);
 }

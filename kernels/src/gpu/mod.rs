@@ -4,8 +4,10 @@
 //! `kmeans/gpu.rs`) beside its CPU twin.
 
 mod context;
+mod pool;
 
 pub use context::GpuContext;
 pub(crate) use context::{
     MAX_WG, Output, build_pipelines, dispatch, grid_256, read_pod, storage_entry, uniform_entry,
 };
+pub(crate) use pool::BufferPool;

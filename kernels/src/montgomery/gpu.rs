@@ -1,27 +1,37 @@
 //! The `montgomery` kernel's GPU host side: one shader build per modulus size (the WGSL's
-//! `WORDS` constant), each operation a program of micro-operations (loads, Montgomery
-//! multiplications in steps of the outer loop, selects, copies, a store) recorded into one
-//! command buffer, one dispatch per micro-operation with its parameters at a dynamic
-//! uniform offset. The program depends only on public sizes. Batches are split so that no
-//! storage binding exceeds the device's cap and no dispatch exceeds 65535 workgroups per
-//! dimension.
+//! `WORDS` constant) with two programs, picked per operation in one place
+//! ([`super::fused::shape`]): on hardware the fused entry points (one invocation per whole
+//! operation, working values in private memory); on a software rasteriser, where llvmpipe
+//! stops an invocation after 65,535 loop iterations, the micro-operation programs of
+//! [`super::steps`] unless the fused one fits that budget.
+//!
+//! What stays on the device: a modulus's constants (`m`, `R^2`) per [`Modulus`], a
+//! fixed-base table with its initial accumulator per [`FixedTable`], uploaded on first use
+//! and kept with them; the batch buffers come from a pool and go back to it once read.
+//! Batches are split so that no storage binding exceeds the device's cap and no dispatch
+//! exceeds 65535 workgroups per dimension, and pipelined: the next chunk is uploaded and
+//! submitted before the current one is read back.
 
+use super::fused::{self, Kind, Shape};
 use super::numbers::{FixedTable, Modulus};
+use super::steps::{Program, regs};
 use crate::error::KernelError;
-use crate::gpu::{GpuContext, MAX_WG, build_pipelines, read_pod, storage_entry};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use crate::gpu::{BufferPool, GpuContext, MAX_WG, build_pipelines, storage_entry};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, mpsc};
 
 /// The WGSL source; `WORDS` is replaced per modulus size.
 pub(crate) const MONTGOMERY_WGSL: &str = include_str!("../../../shaders/montgomery.wgsl");
 
 /// Threads per workgroup (the shader's `@workgroup_size`).
 const WG: u32 = 64;
-/// Most items in one dispatch.
-const MAX_ITEMS: usize = 1 << 14;
-/// Loop iterations one invocation may run: llvmpipe (lavapipe) stops an invocation's loops
-/// after 65,535 iterations in all, so every micro-operation stays below this.
-const LOOP_BUDGET: usize = 60_000;
+/// Most items in one dispatch of the micro-operation programs.
+const MAX_ITEMS_STEPS: usize = 1 << 14;
+/// Most items in one dispatch of a fused program (its working values are per resident
+/// thread, not per item, so only inputs and outputs grow with the batch).
+const MAX_ITEMS_FUSED: usize = 1 << 16;
+/// Chunks submitted and not yet read back.
+const IN_FLIGHT: usize = 2;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -34,185 +44,6 @@ struct Params {
     op: u32,
     a0: u32,
     a1: u32,
-}
-
-/// The shader's micro-operations.
-#[derive(Debug, Clone, Copy)]
-#[repr(u32)]
-enum Op {
-    MmSteps = 1,
-    RedcSteps = 4,
-    Copy = 5,
-    LoadA = 6,
-    LoadB = 7,
-    LoadConst = 8,
-    LoadOne = 9,
-    SelA = 10,
-    SelTb = 11,
-    Store = 12,
-}
-
-/// A program: micro-operations with their two arguments.
-struct Program {
-    dig: u32,
-    ops: Vec<(Op, u32, u32)>,
-}
-
-impl Program {
-    fn new(words: usize) -> Self {
-        Self {
-            dig: 2 * words as u32,
-            ops: Vec::new(),
-        }
-    }
-
-    // Register offsets, as in the shader.
-    fn x(&self) -> u32 {
-        0
-    }
-    fn y(&self) -> u32 {
-        self.dig
-    }
-    fn z(&self) -> u32 {
-        2 * self.dig
-    }
-    fn b(&self) -> u32 {
-        4 * self.dig + 2
-    }
-    fn tb(&self, d: u32) -> u32 {
-        5 * self.dig + 2 + d * self.dig
-    }
-
-    fn op(&mut self, op: Op, a0: u32, a1: u32) {
-        self.ops.push((op, a0, a1));
-    }
-
-    /// Outer iterations per step: each costs about `2 dig` inner iterations.
-    fn step(&self) -> u32 {
-        ((LOOP_BUDGET / (2 * self.dig as usize + 2)) as u32).clamp(1, self.dig)
-    }
-
-    /// The outer loop of `op` in steps; flags 1: square (Y = X first), 2: X = Z after.
-    fn steps(&mut self, op: Op, flags: u32) {
-        let step = self.step();
-        let mut i = 0;
-        while i < self.dig {
-            let end = (i + step).min(self.dig);
-            self.op(op, i, end | (flags << 16));
-            i = end;
-        }
-    }
-
-    /// Z = X Y R^-1 mod m.
-    fn montmul(&mut self) {
-        self.steps(Op::MmSteps, 0);
-    }
-
-    /// X = X Y R^-1 mod m.
-    fn montmul_x(&mut self) {
-        self.steps(Op::MmSteps, 2);
-    }
-
-    /// X = X^2 R^-1 mod m.
-    fn square_x(&mut self) {
-        self.steps(Op::MmSteps, 3);
-    }
-
-    /// Z = (X + Y R) R^-1 mod m.
-    fn redc_wide(&mut self) {
-        self.steps(Op::RedcSteps, 0);
-    }
-
-    fn copy(&mut self, dst: u32, src: u32) {
-        self.op(Op::Copy, dst, src);
-    }
-
-    /// Y = R^2 mod m.
-    fn y_r2(&mut self) {
-        let (y, dig) = (self.y(), self.dig);
-        self.op(Op::LoadConst, y, dig);
-    }
-
-    /// `a_i b_i mod m`.
-    fn modmul(words: usize) -> Self {
-        let mut p = Self::new(words);
-        let (x, y) = (p.x(), p.y());
-        p.op(Op::LoadA, x, 0);
-        p.op(Op::LoadB, y, 0);
-        p.montmul_x();
-        p.y_r2();
-        p.montmul();
-        p.op(Op::Store, 0, 0);
-        p
-    }
-
-    /// `b_i init prod_w table[w][digit]`.
-    fn fixed_pow(words: usize, windows: u32) -> Self {
-        let mut p = Self::new(words);
-        let (x, y, dig) = (p.x(), p.y(), p.dig);
-        p.op(Op::LoadConst, x, 2 * dig);
-        for w in 0..windows {
-            p.op(Op::SelA, w, 0);
-            p.montmul_x();
-        }
-        p.op(Op::LoadB, y, 0);
-        p.montmul();
-        p.op(Op::Store, 0, 0);
-        p
-    }
-
-    /// `x_i ^ e_i`, the base reduced first when `wide`.
-    fn modpow(words: usize, wide: bool, windows: u32) -> Self {
-        let mut p = Self::new(words);
-        let (x, y, z, b) = (p.x(), p.y(), p.z(), p.b());
-        p.op(Op::LoadA, x, 0);
-        if wide {
-            p.op(Op::LoadA, y, words as u32);
-            p.redc_wide();
-            p.copy(x, z);
-            p.y_r2();
-            p.montmul();
-            p.copy(x, z);
-        }
-        p.y_r2();
-        p.montmul();
-        // Z = base R; table entry d = base^d R, entry 0 = R.
-        p.copy(b, z);
-        p.op(Op::LoadOne, x, 0);
-        p.y_r2();
-        p.montmul();
-        for d in 0..16 {
-            let t = p.tb(d);
-            p.copy(t, z);
-            p.copy(x, z);
-            p.copy(y, b);
-            p.montmul();
-        }
-        let t0 = p.tb(0);
-        p.copy(x, t0);
-        for w in (0..windows).rev() {
-            for _ in 0..4 {
-                p.square_x();
-            }
-            p.op(Op::SelTb, w, 0);
-            p.montmul_x();
-        }
-        p.op(Op::LoadOne, y, 0);
-        p.montmul();
-        p.op(Op::Store, 0, 0);
-        p
-    }
-}
-
-/// Digits (16 bits, one per word) of the working set per item: X, Y, Z, T, and for modpow
-/// the base and its table of 16 powers.
-fn regs(words: usize, pow: bool) -> usize {
-    let dig = 2 * words;
-    if pow {
-        4 * dig + dig + 2 + 16 * dig
-    } else {
-        3 * dig + dig + 2
-    }
 }
 
 /// Words -> 16-bit digits, one per word (the shader's constants).
@@ -229,16 +60,33 @@ pub(crate) fn source(words: usize) -> String {
     )
 }
 
+/// One entry point built for one modulus size (built when first needed: a software
+/// rasteriser compiles a fused program, with its large private arrays, only for the sizes
+/// it runs it at).
 struct Pipeline {
     layout: wgpu::BindGroupLayout,
-    step: wgpu::ComputePipeline,
+    pipe: wgpu::ComputePipeline,
 }
+
+/// The shader's entry point for an operation's shape and kind.
+fn entry_point(shape: Shape, kind: Kind) -> &'static str {
+    match (shape, kind) {
+        (Shape::Steps, _) => "step",
+        (Shape::Fused, Kind::Mul) => "fused_mul",
+        (Shape::Fused, Kind::FixedPow { .. }) => "fused_fixed_pow",
+        (Shape::Fused, Kind::Pow { .. }) => "fused_pow",
+    }
+}
+
+/// Pipelines built so far, by modulus words and entry point.
+type Pipelines = HashMap<(usize, &'static str), Arc<Pipeline>>;
 
 /// Batched modular arithmetic on one GPU.
 #[derive(Clone)]
 pub struct GpuMontgomery {
     ctx: GpuContext,
-    pipes: Arc<Mutex<HashMap<usize, Arc<Pipeline>>>>,
+    pipes: Arc<Mutex<Pipelines>>,
+    pool: BufferPool,
 }
 
 impl std::fmt::Debug for GpuMontgomery {
@@ -253,16 +101,34 @@ enum Input<'a> {
     OnDevice(&'a wgpu::Buffer),
 }
 
-/// What one batch binds, beyond the program.
-struct Job<'a> {
-    consts: &'a [u32],
+/// One chunk of an operation: its inputs and item count.
+struct Chunk<'a> {
     a: Input<'a>,
-    in_words: usize,
     b: &'a [u32],
     exps: &'a [u32],
+    items: usize,
+}
+
+/// What every chunk of one operation shares.
+struct Operation<'a> {
+    m: &'a Modulus,
+    kind: Kind,
+    shape: Shape,
+    pipe: Arc<Pipeline>,
+    consts: wgpu::Buffer,
+    /// The micro-operation program (`Shape::Steps`).
+    program: Option<Program>,
+    in_words: usize,
     exp_words: usize,
     shared_exp: bool,
-    regs: usize,
+}
+
+/// A chunk submitted, not yet read back.
+struct Pending {
+    index: wgpu::SubmissionIndex,
+    read: wgpu::Buffer,
+    words: usize,
+    pooled: Vec<wgpu::Buffer>,
 }
 
 impl GpuMontgomery {
@@ -271,6 +137,7 @@ impl GpuMontgomery {
         Self {
             ctx,
             pipes: Arc::default(),
+            pool: BufferPool::default(),
         }
     }
 
@@ -279,12 +146,17 @@ impl GpuMontgomery {
         self.ctx.describe()
     }
 
-    fn pipeline(&self, words: usize) -> Result<Arc<Pipeline>, KernelError> {
+    /// The program an operation of `kind` at moduli of `words` words runs on this device.
+    pub(crate) fn shape(&self, words: usize, kind: Kind) -> Shape {
+        fused::shape(self.ctx.is_software(), words, kind)
+    }
+
+    fn pipeline(&self, words: usize, entry: &'static str) -> Result<Arc<Pipeline>, KernelError> {
         let mut map = self
             .pipes
             .lock()
             .map_err(|_| KernelError::Device("pipeline cache poisoned".into()))?;
-        if let Some(p) = map.get(&words) {
+        if let Some(p) = map.get(&(words, entry)) {
             return Ok(p.clone());
         }
         let params = wgpu::BindGroupLayoutEntry {
@@ -310,87 +182,219 @@ impl GpuMontgomery {
                 storage_entry(5, false),
                 storage_entry(6, false),
             ],
-            &["step"],
+            &[entry],
         )?;
-        let step = pipes
+        let pipe = pipes
             .into_iter()
             .next()
-            .ok_or_else(|| KernelError::Validation("no montgomery pipeline".into()))?;
-        let p = Arc::new(Pipeline { layout, step });
-        map.insert(words, p.clone());
+            .ok_or_else(|| KernelError::Validation(format!("no montgomery pipeline {entry}")))?;
+        let p = Arc::new(Pipeline { layout, pipe });
+        map.insert((words, entry), p.clone());
         Ok(p)
     }
 
     /// Items per dispatch: every binding within the device's cap.
-    fn chunk(&self, per_item_words: usize) -> usize {
+    fn chunk(&self, shape: Shape, per_item_words: usize) -> usize {
         let cap = self.ctx.binding_cap() as usize / 4;
-        (cap / per_item_words.max(1)).clamp(1, MAX_ITEMS)
+        let most = match shape {
+            Shape::Fused => MAX_ITEMS_FUSED,
+            Shape::Steps => MAX_ITEMS_STEPS,
+        };
+        (cap / per_item_words.max(1)).clamp(1, most)
     }
 
-    /// Run `prog` over `items` items; returns `items * words` output words.
-    fn run(
+    /// A buffer kept in `slot` for this device: uploaded from `words()` on first use.
+    fn resident(
         &self,
-        words: usize,
-        n0inv: u32,
-        prog: &Program,
-        items: usize,
-        job: Job<'_>,
-    ) -> Result<Vec<u32>, KernelError> {
-        use wgpu::BufferUsages as U;
-        let pipe = self.pipeline(words)?;
-        let ctx = &self.ctx;
-        let align = ctx
+        slot: &Mutex<Option<(wgpu::Device, wgpu::Buffer)>>,
+        what: &str,
+        words: impl FnOnce() -> Vec<u32>,
+    ) -> Result<wgpu::Buffer, KernelError> {
+        let mut slot = slot
+            .lock()
+            .map_err(|_| KernelError::Device(format!("{what} cache poisoned")))?;
+        if let Some((dev, buf)) = slot.as_ref()
+            && *dev == self.ctx.device
+        {
+            return Ok(buf.clone());
+        }
+        let words = words();
+        let buf = self.ctx.scoped(
+            wgpu::ErrorFilter::OutOfMemory,
+            || {
+                self.ctx.upload(
+                    what,
+                    bytemuck::cast_slice(&words),
+                    wgpu::BufferUsages::STORAGE,
+                )
+            },
+            |m| KernelError::Device(format!("out of GPU memory for a {what}: {m}")),
+        )?;
+        *slot = Some((self.ctx.device.clone(), buf.clone()));
+        Ok(buf)
+    }
+
+    /// The modulus's constants on this device (digits of `m`, then of `R^2`).
+    fn consts_on_device(&self, m: &Modulus) -> Result<wgpu::Buffer, KernelError> {
+        self.resident(&m.on_device, "montgomery modulus", || {
+            digits(&[m.m.as_slice(), &m.r2].concat())
+        })
+    }
+
+    /// The table's entries and then its initial accumulator on this device: uploaded on
+    /// first use, then kept with the table.
+    fn table_on_device(&self, table: &FixedTable) -> Result<wgpu::Buffer, KernelError> {
+        self.resident(&table.on_device, "montgomery fixed-base table", || {
+            [table.entries.as_slice(), &table.init].concat()
+        })
+    }
+
+    /// Everything one operation's chunks share.
+    fn operation<'a>(
+        &self,
+        m: &'a Modulus,
+        kind: Kind,
+        in_words: usize,
+        exp_words: usize,
+        shared_exp: bool,
+    ) -> Result<Operation<'a>, KernelError> {
+        let w = m.words();
+        let shape = self.shape(w, kind);
+        let program = match (shape, kind) {
+            (Shape::Fused, _) => None,
+            (Shape::Steps, Kind::Mul) => Some(Program::modmul(w)),
+            (Shape::Steps, Kind::FixedPow { windows }) => {
+                Some(Program::fixed_pow(w, windows as u32))
+            }
+            (Shape::Steps, Kind::Pow { wide, windows }) => {
+                Some(Program::modpow(w, wide, windows as u32))
+            }
+        };
+        Ok(Operation {
+            m,
+            kind,
+            shape,
+            pipe: self.pipeline(w, entry_point(shape, kind))?,
+            consts: self.consts_on_device(m)?,
+            program,
+            in_words,
+            exp_words,
+            shared_exp,
+        })
+    }
+
+    /// Items per chunk of `op`.
+    fn items_per_chunk(&self, op: &Operation<'_>) -> usize {
+        let w = op.m.words();
+        let io = op.in_words.max(w).max(op.exp_words);
+        match (op.shape, op.kind) {
+            (Shape::Fused, _) => self.chunk(Shape::Fused, io),
+            (Shape::Steps, Kind::Pow { .. }) => self.chunk(Shape::Steps, regs(w, true).max(io)),
+            (Shape::Steps, _) => self.chunk(Shape::Steps, regs(w, false).max(io)),
+        }
+    }
+
+    /// The parameter blocks of a chunk of `items`: one for a fused program, one per
+    /// micro-operation (at the device's dynamic-offset alignment) for steps.
+    fn params(&self, op: &Operation<'_>, items: usize) -> (Vec<u8>, usize) {
+        let align = self
+            .ctx
             .device
             .limits()
             .min_uniform_buffer_offset_alignment
             .max(32) as usize;
-        let mut uniforms = vec![0u8; prog.ops.len() * align];
-        for (k, &(op, a0, a1)) in prog.ops.iter().enumerate() {
-            let p = Params {
-                items: items as u32,
-                exp_words: job.exp_words as u32,
-                exp_stride: if job.shared_exp {
-                    0
-                } else {
-                    job.exp_words as u32
-                },
-                n0inv,
-                in_words: job.in_words as u32,
-                op: op as u32,
-                a0,
-                a1,
-            };
-            uniforms[k * align..k * align + std::mem::size_of::<Params>()]
-                .copy_from_slice(bytemuck::bytes_of(&p));
+        let base = Params {
+            items: items as u32,
+            exp_words: op.exp_words as u32,
+            exp_stride: if op.shared_exp {
+                0
+            } else {
+                op.exp_words as u32
+            },
+            n0inv: op.m.n0inv,
+            in_words: op.in_words as u32,
+            op: 0,
+            a0: 0,
+            a1: 0,
+        };
+        let blocks: Vec<Params> = match (&op.program, op.kind) {
+            (Some(prog), _) => prog
+                .ops
+                .iter()
+                .map(|&(o, a0, a1)| Params {
+                    op: o as u32,
+                    a0,
+                    a1,
+                    ..base
+                })
+                .collect(),
+            (None, Kind::Mul) => vec![base],
+            (None, Kind::FixedPow { windows }) => vec![Params {
+                a0: windows as u32,
+                ..base
+            }],
+            (None, Kind::Pow { wide, .. }) => vec![Params {
+                a1: u32::from(wide),
+                ..base
+            }],
+        };
+        let mut bytes = vec![0u8; blocks.len() * align];
+        for (k, p) in blocks.iter().enumerate() {
+            bytes[k * align..k * align + std::mem::size_of::<Params>()]
+                .copy_from_slice(bytemuck::bytes_of(p));
         }
+        (bytes, align)
+    }
+
+    /// Upload and submit one chunk.
+    fn submit(&self, op: &Operation<'_>, c: Chunk<'_>) -> Result<Pending, KernelError> {
+        use wgpu::BufferUsages as U;
+        let (ctx, pool) = (&self.ctx, &self.pool);
+        let (dev, queue) = (&ctx.device, &ctx.queue);
+        let w = op.m.words();
+        let (uniforms, align) = self.params(op, c.items);
+        let steps = op.program.as_ref().map_or(1, |p| p.ops.len());
         // wgpu refuses empty bindings: unused inputs get one word.
-        let nonempty = |v: &[u32]| -> Vec<u8> {
+        let bytes = |v: &[u32]| -> Vec<u8> {
             if v.is_empty() {
                 vec![0u8; 4]
             } else {
                 bytemuck::cast_slice(v).to_vec()
             }
         };
-        let (out, _keep) = ctx.scoped(
+        let out_bytes = (c.items * w * 4) as u64;
+        let work_bytes = match (op.shape, op.kind) {
+            (Shape::Fused, _) => 4,
+            (Shape::Steps, Kind::Pow { .. }) => (c.items * regs(w, true) * 4) as u64,
+            (Shape::Steps, _) => (c.items * regs(w, false) * 4) as u64,
+        };
+        fn binding(n: u32, buf: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
+            wgpu::BindGroupEntry {
+                binding: n,
+                resource: buf.as_entire_binding(),
+            }
+        }
+        ctx.scoped(
             wgpu::ErrorFilter::OutOfMemory,
             || {
-                let u = ctx.upload("montgomery params", &uniforms, U::UNIFORM);
-                let c = ctx.upload("montgomery consts", &nonempty(job.consts), U::STORAGE);
-                let a = match job.a {
-                    Input::Words(v) => ctx.upload("montgomery a", &nonempty(v), U::STORAGE),
+                let mut pooled = Vec::with_capacity(7);
+                let u = pool.upload(dev, queue, "montgomery params", &uniforms, U::UNIFORM);
+                let a = match c.a {
+                    Input::Words(v) => {
+                        let b = pool.upload(dev, queue, "montgomery a", &bytes(v), U::STORAGE);
+                        pooled.push(b.clone());
+                        b
+                    }
                     Input::OnDevice(b) => b.clone(),
                 };
-                let b = ctx.upload("montgomery b", &nonempty(job.b), U::STORAGE);
-                let e = ctx.upload("montgomery exps", &nonempty(job.exps), U::STORAGE);
-                let out = ctx.output("montgomery out", (items * words * 4) as u64);
-                let work = ctx.buffer(
-                    "montgomery registers",
-                    (items * job.regs * 4) as u64,
-                    U::STORAGE,
-                );
-                let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                let b = pool.upload(dev, queue, "montgomery b", &bytes(c.b), U::STORAGE);
+                let e = pool.upload(dev, queue, "montgomery exps", &bytes(c.exps), U::STORAGE);
+                let out = pool.take(dev, "montgomery out", out_bytes, U::STORAGE | U::COPY_SRC);
+                let read = pool.take(dev, "montgomery read", out_bytes, U::MAP_READ);
+                let work = pool.take(dev, "montgomery registers", work_bytes, U::STORAGE);
+                let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
                     label: Some("montgomery"),
-                    layout: &pipe.layout,
+                    layout: &op.pipe.layout,
                     entries: &[
                         wgpu::BindGroupEntry {
                             binding: 0,
@@ -400,112 +404,114 @@ impl GpuMontgomery {
                                 size: wgpu::BufferSize::new(std::mem::size_of::<Params>() as u64),
                             }),
                         },
-                        wgpu::BindGroupEntry {
-                            binding: 1,
-                            resource: c.as_entire_binding(),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 2,
-                            resource: a.as_entire_binding(),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 3,
-                            resource: b.as_entire_binding(),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 4,
-                            resource: e.as_entire_binding(),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 5,
-                            resource: out.gpu.as_entire_binding(),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 6,
-                            resource: work.as_entire_binding(),
-                        },
+                        binding(1, &op.consts),
+                        binding(2, &a),
+                        binding(3, &b),
+                        binding(4, &e),
+                        binding(5, &out),
+                        binding(6, &work),
                     ],
                 });
-                let groups = (items as u32).div_ceil(WG);
+                let groups = (c.items as u32).div_ceil(WG);
                 let gx = groups.min(MAX_WG as u32).max(1);
                 let gy = groups.div_ceil(gx);
-                let mut enc = ctx
-                    .device
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                        label: Some("montgomery"),
-                    });
+                let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("montgomery"),
+                });
                 {
                     let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                         label: Some("montgomery"),
                         timestamp_writes: None,
                     });
-                    pass.set_pipeline(&pipe.step);
-                    for k in 0..prog.ops.len() {
+                    pass.set_pipeline(&op.pipe.pipe);
+                    for k in 0..steps {
                         pass.set_bind_group(0, &bind, &[(k * align) as u32]);
                         pass.dispatch_workgroups(gx, gy, 1);
                     }
                 }
-                out.copy_back(&mut enc);
-                ctx.queue.submit([enc.finish()]);
-                (out, (u, c, a, b, e, work))
+                enc.copy_buffer_to_buffer(&out, 0, &read, 0, Some(out_bytes));
+                let index = queue.submit([enc.finish()]);
+                pooled.extend([u, b, e, out, work]);
+                Pending {
+                    index,
+                    read,
+                    words: c.items * w,
+                    pooled,
+                }
             },
             |m| KernelError::Device(format!("out of GPU memory: {m}")),
-        )?;
-        read_pod::<u32>(&ctx.device, &out.read)
+        )
     }
 
-    /// The table's entries on this device: uploaded on first use, then kept with the table.
-    fn table_on_device(&self, table: &FixedTable) -> Result<wgpu::Buffer, KernelError> {
-        let mut slot = table
-            .on_device
-            .lock()
-            .map_err(|_| KernelError::Device("fixed-base table cache poisoned".into()))?;
-        if let Some((dev, buf)) = slot.as_ref()
-            && *dev == self.ctx.device
-        {
-            return Ok(buf.clone());
+    /// Wait for a chunk, read its results, give its buffers back.
+    fn finish(&self, p: Pending) -> Result<Vec<u32>, KernelError> {
+        let bytes = (p.words * 4) as u64;
+        let (tx, rx) = mpsc::channel();
+        p.read
+            .slice(..bytes)
+            .map_async(wgpu::MapMode::Read, move |r| {
+                let _ = tx.send(r);
+            });
+        self.ctx
+            .device
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(p.index),
+                timeout: None,
+            })
+            .map_err(|e| KernelError::Map(e.to_string()))?;
+        rx.recv()
+            .map_err(|e| KernelError::Map(e.to_string()))?
+            .map_err(|e| KernelError::Map(e.to_string()))?;
+        let out = {
+            let view = p
+                .read
+                .get_mapped_range(..bytes)
+                .map_err(|e| KernelError::Map(e.to_string()))?;
+            bytemuck::cast_slice::<u8, u32>(&view).to_vec()
+        };
+        p.read.unmap();
+        self.pool.give(p.pooled.into_iter().chain([p.read]));
+        Ok(out)
+    }
+
+    /// Run `op` over its chunks, at most [`IN_FLIGHT`] submitted before the oldest is read.
+    fn run<'c>(
+        &self,
+        op: &Operation<'_>,
+        chunks: impl Iterator<Item = Chunk<'c>>,
+        total_words: usize,
+    ) -> Result<Vec<u32>, KernelError> {
+        let mut out = Vec::with_capacity(total_words);
+        let mut pending = VecDeque::with_capacity(IN_FLIGHT);
+        for c in chunks {
+            pending.push_back(self.submit(op, c)?);
+            if pending.len() >= IN_FLIGHT
+                && let Some(p) = pending.pop_front()
+            {
+                out.extend(self.finish(p)?);
+            }
         }
-        let buf = self.ctx.scoped(
-            wgpu::ErrorFilter::OutOfMemory,
-            || {
-                self.ctx.upload(
-                    "montgomery fixed-base table",
-                    bytemuck::cast_slice(&table.entries),
-                    wgpu::BufferUsages::STORAGE,
-                )
-            },
-            |m| KernelError::Device(format!("out of GPU memory for a fixed-base table: {m}")),
-        )?;
-        *slot = Some((self.ctx.device.clone(), buf.clone()));
-        Ok(buf)
+        while let Some(p) = pending.pop_front() {
+            out.extend(self.finish(p)?);
+        }
+        Ok(out)
     }
 
     /// `a_i b_i mod m`.
     pub(crate) fn mul(&self, m: &Modulus, a: &[u32], b: &[u32]) -> Result<Vec<u32>, KernelError> {
         let w = m.words();
-        let consts = digits(&[m.m.as_slice(), &m.r2].concat());
-        let prog = Program::modmul(w);
-        let per = self.chunk(regs(w, false));
-        let mut out = Vec::with_capacity(a.len());
-        for (a, b) in a.chunks(per * w).zip(b.chunks(per * w)) {
-            out.extend(self.run(
-                w,
-                m.n0inv,
-                &prog,
-                a.len() / w,
-                Job {
-                    consts: &consts,
-                    a: Input::Words(a),
-                    in_words: w,
-                    b,
-                    exps: &[],
-                    exp_words: 0,
-                    shared_exp: true,
-                    regs: regs(w, false),
-                },
-            )?);
-        }
-        Ok(out)
+        let op = self.operation(m, Kind::Mul, w, 0, true)?;
+        let per = self.items_per_chunk(&op);
+        let chunks = a
+            .chunks(per * w)
+            .zip(b.chunks(per * w))
+            .map(|(a, b)| Chunk {
+                a: Input::Words(a),
+                b,
+                exps: &[],
+                items: a.len() / w,
+            });
+        self.run(&op, chunks, a.len())
     }
 
     /// Fixed-base exponentiation times a factor.
@@ -518,36 +524,28 @@ impl GpuMontgomery {
         factors: &[u32],
     ) -> Result<Vec<u32>, KernelError> {
         let w = m.words();
-        if table.entries.len() as u64 * 4 > self.ctx.binding_cap() {
+        if (table.entries.len() + table.init.len()) as u64 * 4 > self.ctx.binding_cap() {
             return Err(KernelError::Input(format!(
                 "a fixed-base table of {} bytes exceeds the GPU's storage binding",
                 table.entries.len() * 4
             )));
         }
-        let consts = digits(&[m.m.as_slice(), &m.r2, &table.init].concat());
         let entries = self.table_on_device(table)?;
-        let prog = Program::fixed_pow(w, table.windows as u32);
-        let per = self.chunk(regs(w, false).max(exp_words));
-        let mut out = Vec::with_capacity(factors.len());
-        for (f, e) in factors.chunks(per * w).zip(exps.chunks(per * exp_words)) {
-            out.extend(self.run(
-                w,
-                m.n0inv,
-                &prog,
-                f.len() / w,
-                Job {
-                    consts: &consts,
-                    a: Input::OnDevice(&entries),
-                    in_words: 0,
-                    b: f,
-                    exps: e,
-                    exp_words,
-                    shared_exp: false,
-                    regs: regs(w, false),
-                },
-            )?);
-        }
-        Ok(out)
+        let kind = Kind::FixedPow {
+            windows: table.windows,
+        };
+        let op = self.operation(m, kind, 0, exp_words, false)?;
+        let per = self.items_per_chunk(&op);
+        let chunks = factors
+            .chunks(per * w)
+            .zip(exps.chunks(per * exp_words))
+            .map(|(f, e)| Chunk {
+                a: Input::OnDevice(&entries),
+                b: f,
+                exps: e,
+                items: f.len() / w,
+            });
+        self.run(&op, chunks, factors.len())
     }
 
     /// Variable-base exponentiation (`shared`: one exponent for all items).
@@ -562,42 +560,34 @@ impl GpuMontgomery {
     ) -> Result<Vec<u32>, KernelError> {
         let w = m.words();
         let iw = if wide { 2 * w } else { w };
-        let consts = digits(&[m.m.as_slice(), &m.r2].concat());
-        let prog = Program::modpow(w, wide, (exp_words * 8) as u32);
-        let per = self.chunk(regs(w, true).max(iw).max(exp_words));
+        let kind = Kind::Pow {
+            wide,
+            windows: exp_words * 8,
+        };
+        let op = self.operation(m, kind, iw, exp_words, shared)?;
+        let per = self.items_per_chunk(&op);
         let n = bases.len() / iw;
-        let mut out = Vec::with_capacity(n * w);
-        for start in (0..n).step_by(per) {
+        let chunks = (0..n).step_by(per).map(|start| {
             let items = per.min(n - start);
-            let e = if shared {
-                exps
-            } else {
-                &exps[start * exp_words..(start + items) * exp_words]
-            };
-            out.extend(self.run(
-                w,
-                m.n0inv,
-                &prog,
-                items,
-                Job {
-                    consts: &consts,
-                    a: Input::Words(&bases[start * iw..(start + items) * iw]),
-                    in_words: iw,
-                    b: &[],
-                    exps: e,
-                    exp_words,
-                    shared_exp: shared,
-                    regs: regs(w, true),
+            Chunk {
+                a: Input::Words(&bases[start * iw..(start + items) * iw]),
+                b: &[],
+                exps: if shared {
+                    exps
+                } else {
+                    &exps[start * exp_words..(start + items) * exp_words]
                 },
-            )?);
-        }
-        Ok(out)
+                items,
+            }
+        });
+        self.run(&op, chunks, n * w)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::montgomery::fused::{Kind, Shape};
     use crate::montgomery::{BatchArith, MAX_WORDS, cpu};
     use rand::{Rng, SeedableRng};
 
@@ -744,14 +734,92 @@ mod tests {
         assert!(g.table_on_device(&table).expect("cached") == first);
     }
 
-    /// A batch larger than one dispatch is split and reassembled in order.
+    /// A batch larger than one dispatch is split, pipelined two chunks deep, and
+    /// reassembled in order; the chunk buffers go back to the pool and the next batch
+    /// reuses them; the modulus's constants go to the device once.
     #[test]
-    fn batches_are_split_in_order() {
+    fn batches_are_split_in_order_and_buffers_reused() {
         let (g, mut rng) = gpu_and_rng(21);
         let m = modulus(&mut rng, 4);
-        let n = MAX_ITEMS + 37;
+        assert_eq!(g.shape(4, Kind::Mul), Shape::Fused);
+        let n = MAX_ITEMS_FUSED + 37;
         let a = values(&mut rng, &m, n);
         let b = values(&mut rng, &m, n);
         assert_eq!(g.mul(&m, &a, &b).expect("gpu"), cpu::mul(&m, &a, &b));
+        let held = g.pool.held();
+        assert!(
+            held >= 7,
+            "the chunks' buffers went back to the pool ({held})"
+        );
+        let consts = m
+            .on_device
+            .lock()
+            .expect("lock")
+            .clone()
+            .expect("resident")
+            .1;
+        assert_eq!(g.mul(&m, &a, &b).expect("gpu"), cpu::mul(&m, &a, &b));
+        assert_eq!(
+            g.pool.held(),
+            held,
+            "a second batch of the same shape allocated"
+        );
+        assert!(
+            g.consts_on_device(&m).expect("cached") == consts,
+            "re-uploaded"
+        );
+    }
+
+    /// The fused programs (one invocation per operation, working values in private
+    /// memory) on lavapipe at 256-, 384- and 512-bit moduli, where they fit its loop
+    /// budget: products, powers (per-item, shared, wide) and fixed-base powers equal the
+    /// CPU twin's word for word, over more than one workgroup.
+    #[test]
+    fn fused_programs_match_cpu_twin() {
+        let (g, mut rng) = gpu_and_rng(23);
+        let c = BatchArith::cpu();
+        for words in [8usize, 12, 16] {
+            let m = modulus(&mut rng, words);
+            let a = values(&mut rng, &m, 70);
+            let b = values(&mut rng, &m, 70);
+            assert_eq!(g.shape(words, Kind::Mul), Shape::Fused);
+            assert_eq!(g.mul(&m, &a, &b).expect("gpu"), cpu::mul(&m, &a, &b));
+            let entries = values(&mut rng, &m, 16 * 8);
+            let table = FixedTable::new(&m, &entries, &a[3 * words..4 * words]).expect("table");
+            assert_eq!(g.shape(words, Kind::FixedPow { windows: 8 }), Shape::Fused);
+            let exps: Vec<u32> = (0..70).map(|_| rng.random()).collect();
+            assert_eq!(
+                g.fixed_pow(&m, &table, &exps, 1, &b).expect("gpu"),
+                c.fixed_pow(&m, &table, &exps, 1, &b).expect("cpu"),
+                "fused fixed pow, {words} words"
+            );
+            if words > 12 {
+                continue;
+            }
+            for wide in [false, true] {
+                let kind = Kind::Pow { wide, windows: 8 };
+                assert_eq!(g.shape(words, kind), Shape::Fused, "{kind:?}");
+                let bases: Vec<u32> = if wide {
+                    a.chunks(words)
+                        .zip(b.chunks(words))
+                        .flat_map(|(lo, hi)| [lo, hi].concat())
+                        .collect()
+                } else {
+                    a.clone()
+                };
+                let per_item = g.pow(&m, &bases, wide, &exps, 1, false).expect("gpu");
+                assert_eq!(
+                    per_item,
+                    cpu::pow(&m, &bases, wide, &exps, 1, false),
+                    "fused pow, wide {wide}, {words} words"
+                );
+                let shared = g.pow(&m, &bases, wide, &exps[..1], 1, true).expect("gpu");
+                assert_eq!(
+                    shared,
+                    cpu::pow(&m, &bases, wide, &exps[..1], 1, true),
+                    "fused pow, shared exponent, wide {wide}, {words} words"
+                );
+            }
+        }
     }
 }

@@ -13,9 +13,12 @@
 
 mod arith;
 pub mod cpu;
+mod fused;
 pub mod gpu;
 mod numbers;
+mod steps;
 
+pub use fused::Shape;
 pub use numbers::{FixedTable, MAX_WORDS, Modulus};
 
 use crate::device::DevicePref;

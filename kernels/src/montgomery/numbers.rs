@@ -8,15 +8,30 @@ use crate::error::KernelError;
 /// Largest modulus in words (8192 bits: `n^2` of a 4096-bit key).
 pub const MAX_WORDS: usize = 256;
 
+/// A buffer uploaded to one device on first use and kept (shared by clones).
+pub(super) type OnDevice = std::sync::Arc<std::sync::Mutex<Option<(wgpu::Device, wgpu::Buffer)>>>;
+
 /// An odd modulus `m > 1` and its Montgomery constants (`R = 2^(32 words)`).
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct Modulus {
     pub(super) m: Vec<u32>,
     /// `-m^-1 mod 2^16`.
     pub(super) n0inv: u32,
     /// `R^2 mod m`.
     pub(super) r2: Vec<u32>,
+    /// The constants (`m`, `R^2`) on a device, uploaded on the first batch there: batches
+    /// of one key no longer upload them per call.
+    pub(super) on_device: OnDevice,
 }
+
+impl PartialEq for Modulus {
+    fn eq(&self, other: &Self) -> bool {
+        // The constants follow from m; the device copy is a cache.
+        self.m == other.m
+    }
+}
+
+impl Eq for Modulus {}
 
 impl std::fmt::Debug for Modulus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -49,7 +64,12 @@ impl Modulus {
         }
         let n0inv = 0u32.wrapping_sub(inv) & 0xffff;
         let r2 = arith::r_squared(&m);
-        Ok(Self { m, n0inv, r2 })
+        Ok(Self {
+            m,
+            n0inv,
+            r2,
+            on_device: OnDevice::default(),
+        })
     }
 
     /// Words per number.
@@ -104,9 +124,10 @@ pub struct FixedTable {
     pub(super) windows: usize,
     pub(super) entries: Vec<u32>,
     pub(super) init: Vec<u32>,
-    /// The entries uploaded to a device on first use there, kept for the table's life
-    /// (shared by clones): a batch of encryptions no longer uploads the table per dispatch.
-    pub(super) on_device: std::sync::Arc<std::sync::Mutex<Option<(wgpu::Device, wgpu::Buffer)>>>,
+    /// The entries and the initial accumulator uploaded to a device on first use there,
+    /// kept for the table's life (shared by clones): a batch of encryptions no longer
+    /// uploads the table per dispatch.
+    pub(super) on_device: OnDevice,
 }
 
 impl std::fmt::Debug for FixedTable {

@@ -1,0 +1,111 @@
+//! Which program runs an operation: the fused entry points of `shaders/montgomery.wgsl`
+//! (one invocation per whole operation, working values in private memory) or the
+//! micro-operation programs of [`super::steps`]. Decided here and nowhere else, from what
+//! the adapter reports and public sizes only: a hardware adapter always runs the fused
+//! program; a software rasteriser (`DeviceType::Cpu`: lavapipe) runs it only when the whole
+//! operation stays under llvmpipe's loop budget, which [`loop_iterations`] counts the way
+//! the shader loops.
+
+use super::steps::LOOP_BUDGET;
+
+/// An operation of the kernel, with the public sizes its cost depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `a b mod m`.
+    Mul,
+    /// A fixed-base power of `windows` 4-bit windows times a factor.
+    FixedPow {
+        /// Windows of the table.
+        windows: usize,
+    },
+    /// A variable-base power of `windows` windows; `wide`: the base is reduced first.
+    Pow {
+        /// Bases of two moduli' words.
+        wide: bool,
+        /// Exponent windows (8 per word).
+        windows: usize,
+    },
+}
+
+/// The two programs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// One invocation per operation (`fused_mul`, `fused_fixed_pow`, `fused_pow`).
+    Fused,
+    /// One dispatch per micro-operation (`step`), for software rasterisers.
+    Steps,
+}
+
+/// The program for `kind` at moduli of `words` words on an adapter that is (`software`)
+/// or is not a software rasteriser.
+pub(crate) fn shape(software: bool, words: usize, kind: Kind) -> Shape {
+    if !software || loop_iterations(words, kind) <= LOOP_BUDGET {
+        Shape::Fused
+    } else {
+        Shape::Steps
+    }
+}
+
+/// Loop iterations (every iteration of every loop, inner and outer) of one invocation of
+/// the fused program, counted as the shader's loops run.
+pub(crate) fn loop_iterations(words: usize, kind: Kind) -> usize {
+    let dig = 2 * words;
+    // f_montmul: zero T (dig + 1), dig outer steps of dig - 1 inner, f_end (2 dig).
+    let mm = (dig + 1) + dig * dig + 2 * dig;
+    let copy = dig;
+    match kind {
+        Kind::Mul => words + mm + copy + copy + mm + words,
+        Kind::FixedPow { windows } => {
+            words + windows * (1 + words * 17 + mm + copy) + words + mm + words
+        }
+        Kind::Pow { wide, windows } => {
+            let redc = dig + dig * dig + 2 * dig;
+            let reduce = if wide {
+                words + redc + copy + copy + mm + copy
+            } else {
+                0
+            };
+            let square = copy + mm + copy;
+            let table = copy + mm + copy + copy + copy + mm + copy + 16 * (1 + copy) + 15 * mm;
+            let window = 1 + 4 * square + dig * 17 + mm + copy;
+            words + reduce + table + copy + windows * window + copy + mm + words
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hardware always fuses; lavapipe fuses small moduli (256 and 512 bits: what the twin
+    /// tests run fused there) and runs steps for Paillier's sizes.
+    #[test]
+    fn the_program_follows_the_adapter_and_the_size() {
+        for kind in [
+            Kind::Mul,
+            Kind::FixedPow { windows: 256 },
+            Kind::Pow {
+                wide: true,
+                windows: 256,
+            },
+        ] {
+            assert_eq!(shape(false, 256, kind), Shape::Fused);
+            assert_eq!(shape(true, 128, kind), Shape::Steps, "{kind:?}");
+        }
+        // p^2 of a 2048-bit key: a product fits lavapipe's budget, a power does not.
+        assert_eq!(shape(true, 64, Kind::Mul), Shape::Fused);
+        assert_eq!(shape(true, 64, Kind::FixedPow { windows: 8 }), Shape::Steps);
+        assert_eq!(shape(true, 8, Kind::Mul), Shape::Fused);
+        assert_eq!(shape(true, 16, Kind::Mul), Shape::Fused);
+        assert_eq!(
+            shape(true, 16, Kind::FixedPow { windows: 16 }),
+            Shape::Fused
+        );
+        let pow8 = Kind::Pow {
+            wide: true,
+            windows: 8,
+        };
+        assert_eq!(shape(true, 8, pow8), Shape::Fused);
+        assert_eq!(shape(true, 16, pow8), Shape::Steps);
+    }
+}
