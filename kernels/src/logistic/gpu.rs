@@ -3,21 +3,26 @@
 //!
 //! Data stay resident on the device, split into blocks so that no storage binding exceeds
 //! 128 MiB and no dispatch exceeds 65535 workgroups per dimension. Each `eval` uploads `w`
-//! (f32), runs the three passes of `shaders/logistic.wgsl` per block, reads the per-chunk
-//! partial sums back and adds them in f64. The pipelines are built once per kernel.
+//! (f32), runs the passes of `shaders/logistic.wgsl` per block (margins and gradient in one
+//! read of the rows, the Hessian, then the reductions of the chunks' partial sums on the
+//! device), reads back a (sum, correction) pair per entry and group of up to
+//! [`RED_GROUP`] chunks and adds them in f64. The pipelines are built once per kernel.
 
 use super::kernel::{LogisticKernel, LossSums};
 use crate::error::KernelError;
 use crate::gpu::{
-    GpuContext, MAX_WG, Output, build_pipelines, grid_256, read_pod, storage_entry, uniform_entry,
+    GpuContext, MAX_WG, Output, build_pipelines, read_pod, storage_entry, uniform_entry,
 };
 use crate::rows::Rows;
 
 /// The WGSL source, validated at pipeline creation (and by naga in the crate's tests).
 pub(crate) const LOGISTIC_WGSL: &str = include_str!("../../../shaders/logistic.wgsl");
 
+/// Rows per gradient partial (the shader's workgroup arrays hold this many).
 const GRAD_CHUNK: u32 = 256;
 const MIN_HESS_CHUNK: u32 = 1024;
+/// Partial sums one reduction invocation adds (well under lavapipe's loop budget).
+const RED_GROUP: u32 = 1024;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -26,24 +31,46 @@ struct Params {
     d: u32,
     grad_chunk: u32,
     hess_chunk: u32,
+    grad_chunks: u32,
+    hess_chunks: u32,
+    red_group: u32,
+    pad: u32,
 }
 
-/// One block of rows resident on the device, with its bind group and partial sums.
+/// One block of rows resident on the device, with its bind group and reduced sums.
 struct Block {
-    rows: u32,
     grad_chunks: u32,
     hess_chunks: u32,
     bind: wgpu::BindGroup,
-    gpart: Output,
-    hpart: Output,
+    /// (sum, correction) per gradient entry and group of chunks.
+    gred: Output,
+    /// (sum, correction) per Hessian entry and group of chunks.
+    hred: Output,
 }
 
-/// The three passes of `shaders/logistic.wgsl` and their bind-group layout.
+/// The passes of `shaders/logistic.wgsl` and their bind-group layout.
 struct Pipelines {
     layout: wgpu::BindGroupLayout,
-    margins: wgpu::ComputePipeline,
-    gradient: wgpu::ComputePipeline,
+    margins_gradient: wgpu::ComputePipeline,
     hessian: wgpu::ComputePipeline,
+    reduce_grad: wgpu::ComputePipeline,
+    reduce_hess: wgpu::ComputePipeline,
+}
+
+/// A grid of workgroups `(x, y)` of 64 covering `n` invocations.
+fn grid_64(n: u32) -> (u32, u32) {
+    let groups = n.div_ceil(64).max(1);
+    let gx = groups.min(MAX_WG as u32);
+    (gx, groups.div_ceil(gx))
+}
+
+/// `groups` pairs of (sum, correction) for each of `len` entries, added in f64 into `acc`.
+fn add_pairs(acc: &mut [f64], pairs: &[f32], len: usize) {
+    for group in pairs.chunks_exact(2 * len) {
+        for (a, p) in acc.iter_mut().zip(group.chunks_exact(2)) {
+            *a += p[0] as f64 + p[1] as f64;
+        }
+    }
 }
 
 impl Pipelines {
@@ -60,17 +87,21 @@ impl Pipelines {
                 storage_entry(4, false),
                 storage_entry(5, false),
                 storage_entry(6, false),
+                storage_entry(7, false),
+                storage_entry(8, false),
             ],
-            &["margins", "gradient", "hessian"],
+            &["margins_gradient", "hessian", "reduce_grad", "reduce_hess"],
         )?;
-        let [margins, gradient, hessian]: [wgpu::ComputePipeline; 3] = pipes
-            .try_into()
-            .map_err(|_| KernelError::Validation("expected three logistic pipelines".into()))?;
+        let [margins_gradient, hessian, reduce_grad, reduce_hess]: [wgpu::ComputePipeline; 4] =
+            pipes
+                .try_into()
+                .map_err(|_| KernelError::Validation("expected four logistic pipelines".into()))?;
         Ok(Self {
             layout,
-            margins,
-            gradient,
+            margins_gradient,
             hessian,
+            reduce_grad,
+            reduce_hess,
         })
     }
 }
@@ -148,14 +179,18 @@ impl GpuLogistic {
         let upload_block = |start: usize| {
             let m = per_block.min(n - start);
             let hc = hess_chunk(m, d, cap);
+            let grad_chunks = (m as u32).div_ceil(GRAD_CHUNK);
+            let hess_chunks = (m as u32).div_ceil(hc);
             let p = Params {
                 rows: m as u32,
                 d: d as u32,
                 grad_chunk: GRAD_CHUNK,
                 hess_chunk: hc,
+                grad_chunks,
+                hess_chunks,
+                red_group: RED_GROUP,
+                pad: 0,
             };
-            let grad_chunks = (m as u32).div_ceil(GRAD_CHUNK);
-            let hess_chunks = (m as u32).div_ceil(hc);
             let params = ctx.upload(
                 "params",
                 bytemuck::bytes_of(&p),
@@ -172,20 +207,25 @@ impl GpuLogistic {
                 wgpu::BufferUsages::STORAGE,
             );
             let stats = ctx.buffer("stats", m as u64 * 16, wgpu::BufferUsages::STORAGE);
-            let gpart = ctx.output("gpart", grad_chunks as u64 * (d as u64 + 1) * 4);
-            let hpart = ctx.output("hpart", hess_chunks as u64 * (d * d) as u64 * 4);
+            let st = wgpu::BufferUsages::STORAGE;
+            let gpart = ctx.buffer("gpart", grad_chunks as u64 * (d as u64 + 1) * 4, st);
+            let hpart = ctx.buffer("hpart", hess_chunks as u64 * (d * d) as u64 * 4, st);
+            let groups = |chunks: u32| chunks.div_ceil(RED_GROUP) as u64;
+            let gred = ctx.output("gred", groups(grad_chunks) * (d as u64 + 1) * 8);
+            let hred = ctx.output("hred", groups(hess_chunks) * (d * d) as u64 * 8);
             let bind = ctx.bind(
                 "logistic block",
                 &pipes.layout,
-                &[&params, &xb, &yb, &w_buf, &stats, &gpart.gpu, &hpart.gpu],
+                &[
+                    &params, &xb, &yb, &w_buf, &stats, &gpart, &hpart, &gred.gpu, &hred.gpu,
+                ],
             );
             Block {
-                rows: m as u32,
                 grad_chunks,
                 hess_chunks,
                 bind,
-                gpart,
-                hpart,
+                gred,
+                hred,
             }
         };
         let blocks = ctx.scoped(
@@ -247,46 +287,38 @@ impl LogisticKernel for GpuLogistic {
                         timestamp_writes: None,
                     });
                     pass.set_bind_group(0, &b.bind, &[]);
-                    pass.set_pipeline(&self.pipes.margins);
-                    let (gx, gy) = grid_256(b.rows);
-                    pass.dispatch_workgroups(gx, gy, 1);
-                    pass.set_pipeline(&self.pipes.gradient);
-                    pass.dispatch_workgroups((d as u32 + 1).div_ceil(64), b.grad_chunks, 1);
+                    pass.set_pipeline(&self.pipes.margins_gradient);
+                    pass.dispatch_workgroups(b.grad_chunks, 1, 1);
+                    pass.set_pipeline(&self.pipes.reduce_grad);
+                    let (gx, gy) = grid_64(d as u32 + 1);
+                    pass.dispatch_workgroups(gx, gy, b.grad_chunks.div_ceil(RED_GROUP));
                     if hessian {
                         let tiles = (d as u32).div_ceil(16);
                         pass.set_pipeline(&self.pipes.hessian);
                         pass.dispatch_workgroups(tiles, tiles, b.hess_chunks);
+                        pass.set_pipeline(&self.pipes.reduce_hess);
+                        let (gx, gy) = grid_64((d * d) as u32);
+                        pass.dispatch_workgroups(gx, gy, b.hess_chunks.div_ceil(RED_GROUP));
                     }
                 }
-                b.gpart.copy_back(enc);
+                b.gred.copy_back(enc);
                 if hessian {
-                    b.hpart.copy_back(enc);
+                    b.hred.copy_back(enc);
                 }
             }
         })?;
         let dev = &ctx.device;
-        let mut loss = 0.0f64;
-        let mut grad = vec![0.0f64; d];
+        let mut sums = vec![0.0f64; d + 1];
         let mut hup = hessian.then(|| vec![0.0f64; d * d]);
         for b in &self.blocks {
-            let g = read_pod::<f32>(dev, &b.gpart.read)?;
-            for c in g.chunks_exact(d + 1) {
-                for (acc, &v) in grad.iter_mut().zip(&c[..d]) {
-                    *acc += v as f64;
-                }
-                loss += c[d] as f64;
-            }
+            add_pairs(&mut sums, &read_pod::<f32>(dev, &b.gred.read)?, d + 1);
             if let Some(h) = hup.as_mut() {
-                let parts = read_pod::<f32>(dev, &b.hpart.read)?;
-                for c in parts.chunks_exact(d * d) {
-                    for j in 0..d {
-                        for k in j..d {
-                            h[j * d + k] += c[j * d + k] as f64;
-                        }
-                    }
-                }
+                add_pairs(h, &read_pod::<f32>(dev, &b.hred.read)?, d * d);
             }
         }
+        let loss = sums[d];
+        sums.truncate(d);
+        let grad = sums;
         let hess = hup.map(|mut h| {
             for j in 0..d {
                 for k in 0..j {
@@ -328,13 +360,15 @@ mod tests {
         num / den.max(1e-300)
     }
 
-    /// GPU vs CPU on the same data, relative 1e-5. Must FAIL (not skip) without an adapter:
-    /// CI installs lavapipe so that an adapter always exists there.
+    /// GPU vs CPU on the same data, relative 1e-5, the partial sums reduced on the device
+    /// (300,000 rows: 1,172 gradient chunks, two reduction groups). Must FAIL (not skip)
+    /// without an adapter: CI installs lavapipe so that an adapter always exists there.
     #[test]
     fn gpu_matches_cpu() {
         let ctx = GpuContext::shared().expect("a GPU adapter (lavapipe in CI) must be available");
         eprintln!("adapter: {}", ctx.describe());
-        for &(n, d) in &[(5000usize, 123usize), (3001, 7), (1500, 40)] {
+        assert!(300_000u32.div_ceil(GRAD_CHUNK) > RED_GROUP);
+        for &(n, d) in &[(5000usize, 123usize), (3001, 7), (1500, 40), (300_000, 7)] {
             let (x, y, w) = data(n, d, n as u64);
             let rows = Rows::new(&x, &y, d).expect("shape");
             let cpu = CpuLogistic::new(rows).eval(&w, true).expect("cpu");
