@@ -62,3 +62,17 @@ else
   cargo clippy --workspace --all-targets -- -D warnings
 fi
 cargo test --workspace
+
+# The GPU figures script (benches/gpu-figures.sh) at its quick sizes on lavapipe, with the
+# test build of kinsey (unoptimised, so its step limits are tripled): every step must give
+# its figures, or the script a GPU machine runs would come back empty.
+figures="$(mktemp -d)"
+if ! KINSEY="${CARGO_TARGET_DIR:-target}/debug/kinsey" OUT="$figures" KINSEY_FIGURES_LIMIT_SCALE=3 \
+  benches/gpu-figures.sh --quick >"$figures/run.log" 2>&1; then
+  tail -n 40 "$figures/run.log"; exit 1
+fi
+if grep -q "Steps without figures" "$figures/figures.md" || ! grep -q "| decay-gpu-window |" "$figures/figures.md"; then
+  cat "$figures/figures.md"; exit 1
+fi
+echo "benches/gpu-figures.sh --quick: $(wc -l <"$figures/figures.jsonl") figures"
+rm -rf "$figures"

@@ -6,6 +6,7 @@
 mod commands;
 mod config;
 mod experiment;
+mod figures;
 mod plot;
 mod session_config;
 mod term;

@@ -36,6 +36,9 @@ enum Which {
     /// Each operation of one crypto backend on a batch (ms each, bootstraps each where the
     /// backend counts them), with its key and ciphertext sizes.
     Backend(BackendArgs),
+    /// The table of figures of a `benches/gpu-figures.sh` run: reads each step's JSON lines
+    /// from RAW, writes figures.md and figures.jsonl into OUT.
+    Figures(FiguresArgs),
 }
 
 /// Runs the chosen benchmark.
@@ -47,7 +50,26 @@ pub(crate) fn run(a: Args) -> Result<()> {
         Which::Paillier(x) => paillier(x),
         Which::Protocol(x) => protocol(x),
         Which::Backend(x) => backend(x),
+        Which::Figures(x) => {
+            let n = crate::figures::write(&x.raw, &x.out)?;
+            println!(
+                "{n} figures in {} and {}",
+                x.out.join("figures.md").display(),
+                x.out.join("figures.jsonl").display()
+            );
+            Ok(())
+        }
     }
+}
+
+#[derive(clap::Args, Debug)]
+struct FiguresArgs {
+    /// The folder of the steps' outputs (steps.txt, machine.txt, STEP.json).
+    #[arg(long)]
+    raw: PathBuf,
+    /// Where figures.md and figures.jsonl go.
+    #[arg(long)]
+    out: PathBuf,
 }
 
 #[derive(clap::Args, Debug)]

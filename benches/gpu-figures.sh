@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Every GPU figure of kinsey beside the same machine's CPU, each step under its own time
+# limit, the most important first (a run cut short still brings the main figures back).
+#
+#   KINSEY=path/to/kinsey OUT=folder benches/gpu-figures.sh [--quick]
+#
+# KINSEY: the kinsey binary (default: target/release/kinsey of this checkout).
+# OUT: where everything goes (default: gpu-figures-out): figures.md (a markdown table headed
+# by the machine), figures.jsonl (one JSON line per figure), raw/ (each step's output and
+# log). --quick (or KINSEY_DEVICE_DRY_RUN=1, as the device run's dry run sets it): the same
+# steps at small sizes, on lavapipe here in under 3 minutes on 2 cores. The device run of
+# ../shared/tools/gpu-device/ copies this file to .device/figures.sh and runs it there.
+# KINSEY_FIGURES_LIMIT_SCALE multiplies every step's time limit (scripts/test.sh runs the
+# quick sizes with the unoptimised test build of kinsey).
+set -uo pipefail
+quick=0
+for a in "$@"; do
+  case $a in
+    --quick) quick=1 ;;
+    -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "gpu-figures.sh: unknown argument '$a' (only --quick)" >&2; exit 2 ;;
+  esac
+done
+[ "${KINSEY_DEVICE_DRY_RUN:-0}" = 1 ] && quick=1
+root=$(cd "$(dirname "$0")/.." && pwd)
+K=${KINSEY:-$root/target/release/kinsey}
+OUT=${OUT:-$root/gpu-figures-out}
+if [ ! -x "$K" ]; then
+  echo "gpu-figures.sh: no kinsey binary at '$K' (build it: cargo build --release -p kinsey-cli, or set KINSEY)" >&2
+  exit 2
+fi
+export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp} KINSEY_NO_PROGRESS=1
+export WGPU_BACKEND=${WGPU_BACKEND:-vulkan}
+RAW=$OUT/raw
+mkdir -p "$RAW" || exit 2
+: > "$RAW/steps.txt"
+
+# Sizes: Paillier batch (small first, then large enough to fill a GPU), the 3072-bit batch,
+# the CPU batch, the crossover's largest batch and its seconds per GPU batch, decayed-sum
+# steps, training rows, protocol K and d, the demo's arguments. Worst case (every step
+# at its limit) about 9 minutes.
+if [ "$quick" = 1 ]; then
+  P_SMALL=4 P_2048=16 P_3072=2 P_CPU=16 X_MAX=2 X_BUDGET=2 STEPS=2000000 ROWS=100000 PARTIES=3 DIM=8
+  DEMO=(--parties 3 --dim 4 --rows 500)
+  mode="quick (small sizes)"
+else
+  P_SMALL=256 P_2048=16384 P_3072=4096 P_CPU=1024 X_MAX=65536 X_BUDGET=5 STEPS=1000000000 ROWS=10000000 PARTIES=20 DIM=1000
+  DEMO=()
+  mode="full"
+fi
+
+{
+  echo "mode: $mode"
+  if command -v nvidia-smi > /dev/null; then
+    echo "GPU: $(nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+  else
+    echo "GPU: no NVIDIA driver; the adapter each figure ran on is in its device column"
+  fi
+  echo "CPU: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')"
+  commit=$(cat "$root/.device/commit" 2>/dev/null || git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+  echo "kinsey: commit $commit, $K"
+  echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+} > "$RAW/machine.txt"
+cat "$RAW/machine.txt"
+
+# step NAME SECONDS ARGS...: run `kinsey ARGS --json`-style commands under a time limit;
+# their stdout (JSON lines) into raw/NAME.json, then one line describing the step.
+scale=${KINSEY_FIGURES_LIMIT_SCALE:-1}
+step() {
+  local name=$1 limit=$(($2 * scale))
+  shift 2
+  echo "$name" >> "$RAW/steps.txt"
+  echo "== $name (limit ${limit} s): kinsey $*"
+  local t0 rc t1
+  t0=$(date +%s.%N)
+  timeout -k 5 "$limit" "$K" "$@" > "$RAW/$name.json" 2> "$RAW/$name.log"
+  rc=$?
+  t1=$(date +%s.%N)
+  local secs
+  secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+  if [ "$name" = demo-gpu ] && [ "$rc" = 0 ]; then
+    printf '{"command": "kinsey %s", "wall_seconds": %s}\n' "$*" "$secs" >> "$RAW/$name.json"
+  fi
+  printf '{"kinsey_step": {"command": "kinsey %s", "rc": %d, "seconds": %s, "limit": %d}}\n' \
+    "$*" "$rc" "$secs" "$limit" >> "$RAW/$name.json"
+  echo "   rc=$rc in ${secs} s"
+  tail -n 4 "$RAW/$name.log"
+  # The table after every step: a run cut short still leaves its figures.
+  "$K" bench figures --raw "$RAW" --out "$OUT" > /dev/null 2>> "$RAW/figures.log"
+}
+
+P="bench paillier --json"
+step paillier-gpu-2048-small 45 $P --device gpu --bits 2048 --count "$P_SMALL" --threads 0
+step paillier-gpu-2048 70 $P --device gpu --bits 2048 --count "$P_2048" --threads 0
+step paillier-gpu-3072 45 $P --device gpu --bits 3072 --count "$P_3072" --threads 0
+step paillier-cpu 40 $P --device cpu --bits 2048,3072 --count "$P_CPU" --threads 0
+step protocol-gpu 60 bench protocol --json --parties "$PARTIES" --dim "$DIM" --crypto-device gpu
+step protocol-cpu 40 bench protocol --json --parties "$PARTIES" --dim "$DIM" --crypto-device cpu
+for m in window exponential running; do
+  step "decay-gpu-$m" 20 bench decay --json --device gpu --model "$m" --steps "$STEPS"
+  step "decay-cpu-$m" 12 bench decay --json --device cpu --model "$m" --steps "$STEPS"
+done
+step train-gpu 35 bench train --json --device gpu --rows "$ROWS" --dim 123
+step train-cpu 35 bench train --json --device cpu --rows "$ROWS" --dim 123
+step paillier-crossover 40 bench paillier --json --crossover --device gpu --bits 2048 --max-batch "$X_MAX" --budget "$X_BUDGET"
+demo_out=$(mktemp -d)
+step demo-gpu 40 --overwrite demo --out "$demo_out" --device gpu --crypto-device gpu --no-diagnostics "${DEMO[@]}"
+rm -rf "$demo_out"
+
+"$K" bench figures --raw "$RAW" --out "$OUT"
+tar -czf "$OUT/logs.tgz" -C "$RAW" . 2> /dev/null
+echo "figures: $OUT/figures.md"
+cat "$OUT/figures.md"

@@ -1,0 +1,346 @@
+//! `kinsey bench figures`: the table of figures `benches/gpu-figures.sh` writes. Every step
+//! of the script leaves `RAW/<step>.json`: the JSON lines its bench command printed, then
+//! one line `{"kinsey_step": {...}}` with the step's command, exit status and seconds. This
+//! reads them all (in the order the script ran them) and writes `figures.md` (a markdown
+//! table headed by the machine, from `RAW/machine.txt`) and `figures.jsonl` (one JSON line
+//! per figure) into OUT. A step that failed or ran out of time is listed as such, with no
+//! figure: a figure is only what a command measured.
+
+use kinsey_core::{Error, Result};
+use serde_json::{Value, json};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// One measured figure.
+#[derive(Debug, Clone, PartialEq)]
+struct Figure {
+    step: String,
+    figure: String,
+    value: f64,
+    unit: &'static str,
+    device: String,
+    size: String,
+}
+
+/// What the script recorded of a step.
+#[derive(Debug, Clone, Default)]
+struct Step {
+    name: String,
+    command: String,
+    rc: i64,
+    seconds: f64,
+    limit: f64,
+}
+
+/// The number at `key` of `v`.
+fn num(v: &Value, key: &str) -> Option<f64> {
+    v.get(key).and_then(Value::as_f64)
+}
+
+/// The string at `key` of `v`.
+fn text(v: &Value, key: &str) -> String {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Where a step ran when its output does not say: its command's device argument.
+fn device_of_command(command: &str) -> String {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    for flag in ["--crypto-device", "--device"] {
+        if let Some(k) = words.iter().position(|w| *w == flag)
+            && let Some(d) = words.get(k + 1)
+        {
+            return d.to_uppercase();
+        }
+    }
+    String::new()
+}
+
+/// The figures of one line a bench command printed (none for a line it does not know).
+fn figures_of(step: &Step, v: &Value) -> Vec<Figure> {
+    let mut out = Vec::new();
+    let mut push = |figure: String, value: Option<f64>, unit, device: &str, size: String| {
+        if let Some(value) = value.filter(|x| x.is_finite()) {
+            out.push(Figure {
+                step: step.name.clone(),
+                figure,
+                value,
+                unit,
+                device: device.to_string(),
+                size,
+            });
+        }
+    };
+    if v.get("encrypt_per_s").is_some() {
+        let bits = num(v, "bits").unwrap_or(0.0);
+        let size = format!(
+            "batches of {}, {} threads",
+            num(v, "count").unwrap_or(0.0),
+            num(v, "threads").unwrap_or(0.0)
+        );
+        let device = text(v, "device");
+        for (key, what) in [
+            ("encrypt_per_s", "encryption"),
+            ("encrypt_key_holder_per_s", "encryption (key holder)"),
+            ("decrypt_per_s", "CRT decryption"),
+            ("add_per_s", "addition"),
+            ("mul_plain_per_s", "multiplication by a plaintext"),
+            ("rerandomize_per_s", "re-randomisation"),
+        ] {
+            push(
+                format!("Paillier-{bits} {what}"),
+                num(v, key),
+                "/s",
+                &device,
+                size.clone(),
+            );
+        }
+    } else if let Some(ops) = v.get("ops").and_then(Value::as_array) {
+        let bits = num(v, "bits").unwrap_or(0.0);
+        let device = text(v, "device");
+        let size = format!("batches up to {}", num(v, "max_batch").unwrap_or(0.0));
+        for op in ops {
+            // No crossover up to the largest batch: the GPU never won; said as such.
+            let name = text(op, "op");
+            match num(op, "crossover") {
+                Some(c) => push(
+                    format!("Paillier-{bits} GPU crossover, {name}"),
+                    Some(c),
+                    "items",
+                    &device,
+                    size.clone(),
+                ),
+                None => push(
+                    format!("Paillier-{bits} GPU crossover, {name}: none (CPU faster)"),
+                    num(v, "max_batch"),
+                    "items (largest tried)",
+                    &device,
+                    size.clone(),
+                ),
+            }
+        }
+    } else if let Some(stages) = v.get("stages").and_then(Value::as_array) {
+        let size = format!(
+            "K = {}, d = {}",
+            num(v, "parties").unwrap_or(0.0),
+            num(v, "dim").unwrap_or(0.0)
+        );
+        let device = format!("crypto on {}", device_of_command(&step.command));
+        push(
+            "protocol, whole run".into(),
+            num(v, "wall_seconds"),
+            "s",
+            &device,
+            size.clone(),
+        );
+        for st in stages {
+            push(
+                format!("protocol, {}", text(st, "stage")),
+                num(st, "wall_seconds"),
+                "s",
+                &device,
+                size.clone(),
+            );
+        }
+    } else if v.get("steps_per_second").is_some() {
+        push(
+            format!("{} sum, transfers included", text(v, "model")),
+            num(v, "steps_per_second"),
+            "steps/s",
+            &text(v, "device"),
+            format!("{} steps", num(v, "steps").unwrap_or(0.0)),
+        );
+    } else if v.get("rows_per_s").is_some() {
+        let size = format!(
+            "{} x {}",
+            num(v, "rows").unwrap_or(0.0),
+            num(v, "dim").unwrap_or(0.0)
+        );
+        let device = text(v, "device");
+        push(
+            "training, Newton to the tolerance".into(),
+            num(v, "seconds"),
+            "s",
+            &device,
+            size.clone(),
+        );
+        push(
+            "training, row passes".into(),
+            num(v, "rows_per_s"),
+            "rows/s",
+            &device,
+            size,
+        );
+    } else if let Some(s) = num(v, "wall_seconds").filter(|_| v.get("command").is_some()) {
+        push(
+            format!("`{}`, wall time", text(v, "command")),
+            Some(s),
+            "s",
+            &device_of_command(&text(v, "command")),
+            String::new(),
+        );
+    }
+    out
+}
+
+/// Read every step's file in `raw` (in the order of `raw/steps.txt`).
+fn read_steps(raw: &Path) -> Result<Vec<(Step, Vec<Figure>)>> {
+    let order = std::fs::read_to_string(raw.join("steps.txt"))
+        .map_err(|e| Error::param("raw", format!("{}: {e}", raw.join("steps.txt").display())))?;
+    let mut steps = Vec::new();
+    for name in order.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let path = raw.join(format!("{name}.json"));
+        let body = std::fs::read_to_string(&path).unwrap_or_default();
+        let lines: Vec<Value> = body
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .collect();
+        let mut step = Step {
+            name: name.to_string(),
+            rc: -1,
+            ..Step::default()
+        };
+        if let Some(m) = lines.iter().find_map(|l| l.get("kinsey_step")) {
+            step.command = text(m, "command");
+            step.rc = m.get("rc").and_then(Value::as_i64).unwrap_or(-1);
+            step.seconds = num(m, "seconds").unwrap_or(0.0);
+            step.limit = num(m, "limit").unwrap_or(0.0);
+        }
+        let figures = lines.iter().flat_map(|l| figures_of(&step, l)).collect();
+        steps.push((step, figures));
+    }
+    Ok(steps)
+}
+
+/// A figure as people read it: 3 significant digits, thousands apart.
+fn show(x: f64) -> String {
+    if x.abs() >= 1e6 {
+        format!("{x:.3e}")
+    } else if x.abs() >= 100.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// The markdown table and the JSON lines of every step in `raw`, written into `out`.
+pub(crate) fn write(raw: &Path, out: &Path) -> Result<usize> {
+    let steps = read_steps(raw)?;
+    let machine = std::fs::read_to_string(raw.join("machine.txt")).unwrap_or_default();
+    let mut md = String::from("# kinsey figures\n\n");
+    for l in machine.lines().filter(|l| !l.trim().is_empty()) {
+        let _ = writeln!(md, "- {}", l.trim());
+    }
+    md.push_str("\n| step | figure | value | unit | device | size |\n|---|---|---:|---|---|---|\n");
+    let mut jsonl = String::new();
+    let mut notes = String::new();
+    let mut count = 0;
+    for (step, figures) in &steps {
+        if step.rc != 0 {
+            let why = match step.rc {
+                124 | 137 => format!("ran out of its {:.0} s", step.limit),
+                -1 => "did not run".to_string(),
+                rc => format!("failed (exit {rc})"),
+            };
+            let _ = writeln!(notes, "- `{}` {why}: `{}`", step.name, step.command);
+        }
+        for f in figures {
+            count += 1;
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} |",
+                f.step,
+                f.figure,
+                show(f.value),
+                f.unit,
+                f.device,
+                f.size
+            );
+            let line = json!({"step": f.step, "figure": f.figure, "value": f.value,
+                "unit": f.unit, "device": f.device, "size": f.size, "command": step.command});
+            let _ = writeln!(jsonl, "{line}");
+        }
+    }
+    if !notes.is_empty() {
+        md.push_str("\nSteps without figures:\n\n");
+        md.push_str(&notes);
+    }
+    let md_path = out.join("figures.md");
+    let jsonl_path = out.join("figures.jsonl");
+    for (path, body) in [(&md_path, md), (&jsonl_path, jsonl)] {
+        std::fs::write(path, body)
+            .map_err(|e| Error::param("out", format!("{}: {e}", path.display())))?;
+    }
+    Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(command: &str) -> Step {
+        Step {
+            name: "s".into(),
+            command: command.into(),
+            rc: 0,
+            ..Step::default()
+        }
+    }
+
+    /// Each bench's JSON gives its figures; a line nobody knows gives none; a failed step
+    /// is listed without figures.
+    #[test]
+    fn bench_lines_become_figures() {
+        let s = step("kinsey bench paillier --device gpu");
+        let paillier = json!({"bits": 2048, "threads": 16, "count": 4096, "encrypt_per_s": 1.5e5,
+            "encrypt_key_holder_per_s": 1e5, "decrypt_per_s": 2e4, "add_per_s": 1e7,
+            "mul_plain_per_s": 5e4, "rerandomize_per_s": 1e5, "device": "GPU x"});
+        let f = figures_of(&s, &paillier);
+        assert_eq!(f.len(), 6);
+        assert_eq!(f[2].figure, "Paillier-2048 CRT decryption");
+        assert_eq!(f[2].value, 2e4);
+        assert_eq!(f[2].device, "GPU x");
+        let p = step("kinsey bench protocol --parties 20 --crypto-device gpu");
+        let v = json!({"parties": 20, "dim": 1000, "wall_seconds": 9.5,
+            "stages": [{"stage": "Stage 2", "wall_seconds": 7.0}]});
+        let f = figures_of(&p, &v);
+        assert_eq!(f.len(), 2);
+        assert_eq!(f[1].device, "crypto on GPU");
+        assert!(figures_of(&s, &json!({"something": 1})).is_empty());
+        let c = json!({"bits": 2048, "device": "GPU", "max_batch": 64,
+            "ops": [{"op": "encrypt", "crossover": 32}, {"op": "add", "crossover": null}]});
+        let f = figures_of(&s, &c);
+        assert_eq!(f[0].value, 32.0);
+        assert!(f[1].figure.contains("none"));
+
+        let dir = std::env::temp_dir().join(format!("kinsey-figures-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        std::fs::write(dir.join("steps.txt"), "a\nb\n").expect("steps");
+        std::fs::write(
+            dir.join("a.json"),
+            format!(
+                "{paillier}\n{}\n",
+                json!({"kinsey_step": {"command": "kinsey bench paillier", "rc": 0, "seconds": 3.0, "limit": 60}})
+            ),
+        )
+        .expect("a");
+        std::fs::write(
+            dir.join("b.json"),
+            format!(
+                "{}\n",
+                json!({"kinsey_step": {"command": "kinsey bench train", "rc": 124, "seconds": 40.0, "limit": 40}})
+            ),
+        )
+        .expect("b");
+        std::fs::write(dir.join("machine.txt"), "GPU: test\n").expect("machine");
+        assert_eq!(write(&dir, &dir).expect("write"), 6);
+        let md = std::fs::read_to_string(dir.join("figures.md")).expect("md");
+        assert!(md.contains("- GPU: test"), "{md}");
+        assert!(md.contains("`b` ran out of its 40 s"), "{md}");
+        let jsonl = std::fs::read_to_string(dir.join("figures.jsonl")).expect("jsonl");
+        assert_eq!(jsonl.lines().count(), 6);
+        std::fs::remove_dir_all(&dir).expect("clean");
+    }
+}
