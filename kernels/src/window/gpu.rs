@@ -9,7 +9,8 @@ use super::running::{RunningChunk, RunningTops, check_sums};
 use super::spec::WindowChunk;
 use crate::error::KernelError;
 use crate::gpu::{
-    GpuContext, MAX_WG, build_pipelines, dispatch, read_pod, storage_entry, uniform_entry,
+    BufferPool, GpuContext, MAX_WG, Output, build_pipelines, dispatch, read_pod, storage_entry,
+    uniform_entry,
 };
 use std::sync::{Arc, OnceLock};
 
@@ -83,6 +84,8 @@ static PROBED: OnceLock<Result<(), KernelError>> = OnceLock::new();
 pub struct GpuWindow {
     ctx: GpuContext,
     pipes: Arc<Pipes>,
+    /// The window sums' per-chunk buffers, reused from chunk to chunk of a stream.
+    pool: BufferPool,
 }
 
 impl std::fmt::Debug for GpuWindow {
@@ -120,7 +123,11 @@ impl GpuWindow {
                 Ok(Arc::new(Pipes { layout, pipes }))
             })
             .clone()?;
-        let gpu = Self { ctx, pipes };
+        let gpu = Self {
+            ctx,
+            pipes,
+            pool: BufferPool::default(),
+        };
         PROBED.get_or_init(|| gpu.probe()).clone()?;
         Ok(gpu)
     }
@@ -190,18 +197,29 @@ impl GpuWindow {
         if outs == 0 {
             return Ok(Vec::new());
         }
-        let ctx = &self.ctx;
+        let (ctx, pool) = (&self.ctx, &self.pool);
+        let (dev, queue) = (&ctx.device, &ctx.queue);
         let st = wgpu::BufferUsages::STORAGE;
         let offs = c.offsets();
         let nodes = c.nodes().max(1) as u64;
+        let grid_consts = [c.gamma, 1.0 / c.gamma];
         let inputs = [
-            ctx.upload("grid", bytemuck::cast_slice(&[c.gamma, 1.0 / c.gamma]), st),
-            ctx.upload("xs", bytemuck::cast_slice(c.xs), st),
-            ctx.upload("offs", bytemuck::cast_slice(&offs), st),
+            pool.upload(dev, queue, "grid", bytemuck::cast_slice(&grid_consts), st),
+            pool.upload(dev, queue, "xs", bytemuck::cast_slice(c.xs), st),
+            pool.upload(dev, queue, "offs", bytemuck::cast_slice(&offs), st),
         ];
-        let val = ctx.buffer("val", 8 * nodes, st);
-        let rel = ctx.buffer("rel", 8 * nodes, st);
-        let out = ctx.output("window sums", 8 * u64::from(outs));
+        let val = pool.take(dev, "val", 8 * nodes, st);
+        let rel = pool.take(dev, "rel", 8 * nodes, st);
+        let out_bytes = 8 * u64::from(outs);
+        let out = Output {
+            gpu: pool.take(
+                dev,
+                "window sums",
+                out_bytes,
+                st | wgpu::BufferUsages::COPY_SRC,
+            ),
+            read: pool.take(dev, "window sums", out_bytes, wgpu::BufferUsages::MAP_READ),
+        };
         let base = Params {
             len: c.xs.len() as u32,
             h: c.h,
@@ -239,9 +257,13 @@ impl GpuWindow {
                 }
             }
             pass_with(base, self.pipes.entry(Entry::Sums), u64::from(outs));
-            out.copy_back(enc);
+            enc.copy_buffer_to_buffer(&out.gpu, 0, &out.read, 0, Some(out_bytes));
         })?;
-        read_pod::<f64>(&ctx.device, &out.read)
+        let mut sums = read_pod::<f64>(&ctx.device, &out.read)?;
+        sums.truncate(outs as usize);
+        let [g, x, o] = inputs;
+        pool.give([g, x, o, val, rel, out.gpu, out.read]);
+        Ok(sums)
     }
 }
 
