@@ -393,6 +393,32 @@ fn f_square_x() {
     f_x_from_z();
 }
 
+// FX (or FY) = the WORDS words of a_in at word `at`, as digits.
+fn f_x_from_a(at: u32) {
+    for (var k = 0u; k < WORDS; k = k + 1u) {
+        let a = a_in[at + k];
+        FX[2u * k] = a & 0xffffu;
+        FX[2u * k + 1u] = a >> 16u;
+    }
+}
+
+fn f_y_from_a(at: u32) {
+    for (var k = 0u; k < WORDS; k = k + 1u) {
+        let a = a_in[at + k];
+        FY[2u * k] = a & 0xffffu;
+        FY[2u * k + 1u] = a >> 16u;
+    }
+}
+
+// FY = item i's WORDS words of b_in, as digits.
+fn f_y_from_b(i: u32) {
+    for (var k = 0u; k < WORDS; k = k + 1u) {
+        let b = b_in[i * WORDS + k];
+        FY[2u * k] = b & 0xffffu;
+        FY[2u * k + 1u] = b >> 16u;
+    }
+}
+
 fn f_store(i: u32) {
     for (var k = 0u; k < WORDS; k = k + 1u) {
         out[i * WORDS + k] = FZ[2u * k] | (FZ[2u * k + 1u] << 16u);
@@ -412,14 +438,8 @@ fn fused_mul(@builtin(global_invocation_id) gid: vec3<u32>,
     if (i >= params.items) {
         return;
     }
-    for (var k = 0u; k < WORDS; k = k + 1u) {
-        let a = a_in[i * WORDS + k];
-        let b = b_in[i * WORDS + k];
-        FX[2u * k] = a & 0xffffu;
-        FX[2u * k + 1u] = a >> 16u;
-        FY[2u * k] = b & 0xffffu;
-        FY[2u * k + 1u] = b >> 16u;
-    }
+    f_x_from_a(i * WORDS);
+    f_y_from_b(i);
     f_montmul();
     f_x_from_z();
     f_y_r2();
@@ -437,12 +457,7 @@ fn fused_fixed_pow(@builtin(global_invocation_id) gid: vec3<u32>,
         return;
     }
     let windows = params.a0;
-    let init = windows * 16u * WORDS;
-    for (var k = 0u; k < WORDS; k = k + 1u) {
-        let a = a_in[init + k];
-        FX[2u * k] = a & 0xffffu;
-        FX[2u * k + 1u] = a >> 16u;
-    }
+    f_x_from_a(windows * 16u * WORDS);
     for (var w = 0u; w < windows; w = w + 1u) {
         let digit = window(i, w);
         let base = w * 16u * WORDS;
@@ -457,11 +472,7 @@ fn fused_fixed_pow(@builtin(global_invocation_id) gid: vec3<u32>,
         f_montmul();
         f_x_from_z();
     }
-    for (var k = 0u; k < WORDS; k = k + 1u) {
-        let b = b_in[i * WORDS + k];
-        FY[2u * k] = b & 0xffffu;
-        FY[2u * k + 1u] = b >> 16u;
-    }
+    f_y_from_b(i);
     f_montmul();
     f_store(i);
 }
@@ -476,17 +487,9 @@ fn fused_pow(@builtin(global_invocation_id) gid: vec3<u32>,
         return;
     }
     let at = i * params.in_words;
-    for (var k = 0u; k < WORDS; k = k + 1u) {
-        let a = a_in[at + k];
-        FX[2u * k] = a & 0xffffu;
-        FX[2u * k + 1u] = a >> 16u;
-    }
+    f_x_from_a(at);
     if (params.a1 == 1u) {
-        for (var k = 0u; k < WORDS; k = k + 1u) {
-            let a = a_in[at + WORDS + k];
-            FY[2u * k] = a & 0xffffu;
-            FY[2u * k + 1u] = a >> 16u;
-        }
+        f_y_from_a(at + WORDS);
         f_redc_wide();
         f_x_from_z();
         f_y_r2();

@@ -1,6 +1,7 @@
 //! Heavy loops of kinsey, each with one interface and two implementations:
 //! a CPU path (rayon + faer, f64 accumulation) and a GPU path (WGSL compute shaders through
-//! wgpu, f32 arithmetic, partial sums reduced in f64 on the host).
+//! wgpu; the logistic kernel in f32 arithmetic, its partial sums reduced on the device with
+//! compensation and the last few groups added in f64 on the host).
 //!
 //! The logistic-regression kernel computes, for a weight vector `w`, the *sums over rows*
 //! of the logistic loss `log(1 + exp(-y x.w))`, its gradient and its Hessian `X^T D X`.
@@ -8,7 +9,9 @@
 //! the engine (`kinsey_learn::logreg::Objective`); kernels know nothing about privacy.
 //!
 //! The `montgomery` kernel is batched modular arithmetic (products and constant-time
-//! exponentiations modulo numbers of up to 8192 bits) for the Paillier backend.
+//! exponentiations modulo numbers of up to 8192 bits) for the Paillier backend: on a
+//! hardware GPU one invocation per whole operation, on a software rasteriser a program of
+//! micro-operations where the whole would pass its loop budget.
 //!
 //! The `dyadic` kernel draws the decayed sums' keyed noise (ChaCha20 keystream and alias tables).
 //!

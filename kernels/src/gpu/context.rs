@@ -207,19 +207,33 @@ pub(crate) fn read_pod<T: bytemuck::Pod>(
     device: &wgpu::Device,
     buf: &wgpu::Buffer,
 ) -> Result<Vec<T>, KernelError> {
+    read_pod_after(device, buf, buf.size(), None)
+}
+
+/// The first `bytes` of a staging buffer as plain values, once submission `after` (or
+/// everything submitted, with `None`) has finished: later submissions keep running.
+pub(crate) fn read_pod_after<T: bytemuck::Pod>(
+    device: &wgpu::Device,
+    buf: &wgpu::Buffer,
+    bytes: u64,
+    after: Option<wgpu::SubmissionIndex>,
+) -> Result<Vec<T>, KernelError> {
     let (tx, rx) = mpsc::channel();
-    buf.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+    buf.slice(..bytes).map_async(wgpu::MapMode::Read, move |r| {
         let _ = tx.send(r);
     });
     device
-        .poll(wgpu::PollType::wait_indefinitely())
+        .poll(wgpu::PollType::Wait {
+            submission_index: after,
+            timeout: None,
+        })
         .map_err(|e| KernelError::Map(e.to_string()))?;
     rx.recv()
         .map_err(|e| KernelError::Map(e.to_string()))?
         .map_err(|e| KernelError::Map(e.to_string()))?;
     let out = {
         let view = buf
-            .get_mapped_range(..)
+            .get_mapped_range(..bytes)
             .map_err(|e| KernelError::Map(e.to_string()))?;
         bytemuck::cast_slice::<u8, T>(&view).to_vec()
     };

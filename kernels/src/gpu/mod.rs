@@ -1,6 +1,6 @@
 //! What every GPU kernel shares: the process-wide device ([`GpuContext`], probed once),
-//! bind-group entries, pipeline creation with validation errors caught, and reading
-//! results back. Each kernel's own host side lives in its folder (`logistic/gpu.rs`,
+//! bind-group entries, pipeline creation with validation errors caught, reading results
+//! back, and a pool of device buffers reused across batches. Each kernel's own host side lives in its folder (`logistic/gpu.rs`,
 //! `kmeans/gpu.rs`) beside its CPU twin.
 
 mod context;
@@ -8,6 +8,7 @@ mod pool;
 
 pub use context::GpuContext;
 pub(crate) use context::{
-    MAX_WG, Output, build_pipelines, dispatch, grid_256, read_pod, storage_entry, uniform_entry,
+    MAX_WG, Output, build_pipelines, dispatch, grid_256, read_pod, read_pod_after, storage_entry,
+    uniform_entry,
 };
 pub(crate) use pool::BufferPool;

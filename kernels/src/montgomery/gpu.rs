@@ -16,9 +16,9 @@ use super::fused::{self, Kind, Shape};
 use super::numbers::{FixedTable, Modulus};
 use super::steps::{Program, regs};
 use crate::error::KernelError;
-use crate::gpu::{BufferPool, GpuContext, MAX_WG, build_pipelines, storage_entry};
+use crate::gpu::{BufferPool, GpuContext, MAX_WG, build_pipelines, read_pod_after, storage_entry};
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 
 /// The WGSL source; `WORDS` is replaced per modulus size.
 pub(crate) const MONTGOMERY_WGSL: &str = include_str!("../../../shaders/montgomery.wgsl");
@@ -446,30 +446,7 @@ impl GpuMontgomery {
     /// Wait for a chunk, read its results, give its buffers back.
     fn finish(&self, p: Pending) -> Result<Vec<u32>, KernelError> {
         let bytes = (p.words * 4) as u64;
-        let (tx, rx) = mpsc::channel();
-        p.read
-            .slice(..bytes)
-            .map_async(wgpu::MapMode::Read, move |r| {
-                let _ = tx.send(r);
-            });
-        self.ctx
-            .device
-            .poll(wgpu::PollType::Wait {
-                submission_index: Some(p.index),
-                timeout: None,
-            })
-            .map_err(|e| KernelError::Map(e.to_string()))?;
-        rx.recv()
-            .map_err(|e| KernelError::Map(e.to_string()))?
-            .map_err(|e| KernelError::Map(e.to_string()))?;
-        let out = {
-            let view = p
-                .read
-                .get_mapped_range(..bytes)
-                .map_err(|e| KernelError::Map(e.to_string()))?;
-            bytemuck::cast_slice::<u8, u32>(&view).to_vec()
-        };
-        p.read.unmap();
+        let out = read_pod_after(&self.ctx.device, &p.read, bytes, Some(p.index))?;
         self.pool.give(p.pooled.into_iter().chain([p.read]));
         Ok(out)
     }

@@ -9,8 +9,8 @@ use super::running::{RunningChunk, RunningTops, check_sums};
 use super::spec::WindowChunk;
 use crate::error::KernelError;
 use crate::gpu::{
-    BufferPool, GpuContext, MAX_WG, Output, build_pipelines, dispatch, read_pod, storage_entry,
-    uniform_entry,
+    BufferPool, GpuContext, MAX_WG, Output, build_pipelines, dispatch, read_pod, read_pod_after,
+    storage_entry, uniform_entry,
 };
 use std::sync::{Arc, OnceLock};
 
@@ -259,8 +259,7 @@ impl GpuWindow {
             pass_with(base, self.pipes.entry(Entry::Sums), u64::from(outs));
             enc.copy_buffer_to_buffer(&out.gpu, 0, &out.read, 0, Some(out_bytes));
         })?;
-        let mut sums = read_pod::<f64>(&ctx.device, &out.read)?;
-        sums.truncate(outs as usize);
+        let sums = read_pod_after::<f64>(&ctx.device, &out.read, out_bytes, None)?;
         let [g, x, o] = inputs;
         pool.give([g, x, o, val, rel, out.gpu, out.read]);
         Ok(sums)
