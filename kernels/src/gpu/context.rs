@@ -323,12 +323,13 @@ impl GpuContext {
     }
 
     /// Record commands into one encoder with `record` and submit them, inside a validation
-    /// error scope (an error the device reports becomes `KernelError::Validation`).
+    /// error scope (an error the device reports becomes `KernelError::Validation`); the
+    /// submission's index, for reading its results back while later work runs.
     pub(crate) fn submit(
         &self,
         label: &str,
         record: impl FnOnce(&mut wgpu::CommandEncoder),
-    ) -> Result<(), KernelError> {
+    ) -> Result<wgpu::SubmissionIndex, KernelError> {
         self.scoped(
             wgpu::ErrorFilter::Validation,
             || {
@@ -336,7 +337,7 @@ impl GpuContext {
                     .device
                     .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
                 record(&mut enc);
-                self.queue.submit([enc.finish()]);
+                self.queue.submit([enc.finish()])
             },
             KernelError::Validation,
         )

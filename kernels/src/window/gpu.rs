@@ -182,11 +182,47 @@ impl GpuWindow {
         c: &WindowChunk<'_>,
         z: &crate::dyadic::gpu::DeviceDraws,
     ) -> Result<Vec<f64>, KernelError> {
+        self.finish(self.submit_device(c, z)?)
+    }
+
+    /// [`sums_device`](Self::sums_device) submitted and not waited for: the caller reads the
+    /// sums with [`finish`](Self::finish) later, so that its work on the previous chunk's
+    /// sums (and the next chunk's draws) overlaps this chunk's passes on the device.
+    pub fn submit_device(
+        &self,
+        c: &WindowChunk<'_>,
+        z: &crate::dyadic::gpu::DeviceDraws,
+    ) -> Result<PendingSums, KernelError> {
         c.check_with(z.count)?;
-        self.run(c, &z.buf)
+        self.submit_run(c, &z.buf)
+    }
+
+    /// The sums of a [`submit_device`](Self::submit_device)ed chunk, once the device has
+    /// them; its buffers go back to the kernel's pool.
+    pub fn finish(&self, p: PendingSums) -> Result<Vec<f64>, KernelError> {
+        let Some(Submitted {
+            index,
+            out,
+            out_bytes,
+            bufs,
+        }) = p.0
+        else {
+            return Ok(Vec::new());
+        };
+        let sums = read_pod_after::<f64>(&self.ctx.device, &out.read, out_bytes, Some(index))?;
+        self.pool.give(bufs.into_iter().chain([out.gpu, out.read]));
+        Ok(sums)
     }
 
     fn run(&self, c: &WindowChunk<'_>, z: &wgpu::Buffer) -> Result<Vec<f64>, KernelError> {
+        self.finish(self.submit_run(c, z)?)
+    }
+
+    fn submit_run(
+        &self,
+        c: &WindowChunk<'_>,
+        z: &wgpu::Buffer,
+    ) -> Result<PendingSums, KernelError> {
         if c.xs.len() > MAX_STEPS {
             return Err(KernelError::Input(format!(
                 "window chunk of {} steps (at most {MAX_STEPS} on the GPU)",
@@ -195,7 +231,7 @@ impl GpuWindow {
         }
         let outs = (c.from + c.xs.len() as u64 - c.out_from) as u32;
         if outs == 0 {
-            return Ok(Vec::new());
+            return Ok(PendingSums(None));
         }
         let (ctx, pool) = (&self.ctx, &self.pool);
         let (dev, queue) = (&ctx.device, &ctx.queue);
@@ -234,7 +270,7 @@ impl GpuWindow {
             pairs_at: 0,
             weighted: 0,
         };
-        ctx.submit("window", |enc| {
+        let index = ctx.submit("window", |enc| {
             let mut pass_with = |p: Params, pipe: &wgpu::ComputePipeline, n: u64| {
                 let (gx, gy) = grid(n);
                 let params = ctx.upload(
@@ -259,11 +295,29 @@ impl GpuWindow {
             pass_with(base, self.pipes.entry(Entry::Sums), u64::from(outs));
             enc.copy_buffer_to_buffer(&out.gpu, 0, &out.read, 0, Some(out_bytes));
         })?;
-        let sums = read_pod_after::<f64>(&ctx.device, &out.read, out_bytes, None)?;
         let [g, x, o] = inputs;
-        pool.give([g, x, o, val, rel, out.gpu, out.read]);
-        Ok(sums)
+        Ok(PendingSums(Some(Submitted {
+            index,
+            out,
+            out_bytes,
+            bufs: vec![g, x, o, val, rel],
+        })))
     }
+}
+
+/// A chunk's window sums submitted to the device ([`GpuWindow::submit_device`]), read by
+/// [`GpuWindow::finish`]: the submission, the sums' buffers and their size, the buffers
+/// to give back (none for a chunk without outputs).
+#[derive(Debug)]
+pub struct PendingSums(Option<Submitted>);
+
+/// What [`PendingSums`] holds of a submitted chunk.
+#[derive(Debug)]
+struct Submitted {
+    index: wgpu::SubmissionIndex,
+    out: Output,
+    out_bytes: u64,
+    bufs: Vec<wgpu::Buffer>,
 }
 
 /// A chunk's level passes done on the device ([`GpuWindow::running_levels`]): its

@@ -8,8 +8,14 @@ use super::tree::{
 };
 use kinsey_core::{Error, Result, check_epsilon};
 use kinsey_kernels::window::blocks::Blocks;
-use kinsey_kernels::window::{WindowChunk, gpu::GpuWindow, gpu::MAX_STEPS};
+use kinsey_kernels::window::{
+    WindowChunk,
+    gpu::{GpuWindow, MAX_STEPS, PendingSums},
+};
 use rayon::prelude::*;
+
+/// Output pieces of one GPU group: each piece's first step and its outputs.
+type Group<'a> = Vec<(u64, &'a mut [f64])>;
 
 /// The sliding-window sum of the last `W` steps.
 #[derive(Debug, Clone)]
@@ -169,6 +175,16 @@ impl WindowSum {
         // those segments in parallel on the CPU.
         let per_group = (GPU_STEPS / seg).max(1) as usize;
         let mut pieces = pieces.into_iter().peekable();
+        // A group's sums submitted to the device and not yet read: read after the next
+        // group's draws and sums are submitted, so the device runs while the host copies.
+        let mut pending: Option<(PendingSums, Group<'_>)> = None;
+        let scatter = |sums: Vec<f64>, group: Group<'_>| {
+            let mut at = 0;
+            for (_, dst) in group {
+                dst.copy_from_slice(&sums[at..at + dst.len()]);
+                at += dst.len();
+            }
+        };
         while pieces.peek().is_some() {
             let group: Vec<(u64, &mut [f64])> = pieces.by_ref().take(per_group).collect();
             let (lo, hi) = match (group.first(), group.last()) {
@@ -196,11 +212,9 @@ impl WindowSum {
                     xs: steps,
                     z: &[],
                 };
-                let sums = g.sums_device(&chunk, &z)?;
-                let mut at = 0;
-                for (_, dst) in group {
-                    dst.copy_from_slice(&sums[at..at + dst.len()]);
-                    at += dst.len();
+                let submitted = g.submit_device(&chunk, &z)?;
+                if let Some((p, done)) = pending.replace((submitted, group)) {
+                    scatter(g.finish(p)?, done);
                 }
                 continue;
             }
@@ -213,6 +227,9 @@ impl WindowSum {
                     self.segment(xs, base, (start, stop), dst, sc, Some((first, &z)))
                 },
             )?;
+        }
+        if let (Some((p, done)), Some(g)) = (pending, self.sums_gpu.as_ref()) {
+            scatter(g.finish(p)?, done);
         }
         Ok(())
     }
