@@ -90,21 +90,21 @@ step() {
 }
 
 P="bench paillier --json"
-step paillier-gpu-2048-small 45 $P --device gpu --bits 2048 --count "$P_SMALL" --threads 0
+step paillier-gpu-2048-small 40 $P --device gpu --bits 2048 --count "$P_SMALL" --threads 0
 step paillier-gpu-2048 70 $P --device gpu --bits 2048 --count "$P_2048" --threads 0
 step paillier-gpu-3072 45 $P --device gpu --bits 3072 --count "$P_3072" --threads 0
-step paillier-cpu 40 $P --device cpu --bits 2048,3072 --count "$P_CPU" --threads 0
+step paillier-cpu 35 $P --device cpu --bits 2048,3072 --count "$P_CPU" --threads 0
 step protocol-gpu 60 bench protocol --json --parties "$PARTIES" --dim "$DIM" --crypto-device gpu
-step protocol-cpu 40 bench protocol --json --parties "$PARTIES" --dim "$DIM" --crypto-device cpu
+step protocol-cpu 35 bench protocol --json --parties "$PARTIES" --dim "$DIM" --crypto-device cpu
 for m in window exponential running; do
-  step "decay-gpu-$m" 20 bench decay --json --device gpu --model "$m" --steps "$STEPS"
-  step "decay-cpu-$m" 12 bench decay --json --device cpu --model "$m" --steps "$STEPS"
+  step "decay-gpu-$m" 25 bench decay --json --device gpu --model "$m" --steps "$STEPS"
+  step "decay-cpu-$m" 15 bench decay --json --device cpu --model "$m" --steps "$STEPS"
 done
 step train-gpu 35 bench train --json --device gpu --rows "$ROWS" --dim 123
 step train-cpu 35 bench train --json --device cpu --rows "$ROWS" --dim 123
-step paillier-crossover 40 bench paillier --json --crossover --device gpu --bits 2048 --max-batch "$X_MAX" --budget "$X_BUDGET"
+step paillier-crossover 35 bench paillier --json --crossover --device gpu --bits 2048 --max-batch "$X_MAX" --budget "$X_BUDGET"
 demo_out=$(mktemp -d)
-step demo-gpu 40 --overwrite demo --out "$demo_out" --device gpu --crypto-device gpu --no-diagnostics "${DEMO[@]}"
+step demo-gpu 30 --overwrite demo --out "$demo_out" --device gpu --crypto-device gpu --no-diagnostics "${DEMO[@]}"
 rm -rf "$demo_out"
 
 "$K" bench figures --raw "$RAW" --out "$OUT"
