@@ -63,6 +63,16 @@ else
 fi
 cargo test --workspace
 
+# The bottom depends on nothing above it: kinsey-core and kinsey-dp (the samplers) build no
+# GPU stack, no Arrow/Parquet, no GMP and no TFHE; the kernels compile (and pass clippy)
+# without their `gpu` feature, which is what kinsey-dp builds.
+for c in kinsey-core kinsey-dp; do
+  if cargo tree -q -p "$c" -e normal --prefix none | grep -E '^(wgpu|arrow|parquet|rug|tfhe)[ -]'; then
+    echo "$c depends on the crates above"; exit 1
+  fi
+done
+cargo check -q -p kinsey-dp -p kinsey-kernels --no-default-features --all-targets
+
 # The GPU figures script (benches/gpu-figures.sh) at its quick sizes on lavapipe, with the
 # test build of kinsey (unoptimised, so its step limits are tripled): every step must give
 # its figures, or the script a GPU machine runs would come back empty.

@@ -47,6 +47,7 @@ impl ChaCha20 {
     }
 
     /// The key and stream as state words 4-11 and 14-15 (the GPU twin's parameters).
+    #[cfg(feature = "gpu")]
     pub(crate) fn state_words(&self) -> ([u32; 8], [u32; 2]) {
         (self.key, self.stream)
     }

@@ -25,6 +25,16 @@ impl DevicePref {
     }
 }
 
+/// Without the `gpu` feature every kernel is its CPU twin: `gpu` is refused, `auto` and
+/// `cpu` take the CPU.
+#[cfg(not(feature = "gpu"))]
+pub(crate) fn cpu_only(pref: DevicePref) -> Result<(), KernelError> {
+    match pref {
+        DevicePref::Gpu => Err(KernelError::NotBuilt),
+        DevicePref::Auto | DevicePref::Cpu => Ok(()),
+    }
+}
+
 impl std::fmt::Display for DevicePref {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

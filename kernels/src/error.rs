@@ -21,10 +21,21 @@ pub enum KernelError {
     #[error("GPU validation error: {0}")]
     /// wgpu rejected a shader, pipeline or buffer.
     Validation(String),
+    #[error(
+        "device = gpu, but this build has no GPU twins (kinsey-kernels without its `gpu` feature)"
+    )]
+    /// `gpu` asked of a build without the `gpu` feature.
+    NotBuilt,
     #[error("unknown device '{0}' (expected auto, cpu or gpu)")]
     /// A device name that is not `auto`, `cpu` or `gpu`.
     UnknownDevice(String),
     #[error("bad kernel input: {0}")]
     /// The input does not fit the kernel (shapes, sizes).
     Input(String),
+}
+
+impl From<KernelError> for kinsey_core::Error {
+    fn from(e: KernelError) -> Self {
+        kinsey_core::Error::Kernel(Box::new(e))
+    }
 }

@@ -24,6 +24,7 @@ pub mod chacha;
 mod device;
 pub mod dyadic;
 mod error;
+#[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod gram;
 pub mod kmeans;

@@ -74,12 +74,14 @@ pub enum Error {
     /// A numerical procedure did not reach its target.
     #[error("numerical failure: {0}")]
     Numerical(String),
-    /// A compute kernel failed (no GPU adapter, shader error, ...).
-    #[error(transparent)]
-    Kernel(#[from] kinsey_kernels::KernelError),
-    /// The crypto layer refused something (key, ciphertext, backend name).
+    /// A compute kernel failed (no GPU adapter, shader error, ...): a
+    /// `kinsey_kernels::KernelError`, converted where it arises.
+    #[error("{0}")]
+    Kernel(Box<dyn std::error::Error + Send + Sync>),
+    /// The crypto layer refused something (key, ciphertext, backend name): a
+    /// `kinsey_backend::BackendError`, converted where it arises.
     #[error("crypto: {0}")]
-    Crypto(#[from] kinsey_backend::BackendError),
+    Crypto(Box<dyn std::error::Error + Send + Sync>),
     /// The secure protocol stopped; names the stage and the participant at fault.
     #[error("secure protocol failed in {stage}, {participant}: {msg}")]
     Protocol {
@@ -97,7 +99,7 @@ pub enum Error {
         path: PathBuf,
         #[source]
         /// The Parquet reader's error.
-        source: parquet::errors::ParquetError,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     #[error("{path}: {source}")]
     /// Errors surfaced from arrow that are not attributable to a single value.
@@ -106,7 +108,7 @@ pub enum Error {
         path: PathBuf,
         #[source]
         /// The arrow error.
-        source: arrow::error::ArrowError,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
 }
 

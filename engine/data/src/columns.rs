@@ -46,7 +46,7 @@ pub fn read_categorical(path: &Path, column: &str) -> Result<Vec<String>> {
             DataType::Dictionary(_, v) => {
                 arrow::compute::cast(a, v).map_err(|source| Error::Arrow {
                     path: path.to_path_buf(),
-                    source,
+                    source: Box::new(source),
                 })?
             }
             _ => a.clone(),
@@ -71,7 +71,7 @@ pub fn read_categorical(path: &Path, column: &str) -> Result<Vec<String>> {
                 let s =
                     arrow::compute::cast(&a, &DataType::Utf8).map_err(|source| Error::Arrow {
                         path: path.to_path_buf(),
-                        source,
+                        source: Box::new(source),
                     })?;
                 out.extend(
                     s.as_string::<i32>()

@@ -92,7 +92,7 @@ fn read_one(path: &Path, spec: &ColumnSpec) -> Result<Dataset> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let pq = |source| Error::Parquet {
         path: path.to_path_buf(),
-        source,
+        source: Box::new(source),
     };
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
     let schema = builder.schema().clone();
@@ -180,7 +180,7 @@ fn read_one(path: &Path, spec: &ColumnSpec) -> Result<Dataset> {
     let mut row0 = 0usize;
     let arrow_err = |source| Error::Arrow {
         path: path.to_path_buf(),
-        source,
+        source: Box::new(source),
     };
     for batch in reader {
         let batch = batch.map_err(arrow_err)?;
@@ -233,7 +233,7 @@ pub(crate) fn read_column_arrays(path: &Path, name: &str) -> Result<(DataType, V
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let pq = |source| Error::Parquet {
         path: path.to_path_buf(),
-        source,
+        source: Box::new(source),
     };
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
     let schema = builder.schema().clone();
@@ -246,7 +246,7 @@ pub(crate) fn read_column_arrays(path: &Path, name: &str) -> Result<(DataType, V
                 .map(|b| b.column(0).clone())
                 .map_err(|source| Error::Arrow {
                     path: path.to_path_buf(),
-                    source,
+                    source: Box::new(source),
                 })
         })
         .collect::<Result<Vec<_>>>()?;
@@ -298,7 +298,7 @@ pub(crate) fn as_f64(col: &ArrayRef, path: &Path, name: &str, row0: usize) -> Re
     }
     let cast = arrow::compute::cast(col, &DataType::Float64).map_err(|source| Error::Arrow {
         path: path.to_path_buf(),
-        source,
+        source: Box::new(source),
     })?;
     let vals = cast.as_primitive::<Float64Type>().values().to_vec();
     if let Some(i) = vals.iter().position(|v| !v.is_finite()) {
@@ -337,14 +337,14 @@ pub fn write_parquet(
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).map_err(|e| {
             Error::Parquet {
                 path: target.to_path_buf(),
-                source: e,
+                source: Box::new(e),
             }
         })?))
         .set_max_row_group_row_count(Some(BATCH_ROWS * 2))
         .build();
     let pq = |source| Error::Parquet {
         path: target.to_path_buf(),
-        source,
+        source: Box::new(source),
     };
     let mut writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(pq)?;
     let d = ds.d;
@@ -360,7 +360,7 @@ pub fn write_parquet(
         cols.push(Arc::new(Float32Array::from(ds.y[start..end].to_vec())));
         let batch = RecordBatch::try_new(schema.clone(), cols).map_err(|source| Error::Arrow {
             path: target.to_path_buf(),
-            source,
+            source: Box::new(source),
         })?;
         writer.write(&batch).map_err(pq)?;
     }

@@ -339,7 +339,7 @@ fn read_times(path: &Path, column: &str) -> Result<Vec<i64>> {
     for a in &arrays {
         let col = arrow::compute::cast(a, &DataType::Int64).map_err(|source| Error::Arrow {
             path: path.to_path_buf(),
-            source,
+            source: Box::new(source),
         })?;
         if col.null_count() > 0 {
             return Err(Error::Value {

@@ -81,7 +81,7 @@ impl SeriesReader {
         } else if is_parquet(path) {
             let pq = |source| Error::Parquet {
                 path: path.to_path_buf(),
-                source,
+                source: Box::new(source),
             };
             let builder = ParquetRecordBatchReaderBuilder::try_new(file()?).map_err(pq)?;
             declared_rows = Some(builder.metadata().file_metadata().num_rows().max(0) as u64);
@@ -213,7 +213,7 @@ impl SeriesReader {
                 if let Some(b) = batches.next() {
                     let b = b.map_err(|source| Error::Arrow {
                         path: self.path.clone(),
-                        source,
+                        source: Box::new(source),
                     })?;
                     out.extend(crate::parquet_io::as_f64(
                         b.column(0),
@@ -589,7 +589,7 @@ impl<W: Write + Send> SeriesWriter<W> {
             let w = ArrowWriter::try_new(w, schema.clone(), Some(props)).map_err(|source| {
                 Error::Parquet {
                     path: path.to_path_buf(),
-                    source,
+                    source: Box::new(source),
                 }
             })?;
             Sink::Parquet(Box::new(w), schema)
@@ -637,12 +637,12 @@ impl<W: Write + Send> SeriesWriter<W> {
                 let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|source| {
                     Error::Arrow {
                         path: self.path.clone(),
-                        source,
+                        source: Box::new(source),
                     }
                 })?;
                 w.write(&batch).map_err(|source| Error::Parquet {
                     path: self.path.clone(),
-                    source,
+                    source: Box::new(source),
                 })?;
             }
         }
@@ -658,7 +658,7 @@ impl<W: Write + Send> SeriesWriter<W> {
                 .map_err(|e| Error::io(&self.path, e.into_error()))?,
             Sink::Parquet(w, _) => w.into_inner().map_err(|source| Error::Parquet {
                 path: self.path.clone(),
-                source,
+                source: Box::new(source),
             })?,
         };
         Ok((self.step, w))

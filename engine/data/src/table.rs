@@ -122,7 +122,7 @@ pub(crate) fn column_names(path: &Path) -> Result<Vec<String>> {
         let b = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f).map_err(
             |source| Error::Parquet {
                 path: file.clone(),
-                source,
+                source: Box::new(source),
             },
         )?;
         Ok(b.schema()

@@ -20,16 +20,19 @@
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 pub mod cpu;
+#[cfg(feature = "gpu")]
 pub mod gpu;
 mod tables;
 
 pub use tables::{DigitTable, DyadicTables, EXTRA_WORDS, LOW_BITS, MAX_DIGITS, SLOW};
 
+#[cfg(feature = "gpu")]
 use crate::{DevicePref, KernelError, gpu::GpuContext};
 
 /// The GPU path for the law `tables` under `pref` (as every kernel's `select`: `cpu`
 /// none, `gpu` the device or an error, `auto` a hardware GPU if there is one), `None` for
 /// the CPU twin [`cpu::fill`].
+#[cfg(feature = "gpu")]
 pub fn select(
     pref: DevicePref,
     tables: &DyadicTables,

@@ -4,6 +4,7 @@
 //! the device, sums on the host).
 
 pub mod cpu;
+#[cfg(feature = "gpu")]
 pub mod gpu;
 mod sums;
 
@@ -11,6 +12,7 @@ pub use sums::{KmeansKernel, KmeansSums, accumulate, nearest};
 
 use crate::device::DevicePref;
 use crate::error::KernelError;
+#[cfg(feature = "gpu")]
 use crate::gpu::GpuContext;
 
 /// The kernel for a preference, chosen like the logistic kernel (`auto` takes a GPU only
@@ -21,8 +23,11 @@ pub fn select<'a>(
     d: usize,
 ) -> Result<Box<dyn KmeansKernel + 'a>, KernelError> {
     crate::rows::whole_rows(x, d)?;
-    Ok(match GpuContext::for_preference(pref)? {
-        Some(ctx) => Box::new(gpu::GpuKmeans::new(ctx, x, d)?),
-        None => Box::new(cpu::CpuKmeans { x, d }),
-    })
+    #[cfg(feature = "gpu")]
+    if let Some(ctx) = GpuContext::for_preference(pref)? {
+        return Ok(Box::new(gpu::GpuKmeans::new(ctx, x, d)?));
+    }
+    #[cfg(not(feature = "gpu"))]
+    crate::device::cpu_only(pref)?;
+    Ok(Box::new(cpu::CpuKmeans { x, d }))
 }

@@ -4,6 +4,7 @@
 //! CPU twin: [`cpu::CpuLogistic`]; GPU twin: [`gpu::GpuLogistic`] (`shaders/logistic.wgsl`).
 
 pub mod cpu;
+#[cfg(feature = "gpu")]
 pub mod gpu;
 mod kernel;
 
@@ -11,6 +12,7 @@ pub use kernel::{LogisticKernel, LossSums, row_terms, sigmoid};
 
 use crate::device::DevicePref;
 use crate::error::KernelError;
+#[cfg(feature = "gpu")]
 use crate::gpu::GpuContext;
 use crate::rows::Rows;
 
@@ -21,8 +23,11 @@ pub fn select<'a>(
     pref: DevicePref,
     rows: Rows<'a>,
 ) -> Result<Box<dyn LogisticKernel + 'a>, KernelError> {
-    Ok(match GpuContext::for_preference(pref)? {
-        Some(ctx) => Box::new(gpu::GpuLogistic::with_context(ctx, rows)?),
-        None => Box::new(cpu::CpuLogistic::new(rows)),
-    })
+    #[cfg(feature = "gpu")]
+    if let Some(ctx) = GpuContext::for_preference(pref)? {
+        return Ok(Box::new(gpu::GpuLogistic::with_context(ctx, rows)?));
+    }
+    #[cfg(not(feature = "gpu"))]
+    crate::device::cpu_only(pref)?;
+    Ok(Box::new(cpu::CpuLogistic::new(rows)))
 }

@@ -13,22 +13,67 @@
 
 mod arith;
 pub mod cpu;
+#[cfg(feature = "gpu")]
 mod fused;
+#[cfg(feature = "gpu")]
 pub mod gpu;
 mod numbers;
+#[cfg(feature = "gpu")]
 mod steps;
 
+#[cfg(feature = "gpu")]
 pub use fused::Shape;
 pub use numbers::{FixedTable, MAX_WORDS, Modulus};
 
 use crate::device::DevicePref;
 use crate::error::KernelError;
+#[cfg(feature = "gpu")]
 use crate::gpu::GpuContext;
+
+/// The GPU twin.
+#[cfg(feature = "gpu")]
+type Gpu = gpu::GpuMontgomery;
+
+/// Without the `gpu` feature there is no GPU twin: a type with no value.
+#[cfg(not(feature = "gpu"))]
+#[derive(Debug, Clone)]
+enum Gpu {}
+
+#[cfg(not(feature = "gpu"))]
+impl Gpu {
+    fn describe(&self) -> String {
+        match *self {}
+    }
+    fn mul(&self, _: &Modulus, _: &[u32], _: &[u32]) -> Result<Vec<u32>, KernelError> {
+        match *self {}
+    }
+    fn fixed_pow(
+        &self,
+        _: &Modulus,
+        _: &FixedTable,
+        _: &[u32],
+        _: usize,
+        _: &[u32],
+    ) -> Result<Vec<u32>, KernelError> {
+        match *self {}
+    }
+    fn pow(
+        &self,
+        _: &Modulus,
+        _: &[u32],
+        _: bool,
+        _: &[u32],
+        _: usize,
+        _: bool,
+    ) -> Result<Vec<u32>, KernelError> {
+        match *self {}
+    }
+}
 
 /// Where batched modular arithmetic runs.
 #[derive(Debug, Clone)]
 pub struct BatchArith {
-    gpu: Option<gpu::GpuMontgomery>,
+    gpu: Option<Gpu>,
 }
 
 impl BatchArith {
@@ -40,9 +85,11 @@ impl BatchArith {
     /// For a preference: `Auto` takes a hardware GPU (a software rasteriser is correct but
     /// slower than the CPU), `Gpu` any adapter or an error, `Cpu` the CPU.
     pub fn new(pref: DevicePref) -> Result<Self, KernelError> {
-        Ok(Self {
-            gpu: GpuContext::for_preference(pref)?.map(gpu::GpuMontgomery::new),
-        })
+        #[cfg(feature = "gpu")]
+        let gpu = GpuContext::for_preference(pref)?.map(gpu::GpuMontgomery::new);
+        #[cfg(not(feature = "gpu"))]
+        let gpu = crate::device::cpu_only(pref).map(|()| None)?;
+        Ok(Self { gpu })
     }
 
     /// Whether operations run on a GPU.

@@ -9,6 +9,7 @@ use crate::error::KernelError;
 pub const MAX_WORDS: usize = 256;
 
 /// A buffer uploaded to one device on first use and kept (shared by clones).
+#[cfg(feature = "gpu")]
 pub(super) type OnDevice = std::sync::Arc<std::sync::Mutex<Option<(wgpu::Device, wgpu::Buffer)>>>;
 
 /// An odd modulus `m > 1` and its Montgomery constants (`R = 2^(32 words)`).
@@ -21,6 +22,7 @@ pub struct Modulus {
     pub(super) r2: Vec<u32>,
     /// The constants (`m`, `R^2`) on a device, uploaded on the first batch there: batches
     /// of one key no longer upload them per call.
+    #[cfg(feature = "gpu")]
     pub(super) on_device: OnDevice,
 }
 
@@ -68,6 +70,7 @@ impl Modulus {
             m,
             n0inv,
             r2,
+            #[cfg(feature = "gpu")]
             on_device: OnDevice::default(),
         })
     }
@@ -127,6 +130,7 @@ pub struct FixedTable {
     /// The entries and the initial accumulator uploaded to a device on first use there,
     /// kept for the table's life (shared by clones): a batch of encryptions no longer
     /// uploads the table per dispatch.
+    #[cfg(feature = "gpu")]
     pub(super) on_device: OnDevice,
 }
 
@@ -157,6 +161,7 @@ impl FixedTable {
             windows,
             entries,
             init: m.to_montgomery(init)?,
+            #[cfg(feature = "gpu")]
             on_device: Default::default(),
         })
     }

@@ -14,7 +14,9 @@
 
 pub mod blocks;
 pub mod cpu;
+#[cfg(feature = "gpu")]
 pub mod gpu;
+#[cfg(feature = "gpu")]
 mod probe;
 pub mod running;
 mod spec;

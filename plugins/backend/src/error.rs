@@ -45,3 +45,9 @@ pub enum BackendError {
     #[error("{0}")]
     Other(String),
 }
+
+impl From<BackendError> for kinsey_core::Error {
+    fn from(e: BackendError) -> Self {
+        kinsey_core::Error::Crypto(Box::new(e))
+    }
+}
