@@ -6,8 +6,9 @@
 #
 # KINSEY: the kinsey binary (default: target/release/kinsey of this checkout).
 # OUT: where everything goes (default: gpu-figures-out): figures.md (a markdown table headed
-# by the machine), figures.jsonl (one JSON line per figure), raw/ (each step's output and
-# log). --quick (or KINSEY_DEVICE_DRY_RUN=1, as the device run's dry run sets it): the same
+# by the machine), figures.jsonl (one JSON line per figure), logs.tgz (each step's output
+# and log). Four files at most, all rewritten after every step: a device run brings back
+# only a few files, and one cut short keeps what it measured. --quick (or KINSEY_DEVICE_DRY_RUN=1, as the device run's dry run sets it): the same
 # steps at small sizes, on lavapipe here in under 3 minutes on 2 cores. The device run of
 # ../shared/tools/gpu-device/ copies this file to .device/figures.sh and runs it there.
 # KINSEY_FIGURES_LIMIT_SCALE multiplies every step's time limit (scripts/test.sh runs the
@@ -31,8 +32,8 @@ if [ ! -x "$K" ]; then
 fi
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp} KINSEY_NO_PROGRESS=1
 export WGPU_BACKEND=${WGPU_BACKEND:-vulkan}
-RAW=$OUT/raw
-mkdir -p "$RAW" || exit 2
+mkdir -p "$OUT" || exit 2
+RAW=$(mktemp -d)
 : > "$RAW/steps.txt"
 
 # Sizes: Paillier batch (small first, then large enough to fill a GPU), the 3072-bit batch,
@@ -85,8 +86,9 @@ step() {
     "$*" "$rc" "$secs" "$limit" >> "$RAW/$name.json"
   echo "   rc=$rc in ${secs} s"
   tail -n 4 "$RAW/$name.log"
-  # The table after every step: a run cut short still leaves its figures.
+  # The table and the logs after every step: a run cut short still leaves its figures.
   "$K" bench figures --raw "$RAW" --out "$OUT" > /dev/null 2>> "$RAW/figures.log"
+  tar -czf "$OUT/logs.tgz" -C "$RAW" . 2> /dev/null
 }
 
 P="bench paillier --json"
@@ -109,5 +111,6 @@ rm -rf "$demo_out"
 
 "$K" bench figures --raw "$RAW" --out "$OUT"
 tar -czf "$OUT/logs.tgz" -C "$RAW" . 2> /dev/null
+rm -rf "$RAW"
 echo "figures: $OUT/figures.md"
 cat "$OUT/figures.md"

@@ -1,7 +1,7 @@
 // k-means assignment (kinsey-kernels, GPU path of the SuLQ k-means step).
-// CPU twin: `nearest` in kernels/src/stats.rs (same f32 arithmetic, same order: columns
-// summed left to right, centres scanned in order, ties to the lowest index); the test
-// `gpu::kmeans::tests::gpu_assignments_match_cpu` compares the two.
+// CPU twin: `nearest` in kernels/src/kmeans/sums.rs (same f32 arithmetic, same order:
+// columns summed left to right, centres scanned in order, ties to the lowest index); the
+// test `kmeans::gpu::tests::gpu_assignments_match_cpu` compares the two.
 //
 // One thread per row: assign[i] = index of the nearest centre, dist[i] = its squared
 // distance. The host accumulates sizes and coordinate sums in f64 (O(n d)); the GPU does

@@ -1,6 +1,7 @@
 // Logistic-regression sums over rows (kinsey-kernels, GPU path).
-// CPU twin: kernels/src/lib.rs `row_terms` and kernels/src/cpu.rs; the test
-// `gpu::tests::gpu_matches_cpu` compares the two on the same data.
+// CPU twin: `row_terms` in kernels/src/logistic/kernel.rs and kernels/src/logistic/cpu.rs;
+// the test `logistic::gpu::tests::gpu_matches_cpu` compares the two on the same data
+// (within 1e-5: this shader computes in f32, the twin in f64).
 //
 // Layout: x is row-major f32 (rows x d), y in {-1, +1}, w has d entries.
 // Passes per block of rows:
@@ -37,7 +38,7 @@ struct Params {
 @group(0) @binding(7) var<storage, read_write> gred: array<f32>;
 @group(0) @binding(8) var<storage, read_write> hred: array<f32>;
 
-// Twin of `row_terms` in kernels/src/lib.rs.
+// Twin of `row_terms` in kernels/src/logistic/kernel.rs.
 fn row_terms(z: f32, yi: f32) -> vec3<f32> {
     let t = -yi * z;
     let e = exp(-abs(t));
