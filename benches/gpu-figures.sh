@@ -106,7 +106,7 @@ step train-gpu 35 bench train --json --device gpu --rows "$ROWS" --dim 123
 step train-cpu 35 bench train --json --device cpu --rows "$ROWS" --dim 123
 step paillier-crossover 35 bench paillier --json --crossover --device gpu --bits 2048 --max-batch "$X_MAX" --budget "$X_BUDGET"
 demo_out=$(mktemp -d)
-step demo-gpu 30 --overwrite demo --out "$demo_out" --device gpu --crypto-device gpu --no-diagnostics "${DEMO[@]}"
+step demo-gpu 40 --overwrite demo --out "$demo_out" --device gpu --crypto-device gpu --no-diagnostics "${DEMO[@]}"
 rm -rf "$demo_out"
 
 "$K" bench figures --raw "$RAW" --out "$OUT"
