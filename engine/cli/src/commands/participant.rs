@@ -9,7 +9,7 @@ use kinsey_learn::aggregate::PlaintextAggregator;
 use kinsey_learn::logreg::Objective;
 use kinsey_learn::pipeline::JobSpec;
 use kinsey_protocol::session::tls::Identity;
-use kinsey_protocol::session::{Limits, MeshConfig, Session, Tamper};
+use kinsey_protocol::session::{Limits, MeshConfig, Session, StageHook, Tamper};
 use kinsey_protocol::transport::{Peer, Stage};
 use std::path::Path;
 use std::sync::Arc;
@@ -21,7 +21,7 @@ pub(crate) struct Hooks {
     /// truncated, oversized, replay, wrong-session).
     #[arg(long, hide = true)]
     tamper: Option<String>,
-    /// Test hook: stop on entering this stage (0-3) so a test can kill the process there.
+    /// Test hook: stop on entering this stage (1-3) so a test can kill the process there.
     #[arg(long, hide = true)]
     hold_at_stage: Option<u8>,
 }
@@ -48,10 +48,16 @@ impl Hooks {
                 Some((kind.parse()?, stage(st)?))
             }
         };
-        let hold = self
-            .hold_at_stage
-            .map(|s| stage(&s.to_string()))
-            .transpose()?;
+        let hold = match self.hold_at_stage {
+            // Every participant starts in the setup stage: it is never entered.
+            Some(0) => {
+                return Err(Error::param(
+                    "hold-at-stage",
+                    "stage 0 (setup) is where every participant starts: hold in 1, 2 or 3",
+                ));
+            }
+            s => s.map(|s| stage(&s.to_string())).transpose()?,
+        };
         Ok((tamper, hold))
     }
 }
@@ -138,6 +144,18 @@ impl Joined {
         params.push_str(&format!("roster = {}\n", self.session.digest));
         let (connect_window, timeout) = self.cfg.durations();
         let (tamper, hold_at) = hooks.parse()?;
+        // The hold hook lives here, not in the library: say where, then park the protocol
+        // thread until the test kills the process.
+        let on_stage = hold_at.map(|at| {
+            StageHook(Arc::new(move |me: Peer, stage: Stage| {
+                if stage == at {
+                    eprintln!("kinsey test hook: {me} holding in {}", stage.name());
+                    loop {
+                        std::thread::park();
+                    }
+                }
+            }))
+        });
         Ok(MeshConfig {
             me: self.me,
             session: self.session.clone(),
@@ -151,7 +169,7 @@ impl Joined {
                 &self.backend.info(),
             ),
             tamper,
-            hold_at,
+            on_stage,
         })
     }
 }

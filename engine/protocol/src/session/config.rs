@@ -41,6 +41,20 @@ impl std::str::FromStr for Tamper {
     }
 }
 
+/// Called when this participant enters a protocol stage (1 to 3: every participant starts
+/// in the setup stage, which is not entered), on the protocol's thread, before the stage's
+/// first message: what it does (log, report progress, or in the CLI's hidden
+/// test hook hold the process there so a test can kill it) is the caller's; the library
+/// neither prints nor waits.
+#[derive(Clone)]
+pub struct StageHook(pub std::sync::Arc<dyn Fn(Peer, Stage) + Send + Sync>);
+
+impl std::fmt::Debug for StageHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StageHook")
+    }
+}
+
 /// Everything a participant needs to join the mesh.
 #[derive(Debug)]
 pub struct MeshConfig {
@@ -60,6 +74,6 @@ pub struct MeshConfig {
     pub limits: Limits,
     /// Test hook: corrupt the first message sent in a stage.
     pub tamper: Option<(Tamper, Stage)>,
-    /// Test hook: stop (sleep) on entering this stage, so a test can kill the process there.
-    pub hold_at: Option<Stage>,
+    /// Called on entering each stage.
+    pub on_stage: Option<StageHook>,
 }

@@ -107,7 +107,7 @@ impl LocalSession {
             timeout: Duration::from_secs(600),
             limits: Limits::for_backend(k, d, info),
             tamper: None,
-            hold_at: None,
+            on_stage: None,
         })
     }
 

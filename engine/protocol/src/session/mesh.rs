@@ -7,7 +7,7 @@
 //! receive timeout or sends a bad frame ends the session for everyone, with an error naming
 //! it and the stage.
 
-use super::config::{MeshConfig, Tamper};
+use super::config::{MeshConfig, StageHook, Tamper};
 use super::connect::{Conn, accept_all, dial_all, net_err};
 use super::frame::{self, Class, HEADER, Limits};
 use super::link::{Event, Reader, lock, write_frame};
@@ -48,7 +48,7 @@ pub struct Mesh {
     timeout: Duration,
     limits: Limits,
     tamper: Option<(Tamper, Stage)>,
-    hold_at: Option<Stage>,
+    on_stage: Option<StageHook>,
     /// Set once the session has failed: every later call returns it.
     failed: Option<TransportError>,
     /// Bytes written to the sockets after the handshakes (TLS records of every frame).
@@ -178,7 +178,7 @@ impl Mesh {
             timeout: cfg.timeout,
             limits: cfg.limits,
             tamper: cfg.tamper,
-            hold_at: cfg.hold_at,
+            on_stage: cfg.on_stage.clone(),
             failed: None,
             wire_sent: 0,
             waiting_on: BTreeMap::new(),
@@ -482,11 +482,8 @@ impl Transport for Mesh {
 
     fn enter(&mut self, stage: Stage) {
         self.stage = stage;
-        if self.hold_at == Some(stage) {
-            eprintln!("kinsey test hook: {} holding in {}", self.me, stage.name());
-            loop {
-                std::thread::sleep(Duration::from_secs(3600));
-            }
+        if let Some(hook) = &self.on_stage {
+            (hook.0)(self.me, stage);
         }
     }
 

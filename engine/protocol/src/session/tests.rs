@@ -5,7 +5,7 @@
 use super::local::LocalSession;
 use super::tls::Identity;
 use super::*;
-use crate::transport::Stage;
+use crate::transport::{Peer, Stage};
 use crate::{ProtocolConfig, SecureAggregator};
 use kinsey_backend::AdditiveHe;
 use kinsey_backend::registry::BackendOptions;
@@ -60,6 +60,42 @@ fn the_mesh_publishes_the_in_process_sum() {
             assert!(o.report.total_bytes > 0);
         }
     }
+}
+
+/// The stage hook sees every participant enter stages 1 to 3, in the protocol's order, on
+/// the protocol's thread; the library itself prints nothing and waits for nothing there.
+#[test]
+fn the_stage_hook_sees_every_stage_in_order() {
+    use std::sync::Mutex;
+    let (k, d) = (3, 2);
+    let t = LocalSession::new(k, false).expect("session");
+    let seen: Arc<Mutex<Vec<(Peer, Stage)>>> = Arc::default();
+    let outs = run_all(&t, &inputs(k, d), |_, c| {
+        let seen = seen.clone();
+        c.on_stage = Some(StageHook(Arc::new(move |me, stage| {
+            seen.lock().expect("lock").push((me, stage));
+        })));
+    });
+    assert!(outs.iter().all(Result::is_ok), "the session completes");
+    let seen = seen.lock().expect("lock").clone();
+    let order = [Stage::Smallest, Stage::Noise, Stage::Shares];
+    for who in seen
+        .iter()
+        .map(|&(p, _)| p)
+        .collect::<std::collections::BTreeSet<_>>()
+    {
+        let mine: Vec<Stage> = seen
+            .iter()
+            .filter(|&&(p, _)| p == who)
+            .map(|&(_, s)| s)
+            .collect();
+        assert_eq!(mine, order, "{who}");
+    }
+    assert_eq!(
+        seen.len(),
+        (k + 1) * order.len(),
+        "every participant, every stage"
+    );
 }
 
 fn errors(outs: Vec<kinsey_core::Result<ParticipantOutcome>>) -> Vec<String> {
