@@ -7,9 +7,10 @@
 # KINSEY: the kinsey binary (default: target/release/kinsey of this checkout).
 # OUT: where everything goes (default: gpu-figures-out): figures.md (a markdown table headed
 # by the machine), figures.jsonl (one JSON line per figure), logs.tgz (each step's output
-# and log). Four files at most, all rewritten after every step: a device run brings back
-# only a few files, and one cut short keeps what it measured. --quick (or KINSEY_DEVICE_DRY_RUN=1, as the device run's dry run sets it): the same
-# steps at small sizes, on lavapipe here in under 3 minutes on 2 cores. The device run of
+# and log). Three files, all rewritten after every step: a device run brings back only a
+# few files, and one cut short keeps what it measured.
+# --quick (or KINSEY_DEVICE_DRY_RUN=1, as the device run's dry run sets it): the same steps
+# at small sizes, on lavapipe here in under 3 minutes on 2 cores. The device run of
 # ../shared/tools/gpu-device/ copies this file to .device/figures.sh and runs it there.
 # KINSEY_FIGURES_LIMIT_SCALE multiplies every step's time limit (scripts/test.sh runs the
 # quick sizes with the unoptimised test build of kinsey).
@@ -18,7 +19,7 @@ quick=0
 for a in "$@"; do
   case $a in
     --quick) quick=1 ;;
-    -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "gpu-figures.sh: unknown argument '$a' (only --quick)" >&2; exit 2 ;;
   esac
 done
