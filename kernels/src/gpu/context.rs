@@ -382,3 +382,11 @@ pub(crate) fn grid_256(n: u32) -> (u32, u32) {
     let gx = groups.min(MAX_WG as u32).max(1);
     (gx, groups.div_ceil(gx))
 }
+
+/// Workgroups `(x, y)` of `per_group` invocations covering `n` (at least one) within the
+/// per-dimension limit.
+pub(crate) fn grid(n: u64, per_group: u64) -> (u32, u32) {
+    let groups = n.div_ceil(per_group).max(1);
+    let gx = groups.min(MAX_WG);
+    (gx as u32, groups.div_ceil(gx) as u32)
+}

@@ -8,7 +8,7 @@ mod pool;
 
 pub use context::GpuContext;
 pub(crate) use context::{
-    MAX_WG, Output, build_pipelines, dispatch, grid_256, read_pod, read_pod_after, storage_entry,
-    uniform_entry,
+    MAX_WG, Output, build_pipelines, dispatch, grid, grid_256, read_pod, read_pod_after,
+    storage_entry, uniform_entry,
 };
 pub(crate) use pool::BufferPool;

@@ -11,7 +11,7 @@
 use super::kernel::{LogisticKernel, LossSums};
 use crate::error::KernelError;
 use crate::gpu::{
-    GpuContext, MAX_WG, Output, build_pipelines, read_pod, storage_entry, uniform_entry,
+    GpuContext, MAX_WG, Output, build_pipelines, grid, read_pod, storage_entry, uniform_entry,
 };
 use crate::rows::Rows;
 
@@ -55,13 +55,6 @@ struct Pipelines {
     hessian: wgpu::ComputePipeline,
     reduce_grad: wgpu::ComputePipeline,
     reduce_hess: wgpu::ComputePipeline,
-}
-
-/// A grid of workgroups `(x, y)` of 64 covering `n` invocations.
-fn grid_64(n: u32) -> (u32, u32) {
-    let groups = n.div_ceil(64).max(1);
-    let gx = groups.min(MAX_WG as u32);
-    (gx, groups.div_ceil(gx))
 }
 
 /// `groups` pairs of (sum, correction) for each of `len` entries, added in f64 into `acc`.
@@ -290,14 +283,14 @@ impl LogisticKernel for GpuLogistic {
                     pass.set_pipeline(&self.pipes.margins_gradient);
                     pass.dispatch_workgroups(b.grad_chunks, 1, 1);
                     pass.set_pipeline(&self.pipes.reduce_grad);
-                    let (gx, gy) = grid_64(d as u32 + 1);
+                    let (gx, gy) = grid(d as u64 + 1, 64);
                     pass.dispatch_workgroups(gx, gy, b.grad_chunks.div_ceil(RED_GROUP));
                     if hessian {
                         let tiles = (d as u32).div_ceil(16);
                         pass.set_pipeline(&self.pipes.hessian);
                         pass.dispatch_workgroups(tiles, tiles, b.hess_chunks);
                         pass.set_pipeline(&self.pipes.reduce_hess);
-                        let (gx, gy) = grid_64((d * d) as u32);
+                        let (gx, gy) = grid((d * d) as u64, 64);
                         pass.dispatch_workgroups(gx, gy, b.hess_chunks.div_ceil(RED_GROUP));
                     }
                 }

@@ -16,7 +16,7 @@ use super::fused::{self, Kind, Shape};
 use super::numbers::{FixedTable, Modulus};
 use super::steps::{Program, regs};
 use crate::error::KernelError;
-use crate::gpu::{BufferPool, GpuContext, MAX_WG, build_pipelines, read_pod_after, storage_entry};
+use crate::gpu::{BufferPool, GpuContext, build_pipelines, grid, read_pod_after, storage_entry};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
@@ -121,6 +121,15 @@ struct Operation<'a> {
     in_words: usize,
     exp_words: usize,
     shared_exp: bool,
+}
+
+/// Words of working registers per item in the storage buffer `work`: none for a fused
+/// program (its registers are private), the micro-operation program's otherwise.
+fn registers(op: &Operation<'_>) -> usize {
+    match (op.shape, op.kind) {
+        (Shape::Fused, _) => 0,
+        (Shape::Steps, kind) => regs(op.m.words(), matches!(kind, Kind::Pow { .. })),
+    }
 }
 
 /// A chunk submitted, not yet read back.
@@ -285,13 +294,8 @@ impl GpuMontgomery {
 
     /// Items per chunk of `op`.
     fn items_per_chunk(&self, op: &Operation<'_>) -> usize {
-        let w = op.m.words();
-        let io = op.in_words.max(w).max(op.exp_words);
-        match (op.shape, op.kind) {
-            (Shape::Fused, _) => self.chunk(Shape::Fused, io),
-            (Shape::Steps, Kind::Pow { .. }) => self.chunk(Shape::Steps, regs(w, true).max(io)),
-            (Shape::Steps, _) => self.chunk(Shape::Steps, regs(w, false).max(io)),
-        }
+        let io = op.in_words.max(op.m.words()).max(op.exp_words);
+        self.chunk(op.shape, registers(op).max(io))
     }
 
     /// The parameter blocks of a chunk of `items`: one for a fused program, one per
@@ -363,11 +367,7 @@ impl GpuMontgomery {
             }
         };
         let out_bytes = (c.items * w * 4) as u64;
-        let work_bytes = match (op.shape, op.kind) {
-            (Shape::Fused, _) => 4,
-            (Shape::Steps, Kind::Pow { .. }) => (c.items * regs(w, true) * 4) as u64,
-            (Shape::Steps, _) => (c.items * regs(w, false) * 4) as u64,
-        };
+        let work_bytes = (c.items * registers(op) * 4).max(4) as u64;
         fn binding(n: u32, buf: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
             wgpu::BindGroupEntry {
                 binding: n,
@@ -412,9 +412,7 @@ impl GpuMontgomery {
                         binding(6, &work),
                     ],
                 });
-                let groups = (c.items as u32).div_ceil(WG);
-                let gx = groups.min(MAX_WG as u32).max(1);
-                let gy = groups.div_ceil(gx);
+                let (gx, gy) = grid(c.items as u64, u64::from(WG));
                 let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
                     label: Some("montgomery"),
                 });

@@ -9,7 +9,7 @@ use super::running::{RunningChunk, RunningTops, check_sums};
 use super::spec::WindowChunk;
 use crate::error::KernelError;
 use crate::gpu::{
-    BufferPool, GpuContext, MAX_WG, Output, build_pipelines, dispatch, read_pod, read_pod_after,
+    BufferPool, GpuContext, Output, build_pipelines, dispatch, read_pod, read_pod_after,
     storage_entry, uniform_entry,
 };
 use std::sync::{Arc, OnceLock};
@@ -96,9 +96,7 @@ impl std::fmt::Debug for GpuWindow {
 
 /// Workgroups `(x, y)` covering `n` invocations of [`WG`].
 fn grid(n: u64) -> (u32, u32) {
-    let groups = n.div_ceil(WG).max(1);
-    let gx = groups.min(MAX_WG);
-    (gx as u32, groups.div_ceil(gx) as u32)
+    crate::gpu::grid(n, WG)
 }
 
 impl GpuWindow {
