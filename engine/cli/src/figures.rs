@@ -289,6 +289,18 @@ mod tests {
         }
     }
 
+    /// A folder that is not a run's raw output is refused, naming the file it lacks, and
+    /// nothing is written.
+    #[test]
+    fn a_folder_without_steps_is_refused() {
+        let dir = std::env::temp_dir().join(format!("kinsey-figures-none-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let e = write(&dir, &dir).expect_err("no steps.txt").to_string();
+        assert!(e.contains("steps.txt"), "{e}");
+        assert!(!dir.join("figures.md").exists());
+        std::fs::remove_dir_all(&dir).expect("clean");
+    }
+
     /// Each bench's JSON gives its figures; a line nobody knows gives none; a failed step
     /// is listed without figures.
     #[test]
