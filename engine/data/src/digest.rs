@@ -102,6 +102,20 @@ pub fn of_dataset(ds: &Dataset) -> DataDigest {
     d.finish()
 }
 
+/// Every value of an in-memory series, in order (a library caller's data, where a file's
+/// bytes are not at hand): its length, then each value's bits.
+pub fn of_values(values: &[f64]) -> DataDigest {
+    let mut d = Digester::new("kinsey values v1");
+    d.part(&(values.len() as u64).to_le_bytes());
+    let mut bytes = Vec::with_capacity(1 << 17);
+    for chunk in values.chunks(1 << 14) {
+        bytes.clear();
+        bytes.extend(chunk.iter().flat_map(|v| v.to_bits().to_le_bytes()));
+        d.0.update(&bytes);
+    }
+    d.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,5 +148,8 @@ mod tests {
         std::fs::write(&p, "x\n1\n3\n").expect("w");
         assert_ne!(one, of_files(&p).expect("changed"));
         assert!(of_files(&dir.path().join("missing.csv")).is_err());
+        assert_eq!(of_values(&[1.0, 2.0]), of_values(&[1.0, 2.0]));
+        assert_ne!(of_values(&[1.0, 2.0]), of_values(&[1.0, 2.5]));
+        assert_ne!(of_values(&[1.0]), of_values(&[1.0, 0.0]));
     }
 }

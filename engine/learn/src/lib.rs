@@ -9,4 +9,5 @@ pub mod formula;
 pub mod logreg;
 pub mod model_file;
 pub mod pipeline;
+pub mod publish;
 pub mod seeding;

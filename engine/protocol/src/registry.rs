@@ -1,6 +1,7 @@
 //! The crypto backends compiled into this build, by name (`[crypto] backend = "..."`).
 
-use kinsey_backend::Registry;
+pub use kinsey_backend::Registry;
+pub use kinsey_backend::registry::BackendOptions;
 
 /// The registry of every backend this build knows: compiled-in ones can be created, the
 /// others say which cargo feature to turn on.
@@ -24,7 +25,6 @@ pub fn registry() -> Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kinsey_backend::registry::BackendOptions;
 
     #[test]
     fn default_build_has_paillier_tfhe_and_mock() {

@@ -41,6 +41,15 @@ impl Default for ProtocolConfig {
     }
 }
 
+impl ProtocolConfig {
+    /// The same configuration with another wait for one message (default 600 s): past it,
+    /// the run fails naming the participant and stage that did not answer.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+}
+
 /// The secure aggregator over one backend.
 #[derive(Clone)]
 pub struct SecureAggregator {

@@ -5,5 +5,6 @@
 
 pub mod decay;
 pub mod histogram;
+pub mod histogram_query;
 pub mod sulq;
 pub mod tree;

@@ -9,7 +9,7 @@ use kinsey_data::{Dataset, LabelEncoding};
 use kinsey_dp::{Neighbours, NoiseRng};
 
 use kinsey_learn::aggregate::NoiseKind;
-use kinsey_learn::pipeline::{self, ModelFile};
+use kinsey_learn::pipeline;
 use std::path::{Path, PathBuf};
 
 /// The `[crypto]` section as command-line flags (demo).
@@ -93,32 +93,15 @@ pub(crate) fn load(path: &Path, spec: &ColumnSpec, dim: Option<usize>) -> Result
 }
 
 pub(crate) fn finish_job(report: &pipeline::Report, out: &Path, label: &str) -> Result<()> {
-    let mut o = Outputs::new();
-    o.ensure_dir(out)?;
-    write_json(&mut o, &out.join("report.json"), &report.release)?;
-    let r = &report.release;
-    let model = ModelFile {
-        kind: ModelFile::KIND.into(),
-        features: r.features.clone(),
-        label: label.into(),
-        row_transform: r.row_transform,
-        w: r.w.clone(),
-        epsilon: r.privacy.epsilon,
-    };
-    write_json(&mut o, &out.join("model.json"), &model)?;
-    let diag = kinsey_data::output::diagnostics_path(out, "job");
-    if let Some(d) = &report.diagnostics {
-        kinsey_data::output::write_diagnostics(&mut o, &diag, d)?;
-    }
-    o.commit()?;
+    let written = report.write(out, label)?;
     print!("{}", report.summary());
     println!(
-        "  wrote {}/report.json and {}/model.json",
-        out.display(),
-        out.display()
+        "  wrote {} and {}",
+        written.report.display(),
+        written.model.display()
     );
-    if report.diagnostics.is_some() {
-        crate::term::print_diagnostic(&format!("wrote {}", diag.display()));
+    if let Some(d) = &written.diagnostics {
+        crate::term::print_diagnostic(&format!("wrote {}", d.display()));
     }
     Ok(())
 }
@@ -174,7 +157,7 @@ pub(crate) struct Done {
 pub(crate) fn finish(
     o: Outputs,
     out: &Path,
-    report: serde_json::Value,
+    report: &impl serde::Serialize,
     summary: String,
 ) -> Result<Done> {
     finish_split(o, out, report, summary, None)
@@ -185,11 +168,11 @@ pub(crate) fn finish(
 pub(crate) fn finish_split(
     mut o: Outputs,
     out: &Path,
-    report: serde_json::Value,
+    report: &impl serde::Serialize,
     mut summary: String,
     diagnostics: Option<(serde_json::Value, Vec<String>)>,
 ) -> Result<Done> {
-    write_json(&mut o, &out.join("report.json"), &report)?;
+    write_json(&mut o, &out.join("report.json"), report)?;
     if let Some((d, lines)) = diagnostics {
         let path = kinsey_data::output::diagnostics_path(out, "run");
         kinsey_data::output::write_diagnostics(&mut o, &path, &d)?;

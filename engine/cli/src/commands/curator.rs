@@ -71,14 +71,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let mut o = Outputs::new();
     o.ensure_dir(out)?;
     write_json(&mut o, &out.join("report.json"), &release)?;
-    let model = ModelFile {
-        kind: ModelFile::KIND.into(),
-        features: release.features.clone(),
-        label: j.cfg.shared.label.clone(),
-        row_transform: release.row_transform,
-        w: release.w.clone(),
-        epsilon: release.privacy.epsilon,
-    };
+    let model = ModelFile::of(&release, &j.cfg.shared.label);
     write_json(&mut o, &out.join("model.json"), &model)?;
     let diag = diagnostics_path(out, "curator");
     if j.cfg.output.diagnostics {

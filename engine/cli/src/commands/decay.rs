@@ -13,7 +13,10 @@ use kinsey_data::output::{Outputs, write_json};
 use kinsey_data::series::{self, EventSpec, Predicate, Series};
 use kinsey_data::stream::{SeriesReader, SeriesWriter, count_steps};
 use kinsey_dp::release::NOT_PRIVATE_PREFIX;
-use kinsey_stats::decay::{self, DecayedSum, ModelParams, Public, evaluate};
+use kinsey_stats::decay::release::Path;
+use kinsey_stats::decay::{
+    DecayRelease, DecayedSum, KeyOrigin, ModelParams, Query, SeriesSource, evaluate,
+};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -108,75 +111,55 @@ pub(crate) struct Args {
 }
 
 impl Args {
-    /// Every public parameter of the release: it keys a seeded run's noise, with the
-    /// input's digest.
-    fn release_label(&self) -> String {
-        let Args {
-            column,
-            time_column,
-            step,
-            start,
-            end,
-            predicate,
-            model,
-            epsilon,
-            window,
-            windows,
-            alpha,
-            c,
-            beta,
-            horizon,
-            bound,
-            ..
-        } = self;
-        // The input enters through its digest (`public`), not its path.
-        format!(
-            "decay|column={column}|time={time_column:?}|step={step}|start={start:?}|\
-             end={end:?}|where={predicate:?}|model={model}|epsilon={epsilon}|window={window:?}|\
-             windows={windows:?}|alpha={alpha:?}|c={c:?}|beta={beta}|horizon={horizon:?}|\
-             bound={bound}"
-        )
-    }
-
-    /// The model's parameters; the horizon defaults to the (public) series length `n`.
-    fn params(&self, n: Option<u64>) -> ModelParams {
-        ModelParams {
-            window: self.window,
-            windows: self.windows.clone(),
-            alpha: self.alpha,
-            c: self.c,
-            beta: self.beta,
-            horizon: self.horizon.or(n),
-        }
-    }
-
-    /// The noise key and the public parameters (warning about a user seed).
-    /// A seeded key binds every byte of the input file (read once more, before the run):
-    /// a seed replays the same series only.
-    fn public(&self) -> Result<Public> {
-        if self.seed.is_some() {
-            eprintln!("warning: {}", kinsey_dp::rng::USER_SEED_WARNING);
-        }
-        Ok(Public {
+    /// Every public parameter of the release (the input enters a seeded key through its
+    /// digest, not its path). The event range and step are parsed here, so a bad one is
+    /// refused before any data is read.
+    fn query(&self) -> Result<Query> {
+        let events = self.time_column.is_some();
+        let range = match (&self.start, &self.end) {
+            (Some(s), Some(e)) if events => Some((
+                series::parse_time("start", s)?,
+                series::parse_time("end", e)?,
+            )),
+            _ => None,
+        };
+        Ok(Query {
+            model: self.model.clone(),
+            params: ModelParams {
+                window: self.window,
+                windows: self.windows.clone(),
+                alpha: self.alpha,
+                c: self.c,
+                beta: self.beta,
+                horizon: self.horizon,
+            },
             epsilon: self.epsilon,
             bound: self.bound,
-            key: decay::noise::key(self.seed, &self.release_label(), || {
-                kinsey_data::digest::of_files(&self.input)
-            })?,
+            source: SeriesSource {
+                column: self.column.clone(),
+                time_column: self.time_column.clone(),
+                step_seconds: events.then(|| series::parse_step(&self.step)).transpose()?,
+                range,
+                predicate: self.predicate.clone(),
+            },
         })
     }
 
+    /// How the noise key is made.
+    fn origin(&self) -> KeyOrigin {
+        KeyOrigin::of(self.seed, self.record_seed)
+    }
+
     /// The mechanism for a series of `n` steps (when known), its noise on `--device`, and
-    /// the device used, in words.
+    /// the device used, in words. A seeded key binds every byte of the input file (read
+    /// once more, before the run): a seed replays the same series only.
     fn mechanism(&self, n: Option<u64>) -> Result<(Box<dyn DecayedSum>, String)> {
-        let mut m = decay::build(&self.model, &self.params(n), &self.public()?)?;
-        let used = m.use_device(self.device).map_err(|e| match e {
-            Error::Param { name, msg } => {
-                Error::param(name, format!("model '{}': {msg}", self.model))
-            }
-            e => e,
-        })?;
-        Ok((m, used.map_or_else(|| "CPU".into(), |g| format!("GPU {g}"))))
+        if self.seed.is_some() {
+            eprintln!("warning: {}", kinsey_dp::rng::USER_SEED_WARNING);
+        }
+        let query = self.query()?;
+        let key = query.key(self.origin(), || kinsey_data::digest::of_files(&self.input))?;
+        query.mechanism(n, key, self.device)
     }
 
     /// The series: one column's values, or events bucketed into steps.
@@ -284,7 +267,7 @@ fn finish(
     mut o: Outputs,
 ) -> Result<()> {
     let rep_path = PathBuf::from(format!("{}.report.json", a.out.display()));
-    write_json(&mut o, &rep_path, &release_report(a, m, run))?;
+    write_json(&mut o, &rep_path, &release_report(a, m, run)?)?;
     let diag_path = PathBuf::from(format!("{}.NOT-PRIVATE.diagnostics.json", a.out.display()));
     if diagnostics {
         diag["clamped_steps"] = run.clamped.into();
@@ -388,27 +371,17 @@ fn run_streaming(a: Args) -> Result<()> {
 }
 
 /// The release report: public parameters, calibration and guarantee only.
-fn release_report(a: &Args, m: &dyn DecayedSum, run: &Run) -> serde_json::Value {
-    let n = run.n;
-    serde_json::json!({
-        "input": a.input.display().to_string(),
-        "column": a.column,
-        "steps": n,
-        "steps_are": "public: the column's length, or --start..=--end",
-        "calibration": m.calibration(),
-        "guarantee": m.guarantee(),
-        "path": if a.online { "online" } else { "bulk" },
-        "noise_drawn_on": if a.online { "CPU" } else { run.device.as_str() },
-        "noise_key": match (a.seed, a.record_seed) {
-            (Some(s), true) => format!("derived from user seed {s} and the release's parameters"),
-            (Some(_), false) => {
-                "derived from a user seed and the release's parameters (seed not recorded)".into()
-            }
-            (None, _) => "OS-random 256-bit key (not stored)".into(),
-        },
-        "warning": a.seed.map(|_| kinsey_dp::rng::USER_SEED_WARNING),
-        "std_at_last_step": m.noise_std(0, n - 1),
-    })
+fn release_report(a: &Args, m: &dyn DecayedSum, run: &Run) -> Result<DecayRelease> {
+    let path = if a.online { Path::Online } else { Path::Bulk };
+    Ok(DecayRelease::new(
+        m,
+        &a.query()?,
+        a.input.display().to_string(),
+        run.n,
+        path,
+        &run.device,
+        a.origin(),
+    ))
 }
 
 /// `--evaluate`: the errors against the true sums (printed as NOT PRIVATE) and the chart.

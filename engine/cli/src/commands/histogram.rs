@@ -3,12 +3,10 @@
 use super::common::*;
 use crate::plot::{Chart, Series, write_chart};
 use kinsey_core::Result;
-use kinsey_data::columns::{count_rows, read_categorical, read_numeric};
 use kinsey_data::output::Outputs;
-use kinsey_data::series::Predicate;
 use kinsey_dp::Neighbours;
-use kinsey_stats::histogram::{self, Binning};
-use serde_json::json;
+use kinsey_stats::histogram::Binning;
+use kinsey_stats::histogram_query::{Bins, HistogramQuery};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug, Clone)]
@@ -44,79 +42,38 @@ pub(crate) struct Args {
     pub record_seed: bool,
 }
 
+impl Args {
+    /// The query's public parameters; bad ones are refused before any file is read.
+    fn query(&self) -> Result<HistogramQuery> {
+        let bins = match (&self.bins, &self.categories) {
+            (Some(spec), _) => Bins::Binned(Binning::numeric(spec)?),
+            (None, Some(cats)) => Bins::Binned(Binning::categories(cats)?),
+            (None, None) => Bins::Count,
+        };
+        let q = HistogramQuery {
+            column: self.column.clone(),
+            bins,
+            predicate: self.predicate.clone(),
+            epsilon: self.epsilon,
+            neighbours: self.neighbours,
+        };
+        q.check()?;
+        Ok(q)
+    }
+}
+
 /// The release of `kinsey histogram`: the noisy counts, written with their guarantee.
 fn run_histogram(a: &Args) -> Result<Done> {
     // Parameters before data: an absurd epsilon is refused before any file is read.
-    kinsey_core::check_epsilon("epsilon", a.epsilon)?;
+    let query = a.query()?;
     crate::plot::check_fonts()?;
-    let keep: Option<Vec<bool>> = match &a.predicate {
-        Some(p) => {
-            let p = Predicate::parse(p)?;
-            Some(
-                read_numeric(&a.input, &p.column)?
-                    .iter()
-                    .map(|&x| p.holds(x))
-                    .collect(),
-            )
-        }
-        None => None,
-    };
-    let filter = |i: usize| {
-        keep.as_ref()
-            .is_none_or(|k| k.get(i).copied().unwrap_or(false))
-    };
-    let (binning, exact) = match (&a.bins, &a.categories) {
-        (Some(spec), _) => {
-            let b = Binning::numeric(spec)?;
-            let v: Vec<f64> = read_numeric(&a.input, &a.column)?
-                .into_iter()
-                .enumerate()
-                .filter(|(i, _)| filter(*i))
-                .map(|(_, v)| v)
-                .collect();
-            let c = b.count_numeric(&v)?;
-            (b, c)
-        }
-        (None, Some(cats)) => {
-            let b = Binning::categories(cats)?;
-            let v: Vec<String> = read_categorical(&a.input, &a.column)?
-                .into_iter()
-                .enumerate()
-                .filter(|(i, _)| filter(*i))
-                .map(|(_, v)| v)
-                .collect();
-            let c = b.count_categories(&v)?;
-            (b, c)
-        }
-        (None, None) => {
-            // a count: one category holding every (kept) row; the column must exist
-            let n = count_rows(&a.input, &a.column)?;
-            let c = (0..n).filter(|&i| filter(i)).count() as u64;
-            (Binning::Categories(vec!["count".into()]), vec![c, 0])
-        }
-    };
-    let is_count = a.bins.is_none() && a.categories.is_none();
-    let mut labels = binning.labels();
-    let exact = if is_count {
-        labels.truncate(1);
-        exact[..1].to_vec()
-    } else {
-        exact
-    };
-    // The input enters through its digest (`release_rng`), not its path: the same data
-    // replays wherever it lies.
-    let label = format!(
-        "histogram|column={}|bins={:?}|categories={:?}|where={:?}|epsilon={}|neighbours={}",
-        a.column,
-        a.bins,
-        a.categories,
-        a.predicate,
-        a.epsilon,
-        a.neighbours.as_str()
-    );
-    let mut rng = release_rng(a.seed, a.record_seed, &label, &[&a.input])?;
-    let filtered = a.predicate.is_some();
-    let rel = histogram::release(&exact, labels, a.neighbours, a.epsilon, filtered, &mut rng)?;
+    let is_count = query.is_count();
+    if a.seed.is_some() {
+        eprintln!("warning: {}", kinsey_dp::rng::USER_SEED_WARNING);
+    }
+    let mut rng = query.rng(&a.input, a.seed, a.record_seed)?;
+    let report = query.release(&a.input, &mut rng)?;
+    let rel = &report.release;
     let mut o = Outputs::new();
     o.ensure_dir(&a.out)?;
     o.write(
@@ -170,12 +127,7 @@ fn run_histogram(a: &Args) -> Result<Done> {
             " (sum of the noisy bins)"
         }
     );
-    let report = json!({
-        "kind": "kinsey.histogram.v1",
-        "input": a.input, "column": a.column, "where": a.predicate,
-        "binning": binning, "release": rel, "rng": rng.record(),
-    });
-    finish(o, &a.out, report, summary)
+    finish(o, &a.out, &report, summary)
 }
 
 // ---------------------------------------------------------------- tree

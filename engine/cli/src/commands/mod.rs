@@ -4,6 +4,7 @@
 
 mod common;
 mod participant;
+mod sulq_common;
 
 /// Declares each subcommand's module, the clap enum [`Cmd`] and its dispatch.
 macro_rules! subcommands {

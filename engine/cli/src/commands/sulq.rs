@@ -1,6 +1,7 @@
 //! `kinsey sulq`: the SuLQ algorithms of seed 003.
 
 use super::common::*;
+use super::sulq_common::*;
 use crate::plot::{Chart, Series, write_chart};
 use clap::Subcommand;
 use kinsey_core::{Error, Result};
@@ -8,55 +9,12 @@ use kinsey_data::columns::read_numeric;
 use kinsey_data::output::Outputs;
 use kinsey_data::output::write_json;
 use kinsey_data::series::Predicate;
-use kinsey_data::table::{ColumnBounds, Matrix, Range, read_matrix};
-use kinsey_dp::{Neighbours, NoiseRng};
+use kinsey_data::table::{Matrix, Range};
 use kinsey_kernels::DevicePref;
-use kinsey_stats::sulq::{self, Calibration, SulqDb};
+use kinsey_stats::sulq::release::{OneTable, SulqRun, TwoTables};
+use kinsey_stats::sulq::{self, SulqDb};
 use serde_json::json;
 use std::path::{Path, PathBuf};
-
-pub(crate) fn parse_calibration(s: &str) -> std::result::Result<Calibration, String> {
-    s.parse().map_err(|e: Error| e.to_string())
-}
-
-/// A SuLQ report split into release and diagnostics: the exact row count (public only under
-/// bounded neighbours), clipping counts, test accuracies and evaluation figures leave the
-/// release, and are written (NOT PRIVATE) only with `--diagnostics`.
-pub(crate) fn finish_sulq(
-    o: Outputs,
-    c: &SulqCommon,
-    mut report: serde_json::Value,
-    summary: String,
-    lines: Vec<String>,
-) -> Result<Done> {
-    let mut diag = serde_json::Map::new();
-    if let Some(obj) = report.as_object_mut() {
-        for key in ["clipped", "evaluation", "test_accuracy"] {
-            if let Some(v) = obj.remove(key) {
-                diag.insert(key.into(), v);
-            }
-        }
-        if !c.neighbours.n_is_public()
-            && let Some(v) = obj.remove("rows")
-        {
-            diag.insert("rows".into(), v);
-        }
-    }
-    let diagnostics = c
-        .diagnostics
-        .then_some((serde_json::Value::Object(diag), lines));
-    finish_split(o, &c.out, report, summary, diagnostics)
-}
-
-/// "N rows" where n is public (bounded neighbours), otherwise nothing that depends on n.
-pub(crate) fn rows_text(c: &SulqCommon, n: usize) -> String {
-    if c.neighbours.n_is_public() {
-        format!("{n} rows")
-    } else {
-        "a private number of rows".into()
-    }
-}
-
 // ---------------------------------------------------------------- histogram
 
 /// SuLQ algorithms (seed 003): noisy sums with a bounded number of queries.
@@ -89,102 +47,6 @@ enum Which {
     Stat(StatArgs),
     /// Vertically partitioned test: does alpha (in A) imply beta (in B) in probability?
     Implication(ImplicationArgs),
-}
-
-/// Budget and output options shared by the SuLQ commands.
-#[derive(clap::Args, Debug, Clone)]
-pub(crate) struct SulqCommon {
-    #[arg(long)]
-    pub epsilon: f64,
-    /// delta of (eps, delta)-DP; keep it well below 1/n.
-    #[arg(long, default_value_t = 1e-6)]
-    pub delta: f64,
-    #[arg(long, value_parser = parse_neighbours)]
-    pub neighbours: Neighbours,
-    /// zcdp (Gaussian mechanism, zCDP accounting) or paper (the seed's R bound).
-    #[arg(long, value_parser = parse_calibration, default_value = "zcdp")]
-    pub calibration: Calibration,
-    /// Output directory.
-    #[arg(long)]
-    pub out: PathBuf,
-    /// Compute NOT PRIVATE diagnostics (exact row count under unbounded neighbours,
-    /// clipping counts, non-private baselines, test accuracy) and write them to
-    /// run.NOT-PRIVATE.diagnostics.json (`--evaluate` is the old name).
-    #[arg(long, alias = "evaluate")]
-    pub diagnostics: bool,
-    /// Seed the noise (reproducible; NOT private against whoever knows it).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Write the seed's value into the report (by default it says only that one was used).
-    #[arg(long)]
-    pub record_seed: bool,
-}
-
-/// Input columns of the SuLQ commands.
-#[derive(clap::Args, Debug, Clone)]
-pub(crate) struct SulqInput {
-    /// Parquet (file or directory) or CSV with a header.
-    #[arg(long)]
-    pub input: PathBuf,
-    /// Feature columns: NAME (already in range) or NAME:LO:HI (public bounds); default
-    /// every numeric column except the label.
-    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
-    pub columns: Vec<String>,
-    /// Clip values outside the range instead of failing.
-    #[arg(long)]
-    pub clip: bool,
-}
-
-impl SulqInput {
-    /// The public parameters of the input (its columns and their boxes, clipping), for a
-    /// seeded release's description; the data enter through their digest, not the path.
-    fn describe(&self) -> String {
-        format!("columns={:?}|clip={}", self.columns, self.clip)
-    }
-
-    fn read(&self, range: Range, exclude: &[&str]) -> Result<Matrix> {
-        let cols = self
-            .columns
-            .iter()
-            .map(|s| s.parse())
-            .collect::<Result<Vec<ColumnBounds>>>()?;
-        read_matrix(&self.input, &cols, exclude, range, self.clip)
-    }
-}
-
-/// Warn about delta, then the run's generator (its seed record goes in the report) and a
-/// SuLQ database on a fork of it.
-fn open_db(
-    c: &SulqCommon,
-    n: usize,
-    plan: sulq::Plan,
-    label: &str,
-    inputs: &[&Path],
-) -> Result<(NoiseRng, SulqDb)> {
-    warn_delta(c, n);
-    let label = format!(
-        "sulq {label}|epsilon={}|delta={}|neighbours={}|calibration={:?}",
-        c.epsilon,
-        c.delta,
-        c.neighbours.as_str(),
-        c.calibration
-    );
-    let mut rng = release_rng(c.seed, c.record_seed, &label, inputs)?;
-    let db = SulqDb::new(plan, rng.fork());
-    Ok((rng, db))
-}
-
-/// Warn when delta is not below 1/n; only where n is public (bounded neighbours), so that
-/// whether the warning appears does not depend on a private n.
-fn warn_delta(c: &SulqCommon, n: usize) {
-    if c.neighbours.n_is_public() && c.delta >= 1.0 / n as f64 {
-        tracing::warn!(
-            "delta = {} is not below 1/n = {:.3e}: a mechanism could publish a whole row \
-             with probability delta",
-            c.delta,
-            1.0 / n as f64
-        );
-    }
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -295,10 +157,24 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
         .iter()
         .map(|e| format!("inertia ratio to non-private {:.4}", e["ratio"]))
         .collect();
-    let report = json!({"kind": "kinsey.sulq_kmeans.v1", "input": a.input.input, "device": kernel.describe(),
-        "columns": m.names, "clipped": m.clipped, "rows": m.n, "result": res,
-        "ledger": db.ledger, "evaluation": evaluation, "rng": rng.record()});
-    finish_sulq(o, c, report, summary, lines)
+    let run = SulqRun {
+        kind: "kinsey.sulq_kmeans.v1",
+        about: OneTable {
+            input: a.input.input.clone(),
+            device: Some(kernel.describe()),
+            columns: m.names.clone(),
+            test: None,
+            ledger: db.ledger,
+        },
+        neighbours: c.neighbours,
+        rows: Some(m.n),
+        result: res,
+        rng: rng.record(),
+        clipped: Some(m.clipped.clone()),
+        evaluation,
+        test_accuracy: None,
+    };
+    finish_sulq(o, c, run, summary, lines)
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -433,10 +309,24 @@ pub(crate) fn run_pca(a: &PcaArgs) -> Result<Done> {
             )
         })
         .collect();
-    let report = json!({"kind": "kinsey.sulq_pca.v1", "input": a.input.input,
-        "columns": m.names, "clipped": m.clipped, "rows": m.n, "result": res,
-        "ledger": db.ledger, "evaluation": evaluation, "rng": rng.record()});
-    finish_sulq(o, c, report, summary, lines)
+    let run = SulqRun {
+        kind: "kinsey.sulq_pca.v1",
+        about: OneTable {
+            input: a.input.input.clone(),
+            device: None,
+            columns: m.names.clone(),
+            test: None,
+            ledger: db.ledger,
+        },
+        neighbours: c.neighbours,
+        rows: Some(m.n),
+        result: res,
+        rng: rng.record(),
+        clipped: Some(m.clipped.clone()),
+        evaluation,
+        test_accuracy: None,
+    };
+    finish_sulq(o, c, run, summary, lines)
 }
 
 /// Labels of a labelled SuLQ input, in {-1, +1}.
@@ -566,11 +456,24 @@ pub(crate) fn run_perceptron(a: &PerceptronArgs) -> Result<Done> {
         .iter()
         .map(|v| format!("test accuracy {v:.4}"))
         .collect();
-    let report = json!({"kind": "kinsey.sulq_perceptron.v1", "input": a.input.input,
-        "columns": m.names, "clipped": m.clipped, "rows": m.n, "result": res,
-        "test": a.test, "test_accuracy": test_acc,
-        "ledger": db.ledger, "evaluation": evaluation, "rng": rng.record()});
-    finish_sulq(o, c, report, summary, lines)
+    let run = SulqRun {
+        kind: "kinsey.sulq_perceptron.v1",
+        about: OneTable {
+            input: a.input.input.clone(),
+            device: None,
+            columns: m.names.clone(),
+            test: a.test.clone(),
+            ledger: db.ledger,
+        },
+        neighbours: c.neighbours,
+        rows: Some(m.n),
+        result: res,
+        rng: rng.record(),
+        clipped: Some(m.clipped.clone()),
+        evaluation,
+        test_accuracy: test_acc,
+    };
+    finish_sulq(o, c, run, summary, lines)
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -666,9 +569,24 @@ pub(crate) fn run_stat(a: &StatArgs) -> Result<Done> {
         res.guarantee.epsilon_spent,
         c.delta
     );
-    let report = json!({"kind": "kinsey.sulq_stat.v1", "input": a.input.input, "rows": m.n,
-        "result": res, "ledger": db.ledger, "evaluation": evaluation, "rng": rng.record()});
-    finish_sulq(o, c, report, summary, Vec::new())
+    let run = SulqRun {
+        kind: "kinsey.sulq_stat.v1",
+        about: OneTable {
+            input: a.input.input.clone(),
+            device: None,
+            columns: Vec::new(),
+            test: None,
+            ledger: db.ledger,
+        },
+        neighbours: c.neighbours,
+        rows: Some(m.n),
+        result: res,
+        rng: rng.record(),
+        clipped: None,
+        evaluation,
+        test_accuracy: None,
+    };
+    finish_sulq(o, c, run, summary, Vec::new())
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -785,8 +703,23 @@ pub(crate) fn run_implication(a: &ImplicationArgs) -> Result<Done> {
         .iter()
         .map(|e| format!("exact Pr[beta|alpha] - Pr[beta] = {:.4}", e["delta_exact"]))
         .collect();
-    let report = json!({"kind": "kinsey.sulq_implication.v1", "a": a.a, "b": a.b,
-        "alpha": a.alpha, "beta": a.beta, "result": res, "ledger_a": db_a.ledger,
-        "ledger_b": db_b.ledger, "evaluation": evaluation, "rng": rng.record()});
-    finish_sulq(o, c, report, summary, lines)
+    let run = SulqRun {
+        kind: "kinsey.sulq_implication.v1",
+        about: TwoTables {
+            a: a.a.clone(),
+            b: a.b.clone(),
+            alpha: a.alpha.clone(),
+            beta: a.beta.clone(),
+            ledger_a: db_a.ledger,
+            ledger_b: db_b.ledger,
+        },
+        neighbours: c.neighbours,
+        rows: None,
+        result: res,
+        rng: rng.record(),
+        clipped: None,
+        evaluation,
+        test_accuracy: None,
+    };
+    finish_sulq(o, c, run, summary, lines)
 }

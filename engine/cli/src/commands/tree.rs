@@ -188,7 +188,7 @@ fn run_tree(a: &Args) -> Result<Done> {
                 .collect(),
         )
     });
-    finish_split(o, &a.out, report, summary, diagnostics)
+    finish_split(o, &a.out, &report, summary, diagnostics)
 }
 
 /// Runs `kinsey tree`.

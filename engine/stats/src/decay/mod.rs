@@ -28,6 +28,7 @@
 pub mod evaluate;
 mod model;
 pub mod noise;
+pub mod release;
 mod tree;
 
 pub use allwindow::AllWindowSum;
@@ -35,10 +36,12 @@ pub use exponential::ExponentialSum;
 pub use laplace::LaplaceWindow;
 pub use model::{Calibration, DecayedSum, ModelParams, Public, push_each};
 pub use polynomial::PolynomialSum;
+pub use release::{DecayRelease, KeyOrigin, Query, SeriesSource};
 pub use rr::RandomizedResponse;
 pub use window::WindowSum;
 
 use kinsey_core::{Error, Result};
+use kinsey_kernels::DevicePref;
 
 /// Builds one model from its parameters.
 pub type Builder = fn(&ModelParams, &Public) -> Result<Box<dyn DecayedSum>>;
@@ -86,6 +89,33 @@ pub fn build(model: &str, params: &ModelParams, public: &Public) -> Result<Box<d
                     .join(", ")
             ),
         )),
+    }
+}
+
+impl Query {
+    /// The mechanism for a series of `n` steps (when known: it is the default horizon),
+    /// keyed by `key`, its bulk noise on `device`; with the device used, in words.
+    pub fn mechanism(
+        &self,
+        n: Option<u64>,
+        key: [u8; 32],
+        device: DevicePref,
+    ) -> Result<(Box<dyn DecayedSum>, String)> {
+        let mut params = self.params.clone();
+        params.horizon = params.horizon.or(n);
+        let public = Public {
+            epsilon: self.epsilon,
+            bound: self.bound,
+            key,
+        };
+        let mut m = build(&self.model, &params, &public)?;
+        let used = m.use_device(device).map_err(|e| match e {
+            Error::Param { name, msg } => {
+                Error::param(name, format!("model '{}': {msg}", self.model))
+            }
+            e => e,
+        })?;
+        Ok((m, used.map_or_else(|| "CPU".into(), |g| format!("GPU {g}"))))
     }
 }
 

@@ -34,6 +34,7 @@ pub mod implication;
 pub mod kmeans;
 pub mod pca;
 pub mod perceptron;
+pub mod release;
 pub mod stat;
 
 use kinsey_core::{Error, Result, check_delta, check_epsilon};

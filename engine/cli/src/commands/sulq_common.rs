@@ -1,0 +1,141 @@
+//! What the SuLQ subcommands share: the budget and input flags, opening the SuLQ
+//! database with the release's generator, and writing a run's release and diagnostics
+//! (split by `kinsey_stats::sulq::release::SulqRun`).
+
+use super::common::*;
+use kinsey_core::{Error, Result};
+use kinsey_data::output::Outputs;
+use kinsey_data::table::{ColumnBounds, Matrix, Range, read_matrix};
+use kinsey_dp::{Neighbours, NoiseRng};
+use kinsey_stats::sulq::release::SulqRun;
+use kinsey_stats::sulq::{self, Calibration, SulqDb};
+use std::path::{Path, PathBuf};
+
+pub(crate) fn parse_calibration(s: &str) -> std::result::Result<Calibration, String> {
+    s.parse().map_err(|e: Error| e.to_string())
+}
+
+/// A SuLQ run written out: the library splits it into release and diagnostics (the exact
+/// row count where private, clipping counts, test accuracy and evaluation figures), and the
+/// diagnostics are written (NOT PRIVATE) only with `--diagnostics`.
+pub(crate) fn finish_sulq<A: serde::Serialize, R: serde::Serialize>(
+    o: Outputs,
+    c: &SulqCommon,
+    run: SulqRun<A, R>,
+    summary: String,
+    lines: Vec<String>,
+) -> Result<Done> {
+    let (release, diag) = run.split();
+    let diagnostics = if c.diagnostics {
+        let v = serde_json::to_value(&diag).map_err(|e| Error::Numerical(e.to_string()))?;
+        Some((v, lines))
+    } else {
+        None
+    };
+    finish_split(o, &c.out, &release, summary, diagnostics)
+}
+
+/// "N rows" where n is public (bounded neighbours), otherwise nothing that depends on n.
+pub(crate) fn rows_text(c: &SulqCommon, n: usize) -> String {
+    if c.neighbours.n_is_public() {
+        format!("{n} rows")
+    } else {
+        "a private number of rows".into()
+    }
+}
+
+/// Budget and output options shared by the SuLQ commands.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct SulqCommon {
+    #[arg(long)]
+    pub epsilon: f64,
+    /// delta of (eps, delta)-DP; keep it well below 1/n.
+    #[arg(long, default_value_t = 1e-6)]
+    pub delta: f64,
+    #[arg(long, value_parser = parse_neighbours)]
+    pub neighbours: Neighbours,
+    /// zcdp (Gaussian mechanism, zCDP accounting) or paper (the seed's R bound).
+    #[arg(long, value_parser = parse_calibration, default_value = "zcdp")]
+    pub calibration: Calibration,
+    /// Output directory.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Compute NOT PRIVATE diagnostics (exact row count under unbounded neighbours,
+    /// clipping counts, non-private baselines, test accuracy) and write them to
+    /// run.NOT-PRIVATE.diagnostics.json (`--evaluate` is the old name).
+    #[arg(long, alias = "evaluate")]
+    pub diagnostics: bool,
+    /// Seed the noise (reproducible; NOT private against whoever knows it).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write the seed's value into the report (by default it says only that one was used).
+    #[arg(long)]
+    pub record_seed: bool,
+}
+
+/// Input columns of the SuLQ commands.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct SulqInput {
+    /// Parquet (file or directory) or CSV with a header.
+    #[arg(long)]
+    pub input: PathBuf,
+    /// Feature columns: NAME (already in range) or NAME:LO:HI (public bounds); default
+    /// every numeric column except the label.
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    pub columns: Vec<String>,
+    /// Clip values outside the range instead of failing.
+    #[arg(long)]
+    pub clip: bool,
+}
+
+impl SulqInput {
+    /// The public parameters of the input (its columns and their boxes, clipping), for a
+    /// seeded release's description; the data enter through their digest, not the path.
+    pub(crate) fn describe(&self) -> String {
+        format!("columns={:?}|clip={}", self.columns, self.clip)
+    }
+
+    pub(crate) fn read(&self, range: Range, exclude: &[&str]) -> Result<Matrix> {
+        let cols = self
+            .columns
+            .iter()
+            .map(|s| s.parse())
+            .collect::<Result<Vec<ColumnBounds>>>()?;
+        read_matrix(&self.input, &cols, exclude, range, self.clip)
+    }
+}
+
+/// Warn about delta, then the run's generator (its seed record goes in the report) and a
+/// SuLQ database on a fork of it.
+pub(crate) fn open_db(
+    c: &SulqCommon,
+    n: usize,
+    plan: sulq::Plan,
+    label: &str,
+    inputs: &[&Path],
+) -> Result<(NoiseRng, SulqDb)> {
+    warn_delta(c, n);
+    let label = format!(
+        "sulq {label}|epsilon={}|delta={}|neighbours={}|calibration={:?}",
+        c.epsilon,
+        c.delta,
+        c.neighbours.as_str(),
+        c.calibration
+    );
+    let mut rng = release_rng(c.seed, c.record_seed, &label, inputs)?;
+    let db = SulqDb::new(plan, rng.fork());
+    Ok((rng, db))
+}
+
+/// Warn when delta is not below 1/n; only where n is public (bounded neighbours), so that
+/// whether the warning appears does not depend on a private n.
+pub(crate) fn warn_delta(c: &SulqCommon, n: usize) {
+    if c.neighbours.n_is_public() && c.delta >= 1.0 / n as f64 {
+        tracing::warn!(
+            "delta = {} is not below 1/n = {:.3e}: a mechanism could publish a whole row \
+             with probability delta",
+            c.delta,
+            1.0 / n as f64
+        );
+    }
+}

@@ -1,0 +1,211 @@
+//! A DP histogram or count of one column, end to end, for the CLI and the library alike:
+//! the public query ([`HistogramQuery`]), the row filter and the counting, the seeded-noise
+//! label, and the typed report ([`HistogramReport`]). The CLI only writes files and charts.
+
+use crate::histogram::{self, Binning, HistogramRelease};
+use kinsey_core::{Error, Result};
+use kinsey_data::columns::{count_rows, read_categorical, read_numeric};
+use kinsey_data::series::Predicate;
+use kinsey_dp::{Neighbours, NoiseRng, RngRecord};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// Which bins: public, declared before the data is read.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bins {
+    /// One bin holding every (kept) row: a count.
+    Count,
+    /// Declared numeric or categorical bins.
+    Binned(Binning),
+}
+
+/// Every public parameter of one histogram release.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HistogramQuery {
+    /// The column counted.
+    pub column: String,
+    /// The bins.
+    pub bins: Bins,
+    /// A public row filter, as the user wrote it (`delay>=15`).
+    pub predicate: Option<String>,
+    /// Privacy parameter.
+    pub epsilon: f64,
+    /// The neighbour definition the guarantee is for.
+    pub neighbours: Neighbours,
+}
+
+/// The release report of a histogram (`report.json`). Fields in alphabetical order, the
+/// order the report has always had.
+#[derive(Debug, Clone, Serialize)]
+pub struct HistogramReport {
+    /// The bins (a count is one category, `count`).
+    pub binning: Binning,
+    /// The column counted.
+    pub column: String,
+    /// The input, as the caller named it.
+    pub input: PathBuf,
+    /// [`HistogramQuery::KIND`].
+    pub kind: &'static str,
+    /// The noisy counts and their guarantee.
+    pub release: HistogramRelease,
+    /// How the noise generator was keyed.
+    pub rng: RngRecord,
+    /// The row filter.
+    #[serde(rename = "where")]
+    pub predicate: Option<String>,
+}
+
+impl HistogramQuery {
+    /// The report's kind.
+    pub const KIND: &'static str = "kinsey.histogram.v1";
+    /// The seeded-noise label encoding's version.
+    pub const LABEL_VERSION: &'static str = "kinsey.histogram.v2";
+
+    /// Refuse bad parameters before any data is read.
+    pub fn check(&self) -> Result<()> {
+        kinsey_core::check_epsilon("epsilon", self.epsilon)?;
+        if let Some(p) = &self.predicate {
+            Predicate::parse(p)?;
+        }
+        Ok(())
+    }
+
+    /// Whether this is a count (one bin) rather than a histogram.
+    pub fn is_count(&self) -> bool {
+        self.bins == Bins::Count
+    }
+
+    /// The canonical seeded-noise label: the version, then the query as JSON.
+    pub fn label(&self) -> Result<String> {
+        let json = serde_json::to_string(self)
+            .map_err(|e| Error::Numerical(format!("histogram label: {e}")))?;
+        Ok(format!("{}|{json}", Self::LABEL_VERSION))
+    }
+
+    /// The exact bin counts of `input` (NOT PRIVATE: the release's input), with their labels.
+    pub fn count(&self, input: &Path) -> Result<(Vec<String>, Vec<u64>)> {
+        let keep: Option<Vec<bool>> = match &self.predicate {
+            Some(p) => {
+                let p = Predicate::parse(p)?;
+                let v = read_numeric(input, &p.column)?;
+                Some(v.iter().map(|&x| p.holds(x)).collect())
+            }
+            None => None,
+        };
+        let kept = |i: usize| {
+            keep.as_ref()
+                .is_none_or(|k| k.get(i).copied().unwrap_or(false))
+        };
+        match &self.bins {
+            Bins::Count => {
+                // One category holding every kept row; the column must exist.
+                let n = count_rows(input, &self.column)?;
+                let c = (0..n).filter(|&i| kept(i)).count() as u64;
+                Ok((vec!["count".into()], vec![c]))
+            }
+            Bins::Binned(b @ Binning::Numeric { .. }) => {
+                let v: Vec<f64> = read_numeric(input, &self.column)?
+                    .into_iter()
+                    .enumerate()
+                    .filter_map(|(i, v)| kept(i).then_some(v))
+                    .collect();
+                Ok((b.labels(), b.count_numeric(&v)?))
+            }
+            Bins::Binned(b @ Binning::Categories(_)) => {
+                let v: Vec<String> = read_categorical(input, &self.column)?
+                    .into_iter()
+                    .enumerate()
+                    .filter_map(|(i, v)| kept(i).then_some(v))
+                    .collect();
+                Ok((b.labels(), b.count_categories(&v)?))
+            }
+        }
+    }
+
+    /// The release of `input`'s column: counted, then noised by `rng` (OS-keyed, or
+    /// derived from a seed with [`label`](Self::label) and the input's digest).
+    pub fn release(&self, input: &Path, rng: &mut NoiseRng) -> Result<HistogramReport> {
+        self.check()?;
+        let (labels, exact) = self.count(input)?;
+        let filtered = self.predicate.is_some();
+        let release =
+            histogram::release(&exact, labels, self.neighbours, self.epsilon, filtered, rng)?;
+        Ok(HistogramReport {
+            binning: match &self.bins {
+                Bins::Count => Binning::Categories(vec!["count".into()]),
+                Bins::Binned(b) => b.clone(),
+            },
+            column: self.column.clone(),
+            input: input.to_path_buf(),
+            kind: Self::KIND,
+            release,
+            rng: rng.record(),
+            predicate: self.predicate.clone(),
+        })
+    }
+
+    /// The generator of this release of `input`: from the OS, or derived from `seed`, the
+    /// label and a digest of every byte of `input` (recorded in the report only when
+    /// `record_seed`).
+    pub fn rng(&self, input: &Path, seed: Option<u64>, record_seed: bool) -> Result<NoiseRng> {
+        let label = self.label()?;
+        let mut rng =
+            NoiseRng::for_release(seed, &label, || kinsey_data::digest::of_inputs(&[input]))?;
+        if record_seed {
+            rng.record_seed(seed);
+        }
+        Ok(rng)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query(bins: Bins) -> HistogramQuery {
+        HistogramQuery {
+            column: "x".into(),
+            bins,
+            predicate: None,
+            epsilon: 1.0,
+            neighbours: Neighbours::Bounded,
+        }
+    }
+
+    #[test]
+    fn counts_follow_the_filter_and_the_bins() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("t.csv");
+        std::fs::write(&p, "x,y\n0.5,1\n1.5,0\n2.5,1\n9,1\n").expect("write");
+        let binned = query(Bins::Binned(Binning::numeric("0:3:3").expect("bins")));
+        let (labels, c) = binned.count(&p).expect("count");
+        assert_eq!(labels.len(), c.len());
+        assert_eq!(c, vec![0, 1, 1, 1, 1]);
+        let mut filtered = binned.clone();
+        filtered.predicate = Some("y>=1".into());
+        assert_eq!(filtered.count(&p).expect("count").1, vec![0, 1, 0, 1, 1]);
+        let mut count = query(Bins::Count);
+        count.predicate = Some("y==0".into());
+        assert_eq!(count.count(&p).expect("count").1, vec![1]);
+        assert!(count.label().expect("label") != filtered.label().expect("label"));
+        let mut bad = query(Bins::Count);
+        bad.epsilon = f64::NAN;
+        assert!(bad.release(&p, &mut NoiseRng::from_os()).is_err());
+    }
+
+    #[test]
+    fn a_seed_replays_the_same_file_only() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+        std::fs::write(&a, "x\n1\n2\n").expect("write");
+        std::fs::write(&b, "x\n1\n3\n").expect("write");
+        let q = query(Bins::Binned(Binning::numeric("0:4:4").expect("bins")));
+        let run = |p: &Path| {
+            let mut rng = q.rng(p, Some(9), false).expect("rng");
+            q.release(p, &mut rng).expect("release").release.noisy
+        };
+        assert_eq!(run(&a), run(&a));
+        assert_ne!(run(&a), run(&b));
+    }
+}
