@@ -41,7 +41,7 @@ rustfmt --edition 2024 --check engine/cli/src/commands/*.rs engine/stats/src/dec
 # crates (RUSTC_WORKSPACE_WRAPPER, what `cargo clippy` sets too), with the lints and
 # `-D warnings` of `cargo clippy --workspace --all-targets -- -D warnings`, so the
 # dependencies (tfhe, arrow, wgpu, ...) compile once instead of once to check and once to
-# test (BENCHMARKS.md, CI). CLIPPY_ARGS is clippy-driver's own way of receiving
+# test (docs/benchmarks-history.md, "CI"). CLIPPY_ARGS is clippy-driver's own way of receiving
 # `-- -D warnings`; a probe crate with a lint in it must fail to build, or the gate is off.
 driver="$(dirname "$(rustup which cargo 2>/dev/null || command -v cargo)")/clippy-driver"
 [ -x "$driver" ] || driver="$(command -v clippy-driver || true)"
@@ -66,12 +66,24 @@ cargo test --workspace
 # The bottom depends on nothing above it: kinsey-core and kinsey-dp (the samplers) build no
 # GPU stack, no Arrow/Parquet, no GMP and no TFHE; the kernels compile (and pass clippy)
 # without their `gpu` feature, which is what kinsey-dp builds.
-for c in kinsey-core kinsey-dp; do
-  if cargo tree -q -p "$c" -e normal --prefix none | grep -E '^(wgpu|arrow|parquet|rug|tfhe)[ -]'; then
+# The facade without its default features is the samplers alone, the same promise.
+for c in kinsey-core kinsey-dp "kinsey --no-default-features"; do
+  # shellcheck disable=SC2086 # $c is a package and its flags
+  if cargo tree -q -p $c -e normal --prefix none | grep -E '^(wgpu|arrow|parquet|rug|tfhe)[ -]'; then
     echo "$c depends on the crates above"; exit 1
   fi
 done
-cargo check -q -p kinsey-dp -p kinsey-kernels --no-default-features --all-targets
+cargo check -q -p kinsey-dp -p kinsey-kernels -p kinsey --no-default-features --all-targets
+
+# The library's docs build without a warning (broken intra-doc links are errors), and every
+# example of examples/ runs (built by the test build above: the same profile).
+RUSTDOCFLAGS="-D warnings" cargo doc -q -p kinsey --no-deps
+for e in secure_training decayed_sum_csv dp_histogram backend_and_device; do
+  if ! out="$(cargo run -q --profile test -p kinsey --example "$e" 2>&1)"; then
+    echo "example $e failed:"; echo "$out"; exit 1
+  fi
+  echo "example $e: $(tail -n 1 <<<"$out")"
+done
 
 # The GPU figures script (benches/gpu-figures.sh) at its quick sizes on lavapipe, with the
 # test build of kinsey (unoptimised, so its step limits are tripled): every step must give

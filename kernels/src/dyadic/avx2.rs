@@ -4,7 +4,7 @@
 //! tables, the rare slow draws included).
 //!
 //! Two steps differ in form, not in value: an alias table's four entries come from four
-//! loads (a gather instruction was slower on the AMD EPYC measured, BENCHMARKS.md), and the
+//! loads (a gather instruction was slower on the AMD EPYC measured, docs/benchmarks-history.md), and the
 //! geometric part's trailing zeros (of an 11-bit value) from the exponent of its lowest set
 //! bit written as a double.
 

@@ -1,0 +1,425 @@
+//! The DP aggregate classifier of seeds 000/001: every party fits an L2-regularised logistic
+//! regression on its own rows, and the secure 3-stage protocol publishes their noisy
+//! average without any party revealing its data, its size or its model.
+//!
+//! ```no_run
+//! use kinsey::prelude::*;
+//!
+//! let job = Job::builder()
+//!     .parquet_parties(["a.parquet", "b.parquet", "c.parquet"], "label")
+//!     .epsilon(0.5)
+//!     .lambda(1e-3)
+//!     .backend(Backend::tfhe())
+//!     .seed(42) // replays this release of these files only; NOT private against its holder
+//!     .build()?;
+//! let trained = job.run()?;
+//! assert_eq!(trained.release().parties, 3);
+//! # Ok::<(), kinsey::Error>(())
+//! ```
+//!
+//! The same job through `kinsey train` (same parameters, same files, same seed) publishes
+//! the same `report.json` and `model.json`, byte for byte.
+
+use crate::DevicePref;
+use kinsey_core::{Error, Result, Silent};
+use kinsey_data::parquet_io::{ColumnSpec, read_parquet};
+use kinsey_data::{Dataset, LabelEncoding, RowTransform};
+use kinsey_learn::aggregate::{Aggregator, PlaintextAggregator, PrivacySpec};
+use kinsey_learn::logreg::{Objective, SolverConfig};
+use kinsey_learn::pipeline::{self, JobSpec, Report};
+use kinsey_learn::seeding::NoiseKeys;
+use kinsey_protocol::{ProtocolConfig, SecureAggregator};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use kinsey_learn::aggregate::{Calibration as SensitivityDerivation, NoiseKind};
+pub use kinsey_learn::model_file::ModelFile;
+pub use kinsey_learn::pipeline::{Diagnostics, Release};
+pub use kinsey_learn::publish::Written;
+
+/// How the parties' models are averaged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The secure protocol over Paillier + DGK with keys of this many bits (2048, 3072 or
+    /// 4096; below 2048 needs [`JobBuilder::allow_insecure_test_keys`]).
+    Paillier {
+        /// Modulus size.
+        key_bits: u32,
+    },
+    /// The secure protocol over TFHE (post-quantum).
+    Tfhe,
+    /// The protocol's message flow with NO encryption (trials only; the release says so).
+    MockInsecure,
+    /// The plaintext reference: the same noise and arithmetic, no secrecy between parties.
+    PlaintextReference,
+}
+
+impl Backend {
+    /// Paillier + DGK with `key_bits`-bit keys.
+    pub fn paillier(key_bits: u32) -> Self {
+        Self::Paillier { key_bits }
+    }
+
+    /// TFHE with its default parameters.
+    pub fn tfhe() -> Self {
+        Self::Tfhe
+    }
+
+    /// No encryption (trials only; the release carries a security warning).
+    pub fn mock_insecure() -> Self {
+        Self::MockInsecure
+    }
+
+    /// The plaintext reference (no secrecy between parties).
+    pub fn plaintext_reference() -> Self {
+        Self::PlaintextReference
+    }
+}
+
+/// Where the parties' rows come from.
+#[derive(Debug, Clone)]
+enum Parties {
+    /// One Parquet file or directory per party, read when the job runs.
+    Parquet(Vec<PathBuf>),
+    /// Rows already in memory.
+    Loaded(Vec<Dataset>),
+}
+
+/// Builds a [`Job`]; every parameter has the default `kinsey train` has, except epsilon,
+/// which must be given.
+#[derive(Debug, Clone)]
+pub struct JobBuilder {
+    parties: Option<Parties>,
+    test: Option<PathBuf>,
+    columns: ColumnSpec,
+    epsilon: Option<f64>,
+    lambda: f64,
+    solver: SolverConfig,
+    derivation: SensitivityDerivation,
+    noise: NoiseKind,
+    transform: RowTransform,
+    device: DevicePref,
+    backend: Backend,
+    crypto_device: DevicePref,
+    allow_two_parties: bool,
+    allow_insecure_test_keys: bool,
+    timeout: Option<Duration>,
+    seed: Option<u64>,
+    record_seed: bool,
+    diagnostics: bool,
+}
+
+impl Default for JobBuilder {
+    fn default() -> Self {
+        Self {
+            parties: None,
+            test: None,
+            columns: ColumnSpec::default(),
+            epsilon: None,
+            lambda: 1e-3,
+            solver: SolverConfig::default(),
+            derivation: SensitivityDerivation::default(),
+            noise: NoiseKind::default(),
+            transform: RowTransform::None,
+            device: DevicePref::Auto,
+            backend: Backend::paillier(2048),
+            crypto_device: DevicePref::Cpu,
+            allow_two_parties: false,
+            allow_insecure_test_keys: false,
+            timeout: None,
+            seed: None,
+            record_seed: false,
+            diagnostics: false,
+        }
+    }
+}
+
+impl JobBuilder {
+    /// One Parquet file (or directory of them) per party, with the label column `label`
+    /// (labels +1/-1; see [`labels`](Self::labels)) and every other numeric column a feature.
+    pub fn parquet_parties<P: AsRef<Path>>(
+        mut self,
+        paths: impl IntoIterator<Item = P>,
+        label: &str,
+    ) -> Self {
+        let paths = paths
+            .into_iter()
+            .map(|p| p.as_ref().to_path_buf())
+            .collect();
+        self.parties = Some(Parties::Parquet(paths));
+        self.columns.label = label.into();
+        self
+    }
+
+    /// Parties already in memory (their label column is named `label` in the model file).
+    pub fn parties(mut self, parties: Vec<Dataset>) -> Self {
+        self.parties = Some(Parties::Loaded(parties));
+        self
+    }
+
+    /// Only these feature columns, in this order (default: every numeric column but the
+    /// label).
+    pub fn features<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.columns.features = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// How the label column is written (default +1/-1).
+    pub fn labels(mut self, labels: LabelEncoding) -> Self {
+        self.columns.labels = labels;
+        self
+    }
+
+    /// A test table with the parties' columns (its errors are diagnostics).
+    pub fn test(mut self, path: impl AsRef<Path>) -> Self {
+        self.test = Some(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// The privacy parameter of the release (required).
+    pub fn epsilon(mut self, epsilon: f64) -> Self {
+        self.epsilon = Some(epsilon);
+        self
+    }
+
+    /// The regulariser lambda of `J(w) = (1/n) sum log(1 + exp(-y w.x)) + lambda w.w`.
+    pub fn lambda(mut self, lambda: f64) -> Self {
+        self.lambda = lambda;
+        self
+    }
+
+    /// The solver: the public gradient bound every party must reach, and its iterations.
+    pub fn solver(mut self, solver: SolverConfig) -> Self {
+        self.solver = solver;
+        self
+    }
+
+    /// Which sensitivity derivation calibrates the noise (default: the tight one).
+    pub fn sensitivity(mut self, derivation: SensitivityDerivation) -> Self {
+        self.derivation = derivation;
+        self
+    }
+
+    /// Which noise law (default: L2-Laplace).
+    pub fn noise(mut self, noise: NoiseKind) -> Self {
+        self.noise = noise;
+        self
+    }
+
+    /// The row transform every party applies (rows must lie in the unit ball).
+    pub fn row_transform(mut self, transform: RowTransform) -> Self {
+        self.transform = transform;
+        self
+    }
+
+    /// Where the local fits run (default: a GPU if there is one).
+    pub fn device(mut self, device: DevicePref) -> Self {
+        self.device = device;
+        self
+    }
+
+    /// How the models are averaged (default: Paillier with 2048-bit keys).
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+
+    /// Where the Paillier backend's batches run (default: the CPU; the same bytes anywhere).
+    pub fn crypto_device(mut self, device: DevicePref) -> Self {
+        self.crypto_device = device;
+        self
+    }
+
+    /// Accept K = 2, where the smaller party can compute the other's exact model.
+    pub fn allow_two_parties(mut self) -> Self {
+        self.allow_two_parties = true;
+        self
+    }
+
+    /// Accept keys below the backend's minimum (tests only).
+    pub fn allow_insecure_test_keys(mut self) -> Self {
+        self.allow_insecure_test_keys = true;
+        self
+    }
+
+    /// How long a participant waits for one protocol message (default 600 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Derive the noise from a seed, the job's parameters and every party's data: the same
+    /// job on the same data replays the same release. NOT private against whoever knows the
+    /// seed; for trials.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Write the seed's value into the release (by default it says only that one was used).
+    pub fn record_seed(mut self) -> Self {
+        self.record_seed = true;
+        self
+    }
+
+    /// Also compute the NOT PRIVATE diagnostics (party sizes, fits, baselines, timings).
+    pub fn diagnostics(mut self) -> Self {
+        self.diagnostics = true;
+        self
+    }
+
+    /// The job, with every parameter checked and the backend's keys made.
+    pub fn build(self) -> Result<Job> {
+        let parties = self.parties.ok_or_else(|| {
+            Error::param(
+                "parties",
+                "no parties: call parquet_parties(...) or parties(...)",
+            )
+        })?;
+        let epsilon = self
+            .epsilon
+            .ok_or_else(|| Error::param("epsilon", "the privacy parameter must be given"))?;
+        kinsey_core::check_epsilon("epsilon", epsilon)?;
+        let aggregation: Arc<dyn Aggregator> = match self.backend {
+            Backend::PlaintextReference => Arc::new(PlaintextAggregator),
+            b => {
+                let (name, key_bits, allow_insecure) = match b {
+                    Backend::Paillier { key_bits } => ("paillier", Some(key_bits), false),
+                    Backend::Tfhe => ("tfhe", None, false),
+                    _ => ("mock", None, true),
+                };
+                let options = kinsey_protocol::registry::BackendOptions {
+                    key_bits,
+                    allow_insecure_test_keys: self.allow_insecure_test_keys,
+                    allow_insecure,
+                    device: Some(self.crypto_device.as_str().into()),
+                    gpu_min_batch: None,
+                };
+                let backend = kinsey_protocol::registry::registry().create(name, &options)?;
+                let mut config = ProtocolConfig::default();
+                if let Some(t) = self.timeout {
+                    config = config.with_timeout(t);
+                }
+                Arc::new(SecureAggregator::new(backend, config))
+            }
+        };
+        let spec = JobSpec {
+            objective: Objective::new(self.lambda)?,
+            solver: self.solver,
+            privacy: PrivacySpec {
+                epsilon,
+                calibration: self.derivation,
+                noise: self.noise,
+            },
+            device: self.device,
+            transform: self.transform,
+            aggregation,
+            allow_two_parties: self.allow_two_parties,
+        };
+        pipeline::check_parties(
+            match &parties {
+                Parties::Parquet(p) => p.len(),
+                Parties::Loaded(p) => p.len(),
+            },
+            spec.allow_two_parties,
+        )?;
+        Ok(Job {
+            parties,
+            test: self.test,
+            columns: self.columns,
+            spec,
+            seed: self.seed,
+            record_seed: self.record_seed,
+            diagnostics: self.diagnostics,
+        })
+    }
+}
+
+/// A checked aggregate-classifier job, ready to run.
+#[derive(Debug)]
+pub struct Job {
+    parties: Parties,
+    test: Option<PathBuf>,
+    columns: ColumnSpec,
+    spec: JobSpec,
+    seed: Option<u64>,
+    record_seed: bool,
+    diagnostics: bool,
+}
+
+impl Job {
+    /// A builder with `kinsey train`'s defaults.
+    pub fn builder() -> JobBuilder {
+        JobBuilder::default()
+    }
+
+    /// Read the parties, fit every local model, aggregate under the chosen backend and
+    /// return the release (and the diagnostics, when asked for).
+    pub fn run(self) -> Result<Trained> {
+        let t = Instant::now();
+        let parties = match self.parties {
+            Parties::Parquet(paths) => paths
+                .iter()
+                .map(|p| read_parquet(p, &self.columns))
+                .collect::<Result<Vec<_>>>()?,
+            Parties::Loaded(p) => p,
+        };
+        let test = self
+            .test
+            .as_ref()
+            .map(|p| read_parquet(p, &self.columns))
+            .transpose()?;
+        let features = parties
+            .first()
+            .map(|p| p.features.clone())
+            .unwrap_or_default();
+        // The job's description is `kinsey train`'s: the same job replays the same noise.
+        let job = pipeline::job_description("train", &self.spec, &features);
+        let keys = NoiseKeys::new(self.seed, self.record_seed, job);
+        let report = pipeline::run(
+            "train",
+            parties,
+            test,
+            &self.spec,
+            &keys,
+            t.elapsed().as_secs_f64(),
+            self.diagnostics,
+            &Silent,
+        )?;
+        Ok(Trained {
+            report,
+            label: self.columns.label,
+        })
+    }
+}
+
+/// A finished job: the release, and the NOT PRIVATE diagnostics when they were asked for.
+#[derive(Debug, Clone)]
+pub struct Trained {
+    report: Report,
+    label: String,
+}
+
+impl Trained {
+    /// What may be published: the classifier, its guarantee and public parameters.
+    pub fn release(&self) -> &Release {
+        &self.report.release
+    }
+
+    /// What may not (NOT PRIVATE), when asked for.
+    pub fn diagnostics(&self) -> Option<&Diagnostics> {
+        self.report.diagnostics.as_ref()
+    }
+
+    /// The model file (`model.json`, what `kinsey predict` reads).
+    pub fn model(&self) -> ModelFile {
+        ModelFile::of(&self.report.release, &self.label)
+    }
+
+    /// Write `report.json`, `model.json` and (when computed) the diagnostics into `dir`,
+    /// all or nothing: the files `kinsey train` writes.
+    pub fn write(&self, dir: impl AsRef<Path>) -> Result<Written> {
+        self.report.write(dir.as_ref(), &self.label)
+    }
+}

@@ -1,0 +1,28 @@
+//! Tables in: Parquet and CSV readers, the in-memory [`Dataset`], and synthetic parties for
+//! trials.
+
+pub use kinsey_data::parquet_io::{ColumnSpec, read_parquet};
+pub use kinsey_data::{Dataset, LabelEncoding, RowTransform};
+
+use kinsey_core::Result;
+use kinsey_data::output::Outputs;
+use std::path::{Path, PathBuf};
+
+/// `k` synthetic parties of `rows` rows each in dimension `d` (rows in the unit ball, labels
+/// from a planted logistic model, column `label`), written as `party-1.parquet`, ... in
+/// `dir`; their paths. The data is public and fixed (seeded), for trials and examples only.
+pub fn synthetic_parties(dir: &Path, k: usize, rows: usize, d: usize) -> Result<Vec<PathBuf>> {
+    kinsey_core::limits::check_dim("d", d)?;
+    kinsey_core::limits::check_dense("rows", rows.saturating_mul(k), d)?;
+    let mut o = Outputs::new();
+    o.ensure_dir(dir)?;
+    let paths: Vec<PathBuf> = (1..=k)
+        .map(|j| dir.join(format!("party-{j}.parquet")))
+        .collect();
+    for (j, p) in paths.iter().enumerate() {
+        let ds = kinsey_data::synth::generate(rows, d, 4.0, 0, j as u64 + 1, p.clone());
+        kinsey_data::parquet_io::write_parquet(&mut o, p, &ds, "label")?;
+    }
+    o.commit()?;
+    Ok(paths)
+}
