@@ -24,10 +24,10 @@ pub struct ProtocolConfig {
     /// Keep every byte of every view (audits); traffic counts are kept regardless.
     pub(crate) record_views: bool,
     /// Test hook: a participant that fails.
-    pub fault: Option<Fault>,
+    pub(crate) fault: Option<Fault>,
     /// Test hook: a deliberately leaking variant of the protocol, which the transcript
     /// audits and uniformity tests must catch (so they are shown able to fail).
-    pub leak: Option<Leak>,
+    pub(crate) leak: Option<Leak>,
 }
 
 impl Default for ProtocolConfig {
@@ -58,8 +58,9 @@ pub struct SecureAggregator {
 }
 
 impl SecureAggregator {
-    /// The same aggregator with a fault injected (tests of the failure path).
-    pub fn with_fault(mut self, fault: Fault) -> Self {
+    /// DANGEROUS, for tests of the failure path only: the same aggregator with a
+    /// participant that fails on purpose (`kinsey demo`'s hidden test flag).
+    pub fn dangerous_with_fault(mut self, fault: Fault) -> Self {
         self.config.fault = Some(fault);
         self
     }

@@ -28,13 +28,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         "curator: waiting for {k} parties (connect window {} s)",
         j.cfg.session.connect_window_s
     );
-    let seat = Seat {
-        backend: j.backend.clone(),
-        input: None,
-        binding: None,
-        dim: d,
-        leak: None,
-    };
+    let seat = Seat::new(j.backend.clone(), None, None, d);
     let outcome = run_participant(&mesh, &seat)?;
     let info = j.backend.info();
     let release = pipeline::release(

@@ -7,7 +7,7 @@ use crate::term;
 use kinsey_core::{Error, Result};
 use kinsey_data::RowTransform;
 use kinsey_kernels::DevicePref;
-use kinsey_learn::aggregate::{Calibration, NoiseKind, PrivacySpec};
+use kinsey_learn::aggregate::{NoiseKind, PrivacySpec, SensitivityDerivation};
 use kinsey_learn::logreg::{Objective, SolverConfig};
 use kinsey_learn::pipeline::{self, JobSpec};
 use kinsey_learn::seeding::NoiseKeys;
@@ -108,14 +108,14 @@ pub(crate) fn run(a: Args) -> Result<()> {
         solver: SolverConfig::default(),
         privacy: PrivacySpec {
             epsilon,
-            calibration: Calibration::Tight,
+            calibration: SensitivityDerivation::Tight,
             noise: NoiseKind::L2,
         },
         device: dev,
         transform: RowTransform::None,
         aggregation: match (crypto.config().aggregation()?, inject_fault) {
             (config::Aggregation::Secure(a), Some(f)) => {
-                config::Aggregation::Secure(a.with_fault(f.parse()?))
+                config::Aggregation::Secure(a.dangerous_with_fault(f.parse()?))
             }
             (a, _) => a,
         }

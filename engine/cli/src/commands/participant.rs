@@ -9,7 +9,7 @@ use kinsey_learn::aggregate::PlaintextAggregator;
 use kinsey_learn::logreg::Objective;
 use kinsey_learn::pipeline::JobSpec;
 use kinsey_protocol::session::tls::Identity;
-use kinsey_protocol::session::{Limits, MeshConfig, Session, StageHook, Tamper};
+use kinsey_protocol::session::{Limits, MeshConfig, MeshHooks, Session, StageHook, Tamper};
 use kinsey_protocol::transport::{Peer, Stage};
 use std::path::Path;
 use std::sync::Arc;
@@ -168,7 +168,9 @@ impl Joined {
                 self.cfg.shared.features.len(),
                 &self.backend.info(),
             ),
-            tamper,
+            hooks: tamper.map_or_else(MeshHooks::default, |(kind, stage)| {
+                MeshHooks::dangerous_tamper(kind, stage)
+            }),
             on_stage,
         })
     }

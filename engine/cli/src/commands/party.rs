@@ -85,13 +85,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         j.me,
         j.backend.device()
     );
-    let seat = Seat {
-        backend: j.backend.clone(),
-        input: Some(input),
-        binding: Some(binding),
-        dim: d,
-        leak: None,
-    };
+    let seat = Seat::new(j.backend.clone(), Some(input), Some(binding), d);
     let outcome = run_participant(&mesh, &seat)?;
     let out = &j.cfg.output.dir;
     let mut o = Outputs::new();

@@ -54,6 +54,21 @@ impl std::fmt::Debug for StageHook {
         f.write_str("StageHook")
     }
 }
+/// A mesh's test hooks: none by default, and nothing but the tests that show every peer
+/// refusing a corrupted frame sets one (rustls's `dangerous()` idea: the name says it).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MeshHooks {
+    pub(crate) tamper: Option<(Tamper, Stage)>,
+}
+
+impl MeshHooks {
+    /// DANGEROUS, for tests: corrupt the first frame this participant sends in `stage`.
+    pub fn dangerous_tamper(kind: Tamper, stage: Stage) -> Self {
+        Self {
+            tamper: Some((kind, stage)),
+        }
+    }
+}
 
 /// Everything a participant needs to join the mesh.
 #[derive(Debug)]
@@ -72,8 +87,8 @@ pub struct MeshConfig {
     pub timeout: Duration,
     /// Frame limits per stage.
     pub limits: Limits,
-    /// Test hook: corrupt the first message sent in a stage.
-    pub tamper: Option<(Tamper, Stage)>,
+    /// Test hooks: none unless set through [`MeshHooks::dangerous_tamper`].
+    pub hooks: MeshHooks,
     /// Called on entering each stage.
     pub on_stage: Option<StageHook>,
 }

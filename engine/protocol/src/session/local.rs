@@ -2,7 +2,7 @@
 //! own TLS mesh over loopback TCP, certificates from a fresh test CA. Used to measure the
 //! network transport against the in-process run in the same session, and by tests.
 
-use super::config::MeshConfig;
+use super::config::{MeshConfig, MeshHooks};
 use super::frame::Limits;
 use super::pki::{Issued, TestCa};
 use super::roster::{Member, PROTOCOL_VERSION, Roster, Session, member_name, new_session_id};
@@ -106,7 +106,7 @@ impl LocalSession {
             connect_window: Duration::from_secs(60),
             timeout: Duration::from_secs(600),
             limits: Limits::for_backend(k, d, info),
-            tamper: None,
+            hooks: MeshHooks::default(),
             on_stage: None,
         })
     }

@@ -177,7 +177,7 @@ impl Mesh {
             stage: Stage::Setup,
             timeout: cfg.timeout,
             limits: cfg.limits,
-            tamper: cfg.tamper,
+            tamper: cfg.hooks.tamper,
             on_stage: cfg.on_stage.clone(),
             failed: None,
             wire_sent: 0,

@@ -14,7 +14,7 @@ pub mod roster;
 mod run;
 pub mod tls;
 
-pub use config::{MeshConfig, StageHook, Tamper};
+pub use config::{MeshConfig, MeshHooks, StageHook, Tamper};
 pub use frame::Limits;
 pub use mesh::{LinkTraffic, Mesh};
 pub use roster::{Member, PROTOCOL_VERSION, Roster, Session};

@@ -50,8 +50,27 @@ pub struct Seat {
     pub binding: Option<Binding>,
     /// The dimension (a shared parameter).
     pub dim: usize,
-    /// Test hook: a deliberately leaking protocol variant.
-    pub leak: Option<Leak>,
+    /// Test hook: a deliberately leaking protocol variant (crate tests only).
+    pub(crate) leak: Option<Leak>,
+}
+
+impl Seat {
+    /// A participant's seat: the backend, a party's input (`None` for the curator), a
+    /// party's bound noise draw, and the dimension.
+    pub fn new(
+        backend: Arc<dyn AdditiveHe>,
+        input: Option<PartyInput>,
+        binding: Option<Binding>,
+        dim: usize,
+    ) -> Self {
+        Self {
+            backend,
+            input,
+            binding,
+            dim,
+            leak: None,
+        }
+    }
 }
 
 impl std::fmt::Debug for Seat {

@@ -170,7 +170,7 @@ fn bad_frames_end_the_session_everywhere_naming_the_sender() {
         let t = LocalSession::new(2, false).expect("session");
         let errs = errors(run_all(&t, &inputs(2, 3), |i, c| {
             if i == 1 {
-                c.tamper = Some((tamper, Stage::Noise));
+                c.hooks.tamper = Some((tamper, Stage::Noise));
             }
         }));
         assert!(
@@ -190,7 +190,7 @@ fn a_corrupted_data_tag_ends_the_session_naming_its_sender() {
     let t = LocalSession::new(3, false).expect("session");
     let errs = errors(run_all(&t, &inputs(3, 3), |i, c| {
         if i == 2 {
-            c.tamper = Some((Tamper::Garbage, Stage::Setup));
+            c.hooks.tamper = Some((Tamper::Garbage, Stage::Setup));
         }
     }));
     assert!(errs.iter().any(|e| e.contains("corrupted")), "{errs:?}");
