@@ -26,9 +26,6 @@ pub enum KernelError {
     )]
     /// `gpu` asked of a build without the `gpu` feature.
     NotBuilt,
-    #[error("unknown device '{0}' (expected auto, cpu or gpu)")]
-    /// A device name that is not `auto`, `cpu` or `gpu`.
-    UnknownDevice(String),
     #[error("bad kernel input: {0}")]
     /// The input does not fit the kernel (shapes, sizes).
     Input(String),

@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use kinsey_learn::aggregate::{Calibration as SensitivityDerivation, NoiseKind};
+pub use kinsey_learn::aggregate::{NoiseKind, SensitivityDerivation};
 pub use kinsey_learn::model_file::ModelFile;
 pub use kinsey_learn::pipeline::{Diagnostics, Release};
 pub use kinsey_learn::publish::Written;
@@ -277,10 +277,7 @@ impl JobBuilder {
                 "no parties: call parquet_parties(...) or parties(...)",
             )
         })?;
-        let epsilon = self
-            .epsilon
-            .ok_or_else(|| Error::param("epsilon", "the privacy parameter must be given"))?;
-        kinsey_core::check_epsilon("epsilon", epsilon)?;
+        let epsilon = crate::required_epsilon(self.epsilon)?;
         let aggregation: Arc<dyn Aggregator> = match self.backend {
             Backend::PlaintextReference => Arc::new(PlaintextAggregator),
             b => {
@@ -293,7 +290,7 @@ impl JobBuilder {
                     key_bits,
                     allow_insecure_test_keys: self.allow_insecure_test_keys,
                     allow_insecure,
-                    device: Some(self.crypto_device.as_str().into()),
+                    device: Some(self.crypto_device),
                     gpu_min_batch: None,
                 };
                 let backend = kinsey_protocol::registry::registry().create(name, &options)?;

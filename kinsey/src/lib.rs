@@ -45,6 +45,15 @@ pub use kinsey_core::{Error, Result};
 pub use kinsey_dp as dp;
 pub use kinsey_kernels::DevicePref;
 
+/// A builder's epsilon: required, and in the accepted range.
+#[cfg(any(feature = "classifier", feature = "stats"))]
+pub(crate) fn required_epsilon(epsilon: Option<f64>) -> Result<f64> {
+    let e =
+        epsilon.ok_or_else(|| Error::param("epsilon", "the privacy parameter must be given"))?;
+    kinsey_core::check_epsilon("epsilon", e)?;
+    Ok(e)
+}
+
 #[cfg(feature = "classifier")]
 pub mod classifier;
 #[cfg(feature = "parquet")]

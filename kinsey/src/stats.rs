@@ -266,10 +266,7 @@ impl DecayedSumBuilder {
     }
 
     fn query(&self, column: &str) -> Result<(Query, Bound)> {
-        let epsilon = self
-            .epsilon
-            .ok_or_else(|| Error::param("epsilon", "the privacy parameter must be given"))?;
-        kinsey_core::check_epsilon("epsilon", epsilon)?;
+        let epsilon = crate::required_epsilon(self.epsilon)?;
         let bound = self
             .bound
             .ok_or_else(|| Error::param("bound", "the per-step bound must be given"))?;
@@ -466,9 +463,7 @@ impl Histogram {
             column: column.into(),
             bins: self.bins,
             predicate: self.predicate,
-            epsilon: self
-                .epsilon
-                .ok_or_else(|| Error::param("epsilon", "the privacy parameter must be given"))?,
+            epsilon: crate::required_epsilon(self.epsilon)?,
             neighbours: self.neighbours.ok_or_else(|| {
                 Error::param("neighbours", "the neighbour definition must be given")
             })?,

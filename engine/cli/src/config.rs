@@ -5,7 +5,7 @@
 use kinsey_core::{Error, Result};
 use kinsey_data::parquet_io::ColumnSpec;
 use kinsey_data::{LabelEncoding, RowTransform};
-use kinsey_learn::aggregate::{Calibration, NoiseKind, PrivacySpec};
+use kinsey_learn::aggregate::{NoiseKind, PrivacySpec, SensitivityDerivation};
 use kinsey_learn::logreg::SolverConfig;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -108,7 +108,11 @@ impl CryptoConfig {
                         key_bits: self.key_bits,
                         allow_insecure_test_keys: self.allow_insecure_test_keys,
                         allow_insecure: self.allow_insecure,
-                        device: self.device.clone(),
+                        device: self.device.as_deref().map(str::parse).transpose().map_err(
+                            |e: kinsey_core::device::UnknownDevice| {
+                                Error::param("crypto.device", e.to_string())
+                            },
+                        )?,
                         gpu_min_batch: self.gpu_min_batch,
                     },
                 )?;
@@ -239,7 +243,7 @@ impl ModelConfig {
 pub(crate) struct PrivacyConfig {
     pub epsilon: f64,
     #[serde(default)]
-    pub calibration: Calibration,
+    pub calibration: SensitivityDerivation,
     #[serde(default)]
     pub noise: NoiseKind,
     /// Reproducible noise for audits; the release is then NOT private against whoever knows it.
@@ -403,7 +407,7 @@ noise = "laplace"
     #[test]
     fn parses_and_defaults() {
         let c = TrainConfig::parse(GOOD).expect("valid");
-        assert_eq!(c.privacy.calibration, Calibration::Paper);
+        assert_eq!(c.privacy.calibration, SensitivityDerivation::Paper);
         assert_eq!(c.privacy.noise, NoiseKind::Laplace);
         assert_eq!(c.data.transform().expect("ok"), RowTransform::Scale(0.25));
         assert_eq!(c.compute.device, kinsey_kernels::DevicePref::Auto);

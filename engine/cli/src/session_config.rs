@@ -8,7 +8,7 @@
 use crate::config::{ComputeConfig, CryptoConfig, DataConfig, ModelConfig, PrivacyConfig};
 use kinsey_core::{Error, Result};
 use kinsey_data::LabelEncoding;
-use kinsey_learn::aggregate::{Calibration, NoiseKind};
+use kinsey_learn::aggregate::{NoiseKind, SensitivityDerivation};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -113,7 +113,7 @@ pub(crate) struct Shared {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_two_parties: bool,
     #[serde(default)]
-    pub calibration: Calibration,
+    pub calibration: SensitivityDerivation,
     #[serde(default)]
     pub noise: NoiseKind,
     #[serde(default = "default_transform")]

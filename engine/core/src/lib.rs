@@ -3,7 +3,10 @@
 //! every command applies (epsilon, delta), and the [`Progress`] callback through which the
 //! libraries report long steps without drawing anything themselves.
 
+pub mod device;
 pub mod limits;
+
+pub use device::DevicePref;
 
 use std::path::PathBuf;
 

@@ -21,7 +21,7 @@
 //! moves `S / (K 2^f)` by at most `sqrt(d) 2^-f / K` in L2, which the calibration adds to
 //! the sensitivity.
 //!
-//! Calibration (shared/docs/calibration.md, derived here, checked in tests):
+//! SensitivityDerivation (shared/docs/calibration.md, derived here, checked in tests):
 //! * `Lambda = 2 lambda` (eq. 2 of seed 001; `Objective::strong_convexity`).
 //! * Replacing one record of party j moves its exact minimiser by at most
 //!   `2/(n_j Lambda)` in L2 (Chaudhuri & Monteleoni, Cor. 2); an approximate minimiser with
@@ -49,7 +49,7 @@ pub const FIXED_POINT_BITS: u32 = 32;
 /// Which sensitivity to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Calibration {
+pub enum SensitivityDerivation {
     #[default]
     /// The derivation of seed 001 with the constants of `Objective` (the default).
     Tight,
@@ -68,12 +68,12 @@ pub enum NoiseKind {
     Laplace,
 }
 
-impl Calibration {
+impl SensitivityDerivation {
     /// The name as written in TOML.
     pub fn name(self) -> &'static str {
         match self {
-            Calibration::Tight => "tight",
-            Calibration::Paper => "paper",
+            SensitivityDerivation::Tight => "tight",
+            SensitivityDerivation::Paper => "paper",
         }
     }
 }
@@ -94,7 +94,7 @@ pub struct PrivacySpec {
     /// Privacy parameter of the release.
     pub epsilon: f64,
     /// Which sensitivity derivation.
-    pub calibration: Calibration,
+    pub calibration: SensitivityDerivation,
     /// Which noise law.
     pub noise: NoiseKind,
 }
@@ -108,7 +108,7 @@ pub const NOISE_BITS: u32 = 80;
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct NoiseCalibration {
     /// Which sensitivity derivation.
-    pub calibration: Calibration,
+    pub calibration: SensitivityDerivation,
     /// Which noise law.
     pub noise: NoiseKind,
     /// Privacy parameter.
@@ -142,16 +142,22 @@ pub enum NoiseLaw {
 
 /// The L2 sensitivity of the published vector as the formula a release states (with the
 /// secret `n_(1)`), which [`calibrate`] evaluates at the party's own size: one source.
-pub fn sensitivity(obj: &Objective, calibration: Calibration, k: usize, d: usize, g: f64) -> Expr {
+pub fn sensitivity(
+    obj: &Objective,
+    calibration: SensitivityDerivation,
+    k: usize,
+    d: usize,
+    g: f64,
+) -> Expr {
     let kk = Expr::Named("K", k as f64);
     // The rounding of each party's model to 2^-f moves the average by sqrt(d) 2^-f / K.
     let rounding =
         Expr::Named("d", d as f64).sqrt() * Expr::Pow2(-(FIXED_POINT_BITS as i32)) / kk.clone();
     match calibration {
-        Calibration::Tight => {
+        SensitivityDerivation::Tight => {
             (obj.minimiser_sensitivity_expr() + obj.inexact_slack_expr(g)) / kk + rounding
         }
-        Calibration::Paper => {
+        SensitivityDerivation::Paper => {
             Expr::Lit(2.0) / (Expr::Secret("n_(1)") * Expr::Named("lambda", obj.lambda))
                 + obj.inexact_slack_expr(g)
                 + rounding
@@ -290,7 +296,7 @@ pub fn calibrate(
         dim: d,
         l2_sensitivity: l2,
         slack: slack
-            / if calibration == Calibration::Tight {
+            / if calibration == SensitivityDerivation::Tight {
                 k as f64
             } else {
                 1.0
@@ -493,9 +499,9 @@ mod tests {
         Objective::new(1.0).expect("lambda")
     }
 
-    /// Calibration for K = 5 parties at lambda = 1.
+    /// SensitivityDerivation for K = 5 parties at lambda = 1.
     fn cal(
-        calibration: Calibration,
+        calibration: SensitivityDerivation,
         noise: NoiseKind,
         epsilon: f64,
         n: usize,
@@ -512,39 +518,91 @@ mod tests {
 
     #[test]
     fn tight_and_paper_scales_follow_the_derivation() {
-        let t = cal(Calibration::Tight, NoiseKind::L2, 0.1, 1000, 10, 0.0).expect("ok");
+        let t = cal(
+            SensitivityDerivation::Tight,
+            NoiseKind::L2,
+            0.1,
+            1000,
+            10,
+            0.0,
+        )
+        .expect("ok");
         // 2 / (K n Lambda) = 2 / (5 * 1000 * 2), plus the fixed-point rounding
         // sqrt(d) 2^-32 / K of the local models.
         let rounding = 10f64.sqrt() * 2f64.powi(-32) / 5.0;
         assert!((t.l2_sensitivity - (2e-4 + rounding)).abs() < 1e-18);
         assert!((t.scale - (2e-4 + rounding) / 0.1).abs() < 1e-15);
-        let p = cal(Calibration::Paper, NoiseKind::L2, 0.1, 1000, 10, 0.0).expect("ok");
+        let p = cal(
+            SensitivityDerivation::Paper,
+            NoiseKind::L2,
+            0.1,
+            1000,
+            10,
+            0.0,
+        )
+        .expect("ok");
         assert!((p.l2_sensitivity - (2e-3 + rounding)).abs() < 1e-15);
         assert!(
             (p.scale / t.scale - 10.0).abs() < 1e-5,
             "paper = 2K x tight"
         );
-        let l = cal(Calibration::Tight, NoiseKind::Laplace, 0.1, 1000, 16, 0.0).expect("ok");
+        let l = cal(
+            SensitivityDerivation::Tight,
+            NoiseKind::Laplace,
+            0.1,
+            1000,
+            16,
+            0.0,
+        )
+        .expect("ok");
         assert!(
             (l.scale / (4.0 * 2e-4 / 0.1) - 1.0).abs() < 3e-4 && l.scale >= 4.0 * 2e-4 / 0.1,
             "L1 = sqrt(d) * L2, rounded up to the exact sampler's parameter"
         );
         assert!(l.privacy_map(l.l2_sensitivity) <= 0.1 + 1e-12);
         assert!((t.privacy_map(t.l2_sensitivity) - 0.1).abs() < 1e-12);
-        let s = cal(Calibration::Tight, NoiseKind::L2, 0.1, 1000, 10, 1e-6).expect("ok");
+        let s = cal(
+            SensitivityDerivation::Tight,
+            NoiseKind::L2,
+            0.1,
+            1000,
+            10,
+            1e-6,
+        )
+        .expect("ok");
         assert!(
             s.l2_sensitivity > t.l2_sensitivity,
             "gradient slack is folded in"
         );
-        assert!(cal(Calibration::Tight, NoiseKind::L2, 0.0, 1000, 10, 0.0).is_err());
-        assert!(cal(Calibration::Tight, NoiseKind::L2, f64::NAN, 1000, 10, 0.0).is_err());
+        assert!(
+            cal(
+                SensitivityDerivation::Tight,
+                NoiseKind::L2,
+                0.0,
+                1000,
+                10,
+                0.0
+            )
+            .is_err()
+        );
+        assert!(
+            cal(
+                SensitivityDerivation::Tight,
+                NoiseKind::L2,
+                f64::NAN,
+                1000,
+                10,
+                0.0
+            )
+            .is_err()
+        );
     }
 
     /// One source: the formula a release states evaluates to the sensitivity the noise was
     /// calibrated to (the audit found the report adding a `(1 + 1/K)` the calibration did not).
     #[test]
     fn the_stated_sensitivity_is_the_calibrated_one() {
-        for calibration in [Calibration::Tight, Calibration::Paper] {
+        for calibration in [SensitivityDerivation::Tight, SensitivityDerivation::Paper] {
             let e = sensitivity(&obj(), calibration, 5, 10, 1e-6);
             let c = cal(calibration, NoiseKind::L2, 0.1, 1000, 10, 1e-6).expect("ok");
             assert_eq!(e.eval(1000.0), c.l2_sensitivity);
@@ -559,7 +617,15 @@ mod tests {
     /// is now the exact discrete Laplace, calibrated to the same (L1 = L2) sensitivity.
     #[test]
     fn d1_noise_is_the_exact_discrete_laplace() {
-        let c = cal(Calibration::Tight, NoiseKind::L2, 1.0, 1000, 1, 1e-10).expect("ok");
+        let c = cal(
+            SensitivityDerivation::Tight,
+            NoiseKind::L2,
+            1.0,
+            1000,
+            1,
+            1e-10,
+        )
+        .expect("ok");
         let unit = 5.0 * 2f64.powi(32);
         // Calibrated to the L2 (= L1) sensitivity, rounded up to the sampler's grid.
         let want = DiscreteLaplace::for_sensitivity_wide(
@@ -573,7 +639,15 @@ mod tests {
             "an exact integer law at d = 1"
         );
         assert!(c.privacy_map(c.l2_sensitivity) <= 1.0 + 1e-12);
-        let two = cal(Calibration::Tight, NoiseKind::L2, 1.0, 1000, 2, 1e-10).expect("ok");
+        let two = cal(
+            SensitivityDerivation::Tight,
+            NoiseKind::L2,
+            1.0,
+            1000,
+            2,
+            1e-10,
+        )
+        .expect("ok");
         assert!(matches!(two.law, NoiseLaw::L2(_)));
     }
 
@@ -581,7 +655,15 @@ mod tests {
     /// s, and the same test rejects a draw whose scale is 30% too small.
     #[test]
     fn aggregate_noise_has_the_calibrated_scale() {
-        let c = cal(Calibration::Tight, NoiseKind::L2, 0.2, 500, 20, 1e-10).expect("ok");
+        let c = cal(
+            SensitivityDerivation::Tight,
+            NoiseKind::L2,
+            0.2,
+            500,
+            20,
+            1e-10,
+        )
+        .expect("ok");
         let unit = 5.0 * 2f64.powi(32);
         let mut rng = NoiseRng::from_seed_quiet(77);
         let draw = |c: &NoiseCalibration, rng: &mut NoiseRng| -> Vec<f64> {
@@ -603,7 +685,15 @@ mod tests {
         let (_, p) = ks_test(&mut v, |x| gamma_cdf(x, 20.0, c.scale));
         assert!(p < ALPHA, "power: p = {p}");
         // Laplace noise: each coordinate is Laplace(b).
-        let l = cal(Calibration::Tight, NoiseKind::Laplace, 0.2, 500, 4, 0.0).expect("ok");
+        let l = cal(
+            SensitivityDerivation::Tight,
+            NoiseKind::Laplace,
+            0.2,
+            500,
+            4,
+            0.0,
+        )
+        .expect("ok");
         let mut coords: Vec<f64> = (0..20_000)
             .flat_map(|_| l.sample(&mut rng))
             .map(|x| x as f64 / unit)
@@ -654,7 +744,7 @@ mod tests {
     #[test]
     fn published_value_has_no_noiseless_residue() {
         for noise in [NoiseKind::L2, NoiseKind::Laplace] {
-            let c = cal(Calibration::Tight, noise, 1.0, 5000, 40, 1e-10).expect("ok");
+            let c = cal(SensitivityDerivation::Tight, noise, 1.0, 5000, 40, 1e-10).expect("ok");
             let mut rng = NoiseRng::from_seed_quiet(9);
             let ws: Vec<Vec<f64>> = (0..5)
                 .map(|_| (0..40).map(|_| rng.std_normal()).collect())

@@ -117,7 +117,7 @@ pub struct Timings {
     pub ingest_s: f64,
     /// Every party's local fit.
     pub local_training_s: f64,
-    /// Calibration, noise and aggregation.
+    /// SensitivityDerivation, noise and aggregation.
     pub aggregation_s: f64,
     pub(crate) baselines_s: f64,
     /// Evaluating the models.
@@ -300,7 +300,7 @@ pub fn guarantee(spec: &JobSpec, k: usize, d: usize) -> Result<Guarantee> {
     let formula = format!(
         "{sens} sensitivity Delta2 = {expr}{}, with {}, and n_(1) the smallest party's size \
          (secret: no participant learns it)",
-        if spec.privacy.calibration == aggregate::Calibration::Paper {
+        if spec.privacy.calibration == aggregate::SensitivityDerivation::Paper {
             " (the published scale)"
         } else {
             ""

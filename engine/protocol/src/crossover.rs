@@ -127,7 +127,7 @@ pub fn paillier_crossover(
     budget_s: f64,
     rng: &mut dyn rand_core::CryptoRng,
 ) -> Result<Crossover> {
-    use kinsey_backend_paillier::{DevicePref, Paillier, Plan, calibrate, parse_device};
+    use kinsey_backend_paillier::{DevicePref, MeasurementPlan, Paillier, calibrate, parse_device};
     let pref = parse_device(device).map_err(|e| Error::param("device", e.to_string()))?;
     if pref == DevicePref::Cpu {
         return Err(Error::param(
@@ -150,7 +150,7 @@ pub fn paillier_crossover(
             format!("no GPU to measure ({})", gpu.device()),
         ));
     }
-    let plan = Plan {
+    let plan = MeasurementPlan {
         max_batch,
         budget_s,
         wins_to_stop: None,

@@ -16,9 +16,9 @@ pub struct BackendOptions {
     pub allow_insecure_test_keys: bool,
     /// Allow backends that do not encrypt at all (`mock`).
     pub allow_insecure: bool,
-    /// Where a backend that has a GPU path runs its batches: `auto`, `cpu` or `gpu`
-    /// (`None`: the CPU). Backends without one ignore it.
-    pub device: Option<String>,
+    /// Where a backend that has a GPU path runs its batches (`None`: the CPU). Backends
+    /// without one ignore it.
+    pub device: Option<kinsey_core::DevicePref>,
     /// Under `auto`, the smallest batch sent to the GPU (`None`: the backend decides; the
     /// Paillier backend measures each operation's on this machine).
     pub gpu_min_batch: Option<usize>,

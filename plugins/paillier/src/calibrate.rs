@@ -7,7 +7,7 @@
 //! the CPU's first: a GPU that computes something else is an error, not a fallback.
 //!
 //! `kinsey bench paillier --crossover` prints the same measurement in full; under `auto`
-//! the backend runs a shorter one ([`Plan::AUTO`]) once per process and key size, and says
+//! the backend runs a shorter one ([`MeasurementPlan::AUTO`]) once per process and key size, and says
 //! what it found in its device description.
 
 use kinsey_backend::{AdditiveHe, BackendError, Ciphertext};
@@ -101,7 +101,7 @@ pub fn crossover_of(points: &[Point]) -> Option<usize> {
 
 /// How long a measurement may grow.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Plan {
+pub struct MeasurementPlan {
     /// Largest batch measured.
     pub max_batch: usize,
     /// An operation stops growing once one batch takes longer than this on either path.
@@ -112,10 +112,10 @@ pub struct Plan {
     pub wins_to_stop: Option<usize>,
 }
 
-impl Plan {
+impl MeasurementPlan {
     /// What `device = "auto"` runs when the configuration gives no `gpu_min_batch`: batches
     /// up to 4096 items, a quarter of a second per batch, two wins in a row to settle.
-    pub const AUTO: Plan = Plan {
+    pub const AUTO: MeasurementPlan = MeasurementPlan {
         max_batch: 4096,
         budget_s: 0.25,
         wins_to_stop: Some(2),
@@ -124,7 +124,7 @@ impl Plan {
 
 /// A finished measurement: per operation, and how long it took.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Calibration {
+pub struct Crossovers {
     /// Key size measured.
     pub bits: u32,
     /// The GPU, in words.
@@ -135,7 +135,7 @@ pub struct Calibration {
     pub seconds: f64,
 }
 
-impl Calibration {
+impl Crossovers {
     /// The smallest batch of `op` sent to the GPU (`usize::MAX`: never).
     pub fn threshold(&self, op: Op) -> usize {
         self.ops
@@ -189,9 +189,9 @@ pub fn measure(
     cpu: &dyn AdditiveHe,
     gpu: &dyn AdditiveHe,
     bits: u32,
-    plan: &Plan,
+    plan: &MeasurementPlan,
     rng: &mut dyn rand_core::CryptoRng,
-) -> Result<Calibration, BackendError> {
+) -> Result<Crossovers, BackendError> {
     let start = Instant::now();
     if plan.max_batch == 0 || plan.max_batch > 1 << 20 {
         return Err(BackendError::Other(format!(
@@ -266,7 +266,7 @@ pub fn measure(
             points,
         });
     }
-    Ok(Calibration {
+    Ok(Crossovers {
         bits,
         device: gpu.device(),
         ops,
@@ -276,16 +276,16 @@ pub fn measure(
 
 /// Measurements made in this process, by key size and device: parties running as threads
 /// of one process, or a backend built again, measure once.
-type Measured = Vec<((u32, String), Arc<Calibration>)>;
+type Measured = Vec<((u32, String), Arc<Crossovers>)>;
 
-/// [`measure`] with [`Plan::AUTO`] and a key from the OS, once per process for each key
+/// [`measure`] with [`MeasurementPlan::AUTO`] and a key from the OS, once per process for each key
 /// size and adapter (`gpu` sends every batch to the GPU).
 pub(crate) fn measured_once(
     cpu: &dyn AdditiveHe,
     gpu: &dyn AdditiveHe,
     bits: u32,
     adapter: &str,
-) -> Result<Arc<Calibration>, BackendError> {
+) -> Result<Arc<Crossovers>, BackendError> {
     static CACHE: OnceLock<Mutex<Measured>> = OnceLock::new();
     let id = (bits, adapter.to_string());
     // The lock is held while measuring: a second backend waits and takes the result.
@@ -296,14 +296,14 @@ pub(crate) fn measured_once(
         return Ok(Arc::clone(c));
     }
     let mut os = rand_chacha::ChaCha20Rng::from_os_rng();
-    let c = Arc::new(measure(cpu, gpu, bits, &Plan::AUTO, &mut os)?);
+    let c = Arc::new(measure(cpu, gpu, bits, &MeasurementPlan::AUTO, &mut os)?);
     cache.push((id, Arc::clone(&c)));
     Ok(c)
 }
 
 /// A measurement with made-up crossovers (operation `i`'s is `crossover(i)`), for tests.
 #[cfg(test)]
-pub(crate) fn made_up(crossover: impl Fn(usize) -> Option<usize>, seconds: f64) -> Calibration {
+pub(crate) fn made_up(crossover: impl Fn(usize) -> Option<usize>, seconds: f64) -> Crossovers {
     let ops = Op::ALL
         .iter()
         .enumerate()
@@ -313,7 +313,7 @@ pub(crate) fn made_up(crossover: impl Fn(usize) -> Option<usize>, seconds: f64) 
             crossover: crossover(i),
         })
         .collect();
-    Calibration {
+    Crossovers {
         bits: 2048,
         device: "test".into(),
         ops,

@@ -11,7 +11,7 @@
 //! least the operation's crossover measured on this machine ([`crate::calibrate`]).
 //! Otherwise it runs on the CPU.
 
-use crate::calibrate::{Calibration, Op};
+use crate::calibrate::{Crossovers, Op};
 use crate::fixed_base::FixedBase;
 use kinsey_backend::BackendError;
 use kinsey_kernels::montgomery::{BatchArith, FixedTable, Modulus};
@@ -27,8 +27,8 @@ pub(crate) enum Policy {
     /// Batches of at least this many items, whatever the operation (`[crypto]
     /// gpu_min_batch`; 1 for every batch).
     AtLeast(usize),
-    /// Each operation from its measured crossover ([`Calibration::threshold`]).
-    Measured(Arc<Calibration>),
+    /// Each operation from its measured crossover ([`Crossovers::threshold`]).
+    Measured(Arc<Crossovers>),
 }
 
 impl Policy {
@@ -90,7 +90,7 @@ impl Device {
     }
 
     /// The measurement behind the thresholds, if they were measured.
-    pub(crate) fn calibration(&self) -> Option<Arc<Calibration>> {
+    pub(crate) fn calibration(&self) -> Option<Arc<Crossovers>> {
         match &self.policy {
             Policy::Measured(c) => Some(Arc::clone(c)),
             Policy::AtLeast(_) => None,

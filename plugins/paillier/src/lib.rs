@@ -51,7 +51,7 @@ use rug::{Complete, Integer};
 use std::sync::Arc;
 
 pub use arith::{randomness_bits, security_bits};
-pub use calibrate::{Calibration, Op, Plan};
+pub use calibrate::{Crossovers, MeasurementPlan, Op};
 pub use keys::public_key_bits;
 pub use kinsey_kernels::DevicePref;
 
@@ -75,7 +75,7 @@ fn create(opts: &BackendOptions) -> Result<Arc<dyn AdditiveHe>, BackendError> {
         opts.key_bits.unwrap_or(MIN_KEY_BITS),
         opts.allow_insecure_test_keys,
     )?;
-    let pref = parse_device(opts.device.as_deref().unwrap_or("cpu"))?;
+    let pref = opts.device.unwrap_or(DevicePref::Cpu);
     Ok(Arc::new(match opts.gpu_min_batch {
         Some(m) => p.with_device(pref, m)?,
         // Under `auto` without a threshold, each operation's is measured on this machine.
@@ -87,7 +87,7 @@ fn create(opts: &BackendOptions) -> Result<Arc<dyn AdditiveHe>, BackendError> {
 /// A device preference as users write it: `auto`, `cpu` or `gpu`.
 pub fn parse_device(s: &str) -> Result<DevicePref, BackendError> {
     s.parse()
-        .map_err(|e: kinsey_kernels::KernelError| BackendError::Other(e.to_string()))
+        .map_err(|e: kinsey_core::device::UnknownDevice| BackendError::Other(e.to_string()))
 }
 
 /// The Paillier backend for one key size.
@@ -178,7 +178,7 @@ impl Paillier {
     }
 
     /// The measurement behind `device = "auto"`'s thresholds, when it ran.
-    pub fn calibration(&self) -> Option<Arc<Calibration>> {
+    pub fn calibration(&self) -> Option<Arc<Crossovers>> {
         self.device.calibration()
     }
 

@@ -7,7 +7,7 @@ use kinsey_core::{Error, Result};
 use kinsey_data::parquet_io::{ColumnSpec, read_parquet};
 use kinsey_data::{RowTransform, synth};
 use kinsey_kernels::DevicePref;
-use kinsey_learn::aggregate::{Calibration, NoiseKind, PrivacySpec};
+use kinsey_learn::aggregate::{NoiseKind, PrivacySpec, SensitivityDerivation};
 use kinsey_learn::logreg::{Objective, SolverConfig};
 use kinsey_learn::pipeline::{self, JobSpec};
 use std::path::PathBuf;
@@ -156,7 +156,7 @@ fn train(a: TrainArgs) -> Result<()> {
         },
         privacy: PrivacySpec {
             epsilon: 1.0,
-            calibration: Calibration::Tight,
+            calibration: SensitivityDerivation::Tight,
             noise: NoiseKind::L2,
         },
         device: dev,

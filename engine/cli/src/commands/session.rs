@@ -9,7 +9,7 @@ use crate::session_config::*;
 use kinsey_core::{Error, Result};
 use kinsey_data::output::Outputs;
 use kinsey_data::parquet_io::write_parquet;
-use kinsey_learn::aggregate::{Calibration, NoiseKind};
+use kinsey_learn::aggregate::{NoiseKind, SensitivityDerivation};
 use kinsey_protocol::session::local::free_ports;
 use kinsey_protocol::session::pki::TestCa;
 use kinsey_protocol::session::roster::{
@@ -107,7 +107,7 @@ fn shared(i: &InitArgs, features: Vec<String>) -> Shared {
         hessian_rows: m.hessian_rows,
         epsilon: i.epsilon,
         allow_two_parties: i.allow_two_parties,
-        calibration: Calibration::Tight,
+        calibration: SensitivityDerivation::Tight,
         noise: NoiseKind::L2,
         row_transform: "none".into(),
         row_scale: None,

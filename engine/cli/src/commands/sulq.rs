@@ -11,7 +11,7 @@ use kinsey_data::output::write_json;
 use kinsey_data::series::Predicate;
 use kinsey_data::table::{Matrix, Range};
 use kinsey_kernels::DevicePref;
-use kinsey_stats::sulq::release::{OneTable, SulqRun, TwoTables};
+use kinsey_stats::sulq::release::{SulqRun, TwoTables};
 use kinsey_stats::sulq::{self, SulqDb};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -157,23 +157,17 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
         .iter()
         .map(|e| format!("inertia ratio to non-private {:.4}", e["ratio"]))
         .collect();
-    let run = SulqRun {
-        kind: "kinsey.sulq_kmeans.v1",
-        about: OneTable {
-            input: a.input.input.clone(),
-            device: Some(kernel.describe()),
-            columns: m.names.clone(),
-            test: None,
-            ledger: db.ledger,
-        },
-        neighbours: c.neighbours,
-        rows: Some(m.n),
-        result: res,
-        rng: rng.record(),
-        clipped: Some(m.clipped.clone()),
-        evaluation,
-        test_accuracy: None,
-    };
+    let mut run = one_table(
+        "kinsey.sulq_kmeans.v1",
+        c,
+        &a.input,
+        &m,
+        db.ledger,
+        res,
+        rng.record(),
+    );
+    run.evaluation = evaluation;
+    run.about.device = Some(kernel.describe());
     finish_sulq(o, c, run, summary, lines)
 }
 
@@ -309,23 +303,16 @@ pub(crate) fn run_pca(a: &PcaArgs) -> Result<Done> {
             )
         })
         .collect();
-    let run = SulqRun {
-        kind: "kinsey.sulq_pca.v1",
-        about: OneTable {
-            input: a.input.input.clone(),
-            device: None,
-            columns: m.names.clone(),
-            test: None,
-            ledger: db.ledger,
-        },
-        neighbours: c.neighbours,
-        rows: Some(m.n),
-        result: res,
-        rng: rng.record(),
-        clipped: Some(m.clipped.clone()),
-        evaluation,
-        test_accuracy: None,
-    };
+    let mut run = one_table(
+        "kinsey.sulq_pca.v1",
+        c,
+        &a.input,
+        &m,
+        db.ledger,
+        res,
+        rng.record(),
+    );
+    run.evaluation = evaluation;
     finish_sulq(o, c, run, summary, lines)
 }
 
@@ -456,23 +443,18 @@ pub(crate) fn run_perceptron(a: &PerceptronArgs) -> Result<Done> {
         .iter()
         .map(|v| format!("test accuracy {v:.4}"))
         .collect();
-    let run = SulqRun {
-        kind: "kinsey.sulq_perceptron.v1",
-        about: OneTable {
-            input: a.input.input.clone(),
-            device: None,
-            columns: m.names.clone(),
-            test: a.test.clone(),
-            ledger: db.ledger,
-        },
-        neighbours: c.neighbours,
-        rows: Some(m.n),
-        result: res,
-        rng: rng.record(),
-        clipped: Some(m.clipped.clone()),
-        evaluation,
-        test_accuracy: test_acc,
-    };
+    let mut run = one_table(
+        "kinsey.sulq_perceptron.v1",
+        c,
+        &a.input,
+        &m,
+        db.ledger,
+        res,
+        rng.record(),
+    );
+    run.evaluation = evaluation;
+    run.about.test = a.test.clone();
+    run.test_accuracy = test_acc;
     finish_sulq(o, c, run, summary, lines)
 }
 
@@ -569,23 +551,18 @@ pub(crate) fn run_stat(a: &StatArgs) -> Result<Done> {
         res.guarantee.epsilon_spent,
         c.delta
     );
-    let run = SulqRun {
-        kind: "kinsey.sulq_stat.v1",
-        about: OneTable {
-            input: a.input.input.clone(),
-            device: None,
-            columns: Vec::new(),
-            test: None,
-            ledger: db.ledger,
-        },
-        neighbours: c.neighbours,
-        rows: Some(m.n),
-        result: res,
-        rng: rng.record(),
-        clipped: None,
-        evaluation,
-        test_accuracy: None,
-    };
+    let mut run = one_table(
+        "kinsey.sulq_stat.v1",
+        c,
+        &a.input,
+        &m,
+        db.ledger,
+        res,
+        rng.record(),
+    );
+    run.evaluation = evaluation;
+    run.about.columns.clear();
+    run.clipped = None;
     finish_sulq(o, c, run, summary, Vec::new())
 }
 

@@ -6,12 +6,14 @@ use super::common::*;
 use kinsey_core::{Error, Result};
 use kinsey_data::output::Outputs;
 use kinsey_data::table::{ColumnBounds, Matrix, Range, read_matrix};
+use kinsey_dp::RngRecord;
 use kinsey_dp::{Neighbours, NoiseRng};
-use kinsey_stats::sulq::release::SulqRun;
-use kinsey_stats::sulq::{self, Calibration, SulqDb};
+use kinsey_stats::sulq::QueryRecord;
+use kinsey_stats::sulq::release::{OneTable, SulqRun};
+use kinsey_stats::sulq::{self, GaussianCalibration, SulqDb};
 use std::path::{Path, PathBuf};
 
-pub(crate) fn parse_calibration(s: &str) -> std::result::Result<Calibration, String> {
+pub(crate) fn parse_calibration(s: &str) -> std::result::Result<GaussianCalibration, String> {
     s.parse().map_err(|e: Error| e.to_string())
 }
 
@@ -56,7 +58,7 @@ pub(crate) struct SulqCommon {
     pub neighbours: Neighbours,
     /// zcdp (Gaussian mechanism, zCDP accounting) or paper (the seed's R bound).
     #[arg(long, value_parser = parse_calibration, default_value = "zcdp")]
-    pub calibration: Calibration,
+    pub calibration: GaussianCalibration,
     /// Output directory.
     #[arg(long)]
     pub out: PathBuf,
@@ -137,5 +139,35 @@ pub(crate) fn warn_delta(c: &SulqCommon, n: usize) {
             c.delta,
             1.0 / n as f64
         );
+    }
+}
+
+/// A one-table SuLQ run as most commands make it: its input, columns, ledger, row count,
+/// result and clipping counts (the caller sets the rest: device, test table, evaluation).
+pub(crate) fn one_table<R>(
+    kind: &'static str,
+    c: &SulqCommon,
+    input: &SulqInput,
+    m: &Matrix,
+    ledger: Vec<QueryRecord>,
+    result: R,
+    rng: RngRecord,
+) -> SulqRun<OneTable, R> {
+    SulqRun {
+        kind,
+        about: OneTable {
+            input: input.input.clone(),
+            device: None,
+            columns: m.names.clone(),
+            test: None,
+            ledger,
+        },
+        neighbours: c.neighbours,
+        rows: Some(m.n),
+        result,
+        rng,
+        clipped: Some(m.clipped.clone()),
+        evaluation: None,
+        test_accuracy: None,
     }
 }

@@ -16,7 +16,7 @@ use kinsey_data::output::Outputs;
 use kinsey_data::split::{SplitSpec, split};
 use kinsey_data::{Dataset, RowTransform};
 use kinsey_dp::NoiseRng;
-use kinsey_learn::aggregate::{self, Calibration, NoiseKind, PrivacySpec};
+use kinsey_learn::aggregate::{self, NoiseKind, PrivacySpec, SensitivityDerivation};
 use kinsey_learn::logreg::{self, Objective, SolverConfig};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -128,7 +128,7 @@ fn sweep(
     rng: &mut NoiseRng,
 ) -> Result<Vec<Point>> {
     let mut points = Vec::new();
-    for calibration in [Calibration::Tight, Calibration::Paper] {
+    for calibration in [SensitivityDerivation::Tight, SensitivityDerivation::Paper] {
         for &epsilon in &cfg.epsilons {
             let spec = PrivacySpec {
                 epsilon,

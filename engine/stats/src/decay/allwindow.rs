@@ -1,6 +1,6 @@
 //! Window sums for several window sizes at once from one tree.
 
-use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
+use super::model::{CalibrationReport, DecayedSum, ModelParams, Public, check_bound, window_truth};
 use super::noise::KeyedNoise;
 use super::tree::{
     Forest, Held, Pool, Releases, interval_sum, segment_steps, segment_walk, segments,
@@ -122,8 +122,8 @@ impl AllWindowSum {
         &self.windows
     }
 
-    pub(crate) fn calibration(&self) -> Calibration {
-        Calibration {
+    pub(crate) fn calibration(&self) -> CalibrationReport {
+        CalibrationReport {
             model: format!(
                 "all windows (W = {:?}, delta = {}, levels 0..={})",
                 self.windows, self.delta, self.h
@@ -270,7 +270,7 @@ pub(crate) fn build(p: &ModelParams, c: &Public) -> Result<Box<dyn DecayedSum>> 
 }
 
 impl DecayedSum for AllWindowSum {
-    fn calibration(&self) -> Calibration {
+    fn calibration(&self) -> CalibrationReport {
         AllWindowSum::calibration(self)
     }
 

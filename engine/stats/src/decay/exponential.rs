@@ -1,7 +1,7 @@
 //! Exponentially decayed sums, and the binary mechanism for running sums (alpha = 1 over
 //! a declared horizon).
 
-use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound};
+use super::model::{CalibrationReport, DecayedSum, ModelParams, Public, check_bound};
 use super::noise::{Batch, KeyedNoise};
 use super::tree::{Forest, first_id};
 use kinsey_core::{Error, Result, check_epsilon};
@@ -106,8 +106,8 @@ impl ExponentialSum {
         })
     }
 
-    pub(crate) fn calibration(&self) -> Calibration {
-        Calibration {
+    pub(crate) fn calibration(&self) -> CalibrationReport {
+        CalibrationReport {
             model: match self.horizon {
                 Some(t) => format!("running (binary mechanism, horizon {t})"),
                 None => format!("exponential (alpha = {})", self.alpha),
@@ -451,7 +451,7 @@ pub(crate) fn build_running(p: &ModelParams, c: &Public) -> Result<Box<dyn Decay
 }
 
 impl DecayedSum for ExponentialSum {
-    fn calibration(&self) -> Calibration {
+    fn calibration(&self) -> CalibrationReport {
         ExponentialSum::calibration(self)
     }
 

@@ -3,7 +3,7 @@
 //! `Lap(W B / eps)` (exact dyadic discrete Laplace on the grid): error `O(W / eps)`.
 
 use super::model::{
-    Calibration, DecayedSum, ModelParams, Public, Sliding, check_bound, laplace_guarantee,
+    CalibrationReport, DecayedSum, ModelParams, Public, Sliding, check_bound, laplace_guarantee,
     window_truth,
 };
 use super::noise::KeyedNoise;
@@ -53,8 +53,8 @@ pub(crate) fn build(p: &ModelParams, c: &Public) -> Result<Box<dyn DecayedSum>> 
 }
 
 impl DecayedSum for LaplaceWindow {
-    fn calibration(&self) -> Calibration {
-        Calibration {
+    fn calibration(&self) -> CalibrationReport {
+        CalibrationReport {
             model: format!("per-output Laplace baseline (W = {})", self.w),
             epsilon: self.epsilon,
             bound: self.bound,

@@ -34,7 +34,7 @@ mod tree;
 pub use allwindow::AllWindowSum;
 pub use exponential::ExponentialSum;
 pub use laplace::LaplaceWindow;
-pub use model::{Calibration, DecayedSum, ModelParams, Public, push_each};
+pub use model::{CalibrationReport, DecayedSum, ModelParams, Public, push_each};
 pub use polynomial::PolynomialSum;
 pub use release::{DecayRelease, KeyOrigin, Query, SeriesSource};
 pub use rr::RandomizedResponse;

@@ -18,7 +18,7 @@ pub(super) fn check_bound(bound: f64) -> Result<()> {
 
 /// What a mechanism reports about its calibration.
 #[derive(Debug, Clone, Serialize)]
-pub struct Calibration {
+pub struct CalibrationReport {
     /// The model and its parameters, as text.
     pub model: String,
     /// Privacy parameter of the whole output sequence.
@@ -55,7 +55,7 @@ pub(super) fn window_truth(xs: &[f64], w: u64) -> Vec<f64> {
 /// and chunked [`stream`](Self::stream)) give the same numbers bit for bit under one key.
 pub trait DecayedSum: std::fmt::Debug + Send + Sync {
     /// The model's name, parameters and noise calibration, as the release states them.
-    fn calibration(&self) -> Calibration;
+    fn calibration(&self) -> CalibrationReport;
 
     /// L1 sensitivity of everything the mechanism releases, for one step's change.
     fn sensitivity(&self) -> f64 {
@@ -288,7 +288,7 @@ impl Sliding {
 
 /// The pure eps-DP guarantee of discrete Laplace noise on `noised` (the tree counters, or
 /// every output), with the L1 sensitivity over all `units`, for changing one step's value.
-pub(super) fn laplace_guarantee(cal: &Calibration, noised: &str, units: &str) -> Guarantee {
+pub(super) fn laplace_guarantee(cal: &CalibrationReport, noised: &str, units: &str) -> Guarantee {
     Guarantee {
         kind: "pure".into(),
         epsilon: cal.epsilon,

@@ -1,6 +1,6 @@
 //! Polynomially decayed sums, approximated within a factor `1 - beta` by window sums.
 
-use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
+use super::model::{CalibrationReport, DecayedSum, ModelParams, Public, check_bound, window_truth};
 use super::window::WindowSum;
 use kinsey_core::{Error, Result, check_epsilon};
 use rayon::prelude::*;
@@ -170,7 +170,7 @@ impl PolynomialSum {
         })
     }
 
-    pub(crate) fn calibration(&self) -> Calibration {
+    pub(crate) fn calibration(&self) -> CalibrationReport {
         let cut = match self.tail_bound() {
             Some((l, tail)) => format!(
                 "; lags >= {l} left out (their epsilon share is below the exact sampler's \
@@ -178,7 +178,7 @@ impl PolynomialSum {
             ),
             None => String::new(),
         };
-        Calibration {
+        CalibrationReport {
             model: format!(
                 "polynomial (c = {}, beta = {}, {} window instances{cut})",
                 self.c,
@@ -267,7 +267,7 @@ pub(crate) fn build(p: &ModelParams, c: &Public) -> Result<Box<dyn DecayedSum>> 
 }
 
 impl DecayedSum for PolynomialSum {
-    fn calibration(&self) -> Calibration {
+    fn calibration(&self) -> CalibrationReport {
         PolynomialSum::calibration(self)
     }
 

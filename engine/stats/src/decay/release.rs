@@ -111,7 +111,7 @@ pub enum Path {
 #[derive(Debug, Clone, Serialize)]
 pub struct DecayRelease {
     /// The model's calibration.
-    pub calibration: super::model::Calibration,
+    pub calibration: super::model::CalibrationReport,
     /// The value column.
     pub column: String,
     /// What the release guarantees.

@@ -5,7 +5,7 @@
 //! read one keyed bit stream in turn (a few bits each, none wasted; the unread bits carry
 //! over from step to step), so online, streamed and bulk runs flip the same bits.
 
-use super::model::{Calibration, DecayedSum, ModelParams, Public, Sliding, window_truth};
+use super::model::{CalibrationReport, DecayedSum, ModelParams, Public, Sliding, window_truth};
 use kinsey_core::{Error, Result, check_epsilon};
 use kinsey_dp::exact::{BitReader, RandomBits, Unread};
 use kinsey_dp::release::Guarantee;
@@ -112,8 +112,8 @@ pub(crate) fn build(p: &ModelParams, c: &Public) -> Result<Box<dyn DecayedSum>> 
 }
 
 impl DecayedSum for RandomizedResponse {
-    fn calibration(&self) -> Calibration {
-        Calibration {
+    fn calibration(&self) -> CalibrationReport {
+        CalibrationReport {
             model: format!("randomized response baseline (W = {})", self.w),
             epsilon: self.epsilon,
             bound: 1.0,

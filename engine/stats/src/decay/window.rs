@@ -1,6 +1,6 @@
 //! The sliding-window sum of the last `W` steps (seed 004, Theorem 1).
 
-use super::model::{Calibration, DecayedSum, ModelParams, Public, check_bound, window_truth};
+use super::model::{CalibrationReport, DecayedSum, ModelParams, Public, check_bound, window_truth};
 use super::noise::KeyedNoise;
 use super::tree::{
     Forest, Held, Pool, Releases, first_id, interval_sum, rebuild_from, segment_steps,
@@ -94,8 +94,8 @@ impl WindowSum {
         })
     }
 
-    pub(crate) fn calibration(&self) -> Calibration {
-        Calibration {
+    pub(crate) fn calibration(&self) -> CalibrationReport {
+        CalibrationReport {
             model: format!("window (W = {}, blocks of {})", self.w, 1u64 << self.h),
             epsilon: self.epsilon,
             bound: self.bound,
@@ -292,7 +292,7 @@ pub(crate) fn build(p: &ModelParams, c: &Public) -> Result<Box<dyn DecayedSum>> 
 }
 
 impl DecayedSum for WindowSum {
-    fn calibration(&self) -> Calibration {
+    fn calibration(&self) -> CalibrationReport {
         WindowSum::calibration(self)
     }
 

@@ -2,7 +2,7 @@
 //! load is timed apart), with the released centres and components so that a peer script
 //! can score both libraries with one metric (`benches/sulq_vs_diffprivlib.sh`).
 
-use super::{Calibration, SulqDb, kmeans, pca};
+use super::{GaussianCalibration, SulqDb, kmeans, pca};
 use kinsey_core::Result;
 use kinsey_data::table::{Range, read_matrix};
 use kinsey_dp::{Neighbours, NoiseRng};
@@ -29,7 +29,7 @@ pub fn run(
     let t = Instant::now();
     let cfg = kmeans::KmeansConfig { k, iters };
     let init = kmeans::random_centers(k, m.d, &mut rng);
-    let plan = kmeans::plan(&cfg, m.d, epsilon, delta, Calibration::Zcdp, nb)?;
+    let plan = kmeans::plan(&cfg, m.d, epsilon, delta, GaussianCalibration::Zcdp, nb)?;
     let mut db = SulqDb::new(plan, rng.fork());
     let kernel = kinsey_kernels::kmeans::select(device, &m.x, m.d)?;
     let km = kmeans::run(&m, &cfg, &init, &mut db, kernel.as_ref())?;
@@ -40,7 +40,7 @@ pub fn run(
         components,
         center: true,
     };
-    let plan = pca::plan(&pcfg, m.d, epsilon, delta, Calibration::Zcdp, nb)?;
+    let plan = pca::plan(&pcfg, m.d, epsilon, delta, GaussianCalibration::Zcdp, nb)?;
     let mut db = SulqDb::new(plan, rng.fork());
     let pc = pca::run(&m, &pcfg, &mut db)?;
     let pca_s = t.elapsed().as_secs_f64();

@@ -22,7 +22,7 @@
 //!
 //! The public randomness (sets, groups) is independent of the data.
 
-use super::{Calibration, Guarantee, Need, Plan, Sensitivity, SulqDb};
+use super::{GaussianCalibration, Guarantee, Need, Plan, Sensitivity, SulqDb};
 use kinsey_core::{Error, Result};
 use kinsey_dp::{Neighbours, NoiseRng};
 use serde::Serialize;
@@ -82,7 +82,7 @@ pub fn plan(
     n: usize,
     epsilon: f64,
     delta: f64,
-    calibration: Calibration,
+    calibration: GaussianCalibration,
     neighbours: Neighbours,
 ) -> Result<Plan> {
     if neighbours != Neighbours::Bounded {
@@ -331,7 +331,7 @@ mod tests {
             200_000,
             eps,
             1e-6,
-            Calibration::Zcdp,
+            GaussianCalibration::Zcdp,
             Neighbours::Bounded,
         )
         .expect("plan");
@@ -395,7 +395,7 @@ mod tests {
                 1000,
                 1.0,
                 1e-6,
-                Calibration::Zcdp,
+                GaussianCalibration::Zcdp,
                 Neighbours::Unbounded
             )
             .is_err()

@@ -17,7 +17,7 @@
 //! random start in high dimension leaves most centres empty for good. The exact sums come
 //! from the kernels crate, on the CPU or a GPU.
 
-use super::{Calibration, Guarantee, Need, Plan, Sensitivity, SulqDb};
+use super::{GaussianCalibration, Guarantee, Need, Plan, Sensitivity, SulqDb};
 use kinsey_core::{Error, Result};
 use kinsey_data::table::Matrix;
 use kinsey_dp::{Neighbours, NoiseRng};
@@ -52,7 +52,7 @@ pub fn plan(
     d: usize,
     epsilon: f64,
     delta: f64,
-    calibration: Calibration,
+    calibration: GaussianCalibration,
     neighbours: Neighbours,
 ) -> Result<Plan> {
     Plan::sized(
@@ -230,7 +230,15 @@ mod tests {
         let cfg = KmeansConfig { k: 3, iters: 8 };
         let mut rng = NoiseRng::from_seed_quiet(7);
         let init = [0.1, 0.5, 0.5, 0.1, 0.9, 0.9];
-        let p = plan(&cfg, 2, 1.0, 1e-6, Calibration::Zcdp, Neighbours::Bounded).expect("plan");
+        let p = plan(
+            &cfg,
+            2,
+            1.0,
+            1e-6,
+            GaussianCalibration::Zcdp,
+            Neighbours::Bounded,
+        )
+        .expect("plan");
         let mut db = SulqDb::new(p, rng.fork());
         let cpu = CpuKmeans { x: &m.x, d: m.d };
         let r = run(&m, &cfg, &init, &mut db, &cpu).expect("runs");
@@ -302,7 +310,15 @@ mod tests {
         let m = blobs(30, 2);
         let bad = KmeansConfig { k: 0, iters: 1 };
         let one = KmeansConfig { k: 1, iters: 1 };
-        let p = plan(&one, 2, 1.0, 1e-6, Calibration::Zcdp, Neighbours::Bounded).expect("ok");
+        let p = plan(
+            &one,
+            2,
+            1.0,
+            1e-6,
+            GaussianCalibration::Zcdp,
+            Neighbours::Bounded,
+        )
+        .expect("ok");
         let mut db = SulqDb::new(p, NoiseRng::from_seed_quiet(1));
         let cpu = CpuKmeans { x: &m.x, d: m.d };
         assert!(run(&m, &bad, &[], &mut db, &cpu).is_err());

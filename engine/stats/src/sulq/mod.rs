@@ -44,14 +44,14 @@ use serde::Serialize;
 /// Which analysis calibrates the noise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Calibration {
+pub enum GaussianCalibration {
     /// zCDP calibration (tighter).
     Zcdp,
     /// The seed's formula.
     Paper,
 }
 
-impl std::str::FromStr for Calibration {
+impl std::str::FromStr for GaussianCalibration {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
         match s {
@@ -75,7 +75,7 @@ pub struct Plan {
     /// T: query units the budget is divided into.
     pub units: f64,
     /// How the noise is calibrated.
-    pub calibration: Calibration,
+    pub calibration: GaussianCalibration,
     /// The neighbour definition.
     pub neighbours: Neighbours,
     /// Noise standard deviation of one unit query.
@@ -101,7 +101,7 @@ impl Plan {
         epsilon: f64,
         delta: f64,
         units: f64,
-        calibration: Calibration,
+        calibration: GaussianCalibration,
         neighbours: Neighbours,
     ) -> Result<Self> {
         check_epsilon("epsilon", epsilon)?;
@@ -119,7 +119,7 @@ impl Plan {
             ));
         }
         let (sigma, rho) = match calibration {
-            Calibration::Zcdp => {
+            GaussianCalibration::Zcdp => {
                 let rho = rho_for(epsilon, delta);
                 // sigma leaves room for the grid overhead of every query (see `cost`)
                 (
@@ -127,7 +127,7 @@ impl Plan {
                     Some(rho),
                 )
             }
-            Calibration::Paper => {
+            GaussianCalibration::Paper => {
                 let r =
                     32.0 * (2.0 / delta).ln() * (units / delta).ln() * units / (epsilon * epsilon);
                 (r.sqrt(), None)
@@ -149,7 +149,7 @@ impl Plan {
     pub fn sized(
         epsilon: f64,
         delta: f64,
-        calibration: Calibration,
+        calibration: GaussianCalibration,
         neighbours: Neighbours,
         needs: &[Need],
     ) -> Result<Self> {
@@ -158,8 +158,8 @@ impl Plan {
             .map(|n| {
                 n.times
                     * match calibration {
-                        Calibration::Paper => n.sens.paper_units,
-                        Calibration::Zcdp => n.sens.l2 * n.sens.l2,
+                        GaussianCalibration::Paper => n.sens.paper_units,
+                        GaussianCalibration::Zcdp => n.sens.l2 * n.sens.l2,
                     }
             })
             .sum();
@@ -176,11 +176,11 @@ impl Plan {
     /// nothing and reports its planned budget).
     pub fn privacy_map(&self, used: f64) -> (f64, f64) {
         match self.calibration {
-            Calibration::Zcdp => {
+            GaussianCalibration::Zcdp => {
                 let rho = used / (2.0 * self.sigma * self.sigma);
                 (epsilon_of_rho(rho, self.delta), self.delta)
             }
-            Calibration::Paper => (self.epsilon, self.delta),
+            GaussianCalibration::Paper => (self.epsilon, self.delta),
         }
     }
 
@@ -271,13 +271,13 @@ impl SulqDb {
     /// Units a query costs, repeated `repeats` times (the seed's variance reduction).
     pub fn cost(&self, sens: Sensitivity, coordinates: usize, repeats: f64) -> f64 {
         let units = match self.plan.calibration {
-            Calibration::Zcdp => {
+            GaussianCalibration::Zcdp => {
                 let l2 =
                     sens.l2 + (coordinates as f64).sqrt() * self.plan.grid(sens.l2, coordinates);
                 l2 * l2
             }
             // the seed's analysis has no output grid; its rounding is below 2^-39 sigma
-            Calibration::Paper => sens.paper_units,
+            GaussianCalibration::Paper => sens.paper_units,
         };
         units * repeats
     }
@@ -335,13 +335,15 @@ impl SulqDb {
         let (eps_spent, delta) = self.plan.privacy_map(self.used);
         Guarantee {
             analysis: match self.plan.calibration {
-                Calibration::Zcdp => "Gaussian mechanism under zCDP (Bun & Steinke 2016): \
+                GaussianCalibration::Zcdp => "Gaussian mechanism under zCDP (Bun & Steinke 2016): \
                     rho-zCDP => (rho + 2 sqrt(rho ln(1/delta)), delta)-DP"
                     .into(),
-                Calibration::Paper => "seed 003 (Blum, Dwork, McSherry & Nissim 2005): noise \
+                GaussianCalibration::Paper => {
+                    "seed 003 (Blum, Dwork, McSherry & Nissim 2005): noise \
                     N(0, R), R = 32 ln(2/delta) ln(T/delta) T / eps^2; ((eps, delta), T)-privacy \
                     of confidence, not (eps, delta)-DP"
-                    .into(),
+                        .into()
+                }
             },
             plan: self.plan.clone(),
             units_used: self.used,
@@ -374,7 +376,14 @@ mod tests {
     use kinsey_dp::stattest::{ALPHA, ks_test, normal_cdf};
 
     fn plan(units: f64) -> Plan {
-        Plan::new(1.0, 1e-6, units, Calibration::Zcdp, Neighbours::Bounded).expect("valid")
+        Plan::new(
+            1.0,
+            1e-6,
+            units,
+            GaussianCalibration::Zcdp,
+            Neighbours::Bounded,
+        )
+        .expect("valid")
     }
 
     #[test]
@@ -389,11 +398,45 @@ mod tests {
         assert!((p.privacy_map(100.0).0 - 1.0).abs() < 1e-5);
         assert!(p.privacy_map(50.0).0 < 0.75);
         // the paper's R for T = 100 is far larger
-        let q = Plan::new(1.0, 1e-6, 100.0, Calibration::Paper, Neighbours::Bounded).expect("ok");
+        let q = Plan::new(
+            1.0,
+            1e-6,
+            100.0,
+            GaussianCalibration::Paper,
+            Neighbours::Bounded,
+        )
+        .expect("ok");
         assert!(q.sigma > 10.0 * p.sigma);
-        assert!(Plan::new(1.0, 0.0, 10.0, Calibration::Zcdp, Neighbours::Bounded).is_err());
-        assert!(Plan::new(1.0, 1e-6, 0.5, Calibration::Zcdp, Neighbours::Bounded).is_err());
-        assert!(Plan::new(-1.0, 1e-6, 5.0, Calibration::Zcdp, Neighbours::Bounded).is_err());
+        assert!(
+            Plan::new(
+                1.0,
+                0.0,
+                10.0,
+                GaussianCalibration::Zcdp,
+                Neighbours::Bounded
+            )
+            .is_err()
+        );
+        assert!(
+            Plan::new(
+                1.0,
+                1e-6,
+                0.5,
+                GaussianCalibration::Zcdp,
+                Neighbours::Bounded
+            )
+            .is_err()
+        );
+        assert!(
+            Plan::new(
+                -1.0,
+                1e-6,
+                5.0,
+                GaussianCalibration::Zcdp,
+                Neighbours::Bounded
+            )
+            .is_err()
+        );
     }
 
     #[test]
@@ -433,7 +476,14 @@ mod tests {
         let p = plan(4.0);
         let sigma = p.sigma;
         let mut db = SulqDb::new(
-            Plan::new(1.0, 1e-6, 1e9, Calibration::Zcdp, Neighbours::Bounded).expect("ok"),
+            Plan::new(
+                1.0,
+                1e-6,
+                1e9,
+                GaussianCalibration::Zcdp,
+                Neighbours::Bounded,
+            )
+            .expect("ok"),
             NoiseRng::from_seed_quiet(2),
         );
         db.plan.sigma = sigma;

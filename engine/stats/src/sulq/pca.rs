@@ -16,7 +16,7 @@
 //! can come out negative from the noise and are reported as they are (the explained
 //! variance ratios use the positive part).
 
-use super::{Calibration, Guarantee, Need, Plan, Sensitivity, SulqDb};
+use super::{GaussianCalibration, Guarantee, Need, Plan, Sensitivity, SulqDb};
 use faer::{Mat, Side};
 use kinsey_core::{Error, Result};
 use kinsey_data::table::Matrix;
@@ -59,7 +59,7 @@ pub fn plan(
     d: usize,
     epsilon: f64,
     delta: f64,
-    calibration: Calibration,
+    calibration: GaussianCalibration,
     neighbours: Neighbours,
 ) -> Result<Plan> {
     let mut needs = vec![Need {
@@ -262,7 +262,15 @@ mod tests {
                 components: 1,
                 center,
             };
-            let p = plan(&cfg, 6, 1.0, 1e-6, Calibration::Zcdp, Neighbours::Bounded).expect("ok");
+            let p = plan(
+                &cfg,
+                6,
+                1.0,
+                1e-6,
+                GaussianCalibration::Zcdp,
+                Neighbours::Bounded,
+            )
+            .expect("ok");
             let mut db = SulqDb::new(p, NoiseRng::from_seed_quiet(9));
             let r = run(&m, &cfg, &mut db).expect("runs");
             assert!(db.used() <= db.plan.units * super::super::UNIT_SLACK);
@@ -280,7 +288,15 @@ mod tests {
             components: 7,
             center: true,
         };
-        let p = plan(&cfg, 6, 1.0, 1e-6, Calibration::Zcdp, Neighbours::Bounded).expect("ok");
+        let p = plan(
+            &cfg,
+            6,
+            1.0,
+            1e-6,
+            GaussianCalibration::Zcdp,
+            Neighbours::Bounded,
+        )
+        .expect("ok");
         assert!(run(&m, &cfg, &mut SulqDb::new(p, NoiseRng::from_seed_quiet(1))).is_err());
     }
 

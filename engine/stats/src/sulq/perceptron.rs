@@ -12,7 +12,7 @@
 //! * bounded: the count moves by at most 1 and the sum by `||y x - y' x'|| <= 2 sqrt(d)`:
 //!   `sqrt(1 + 4 d)`.
 
-use super::{Calibration, Guarantee, Need, Plan, Sensitivity, SulqDb};
+use super::{GaussianCalibration, Guarantee, Need, Plan, Sensitivity, SulqDb};
 use kinsey_core::{Error, Result};
 use kinsey_data::table::Matrix;
 use kinsey_dp::Neighbours;
@@ -36,7 +36,7 @@ pub fn plan(
     d: usize,
     epsilon: f64,
     delta: f64,
-    calibration: Calibration,
+    calibration: GaussianCalibration,
     neighbours: Neighbours,
 ) -> Result<Plan> {
     Plan::sized(
@@ -176,7 +176,15 @@ mod tests {
             y.push(if z > 0.0 { 1.0 } else { -1.0 });
         }
         let m = Matrix::from_rows(x, d, "sep").expect("rows");
-        let p = plan(20, d, 1.0, 1e-6, Calibration::Zcdp, Neighbours::Bounded).expect("ok");
+        let p = plan(
+            20,
+            d,
+            1.0,
+            1e-6,
+            GaussianCalibration::Zcdp,
+            Neighbours::Bounded,
+        )
+        .expect("ok");
         let mut db = SulqDb::new(p, NoiseRng::from_seed_quiet(8));
         let res = run(&m, &y, 20, &mut db).expect("runs");
         let acc = accuracy(&m, &y, &res.w).expect("ok");

@@ -13,7 +13,7 @@
 //! ("what is the single best predictor for risk of stroke?"), with one STAT query per
 //! feature.
 
-use super::{Calibration, Guarantee, Need, Plan, Sensitivity, SulqDb};
+use super::{GaussianCalibration, Guarantee, Need, Plan, Sensitivity, SulqDb};
 use kinsey_core::{Error, Result};
 use kinsey_data::table::Matrix;
 use kinsey_dp::Neighbours;
@@ -89,7 +89,7 @@ pub fn plan(
     tau: Option<f64>,
     epsilon: f64,
     delta: f64,
-    calibration: Calibration,
+    calibration: GaussianCalibration,
     neighbours: Neighbours,
 ) -> Result<Plan> {
     let extra = if neighbours.n_is_public() { 0.0 } else { 1.0 };
@@ -213,7 +213,7 @@ mod tests {
             Some(0.02),
             1.0,
             1e-6,
-            Calibration::Zcdp,
+            GaussianCalibration::Zcdp,
             Neighbours::Bounded,
         )
         .expect("feasible");
@@ -231,7 +231,7 @@ mod tests {
             Some(1e-5),
             1.0,
             1e-6,
-            Calibration::Zcdp,
+            GaussianCalibration::Zcdp,
             Neighbours::Bounded,
         )
         .expect_err("infeasible");
