@@ -374,16 +374,13 @@ impl Job {
         // The job's description is `kinsey train`'s: the same job replays the same noise.
         let job = pipeline::job_description("train", &self.spec, &features);
         let keys = NoiseKeys::new(self.seed, self.record_seed, job);
-        let report = pipeline::run(
-            "train",
+        let input = pipeline::RunInput {
+            command: "train",
             parties,
             test,
-            &self.spec,
-            &keys,
-            t.elapsed().as_secs_f64(),
-            self.diagnostics,
-            &Silent,
-        )?;
+            ingest_s: t.elapsed().as_secs_f64(),
+        };
+        let report = pipeline::run(input, &self.spec, &keys, self.diagnostics, &Silent)?;
         Ok(Trained {
             report,
             label: self.columns.label,

@@ -46,22 +46,74 @@ impl<'a, T: Serialize> NotPrivate<'a, T> {
     }
 }
 
+/// Which kind of differential privacy a release guarantees (serialised as `pure`,
+/// `approximate`, `zcdp-converted`).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub enum GuaranteeKind {
+    /// eps-DP (delta = 0).
+    #[serde(rename = "pure")]
+    Pure,
+    /// (eps, delta)-DP.
+    #[serde(rename = "approximate")]
+    Approximate,
+    /// rho-zCDP stated as (eps, delta)-DP.
+    #[serde(rename = "zcdp-converted")]
+    ZcdpConverted,
+}
+
+/// The neighbouring data sets a guarantee is stated for; a report states it in words
+/// ([`describe`](Self::describe)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NeighbourRelation {
+    /// One row of one party replaced, every party's size fixed (the aggregate classifier).
+    ReplaceOneRowOfOneParty,
+    /// One step's value changed within `[0, B]` (decayed sums; event level).
+    ChangeOneStep,
+    /// One step's bit flipped (randomized response over bits).
+    ChangeOneBit,
+}
+
+impl NeighbourRelation {
+    /// The relation in words, as reports state it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::ReplaceOneRowOfOneParty => {
+                "bounded: replace one row of one party (party sizes fixed)"
+            }
+            Self::ChangeOneStep => {
+                "change one step's value within [0, bound] (event-level: one event per step \
+                 changes)"
+            }
+            Self::ChangeOneBit => "change one step's bit",
+        }
+    }
+}
+
+impl Serialize for NeighbourRelation {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.describe())
+    }
+}
+
 /// What a release guarantees, stated in every release report.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Guarantee {
-    /// "pure" (eps-DP), "approximate" ((eps, delta)-DP) or "zcdp-converted".
-    pub kind: String,
+    /// Pure, approximate or zCDP-converted.
+    pub kind: GuaranteeKind,
     /// Epsilon of the guarantee.
     pub epsilon: f64,
     /// Delta of the guarantee (0 for pure DP).
     pub delta: f64,
-    /// The neighbour definition the guarantee is stated for.
-    pub neighbours: String,
+    /// The neighbour relation the guarantee is stated for.
+    pub neighbours: NeighbourRelation,
     /// The mechanism and its noise law.
     pub mechanism: String,
-    /// The sensitivity, as a number where it is public, or as a formula of public and
-    /// secret quantities where it is not (the aggregate classifier's n_(1)).
+    /// The sensitivity's formula, with its value where that is public, or as a formula of
+    /// public and secret quantities where it is not (the aggregate classifier's n_(1)).
     pub sensitivity: String,
+    /// The sensitivity's value, where it is public (`None`: it depends on a secret).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sensitivity_value: Option<f64>,
 }
 
 impl Guarantee {
@@ -82,16 +134,26 @@ mod tests {
     #[test]
     fn the_short_form_states_delta_when_there_is_one() {
         let mut g = Guarantee {
-            kind: "pure".into(),
+            kind: GuaranteeKind::Pure,
             epsilon: 1.0,
             delta: 0.0,
-            neighbours: String::new(),
+            neighbours: NeighbourRelation::ChangeOneBit,
             mechanism: String::new(),
             sensitivity: String::new(),
+            sensitivity_value: Some(1.0),
         };
         assert_eq!(g.short(), "pure 1-DP");
         g.delta = 2.3e-60;
         assert_eq!(g.short(), "(1, 2.3e-60)-DP");
+        let text = serde_json::to_string(&g).expect("json");
+        assert!(text.contains("\"kind\":\"pure\""), "{text}");
+        assert!(
+            text.contains("\"neighbours\":\"change one step's bit\""),
+            "{text}"
+        );
+        g.sensitivity_value = None;
+        let text = serde_json::to_string(&g).expect("json");
+        assert!(!text.contains("sensitivity_value"), "{text}");
     }
 
     #[test]

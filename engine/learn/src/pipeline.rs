@@ -10,7 +10,7 @@ use crate::seeding::{NoiseKeys, Tag};
 use kinsey_core::{Error, Progress, Result};
 use kinsey_data::{Dataset, RowTransform};
 use kinsey_dp::RngRecord;
-use kinsey_dp::release::Guarantee;
+use kinsey_dp::release::{Guarantee, GuaranteeKind, NeighbourRelation};
 use kinsey_kernels::{DevicePref, LogisticKernel, logistic::cpu::CpuLogistic};
 use serde::Serialize;
 use std::time::Instant;
@@ -308,10 +308,14 @@ pub fn guarantee(spec: &JobSpec, k: usize, d: usize) -> Result<Guarantee> {
         bindings.join(", ")
     );
     Ok(Guarantee {
-        kind: if delta > 0.0 { "approximate" } else { "pure" }.into(),
+        kind: if delta > 0.0 {
+            GuaranteeKind::Approximate
+        } else {
+            GuaranteeKind::Pure
+        },
         epsilon: spec.privacy.epsilon,
         delta,
-        neighbours: "bounded: replace one row of one party (party sizes fixed)".into(),
+        neighbours: NeighbourRelation::ReplaceOneRowOfOneParty,
         mechanism: if exact && delta > 0.0 {
             format!(
                 "{mechanism}; delta: the chance of a clamp at the fixed point's capacity, \
@@ -321,6 +325,8 @@ pub fn guarantee(spec: &JobSpec, k: usize, d: usize) -> Result<Guarantee> {
             mechanism.into()
         },
         sensitivity: formula,
+        // It depends on n_(1), which no participant learns.
+        sensitivity_value: None,
     })
 }
 
@@ -381,21 +387,35 @@ pub fn job_description(command: &str, spec: &JobSpec, features: &[String]) -> St
     format!("{command}|{params}")
 }
 
-/// Run the whole job. `parties` and `test` are transformed in place by `spec.transform`.
-/// Each party's noise generator is keyed by `keys` (`seeding`: the OS, or a seed bound to
-/// every party's data). Diagnostics (baselines, per-party figures, evaluation) are computed
-/// only when `diagnostics` is set.
-#[allow(clippy::too_many_arguments)]
+/// What one run is given besides the job's parameters.
+#[derive(Debug, Clone)]
+pub struct RunInput {
+    /// The job's name in the release and in its seeded description (`demo`, `train`).
+    pub command: &'static str,
+    /// The parties' data sets, transformed in place by `spec.transform`.
+    pub parties: Vec<Dataset>,
+    /// A test set with the parties' columns (its errors are diagnostics).
+    pub test: Option<Dataset>,
+    /// Seconds the caller spent reading the data (a diagnostic timing).
+    pub ingest_s: f64,
+}
+
+/// Run the whole job. Each party's noise generator is keyed by `keys` (`seeding`: the OS,
+/// or a seed bound to every party's data). Diagnostics (baselines, per-party figures,
+/// evaluation) are computed only when `diagnostics` is set.
 pub fn run(
-    command: &str,
-    mut parties: Vec<Dataset>,
-    mut test: Option<Dataset>,
+    input: RunInput,
     spec: &JobSpec,
     keys: &NoiseKeys,
-    ingest_s: f64,
     diagnostics: bool,
     progress: &dyn Progress,
 ) -> Result<Report> {
+    let RunInput {
+        command,
+        mut parties,
+        mut test,
+        ingest_s,
+    } = input;
     let t0 = Instant::now();
     check_parties(parties.len(), spec.allow_two_parties)?;
     // Tags of the data sets as read (before the row transform), as a network party makes.
@@ -696,7 +716,7 @@ impl Report {
         s.push_str(&format!(
             "  privacy: {}, neighbours {}; calibration = {}, noise = {}, gradient bound {:e}\n",
             r.guarantee.short(),
-            r.guarantee.neighbours,
+            r.guarantee.neighbours.describe(),
             r.privacy.calibration.name(),
             r.privacy.noise.name(),
             r.gradient_bound

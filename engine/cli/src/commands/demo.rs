@@ -124,16 +124,13 @@ pub(crate) fn run(a: Args) -> Result<()> {
     };
     let job = pipeline::job_description("demo", &spec, &parties[0].features);
     let keys = NoiseKeys::new(seed, record_seed, job);
-    let report = pipeline::run(
-        "demo",
+    let input = pipeline::RunInput {
+        command: "demo",
         parties,
-        Some(test),
-        &spec,
-        &keys,
-        t.elapsed().as_secs_f64(),
-        !no_diagnostics,
-        &term::Bars::default(),
-    )?;
+        test: Some(test),
+        ingest_s: t.elapsed().as_secs_f64(),
+    };
+    let report = pipeline::run(input, &spec, &keys, !no_diagnostics, &term::Bars::default())?;
     finish_job(&report, &out, "label")
 }
 

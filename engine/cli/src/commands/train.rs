@@ -67,16 +67,13 @@ pub(crate) fn run(a: Args) -> Result<()> {
         .unwrap_or_default();
     let job = pipeline::job_description("train", &spec, &features);
     let keys = NoiseKeys::new(cfg.privacy.seed, record_seed, job);
-    let report = pipeline::run(
-        "train",
+    let input = pipeline::RunInput {
+        command: "train",
         parties,
         test,
-        &spec,
-        &keys,
-        t.elapsed().as_secs_f64(),
-        diagnostics,
-        &term::Bars::default(),
-    )?;
+        ingest_s: t.elapsed().as_secs_f64(),
+    };
+    let report = pipeline::run(input, &spec, &keys, diagnostics, &term::Bars::default())?;
     finish_job(
         &report,
         &out.unwrap_or(cfg.output.dir.clone()),

@@ -2,7 +2,7 @@
 //! report, the parameters users give, and helpers the mechanisms share.
 
 use kinsey_core::{Error, Result};
-use kinsey_dp::release::Guarantee;
+use kinsey_dp::release::{Guarantee, GuaranteeKind, NeighbourRelation};
 use serde::{Deserialize, Serialize};
 
 pub(super) fn check_bound(bound: f64) -> Result<()> {
@@ -290,17 +290,16 @@ impl Sliding {
 /// every output), with the L1 sensitivity over all `units`, for changing one step's value.
 pub(super) fn laplace_guarantee(cal: &CalibrationReport, noised: &str, units: &str) -> Guarantee {
     Guarantee {
-        kind: "pure".into(),
+        kind: GuaranteeKind::Pure,
         epsilon: cal.epsilon,
         delta: 0.0,
-        neighbours: "change one step's value within [0, bound] (event-level: one event per \
-                     step changes)"
-            .into(),
+        neighbours: NeighbourRelation::ChangeOneStep,
         mechanism: format!(
             "{}: exact dyadic discrete Laplace (two-sided geometric with dyadic \
              probabilities, privacy map from its tables) on {noised}",
             cal.model
         ),
         sensitivity: format!("{} (L1, over all {units})", cal.sensitivity),
+        sensitivity_value: Some(cal.sensitivity),
     }
 }

@@ -8,7 +8,7 @@
 use super::model::{CalibrationReport, DecayedSum, ModelParams, Public, Sliding, window_truth};
 use kinsey_core::{Error, Result, check_epsilon};
 use kinsey_dp::exact::{BitReader, RandomBits, Unread};
-use kinsey_dp::release::Guarantee;
+use kinsey_dp::release::{Guarantee, GuaranteeKind, NeighbourRelation};
 use kinsey_dp::rr::FlipCoin;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
@@ -174,16 +174,17 @@ impl DecayedSum for RandomizedResponse {
 
     fn guarantee(&self) -> Guarantee {
         Guarantee {
-            kind: "pure".into(),
+            kind: GuaranteeKind::Pure,
             epsilon: self.epsilon,
             delta: 0.0,
-            neighbours: "change one step's bit".into(),
+            neighbours: NeighbourRelation::ChangeOneBit,
             mechanism: format!(
                 "randomized response (flip probability exactly 1 / (1 + e^eps), integer \
                  sampler), W = {}",
                 self.w
             ),
             sensitivity: "1 (each step is in one report)".into(),
+            sensitivity_value: Some(1.0),
         }
     }
 }
