@@ -44,12 +44,12 @@ fn setup(ctx: &mut Ctx, j: usize) -> R<Keys> {
     let xi = if j == 0 {
         let kp = ctx.op("keygen", 1, |he, rng| he.keygen(rng))?;
         for q in 1..k {
-            ctx.send(Peer::Party(q), XI_SK, &kp.secret.0)?;
+            ctx.send(Peer::Party(q), XI_SK, kp.secret.as_bytes())?;
         }
         ctx.send(c, XI_PK, &kp.public.0)?;
         kp
     } else {
-        let sk = SecretKey(ctx.recv(p1, XI_SK)?);
+        let sk = SecretKey::new(ctx.recv(p1, XI_SK)?);
         let pk = ctx.op_on(p1, "key check", 0, |he, _| he.public_key_of(&sk))?;
         key_pair(&pk.0, sk)
     };

@@ -38,9 +38,9 @@ pub fn decoders(backend: &dyn AdditiveHe, key_cases: u32, ct_cases: u32, rng: Rn
     fuzz_n(
         &format!("{name} secret key"),
         kc,
-        vec![kp.secret.0.clone()],
+        vec![kp.secret.as_bytes().to_vec()],
         |b| {
-            let _ = backend.public_key_of(&SecretKey(b.to_vec()));
+            let _ = backend.public_key_of(&SecretKey::new(b.to_vec()));
             Ok(())
         },
     );

@@ -191,7 +191,7 @@ impl AdditiveHe for Mock {
         sk.extend_from_slice(&id.to_le_bytes());
         Ok(KeyPair {
             public: PublicKey(pk),
-            secret: SecretKey(sk),
+            secret: SecretKey::new(sk),
         })
     }
 
@@ -200,7 +200,7 @@ impl AdditiveHe for Mock {
     }
 
     fn public_key_of(&self, sk: &SecretKey) -> Result<PublicKey, BackendError> {
-        let id = key_id(&sk.0, SK_MAGIC, "secret key")?;
+        let id = key_id(sk.as_bytes(), SK_MAGIC, "secret key")?;
         let mut pk = PK_MAGIC.to_vec();
         pk.extend_from_slice(&id.to_le_bytes());
         Ok(PublicKey(pk))
@@ -231,7 +231,7 @@ impl AdditiveHe for Mock {
     }
 
     fn decrypt_batch(&self, sk: &SecretKey, c: &[Ciphertext]) -> Result<Vec<i128>, BackendError> {
-        let key = key_id(&sk.0, SK_MAGIC, "secret key")?;
+        let key = key_id(sk.as_bytes(), SK_MAGIC, "secret key")?;
         c.iter().map(|c| decode(key, c).map(|(m, _)| m)).collect()
     }
 

@@ -96,8 +96,8 @@ impl Dgk {
     }
 
     fn sk_ctx(&self, sk: &SecretKey) -> Result<Arc<SkCtx>, BackendError> {
-        self.secret.get_or_build(&sk.0, || {
-            let b = &sk.0;
+        self.secret.get_or_build(sk.as_bytes(), || {
+            let b = sk.as_bytes();
             if b.len() < 8 || &b[..4] != SK_MAGIC {
                 return Err(bad_key("not a DGK secret key"));
             }
@@ -296,7 +296,7 @@ impl SecureComparison for Dgk {
         sk.extend_from_slice(&vp.to_digits::<u8>(Order::Msf));
         Ok(KeyPair {
             public: PublicKey(pk),
-            secret: SecretKey(sk),
+            secret: SecretKey::new(sk),
         })
     }
 

@@ -164,7 +164,7 @@ pub(crate) fn write_sk(pk: &PublicKey, p: &Integer, q: &Integer) -> SecretKey {
     b.extend_from_slice(&(pd.len() as u32).to_le_bytes());
     b.extend_from_slice(&pd);
     b.extend_from_slice(&q.to_digits::<u8>(Order::Msf));
-    SecretKey(b)
+    SecretKey::new(b)
 }
 
 /// The public key bytes inside a secret key.
@@ -180,7 +180,7 @@ pub(crate) fn sk_public(b: &[u8]) -> Result<(&[u8], &[u8]), BackendError> {
 
 pub(crate) fn parse_sk(sk: &SecretKey) -> Result<Sk, BackendError> {
     let bad = || BackendError::BadKey("not a kinsey Paillier secret key".into());
-    let (pkb, rest) = sk_public(&sk.0)?;
+    let (pkb, rest) = sk_public(sk.as_bytes())?;
     let pk = parse_pk(&PublicKey(pkb.to_vec()))?;
     if rest.len() < 5 {
         return Err(bad());

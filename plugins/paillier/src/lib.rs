@@ -206,7 +206,7 @@ impl Paillier {
     }
 
     fn sk_ctx(&self, sk: &SecretKey) -> Result<Arc<SkCtx>, BackendError> {
-        self.secret.get_or_build(&sk.0, || {
+        self.secret.get_or_build(sk.as_bytes(), || {
             Ok(SkCtx {
                 sk: parse_sk(sk)?,
                 gpu: Default::default(),
@@ -376,7 +376,7 @@ impl AdditiveHe for Paillier {
     }
 
     fn public_key_of(&self, sk: &SecretKey) -> Result<PublicKey, BackendError> {
-        let (pk, _) = sk_public(&sk.0)?;
+        let (pk, _) = sk_public(sk.as_bytes())?;
         Ok(PublicKey(pk.to_vec()))
     }
 

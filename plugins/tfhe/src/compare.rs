@@ -48,7 +48,7 @@ impl SecureComparison for TfheComparison {
         let (pk, sk) = keys::generate()?;
         Ok(KeyPair {
             public: PublicKey(pk),
-            secret: SecretKey(sk),
+            secret: SecretKey::new(sk),
         })
     }
     fn check_public_key(&self, pk: &PublicKey) -> Result<(), BackendError> {

@@ -268,7 +268,7 @@ impl Keys {
 
     /// The client key and its public half.
     pub(crate) fn secret(&self, sk: &SecretKey) -> Result<(ClientKey, Arc<Public>), BackendError> {
-        let (ck, pk) = parse_secret_parts(&sk.0)?;
+        let (ck, pk) = parse_secret_parts(sk.as_bytes())?;
         Ok((ck, self.public_bytes(pk)?))
     }
 }

@@ -163,7 +163,7 @@ impl AdditiveHe for Tfhe {
         let (pk, sk) = keys::generate()?;
         Ok(KeyPair {
             public: PublicKey(pk),
-            secret: SecretKey(sk),
+            secret: SecretKey::new(sk),
         })
     }
 
@@ -172,7 +172,7 @@ impl AdditiveHe for Tfhe {
     }
 
     fn public_key_of(&self, sk: &SecretKey) -> Result<PublicKey, BackendError> {
-        let (ck, pk) = keys::parse_secret_parts(&sk.0)?;
+        let (ck, pk) = keys::parse_secret_parts(sk.as_bytes())?;
         let p = self.keys.public_bytes(pk)?;
         // The public half must belong to the client key: a zero encrypted under it decrypts.
         // The probe's randomness is irrelevant (a public constant, discarded).

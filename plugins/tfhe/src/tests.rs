@@ -74,9 +74,9 @@ fn keys_of_another_client_key_are_refused() {
     let a = he.keygen(&mut r).expect("keygen");
     let b = he.keygen(&mut r).expect("keygen");
     // Secret key A with public half B: the probe catches it.
-    let (_, pk_a) = keys::parse_secret_parts(&a.secret.0).expect("parts");
-    let cut = a.secret.0.len() - pk_a.len();
-    let mixed = SecretKey([&a.secret.0[..cut], &b.public.0[..]].concat());
+    let (_, pk_a) = keys::parse_secret_parts(a.secret.as_bytes()).expect("parts");
+    let cut = a.secret.as_bytes().len() - pk_a.len();
+    let mixed = SecretKey::new([&a.secret.as_bytes()[..cut], &b.public.0[..]].concat());
     let e = he.public_key_of(&mixed).expect_err("refused");
     assert!(e.to_string().contains("another client key"), "{e}");
     // A truncated public key, and one with trailing bytes.
