@@ -3,10 +3,13 @@
 //! under [`commands`]; the libraries below it report progress through
 //! [`kinsey_core::Progress`] and never print.
 
+mod benchmarks;
 mod commands;
 mod config;
 mod experiment;
 mod figures;
+#[cfg(feature = "paillier")]
+mod keyfiles;
 mod plot;
 mod session_config;
 mod term;

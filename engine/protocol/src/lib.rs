@@ -24,14 +24,10 @@
 //! In Stage 1 the curator also re-randomises `xi(a + r)` before sending it, or a party could
 //! recognise its own ciphertext and learn part of `pi2`.
 
-pub mod bench;
-pub mod crossover;
 mod curator;
 pub mod faults;
-#[cfg(feature = "paillier")]
-pub mod keyfiles;
+pub mod inputs;
 mod messages;
-pub mod opbench;
 mod params;
 mod party;
 mod play;

@@ -22,6 +22,36 @@ pub fn registry() -> Registry {
     r
 }
 
+/// `kinsey backends`: each registered backend with its default self-description.
+pub fn describe_backends() -> Vec<(String, String)> {
+    registry()
+        .build_all_for_listing()
+        .into_iter()
+        .map(|(n, b)| {
+            let d = match b {
+                Ok(b) => {
+                    let i = b.info();
+                    format!(
+                        "{}; {}-bit keys by default, about {} bits of security{}; comparison: {}{}",
+                        i.scheme,
+                        i.key_bits,
+                        i.security_bits,
+                        if i.insecure { "; INSECURE" } else { "" },
+                        b.comparison().describe(),
+                        if i.notes.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; {}", i.notes)
+                        }
+                    )
+                }
+                Err(e) => e.to_string(),
+            };
+            (n, d)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -73,7 +73,7 @@ pub struct ProtocolReport {
 
 impl ProtocolReport {
     /// One line per stage: wall time, crypto time, traffic and operation counts.
-    pub(crate) fn stage_lines(&self, indent: &str) -> String {
+    pub fn stage_lines(&self, indent: &str) -> String {
         self.stages
             .iter()
             .map(|st| {

@@ -454,17 +454,18 @@ fn paillier(a: PaillierArgs) -> Result<()> {
             ));
         }
         for b in bits {
-            let r = kinsey_protocol::crossover::paillier_crossover(
+            let r = crate::benchmarks::crossover::paillier_crossover(
                 b, false, max_batch, &device, budget, &mut rng,
             )?;
-            json_or_table(json, &r, kinsey_protocol::crossover::Crossover::table)?;
+            json_or_table(json, &r, crate::benchmarks::crossover::Crossover::table)?;
         }
         return Ok(());
     }
     for b in bits {
         for &t in &threads {
-            let r = kinsey_protocol::bench::paillier_throughput(b, count, t, &device, &mut rng)?;
-            json_or_table(json, &r, kinsey_protocol::bench::PaillierRates::table)?;
+            let r =
+                crate::benchmarks::protocol::paillier_throughput(b, count, t, &device, &mut rng)?;
+            json_or_table(json, &r, crate::benchmarks::protocol::PaillierRates::table)?;
         }
     }
     Ok(())
@@ -510,15 +511,15 @@ fn protocol(a: ProtocolArgs) -> Result<()> {
     };
     if compare_tls {
         let runs =
-            kinsey_protocol::bench::transport_comparison(agg.backend(), parties, dim, repeat)?;
+            crate::benchmarks::protocol::transport_comparison(agg.backend(), parties, dim, repeat)?;
         return json_or_table(
             json,
             runs.as_slice(),
-            kinsey_protocol::bench::transport_table,
+            crate::benchmarks::protocol::transport_table,
         );
     }
-    let r = kinsey_protocol::bench::protocol_run(&agg, parties, dim)?;
-    json_or_table(json, &r, kinsey_protocol::bench::protocol_table)
+    let r = crate::benchmarks::protocol::protocol_run(&agg, parties, dim)?;
+    json_or_table(json, &r, crate::benchmarks::protocol::protocol_table)
 }
 
 #[derive(clap::Args, Debug)]
@@ -546,8 +547,8 @@ fn backend(a: BackendArgs) -> Result<()> {
         .create(&a.backend, &opts)
         .map_err(|e| Error::param("backend", e.to_string()))?;
     let mut rng = kinsey_dp::rng::os_crypto_rng();
-    let t = kinsey_protocol::opbench::operations(he.as_ref(), a.count, &mut rng)?;
-    json_or_table(a.json, &t, kinsey_protocol::opbench::op_table)
+    let t = crate::benchmarks::opbench::operations(he.as_ref(), a.count, &mut rng)?;
+    json_or_table(a.json, &t, crate::benchmarks::opbench::op_table)
 }
 
 /// Print a measurement as one JSON line, or as its table.

@@ -63,7 +63,7 @@ enum KeysCmd {
 
 #[cfg(not(feature = "paillier"))]
 fn keys(_: KeysCmd) -> Result<()> {
-    Err(Error::param(
+    Err(kinsey_core::Error::param(
         "keys",
         "this build has no Paillier backend (cargo feature 'paillier')",
     ))
@@ -71,7 +71,7 @@ fn keys(_: KeysCmd) -> Result<()> {
 
 #[cfg(feature = "paillier")]
 fn keys(which: KeysCmd) -> Result<()> {
-    use kinsey_protocol::keyfiles;
+    use crate::keyfiles;
     let mut rng = kinsey_dp::rng::os_crypto_rng();
     let wrote = |files: Vec<PathBuf>| {
         for f in files {

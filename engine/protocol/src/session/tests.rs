@@ -29,7 +29,7 @@ fn backend() -> Arc<dyn AdditiveHe> {
 }
 
 fn inputs(k: usize, d: usize) -> Vec<PartyInput> {
-    crate::bench::synthetic_inputs(k, d, &mut NoiseRng::from_seed_quiet(11))
+    crate::inputs::synthetic_inputs(k, d, &mut NoiseRng::from_seed_quiet(11))
 }
 
 fn run_all(
@@ -209,7 +209,7 @@ fn wire_patterns(outs: Vec<kinsey_core::Result<ParticipantOutcome>>) -> Vec<Vec<
 /// Different sizes (so a different smallest party), models and noise in each run.
 fn secret_inputs(k: usize, seed: u64) -> Vec<PartyInput> {
     let mut r = NoiseRng::from_seed_quiet(seed);
-    let mut v = crate::bench::synthetic_inputs(k, 3, &mut r);
+    let mut v = crate::inputs::synthetic_inputs(k, 3, &mut r);
     for p in &mut v {
         p.n = 10 + r.below(5000) as usize;
     }

@@ -13,46 +13,47 @@ use serde::Serialize;
 
 /// One batch size of one operation: seconds per batch on each path.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
-pub struct Point {
+pub(crate) struct Point {
     /// Items in the batch.
-    pub batch: usize,
+    pub(crate) batch: usize,
     /// Seconds for the batch on the CPU path (all threads).
-    pub cpu_seconds: f64,
+    pub(crate) cpu_seconds: f64,
     /// Seconds for the batch on the GPU path.
-    pub gpu_seconds: f64,
+    pub(crate) gpu_seconds: f64,
 }
 
 /// One operation's measurements and crossover.
 #[derive(Debug, Clone, Serialize)]
-pub struct OpCrossover {
+pub(crate) struct OpCrossover {
     /// The operation.
-    pub op: String,
+    pub(crate) op: String,
     /// Batches measured, smallest first.
-    pub points: Vec<Point>,
+    pub(crate) points: Vec<Point>,
     /// The smallest batch from which the GPU was faster at every batch measured; `None`
     /// when it lost at the largest.
-    pub crossover: Option<usize>,
+    pub(crate) crossover: Option<usize>,
 }
 
 /// Every operation's crossover at one key size.
 #[derive(Debug, Clone, Serialize)]
-pub struct Crossover {
+pub(crate) struct Crossover {
     /// Key size.
-    pub bits: u32,
+    pub(crate) bits: u32,
     /// CPU threads of the CPU path.
-    pub threads: usize,
+    pub(crate) threads: usize,
     /// The GPU path's device, in words.
-    pub device: String,
+    pub(crate) device: String,
     /// Largest batch asked for.
-    pub max_batch: usize,
+    pub(crate) max_batch: usize,
     /// Per operation.
-    pub ops: Vec<OpCrossover>,
+    pub(crate) ops: Vec<OpCrossover>,
     /// `gpu_min_batch` to use: the largest crossover, when every operation has one.
-    pub suggested_min_batch: Option<usize>,
+    pub(crate) suggested_min_batch: Option<usize>,
 }
 
 /// The largest crossover, when every operation has one.
-pub fn suggest(ops: &[OpCrossover]) -> Option<usize> {
+#[cfg_attr(not(feature = "paillier"), allow(dead_code))]
+pub(crate) fn suggest(ops: &[OpCrossover]) -> Option<usize> {
     ops.iter()
         .map(|o| o.crossover)
         .try_fold(1usize, |m, c| c.map(|c| m.max(c)))
@@ -60,7 +61,7 @@ pub fn suggest(ops: &[OpCrossover]) -> Option<usize> {
 
 impl Crossover {
     /// An aligned text table with the suggestion.
-    pub fn table(&self) -> String {
+    pub(crate) fn table(&self) -> String {
         let mut s = format!(
             "Paillier {} bits: the batch from which the GPU path beats the CPU path ({} CPU \
              thread(s)), GPU: {}\n  {:<34} {:>10} {:>8} {:>14} {:>14}\n",
@@ -119,7 +120,7 @@ impl Crossover {
 /// The measurement is the Paillier backend's own ([`kinsey_backend_paillier::calibrate`],
 /// what `device = "auto"` runs, shorter, when no `gpu_min_batch` is set).
 #[cfg(feature = "paillier")]
-pub fn paillier_crossover(
+pub(crate) fn paillier_crossover(
     bits: u32,
     allow_insecure_test_keys: bool,
     max_batch: usize,
@@ -185,7 +186,7 @@ pub fn paillier_crossover(
 
 /// Without the Paillier backend there is nothing to measure.
 #[cfg(not(feature = "paillier"))]
-pub fn paillier_crossover(
+pub(crate) fn paillier_crossover(
     _bits: u32,
     _allow_insecure_test_keys: bool,
     _max_batch: usize,

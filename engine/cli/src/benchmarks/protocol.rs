@@ -1,22 +1,22 @@
 //! Crypto throughput measurements behind `kinsey bench paillier`, `kinsey bench protocol`
 //! and `kinsey backends` (the figures in BENCHMARKS.md come from these).
 
-use crate::report::ProtocolReport;
-use crate::runner::SecureAggregator;
 use kinsey_core::{Error, Result};
 use kinsey_dp::NoiseRng;
-use kinsey_learn::aggregate::{PartyInput, fixed_point_sum};
+use kinsey_learn::aggregate::fixed_point_sum;
+use kinsey_protocol::inputs::synthetic_inputs;
+use kinsey_protocol::{ProtocolReport, SecureAggregator};
 use serde::Serialize;
 
 /// Paillier operations per second at one key size and thread count.
 #[derive(Debug, Clone, Serialize)]
-pub struct PaillierRates {
+pub(crate) struct PaillierRates {
     /// Key size.
-    pub bits: u32,
+    pub(crate) bits: u32,
     /// Threads (0: all cores).
-    pub threads: usize,
+    pub(crate) threads: usize,
     /// Values per operation.
-    pub count: usize,
+    pub(crate) count: usize,
     pub(crate) keygen_seconds: f64,
     /// One-off per key: the fixed-base tables for encryption.
     pub(crate) table_seconds: f64,
@@ -27,15 +27,15 @@ pub struct PaillierRates {
     pub(crate) mul_plain_per_s: f64,
     pub(crate) rerandomize_per_s: f64,
     /// Where the batches ran (the backend's description).
-    pub device: String,
+    pub(crate) device: String,
     /// Off the CPU: values per operation checked against the CPU path with the same
     /// randomness (identical ciphertexts and plaintexts); 0 on the CPU.
-    pub checked_against_cpu: usize,
+    pub(crate) checked_against_cpu: usize,
 }
 
 impl PaillierRates {
     /// The rates as an aligned text table.
-    pub fn table(&self) -> String {
+    pub(crate) fn table(&self) -> String {
         format!(
             "Paillier {} bits, {} thread(s), {} values, {}: keygen {:.2} s, tables {:.2} s\n  \
              encrypt {:>10.0}/s  encrypt (key holder) {:>10.0}/s  decrypt {:>9.0}/s\n  \
@@ -68,7 +68,7 @@ impl PaillierRates {
 /// `device` (`cpu`, `gpu` or `auto`; off the CPU every batch goes to the device, and a
 /// sample of each operation is checked against the CPU path).
 #[cfg(feature = "paillier")]
-pub fn paillier_throughput(
+pub(crate) fn paillier_throughput(
     bits: u32,
     count: usize,
     threads: usize,
@@ -215,7 +215,7 @@ fn same_as_cpu(
 
 /// Without the Paillier backend there is nothing to measure.
 #[cfg(not(feature = "paillier"))]
-pub fn paillier_throughput(
+pub(crate) fn paillier_throughput(
     _bits: u32,
     _count: usize,
     _threads: usize,
@@ -228,21 +228,12 @@ pub fn paillier_throughput(
     ))
 }
 
-/// Synthetic party inputs: distinct sizes, unit-scale models, small noise.
-pub(crate) fn synthetic_inputs(parties: usize, dim: usize, rng: &mut NoiseRng) -> Vec<PartyInput> {
-    (0..parties)
-        .map(|j| PartyInput {
-            n: 1000 + 37 * ((j * 7919) % parties.max(1)) + j,
-            w: (0..dim).map(|_| rng.std_normal()).collect(),
-            noise: (0..dim)
-                .map(|_| (0.01 * rng.std_normal() * parties as f64 * 2f64.powi(32)).round() as i128)
-                .collect(),
-        })
-        .collect()
-}
-
 /// One protocol run on synthetic inputs; checks the result against the plaintext sum.
-pub fn protocol_run(agg: &SecureAggregator, parties: usize, dim: usize) -> Result<ProtocolReport> {
+pub(crate) fn protocol_run(
+    agg: &SecureAggregator,
+    parties: usize,
+    dim: usize,
+) -> Result<ProtocolReport> {
     let mut rng = NoiseRng::from_os();
     let inputs = synthetic_inputs(parties, dim, &mut rng);
     let out = agg.run(&inputs)?;
@@ -255,7 +246,7 @@ pub fn protocol_run(agg: &SecureAggregator, parties: usize, dim: usize) -> Resul
 }
 
 /// Human-readable protocol report.
-pub fn protocol_table(r: &ProtocolReport) -> String {
+pub(crate) fn protocol_table(r: &ProtocolReport) -> String {
     let mut s = format!(
         "secure protocol: K = {}, d = {}, backend {} ({} bits{}), {:.2} s, {:.2} MiB, {} homomorphic operations\n  comparison: {}\n",
         r.parties,
@@ -284,62 +275,32 @@ pub fn protocol_table(r: &ProtocolReport) -> String {
     s
 }
 
-/// `kinsey backends`: each registered backend with its default self-description.
-pub fn describe_backends() -> Vec<(String, String)> {
-    crate::registry::registry()
-        .build_all_for_listing()
-        .into_iter()
-        .map(|(n, b)| {
-            let d = match b {
-                Ok(b) => {
-                    let i = b.info();
-                    format!(
-                        "{}; {}-bit keys by default, about {} bits of security{}; comparison: {}{}",
-                        i.scheme,
-                        i.key_bits,
-                        i.security_bits,
-                        if i.insecure { "; INSECURE" } else { "" },
-                        b.comparison().describe(),
-                        if i.notes.is_empty() {
-                            String::new()
-                        } else {
-                            format!("; {}", i.notes)
-                        }
-                    )
-                }
-                Err(e) => e.to_string(),
-            };
-            (n, d)
-        })
-        .collect()
-}
-
 /// One run of the same inputs through the in-process transport and through a TLS mesh
 /// (one thread per participant, each with its own TLS connections over loopback TCP).
 #[derive(Debug, Clone, Serialize)]
-pub struct TransportRun {
+pub(crate) struct TransportRun {
     /// The in-process run's report (with rounds per stage).
-    pub in_process: ProtocolReport,
+    pub(crate) in_process: ProtocolReport,
     /// Seconds per stage over TLS (the latest participant's end of each stage).
-    pub tls_stage_seconds: Vec<f64>,
+    pub(crate) tls_stage_seconds: Vec<f64>,
     /// Seconds of the TLS run after the connections were up, goodbyes included.
-    pub tls_wall_seconds: f64,
+    pub(crate) tls_wall_seconds: f64,
     /// Seconds until the last participant had all its connections up (TCP, TLS handshakes
     /// and hellos; every participant started at once).
-    pub tls_connect_seconds: f64,
+    pub(crate) tls_connect_seconds: f64,
     /// Per participant: protocol payload bytes sent, and bytes written to the network
     /// (TLS records with frame headers).
-    pub tls_bytes: Vec<(String, usize, u64)>,
+    pub(crate) tls_bytes: Vec<(String, usize, u64)>,
 }
 
 /// `repeat` comparison runs, alternating which transport goes first.
-pub fn transport_comparison(
+pub(crate) fn transport_comparison(
     backend: &std::sync::Arc<dyn kinsey_backend::AdditiveHe>,
     parties: usize,
     dim: usize,
     repeat: usize,
 ) -> Result<Vec<TransportRun>> {
-    let agg = SecureAggregator::new(backend.clone(), crate::ProtocolConfig::default());
+    let agg = SecureAggregator::new(backend.clone(), kinsey_protocol::ProtocolConfig::default());
     let mut runs = Vec::new();
     for r in 0..repeat.max(1) {
         let inputs = synthetic_inputs(parties, dim, &mut NoiseRng::from_os());
@@ -349,7 +310,7 @@ pub fn transport_comparison(
             if first {
                 in_process = Some(agg.run(&inputs)?);
             } else {
-                let s = crate::session::local::LocalSession::new(parties, true)?;
+                let s = kinsey_protocol::session::local::LocalSession::new(parties, true)?;
                 let outs = s.run(backend, &inputs, &|_, _| {});
                 let errs: Vec<String> = outs
                     .iter()
@@ -424,7 +385,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// The comparison as a table: medians per stage, rounds, bytes, and the time at 1 ms and
 /// 50 ms round trip (computation as measured in process, plus one one-way latency per
 /// sequential round; bandwidth not modelled).
-pub fn transport_table(runs: &[TransportRun]) -> String {
+pub(crate) fn transport_table(runs: &[TransportRun]) -> String {
     let Some(first) = runs.first() else {
         return String::new();
     };

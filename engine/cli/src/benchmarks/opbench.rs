@@ -2,38 +2,38 @@
 //! protocol runs, each on a batch, with the bootstraps each one costs where the backend
 //! counts them (TFHE).
 
-use crate::params::KEY_BITS;
 use kinsey_backend::{AdditiveHe, Ciphertext, compare::run_pair};
 use kinsey_core::{Error, Result};
+use kinsey_protocol::KEY_BITS;
 use serde::Serialize;
 use std::time::Instant;
 
 /// One operation's cost.
 #[derive(Debug, Clone, Serialize)]
-pub struct OpCost {
+pub(crate) struct OpCost {
     /// What was measured.
-    pub op: String,
+    pub(crate) op: String,
     /// Elements in the batch.
-    pub count: usize,
+    pub(crate) count: usize,
     /// Seconds per element (wall clock, all cores).
-    pub seconds_each: f64,
+    pub(crate) seconds_each: f64,
     /// Bootstraps per element, where the backend counts them.
-    pub bootstraps_each: Option<f64>,
+    pub(crate) bootstraps_each: Option<f64>,
 }
 
 /// Every operation's cost, and the sizes of what travels.
 #[derive(Debug, Clone, Serialize)]
-pub struct OpTable {
+pub(crate) struct OpTable {
     /// The backend's description.
-    pub backend: String,
+    pub(crate) backend: String,
     /// Serialized public key, bytes.
-    pub public_key_bytes: usize,
+    pub(crate) public_key_bytes: usize,
     /// Serialized secret key, bytes.
-    pub secret_key_bytes: usize,
+    pub(crate) secret_key_bytes: usize,
     /// Serialized ciphertext, bytes.
-    pub ciphertext_bytes: usize,
+    pub(crate) ciphertext_bytes: usize,
     /// Per operation.
-    pub ops: Vec<OpCost>,
+    pub(crate) ops: Vec<OpCost>,
 }
 
 fn be(e: kinsey_backend::BackendError) -> Error {
@@ -42,7 +42,7 @@ fn be(e: kinsey_backend::BackendError) -> Error {
 
 /// Time each operation on `count` elements (general multiplication and the comparison on
 /// at most 2), checking every result against the plaintext.
-pub fn operations(
+pub(crate) fn operations(
     he: &dyn AdditiveHe,
     count: usize,
     rng: &mut dyn rand_core::CryptoRng,
@@ -147,7 +147,7 @@ pub fn operations(
     Ok(OpTable {
         backend: he.info().scheme,
         public_key_bytes: pk.0.len(),
-        secret_key_bytes: sk.0.len(),
+        secret_key_bytes: sk.as_bytes().len(),
         ciphertext_bytes: c.first().map_or(0, |x| x.0.len()),
         ops,
     })
@@ -177,16 +177,16 @@ fn selection(
     let mut ind = Vec::new();
     time("encrypt indicator bit (key holder)", 1, &mut || {
         ind = he
-            .encrypt_indicator_with_secret_batch(sk, &[true], crate::NOISE_BITS + 1, rng)
+            .encrypt_indicator_with_secret_batch(sk, &[true], kinsey_protocol::NOISE_BITS + 1, rng)
             .map_err(be)?;
         Ok(())
     })?;
     let other = he
-        .encrypt_indicator_with_secret_batch(sk, &[false], crate::NOISE_BITS + 1, rng)
+        .encrypt_indicator_with_secret_batch(sk, &[false], kinsey_protocol::NOISE_BITS + 1, rng)
         .map_err(be)?;
     // Stage 2's values: noise offset into [0, 2^81).
     let noise: Vec<i128> = (0..count as i128)
-        .map(|i| crate::NOISE_OFFSET - (1 << 79) + 977 * i)
+        .map(|i| kinsey_protocol::NOISE_OFFSET - (1 << 79) + 977 * i)
         .collect();
     let first = |v: &[Ciphertext]| -> Result<Ciphertext> {
         v.first()
@@ -225,7 +225,7 @@ fn selection(
 }
 
 /// The table as text.
-pub fn op_table(t: &OpTable) -> String {
+pub(crate) fn op_table(t: &OpTable) -> String {
     let mut s = format!(
         "{}\n  public key {:.1} KiB, secret key {:.1} KiB, ciphertext {:.1} KiB\n",
         t.backend,

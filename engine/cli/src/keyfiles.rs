@@ -70,7 +70,7 @@ fn backend_for(bits: u32, allow_insecure_test_keys: bool) -> Result<Paillier> {
 }
 
 /// `kinsey keys generate`: a fresh key pair written as `private.json` and `public.json`.
-pub fn generate(
+pub(crate) fn generate(
     bits: u32,
     allow_insecure_test_keys: bool,
     out: &Path,
@@ -84,7 +84,7 @@ pub fn generate(
 }
 
 /// `kinsey keys export`: python-paillier's files (no kinsey members) from a kinsey private key.
-pub fn export(
+pub(crate) fn export(
     private: &Path,
     out: &Path,
     rng: &mut dyn rand_core::CryptoRng,
@@ -96,7 +96,7 @@ pub fn export(
 }
 
 /// `kinsey keys import`: a pheutil private key file into kinsey's files.
-pub fn import(
+pub(crate) fn import(
     private: &Path,
     out: &Path,
     rng: &mut dyn rand_core::CryptoRng,
@@ -109,7 +109,7 @@ pub fn import(
 
 /// `kinsey keys encrypt`: a real number in kinsey's fixed point under a public key file,
 /// as python-paillier's serialized `EncryptedNumber` (exponent -8).
-pub fn encrypt(
+pub(crate) fn encrypt(
     public: &Path,
     value: f64,
     allow_insecure_test_keys: bool,
@@ -129,7 +129,7 @@ pub fn encrypt(
 }
 
 /// `kinsey keys decrypt`: a serialized `EncryptedNumber` (any exponent) with a private key.
-pub fn decrypt(
+pub(crate) fn decrypt(
     private: &Path,
     number: &Path,
     allow_insecure_test_keys: bool,

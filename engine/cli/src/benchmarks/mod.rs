@@ -1,0 +1,8 @@
+//! The benchmark drivers behind `kinsey bench` (moved out of `kinsey-protocol`, which now
+//! holds only the protocol): Paillier throughput and the protocol end to end, in process
+//! and over TLS ([`protocol`]); the Paillier GPU crossovers ([`crossover`]); each backend
+//! operation's cost ([`opbench`]).
+
+pub(crate) mod crossover;
+pub(crate) mod opbench;
+pub(crate) mod protocol;
