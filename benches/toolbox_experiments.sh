@@ -7,7 +7,7 @@
 # a9a (UCI Adult, 123 binary features; train on a9a, test on a9a.t) for the decision tree,
 # the perceptron, the STAT learner and the implication test; bike-sharing hour.csv for
 # k-means and PCA. Every run draws fresh OS-seeded noise; the tables give mean and standard
-# deviation over the runs. "Non-private" figures come from each command's --evaluate
+# deviation over the runs. "Non-private" figures come from each command's --diagnostics
 # block (computed on the raw data, never published).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,7 +71,7 @@ print("| eps (delta = 1e-6) | inertia ratio | noise sigma per unit query |")
 print("|---|---|---|")
 for e in [0.1, 0.5, 1, 2, 5]:
     rs = [run(["sulq", "kmeans", "--input", hour, "--columns", cols, "--k", "4", "--iterations", "6",
-               "--epsilon", str(e), "--neighbours", "bounded", "--evaluate"]) for _ in range(runs)]
+               "--epsilon", str(e), "--neighbours", "bounded", "--diagnostics"]) for _ in range(runs)]
     print(f"| {e} | {ms([r['evaluation']['ratio'] for r in rs])} | {rs[0]['result']['guarantee']['plan']['sigma']:.1f} |")
 
 print("\n## SuLQ PCA on bike-sharing\n")
@@ -81,12 +81,12 @@ print("| eps (delta = 1e-6) | captured / optimal |")
 print("|---|---|")
 for e in [0.1, 0.5, 1, 2, 5]:
     rs = [run(["sulq", "pca", "--input", hour, "--columns", cols8, "--components", "3",
-               "--epsilon", str(e), "--neighbours", "bounded", "--evaluate"]) for _ in range(runs)]
+               "--epsilon", str(e), "--neighbours", "bounded", "--diagnostics"]) for _ in range(runs)]
     print(f"| {e} | {ms([r['evaluation']['captured_variance_vs_optimal'] for r in rs])} |")
 
 print("\n## SuLQ perceptron on a9a (10 rounds, intercept, test accuracy on a9a.t)\n")
 r0 = run(["sulq", "perceptron", "--input", a9a, "--test", a9at, "--rounds", "10", "--intercept",
-          "--epsilon", "1", "--neighbours", "bounded", "--evaluate"])
+          "--epsilon", "1", "--neighbours", "bounded", "--diagnostics"])
 print(f"Non-private (same averaged-update pocket perceptron): **{r0['evaluation']['test_accuracy_non_private']:.4f}**.\n")
 print("| eps (delta = 1e-6) | test accuracy |")
 print("|---|---|")
@@ -99,7 +99,7 @@ print("\n## STAT adapter: best single predictor on a9a (123 STAT queries)\n")
 print("| eps (delta = 1e-6) | accuracy tau | exact error of the chosen feature | best exact error | chose the best |")
 print("|---|---|---|---|---|")
 for e in [0.1, 0.5, 1]:
-    rs = [run(["sulq", "stat", "--input", a9a, "--epsilon", str(e), "--neighbours", "bounded", "--evaluate"]) for _ in range(runs)]
+    rs = [run(["sulq", "stat", "--input", a9a, "--epsilon", str(e), "--neighbours", "bounded", "--diagnostics"]) for _ in range(runs)]
     ch = [r["evaluation"]["chosen_error_exact"] for r in rs]
     best = rs[0]["evaluation"]["best_error_exact"]
     hit = sum(abs(c - best) < 1e-12 for c in ch)
@@ -113,7 +113,7 @@ print("|---|---|---|---|---|---|")
 for alpha in ["f40", "f1"]:
     for method, e in [("groups", 1), ("groups", 4), ("heavy-sets", 4)]:
         rs = [run(["sulq", "implication", "--a", a9a, "--alpha", alpha, "--b", a9a, "--beta", "label>=1",
-                   "--method", method, "--epsilon", str(e), "--neighbours", "bounded", "--evaluate"]) for _ in range(runs)]
+                   "--method", method, "--epsilon", str(e), "--neighbours", "bounded", "--diagnostics"]) for _ in range(runs)]
         v = [r["result"]["verdict"] for r in rs]
         counts = "/".join(str(v.count(x)) for x in ["implies", "undecided", "does_not_imply"])
         print(f"| {alpha} | {rs[0]['evaluation']['delta_exact']:.4f} | {method} | {e} | {ms([r['result']['delta_hat'] for r in rs])} | {counts} |")

@@ -956,7 +956,7 @@ fn sulq_commands_run_with_their_guarantee_and_refuse_bad_input() {
             "bounded".into(),
             "--out".into(),
             arg(o).into(),
-            "--evaluate".into(),
+            "--diagnostics".into(),
         ]
     };
     let run = |sub: &[&str], o: &Path| {

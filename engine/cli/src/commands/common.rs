@@ -190,6 +190,13 @@ pub(crate) fn finish_split(
     Ok(Done { summary, written })
 }
 
+/// A seeded release's label: `kinsey.<kind>.v2|` then its public parameters as JSON (keys
+/// sorted, shortest round-trip numbers): one encoding per set of parameters, never Rust's
+/// `Debug` form and never a path (the input enters through its digest).
+pub(crate) fn release_label(kind: &str, params: &serde_json::Value) -> String {
+    format!("kinsey.{kind}.v2|{params}")
+}
+
 /// The generator of one release: OS-seeded, or derived from the user seed, the release's
 /// description and a digest of every byte of its input files (so no two releases share
 /// noise, neighbouring data included), with the seed recorded only if asked.

@@ -77,12 +77,8 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
         c,
         m.n,
         plan,
-        &format!(
-            "kmeans|{}|k={}|iters={}",
-            a.input.describe(),
-            a.k,
-            a.iterations
-        ),
+        json!({"command": "kmeans", "input": a.input.describe(), "k": a.k,
+            "iterations": a.iterations}),
         &[&a.input.input],
     )?;
     let init = sulq::kmeans::random_centers(a.k, m.d, &mut rng);
@@ -197,12 +193,8 @@ pub(crate) fn run_pca(a: &PcaArgs) -> Result<Done> {
         c,
         m.n,
         plan,
-        &format!(
-            "pca|{}|components={}|center={}",
-            a.input.describe(),
-            a.components,
-            cfg.center
-        ),
+        json!({"command": "pca", "input": a.input.describe(), "components": a.components,
+            "center": cfg.center}),
         &[&a.input.input],
     )?;
     let res = sulq::pca::run(&m, &cfg, &mut db)?;
@@ -391,13 +383,8 @@ pub(crate) fn run_perceptron(a: &PerceptronArgs) -> Result<Done> {
         c,
         m.n,
         plan,
-        &format!(
-            "perceptron|{}|label={}|rounds={}|intercept={}",
-            a.input.describe(),
-            a.label,
-            a.rounds,
-            a.intercept
-        ),
+        json!({"command": "perceptron", "input": a.input.describe(), "label": a.label,
+            "rounds": a.rounds, "intercept": a.intercept}),
         &[&a.input.input],
     )?;
     let res = sulq::perceptron::run(&m, &y, a.rounds, &mut db)?;
@@ -490,12 +477,8 @@ pub(crate) fn run_stat(a: &StatArgs) -> Result<Done> {
         c,
         m.n,
         plan,
-        &format!(
-            "stat|{}|label={}|tau={:?}",
-            a.input.describe(),
-            a.label,
-            a.tau
-        ),
+        json!({"command": "stat", "input": a.input.describe(), "label": a.label,
+            "tau": a.tau}),
         &[&a.input.input],
     )?;
     let mut adapter = sulq::stat::StatAdapter::new(&mut db, m.n)?;
@@ -643,10 +626,8 @@ pub(crate) fn run_implication(a: &ImplicationArgs) -> Result<Done> {
         c,
         alpha.len(),
         plan.clone(),
-        &format!(
-            "implication|alpha={}|beta={}|method={}|trials={}|gap={}",
-            a.alpha, a.beta, a.method, a.trials, a.gap
-        ),
+        json!({"command": "implication", "alpha": a.alpha, "beta": a.beta,
+            "method": a.method, "trials": a.trials, "gap": a.gap}),
         &[&a.a, &a.b],
     )?;
     let mut db_b = SulqDb::new(plan, rng.fork());

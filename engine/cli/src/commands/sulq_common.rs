@@ -64,8 +64,8 @@ pub(crate) struct SulqCommon {
     pub out: PathBuf,
     /// Compute NOT PRIVATE diagnostics (exact row count under unbounded neighbours,
     /// clipping counts, non-private baselines, test accuracy) and write them to
-    /// run.NOT-PRIVATE.diagnostics.json (`--evaluate` is the old name).
-    #[arg(long, alias = "evaluate")]
+    /// run.NOT-PRIVATE.diagnostics.json.
+    #[arg(long)]
     pub diagnostics: bool,
     /// Seed the noise (reproducible; NOT private against whoever knows it).
     #[arg(long)]
@@ -93,8 +93,8 @@ pub(crate) struct SulqInput {
 impl SulqInput {
     /// The public parameters of the input (its columns and their boxes, clipping), for a
     /// seeded release's description; the data enter through their digest, not the path.
-    pub(crate) fn describe(&self) -> String {
-        format!("columns={:?}|clip={}", self.columns, self.clip)
+    pub(crate) fn describe(&self) -> serde_json::Value {
+        serde_json::json!({"columns": self.columns, "clip": self.clip})
     }
 
     pub(crate) fn read(&self, range: Range, exclude: &[&str]) -> Result<Matrix> {
@@ -113,18 +113,23 @@ pub(crate) fn open_db(
     c: &SulqCommon,
     n: usize,
     plan: sulq::Plan,
-    label: &str,
+    run: serde_json::Value,
     inputs: &[&Path],
 ) -> Result<(NoiseRng, SulqDb)> {
     warn_delta(c, n);
-    let label = format!(
-        "sulq {label}|epsilon={}|delta={}|neighbours={}|calibration={:?}",
-        c.epsilon,
-        c.delta,
-        c.neighbours.as_str(),
-        c.calibration
-    );
-    let mut rng = release_rng(c.seed, c.record_seed, &label, inputs)?;
+    let params = serde_json::json!({
+        "epsilon": c.epsilon,
+        "delta": c.delta,
+        "neighbours": c.neighbours.as_str(),
+        "calibration": toml_name(&c.calibration),
+        "run": run,
+    });
+    let mut rng = release_rng(
+        c.seed,
+        c.record_seed,
+        &release_label("sulq", &params),
+        inputs,
+    )?;
     let db = SulqDb::new(plan, rng.fork());
     Ok((rng, db))
 }

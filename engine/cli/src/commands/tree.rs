@@ -105,16 +105,11 @@ fn run_tree(a: &Args) -> Result<Done> {
         neighbours: a.neighbours,
         row_bound: a.row_bound,
     };
-    let label = format!(
-        "tree|label={}|classes={:?}|attributes={:?}|depth={}|selection={}|score={}|epsilon={epsilon}|neighbours={}|row_bound={:?}",
-        a.label,
-        a.classes,
-        a.attributes,
-        a.depth,
-        a.selection,
-        a.score,
-        a.neighbours.as_str(),
-        a.row_bound
+    let label = release_label(
+        "tree",
+        &json!({"label": a.label, "classes": a.classes, "attributes": a.attributes,
+            "depth": a.depth, "selection": a.selection, "score": a.score, "epsilon": epsilon,
+            "neighbours": a.neighbours.as_str(), "row_bound": a.row_bound}),
     );
     let mut rng = release_rng(a.seed, a.record_seed, &label, &[&a.input])?;
     let res = tree::train(&train, &cfg, &mut rng)?;
