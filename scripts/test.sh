@@ -73,16 +73,19 @@ for c in kinsey-core kinsey-dp "kinsey --no-default-features"; do
     echo "$c depends on the crates above"; exit 1
   fi
 done
-cargo check -q -p kinsey-dp -p kinsey-kernels -p kinsey --no-default-features --all-targets
+# In the test profile, so the dependencies built by the test build above are reused.
+cargo check -q --profile test -p kinsey-dp -p kinsey-kernels -p kinsey --no-default-features --all-targets
 # The facade's features build on their own: the classifier with no crypto backend but the
 # mock (the protocol without Paillier or TFHE).
-cargo check -q -p kinsey --no-default-features --features classifier
+cargo check -q --profile test -p kinsey --no-default-features --features classifier
 
 # The library's docs build without a warning (broken intra-doc links are errors), and every
-# example of examples/ runs (built by the test build above: the same profile).
-RUSTDOCFLAGS="-D warnings" cargo doc -q -p kinsey --no-deps
+# example of examples/ runs. Both in the test profile with the whole workspace's features:
+# `cargo run -p kinsey` alone would resolve features for the facade only and rebuild tfhe.
+RUSTDOCFLAGS="-D warnings" cargo doc -q --profile test -p kinsey --no-deps
+cargo build -q --profile test --workspace --examples
 for e in secure_training decayed_sum_csv dp_histogram backend_and_device; do
-  if ! out="$(cargo run -q --profile test -p kinsey --example "$e" 2>&1)"; then
+  if ! out="$("${CARGO_TARGET_DIR:-target}/debug/examples/$e" 2>&1)"; then
     echo "example $e failed:"; echo "$out"; exit 1
   fi
   echo "example $e: $(tail -n 1 <<<"$out")"
