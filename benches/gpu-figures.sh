@@ -13,7 +13,10 @@
 # at small sizes, on lavapipe here in under 3 minutes on 2 cores. The device run of
 # ../shared/tools/gpu-device/ copies this file to .device/figures.sh and runs it there.
 # KINSEY_FIGURES_LIMIT_SCALE multiplies every step's time limit (scripts/test.sh runs the
-# quick sizes with the unoptimised test build of kinsey).
+# quick sizes with the unoptimised test build of kinsey). KINSEY_FIGURES_STEPS, a list of
+# step names, runs only those (a rerun of the steps a lease did not finish).
+# KINSEY_GPU_MONTGOMERY (fused or steps), when set, picks the Paillier kernels' GPU program
+# for every step and is named in the table's header.
 set -uo pipefail
 quick=0
 for a in "$@"; do
@@ -62,6 +65,7 @@ fi
   commit=$(cat "$root/.device/commit" 2>/dev/null || git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
   echo "kinsey: commit $commit, $K"
   echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+  [ -n "${KINSEY_GPU_MONTGOMERY:-}" ] && echo "Montgomery GPU program: $KINSEY_GPU_MONTGOMERY (KINSEY_GPU_MONTGOMERY)"
 } > "$RAW/machine.txt"
 cat "$RAW/machine.txt"
 
@@ -71,6 +75,9 @@ scale=${KINSEY_FIGURES_LIMIT_SCALE:-1}
 step() {
   local name=$1 limit=$(($2 * scale))
   shift 2
+  if [ -n "${KINSEY_FIGURES_STEPS:-}" ] && [[ " $KINSEY_FIGURES_STEPS " != *" $name "* ]]; then
+    return 0
+  fi
   echo "$name" >> "$RAW/steps.txt"
   echo "== $name (limit ${limit} s): kinsey $*"
   local t0 rc t1

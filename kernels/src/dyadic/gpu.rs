@@ -36,8 +36,7 @@ fn pipeline(ctx: &GpuContext) -> Result<Arc<Pipe>, KernelError> {
             storage_entry(2, false),
             storage_entry(3, false),
         ];
-        let (layout, mut pipes) =
-            build_pipelines(&ctx.device, "dyadic", DYADIC_WGSL, &entries, &["draw"])?;
+        let (layout, mut pipes) = build_pipelines(ctx, "dyadic", DYADIC_WGSL, &entries, &["draw"])?;
         let pipe = pipes
             .pop()
             .ok_or_else(|| KernelError::Validation("dyadic: no pipeline".into()))?;
@@ -144,7 +143,7 @@ impl GpuDyadic {
         // everything back).
         let room = count / 256 + 1024;
         let (z, list) = self.run(keystream, wide, first, count, room)?;
-        let list = read_pod::<u32>(&self.ctx.device, &list.read)?;
+        let list = read_pod::<u32>(&self.ctx, &list.read)?;
         let n = list.first().copied().unwrap_or(0) as usize;
         let mut slow: Vec<u32> = if n <= room {
             list[1..=n].to_vec()
@@ -206,7 +205,7 @@ impl GpuDyadic {
             });
         out.copy_back(&mut enc);
         ctx.queue.submit([enc.finish()]);
-        read_pod::<i64>(&ctx.device, &out.read)
+        read_pod::<i64>(ctx, &out.read)
     }
 
     /// One dispatch: the draws into a device buffer (and its read-back twin), the slow

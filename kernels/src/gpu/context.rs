@@ -6,7 +6,7 @@
 //! Mesa print `XDG_RUNTIME_DIR is invalid` on headless machines, and kinsey draws nothing.
 
 use crate::error::KernelError;
-use std::sync::{OnceLock, mpsc};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
 /// Per-binding cap (the portable WebGPU default).
 pub(crate) const MAX_BINDING: u64 = 128 << 20;
@@ -22,6 +22,7 @@ pub struct GpuContext {
     info: wgpu::AdapterInfo,
     limits: wgpu::Limits,
     features: wgpu::Features,
+    health: Arc<Health>,
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -32,6 +33,36 @@ impl std::fmt::Debug for GpuContext {
 
 /// The one probe of this process: the device, or why there is none.
 static SHARED: OnceLock<Result<GpuContext, KernelError>> = OnceLock::new();
+
+/// Why a device can no longer be trusted: lost (the driver's reason), or an error no
+/// kernel's error scope caught. wgpu drops device-lost errors without a word and panics on
+/// uncaught ones by default; kinsey records the first and every later call on that device
+/// fails with it ([`GpuContext::healthy`]), so a dead device is an error naming the cause,
+/// never a panic in a worker thread or a wait that never ends.
+#[derive(Debug, Default)]
+struct Health(Mutex<Option<String>>);
+
+impl Health {
+    /// Record why the device broke (the first reason wins) and say it once in the log.
+    fn mark(&self, why: String) {
+        if let Ok(mut b) = self.0.lock()
+            && b.is_none()
+        {
+            tracing::error!("GPU device unusable: {why}");
+            *b = Some(why);
+        }
+    }
+
+    /// `Ok` while the device works; the recorded reason once it was lost or broke.
+    fn check(&self) -> Result<(), KernelError> {
+        match self.0.lock().ok().and_then(|b| b.clone()) {
+            None => Ok(()),
+            Some(why) => Err(KernelError::Device(format!(
+                "the GPU device is unusable: {why}"
+            ))),
+        }
+    }
+}
 
 impl GpuContext {
     /// The process's GPU device, opened on first use (one adapter probe per process).
@@ -67,12 +98,22 @@ impl GpuContext {
             trace: wgpu::Trace::Off,
         }))
         .map_err(|e| KernelError::Device(e.to_string()))?;
+        let health = Arc::new(Health::default());
+        let on_lost = health.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            on_lost.mark(format!("device lost ({reason:?}): {message}"));
+        });
+        let on_error = health.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            on_error.mark(format!("uncaught wgpu error: {e}"));
+        }));
         Ok(Self {
             device,
             queue,
             info,
             limits,
             features,
+            health,
         })
     }
 
@@ -126,6 +167,12 @@ impl GpuContext {
         self.info.device_type == wgpu::DeviceType::Cpu
     }
 
+    /// `Ok` while the device works; once it was lost or an error escaped every scope, the
+    /// recorded reason (see [`Health`]).
+    pub(crate) fn healthy(&self) -> Result<(), KernelError> {
+        self.health.check()
+    }
+
     /// The largest storage binding a kernel may use.
     pub(crate) fn binding_cap(&self) -> u64 {
         MAX_BINDING.min(self.limits.max_storage_buffer_binding_size)
@@ -163,12 +210,13 @@ pub(crate) fn uniform_entry(binding: u32) -> wgpu::BindGroupLayoutEntry {
 /// One WGSL module, its bind group layout and a compute pipeline per entry point, with
 /// validation errors turned into `KernelError::Validation`.
 pub(crate) fn build_pipelines(
-    device: &wgpu::Device,
+    ctx: &GpuContext,
     label: &str,
     wgsl: &str,
     entries: &[wgpu::BindGroupLayoutEntry],
     entry_points: &[&str],
 ) -> Result<(wgpu::BindGroupLayout, Vec<wgpu::ComputePipeline>), KernelError> {
+    let device = &ctx.device;
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some(label),
@@ -199,38 +247,49 @@ pub(crate) fn build_pipelines(
     if let Some(err) = pollster::block_on(scope.pop()) {
         return Err(KernelError::Validation(err.to_string()));
     }
+    // A driver that fails to compile a pipeline reports the device lost (silently in wgpu).
+    ctx.healthy()?;
     Ok((layout, pipes))
 }
 
 /// Read a mapped staging buffer as plain values (f32 partial sums, u32 assignments).
 pub(crate) fn read_pod<T: bytemuck::Pod>(
-    device: &wgpu::Device,
+    ctx: &GpuContext,
     buf: &wgpu::Buffer,
 ) -> Result<Vec<T>, KernelError> {
-    read_pod_after(device, buf, buf.size(), None)
+    read_pod_after(ctx, buf, buf.size(), None)
 }
 
 /// The first `bytes` of a staging buffer as plain values, once submission `after` (or
 /// everything submitted, with `None`) has finished: later submissions keep running.
 pub(crate) fn read_pod_after<T: bytemuck::Pod>(
-    device: &wgpu::Device,
+    ctx: &GpuContext,
     buf: &wgpu::Buffer,
     bytes: u64,
     after: Option<wgpu::SubmissionIndex>,
 ) -> Result<Vec<T>, KernelError> {
+    ctx.healthy()?;
+    let device = &ctx.device;
     let (tx, rx) = mpsc::channel();
     buf.slice(..bytes).map_async(wgpu::MapMode::Read, move |r| {
         let _ = tx.send(r);
     });
-    device
-        .poll(wgpu::PollType::Wait {
-            submission_index: after,
-            timeout: None,
-        })
-        .map_err(|e| KernelError::Map(e.to_string()))?;
-    rx.recv()
-        .map_err(|e| KernelError::Map(e.to_string()))?
-        .map_err(|e| KernelError::Map(e.to_string()))?;
+    // A device lost while the work ran fails the wait or the mapping; the loss (recorded
+    // by the callback the wait runs) says why rather than how.
+    let waited = device.poll(wgpu::PollType::Wait {
+        submission_index: after,
+        timeout: None,
+    });
+    let mapped = waited
+        .map_err(|e| e.to_string())
+        .and_then(|_| rx.recv().map_err(|e| e.to_string()))
+        .and_then(|r| r.map_err(|e| e.to_string()));
+    if let Err(e) = mapped {
+        // One more turn of the device's upkeep runs a pending device-lost callback.
+        let _ = device.poll(wgpu::PollType::Poll);
+        ctx.healthy()?;
+        return Err(KernelError::Map(e));
+    }
     let out = {
         let view = buf
             .get_mapped_range(..bytes)
@@ -351,11 +410,12 @@ impl GpuContext {
         f: impl FnOnce() -> T,
         err: impl FnOnce(String) -> KernelError,
     ) -> Result<T, KernelError> {
+        self.healthy()?;
         let scope = self.device.push_error_scope(filter);
         let out = f();
         match pollster::block_on(scope.pop()) {
             Some(e) => Err(err(e.to_string())),
-            None => Ok(out),
+            None => self.healthy().map(|()| out),
         }
     }
 }
@@ -389,4 +449,43 @@ pub(crate) fn grid(n: u64, per_group: u64) -> (u32, u32) {
     let groups = n.div_ceil(per_group).max(1);
     let gx = groups.min(MAX_WG);
     (gx as u32, groups.div_ceil(gx) as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first reason a device broke is the one every later call reports.
+    #[test]
+    fn the_first_reason_wins() {
+        let h = Health::default();
+        assert!(h.check().is_ok());
+        h.mark("device lost (Unknown): first".into());
+        h.mark("uncaught wgpu error: second".into());
+        let e = h.check().expect_err("broken").to_string();
+        assert!(e.contains("unusable") && e.contains("first"), "{e}");
+        assert!(!e.contains("second"), "{e}");
+    }
+
+    /// A device lost under a kernel (here destroyed on purpose, as a driver fault loses it
+    /// on hardware) makes the kernel's next call an error that names the loss: no panic
+    /// in wgpu's default handler, no wait that never ends. A private device, so the
+    /// shared one the other tests use stays up (lavapipe in CI: fails without an adapter).
+    #[test]
+    fn a_lost_device_is_an_error_naming_the_loss() {
+        let ctx = GpuContext::open().expect("a GPU adapter (lavapipe in CI)");
+        let g = crate::montgomery::gpu::GpuMontgomery::new(ctx.clone());
+        let m = crate::montgomery::Modulus::new(vec![0xffff_fff1, 0xffff_ffff, 0x7fff_ffff, 1])
+            .expect("modulus");
+        let a = [3u32, 0, 0, 0];
+        assert_eq!(g.mul(&m, &a, &a).expect("a working device").len(), 4);
+        ctx.device.destroy();
+        let e = g
+            .mul(&m, &a, &a)
+            .expect_err("a destroyed device")
+            .to_string();
+        assert!(e.contains("unusable") && e.contains("lost"), "{e}");
+        let e = ctx.healthy().expect_err("recorded").to_string();
+        assert!(e.contains("Destroyed"), "{e}");
+    }
 }

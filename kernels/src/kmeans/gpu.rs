@@ -60,7 +60,7 @@ impl<'a> GpuKmeans<'a> {
         let cap = ctx.binding_cap();
         let per_block = ((cap / (d as u64 * 4)).min(MAX_WG * 256) as usize).max(1);
         let (layout, mut pipes) = build_pipelines(
-            &ctx.device,
+            &ctx,
             "kmeans.wgsl",
             KMEANS_WGSL,
             &[
@@ -149,8 +149,8 @@ impl<'a> GpuKmeans<'a> {
         let mut dist = Vec::with_capacity(self.x.len() / d);
         for b in &self.blocks {
             debug_assert_eq!(assign.len(), b.start);
-            assign.extend(read_pod::<u32>(&ctx.device, &b.assign.read)?);
-            dist.extend(read_pod::<f32>(&ctx.device, &b.dist.read)?);
+            assign.extend(read_pod::<u32>(ctx, &b.assign.read)?);
+            dist.extend(read_pod::<f32>(ctx, &b.dist.read)?);
         }
         if let Some(&bad) = assign.iter().find(|&&j| j as usize >= k) {
             return Err(KernelError::Validation(format!(

@@ -69,7 +69,7 @@ fn add_pairs(acc: &mut [f64], pairs: &[f32], len: usize) {
 impl Pipelines {
     fn new(ctx: &GpuContext) -> Result<Self, KernelError> {
         let (layout, pipes) = build_pipelines(
-            &ctx.device,
+            ctx,
             "logistic.wgsl",
             LOGISTIC_WGSL,
             &[
@@ -300,13 +300,12 @@ impl LogisticKernel for GpuLogistic {
                 }
             }
         })?;
-        let dev = &ctx.device;
         let mut sums = vec![0.0f64; d + 1];
         let mut hup = hessian.then(|| vec![0.0f64; d * d]);
         for b in &self.blocks {
-            add_pairs(&mut sums, &read_pod::<f32>(dev, &b.gred.read)?, d + 1);
+            add_pairs(&mut sums, &read_pod::<f32>(ctx, &b.gred.read)?, d + 1);
             if let Some(h) = hup.as_mut() {
-                add_pairs(h, &read_pod::<f32>(dev, &b.hred.read)?, d * d);
+                add_pairs(h, &read_pod::<f32>(ctx, &b.hred.read)?, d * d);
             }
         }
         let loss = sums[d];

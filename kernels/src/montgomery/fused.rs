@@ -36,10 +36,41 @@ pub enum Shape {
     Steps,
 }
 
+/// The program forced by `KINSEY_GPU_MONTGOMERY` (`fused` or `steps`), read once: for
+/// measuring the two programs against each other on one device. Unset (or any other
+/// value, with a warning) leaves the choice to [`shape`].
+fn forced() -> Option<Shape> {
+    static FORCED: std::sync::OnceLock<Option<Shape>> = std::sync::OnceLock::new();
+    *FORCED.get_or_init(|| match std::env::var("KINSEY_GPU_MONTGOMERY").as_deref() {
+        Ok("fused") => Some(Shape::Fused),
+        Ok("steps") => Some(Shape::Steps),
+        Ok(other) => {
+            tracing::warn!("KINSEY_GPU_MONTGOMERY = '{other}' ignored (fused or steps)");
+            None
+        }
+        Err(_) => None,
+    })
+}
+
 /// The program for `kind` at moduli of `words` words on an adapter that is (`software`)
-/// or is not a software rasteriser.
+/// or is not a software rasteriser, unless `KINSEY_GPU_MONTGOMERY` forces one (steps
+/// always fit; fused on a software rasteriser only within its loop budget).
+///
+/// On hardware, products and fixed-base powers run fused and variable-base powers run as
+/// steps: on an NVIDIA H100 (driver 580.159, Vulkan) `fused_pow` lost the device ("driver
+/// implementation is at fault") at 64 words already, while `fused_mul` and
+/// `fused_fixed_pow` matched the CPU twin at 8 to 256 words and the steps matched it
+/// everywhere (BENCHMARKS.md, GPU runs of 2026-11-26).
 pub(crate) fn shape(software: bool, words: usize, kind: Kind) -> Shape {
-    if !software || loop_iterations(words, kind) <= LOOP_BUDGET {
+    let fits = !software || loop_iterations(words, kind) <= LOOP_BUDGET;
+    match forced() {
+        Some(Shape::Steps) => return Shape::Steps,
+        Some(Shape::Fused) if fits => return Shape::Fused,
+        _ => {}
+    }
+    if !software && matches!(kind, Kind::Pow { .. }) {
+        Shape::Steps
+    } else if fits {
         Shape::Fused
     } else {
         Shape::Steps
@@ -77,19 +108,23 @@ pub(crate) fn loop_iterations(words: usize, kind: Kind) -> usize {
 mod tests {
     use super::*;
 
-    /// Hardware always fuses; lavapipe fuses small moduli (256 and 512 bits: what the twin
-    /// tests run fused there) and runs steps for Paillier's sizes.
+    /// Hardware fuses products and fixed-base powers and runs variable-base powers as
+    /// steps; lavapipe fuses small moduli (256 and 512 bits: what the twin tests run fused
+    /// there) and runs steps for Paillier's sizes.
     #[test]
     fn the_program_follows_the_adapter_and_the_size() {
-        for kind in [
-            Kind::Mul,
-            Kind::FixedPow { windows: 256 },
-            Kind::Pow {
-                wide: true,
-                windows: 256,
-            },
-        ] {
-            assert_eq!(shape(false, 256, kind), Shape::Fused);
+        let pow = Kind::Pow {
+            wide: true,
+            windows: 256,
+        };
+        for kind in [Kind::Mul, Kind::FixedPow { windows: 256 }, pow] {
+            let hardware = if kind == pow {
+                Shape::Steps
+            } else {
+                Shape::Fused
+            };
+            assert_eq!(shape(false, 256, kind), hardware, "{kind:?}");
+            assert_eq!(shape(false, 8, kind), hardware, "{kind:?}");
             assert_eq!(shape(true, 128, kind), Shape::Steps, "{kind:?}");
         }
         // p^2 of a 2048-bit key: a product fits lavapipe's budget, a power does not.

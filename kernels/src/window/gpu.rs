@@ -114,7 +114,7 @@ impl GpuWindow {
                 entries.extend((1..=4).map(|b| storage_entry(b, true)));
                 entries.extend((5..=7).map(|b| storage_entry(b, false)));
                 let (layout, pipes) =
-                    build_pipelines(&ctx.device, "window", WINDOW_WGSL, &entries, &ENTRIES)?;
+                    build_pipelines(&ctx, "window", WINDOW_WGSL, &entries, &ENTRIES)?;
                 if pipes.len() != ENTRIES.len() {
                     return Err(KernelError::Validation("window: missing pipelines".into()));
                 }
@@ -207,7 +207,7 @@ impl GpuWindow {
         else {
             return Ok(Vec::new());
         };
-        let sums = read_pod_after::<f64>(&self.ctx.device, &out.read, out_bytes, Some(index))?;
+        let sums = read_pod_after::<f64>(&self.ctx, &out.read, out_bytes, Some(index))?;
         self.pool.give(bufs.into_iter().chain([out.gpu, out.read]));
         Ok(sums)
     }
@@ -411,7 +411,7 @@ impl GpuWindow {
             }
             out.copy_back(enc);
         })?;
-        let mut tops = read_pod::<f64>(&ctx.device, &out.read)?;
+        let mut tops = read_pod::<f64>(ctx, &out.read)?;
         let ends = tops.split_off(nseg);
         Ok(DeviceLevels {
             xs,
@@ -471,7 +471,7 @@ impl GpuWindow {
             }
             out.copy_back(enc);
         })?;
-        read_pod::<f64>(&ctx.device, &out.read)
+        read_pod::<f64>(ctx, &out.read)
     }
 }
 
