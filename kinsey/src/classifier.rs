@@ -37,6 +37,7 @@ pub use kinsey_learn::aggregate::{NoiseKind, SensitivityDerivation};
 pub use kinsey_learn::model_file::ModelFile;
 pub use kinsey_learn::pipeline::{Diagnostics, Release};
 pub use kinsey_learn::publish::Written;
+pub use kinsey_protocol::registry::describe_backends;
 
 /// How the parties' models are averaged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +85,8 @@ enum Parties {
     Parquet(Vec<PathBuf>),
     /// Rows already in memory.
     Loaded(Vec<Dataset>),
+    /// Arrow tables in memory, read as their files would be when the job runs.
+    Tables(Vec<kinsey_data::memory::ArrowTable>),
 }
 
 /// Builds a [`Job`]; every parameter has the default `kinsey train` has, except epsilon,
@@ -152,7 +155,28 @@ impl JobBuilder {
         self
     }
 
-    /// Parties already in memory (their label column is named `label` in the model file).
+    /// One Arrow table per party (a library caller's data, e.g. from Python), with the
+    /// label column `label`; read with the checks and messages of
+    /// [`parquet_parties`](Self::parquet_parties), each table's name in its errors.
+    pub fn table_parties(
+        mut self,
+        tables: Vec<kinsey_data::memory::ArrowTable>,
+        label: &str,
+    ) -> Self {
+        self.parties = Some(Parties::Tables(tables));
+        self.columns.label = label.into();
+        self
+    }
+
+    /// The label column's name, as the model file records it (for [`parties`](Self::parties)
+    /// read by the caller; `parquet_parties` and `table_parties` set it themselves).
+    pub fn label_name(mut self, label: &str) -> Self {
+        self.columns.label = label.into();
+        self
+    }
+
+    /// Parties already in memory (their label column is named `label` in the model file
+    /// unless [`label_name`](Self::label_name) says otherwise).
     pub fn parties(mut self, parties: Vec<Dataset>) -> Self {
         self.parties = Some(Parties::Loaded(parties));
         self
@@ -318,6 +342,7 @@ impl JobBuilder {
             match &parties {
                 Parties::Parquet(p) => p.len(),
                 Parties::Loaded(p) => p.len(),
+                Parties::Tables(p) => p.len(),
             },
             spec.allow_two_parties,
         )?;
@@ -361,6 +386,10 @@ impl Job {
                 .map(|p| read_parquet(p, &self.columns))
                 .collect::<Result<Vec<_>>>()?,
             Parties::Loaded(p) => p,
+            Parties::Tables(tables) => tables
+                .iter()
+                .map(|t| t.dataset(&self.columns))
+                .collect::<Result<Vec<_>>>()?,
         };
         let test = self
             .test

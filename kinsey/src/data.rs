@@ -1,7 +1,8 @@
 //! Tables in: Parquet and CSV readers, the in-memory [`Dataset`], and synthetic parties for
 //! trials.
 
-pub use kinsey_data::parquet_io::{ColumnSpec, read_parquet};
+pub use kinsey_data::memory::{ArrowTable, ColumnSource};
+pub use kinsey_data::parquet_io::{ColumnSpec, dataset_of_batches, read_parquet};
 pub use kinsey_data::{Dataset, LabelEncoding, RowTransform};
 
 use kinsey_core::Result;
@@ -25,4 +26,17 @@ pub fn synthetic_parties(dir: &Path, k: usize, rows: usize, d: usize) -> Result<
     }
     o.commit()?;
     Ok(paths)
+}
+
+/// Write `value` as JSON to `path` the way kinsey writes every report and model file
+/// (pretty-printed, staged and renamed into place: all or nothing; an existing file is
+/// replaced only when overwriting was allowed, as `kinsey --overwrite` allows it).
+pub fn write_json_file<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
+    let mut o = Outputs::new();
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        o.ensure_dir(dir)?;
+    }
+    kinsey_data::output::write_json(&mut o, path, value)?;
+    o.commit()?;
+    Ok(())
 }

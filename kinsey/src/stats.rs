@@ -458,7 +458,26 @@ impl Histogram {
     /// The release of `column` of a Parquet or CSV file: the report
     /// `kinsey histogram --input PATH --column COLUMN` writes with the same parameters.
     pub fn of_column(self, path: impl AsRef<Path>, column: &str) -> Result<HistogramReport> {
-        let path = path.as_ref();
+        self.of_source(path.as_ref(), column)
+    }
+
+    /// The release of `column` of a table in memory. A seed replays it for the same values
+    /// of the columns it reads (the column and the filter's); the release of a file's
+    /// column binds every byte of the file instead, so the same seed gives a table and
+    /// its file different noise.
+    pub fn of_table(
+        self,
+        table: &kinsey_data::memory::ArrowTable,
+        column: &str,
+    ) -> Result<HistogramReport> {
+        self.of_source(table, column)
+    }
+
+    fn of_source<S: kinsey_data::memory::ColumnSource + ?Sized>(
+        self,
+        path: &S,
+        column: &str,
+    ) -> Result<HistogramReport> {
         let query = HistogramQuery {
             column: column.into(),
             bins: self.bins,

@@ -31,8 +31,19 @@ pub fn read_categorical(path: &Path, column: &str) -> Result<Vec<String>> {
         return csv_cells(path, column, |c| Some(c.to_string()), "a category");
     }
     let (dt, arrays) = crate::parquet_io::read_column_arrays(path, column)?;
+    categories_of(path, column, &dt, &arrays)
+}
+
+/// The category labels of `arrays`, one column of type `dt` (`path` and `column` name it in
+/// errors): text as is, integers and booleans in decimal; nulls and floats refused.
+pub(crate) fn categories_of(
+    path: &Path,
+    column: &str,
+    dt: &DataType,
+    arrays: &[arrow::array::ArrayRef],
+) -> Result<Vec<String>> {
     let mut out = Vec::new();
-    for a in &arrays {
+    for a in arrays {
         if a.null_count() > 0 {
             let i = (0..a.len()).find(|&i| a.is_null(i)).unwrap_or(0);
             return Err(Error::Value {

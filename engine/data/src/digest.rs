@@ -116,6 +116,27 @@ pub fn of_values(values: &[f64]) -> DataDigest {
     d.finish()
 }
 
+/// Every label of an in-memory categorical column, in order: its length, then each
+/// label's length and bytes.
+pub fn of_labels(labels: &[String]) -> DataDigest {
+    let mut d = Digester::new("kinsey labels v1");
+    d.part(&(labels.len() as u64).to_le_bytes());
+    for l in labels {
+        d.part(l.as_bytes());
+    }
+    d.finish()
+}
+
+/// Named digests, in order (the columns of a table a release reads).
+pub fn of_named(parts: &[(String, DataDigest)]) -> DataDigest {
+    let mut d = Digester::new("kinsey named digests v1");
+    for (name, digest) in parts {
+        d.part(name.as_bytes());
+        d.part(&digest.0);
+    }
+    d.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

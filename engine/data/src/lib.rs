@@ -8,6 +8,7 @@ pub mod attributes;
 pub mod columns;
 pub mod digest;
 pub mod libsvm;
+pub mod memory;
 pub mod output;
 pub mod parquet_io;
 pub mod series;

@@ -45,7 +45,7 @@ impl Default for ColumnSpec {
 /// Rows per batch when reading and per row group when writing.
 const BATCH_ROWS: usize = 64 * 1024;
 
-fn is_numeric(dt: &DataType) -> bool {
+pub(crate) fn is_numeric(dt: &DataType) -> bool {
     dt.is_numeric() || matches!(dt, DataType::Boolean)
 }
 
@@ -97,29 +97,45 @@ fn read_one(path: &Path, spec: &ColumnSpec) -> Result<Dataset> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
     let schema = builder.schema().clone();
     let total_rows = builder.metadata().file_metadata().num_rows().max(0) as usize;
+    let reader = builder.with_batch_size(BATCH_ROWS).build().map_err(pq)?;
+    dataset_of_batches(path, &schema, reader, spec, total_rows)
+}
+
+/// The label's and the features' column indices in `schema` under `spec` (no label index
+/// when `spec.label` is empty: rows to score, not to train on), and the features' names.
+fn resolve_columns(
+    path: &Path,
+    schema: &Schema,
+    spec: &ColumnSpec,
+) -> Result<(Option<usize>, Vec<usize>, Vec<String>)> {
     let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-    let label_idx = schema.index_of(&spec.label).map_err(|_| Error::Schema {
-        path: path.to_path_buf(),
-        column: spec.label.clone(),
-        msg: format!(
-            "label column not found; the columns are: {}",
-            names.join(", ")
-        ),
-    })?;
-    if !is_numeric(schema.field(label_idx).data_type()) {
-        return Err(Error::Schema {
+    let label_idx = if spec.label.is_empty() {
+        None
+    } else {
+        let i = schema.index_of(&spec.label).map_err(|_| Error::Schema {
             path: path.to_path_buf(),
             column: spec.label.clone(),
             msg: format!(
-                "label column has type {}, expected a numeric type",
-                schema.field(label_idx).data_type()
+                "label column not found; the columns are: {}",
+                names.join(", ")
             ),
-        });
-    }
+        })?;
+        if !is_numeric(schema.field(i).data_type()) {
+            return Err(Error::Schema {
+                path: path.to_path_buf(),
+                column: spec.label.clone(),
+                msg: format!(
+                    "label column has type {}, expected a numeric type",
+                    schema.field(i).data_type()
+                ),
+            });
+        }
+        Some(i)
+    };
     let feature_idx: Vec<usize> = if spec.features.is_empty() {
         let mut v = Vec::new();
         for (i, f) in schema.fields().iter().enumerate() {
-            if i == label_idx {
+            if Some(i) == label_idx {
                 continue;
             }
             if is_numeric(f.data_type()) {
@@ -151,7 +167,7 @@ fn read_one(path: &Path, spec: &ColumnSpec) -> Result<Dataset> {
                         msg: format!("non-numeric feature (type {dt}); features must be integers, floats or booleans"),
                     });
                 }
-                if i == label_idx {
+                if Some(i) == label_idx {
                     return Err(Error::Schema {
                         path: path.to_path_buf(),
                         column: name.clone(),
@@ -169,25 +185,55 @@ fn read_one(path: &Path, spec: &ColumnSpec) -> Result<Dataset> {
             msg: "no numeric feature columns".into(),
         });
     }
-    let d = feature_idx.len();
-    let features: Vec<String> = feature_idx
+    let features = feature_idx
         .iter()
         .map(|&i| schema.field(i).name().clone())
         .collect();
-    let reader = builder.with_batch_size(BATCH_ROWS).build().map_err(pq)?;
-    let mut x = Vec::with_capacity(total_rows * d);
-    let mut y = Vec::with_capacity(total_rows);
+    Ok((label_idx, feature_idx, features))
+}
+
+/// A dense data set from record batches of `schema` (a Parquet file's, or a table handed
+/// over in memory), read batch by batch into row-major `f32`; `path` names the source in
+/// errors, `rows_hint` sizes the buffers. With an empty `spec.label` there are no labels
+/// and `y` is all zeros (rows to score only).
+pub fn dataset_of_batches<E>(
+    path: &Path,
+    schema: &Schema,
+    batches: impl IntoIterator<Item = std::result::Result<RecordBatch, E>>,
+    spec: &ColumnSpec,
+    rows_hint: usize,
+) -> Result<Dataset>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let (label_idx, feature_idx, features) = resolve_columns(path, schema, spec)?;
+    let d = feature_idx.len();
+    kinsey_core::limits::check_dense(&path.display().to_string(), rows_hint, d)?;
+    let mut x = Vec::with_capacity(rows_hint.saturating_mul(d));
+    let mut y = Vec::with_capacity(rows_hint);
     let mut row0 = 0usize;
-    let arrow_err = |source| Error::Arrow {
-        path: path.to_path_buf(),
-        source: Box::new(source),
-    };
-    for batch in reader {
-        let batch = batch.map_err(arrow_err)?;
+    for batch in batches {
+        let batch = batch.map_err(|source| Error::Arrow {
+            path: path.to_path_buf(),
+            source: Box::new(source),
+        })?;
+        if batch.schema().fields() != schema.fields() {
+            return Err(Error::format(
+                path,
+                format!("record batch at row {row0} has another schema than the table's"),
+            ));
+        }
         let m = batch.num_rows();
-        let label = as_f64(batch.column(label_idx), path, &spec.label, row0)?;
-        for (i, &v) in label.iter().enumerate() {
-            y.push(map_label(v, spec.labels, path, &spec.label, row0 + i)?);
+        // A stream's length is not known before it ends: the bound is checked as it grows.
+        kinsey_core::limits::check_dense(&path.display().to_string(), row0 + m, d)?;
+        match label_idx {
+            Some(li) => {
+                let label = as_f64(batch.column(li), path, &spec.label, row0)?;
+                for (i, &v) in label.iter().enumerate() {
+                    y.push(map_label(v, spec.labels, path, &spec.label, row0 + i)?);
+                }
+            }
+            None => y.resize(y.len() + m, 0.0),
         }
         let start = x.len();
         x.resize(start + m * d, 0.0);

@@ -2,7 +2,7 @@
 //! curator or the in-process job, read back with every field checked.
 
 use kinsey_core::{Error, Result};
-use kinsey_data::RowTransform;
+use kinsey_data::{Dataset, RowTransform};
 use serde::Serialize;
 use std::path::Path;
 
@@ -79,6 +79,57 @@ impl ModelFile {
         kinsey_core::check_epsilon("epsilon", m.epsilon).map_err(|e| bad(e.to_string()))?;
         Ok(m)
     }
+
+    /// Read and check the model file at `path` (at most 64 MiB: 2^20 weights, the
+    /// dimension limit, in JSON are about 26 MB).
+    pub fn load(path: &Path) -> Result<Self> {
+        const MAX_MODEL_FILE: u64 = 64 << 20;
+        let len = std::fs::metadata(path)
+            .map_err(|e| Error::io(path, e))?
+            .len();
+        if len > MAX_MODEL_FILE {
+            return Err(Error::format(
+                path,
+                format!("{len} bytes; a model file is at most {MAX_MODEL_FILE}"),
+            ));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        Self::parse(path, &text)
+    }
+
+    /// Make `ds` (read with this model's features, in order) ready to score: the number of
+    /// features checked, the model's row transform applied.
+    pub fn prepare(&self, ds: &mut Dataset) -> Result<()> {
+        if ds.d != self.w.len() {
+            return Err(Error::Schema {
+                path: ds.source.clone(),
+                column: "<features>".into(),
+                msg: format!(
+                    "the model has {} weights but the input has {} features",
+                    self.w.len(),
+                    ds.d
+                ),
+            });
+        }
+        if self.row_transform != RowTransform::None {
+            self.row_transform.apply(ds)?;
+        }
+        Ok(())
+    }
+
+    /// The score `x . w` of every row of a [`prepare`](Self::prepare)d data set (in f64);
+    /// the predicted label is +1 where the score is positive, else -1.
+    pub fn scores(&self, ds: &Dataset) -> Vec<f64> {
+        (0..ds.n())
+            .map(|i| {
+                ds.row(i)
+                    .iter()
+                    .zip(&self.w)
+                    .map(|(&a, b)| f64::from(a) * b)
+                    .sum()
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -107,6 +158,39 @@ mod tests {
         ] {
             let e = ModelFile::parse(p, &GOOD.replace(from, to)).expect_err(says);
             assert!(e.to_string().contains(says), "{from} -> {to}: {e}");
+        }
+    }
+
+    /// Weights come back bit for bit: a model re-read (by `kinsey predict`, or Python's
+    /// `Model.save`) is the published one, not one a rounding away (serde_json's default
+    /// float parser is off by an ulp on some values; kinsey turns on its exact parser).
+    #[test]
+    fn weights_round_trip_bit_for_bit() {
+        // splitmix64: values of every exponent and sign, no dependency for it.
+        let mut state = 5u64;
+        let mut next = move || {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        let mut m = ModelFile::parse(Path::new("m.json"), GOOD).expect("good");
+        m.features = (0..2003).map(|i| format!("f{i}")).collect();
+        m.w = (0..2000)
+            .map(|_| f64::from_bits(next()))
+            .map(|v| if v.is_finite() { v } else { 0.5 })
+            .chain([
+                -0.24702683109790086,
+                -1.1724901775829495,
+                -1.0930503454990685,
+            ])
+            .collect();
+        m.features.truncate(m.w.len());
+        let text = serde_json::to_string_pretty(&m).expect("json");
+        let back = ModelFile::parse(Path::new("m.json"), &text).expect("parses");
+        for (a, b) in m.w.iter().zip(&back.w) {
+            assert_eq!(a.to_bits(), b.to_bits(), "{a:e} came back as {b:e}");
         }
     }
 

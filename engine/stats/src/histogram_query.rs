@@ -4,11 +4,11 @@
 
 use crate::histogram::{self, Binning, HistogramRelease};
 use kinsey_core::{Error, Result};
-use kinsey_data::columns::{count_rows, read_categorical, read_numeric};
+use kinsey_data::memory::ColumnSource;
 use kinsey_data::series::Predicate;
 use kinsey_dp::{Neighbours, NoiseRng, RngRecord};
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Which bins: public, declared before the data is read.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -84,11 +84,11 @@ impl HistogramQuery {
     }
 
     /// The exact bin counts of `input` (NOT PRIVATE: the release's input), with their labels.
-    pub fn count(&self, input: &Path) -> Result<(Vec<String>, Vec<u64>)> {
+    pub fn count<S: ColumnSource + ?Sized>(&self, input: &S) -> Result<(Vec<String>, Vec<u64>)> {
         let keep: Option<Vec<bool>> = match &self.predicate {
             Some(p) => {
                 let p = Predicate::parse(p)?;
-                let v = read_numeric(input, &p.column)?;
+                let v = input.numeric(&p.column)?;
                 Some(v.iter().map(|&x| p.holds(x)).collect())
             }
             None => None,
@@ -100,12 +100,13 @@ impl HistogramQuery {
         match &self.bins {
             Bins::Count => {
                 // One category holding every kept row; the column must exist.
-                let n = count_rows(input, &self.column)?;
+                let n = input.rows(&self.column)?;
                 let c = (0..n).filter(|&i| kept(i)).count() as u64;
                 Ok((vec!["count".into()], vec![c]))
             }
             Bins::Binned(b @ Binning::Numeric { .. }) => {
-                let v: Vec<f64> = read_numeric(input, &self.column)?
+                let v: Vec<f64> = input
+                    .numeric(&self.column)?
                     .into_iter()
                     .enumerate()
                     .filter_map(|(i, v)| kept(i).then_some(v))
@@ -113,7 +114,8 @@ impl HistogramQuery {
                 Ok((b.labels(), b.count_numeric(&v)?))
             }
             Bins::Binned(b @ Binning::Categories(_)) => {
-                let v: Vec<String> = read_categorical(input, &self.column)?
+                let v: Vec<String> = input
+                    .categorical(&self.column)?
                     .into_iter()
                     .enumerate()
                     .filter_map(|(i, v)| kept(i).then_some(v))
@@ -125,7 +127,11 @@ impl HistogramQuery {
 
     /// The release of `input`'s column: counted, then noised by `rng` (OS-keyed, or
     /// derived from a seed with [`label`](Self::label) and the input's digest).
-    pub fn release(&self, input: &Path, rng: &mut NoiseRng) -> Result<HistogramReport> {
+    pub fn release<S: ColumnSource + ?Sized>(
+        &self,
+        input: &S,
+        rng: &mut NoiseRng,
+    ) -> Result<HistogramReport> {
         self.check()?;
         let (labels, exact) = self.count(input)?;
         let filtered = self.predicate.is_some();
@@ -137,7 +143,7 @@ impl HistogramQuery {
                 Bins::Binned(b) => b.clone(),
             },
             column: self.column.clone(),
-            input: input.to_path_buf(),
+            input: input.name().to_path_buf(),
             kind: Self::KIND,
             release,
             rng: rng.record(),
@@ -148,10 +154,23 @@ impl HistogramQuery {
     /// The generator of this release of `input`: from the OS, or derived from `seed`, the
     /// label and a digest of every byte of `input` (recorded in the report only when
     /// `record_seed`).
-    pub fn rng(&self, input: &Path, seed: Option<u64>, record_seed: bool) -> Result<NoiseRng> {
+    pub fn rng<S: ColumnSource + ?Sized>(
+        &self,
+        input: &S,
+        seed: Option<u64>,
+        record_seed: bool,
+    ) -> Result<NoiseRng> {
         let label = self.label()?;
-        let mut rng =
-            NoiseRng::for_release(seed, &label, || kinsey_data::digest::of_inputs(&[input]))?;
+        let mut columns = vec![self.column.as_str()];
+        let predicate = self
+            .predicate
+            .as_deref()
+            .map(Predicate::parse)
+            .transpose()?;
+        if let Some(p) = &predicate {
+            columns.push(&p.column);
+        }
+        let mut rng = NoiseRng::for_release(seed, &label, || input.digest(&columns))?;
         if record_seed {
             rng.record_seed(seed);
         }
@@ -201,7 +220,7 @@ mod tests {
         std::fs::write(&a, "x\n1\n2\n").expect("write");
         std::fs::write(&b, "x\n1\n3\n").expect("write");
         let q = query(Bins::Binned(Binning::numeric("0:4:4").expect("bins")));
-        let run = |p: &Path| {
+        let run = |p: &std::path::Path| {
             let mut rng = q.rng(p, Some(9), false).expect("rng");
             q.release(p, &mut rng).expect("release").release.noisy
         };

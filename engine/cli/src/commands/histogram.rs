@@ -71,8 +71,8 @@ fn run_histogram(a: &Args) -> Result<Done> {
     if a.seed.is_some() {
         eprintln!("warning: {}", kinsey_dp::rng::USER_SEED_WARNING);
     }
-    let mut rng = query.rng(&a.input, a.seed, a.record_seed)?;
-    let report = query.release(&a.input, &mut rng)?;
+    let mut rng = query.rng(a.input.as_path(), a.seed, a.record_seed)?;
+    let report = query.release(a.input.as_path(), &mut rng)?;
     let rel = &report.release;
     let mut o = Outputs::new();
     o.ensure_dir(&a.out)?;

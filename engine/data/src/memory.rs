@@ -1,0 +1,297 @@
+//! Tables handed over in memory (a library caller's Arrow data, e.g. Python's pyarrow or
+//! Polars tables through the Arrow C stream interface), read with the same checks and the
+//! same error messages as a file; and [`ColumnSource`], what the column-reading releases
+//! (histograms) take: a file path or such a table.
+//!
+//! A table's record batches are the caller's buffers: reading a column casts or copies
+//! only what the release computes on, never the whole table.
+
+use crate::Dataset;
+use crate::columns::{categories_of, count_rows, read_categorical, read_numeric};
+use crate::parquet_io::{ColumnSpec, as_f64, dataset_of_batches};
+use arrow::array::{ArrayRef, RecordBatch};
+use arrow::datatypes::SchemaRef;
+use kinsey_core::{Error, Result};
+use kinsey_dp::DataDigest;
+use std::path::{Path, PathBuf};
+
+/// A table in memory: its schema and record batches, and the name errors and reports use
+/// for it (`<table>`, `<party 2>`).
+#[derive(Debug, Clone)]
+pub struct ArrowTable {
+    name: PathBuf,
+    schema: SchemaRef,
+    batches: Vec<RecordBatch>,
+}
+
+impl ArrowTable {
+    /// A table named `name` (in errors and reports) of `batches`, each of `schema`.
+    pub fn new(
+        name: impl Into<PathBuf>,
+        schema: SchemaRef,
+        batches: Vec<RecordBatch>,
+    ) -> Result<Self> {
+        let name = name.into();
+        let mut row = 0usize;
+        for b in &batches {
+            if b.schema().fields() != schema.fields() {
+                return Err(Error::format(
+                    &name,
+                    format!("the record batch at row {row} has another schema than the table's"),
+                ));
+            }
+            row += b.num_rows();
+        }
+        Ok(Self {
+            name,
+            schema,
+            batches,
+        })
+    }
+
+    /// Rows in all batches.
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+
+    /// The schema.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// The record batches (the caller's buffers).
+    pub fn batches(&self) -> &[RecordBatch] {
+        &self.batches
+    }
+
+    /// The dense data set of `spec`'s label and features, as `read_parquet` reads a file
+    /// (an empty `spec.label`: rows to score, `y` all zeros).
+    pub fn dataset(&self, spec: &ColumnSpec) -> Result<Dataset> {
+        let batches = self
+            .batches
+            .iter()
+            .map(|b| Ok::<_, std::convert::Infallible>(b.clone()));
+        let ds = dataset_of_batches(&self.name, &self.schema, batches, spec, self.num_rows())?;
+        ds.check_nonempty()?;
+        Ok(ds)
+    }
+
+    /// Column `name`'s arrays, one per batch, or an error listing the columns there are.
+    fn arrays(&self, name: &str) -> Result<(arrow::datatypes::DataType, Vec<ArrayRef>)> {
+        let idx = self.schema.index_of(name).map_err(|_| Error::Schema {
+            path: self.name.clone(),
+            column: name.to_string(),
+            msg: format!(
+                "column not found; the columns are: {}",
+                self.schema
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })?;
+        Ok((
+            self.schema.field(idx).data_type().clone(),
+            self.batches.iter().map(|b| b.column(idx).clone()).collect(),
+        ))
+    }
+}
+
+/// Where a release reads its columns from: a CSV or Parquet file (`&Path`), or an
+/// [`ArrowTable`] in memory. Both refuse nulls and non-finite values naming the row, and a
+/// missing column listing the columns there are.
+pub trait ColumnSource {
+    /// The name errors and reports use (a file's path, a table's name).
+    fn name(&self) -> &Path;
+    /// One numeric column as f64.
+    fn numeric(&self, column: &str) -> Result<Vec<f64>>;
+    /// One column as category labels (text, integers and booleans in decimal).
+    fn categorical(&self, column: &str) -> Result<Vec<String>>;
+    /// The rows of `column` (which must exist and hold no non-finite value).
+    fn rows(&self, column: &str) -> Result<usize>;
+    /// What a seeded release binds its noise to: every byte of a file; the values of the
+    /// `columns` a release reads, for a table (a file's bytes are not at hand).
+    fn digest(&self, columns: &[&str]) -> Result<DataDigest>;
+}
+
+impl ColumnSource for Path {
+    fn name(&self) -> &Path {
+        self
+    }
+    fn numeric(&self, column: &str) -> Result<Vec<f64>> {
+        read_numeric(self, column)
+    }
+    fn categorical(&self, column: &str) -> Result<Vec<String>> {
+        read_categorical(self, column)
+    }
+    fn rows(&self, column: &str) -> Result<usize> {
+        count_rows(self, column)
+    }
+    fn digest(&self, _columns: &[&str]) -> Result<DataDigest> {
+        crate::digest::of_inputs(&[self])
+    }
+}
+
+impl ColumnSource for PathBuf {
+    fn name(&self) -> &Path {
+        self
+    }
+    fn numeric(&self, column: &str) -> Result<Vec<f64>> {
+        self.as_path().numeric(column)
+    }
+    fn categorical(&self, column: &str) -> Result<Vec<String>> {
+        self.as_path().categorical(column)
+    }
+    fn rows(&self, column: &str) -> Result<usize> {
+        self.as_path().rows(column)
+    }
+    fn digest(&self, columns: &[&str]) -> Result<DataDigest> {
+        self.as_path().digest(columns)
+    }
+}
+
+impl ColumnSource for ArrowTable {
+    fn name(&self) -> &Path {
+        &self.name
+    }
+    fn numeric(&self, column: &str) -> Result<Vec<f64>> {
+        let (dt, arrays) = self.arrays(column)?;
+        if !crate::parquet_io::is_numeric(&dt) {
+            return Err(Error::Schema {
+                path: self.name.clone(),
+                column: column.to_string(),
+                msg: format!("type {dt}, expected a numeric type"),
+            });
+        }
+        let mut out = Vec::with_capacity(self.num_rows());
+        for a in &arrays {
+            let row0 = out.len();
+            out.extend(as_f64(a, &self.name, column, row0)?);
+        }
+        Ok(out)
+    }
+    fn categorical(&self, column: &str) -> Result<Vec<String>> {
+        let (dt, arrays) = self.arrays(column)?;
+        categories_of(&self.name, column, &dt, &arrays)
+    }
+    fn rows(&self, column: &str) -> Result<usize> {
+        match self.categorical(column) {
+            Ok(cells) => Ok(cells.len()),
+            // A float column: the numeric reader refuses non-finite values.
+            Err(_) => Ok(self.numeric(column)?.len()),
+        }
+    }
+    fn digest(&self, columns: &[&str]) -> Result<DataDigest> {
+        let mut parts = Vec::with_capacity(columns.len());
+        for c in columns {
+            let values = match self.numeric(c) {
+                Ok(v) => crate::digest::of_values(&v),
+                Err(_) => crate::digest::of_labels(&self.categorical(c)?),
+            };
+            parts.push((c.to_string(), values));
+        }
+        Ok(crate::digest::of_named(&parts))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Float64Array, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    use std::sync::Arc;
+
+    fn table() -> ArrowTable {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("x", DataType::Float64, true),
+            Field::new("y", DataType::Float64, false),
+            Field::new("city", DataType::Utf8, false),
+        ]));
+        let b = |x: Vec<Option<f64>>, y: Vec<f64>, c: Vec<&str>| {
+            RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    Arc::new(Float64Array::from(x)),
+                    Arc::new(Float64Array::from(y)),
+                    Arc::new(StringArray::from(c)),
+                ],
+            )
+            .expect("batch")
+        };
+        ArrowTable::new(
+            "<t>",
+            schema.clone(),
+            vec![
+                b(vec![Some(1.0), Some(2.0)], vec![1.0, -1.0], vec!["a", "b"]),
+                b(vec![Some(3.0), None], vec![1.0, 1.0], vec!["a", "c"]),
+            ],
+        )
+        .expect("table")
+    }
+
+    /// Columns read across batches, with the rows of errors counted across batches too.
+    #[test]
+    fn columns_and_errors_follow_the_batches() {
+        let t = table();
+        assert_eq!(t.numeric("y").expect("y"), vec![1.0, -1.0, 1.0, 1.0]);
+        assert_eq!(t.categorical("city").expect("city"), ["a", "b", "a", "c"]);
+        let e = t.numeric("x").expect_err("null").to_string();
+        assert!(
+            e.contains("<t>") && e.contains("row 3") && e.contains("null"),
+            "{e}"
+        );
+        let e = t.numeric("nope").expect_err("missing").to_string();
+        assert!(e.contains("x, y, city"), "{e}");
+        let e = t.numeric("city").expect_err("text").to_string();
+        assert!(e.contains("expected a numeric type"), "{e}");
+    }
+
+    /// A table's data set equals the one of the same rows in a file; the digest follows
+    /// the values of the columns read, not the rest of the table.
+    #[test]
+    fn a_table_reads_as_a_file_does() {
+        let t = table();
+        let spec = ColumnSpec {
+            label: "y".into(),
+            features: vec![],
+            labels: crate::LabelEncoding::PlusMinusOne,
+        };
+        let e = t.dataset(&spec).expect_err("x has a null").to_string();
+        assert!(e.contains("row 3"), "{e}");
+        let ok =
+            ArrowTable::new("<t>", t.schema().clone(), t.batches()[..1].to_vec()).expect("table");
+        let ds = ok.dataset(&spec).expect("data set");
+        assert_eq!(
+            (ds.n(), ds.d, ds.features.clone()),
+            (2, 1, vec!["x".to_string()])
+        );
+        assert_eq!(ds.x, vec![1.0, 2.0]);
+        assert_eq!(ds.y, vec![1.0, -1.0]);
+        // The digest binds the columns read: the same y under other x is the same data
+        // for a release of y; other y values, or another column read, are not.
+        let y_only = ok.digest(&["y"]).expect("digest");
+        let mut other_x = t.batches()[..1].to_vec();
+        other_x[0] = other_x[0]
+            .clone()
+            .with_schema(t.schema().clone())
+            .expect("schema");
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(Float64Array::from(vec![9.0, 9.0])),
+            other_x[0].column(1).clone(),
+            other_x[0].column(2).clone(),
+        ];
+        let other = ArrowTable::new(
+            "<u>",
+            t.schema().clone(),
+            vec![RecordBatch::try_new(t.schema().clone(), cols).expect("batch")],
+        )
+        .expect("table");
+        assert_eq!(other.digest(&["y"]).expect("same y"), y_only);
+        assert_ne!(
+            other.digest(&["x"]).expect("x"),
+            ok.digest(&["x"]).expect("x")
+        );
+        assert_ne!(t.digest(&["y"]).expect("more rows"), y_only);
+    }
+}
