@@ -10,6 +10,9 @@ command -v m4 >/dev/null || need+=(m4)
 [ -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] || ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need+=(mesa-vulkan-drivers)
 ldconfig -p | grep -q 'libvulkan.so.1' || need+=(libvulkan1)
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
+# The Python package's tests: an interpreter (3.10 or later) with venv.
+command -v python3 >/dev/null || need+=(python3)
+python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -83,13 +86,28 @@ cargo check -q --profile test -p kinsey --no-default-features --features classif
 # example of examples/ runs. Both in the test profile with the whole workspace's features:
 # `cargo run -p kinsey` alone would resolve features for the facade only and rebuild tfhe.
 RUSTDOCFLAGS="-D warnings" cargo doc -q --profile test -p kinsey --no-deps
-cargo build -q --profile test --workspace --examples
+cargo build -q --profile test --workspace --examples --lib
 for e in secure_training decayed_sum_csv dp_histogram backend_and_device; do
   if ! out="$("${CARGO_TARGET_DIR:-target}/debug/examples/$e" 2>&1)"; then
     echo "example $e failed:"; echo "$out"; exit 1
   fi
   echo "example $e: $(tail -n 1 <<<"$out")"
 done
+
+# The Python package (python/): its extension module is the cdylib the workspace build
+# above just made (kinsey-python is a workspace member), so CI builds no second wheel;
+# pytest runs the API on the shared data against the CLI, and the example runs as written.
+# `pip install ./python` (a release build of the same crate) is what users run.
+venv="${KINSEY_TEST_VENV:-target/python-venv}"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check numpy pyarrow pytest polars pandas
+cp "${CARGO_TARGET_DIR:-target}/debug/lib_kinsey.so" python/kinsey/_kinsey.abi3.so
+KINSEY_BIN="${CARGO_TARGET_DIR:-target}/debug/kinsey" KINSEY_SHARED_DATA="$data" PYTHONPATH=python \
+  "$venv/bin/python" -m pytest -q python/tests
+if ! out="$(PYTHONPATH=python "$venv/bin/python" python/examples/quickstart.py "$data" 2>&1)"; then
+  echo "python/examples/quickstart.py failed:"; echo "$out"; exit 1
+fi
+echo "python/examples/quickstart.py: $(grep 'test accuracy' <<<"$out")"
 
 # The GPU figures script (benches/gpu-figures.sh) at its quick sizes on lavapipe, with the
 # test build of kinsey (unoptimised, so its step limits are tripled): every step must give

@@ -1,0 +1,212 @@
+"""kinsey: statistics with secrecy, from Python.
+
+A DP classifier trained across parties that reveal nothing to each other, DP histograms
+and private decayed sums, over pyarrow, Polars or pandas tables and numpy arrays. Every
+computation runs in kinsey's Rust engine (the compiled ``kinsey._kinsey``): this module
+converts arguments and results, nothing more.
+
+What a function returns is a *release*: values covered by the guarantee it states
+(``.guarantee``: epsilon, delta, neighbours, mechanism, sensitivity) and public
+parameters. Anything computed from the exact data (``Model.diagnostics``) is present only
+when asked for, under a first key ``"NOT PRIVATE"``.
+
+A ``seed`` replays a release of the same data only, and is NOT private against whoever
+holds it; without one, noise comes from the operating system.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+# Mesa's Vulkan device-selection layer connects to a Wayland display on every GPU probe
+# and prints "XDG_RUNTIME_DIR is invalid" on headless machines; kinsey picks its adapter
+# itself and draws nothing (the CLI does the same unless the user configured the layer).
+if "MESA_VK_DEVICE_SELECT" not in os.environ:
+    os.environ.setdefault("NODEVICE_SELECT", "1")
+
+from . import _kinsey  # noqa: E402
+from ._kinsey import KinseyError  # noqa: E402
+
+__version__: str = _kinsey.__version__
+
+__all__ = [
+    "KinseyError",
+    "Model",
+    "Release",
+    "backends",
+    "decay",
+    "histogram",
+    "train",
+    "__version__",
+]
+
+
+def _table(data: Any) -> Any:
+    """A table the engine can read through the Arrow C stream interface: pyarrow Tables
+    and RecordBatchReaders and Polars DataFrames as they are (no copy); pandas DataFrames
+    through pyarrow (numeric columns without nulls are not copied)."""
+    if hasattr(data, "__arrow_c_stream__"):
+        return data
+    if type(data).__module__.startswith("pandas"):
+        return pa.Table.from_pandas(data, preserve_index=False)
+    return data  # the engine names what it is not
+
+
+def _guarantee(report: dict) -> dict:
+    """epsilon, delta, neighbours, mechanism, sensitivity of a report."""
+    if "guarantee" in report:
+        g = dict(report["guarantee"])
+        g.pop("kind", None)
+        return g
+    rel = report["release"]
+    return {"epsilon": rel["epsilon"], "delta": rel.get("delta", 0.0),
+            "neighbours": rel["neighbours"], "mechanism": rel["mechanism"],
+            "sensitivity": rel["sensitivity"]}
+
+
+class Model:
+    """The published classifier: ``w``, its features, its guarantee.
+
+    ``predict`` and ``predict_proba`` read the model's features from a table by name and
+    apply its row transform, as ``kinsey predict`` does.
+    """
+
+    def __init__(self, model_json: str, release: dict | None = None,
+                 diagnostics: dict | None = None) -> None:
+        self._json = model_json
+        m = json.loads(model_json)
+        #: The weights (numpy float64), one per feature.
+        self.w: np.ndarray = np.asarray(m["w"], dtype=np.float64)
+        #: Feature names, in the order of ``w``.
+        self.features: list[str] = list(m["features"])
+        #: The label column the model was trained on.
+        self.label: str = m["label"]
+        self.release: dict | None = release
+        #: epsilon, delta, neighbours, mechanism, sensitivity.
+        self.guarantee: dict = (
+            _guarantee(release) if release is not None else {"epsilon": m["epsilon"]}
+        )
+        #: None unless asked for; a dict whose first key is "NOT PRIVATE".
+        self.diagnostics: dict | None = diagnostics
+
+    def __repr__(self) -> str:
+        return (f"kinsey.Model({len(self.w)} features, epsilon={self.guarantee['epsilon']}, "
+                f"label={self.label!r})")
+
+    def decision_function(self, data: Any) -> np.ndarray:
+        """The score ``x . w`` of each row (numpy float64)."""
+        scores = _kinsey.score(self._json, _table(data))
+        return scores.to_numpy(zero_copy_only=False)
+
+    def predict(self, data: Any) -> np.ndarray:
+        """The predicted label of each row: numpy int8 of -1 and +1."""
+        return np.where(self.decision_function(data) > 0, 1, -1).astype(np.int8)
+
+    def predict_proba(self, data: Any) -> np.ndarray:
+        """P(y = +1) of each row under the logistic model (numpy float64)."""
+        z = self.decision_function(data)
+        return 0.5 * (1.0 + np.tanh(0.5 * z))
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the model as ``kinsey train`` writes ``model.json`` (all or nothing)."""
+        _kinsey.save_model(self._json, os.fspath(path))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Model":
+        """A model file (``model.json`` of ``kinsey train``, or ``Model.save``), checked."""
+        return cls(_kinsey.load_model(os.fspath(path)))
+
+
+class Release:
+    """A DP release: ``table`` (pyarrow) or ``values`` (numpy), its ``guarantee`` (dict)
+    and the full ``report`` (dict: the CLI's report, public parameters included)."""
+
+    def __init__(self, report: dict, table: pa.Table | None = None,
+                 values: np.ndarray | None = None) -> None:
+        self.report = report
+        self.guarantee: dict = _guarantee(report)
+        self.table = table
+        self.values = values
+        #: The estimates' column names (decayed sums).
+        self.columns: list[str] = []
+
+    def __repr__(self) -> str:
+        what = (f"table of {self.table.num_rows} rows" if self.table is not None
+                else f"values of shape {self.values.shape}")
+        return f"kinsey.Release({what}, epsilon={self.guarantee['epsilon']})"
+
+
+def train(parties: Sequence[Any], *, label: str, epsilon: float, lam: float = 1e-3,
+          labels: str = "plus_minus_one", row_transform: str = "none",
+          row_scale: float | None = None, features: Sequence[str] | None = None,
+          backend: str = "paillier", key_bits: int = 2048, aggregation: str = "secure",
+          noise: str = "l2", calibration: str = "tight", device: str = "auto",
+          seed: int | None = None, diagnostics: bool = False) -> Model:
+    """Train the DP aggregate classifier across ``parties``, as ``kinsey train`` does: each
+    party fits an L2-regularised logistic regression on its own rows, and the secure
+    protocol publishes their noisy average.
+
+    A party is a table (pyarrow Table or RecordBatchReader, Polars or pandas DataFrame:
+    read batch by batch into the engine, never held twice) or a Parquet path (read by the
+    engine as the CLI reads it: the least memory)."""
+    release, model, diag = _kinsey.train(
+        [os.fspath(p) if isinstance(p, (str, os.PathLike)) else _table(p) for p in parties], label=label, epsilon=epsilon, lam=lam, labels=labels,
+        row_transform=row_transform, row_scale=row_scale,
+        features=list(features) if features is not None else None, backend=backend,
+        key_bits=key_bits, aggregation=aggregation, noise=noise, calibration=calibration,
+        device_name=device, seed=seed, diagnostics=diagnostics)
+    return Model(model, json.loads(release), json.loads(diag) if diag else None)
+
+
+def histogram(data: Any, *, column: str, bins: tuple[float, float, int] | None = None,
+              categories: Sequence[str] | None = None, where: str | None = None,
+              epsilon: float, neighbours: str, seed: int | None = None) -> Release:
+    """A DP histogram of ``column``: numeric ``bins=(lo, hi, n)``, ``categories``, or
+    neither (a DP count of the rows). ``data``: a table, or a CSV/Parquet path (read as
+    ``kinsey histogram`` reads it: with the same seed, the same bytes)."""
+    src = os.fspath(data) if isinstance(data, (str, os.PathLike)) else _table(data)
+    report = json.loads(_kinsey.histogram(
+        src, column=column, bins=tuple(bins) if bins is not None else None,
+        categories=list(categories) if categories is not None else None, where_=where,
+        epsilon=epsilon, neighbours=neighbours, seed=seed))
+    rel = report["release"]
+    table = pa.table({"bin": pa.array(rel["labels"], pa.string()),
+                      "count": pa.array(rel["noisy"], pa.float64()),
+                      "rounded": pa.array(rel["counts"], pa.uint64())})
+    return Release(report, table=table)
+
+
+def decay(values: Any, *, model: str, epsilon: float, window: int | None = None,
+          windows: Sequence[int] | None = None, alpha: float | None = None,
+          c: float | None = None, beta: float | None = None, bound: float = 1.0,
+          column: str | None = None, seed: int | None = None) -> Release:
+    """A private decayed sum over a series: ``window``, ``allwindow`` (``windows``),
+    ``exponential`` (``alpha``), ``polynomial`` (``c``) or ``running``. ``values``: a numpy
+    array or any Arrow array (float64 is not copied), or a CSV/Parquet path with
+    ``column``. ``Release.values``: one estimate per step (2-D, one column per window, for
+    ``allwindow``)."""
+    if isinstance(values, (str, os.PathLike)):
+        src = os.fspath(values)
+    elif hasattr(values, "__arrow_c_array__"):
+        src = values
+    else:
+        src = pa.array(np.asarray(values, dtype=np.float64))
+    report, names, arrays = _kinsey.decay(
+        src, column=column, model=model, epsilon=epsilon, window=window,
+        windows=list(windows) if windows is not None else None, alpha=alpha, c=c,
+        beta=beta, bound=bound, seed=seed)
+    cols = [a.to_numpy(zero_copy_only=False) for a in arrays]
+    out = cols[0] if len(cols) == 1 else np.column_stack(cols)
+    rel = Release(json.loads(report), values=out)
+    rel.columns = names
+    return rel
+
+
+def backends() -> list[tuple[str, str]]:
+    """The crypto backends ``train`` takes: (name, what it is and how secure)."""
+    return _kinsey.backends()

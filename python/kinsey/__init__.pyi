@@ -1,0 +1,97 @@
+"""Type stubs of kinsey's Python API (the contract: extended, never renamed)."""
+
+import os
+from typing import Any, Sequence
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+__version__: str
+
+class KinseyError(ValueError):
+    """Every error kinsey raises, with the CLI's message (table, column, row, parameter,
+    participant or stage named)."""
+
+class Model:
+    """The published classifier."""
+
+    w: npt.NDArray[np.float64]
+    features: list[str]
+    label: str
+    release: dict[str, Any] | None
+    guarantee: dict[str, Any]
+    diagnostics: dict[str, Any] | None
+    def decision_function(self, data: Any) -> npt.NDArray[np.float64]:
+        """The score ``x . w`` of each row."""
+    def predict(self, data: Any) -> npt.NDArray[np.int8]:
+        """-1 or +1 per row."""
+    def predict_proba(self, data: Any) -> npt.NDArray[np.float64]:
+        """P(y = +1) per row."""
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write ``model.json`` as ``kinsey train`` does (all or nothing)."""
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Model:
+        """Read and check a model file."""
+
+class Release:
+    """A DP release: ``table`` or ``values``, its ``guarantee`` and the full ``report``."""
+
+    report: dict[str, Any]
+    guarantee: dict[str, Any]
+    table: pa.Table | None
+    values: npt.NDArray[np.float64] | None
+    columns: list[str]
+
+def train(
+    parties: Sequence[Any],
+    *,
+    label: str,
+    epsilon: float,
+    lam: float = 1e-3,
+    labels: str = "plus_minus_one",
+    row_transform: str = "none",
+    row_scale: float | None = None,
+    features: Sequence[str] | None = None,
+    backend: str = "paillier",
+    key_bits: int = 2048,
+    aggregation: str = "secure",
+    noise: str = "l2",
+    calibration: str = "tight",
+    device: str = "auto",
+    seed: int | None = None,
+    diagnostics: bool = False,
+) -> Model:
+    """Train the DP aggregate classifier across ``parties`` (one table each)."""
+
+def histogram(
+    data: Any,
+    *,
+    column: str,
+    bins: tuple[float, float, int] | None = None,
+    categories: Sequence[str] | None = None,
+    where: str | None = None,
+    epsilon: float,
+    neighbours: str,
+    seed: int | None = None,
+) -> Release:
+    """A DP histogram (or count) of a table's or a file's column."""
+
+def decay(
+    values: Any,
+    *,
+    model: str,
+    epsilon: float,
+    window: int | None = None,
+    windows: Sequence[int] | None = None,
+    alpha: float | None = None,
+    c: float | None = None,
+    beta: float | None = None,
+    bound: float = 1.0,
+    column: str | None = None,
+    seed: int | None = None,
+) -> Release:
+    """A private decayed sum over a series (numpy, Arrow, or a file's column)."""
+
+def backends() -> list[tuple[str, str]]:
+    """The crypto backends: (name, description)."""

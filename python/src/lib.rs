@@ -1,0 +1,485 @@
+//! `kinsey._kinsey`, the compiled half of the Python package: conversions between Python
+//! (Arrow tables through the PyCapsule interface, numbers, strings) and the `kinsey`
+//! facade, nothing else. Releases come back as their JSON reports (the bytes the CLI
+//! writes) and estimates as Arrow arrays; `kinsey/__init__.py` shapes them into the
+//! Python API.
+//!
+//! Tables arrive through `__arrow_c_stream__` (pyarrow Tables and RecordBatchReaders,
+//! Polars DataFrames, anything that speaks the Arrow C stream interface): the record
+//! batches wrap the producer's buffers, no column is copied on the way in. Every long call
+//! runs on a worker thread with the GIL released; the calling thread wakes ten times a
+//! second to let Python's signal handlers run, so Ctrl-C raises `KeyboardInterrupt` at
+//! once (the worker's result, when it comes, is dropped; these calls write no file).
+
+use arrow::array::{Array, ArrayData, AsArray, Float64Array, RecordBatchReader};
+use arrow::datatypes::{DataType, Float64Type};
+use arrow::ffi_stream::RecordBatchStreamReader;
+use arrow_pyarrow::{FromPyArrow, ToPyArrow};
+use kinsey::classifier::{Backend, Job, ModelFile, NoiseKind, SensitivityDerivation};
+use kinsey::data::{
+    ArrowTable, ColumnSpec, LabelEncoding, RowTransform, dataset_of_batches, read_parquet,
+};
+use kinsey::stats::{Bound as SumBound, DecayedSum, Histogram};
+use kinsey::{DevicePref, Error};
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+
+create_exception!(
+    _kinsey,
+    KinseyError,
+    PyValueError,
+    "Every error kinsey raises: a bad parameter, table, column or value, or a failed \
+     participant or stage, with the CLI's message."
+);
+
+/// A kinsey error as the Python exception, with the CLI's message.
+fn py_err(e: Error) -> PyErr {
+    KinseyError::new_err(e.to_string())
+}
+
+/// A parameter error (`name`: the Python argument).
+fn param(name: &str, msg: impl Into<String>) -> PyErr {
+    py_err(Error::param(name, msg.into()))
+}
+
+/// Run `f` on a worker thread with the GIL released, waking to run Python's signal
+/// handlers: Ctrl-C raises `KeyboardInterrupt` here without waiting for `f`.
+fn detached<T: Send + 'static>(
+    py: Python<'_>,
+    f: impl FnOnce() -> kinsey::Result<T> + Send + 'static,
+) -> PyResult<T> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("kinsey-call".into())
+        .spawn(move || {
+            let _ = tx.send(f());
+        })
+        .map_err(|e| KinseyError::new_err(format!("could not start the worker thread: {e}")))?;
+    let mut rx = rx;
+    loop {
+        let (got, back) = py.detach(move || (rx.recv_timeout(Duration::from_millis(100)), rx));
+        rx = back;
+        match got {
+            Ok(result) => return result.map_err(py_err),
+            Err(mpsc::RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(KinseyError::new_err(
+                    "the computation stopped without a result (an internal error: please report it)",
+                ));
+            }
+        }
+    }
+}
+
+/// An Arrow C stream (`__arrow_c_stream__`) and the name errors give it.
+fn stream(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<(String, RecordBatchStreamReader)> {
+    if !obj.hasattr("__arrow_c_stream__")? {
+        return Err(py_err(Error::format(
+            Path::new(name),
+            format!(
+                "a {} is not an Arrow table (pass a pyarrow Table or RecordBatchReader, a Polars \
+                 or pandas DataFrame, or any object with __arrow_c_stream__)",
+                obj.get_type().name()?
+            ),
+        )));
+    }
+    Ok((
+        name.to_string(),
+        RecordBatchStreamReader::from_pyarrow_bound(obj)?,
+    ))
+}
+
+/// A table through the Arrow C stream interface, named `name` in errors and reports. The
+/// batches are read (not copied) while the GIL is held: a producer may need it.
+fn table(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<ArrowTable> {
+    let (_, reader) = stream(obj, name)?;
+    let schema = reader.schema();
+    let batches = reader
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| py_err(Error::format(Path::new(name), e.to_string())))?;
+    ArrowTable::new(name, schema, batches).map_err(py_err)
+}
+
+/// A party: a Parquet file or directory (read as `kinsey train` reads it), or a stream.
+enum Party {
+    File(PathBuf),
+    Stream((String, RecordBatchStreamReader)),
+}
+
+/// A table, or a path to a CSV or Parquet file (the CLI's input, read the CLI's way).
+enum Source {
+    Table(ArrowTable),
+    File(PathBuf),
+}
+
+fn source(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Source> {
+    if let Ok(p) = obj.extract::<PathBuf>() {
+        return Ok(Source::File(p));
+    }
+    table(obj, name).map(Source::Table)
+}
+
+/// A device preference by name.
+fn device(name: &str, which: &str) -> PyResult<DevicePref> {
+    name.parse::<DevicePref>()
+        .map_err(|e| param(which, e.to_string()))
+}
+
+/// A serde enum by its TOML name (`l2`, `tight`, `zero_one`), the parameter named in errors.
+fn named<T: serde::de::DeserializeOwned>(which: &str, value: &str, allowed: &str) -> PyResult<T> {
+    serde_json::from_value(serde_json::Value::String(value.into()))
+        .map_err(|_| param(which, format!("'{value}' is not one of {allowed}")))
+}
+
+fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
+    serde_json::to_string(v).map_err(|e| KinseyError::new_err(format!("JSON: {e}")))
+}
+
+/// The trained classifier's release, model file and diagnostics, as JSON texts.
+#[pyfunction]
+#[pyo3(signature = (parties, *, label, epsilon, lam, labels, row_transform, row_scale,
+    features, backend, key_bits, aggregation, noise, calibration, device_name, seed,
+    diagnostics))]
+#[allow(clippy::too_many_arguments)]
+fn train(
+    py: Python<'_>,
+    parties: Vec<Bound<'_, PyAny>>,
+    label: String,
+    epsilon: f64,
+    lam: f64,
+    labels: &str,
+    row_transform: &str,
+    row_scale: Option<f64>,
+    features: Option<Vec<String>>,
+    backend: &str,
+    key_bits: u32,
+    aggregation: &str,
+    noise: &str,
+    calibration: &str,
+    device_name: &str,
+    seed: Option<u64>,
+    diagnostics: bool,
+) -> PyResult<(String, String, Option<String>)> {
+    // Each party streams batch by batch into the engine's row-major buffer on the worker
+    // (a producer that needs the GIL takes it): no party is held twice.
+    // A path is read by the engine's Parquet reader, as `kinsey train` reads it.
+    let readers = parties
+        .iter()
+        .enumerate()
+        .map(|(i, t)| match t.extract::<PathBuf>() {
+            Ok(path) => Ok(Party::File(path)),
+            Err(_) => stream(t, &format!("<party {}>", i + 1)).map(Party::Stream),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let spec = ColumnSpec {
+        label: label.clone(),
+        features: features.clone().unwrap_or_default(),
+        labels: named::<LabelEncoding>("labels", labels, "plus_minus_one, zero_one")?,
+    };
+    let transform = match (row_transform, row_scale) {
+        ("none", None) => RowTransform::None,
+        ("clip", None) => RowTransform::Clip,
+        ("scale", Some(c)) => RowTransform::Scale(c),
+        ("scale", None) => return Err(param("row_scale", "row_transform='scale' needs row_scale")),
+        ("none" | "clip", Some(_)) => {
+            return Err(param(
+                "row_scale",
+                "row_scale is only for row_transform='scale'",
+            ));
+        }
+        (other, _) => {
+            return Err(param(
+                "row_transform",
+                format!("'{other}' is not one of none, clip, scale"),
+            ));
+        }
+    };
+    let backend = match (aggregation, backend) {
+        ("plaintext", _) => Backend::plaintext_reference(),
+        ("secure", "paillier") => Backend::paillier(key_bits),
+        ("secure", "tfhe") => Backend::tfhe(),
+        ("secure", "mock") => Backend::mock_insecure(),
+        ("secure", other) => {
+            return Err(param(
+                "backend",
+                format!("'{other}' is not one of paillier, tfhe, mock"),
+            ));
+        }
+        (other, _) => {
+            return Err(param(
+                "aggregation",
+                format!("'{other}' is not one of secure, plaintext"),
+            ));
+        }
+    };
+    let mut job = Job::builder()
+        .label_name(&label)
+        .epsilon(epsilon)
+        .lambda(lam)
+        .labels(spec.labels)
+        .row_transform(transform)
+        .noise(named::<NoiseKind>("noise", noise, "l2, laplace")?)
+        .sensitivity(named::<SensitivityDerivation>(
+            "calibration",
+            calibration,
+            "tight, paper",
+        )?)
+        .backend(backend)
+        .device(device(device_name, "device")?);
+    if let Some(f) = features {
+        job = job.features(f);
+    }
+    if let Some(s) = seed {
+        job = job.seed(s);
+    }
+    if diagnostics {
+        job = job.diagnostics();
+    }
+    let trained = detached(py, move || {
+        let datasets = readers
+            .into_iter()
+            .map(|party| match party {
+                Party::File(path) => read_parquet(&path, &spec),
+                Party::Stream((name, reader)) => {
+                    let schema = reader.schema();
+                    let ds = dataset_of_batches(Path::new(&name), &schema, reader, &spec, 0)?;
+                    ds.check_nonempty()?;
+                    Ok(ds)
+                }
+            })
+            .collect::<kinsey::Result<Vec<_>>>()?;
+        job.parties(datasets).build()?.run()
+    })?;
+    Ok((
+        json(trained.release())?,
+        json(&trained.model())?,
+        trained
+            .diagnostics()
+            .map(|d| json(&kinsey::dp::release::NotPrivate::new(d)))
+            .transpose()?,
+    ))
+}
+
+/// A model file's text checked field by field (`where_` names it in errors).
+fn model_of(text: &str, where_: &str) -> PyResult<ModelFile> {
+    ModelFile::parse(Path::new(where_), text).map_err(py_err)
+}
+
+/// The scores `x . w` of a table's rows under a model (its features read by name, its
+/// row transform applied), as a pyarrow float64 array.
+#[pyfunction]
+fn score<'py>(
+    py: Python<'py>,
+    model_json: &str,
+    data: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let m = model_of(model_json, "<model>")?;
+    let t = table(data, "<table>")?;
+    let spec = ColumnSpec {
+        label: String::new(),
+        features: m.features.clone(),
+        labels: LabelEncoding::PlusMinusOne,
+    };
+    let scores = detached(py, move || {
+        let mut ds = t.dataset(&spec)?;
+        m.prepare(&mut ds)?;
+        Ok(m.scores(&ds))
+    })?;
+    Float64Array::from(scores).into_data().to_pyarrow(py)
+}
+
+/// A model file read from `path` and checked (as JSON).
+#[pyfunction]
+fn load_model(path: PathBuf) -> PyResult<String> {
+    json(&ModelFile::load(&path).map_err(py_err)?)
+}
+
+/// Write a model file to `path` as `kinsey train` writes `model.json`, all or nothing.
+#[pyfunction]
+fn save_model(model_json: &str, path: PathBuf) -> PyResult<()> {
+    let m = model_of(model_json, "<model>")?;
+    kinsey::data::write_json_file(&path, &m).map_err(py_err)
+}
+
+/// A histogram release's report (JSON).
+#[pyfunction]
+#[pyo3(signature = (data, *, column, bins, categories, where_, epsilon, neighbours, seed))]
+#[allow(clippy::too_many_arguments)]
+fn histogram(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    column: String,
+    bins: Option<(f64, f64, usize)>,
+    categories: Option<Vec<String>>,
+    where_: Option<String>,
+    epsilon: f64,
+    neighbours: &str,
+    seed: Option<u64>,
+) -> PyResult<String> {
+    let h = match (bins, categories) {
+        (Some((lo, hi, n)), None) => Histogram::numeric(lo, hi, n).map_err(py_err)?,
+        (None, Some(c)) => Histogram::categories(&c).map_err(py_err)?,
+        (None, None) => Histogram::count(),
+        (Some(_), Some(_)) => {
+            return Err(param("bins", "give bins or categories, not both"));
+        }
+    };
+    let mut h = h.epsilon(epsilon).neighbours(
+        neighbours
+            .parse()
+            .map_err(|e: Error| param("neighbours", e.to_string()))?,
+    );
+    if let Some(w) = &where_ {
+        h = h.filter(w);
+    }
+    if let Some(s) = seed {
+        h = h.seed(s);
+    }
+    let src = source(data, "<table>")?;
+    let report = detached(py, move || match src {
+        Source::File(p) => h.of_column(&p, &column),
+        Source::Table(t) => h.of_table(&t, &column),
+    })?;
+    json(&report)
+}
+
+/// The f64 values of an Arrow array (`__arrow_c_array__`: pyarrow arrays, and numpy arrays
+/// the Python side wraps without a copy); a float64 array without nulls is not copied.
+fn values_of(obj: &Bound<'_, PyAny>) -> PyResult<Float64Array> {
+    let data = ArrayData::from_pyarrow_bound(obj)?;
+    let array = arrow::array::make_array(data);
+    if array.null_count() > 0 {
+        return Err(param("values", "null values (fill or drop them first)"));
+    }
+    let array = match array.data_type() {
+        DataType::Float64 => array,
+        t if t.is_numeric() => arrow::compute::cast(&array, &DataType::Float64)
+            .map_err(|e| param("values", e.to_string()))?,
+        t => return Err(param("values", format!("type {t}, expected numbers"))),
+    };
+    Ok(array.as_primitive::<Float64Type>().clone())
+}
+
+/// A decayed-sum release: its report (JSON), column names and estimates (pyarrow arrays).
+#[pyfunction]
+#[pyo3(signature = (data, *, column, model, epsilon, window, windows, alpha, c, beta, bound,
+    seed))]
+#[allow(clippy::too_many_arguments)]
+fn decay<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    column: Option<String>,
+    model: &str,
+    epsilon: f64,
+    window: Option<u64>,
+    windows: Option<Vec<u64>>,
+    alpha: Option<f64>,
+    c: Option<f64>,
+    beta: Option<f64>,
+    bound: f64,
+    seed: Option<u64>,
+) -> PyResult<(String, Vec<String>, Vec<Bound<'py, PyAny>>)> {
+    let need = |v: Option<f64>, name: &str| {
+        v.ok_or_else(|| param(name, format!("model '{model}' needs {name}")))
+    };
+    let mut b = match model {
+        "window" => DecayedSum::window(
+            window.ok_or_else(|| param("window", "model 'window' needs window"))?,
+        ),
+        "allwindow" => DecayedSum::all_windows(
+            windows.ok_or_else(|| param("windows", "model 'allwindow' needs windows"))?,
+        ),
+        "exponential" => DecayedSum::exponential(need(alpha, "alpha")?),
+        "polynomial" => DecayedSum::polynomial(need(c, "c")?),
+        "running" => DecayedSum::running(),
+        other => {
+            return Err(param(
+                "model",
+                format!(
+                    "'{other}' is not one of window, allwindow, exponential, polynomial, running"
+                ),
+            ));
+        }
+    }
+    .epsilon(epsilon)
+    .bound(SumBound::clamp(bound).map_err(py_err)?);
+    if let Some(beta) = beta {
+        b = b.beta(beta);
+    }
+    if let Some(s) = seed {
+        b = b.seed(s);
+    }
+    let out = if let Ok(path) = data.extract::<PathBuf>() {
+        let column = column.ok_or_else(|| param("column", "a file's series needs column"))?;
+        detached(py, move || b.over_file(&path, &column))?
+    } else {
+        if column.is_some() {
+            return Err(param(
+                "column",
+                "column is for a file's series, not for values",
+            ));
+        }
+        let values = values_of(data)?;
+        detached(py, move || b.over_values(values.values()))?
+    };
+    let arrays = out
+        .values
+        .into_iter()
+        .map(|v| Float64Array::from(v).into_data().to_pyarrow(py))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok((json(&out.release)?, out.columns, arrays))
+}
+
+/// The address of the first value of each column in each record batch of a table, as the
+/// engine sees it after the import: the producer's addresses when no column was copied on
+/// the way in (what the tests check; primitive columns only, others give 0).
+#[pyfunction]
+fn _buffer_addresses(data: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<usize>>> {
+    let t = table(data, "<table>")?;
+    Ok((0..t.schema().fields().len())
+        .map(|c| {
+            t.batches()
+                .iter()
+                .map(|b| {
+                    let d = b.column(c).to_data();
+                    match (
+                        d.data_type().is_primitive(),
+                        d.data_type().primitive_width(),
+                    ) {
+                        (true, Some(w)) => d
+                            .buffers()
+                            .first()
+                            .map_or(0, |x| x.as_ptr() as usize + d.offset() * w),
+                        _ => 0,
+                    }
+                })
+                .collect()
+        })
+        .collect())
+}
+
+/// The crypto backends: (name, what it is and how secure).
+#[pyfunction]
+fn backends() -> Vec<(String, String)> {
+    kinsey::classifier::describe_backends()
+}
+
+/// The compiled module.
+#[pymodule]
+fn _kinsey(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("KinseyError", m.py().get_type::<KinseyError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(train, m)?)?;
+    m.add_function(wrap_pyfunction!(score, m)?)?;
+    m.add_function(wrap_pyfunction!(load_model, m)?)?;
+    m.add_function(wrap_pyfunction!(save_model, m)?)?;
+    m.add_function(wrap_pyfunction!(histogram, m)?)?;
+    m.add_function(wrap_pyfunction!(decay, m)?)?;
+    m.add_function(wrap_pyfunction!(backends, m)?)?;
+    m.add_function(wrap_pyfunction!(_buffer_addresses, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,234 @@
+"""The Python API on the shared data, against the CLI it must equal."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+
+import kinsey
+from conftest import run
+
+SCALE = 1 / math.sqrt(14)  # a9a rows have 11 to 14 ones: this brings them into the unit ball
+
+
+def cli_train(cli, a9a, out: pathlib.Path, seed: int) -> None:
+    parties = ", ".join(f'"{p}"' for p in a9a["parties"])
+    cfg = out.with_suffix(".toml")
+    cfg.write_text(textwrap.dedent(f"""\
+        [data]
+        parties = [{parties}]
+        label = "label"
+        row_transform = "scale"
+        row_scale = {SCALE!r}
+        [privacy]
+        epsilon = 1.0
+        seed = {seed}
+        [compute]
+        device = "cpu"
+        [output]
+        dir = "{out}"
+        """))
+    run(cli, "train", "--config", str(cfg))
+
+
+def accuracy(model: kinsey.Model, table: pa.Table) -> float:
+    y = table.column("label").to_numpy()
+    return float(np.mean(model.predict(table) == y))
+
+
+def test_train_publishes_the_clis_model_byte_for_byte(cli, a9a, tmp_path):
+    """A seeded Python training over pyarrow tables publishes the CLI's model.json (same
+    parties, same seed), so its test accuracy on a9a.t is the CLI's."""
+    cli_train(cli, a9a, tmp_path / "cli", seed=11)
+    m = kinsey.train(a9a["tables"], label="label", epsilon=1.0, row_transform="scale",
+                     row_scale=SCALE, device="cpu", seed=11)
+    m.save(tmp_path / "py-model.json")
+    assert (tmp_path / "py-model.json").read_bytes() == (tmp_path / "cli/model.json").read_bytes()
+    report = json.loads((tmp_path / "cli/report.json").read_text())
+    assert m.release == report
+    test = pq.read_table(a9a["test"])
+    cli_model = kinsey.Model.load(tmp_path / "cli/model.json")
+    acc, cli_acc = accuracy(m, test), accuracy(cli_model, test)
+    assert abs(acc - cli_acc) <= 0.02 and acc > 0.75, (acc, cli_acc)
+    assert m.w.dtype == np.float64 and m.w.shape == (123,)
+    assert m.features == cli_model.features and len(m.features) == 123
+    g = m.guarantee
+    assert g["epsilon"] == 1.0 and {"delta", "neighbours", "mechanism", "sensitivity"} <= set(g)
+    assert m.diagnostics is None
+
+
+def test_predictions_and_diagnostics(a9a):
+    m = kinsey.train(a9a["tables"], label="label", epsilon=2.0, row_transform="scale",
+                     row_scale=SCALE, backend="mock", aggregation="plaintext", seed=3,
+                     diagnostics=True)
+    test = pq.read_table(a9a["test"])
+    p = m.predict(test)
+    assert p.dtype == np.int8 and set(np.unique(p)) <= {-1, 1} and len(p) == test.num_rows
+    q = m.predict_proba(test)
+    assert q.dtype == np.float64 and np.all((q >= 0) & (q <= 1))
+    assert np.array_equal(p, np.where(q > 0.5, 1, -1))
+    assert next(iter(m.diagnostics)) == "NOT PRIVATE"
+    # A table without the label column scores too; a table without a feature does not.
+    no_label = test.drop_columns(["label"])
+    assert np.array_equal(m.predict(no_label), p)
+    with pytest.raises(kinsey.KinseyError, match="f7"):
+        m.predict(test.drop_columns(["f7"]))
+
+
+def test_tables_cross_without_a_copy(a9a, flights):
+    """The engine reads the producer's column buffers themselves: each chunk's first value
+    is at the address pyarrow holds it (a copy would be elsewhere)."""
+    for t in (a9a["tables"][0], flights):
+        seen = kinsey._kinsey._buffer_addresses(t)
+        for c, col in enumerate(t.columns):
+            if not pa.types.is_primitive(col.type):
+                continue
+            width = col.type.bit_width // 8
+            own = [chunk.buffers()[1].address + chunk.offset * width for chunk in col.chunks]
+            assert seen[c] == own, t.schema.field(c).name
+
+
+@pytest.fixture(scope="session")
+def flights(shared) -> pa.Table:
+    return pq.read_table(shared / "flights-3m/flights-3m.parquet")
+
+
+def test_histogram_equals_the_cli(cli, shared, flights, tmp_path):
+    """Over the file: the CLI's report. Over the table (pyarrow, Polars, pandas): the same
+    bins and guarantee, and one table's noise whatever library holds it."""
+    path = shared / "flights-3m/flights-3m.parquet"
+    args = dict(column="delay", bins=(-60, 180, 24), epsilon=0.5, neighbours="unbounded",
+                seed=1)
+    run(cli, "histogram", "--input", str(path), "--column", "delay", "--bins", "-60:180:24",
+        "--epsilon", "0.5", "--neighbours", "unbounded", "--seed", "1", "--out",
+        str(tmp_path / "h"))
+    cli_report = json.loads(next((tmp_path / "h").glob("*.json")).read_text())
+    r = kinsey.histogram(str(path), **args)
+    assert r.report == cli_report
+    assert r.table.num_rows == 26 and r.table.column_names == ["bin", "count", "rounded"]
+    assert r.guarantee["epsilon"] == 0.5
+    t = kinsey.histogram(flights, **args)
+    assert t.table.column("bin") == r.table.column("bin")
+    polars = pytest.importorskip("polars")
+    p = kinsey.histogram(polars.from_arrow(flights.select(["delay"])), **args)
+    assert p.table == t.table
+    pandas_t = kinsey.histogram(flights.select(["delay"]).to_pandas(), **args)
+    assert pandas_t.table == t.table
+
+
+def test_decay_over_numpy_and_the_file(cli, shared, tmp_path):
+    """Bike rentals per hour: over the file, the CLI's estimates and report; over a numpy
+    array, estimates of the same length and guarantee; allwindow gives one column each."""
+    path = shared / "bike-sharing/hour.csv"
+    run(cli, "decay", "--input", str(path), "--column", "cnt", "--model", "window",
+        "--window", "24", "--epsilon", "1", "--bound", "1000", "--seed", "3",
+        "--device", "cpu", "--out", str(tmp_path / "d.csv"))
+    cli_est = pcsv.read_csv(tmp_path / "d.csv").column(1).to_numpy()
+    cli_report = json.loads((tmp_path / "d.csv.report.json").read_text())
+    r = kinsey.decay(str(path), column="cnt", model="window", window=24, epsilon=1.0,
+                     bound=1000, seed=3)
+    assert np.array_equal(r.values, cli_est)
+    assert r.report == cli_report
+    cnt = pcsv.read_csv(path).column("cnt").to_numpy().astype(np.float64)
+    v = kinsey.decay(cnt, model="window", window=24, epsilon=1.0, bound=1000, seed=3)
+    assert v.values.shape == cnt.shape and v.values.dtype == np.float64
+    assert v.guarantee == r.guarantee
+    a = kinsey.decay(cnt, model="allwindow", windows=[24, 168], epsilon=1.0, bound=1000)
+    assert a.values.shape == (len(cnt), 2) and len(a.columns) == 2
+
+
+def test_errors_name_the_problem(a9a, flights):
+    with pytest.raises(kinsey.KinseyError, match="nope") as e:
+        kinsey.histogram(flights, column="nope", epsilon=1, neighbours="bounded")
+    assert isinstance(e.value, ValueError) and "<table>" in str(e.value)
+    with pytest.raises(kinsey.KinseyError, match="epsilon"):
+        kinsey.histogram(flights, column="delay", epsilon=-1, neighbours="bounded")
+    with pytest.raises(kinsey.KinseyError, match="neighbours"):
+        kinsey.histogram(flights, column="delay", epsilon=1, neighbours="sideways")
+    with pytest.raises(kinsey.KinseyError, match="party 2"):
+        bad = a9a["tables"][1].drop_columns(["label"])
+        kinsey.train([a9a["tables"][0], bad, a9a["tables"][2]], label="label", epsilon=1)
+    with pytest.raises(kinsey.KinseyError, match="row_scale"):
+        kinsey.train(a9a["tables"], label="label", epsilon=1, row_transform="scale")
+    with pytest.raises(kinsey.KinseyError, match="not an Arrow table"):
+        kinsey.histogram([1, 2, 3], column="x", epsilon=1, neighbours="bounded")
+    with pytest.raises(kinsey.KinseyError, match="window"):
+        kinsey.decay(np.ones(10), model="window", epsilon=1)
+
+
+def test_backends_and_version():
+    names = [n for n, _ in kinsey.backends()]
+    assert {"paillier", "tfhe", "mock"} <= set(names)
+    assert kinsey.__version__.count(".") == 2
+
+
+def test_ctrl_c_interrupts_a_long_call(tmp_path):
+    """SIGINT during a long training (TFHE keys alone take seconds) raises
+    KeyboardInterrupt at once, not when the engine finishes."""
+    script = tmp_path / "long.py"
+    script.write_text(textwrap.dedent("""\
+        import sys, time, numpy as np, pyarrow as pa, kinsey
+        rng = np.random.default_rng(1)
+        def party(n):
+            x = rng.uniform(-0.4, 0.4, size=(n, 4))
+            y = np.where(x.sum(axis=1) > 0, 1.0, -1.0)
+            return pa.table({**{f"f{i}": x[:, i] for i in range(4)}, "label": y})
+        print("ready", flush=True)
+        t0 = time.time()
+        try:
+            kinsey.train([party(300) for _ in range(3)], label="label", epsilon=1,
+                         backend="tfhe")
+            print("finished", time.time() - t0, flush=True)
+        except KeyboardInterrupt:
+            print("interrupted", time.time() - t0, flush=True)
+        """))
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    time.sleep(3)
+    sent = time.time()
+    p.send_signal(signal.SIGINT)
+    out = p.stdout.readline().split()
+    p.wait(timeout=60)
+    assert out and out[0] == "interrupted", out
+    assert time.time() - sent < 5, "the interrupt waited for the engine"
+
+
+def test_parties_stream_batch_by_batch(a9a):
+    """Parties as RecordBatchReaders (Parquet read batch by batch, never whole) and as
+    Polars DataFrames train the model the pyarrow tables train."""
+    kw = dict(label="label", epsilon=1.0, row_transform="scale", row_scale=SCALE,
+              aggregation="plaintext", seed=5)
+    tables = kinsey.train(a9a["tables"], **kw)
+
+    def reader(path):
+        pf = pq.ParquetFile(path)
+        return pa.RecordBatchReader.from_batches(pf.schema_arrow, pf.iter_batches(1000))
+
+    streamed = kinsey.train([reader(p) for p in a9a["parties"]], **kw)
+    assert np.array_equal(streamed.w, tables.w)
+    polars = pytest.importorskip("polars")
+    frames = kinsey.train([polars.from_arrow(t) for t in a9a["tables"]], **kw)
+    assert np.array_equal(frames.w, tables.w)
+
+
+def test_parties_as_parquet_paths(a9a):
+    """Parquet paths are read by the engine, as the CLI reads them: the same model."""
+    kw = dict(label="label", epsilon=1.0, row_transform="scale", row_scale=SCALE,
+              aggregation="plaintext", seed=5)
+    assert np.array_equal(kinsey.train(a9a["parties"], **kw).w,
+                          kinsey.train(a9a["tables"], **kw).w)
+    with pytest.raises(kinsey.KinseyError, match="nowhere.parquet"):
+        kinsey.train(["nowhere.parquet"] + a9a["parties"][1:], **kw)
