@@ -2,9 +2,9 @@
 
 use super::common::*;
 use kinsey_core::Result;
+use kinsey_data::LabelEncoding;
 use kinsey_data::output::Outputs;
 use kinsey_data::parquet_io::ColumnSpec;
-use kinsey_data::LabelEncoding;
 use kinsey_learn::pipeline::ModelFile;
 use std::path::PathBuf;
 
