@@ -33,6 +33,13 @@ use std::path::{Path, PathBuf};
 pub use kinsey_stats as engine;
 pub use kinsey_stats::decay::DecayRelease;
 pub use kinsey_stats::histogram_query::HistogramReport;
+/// SuLQ releases (k-means, PCA) of a file's or a table's columns, as `kinsey sulq` makes
+/// them: [`sulq::Budget`], [`sulq::Columns`], [`sulq::kmeans`], [`sulq::pca`].
+pub use kinsey_stats::sulq::query as sulq;
+/// The SuLQ analyses' parameters.
+pub use kinsey_stats::sulq::{GaussianCalibration, kmeans::KmeansConfig, pca::PcaConfig};
+/// DP decision trees (seed 002), as `kinsey tree` releases them.
+pub use kinsey_stats::tree_release::{TreeOutcome, TreeQuery};
 
 /// What a value above the per-step bound does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -41,7 +41,9 @@ __all__ = [
     "backends",
     "decay",
     "histogram",
+    "sulq",
     "train",
+    "tree",
     "__version__",
 ]
 
@@ -59,6 +61,21 @@ def _table(data: Any) -> Any:
 
 def _guarantee(report: dict) -> dict:
     """epsilon, delta, neighbours, mechanism, sensitivity of a report."""
+    if report.get("kind") == "kinsey.dp_tree.v1":
+        cfg = report["config"]
+        return {"epsilon": cfg["epsilon"], "delta": 0.0, "neighbours": cfg["neighbours"],
+                "mechanism": f"{cfg['selection']} selection of splits, Laplace leaf counts "
+                             f"({report['epsilon_per_mechanism']} per mechanism)",
+                "sensitivity": {"score": report["score_sensitivity"],
+                                "count": report["count_sensitivity"]}}
+    if "guarantee" in report.get("result", {}):  # SuLQ
+        g = report["result"]["guarantee"]
+        plan = g["plan"]
+        return {"epsilon": g["epsilon_spent"], "delta": g["delta"],
+                "neighbours": plan["neighbours"],
+                "mechanism": f"Gaussian (SuLQ, {plan['calibration']} calibration, sigma "
+                             f"{plan['sigma']:.4g} per unit query)",
+                "sensitivity": "1 per row and query, in the declared box"}
     if "guarantee" in report:
         g = dict(report["guarantee"])
         g.pop("kind", None)
@@ -134,10 +151,13 @@ class Release:
         self.values = values
         #: The estimates' column names (decayed sums).
         self.columns: list[str] = []
+        #: The released tree (``kinsey.tree``), nested dicts as in ``tree.json``.
+        self.tree: dict | None = None
 
     def __repr__(self) -> str:
         what = (f"table of {self.table.num_rows} rows" if self.table is not None
-                else f"values of shape {self.values.shape}")
+                else f"values of shape {self.values.shape}" if self.values is not None
+                else "a tree")
         return f"kinsey.Release({what}, epsilon={self.guarantee['epsilon']})"
 
 
@@ -205,6 +225,29 @@ def decay(values: Any, *, model: str, epsilon: float, window: int | None = None,
     rel = Release(json.loads(report), values=out)
     rel.columns = names
     return rel
+
+
+def tree(data: Any, *, label: str, epsilon: float, neighbours: str,
+         classes: Sequence[float] = (-1.0, 1.0), attributes: Sequence[str] | None = None,
+         depth: int = 5, selection: str = "exponential", score: str = "info_gain",
+         row_bound: int | None = None, seed: int | None = None) -> Release:
+    """A DP decision tree (seed 002) of a table or a CSV/Parquet file, as ``kinsey tree``
+    releases it. ``attributes``: ``NAME`` (0/1) or ``NAME:LO:HI:BINS``; by default every
+    numeric column but the label, as binary. ``Release.tree``: the tree (nested dicts, the
+    CLI's ``tree.json``); ``Release.report``: its ``report.json``."""
+    src = os.fspath(data) if isinstance(data, (str, os.PathLike)) else _table(data)
+    report, tree_json = _kinsey.tree(
+        src, label=label, classes=[float(c) for c in classes],
+        attributes=list(attributes) if attributes is not None else [], depth=depth,
+        selection=selection, score=score, epsilon=epsilon, neighbours=neighbours,
+        row_bound=row_bound, seed=seed)
+    rep = json.loads(report)
+    rel = Release(rep, table=None)
+    rel.tree = json.loads(tree_json)
+    return rel
+
+
+from . import sulq  # noqa: E402  (uses Release and _table above)
 
 
 def backends() -> list[tuple[str, str]]:

@@ -42,6 +42,7 @@ class Release:
     table: pa.Table | None
     values: npt.NDArray[np.float64] | None
     columns: list[str]
+    tree: dict[str, Any] | None
 
 def train(
     parties: Sequence[Any],
@@ -95,3 +96,21 @@ def decay(
 
 def backends() -> list[tuple[str, str]]:
     """The crypto backends: (name, description)."""
+
+from . import sulq as sulq
+
+def tree(
+    data: Any,
+    *,
+    label: str,
+    epsilon: float,
+    neighbours: str,
+    classes: Sequence[float] = (-1.0, 1.0),
+    attributes: Sequence[str] | None = None,
+    depth: int = 5,
+    selection: str = "exponential",
+    score: str = "info_gain",
+    row_bound: int | None = None,
+    seed: int | None = None,
+) -> Release:
+    """A DP decision tree of a table's or a file's columns (``Release.tree``)."""

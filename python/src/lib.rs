@@ -434,6 +434,134 @@ fn decay<'py>(
     Ok((json(&out.release)?, out.columns, arrays))
 }
 
+/// A SuLQ release (`analysis`: kmeans or pca) of a table's or a file's columns, as
+/// `kinsey sulq` writes its `release.json` (JSON).
+#[pyfunction]
+#[pyo3(signature = (data, *, analysis, columns, k, iterations, components, center, epsilon,
+    delta, neighbours, calibration, clip, device_name, seed))]
+#[allow(clippy::too_many_arguments)]
+fn sulq(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    analysis: &str,
+    columns: Vec<String>,
+    k: usize,
+    iterations: usize,
+    components: usize,
+    center: bool,
+    epsilon: f64,
+    delta: f64,
+    neighbours: &str,
+    calibration: &str,
+    clip: bool,
+    device_name: &str,
+    seed: Option<u64>,
+) -> PyResult<String> {
+    use kinsey::stats::sulq as q;
+    let budget = q::Budget {
+        epsilon,
+        delta,
+        neighbours: neighbours
+            .parse()
+            .map_err(|e: Error| param("neighbours", e.to_string()))?,
+        calibration: calibration
+            .parse()
+            .map_err(|e: Error| param("calibration", e.to_string()))?,
+        seed,
+        record_seed: false,
+    };
+    let cols = q::Columns {
+        specs: columns,
+        clip,
+    };
+    let device = device(device_name, "device")?;
+    let analysis = analysis.to_string();
+    let src = source(data, "<table>")?;
+    detached(py, move || {
+        let input: &dyn kinsey::data::ColumnSource = match &src {
+            Source::File(p) => p,
+            Source::Table(t) => t,
+        };
+        let text =
+            |v: serde_json::Result<String>| v.map_err(|e| Error::Numerical(format!("JSON: {e}")));
+        match analysis.as_str() {
+            "kmeans" => {
+                let cfg = kinsey::stats::KmeansConfig {
+                    k,
+                    iters: iterations,
+                };
+                let (a, _) = q::kmeans(&budget, input, &cols, &cfg, device)?;
+                text(serde_json::to_string(&a.run.split().0))
+            }
+            "pca" => {
+                let cfg = kinsey::stats::PcaConfig { components, center };
+                let a = q::pca(&budget, input, &cols, &cfg)?;
+                text(serde_json::to_string(&a.run.split().0))
+            }
+            other => Err(Error::param(
+                "analysis",
+                format!("'{other}' is not one of kmeans, pca"),
+            )),
+        }
+    })
+}
+
+/// A DP decision tree of a table's or a file's columns: `kinsey tree`'s `report.json` and
+/// `tree.json` (JSON). The non-private baseline (`selection = "none"`) is exact data, a
+/// diagnostic, and is refused here.
+#[pyfunction]
+#[pyo3(signature = (data, *, label, classes, attributes, depth, selection, score, epsilon,
+    neighbours, row_bound, seed))]
+#[allow(clippy::too_many_arguments)]
+fn tree(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    label: String,
+    classes: Vec<f64>,
+    attributes: Vec<String>,
+    depth: usize,
+    selection: String,
+    score: String,
+    epsilon: f64,
+    neighbours: &str,
+    row_bound: Option<usize>,
+    seed: Option<u64>,
+) -> PyResult<(String, String)> {
+    if selection == "none" {
+        return Err(param(
+            "selection",
+            "'none' trains the non-private baseline, which is no release (kinsey tree \
+             --selection none writes it as a NOT PRIVATE diagnostic)",
+        ));
+    }
+    let query = kinsey::stats::TreeQuery {
+        label,
+        classes,
+        attributes,
+        depth,
+        selection,
+        score,
+        epsilon: Some(epsilon),
+        neighbours: neighbours
+            .parse()
+            .map_err(|e: Error| param("neighbours", e.to_string()))?,
+        row_bound,
+    };
+    let src = source(data, "<table>")?;
+    detached(py, move || {
+        let outcome = match &src {
+            Source::File(p) => query.train(p.as_path(), seed, false)?,
+            Source::Table(t) => query.train(t, seed, false)?,
+        };
+        let text =
+            |v: serde_json::Result<String>| v.map_err(|e| Error::Numerical(format!("JSON: {e}")));
+        Ok((
+            text(serde_json::to_string(&outcome.report))?,
+            text(serde_json::to_string(&outcome.result.root))?,
+        ))
+    })
+}
+
 /// The address of the first value of each column in each record batch of a table, as the
 /// engine sees it after the import: the producer's addresses when no column was copied on
 /// the way in (what the tests check; primitive columns only, others give 0).
@@ -480,6 +608,8 @@ fn _kinsey(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(histogram, m)?)?;
     m.add_function(wrap_pyfunction!(decay, m)?)?;
     m.add_function(wrap_pyfunction!(backends, m)?)?;
+    m.add_function(wrap_pyfunction!(sulq, m)?)?;
+    m.add_function(wrap_pyfunction!(tree, m)?)?;
     m.add_function(wrap_pyfunction!(_buffer_addresses, m)?)?;
     Ok(())
 }

@@ -232,3 +232,52 @@ def test_parties_as_parquet_paths(a9a):
                           kinsey.train(a9a["tables"], **kw).w)
     with pytest.raises(kinsey.KinseyError, match="nowhere.parquet"):
         kinsey.train(["nowhere.parquet"] + a9a["parties"][1:], **kw)
+
+
+BIKE_COLUMNS = ["temp", "atemp", "hum", "windspeed", "hr:0:23", "cnt:0:1000"]
+
+
+def test_sulq_equals_the_cli(cli, shared, tmp_path):
+    """SuLQ k-means and PCA of bike rentals: over the file, the CLI's release; over a
+    pyarrow table and a pandas frame of it, one release (the same values, the same
+    noise) with the same columns and guarantee."""
+    path = shared / "bike-sharing/hour.csv"
+    common = ["--input", str(path), "--columns", ",".join(BIKE_COLUMNS), "--epsilon", "1",
+              "--neighbours", "bounded", "--seed", "2"]
+    run(cli, "sulq", "kmeans", *common, "--k", "4", "--device", "cpu", "--out",
+        str(tmp_path / "km"))
+    run(cli, "sulq", "pca", *common, "--components", "3", "--out", str(tmp_path / "pca"))
+    kw = dict(columns=BIKE_COLUMNS, epsilon=1.0, neighbours="bounded", seed=2)
+    km = kinsey.sulq.kmeans(str(path), k=4, device="cpu", **kw)
+    assert km.report == json.loads((tmp_path / "km/report.json").read_text())
+    assert km.table.num_rows == 4
+    assert km.table.column_names == ["center", "noisy_size", "temp", "atemp", "hum",
+                                     "windspeed", "hr", "cnt"]
+    assert km.guarantee["epsilon"] <= 1.0 and km.guarantee["neighbours"] == "bounded"
+    pc = kinsey.sulq.pca(str(path), components=3, **kw)
+    assert pc.report == json.loads((tmp_path / "pca/report.json").read_text())
+    assert pc.table.num_rows == 3
+    hour = pcsv.read_csv(path)
+    t = kinsey.sulq.kmeans(hour, k=4, device="cpu", **kw)
+    assert t.table.column_names == km.table.column_names
+    assert kinsey.sulq.kmeans(hour.to_pandas(), k=4, device="cpu", **kw).table == t.table
+    with pytest.raises(kinsey.KinseyError, match="cnt"):
+        kinsey.sulq.pca(hour, components=2, **{**kw, "columns": ["temp", "cnt"]})
+
+
+def test_tree_equals_the_cli(cli, a9a, tmp_path):
+    """A DP tree of a9a: over the file, the CLI's report.json and tree.json; over the
+    table, a tree of the same shape; the non-private baseline is no release."""
+    path = a9a["dir"] / "a9a.parquet"
+    run(cli, "tree", "--input", str(path), "--epsilon", "1", "--neighbours", "bounded",
+        "--seed", "3", "--out", str(tmp_path / "tree"))
+    r = kinsey.tree(str(path), label="label", epsilon=1.0, neighbours="bounded", seed=3)
+    assert r.report == json.loads((tmp_path / "tree/report.json").read_text())
+    assert r.tree == json.loads((tmp_path / "tree/tree.json").read_text())
+    assert r.guarantee["epsilon"] == 1.0
+    t = kinsey.tree(pq.read_table(path), label="label", epsilon=1.0, neighbours="bounded",
+                    depth=3)
+    assert t.report["config"]["depth"] == 3 and t.report["input"] == "<table>"
+    with pytest.raises(kinsey.KinseyError, match="selection"):
+        kinsey.tree(str(path), label="label", epsilon=1.0, neighbours="bounded",
+                    selection="none")

@@ -5,10 +5,8 @@
 //! or `NAME:LO:HI:BINS` (equal-width bins on a public range; values outside it go to the
 //! edge bins). Domains are declared, never read off the data.
 
-use crate::columns::read_numeric;
-use crate::table::column_names;
+use crate::memory::ColumnSource;
 use kinsey_core::{Error, Result};
-use std::path::Path;
 
 /// One attribute and its public domain.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,14 +52,16 @@ impl std::str::FromStr for AttributeSpec {
 
 /// Read attributes (every numeric column but the label when `attrs` is empty, as binary)
 /// and the class column `label` whose values must be among `classes`.
-pub fn read_categorical_data(
-    path: &Path,
+pub fn read_categorical_data<S: ColumnSource + ?Sized>(
+    input: &S,
     attrs: &[AttributeSpec],
     label: &str,
     classes: &[f64],
 ) -> Result<CatData> {
+    let path = input.name();
     let specs: Vec<AttributeSpec> = if attrs.is_empty() {
-        column_names(path)?
+        input
+            .numeric_columns()?
             .into_iter()
             .filter(|c| c != label)
             .map(|name| AttributeSpec { name, bins: None })
@@ -75,7 +75,7 @@ pub fn read_categorical_data(
     if classes.len() < 2 {
         return Err(Error::param("classes", "declare at least two classes"));
     }
-    let y = read_numeric(path, label)?;
+    let y = input.numeric(label)?;
     // Zero rows is read like any data set: only the tree refuses it, where n is public.
     let n = y.len();
     let classes_idx = y
@@ -98,7 +98,7 @@ pub fn read_categorical_data(
     let mut codes = vec![0u16; n * m];
     let mut domains = Vec::with_capacity(m);
     for (j, s) in specs.iter().enumerate() {
-        let v = read_numeric(path, &s.name)?;
+        let v = input.numeric(&s.name)?;
         if v.len() != n {
             return Err(Error::Schema {
                 path: path.to_path_buf(),

@@ -184,6 +184,38 @@ pub(crate) fn csv_cells<T>(
         .collect()
 }
 
+/// The names of a file's columns (Parquet schema or CSV header).
+pub(crate) fn column_names(path: &Path) -> Result<Vec<String>> {
+    if is_parquet(path) {
+        let file = crate::parquet_io::parquet_files(path)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::format(path, "no Parquet file"))?;
+        let f = std::fs::File::open(&file).map_err(|e| Error::io(&file, e))?;
+        let b = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f).map_err(
+            |source| Error::Parquet {
+                path: file.clone(),
+                source: Box::new(source),
+            },
+        )?;
+        Ok(b.schema()
+            .fields()
+            .iter()
+            .filter(|f| {
+                f.data_type().is_numeric() || *f.data_type() == arrow::datatypes::DataType::Boolean
+            })
+            .map(|f| f.name().clone())
+            .collect())
+    } else {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let header = text
+            .lines()
+            .next()
+            .ok_or_else(|| Error::format(path, "empty file: expected a header line"))?;
+        Ok(header.split(',').map(|c| c.trim().to_string()).collect())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -110,6 +110,8 @@ pub trait ColumnSource {
     fn categorical(&self, column: &str) -> Result<Vec<String>>;
     /// The rows of `column` (which must exist and hold no non-finite value).
     fn rows(&self, column: &str) -> Result<usize>;
+    /// The names of the numeric (and boolean) columns, in order; a CSV's header names all.
+    fn numeric_columns(&self) -> Result<Vec<String>>;
     /// What a seeded release binds its noise to: every byte of a file; the values of the
     /// `columns` a release reads, for a table (a file's bytes are not at hand).
     fn digest(&self, columns: &[&str]) -> Result<DataDigest>;
@@ -128,6 +130,9 @@ impl ColumnSource for Path {
     fn rows(&self, column: &str) -> Result<usize> {
         count_rows(self, column)
     }
+    fn numeric_columns(&self) -> Result<Vec<String>> {
+        crate::columns::column_names(self)
+    }
     fn digest(&self, _columns: &[&str]) -> Result<DataDigest> {
         crate::digest::of_inputs(&[self])
     }
@@ -145,6 +150,9 @@ impl ColumnSource for PathBuf {
     }
     fn rows(&self, column: &str) -> Result<usize> {
         self.as_path().rows(column)
+    }
+    fn numeric_columns(&self) -> Result<Vec<String>> {
+        self.as_path().numeric_columns()
     }
     fn digest(&self, columns: &[&str]) -> Result<DataDigest> {
         self.as_path().digest(columns)
@@ -174,6 +182,17 @@ impl ColumnSource for ArrowTable {
     fn categorical(&self, column: &str) -> Result<Vec<String>> {
         let (dt, arrays) = self.arrays(column)?;
         categories_of(&self.name, column, &dt, &arrays)
+    }
+    fn numeric_columns(&self) -> Result<Vec<String>> {
+        Ok(self
+            .schema
+            .fields()
+            .iter()
+            .filter(|f| {
+                f.data_type().is_numeric() || *f.data_type() == arrow::datatypes::DataType::Boolean
+            })
+            .map(|f| f.name().clone())
+            .collect())
     }
     fn rows(&self, column: &str) -> Result<usize> {
         match self.categorical(column) {

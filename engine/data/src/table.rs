@@ -7,10 +7,10 @@
 //! A column given without bounds must already lie in the range; a value outside it is an
 //! error naming the row, unless clipping was asked for.
 
-use crate::columns::{is_parquet, read_numeric};
+use crate::memory::ColumnSource;
 use kinsey_core::{Error, Result};
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// One column and its optional public bounds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -111,48 +111,18 @@ impl Matrix {
     }
 }
 
-/// The names of a file's columns (Parquet schema or CSV header).
-pub(crate) fn column_names(path: &Path) -> Result<Vec<String>> {
-    if is_parquet(path) {
-        let file = crate::parquet_io::parquet_files(path)?
-            .into_iter()
-            .next()
-            .ok_or_else(|| Error::format(path, "no Parquet file"))?;
-        let f = std::fs::File::open(&file).map_err(|e| Error::io(&file, e))?;
-        let b = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f).map_err(
-            |source| Error::Parquet {
-                path: file.clone(),
-                source: Box::new(source),
-            },
-        )?;
-        Ok(b.schema()
-            .fields()
-            .iter()
-            .filter(|f| {
-                f.data_type().is_numeric() || *f.data_type() == arrow::datatypes::DataType::Boolean
-            })
-            .map(|f| f.name().clone())
-            .collect())
-    } else {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        let header = text
-            .lines()
-            .next()
-            .ok_or_else(|| Error::format(path, "empty file: expected a header line"))?;
-        Ok(header.split(',').map(|c| c.trim().to_string()).collect())
-    }
-}
-
 /// Read `columns` (all numeric columns but `exclude` when empty) into the box `range`.
-pub fn read_matrix(
-    path: &Path,
+pub fn read_matrix<S: ColumnSource + ?Sized>(
+    input: &S,
     columns: &[ColumnBounds],
     exclude: &[&str],
     range: Range,
     clip: bool,
 ) -> Result<Matrix> {
+    let path = input.name();
     let cols: Vec<ColumnBounds> = if columns.is_empty() {
-        column_names(path)?
+        input
+            .numeric_columns()?
             .into_iter()
             .filter(|c| !exclude.contains(&c.as_str()))
             .map(|name| ColumnBounds { name, bounds: None })
@@ -169,7 +139,7 @@ pub fn read_matrix(
     let mut clipped = vec![0usize; d];
     let (lo_t, width_t) = (range.lo(), 1.0 - range.lo());
     for (j, c) in cols.iter().enumerate() {
-        let v = read_numeric(path, &c.name)?;
+        let v = input.numeric(&c.name)?;
         if j == 0 {
             // Zero rows is a data set like any other: under unbounded neighbours n is private,
             // so only the mechanism may refuse it, and only where n is public.

@@ -8,3 +8,4 @@ pub mod histogram;
 pub mod histogram_query;
 pub mod sulq;
 pub mod tree;
+pub mod tree_release;

@@ -6,7 +6,7 @@ use kinsey_data::libsvm::read_libsvm;
 use kinsey_data::output::{Outputs, write_json};
 use kinsey_data::parquet_io::{ColumnSpec, read_parquet};
 use kinsey_data::{Dataset, LabelEncoding};
-use kinsey_dp::{Neighbours, NoiseRng};
+use kinsey_dp::Neighbours;
 
 use kinsey_learn::aggregate::NoiseKind;
 use kinsey_learn::pipeline;
@@ -190,30 +190,12 @@ pub(crate) fn finish_split(
     Ok(Done { summary, written })
 }
 
-/// A seeded release's label: `kinsey.<kind>.v2|` then its public parameters as JSON (keys
-/// sorted, shortest round-trip numbers): one encoding per set of parameters, never Rust's
-/// `Debug` form and never a path (the input enters through its digest).
-pub(crate) fn release_label(kind: &str, params: &serde_json::Value) -> String {
-    format!("kinsey.{kind}.v2|{params}")
-}
-
-/// The generator of one release: OS-seeded, or derived from the user seed, the release's
-/// description and a digest of every byte of its input files (so no two releases share
-/// noise, neighbouring data included), with the seed recorded only if asked.
-pub(crate) fn release_rng(
-    seed: Option<u64>,
-    record: bool,
-    label: &str,
-    inputs: &[&Path],
-) -> Result<NoiseRng> {
+/// Say once on stderr that a user seed makes the release reproducible (and so NOT private
+/// against whoever knows the seed).
+pub(crate) fn warn_seed(seed: Option<u64>) {
     if seed.is_some() {
         eprintln!("warning: {}", kinsey_dp::rng::USER_SEED_WARNING);
     }
-    let mut rng = NoiseRng::for_release(seed, label, || kinsey_data::digest::of_inputs(inputs))?;
-    if record {
-        rng.record_seed(seed);
-    }
-    Ok(rng)
 }
 
 /// Print a finished command's summary and the files it wrote.

@@ -66,24 +66,25 @@ pub(crate) struct KmeansArgs {
 
 pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
     crate::plot::check_fonts()?;
-    let m = a.input.read(Range::Unit, &[])?;
     let c = &a.common;
     let cfg = sulq::kmeans::KmeansConfig {
         k: a.k,
         iters: a.iterations,
     };
-    let plan = sulq::kmeans::plan(&cfg, m.d, c.epsilon, c.delta, c.calibration, c.neighbours)?;
-    let (mut rng, mut db) = open_db(
-        c,
-        m.n,
-        plan,
-        json!({"command": "kmeans", "input": a.input.describe(), "k": a.k,
-            "iterations": a.iterations}),
-        &[&a.input.input],
+    warn_seed(c.seed);
+    let (analysis, init) = sulq::query::kmeans(
+        &c.budget(),
+        a.input.input.as_path(),
+        &a.input.columns(),
+        &cfg,
+        a.device,
     )?;
-    let init = sulq::kmeans::random_centers(a.k, m.d, &mut rng);
-    let kernel = kinsey_kernels::kmeans::select(a.device, &m.x, m.d)?;
-    let res = sulq::kmeans::run(&m, &cfg, &init, &mut db, kernel.as_ref())?;
+    let sulq::query::Analysis {
+        mut run,
+        matrix: m,
+        db,
+    } = analysis;
+    let res = &run.result;
     let flat: Vec<f64> = res.centers.concat();
     let evaluation = if c.diagnostics {
         let private = sulq::kmeans::mean_inertia(&m, &flat)?;
@@ -153,17 +154,7 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
         .iter()
         .map(|e| format!("inertia ratio to non-private {:.4}", e["ratio"]))
         .collect();
-    let mut run = one_table(
-        "kinsey.sulq_kmeans.v1",
-        c,
-        &a.input,
-        &m,
-        db.ledger,
-        res,
-        rng.record(),
-    );
     run.evaluation = evaluation;
-    run.about.device = Some(kernel.describe());
     finish_sulq(o, c, run, summary, lines)
 }
 
@@ -182,22 +173,21 @@ pub(crate) struct PcaArgs {
 
 pub(crate) fn run_pca(a: &PcaArgs) -> Result<Done> {
     crate::plot::check_fonts()?;
-    let m = a.input.read(Range::Unit, &[])?;
     let c = &a.common;
     let cfg = sulq::pca::PcaConfig {
         components: a.components,
         center: !a.no_center,
     };
-    let plan = sulq::pca::plan(&cfg, m.d, c.epsilon, c.delta, c.calibration, c.neighbours)?;
-    let (rng, mut db) = open_db(
-        c,
-        m.n,
-        plan,
-        json!({"command": "pca", "input": a.input.describe(), "components": a.components,
-            "center": cfg.center}),
-        &[&a.input.input],
+    warn_seed(c.seed);
+    let sulq::query::Analysis {
+        mut run, matrix: m, ..
+    } = sulq::query::pca(
+        &c.budget(),
+        a.input.input.as_path(),
+        &a.input.columns(),
+        &cfg,
     )?;
-    let res = sulq::pca::run(&m, &cfg, &mut db)?;
+    let res = &run.result;
     let evaluation = if c.diagnostics {
         let (vals, _) = sulq::pca::exact(&m, &cfg)?;
         let pos: f64 = vals.iter().filter(|v| **v > 0.0).sum();
@@ -295,15 +285,6 @@ pub(crate) fn run_pca(a: &PcaArgs) -> Result<Done> {
             )
         })
         .collect();
-    let mut run = one_table(
-        "kinsey.sulq_pca.v1",
-        c,
-        &a.input,
-        &m,
-        db.ledger,
-        res,
-        rng.record(),
-    );
     run.evaluation = evaluation;
     finish_sulq(o, c, run, summary, lines)
 }

@@ -10,7 +10,7 @@ use kinsey_dp::RngRecord;
 use kinsey_dp::{Neighbours, NoiseRng};
 use kinsey_stats::sulq::QueryRecord;
 use kinsey_stats::sulq::release::{OneTable, SulqRun};
-use kinsey_stats::sulq::{self, GaussianCalibration, SulqDb};
+use kinsey_stats::sulq::{self, GaussianCalibration, SulqDb, query};
 use std::path::{Path, PathBuf};
 
 pub(crate) fn parse_calibration(s: &str) -> std::result::Result<GaussianCalibration, String> {
@@ -107,8 +107,32 @@ impl SulqInput {
     }
 }
 
-/// Warn about delta, then the run's generator (its seed record goes in the report) and a
-/// SuLQ database on a fork of it.
+impl SulqCommon {
+    /// The library's budget of these flags.
+    pub(crate) fn budget(&self) -> query::Budget {
+        query::Budget {
+            epsilon: self.epsilon,
+            delta: self.delta,
+            neighbours: self.neighbours,
+            calibration: self.calibration,
+            seed: self.seed,
+            record_seed: self.record_seed,
+        }
+    }
+}
+
+impl SulqInput {
+    /// The library's column specification of these flags.
+    pub(crate) fn columns(&self) -> query::Columns {
+        query::Columns {
+            specs: self.columns.clone(),
+            clip: self.clip,
+        }
+    }
+}
+
+/// Warn about a user seed, then the run's generator and a SuLQ database on a fork of it
+/// (`kinsey_stats::sulq::query::open_db`, the library's, bound to `inputs`' bytes).
 pub(crate) fn open_db(
     c: &SulqCommon,
     n: usize,
@@ -116,39 +140,13 @@ pub(crate) fn open_db(
     run: serde_json::Value,
     inputs: &[&Path],
 ) -> Result<(NoiseRng, SulqDb)> {
-    warn_delta(c, n);
-    let params = serde_json::json!({
-        "epsilon": c.epsilon,
-        "delta": c.delta,
-        "neighbours": c.neighbours.as_str(),
-        "calibration": toml_name(&c.calibration),
-        "run": run,
-    });
-    let mut rng = release_rng(
-        c.seed,
-        c.record_seed,
-        &release_label("sulq", &params),
-        inputs,
-    )?;
-    let db = SulqDb::new(plan, rng.fork());
-    Ok((rng, db))
+    warn_seed(c.seed);
+    query::open_db(&c.budget(), n, plan, run, || {
+        kinsey_data::digest::of_inputs(inputs)
+    })
 }
 
-/// Warn when delta is not below 1/n; only where n is public (bounded neighbours), so that
-/// whether the warning appears does not depend on a private n.
-pub(crate) fn warn_delta(c: &SulqCommon, n: usize) {
-    if c.neighbours.n_is_public() && c.delta >= 1.0 / n as f64 {
-        tracing::warn!(
-            "delta = {} is not below 1/n = {:.3e}: a mechanism could publish a whole row \
-             with probability delta",
-            c.delta,
-            1.0 / n as f64
-        );
-    }
-}
-
-/// A one-table SuLQ run as most commands make it: its input, columns, ledger, row count,
-/// result and clipping counts (the caller sets the rest: device, test table, evaluation).
+/// A one-table SuLQ run as most commands make it (`kinsey_stats::sulq::query::one_table`).
 pub(crate) fn one_table<R>(
     kind: &'static str,
     c: &SulqCommon,
@@ -158,21 +156,5 @@ pub(crate) fn one_table<R>(
     result: R,
     rng: RngRecord,
 ) -> SulqRun<OneTable, R> {
-    SulqRun {
-        kind,
-        about: OneTable {
-            input: input.input.clone(),
-            device: None,
-            columns: m.names.clone(),
-            test: None,
-            ledger,
-        },
-        neighbours: c.neighbours,
-        rows: Some(m.n),
-        result,
-        rng,
-        clipped: Some(m.clipped.clone()),
-        evaluation: None,
-        test_accuracy: None,
-    }
+    query::one_table(kind, &c.budget(), &input.input, m, ledger, result, rng)
 }

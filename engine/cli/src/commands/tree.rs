@@ -1,12 +1,13 @@
 //! `kinsey tree`: DP decision trees (seed 002).
 
 use super::common::*;
-use kinsey_core::{Error, Result};
+use kinsey_core::Result;
 use kinsey_data::attributes::{AttributeSpec, read_categorical_data};
 use kinsey_data::output::Outputs;
 use kinsey_data::output::write_json;
 use kinsey_dp::Neighbours;
-use kinsey_stats::tree::{self, Score, Selection, TreeConfig};
+use kinsey_stats::tree::{self, Selection};
+use kinsey_stats::tree_release::{TreeOutcome, TreeQuery};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -65,20 +66,27 @@ pub(crate) struct Args {
 }
 
 fn run_tree(a: &Args) -> Result<Done> {
-    let selection: Selection = a.selection.parse()?;
-    let epsilon = match (selection, a.epsilon) {
-        (Selection::None, _) => a.epsilon.unwrap_or(f64::INFINITY),
-        (_, Some(e)) => e,
-        (_, None) => {
-            return Err(Error::param("epsilon", "a private tree needs --epsilon"));
-        }
+    let query = TreeQuery {
+        label: a.label.clone(),
+        classes: a.classes.clone(),
+        attributes: a.attributes.clone(),
+        depth: a.depth,
+        selection: a.selection.clone(),
+        score: a.score.clone(),
+        epsilon: a.epsilon,
+        neighbours: a.neighbours,
+        row_bound: a.row_bound,
     };
-    let specs = a
-        .attributes
-        .iter()
-        .map(|s| s.parse())
-        .collect::<Result<Vec<AttributeSpec>>>()?;
-    let train = read_categorical_data(&a.input, &specs, &a.label, &a.classes)?;
+    warn_seed(a.seed);
+    let outcome = query.train(a.input.as_path(), a.seed, a.record_seed)?;
+    let TreeOutcome {
+        specs,
+        result: res,
+        data: train,
+        config: cfg,
+        report,
+    } = outcome;
+    let (selection, epsilon) = (cfg.selection, cfg.epsilon);
     let test = match &a.test {
         Some(t) => {
             let specs: Vec<AttributeSpec> = if specs.is_empty() {
@@ -93,26 +101,15 @@ fn run_tree(a: &Args) -> Result<Done> {
             } else {
                 specs.clone()
             };
-            Some(read_categorical_data(t, &specs, &a.label, &a.classes)?)
+            Some(read_categorical_data(
+                t.as_path(),
+                &specs,
+                &a.label,
+                &a.classes,
+            )?)
         }
         None => None,
     };
-    let cfg = TreeConfig {
-        depth: a.depth,
-        selection,
-        score: a.score.parse::<Score>()?,
-        epsilon,
-        neighbours: a.neighbours,
-        row_bound: a.row_bound,
-    };
-    let label = release_label(
-        "tree",
-        &json!({"label": a.label, "classes": a.classes, "attributes": a.attributes,
-            "depth": a.depth, "selection": a.selection, "score": a.score, "epsilon": epsilon,
-            "neighbours": a.neighbours.as_str(), "row_bound": a.row_bound}),
-    );
-    let mut rng = release_rng(a.seed, a.record_seed, &label, &[&a.input])?;
-    let res = tree::train(&train, &cfg, &mut rng)?;
     let test_acc = match (&test, a.diagnostics) {
         (Some(t), true) => Some(tree::accuracy(&res.root, t)),
         _ => None,
@@ -160,20 +157,6 @@ fn run_tree(a: &Args) -> Result<Done> {
         a.neighbours.as_str(),
         res.epsilon_per_mechanism
     );
-    let report = json!({
-        "kind": "kinsey.dp_tree.v1",
-        "input": a.input, "attributes": train.names, "classes": train.class_labels,
-        "config": res.config, "epsilon_per_mechanism": res.epsilon_per_mechanism,
-        "score_sensitivity": res.score_sensitivity, "count_sensitivity": res.count_sensitivity,
-        "rows_read": match (a.neighbours, a.row_bound) {
-            (Neighbours::Unbounded, Some(b)) => format!(
-                "at most the first {b} rows of the input (a neighbour changes at most one \
-                 replaced row of them: replace-one sensitivities)"
-            ),
-            _ => "every row of the input".to_string(),
-        },
-        "leaves": res.leaves, "accountant": res.accountant, "rng": rng.record(),
-    });
     let diagnostics = a.diagnostics.then(|| {
         (
             json!({"test": a.test, "test_accuracy": test_acc}),

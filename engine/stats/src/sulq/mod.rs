@@ -34,6 +34,7 @@ pub mod implication;
 pub mod kmeans;
 pub mod pca;
 pub mod perceptron;
+pub mod query;
 pub mod release;
 pub mod stat;
 

@@ -1,0 +1,224 @@
+//! One SuLQ release as the library makes it, for `kinsey sulq kmeans|pca` and every
+//! library caller alike: the budget and input, the release's generator (from the OS, or
+//! from a seed bound to the release's parameters and its input's digest), the SuLQ
+//! database on a fork of it, the analysis, and the run to split into release and
+//! diagnostics ([`SulqRun::split`]). Outputs, plots and the terminal are the caller's.
+
+use super::kmeans::{self, KmeansConfig, KmeansResult};
+use super::pca::{self, PcaConfig, PcaResult};
+use super::release::{OneTable, SulqRun};
+use super::{GaussianCalibration, Plan, QueryRecord, SulqDb};
+use kinsey_core::Result;
+use kinsey_data::memory::ColumnSource;
+use kinsey_data::table::{ColumnBounds, Matrix, Range, read_matrix};
+use kinsey_dp::{Neighbours, NoiseRng, RngRecord};
+use kinsey_kernels::DevicePref;
+use std::path::Path;
+
+/// A seeded release's label: `kinsey.<kind>.v2|` then its public parameters as JSON (keys
+/// sorted, shortest round-trip numbers): one encoding per set of parameters, never Rust's
+/// `Debug` form and never a path (the input enters through its digest).
+pub fn release_label(kind: &str, params: &serde_json::Value) -> String {
+    format!("kinsey.{kind}.v2|{params}")
+}
+
+/// The budget of one SuLQ release, its neighbours and its seed.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    /// Epsilon of the (epsilon, delta) guarantee.
+    pub epsilon: f64,
+    /// Delta of the guarantee (keep it well below 1/n).
+    pub delta: f64,
+    /// The neighbour definition.
+    pub neighbours: Neighbours,
+    /// zCDP accounting or the seed's R bound.
+    pub calibration: GaussianCalibration,
+    /// A seed replays the release of the same data (NOT private against its holder).
+    pub seed: Option<u64>,
+    /// Write the seed's value into the report.
+    pub record_seed: bool,
+}
+
+/// The input columns: `NAME` (already in range) or `NAME:LO:HI` (public bounds), as the
+/// user wrote them (a seeded release's label holds them as written); empty: every numeric
+/// column.
+#[derive(Debug, Clone, Default)]
+pub struct Columns {
+    /// The column specifications.
+    pub specs: Vec<String>,
+    /// Clip values outside the range instead of refusing them.
+    pub clip: bool,
+}
+
+impl Columns {
+    /// Their public description, for a seeded release's label (the data enter through
+    /// their digest, not their name).
+    pub fn describe(&self) -> serde_json::Value {
+        serde_json::json!({"columns": self.specs, "clip": self.clip})
+    }
+
+    /// The columns of `input` in the box `range`.
+    pub fn read<S: ColumnSource + ?Sized>(&self, input: &S, range: Range) -> Result<Matrix> {
+        let cols = self
+            .specs
+            .iter()
+            .map(|s| s.parse())
+            .collect::<Result<Vec<ColumnBounds>>>()?;
+        read_matrix(input, &cols, &[], range, self.clip)
+    }
+}
+
+/// Warn when delta is not below 1/n; only where n is public (bounded neighbours), so that
+/// whether the warning appears does not depend on a private n.
+pub fn warn_delta(b: &Budget, n: usize) {
+    if b.neighbours.n_is_public() && b.delta >= 1.0 / n as f64 {
+        tracing::warn!(
+            "delta = {} is not below 1/n = {:.3e}: a mechanism could publish a whole row \
+             with probability delta",
+            b.delta,
+            1.0 / n as f64
+        );
+    }
+}
+
+/// The release's generator and a SuLQ database on a fork of it (after [`warn_delta`]).
+/// `run` describes the analysis; `digest` is the input's (a file's bytes, a table's values).
+pub fn open_db(
+    b: &Budget,
+    n: usize,
+    plan: Plan,
+    run: serde_json::Value,
+    digest: impl FnOnce() -> Result<kinsey_dp::DataDigest>,
+) -> Result<(NoiseRng, SulqDb)> {
+    warn_delta(b, n);
+    let params = serde_json::json!({
+        "epsilon": b.epsilon,
+        "delta": b.delta,
+        "neighbours": b.neighbours.as_str(),
+        "calibration": match b.calibration {
+            GaussianCalibration::Zcdp => "zcdp",
+            GaussianCalibration::Paper => "paper",
+        },
+        "run": run,
+    });
+    let mut rng = NoiseRng::for_release(b.seed, &release_label("sulq", &params), digest)?;
+    if b.record_seed {
+        rng.record_seed(b.seed);
+    }
+    let db = SulqDb::new(plan, rng.fork());
+    Ok((rng, db))
+}
+
+/// A one-table run: its input, columns, ledger, row count, result and clipping counts (the
+/// caller sets the rest: device, test table, evaluation).
+pub fn one_table<R>(
+    kind: &'static str,
+    b: &Budget,
+    input: &Path,
+    m: &Matrix,
+    ledger: Vec<QueryRecord>,
+    result: R,
+    rng: RngRecord,
+) -> SulqRun<OneTable, R> {
+    SulqRun {
+        kind,
+        about: OneTable {
+            input: input.to_path_buf(),
+            device: None,
+            columns: m.names.clone(),
+            test: None,
+            ledger,
+        },
+        neighbours: b.neighbours,
+        rows: Some(m.n),
+        result,
+        rng,
+        clipped: Some(m.clipped.clone()),
+        evaluation: None,
+        test_accuracy: None,
+    }
+}
+
+/// A finished analysis: the run (release and diagnostics), the matrix it read and its
+/// database (for the exact baselines and summaries a caller adds as diagnostics).
+#[derive(Debug)]
+pub struct Analysis<R> {
+    /// What to split into release and diagnostics.
+    pub run: SulqRun<OneTable, R>,
+    /// The rows read, in the box (NOT PRIVATE: for diagnostics only).
+    pub matrix: Matrix,
+    /// The database after the analysis (its plan and budget used).
+    pub db: SulqDb,
+}
+
+/// SuLQ k-means of `input`'s `columns` (in `[0, 1]`): `kinsey sulq kmeans`'s release.
+/// Also returns the random start (public randomness) for the exact baseline.
+pub fn kmeans<S: ColumnSource + ?Sized>(
+    b: &Budget,
+    input: &S,
+    columns: &Columns,
+    cfg: &KmeansConfig,
+    device: DevicePref,
+) -> Result<(Analysis<KmeansResult>, Vec<f64>)> {
+    let m = columns.read(input, Range::Unit)?;
+    let plan = kmeans::plan(cfg, m.d, b.epsilon, b.delta, b.calibration, b.neighbours)?;
+    let names: Vec<&str> = m.names.iter().map(String::as_str).collect();
+    let (mut rng, mut db) = open_db(
+        b,
+        m.n,
+        plan,
+        serde_json::json!({"command": "kmeans", "input": columns.describe(), "k": cfg.k,
+            "iterations": cfg.iters}),
+        || input.digest(&names),
+    )?;
+    let init = kmeans::random_centers(cfg.k, m.d, &mut rng);
+    let kernel = kinsey_kernels::kmeans::select(device, &m.x, m.d)?;
+    let res = kmeans::run(&m, cfg, &init, &mut db, kernel.as_ref())?;
+    let device = kernel.describe();
+    drop(kernel);
+    let ledger = std::mem::take(&mut db.ledger);
+    let mut run = one_table(
+        "kinsey.sulq_kmeans.v1",
+        b,
+        input.name(),
+        &m,
+        ledger,
+        res,
+        rng.record(),
+    );
+    run.about.device = Some(device);
+    Ok((Analysis { run, matrix: m, db }, init))
+}
+
+/// SuLQ PCA (or SVD without centring) of `input`'s `columns` (in `[0, 1]`): `kinsey sulq
+/// pca`'s release.
+pub fn pca<S: ColumnSource + ?Sized>(
+    b: &Budget,
+    input: &S,
+    columns: &Columns,
+    cfg: &PcaConfig,
+) -> Result<Analysis<PcaResult>> {
+    let m = columns.read(input, Range::Unit)?;
+    let plan = pca::plan(cfg, m.d, b.epsilon, b.delta, b.calibration, b.neighbours)?;
+    let names: Vec<&str> = m.names.iter().map(String::as_str).collect();
+    let (rng, mut db) = open_db(
+        b,
+        m.n,
+        plan,
+        serde_json::json!({"command": "pca", "input": columns.describe(),
+            "components": cfg.components, "center": cfg.center}),
+        || input.digest(&names),
+    )?;
+    let res = pca::run(&m, cfg, &mut db)?;
+    let ledger = std::mem::take(&mut db.ledger);
+    let run = one_table(
+        "kinsey.sulq_pca.v1",
+        b,
+        input.name(),
+        &m,
+        ledger,
+        res,
+        rng.record(),
+    );
+    Ok(Analysis { run, matrix: m, db })
+}
