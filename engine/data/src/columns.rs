@@ -198,14 +198,7 @@ pub(crate) fn column_names(path: &Path) -> Result<Vec<String>> {
                 source: Box::new(source),
             },
         )?;
-        Ok(b.schema()
-            .fields()
-            .iter()
-            .filter(|f| {
-                f.data_type().is_numeric() || *f.data_type() == arrow::datatypes::DataType::Boolean
-            })
-            .map(|f| f.name().clone())
-            .collect())
+        Ok(numeric_field_names(b.schema()))
     } else {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
         let header = text
@@ -214,6 +207,16 @@ pub(crate) fn column_names(path: &Path) -> Result<Vec<String>> {
             .ok_or_else(|| Error::format(path, "empty file: expected a header line"))?;
         Ok(header.split(',').map(|c| c.trim().to_string()).collect())
     }
+}
+
+/// The names of a schema's numeric (and boolean) fields, in order.
+pub(crate) fn numeric_field_names(schema: &arrow::datatypes::Schema) -> Vec<String> {
+    schema
+        .fields()
+        .iter()
+        .filter(|f| f.data_type().is_numeric() || *f.data_type() == DataType::Boolean)
+        .map(|f| f.name().clone())
+        .collect()
 }
 
 #[cfg(test)]

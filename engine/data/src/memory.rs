@@ -184,15 +184,7 @@ impl ColumnSource for ArrowTable {
         categories_of(&self.name, column, &dt, &arrays)
     }
     fn numeric_columns(&self) -> Result<Vec<String>> {
-        Ok(self
-            .schema
-            .fields()
-            .iter()
-            .filter(|f| {
-                f.data_type().is_numeric() || *f.data_type() == arrow::datatypes::DataType::Boolean
-            })
-            .map(|f| f.name().clone())
-            .collect())
+        Ok(crate::columns::numeric_field_names(&self.schema))
     }
     fn rows(&self, column: &str) -> Result<usize> {
         match self.categorical(column) {
