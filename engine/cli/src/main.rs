@@ -68,6 +68,21 @@ fn clean_up_on_signals() {
     }
 }
 
+/// Every subcommand's flags take negative numbers as values (`--epsilon -1` reaches the
+/// range check and its message, instead of "unexpected argument '-1'").
+fn cli_command() -> clap::Command {
+    fn walk(c: clap::Command) -> clap::Command {
+        c.allow_negative_numbers(true).mut_subcommands(walk)
+    }
+    walk(<Cli as clap::CommandFactory>::command())
+}
+
+/// The arguments, parsed with [`cli_command`]; clap prints help and errors and exits.
+fn parse_args() -> Cli {
+    let matches = cli_command().get_matches();
+    <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 fn main() {
     quiet_vulkan_device_select_layer();
     let filter = tracing_subscriber::EnvFilter::try_from_env("KINSEY_LOG")
@@ -79,7 +94,7 @@ fn main() {
         .without_time()
         .with_target(false)
         .init();
-    let cli = Cli::parse();
+    let cli = parse_args();
     kinsey_data::output::set_overwrite(cli.overwrite);
     clean_up_on_signals();
     if let Err(e) = cli.cmd.run() {
@@ -90,5 +105,71 @@ fn main() {
             src = s.source();
         }
         std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every flag and positional of every subcommand, with the path to it, that `--help`
+    /// shows without a line of its own; and help text that names internal seed numbers.
+    fn undocumented(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
+        for a in cmd.get_arguments() {
+            if a.is_hide_set() || a.get_id() == "help" || a.get_id() == "version" {
+                continue;
+            }
+            let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+            if help.trim().is_empty() {
+                out.push(format!("{path} --{}", a.get_id()));
+            }
+            if help.contains("seed 00") {
+                out.push(format!("{path} --{}: names a seed number", a.get_id()));
+            }
+        }
+        for s in cmd.get_subcommands() {
+            let about = s.get_about().map(|h| h.to_string()).unwrap_or_default();
+            if about.trim().is_empty() || about.contains("seed 00") {
+                out.push(format!(
+                    "{path} {}: no about line, or a seed number",
+                    s.get_name()
+                ));
+            }
+            undocumented(s, &format!("{path} {}", s.get_name()), out);
+        }
+    }
+
+    /// Every flag has a help line (issue 37: a user reads `--help`, not the source).
+    #[test]
+    fn every_flag_has_a_help_line() {
+        let mut missing = Vec::new();
+        undocumented(&cli_command(), "kinsey", &mut missing);
+        assert!(
+            missing.is_empty(),
+            "{} without help:\n{}",
+            missing.len(),
+            missing.join("\n")
+        );
+    }
+
+    /// A negative number is a value, not a flag: `--epsilon -1` reaches the range check.
+    #[test]
+    fn negative_numbers_are_values() {
+        let m = cli_command().try_get_matches_from([
+            "kinsey",
+            "histogram",
+            "--input",
+            "x.csv",
+            "--column",
+            "c",
+            "--epsilon",
+            "-1",
+            "--neighbours",
+            "bounded",
+            "--out",
+            "o",
+        ]);
+        let cli = m.and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+        assert!(cli.is_ok(), "{cli:?}");
     }
 }

@@ -82,6 +82,7 @@ the GPU for a model without a GPU path | decay --input FIX/series.csv --model al
 # histogram
 epsilon 1e308 | histogram --input FIX/table.csv --column f --bins 0:10:5 --epsilon 1e308 --neighbours bounded --out WORK/h | epsilon
 epsilon 1e-308 | histogram --input FIX/table.csv --column f --bins 0:10:5 --epsilon 1e-308 --neighbours bounded --out WORK/h | epsilon
+a negative epsilon (a value, not an unknown flag) | histogram --input FIX/table.csv --column f --bins 0:10:5 --epsilon -1 --neighbours bounded --out WORK/h | epsilon ; got -1
 epsilon inf in count mode | histogram --input FIX/table.csv --column f --epsilon inf --neighbours bounded --out WORK/h | epsilon
 bins with two fields | histogram --input FIX/table.csv --column f --bins 0:10 --epsilon 1 --neighbours bounded --out WORK/h | 0:10
 bins with LO >= HI | histogram --input FIX/table.csv --column f --bins 5:1:3 --epsilon 1 --neighbours bounded --out WORK/h | bins
@@ -92,6 +93,7 @@ inf at row 3, with bins | histogram --input FIX/table_inf.csv --column f --bins 
 a missing input | histogram --input FIX/absent.csv --column f --epsilon 1 --neighbours bounded --out WORK/h | absent.csv
 # tree
 depth 100000 | tree --input FIX/table.csv --attributes a,b --depth 100000 --epsilon 1 --neighbours bounded --out WORK/t | depth
+a negative epsilon | tree --input FIX/table.csv --attributes a,b --epsilon -0.5 --neighbours bounded --out WORK/t | epsilon ; -0.5
 a missing label column | tree --input FIX/table.csv --label nope --attributes a,b --epsilon 1 --neighbours bounded --out WORK/t | nope
 an attribute spec that does not parse | tree --input FIX/table.csv --attributes f:0:x:3 --epsilon 1 --neighbours bounded --out WORK/t | f:0:x:3
 an unknown selection | tree --input FIX/table.csv --attributes a,b --selection magic --epsilon 1 --neighbours bounded --out WORK/t | magic

@@ -75,16 +75,22 @@ struct FiguresArgs {
 #[derive(clap::Args, Debug)]
 struct SulqArgs {
     #[arg(long)]
+    /// Parquet or CSV input whose numeric columns lie in [0, 1].
     input: PathBuf,
     #[arg(long, default_value_t = 8)]
+    /// Clusters of the k-means fit.
     k: usize,
     #[arg(long, default_value_t = 10)]
+    /// k-means iterations.
     iterations: usize,
     #[arg(long, default_value_t = 5)]
+    /// Principal components of the PCA fit.
     components: usize,
     #[arg(long, default_value_t = 1.0)]
+    /// Privacy budget of each fit.
     epsilon: f64,
     #[arg(long, default_value_t = 1e-6)]
+    /// delta of each fit's (epsilon, delta) guarantee.
     delta: f64,
     /// auto | cpu | gpu (the k-means assignment step)
     #[arg(long, default_value = "cpu")]
@@ -110,12 +116,16 @@ fn sulq(a: SulqArgs) -> Result<()> {
 #[derive(clap::Args, Debug)]
 struct TrainArgs {
     #[arg(long, default_value_t = 1_000_000)]
+    /// Generated rows (when no --input).
     rows: usize,
     #[arg(long, value_parser = kinsey_core::limits::parse_dim, default_value_t = 123)]
+    /// Features of the generated rows.
     dim: usize,
     #[arg(long, default_value = "cpu")]
+    /// Where the row passes run: auto, cpu or gpu.
     device: DevicePref,
     #[arg(long, default_value_t = 1e-4)]
+    /// L2 regularisation lambda of the objective.
     lambda: f64,
     /// Train on this Parquet file instead of generated rows.
     #[arg(long)]
@@ -193,12 +203,16 @@ fn train(a: TrainArgs) -> Result<()> {
 #[derive(clap::Args, Debug)]
 struct DecayArgs {
     #[arg(long, default_value_t = 100_000_000)]
+    /// Length of the generated series.
     steps: u64,
     #[arg(long, default_value = "window")]
+    /// window | exponential | running | polynomial | laplace | rr | allwindow.
     model: String,
     #[arg(long, default_value_t = 1024)]
+    /// Window length in steps (window, laplace, rr).
     window: u64,
     #[arg(long, default_value_t = 0.999)]
+    /// Decay per step (exponential).
     alpha: f64,
     /// Steps per chunk (memory is one chunk, independent of the stream length).
     #[arg(long, default_value_t = 1 << 22)]
@@ -207,6 +221,7 @@ struct DecayArgs {
     #[arg(long, default_value = "cpu")]
     device: DevicePref,
     #[arg(long)]
+    /// Print one JSON line (for scripts).
     json: bool,
 }
 
@@ -408,6 +423,7 @@ fn peak_rss_mib() -> f64 {
 #[derive(clap::Args, Debug)]
 struct PaillierArgs {
     #[arg(long, value_delimiter = ',', default_value = "2048,3072")]
+    /// Key sizes to measure, e.g. 2048,3072.
     bits: Vec<u32>,
     /// Values per operation and run.
     #[arg(long, default_value_t = 256)]
@@ -430,6 +446,7 @@ struct PaillierArgs {
     #[arg(long, default_value_t = 10.0)]
     budget: f64,
     #[arg(long)]
+    /// Print JSON lines (for scripts).
     json: bool,
 }
 
@@ -474,12 +491,15 @@ fn paillier(a: PaillierArgs) -> Result<()> {
 #[derive(clap::Args, Debug)]
 struct ProtocolArgs {
     #[arg(long, default_value_t = 5)]
+    /// Parties K.
     parties: usize,
     #[arg(long, value_parser = kinsey_core::limits::parse_dim, default_value_t = 123)]
+    /// Model dimension d.
     dim: usize,
     #[command(flatten)]
     crypto: CryptoArgs,
     #[arg(long)]
+    /// Print one JSON line (for scripts).
     json: bool,
     /// Also run the same inputs over TLS (one thread per participant, loopback TCP) and
     /// compare per stage, with rounds and the time at 1 ms and 50 ms round trip.
@@ -534,6 +554,7 @@ struct BackendArgs {
     #[arg(long, default_value_t = 8)]
     count: usize,
     #[arg(long)]
+    /// Print one JSON line (for scripts).
     json: bool,
 }
 

@@ -53,8 +53,10 @@ impl CryptoArgs {
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct ColumnArgs {
     #[arg(long, default_value = "label")]
+    /// The label column.
     pub(crate) label: String,
     #[arg(long, value_parser = parse_labels, default_value = "pm1")]
+    /// How labels are written: pm1 (-1/+1) or 01 (0/1, mapped to -1/+1).
     pub(crate) labels: LabelEncoding,
 }
 

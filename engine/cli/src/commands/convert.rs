@@ -12,12 +12,16 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
     #[arg(long)]
+    /// The LIBSVM text file to convert.
     libsvm: PathBuf,
     #[arg(long, value_parser = kinsey_core::limits::parse_dim)]
+    /// Its dimension, fixed (a9a: 123; never inferred from the file).
     dim: usize,
     #[arg(long)]
+    /// The Parquet file to write (columns f1..fD and label).
     out: PathBuf,
     #[arg(long, value_parser = parse_labels, default_value = "pm1")]
+    /// How the labels are written: pm1 (-1/+1) or 01 (0/1, mapped to -1/+1).
     labels: LabelEncoding,
 }
 

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
     #[arg(long)]
+    /// The session file (TOML) of this participant.
     config: PathBuf,
     #[command(flatten)]
     hooks: Hooks,

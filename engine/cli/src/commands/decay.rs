@@ -52,6 +52,7 @@ pub(crate) struct Args {
     #[arg(long)]
     model: String,
     #[arg(long)]
+    /// Privacy budget of the release (event-level: one step's value within [0, --bound]).
     epsilon: f64,
     /// Window length in steps (models window, laplace, rr).
     #[arg(long)]

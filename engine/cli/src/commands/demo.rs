@@ -18,6 +18,7 @@ use std::time::Instant;
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
     #[arg(long, default_value = "kinsey-out")]
+    /// Output directory.
     out: PathBuf,
     /// Reproducible noise (the release is then not private against whoever knows it).
     #[arg(long)]
@@ -26,8 +27,10 @@ pub(crate) struct Args {
     #[arg(long)]
     record_seed: bool,
     #[arg(long, default_value = "auto")]
+    /// Where the local training runs: auto (a hardware GPU if any), cpu or gpu.
     device: DevicePref,
     #[arg(long, default_value_t = 1.0)]
+    /// Privacy budget of the published classifier.
     epsilon: f64,
     #[command(flatten)]
     crypto: CryptoArgs,

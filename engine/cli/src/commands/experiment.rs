@@ -16,7 +16,7 @@ pub(crate) struct Args {
 
 #[derive(Subcommand, Debug)]
 enum Which {
-    /// Figure 2 of seed 001 on a9a.
+    /// Figure 2 of Pathak, Rane & Raj (NIPS 2010) on a9a: test error against lambda.
     Figure2(Figure2Args),
 }
 
@@ -30,18 +30,25 @@ pub(crate) fn run(a: Args) -> Result<()> {
 #[derive(clap::Args, Debug)]
 struct Figure2Args {
     #[arg(long)]
+    /// The training set (LIBSVM text, d = 123, or Parquet).
     train: PathBuf,
     #[arg(long)]
+    /// The test set (same format).
     test: PathBuf,
     #[arg(long)]
+    /// Output directory (CSV, JSON, markdown, SVG and PNG).
     out: PathBuf,
     #[arg(long, default_value_t = 200)]
+    /// Noise draws per point of the curve.
     runs: usize,
     #[arg(long)]
+    /// Seed of the noise draws (reproducible; NOT private against its holder).
     seed: Option<u64>,
     #[arg(long, value_delimiter = ',')]
+    /// Regularisation values lambda of the curve, e.g. 1e-4,1e-3,1e-2.
     lambdas: Option<Vec<f64>>,
     #[arg(long, value_parser = parse_noise, default_value = "l2")]
+    /// l2 (the paper's L2-Laplace) or laplace (per coordinate).
     noise: NoiseKind,
 }
 

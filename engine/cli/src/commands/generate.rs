@@ -10,15 +10,19 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
     #[arg(long)]
+    /// Parties (one Parquet file each).
     parties: usize,
     /// Total training rows, split evenly across the parties.
     #[arg(long)]
     rows: usize,
     #[arg(long, value_parser = kinsey_core::limits::parse_dim)]
+    /// Features.
     dim: usize,
     #[arg(long)]
+    /// Output directory (party-1.parquet, ..., test.parquet).
     out: PathBuf,
     #[arg(long, default_value_t = 0)]
+    /// Seed of the generated data (public synthetic data, not noise).
     seed: u64,
     /// Test rows (default: rows / 5).
     #[arg(long)]

@@ -27,6 +27,7 @@ pub(crate) struct Args {
     #[arg(long = "where")]
     pub predicate: Option<String>,
     #[arg(long)]
+    /// Privacy budget of the release.
     pub epsilon: f64,
     /// bounded (replace one row: sensitivity 2) or unbounded (add/remove: sensitivity 1).
     #[arg(long, value_parser = parse_neighbours)]

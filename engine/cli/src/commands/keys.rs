@@ -22,41 +22,54 @@ enum KeysCmd {
     /// with kinsey's h_s and the primes as extra members python-paillier ignores).
     Generate {
         #[arg(long)]
+        /// Output directory for private.json and public.json.
         out: PathBuf,
         #[arg(long, default_value_t = 2048)]
+        /// Modulus size in bits (2048, 3072 or 4096).
         bits: u32,
         #[arg(long)]
+        /// Allow keys below 2048 bits (tests only: insecure).
         allow_insecure_test_keys: bool,
     },
     /// python-paillier's own files from a kinsey private key (kinsey's h_s dropped).
     Export {
         #[arg(long)]
+        /// kinsey private key file.
         private: PathBuf,
         #[arg(long)]
+        /// Output directory for python-paillier's files.
         out: PathBuf,
     },
     /// kinsey's files from a pheutil private key (primes recovered from lambda if needed).
     Import {
         #[arg(long)]
+        /// python-paillier (pheutil) private key file.
         private: PathBuf,
         #[arg(long)]
+        /// Output directory for kinsey's files.
         out: PathBuf,
     },
     /// Encrypt a number (kinsey's 2^-32 fixed point): prints a python-paillier EncryptedNumber.
     Encrypt {
         #[arg(long)]
+        /// Public key file.
         public: PathBuf,
         #[arg(allow_hyphen_values = true)]
+        /// The number to encrypt.
         value: f64,
         #[arg(long)]
+        /// Accept keys below 2048 bits (tests only: insecure).
         allow_insecure_test_keys: bool,
     },
     /// Decrypt a python-paillier EncryptedNumber ({"v": ..., "e": ...}).
     Decrypt {
         #[arg(long)]
+        /// Private key file.
         private: PathBuf,
+        /// The EncryptedNumber file ({"v": ..., "e": ...}).
         number: PathBuf,
         #[arg(long)]
+        /// Accept keys below 2048 bits (tests only: insecure).
         allow_insecure_test_keys: bool,
     },
 }

@@ -41,17 +41,19 @@ subcommands! {
     Split => split,
     /// Synthetic parties from a planted logistic model (plus a test set).
     Generate => generate,
-    /// Reproduce an experiment of the seeds.
+    /// Reproduce a published experiment (Figure 2 of Pathak, Rane & Raj, NIPS 2010).
     Experiment => experiment,
     /// Throughput benchmarks.
     Bench => bench,
-    /// Private window, exponentially decayed or running sums of a time series (seed 004).
+    /// Private window, exponentially decayed or running sums of a time series, released
+    /// under continual observation (Chan, Shi & Song; Bolot et al.).
     Decay => decay,
-    /// DP histogram or count of a column (seed 002), under bounded or unbounded neighbours.
+    /// DP histogram or count of a column, under bounded or unbounded neighbours.
     Histogram => histogram,
-    /// DP decision tree: ID3 with a private split choice (seed 002, Friedman & Schuster).
+    /// DP decision tree: ID3 with a private split choice (Friedman & Schuster).
     Tree => tree,
-    /// SuLQ algorithms (seed 003): noisy sums with a bounded number of queries.
+    /// SuLQ algorithms (Blum, Dwork, McSherry & Nissim): noisy sums with a bounded number
+    /// of queries.
     Sulq => sulq,
     /// The crypto backends compiled into this build, with their security description.
     Backends => backends,

@@ -20,6 +20,7 @@ use std::time::Instant;
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
     #[arg(long)]
+    /// The session file (TOML) of this participant.
     config: PathBuf,
     #[command(flatten)]
     hooks: Hooks,

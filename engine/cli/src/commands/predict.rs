@@ -12,8 +12,10 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
     #[arg(long)]
+    /// The model file (model.json of kinsey train).
     model: PathBuf,
     #[arg(long)]
+    /// Rows to score: Parquet, or LIBSVM text with --dim.
     input: PathBuf,
     /// CSV of (row, score, prediction).
     #[arg(long)]

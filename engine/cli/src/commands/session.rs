@@ -57,6 +57,7 @@ pub(crate) struct InitArgs {
     #[arg(long)]
     pub(crate) seed: Option<u64>,
     #[arg(long, default_value_t = 1.0)]
+    /// Privacy budget of the session's release.
     pub(crate) epsilon: f64,
     /// Accept K = 2: the smaller party can then compute the other party's exact model from
     /// the published one (docs/protocol-deployment.md).

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
     #[arg(long)]
+    /// The data set to split: Parquet, or LIBSVM text with --dim.
     input: PathBuf,
     #[arg(
         long,
@@ -19,12 +20,16 @@ pub(crate) struct Args {
         conflicts_with = "fractions",
         required_unless_present = "fractions"
     )]
+    /// Rows of each party, e.g. 4884,6512,6512 (or --fractions).
     sizes: Vec<usize>,
     #[arg(long, value_delimiter = ',')]
+    /// Share of each party, e.g. 0.2,0.3,0.5 (or --sizes).
     fractions: Vec<f64>,
     #[arg(long)]
+    /// Output directory (party-1.parquet, ...).
     out: PathBuf,
     #[arg(long)]
+    /// Seed of the random assignment of rows to parties.
     seed: Option<u64>,
     /// Dimension, for LIBSVM input.
     #[arg(long)]

@@ -54,8 +54,10 @@ pub(crate) struct KmeansArgs {
     #[command(flatten)]
     pub input: SulqInput,
     #[arg(long, default_value_t = 5)]
+    /// Clusters.
     pub k: usize,
     #[arg(long, default_value_t = 8)]
+    /// Iterations (each spends budget).
     pub iterations: usize,
     /// Where the assignment step runs: auto (a real GPU if any), cpu or gpu.
     #[arg(long, default_value = "auto")]
@@ -163,6 +165,7 @@ pub(crate) struct PcaArgs {
     #[command(flatten)]
     pub input: SulqInput,
     #[arg(long, default_value_t = 2)]
+    /// Principal components to release.
     pub components: usize,
     /// SVD of A^T A instead of PCA of the covariance.
     #[arg(long)]
@@ -308,11 +311,13 @@ pub(crate) struct PerceptronArgs {
     #[command(flatten)]
     pub input: SulqInput,
     #[arg(long, default_value = "label")]
+    /// The label column (values -1 and +1).
     pub label: String,
     /// Labels are 0/1 (mapped to -1/+1) instead of -1/+1.
     #[arg(long)]
     pub zero_one: bool,
     #[arg(long, default_value_t = 10)]
+    /// Training rounds (each spends budget).
     pub rounds: usize,
     /// Append a constant-1 feature (a bias through the origin's hyperplane).
     #[arg(long)]
@@ -431,8 +436,10 @@ pub(crate) struct StatArgs {
     #[command(flatten)]
     pub input: SulqInput,
     #[arg(long, default_value = "label")]
+    /// The 0/1 column whose statistic is released.
     pub label: String,
     #[arg(long)]
+    /// Labels are 0/1 (default -1/+1).
     pub zero_one: bool,
     /// Required accuracy of each STAT answer (refused up front if the budget cannot reach it).
     #[arg(long)]

@@ -50,11 +50,13 @@ pub(crate) fn rows_text(c: &SulqCommon, n: usize) -> String {
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct SulqCommon {
     #[arg(long)]
+    /// Privacy budget of the release.
     pub epsilon: f64,
     /// delta of (eps, delta)-DP; keep it well below 1/n.
     #[arg(long, default_value_t = 1e-6)]
     pub delta: f64,
     #[arg(long, value_parser = parse_neighbours)]
+    /// bounded (one row replaced; n public) or unbounded (one row added or removed).
     pub neighbours: Neighbours,
     /// zcdp (Gaussian mechanism, zCDP accounting) or paper (the seed's R bound).
     #[arg(long, value_parser = parse_calibration, default_value = "zcdp")]

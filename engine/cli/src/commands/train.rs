@@ -15,12 +15,13 @@ use std::time::Instant;
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
     #[arg(long)]
+    /// The job file (TOML): data, model, privacy, compute, output, crypto (see examples/train.toml).
     config: PathBuf,
     /// Overrides [output] dir.
     #[arg(long)]
     out: Option<PathBuf>,
     /// Also compute and write the NOT PRIVATE diagnostics (party sizes, per-party fits,
-    /// non-private baselines, test errors, timings) to diagnostics.NOT-PRIVATE.json.
+    /// non-private baselines, test errors, timings) to job.NOT-PRIVATE.diagnostics.json.
     #[arg(long)]
     diagnostics: bool,
     /// Write the seed's value into the report (by default it says only that a seed was used).

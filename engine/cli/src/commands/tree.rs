@@ -17,6 +17,7 @@ pub(crate) struct Args {
     #[arg(long)]
     pub input: PathBuf,
     #[arg(long, default_value = "label")]
+    /// The class column.
     pub label: String,
     /// The declared class values of the label column.
     #[arg(
@@ -30,6 +31,7 @@ pub(crate) struct Args {
     #[arg(long, value_delimiter = ',')]
     pub attributes: Vec<String>,
     #[arg(long, default_value_t = 5)]
+    /// Maximum depth of the tree.
     pub depth: usize,
     /// exponential | laplace | none (the non-private tree)
     #[arg(long, default_value = "exponential")]
@@ -38,8 +40,10 @@ pub(crate) struct Args {
     #[arg(long, default_value = "info_gain")]
     pub score: String,
     #[arg(long)]
+    /// Privacy budget of the tree (required unless --selection none).
     pub epsilon: Option<f64>,
     #[arg(long, value_parser = parse_neighbours)]
+    /// bounded (one row replaced; n public) or unbounded (one row added or removed).
     pub neighbours: Neighbours,
     /// Public bound on the rows (needed for info_gain under unbounded neighbours). Under
     /// unbounded neighbours the tree reads at most this many rows (the first ones; n is
