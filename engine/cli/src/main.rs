@@ -68,6 +68,23 @@ fn clean_up_on_signals() {
     }
 }
 
+/// The lines an error prints: `error: MESSAGE`, then each cause whose text the lines above
+/// do not already say ("caused by: X" under "error: file: X" repeated X).
+fn error_lines(e: &(dyn std::error::Error + 'static)) -> Vec<String> {
+    let mut said = e.to_string();
+    let mut lines = vec![format!("error: {said}")];
+    let mut src = e.source();
+    while let Some(s) = src {
+        let text = s.to_string();
+        if !said.contains(&text) {
+            lines.push(format!("  caused by: {text}"));
+            said.push_str(&text);
+        }
+        src = s.source();
+    }
+    lines
+}
+
 /// Every subcommand's flags take negative numbers as values (`--epsilon -1` reaches the
 /// range check and its message, instead of "unexpected argument '-1'").
 fn cli_command() -> clap::Command {
@@ -98,11 +115,8 @@ fn main() {
     kinsey_data::output::set_overwrite(cli.overwrite);
     clean_up_on_signals();
     if let Err(e) = cli.cmd.run() {
-        eprintln!("error: {e}");
-        let mut src = std::error::Error::source(&e);
-        while let Some(s) = src {
-            eprintln!("  caused by: {s}");
-            src = s.source();
+        for line in error_lines(&e) {
+            eprintln!("{line}");
         }
         std::process::exit(1);
     }
@@ -150,6 +164,17 @@ mod tests {
             missing.len(),
             missing.join("\n")
         );
+    }
+
+    /// A cause is printed only when it adds words: an I/O error whose message already
+    /// quotes it gets one line, not the same text twice.
+    #[test]
+    fn error_chains_do_not_repeat_their_cause() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file");
+        let e = kinsey_core::Error::io(std::path::Path::new("a.csv"), io);
+        let lines = error_lines(&e);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("a.csv") && lines[0].contains("No such file"));
     }
 
     /// A negative number is a value, not a flag: `--epsilon -1` reaches the range check.

@@ -40,6 +40,7 @@ a missing model file | predict --model FIX/absent.json --input FIX/parties/test.
 a model file that is not JSON | predict --model FIX/table.csv --input FIX/parties/test.parquet --out WORK/p.csv | table.csv
 a model with other features than the input | predict --model FIX/model_other.json --input FIX/parties/test.parquet --out WORK/p.csv | f9
 a model weight that is not finite (1e999) | predict --model FIX/model_inf.json --input FIX/parties/test.parquet --out WORK/p.csv | model_inf.json
+LIBSVM text given as Parquet | predict --model FIX/model_other.json --input FIX/a.libsvm --out WORK/p.csv | a.libsvm ; not a Parquet file ; --dim
 # convert
 --dim 0 | convert --libsvm FIX/a.libsvm --dim 0 --out WORK/a.parquet | dim
 --dim 1e8 (past the limit, before allocating) | convert --libsvm FIX/a.libsvm --dim 100000000 --out WORK/a.parquet | dim ; 1048576
@@ -82,6 +83,8 @@ the GPU for a model without a GPU path | decay --input FIX/series.csv --model al
 # histogram
 epsilon 1e308 | histogram --input FIX/table.csv --column f --bins 0:10:5 --epsilon 1e308 --neighbours bounded --out WORK/h | epsilon
 epsilon 1e-308 | histogram --input FIX/table.csv --column f --bins 0:10:5 --epsilon 1e-308 --neighbours bounded --out WORK/h | epsilon
+a CSV separated by ';' | histogram --input FIX/semicolons.csv --column f --epsilon 1 --neighbours bounded --out WORK/h | semicolons.csv ; ';' ; comma-separated
+an output path through a file | histogram --input FIX/table.csv --column f --epsilon 1 --neighbours bounded --out FIX/table.csv/h | table.csv ; is a file, not a directory
 a negative epsilon (a value, not an unknown flag) | histogram --input FIX/table.csv --column f --bins 0:10:5 --epsilon -1 --neighbours bounded --out WORK/h | epsilon ; got -1
 epsilon inf in count mode | histogram --input FIX/table.csv --column f --epsilon inf --neighbours bounded --out WORK/h | epsilon
 bins with two fields | histogram --input FIX/table.csv --column f --bins 0:10 --epsilon 1 --neighbours bounded --out WORK/h | 0:10
@@ -451,6 +454,7 @@ fn text_fixtures(fix: &Path) {
         ));
     }
     write(&fix.join("table.csv"), &table);
+    write(&fix.join("semicolons.csv"), &table.replace(',', ";"));
     write(
         &fix.join("table_nan.csv"),
         &table.replacen("0.5,0,0", "NaN,0,0", 1),

@@ -148,14 +148,28 @@ pub fn count_rows(path: &Path, column: &str) -> Result<usize> {
 pub(crate) fn csv_column_index(path: &Path, header: Option<&str>, column: &str) -> Result<usize> {
     let header = header.ok_or_else(|| Error::format(path, "empty file: expected a header line"))?;
     let names: Vec<&str> = header.split(',').map(str::trim).collect();
-    names
-        .iter()
-        .position(|n| *n == column)
-        .ok_or_else(|| Error::Schema {
+    names.iter().position(|n| *n == column).ok_or_else(|| {
+        // One "column" holding another separator: say so, rather than list one long name.
+        let sep = [';', '\t', '|']
+            .into_iter()
+            .find(|&c| names.len() == 1 && header.contains(c));
+        let msg = match sep {
+            Some(c) => format!(
+                "column not found: the header has one column, '{}', and looks separated \
+                     by {:?}; kinsey reads comma-separated CSV (convert the file, e.g. \
+                     with `tr '{}' ','`)",
+                names[0],
+                c,
+                c.escape_default()
+            ),
+            None => format!("column not found; the columns are: {}", names.join(", ")),
+        };
+        Error::Schema {
             path: path.to_path_buf(),
             column: column.to_string(),
-            msg: format!("column not found; the columns are: {}", names.join(", ")),
-        })
+            msg,
+        }
+    })
 }
 
 /// The cells of one column of a CSV file with a header, parsed; `row` in errors counts the

@@ -150,6 +150,11 @@ impl Outputs {
             missing.push(d.to_path_buf());
             cur = d.parent();
         }
+        // The first existing ancestor must be a directory (an output path through a file
+        // failed later with "<file>/.x.kinsey-lock: Not a directory").
+        if let Some(d) = cur.filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
+            return Err(not_a_directory(d));
+        }
         for d in missing.into_iter().rev() {
             match std::fs::create_dir(&d) {
                 Ok(()) => self.with_cleanup(|c| c.dirs.push(d)),
@@ -162,6 +167,9 @@ impl Outputs {
 
     /// Lock `target` for this run and check that it may be (re)written.
     fn claim(&mut self, dir: &Path, name: &str, target: &Path) -> Result<()> {
+        if !dir.as_os_str().is_empty() && dir.exists() && !dir.is_dir() {
+            return Err(not_a_directory(dir));
+        }
         let lock = dir.join(format!(".{name}{LOCK_SUFFIX}"));
         let me = std::process::id();
         for attempt in 0..2 {
@@ -358,6 +366,17 @@ fn create_private_file(path: &Path) -> std::io::Result<std::fs::File> {
         o.mode(0o600);
     }
     o.open(path)
+}
+
+/// An output path that runs through a file.
+fn not_a_directory(path: &Path) -> Error {
+    Error::param(
+        "output",
+        format!(
+            "{} is a file, not a directory: give an output path in a directory (or a new one)",
+            path.display()
+        ),
+    )
 }
 
 /// Write a serialisable value as pretty JSON through `Outputs`.

@@ -88,12 +88,32 @@ pub fn read_parquet(path: &Path, spec: &ColumnSpec) -> Result<Dataset> {
     Ok(ds)
 }
 
+/// A Parquet reader's error, or, for a file that does not start with Parquet's magic
+/// bytes, what it is not and what to do ("Corrupt footer" told a user who passed LIBSVM
+/// text nothing).
+pub(crate) fn parquet_error(path: &Path, source: parquet::errors::ParquetError) -> Error {
+    let mut magic = [0u8; 4];
+    let is_parquet = File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+        .map(|()| &magic == b"PAR1")
+        .unwrap_or(true);
+    if is_parquet {
+        Error::Parquet {
+            path: path.to_path_buf(),
+            source: Box::new(source),
+        }
+    } else {
+        Error::format(
+            path,
+            "not a Parquet file (it does not start with PAR1): a CSV file needs the .csv \
+             extension, LIBSVM text needs --dim D (or `kinsey convert --libsvm`)",
+        )
+    }
+}
+
 fn read_one(path: &Path, spec: &ColumnSpec) -> Result<Dataset> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let pq = |source| Error::Parquet {
-        path: path.to_path_buf(),
-        source: Box::new(source),
-    };
+    let pq = |source| parquet_error(path, source);
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
     let schema = builder.schema().clone();
     let total_rows = builder.metadata().file_metadata().num_rows().max(0) as usize;
@@ -277,10 +297,7 @@ pub(crate) fn read_column(path: &Path, name: &str) -> Result<Vec<f64>> {
 /// one per record batch. A missing column is an error listing the columns there are.
 pub(crate) fn read_column_arrays(path: &Path, name: &str) -> Result<(DataType, Vec<ArrayRef>)> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let pq = |source| Error::Parquet {
-        path: path.to_path_buf(),
-        source: Box::new(source),
-    };
+    let pq = |source| parquet_error(path, source);
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
     let schema = builder.schema().clone();
     let idx = column_index(path, &schema, name)?;
