@@ -252,6 +252,13 @@ pub(crate) struct PrivacyConfig {
     /// Accept K = 2, where the smaller party can compute the other's exact model.
     #[serde(default)]
     pub allow_two_parties: bool,
+    /// The privacy-budget ledger every party's data set is charged in (`--ledger` wins).
+    #[serde(default)]
+    pub ledger: Option<std::path::PathBuf>,
+    /// The total budget `[epsilon, delta]` of a data set the ledger has not seen
+    /// (`--ledger-budget` wins).
+    #[serde(default)]
+    pub ledger_budget: Option<(f64, f64)>,
 }
 
 impl PrivacyConfig {

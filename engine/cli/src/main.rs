@@ -27,6 +27,14 @@ struct Cli {
     /// is refused and the earlier result is kept).
     #[arg(long, global = true)]
     overwrite: bool,
+    /// Privacy-budget ledger (JSON lines): every release is charged against its input's
+    /// digest and refused if that data set's total budget would be exceeded.
+    #[arg(long, global = true, value_name = "FILE")]
+    ledger: Option<std::path::PathBuf>,
+    /// With --ledger: the total budget EPSILON[:DELTA] of a data set the ledger has not
+    /// seen yet (its first release fixes it).
+    #[arg(long, global = true, value_name = "EPSILON[:DELTA]", value_parser = commands::parse_budget)]
+    ledger_budget: Option<(f64, f64)>,
     #[command(subcommand)]
     cmd: commands::Cmd,
 }
@@ -113,6 +121,7 @@ fn main() {
         .init();
     let cli = parse_args();
     kinsey_data::output::set_overwrite(cli.overwrite);
+    commands::set_ledger(cli.ledger, cli.ledger_budget);
     clean_up_on_signals();
     if let Err(e) = cli.cmd.run() {
         for line in error_lines(&e) {

@@ -201,6 +201,8 @@ impl Shared {
             noise: self.noise,
             seed: None,
             allow_two_parties: self.allow_two_parties,
+            ledger: None,
+            ledger_budget: None,
         }
     }
 

@@ -94,6 +94,21 @@ an unknown neighbour definition | histogram --input FIX/table.csv --column f --e
 NaN at row 1, count mode | histogram --input FIX/table_nan.csv --column f --epsilon 1 --neighbours bounded --out WORK/h | table_nan.csv ; row 0
 inf at row 3, with bins | histogram --input FIX/table_inf.csv --column f --bins 0:10:5 --epsilon 1 --neighbours bounded --out WORK/h | table_inf.csv ; row 2
 a missing input | histogram --input FIX/absent.csv --column f --epsilon 1 --neighbours bounded --out WORK/h | absent.csv
+# stats
+bounds without a colon | stats mean --input FIX/table.csv --column f --bounds 10 --epsilon 1 --neighbours bounded --out WORK/s | LO:HI ; 10
+bounds with LO >= HI | stats sum --input FIX/table.csv --column f --bounds 5:1 --epsilon 1 --neighbours bounded --out WORK/s | bounds ; LO < HI
+bounds too narrow for their magnitude | stats mean --input FIX/table.csv --column f --bounds 1e15:1000000000000000.5 --epsilon 1 --neighbours bounded --out WORK/s | bounds ; too narrow
+a negative epsilon | stats variance --input FIX/table.csv --column f --bounds 0:10 --epsilon -1 --neighbours bounded --out WORK/s | epsilon ; -1
+a quantile level of 1.5 | stats quantiles --input FIX/table.csv --column f --bounds 0:10 --levels 1.5 --epsilon 1 --neighbours bounded --out WORK/s | 1.5 ; (0, 1)
+a quantile level with seven decimals | stats quantiles --input FIX/table.csv --column f --bounds 0:10 --levels 0.1234567 --epsilon 1 --neighbours bounded --out WORK/s | 0.1234567 ; six decimals
+one quantile candidate | stats quantiles --input FIX/table.csv --column f --bounds 0:10 --candidates 1 --epsilon 1 --neighbours bounded --out WORK/s | candidates
+a NaN value | stats mean --input FIX/table_nan.csv --column f --bounds 0:10 --epsilon 1 --neighbours unbounded --out WORK/s | table_nan.csv ; row 0 ; finite
+a missing column | stats sum --input FIX/table.csv --column nope --bounds 0:10 --epsilon 1 --neighbours bounded --out WORK/s | nope
+# ledger
+a ledger without a budget for a new data set | stats mean --input FIX/table.csv --column f --bounds 0:10 --epsilon 1 --neighbours bounded --out WORK/s --ledger WORK/l.jsonl | ledger-budget
+a budget that is not a number | stats mean --input FIX/table.csv --column f --bounds 0:10 --epsilon 1 --neighbours bounded --out WORK/s --ledger WORK/l.jsonl --ledger-budget lots | lots ; EPSILON
+a budget of epsilon 0 | stats mean --input FIX/table.csv --column f --bounds 0:10 --epsilon 1 --neighbours bounded --out WORK/s --ledger WORK/l.jsonl --ledger-budget 0 | ledger-budget
+an edited ledger (kept as it is) | stats mean --input FIX/table.csv --column f --bounds 0:10 --epsilon 1 --neighbours bounded --out WORK/s --ledger WORK/l.jsonl --ledger-budget 5 | l.jsonl ; line 1 ; append-only | l.jsonl=not a ledger
 # tree
 depth 100000 | tree --input FIX/table.csv --attributes a,b --depth 100000 --epsilon 1 --neighbours bounded --out WORK/t | depth
 a negative epsilon | tree --input FIX/table.csv --attributes a,b --epsilon -0.5 --neighbours bounded --out WORK/t | epsilon ; -0.5

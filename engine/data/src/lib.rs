@@ -7,6 +7,7 @@
 pub mod attributes;
 pub mod columns;
 pub mod digest;
+pub mod ledger;
 pub mod libsvm;
 pub mod memory;
 pub mod output;

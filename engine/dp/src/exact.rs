@@ -336,9 +336,10 @@ pub(crate) fn bernoulli_exp_minus_one<R: RandomBits + ?Sized>(bits: &mut BitRead
     j % 2 == 1
 }
 
-/// `Bern(exp(-num/den))` for any `num / den >= 0`, `den >= 1` (CKS Algorithm 1).
-#[cfg(test)]
-pub(crate) fn bernoulli_exp_minus<R: RandomBits + ?Sized>(
+/// `Bern(exp(-num/den))` for any `num / den >= 0`, `den >= 1` (CKS Algorithm 1): one
+/// `Bern(exp(-1))` per whole unit (stopping at the first failure, so about 1.6 draws
+/// whatever `num / den`), then the fractional part.
+pub fn bernoulli_exp_minus<R: RandomBits + ?Sized>(
     bits: &mut BitReader<'_, R>,
     num: u128,
     den: u128,
@@ -392,27 +393,35 @@ impl DiscreteLaplace {
     /// rounding. The resulting mechanism on integer queries of L1 sensitivity
     /// `integer_sensitivity` is `epsilon`-DP.
     pub fn for_sensitivity(integer_sensitivity: u64, epsilon: f64) -> Result<Self> {
-        Self::calibrate(integer_sensitivity, epsilon, 62)
+        Self::calibrate(integer_sensitivity, epsilon, 62, R_BITS)
     }
 
     /// [`for_sensitivity`](Self::for_sensitivity) for scales up to `2^87` (`k <= 100`), for
     /// draws by [`sample_wide`](Self::sample_wide).
     pub fn for_sensitivity_wide(integer_sensitivity: u64, epsilon: f64) -> Result<Self> {
-        Self::calibrate(integer_sensitivity, epsilon, 100)
+        Self::calibrate(integer_sensitivity, epsilon, 100, R_BITS)
     }
 
-    fn calibrate(integer_sensitivity: u64, epsilon: f64, max_k: i64) -> Result<Self> {
+    /// [`for_sensitivity_wide`](Self::for_sensitivity_wide) with `r` of 36 bits: the scale
+    /// at most a factor `1 + 2^-35` above `integer_sensitivity / epsilon` (for one-off
+    /// releases, where no GPU twin needs a 13-bit `r`), for `t` up to `2^64`.
+    pub fn for_sensitivity_precise(integer_sensitivity: u64, epsilon: f64) -> Result<Self> {
+        Self::calibrate(integer_sensitivity, epsilon, 100, 36)
+    }
+
+    fn calibrate(integer_sensitivity: u64, epsilon: f64, max_k: i64, r_bits: u32) -> Result<Self> {
         check_law_inputs(integer_sensitivity, epsilon)?;
         let t = integer_sensitivity as f64 / epsilon;
-        // k with 2^k / t in [2^(R_BITS - 1), 2^R_BITS).
-        let k = t.log2().floor() as i64 + i64::from(R_BITS);
+        // k with 2^k / t in [2^(r_bits - 1), 2^r_bits).
+        let k = t.log2().floor() as i64 + i64::from(r_bits);
         if !(1..=max_k).contains(&k) {
             return Err(Error::param(
                 "epsilon",
                 format!(
                     "noise parameter t = {t:e} (sensitivity {integer_sensitivity} / epsilon \
-                     {epsilon:e}) is outside what the exact sampler supports (2^-12 to 2^{})",
-                    max_k - i64::from(R_BITS)
+                     {epsilon:e}) is outside what the exact sampler supports (2^-{} to 2^{})",
+                    r_bits - 1,
+                    max_k - i64::from(r_bits)
                 ),
             ));
         }

@@ -11,6 +11,7 @@ pub mod gaussian;
 pub mod l2laplace;
 pub mod laplace;
 pub mod neighbours;
+pub mod permute_flip;
 pub mod release;
 pub mod rng;
 pub mod rr;

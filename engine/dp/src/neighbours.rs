@@ -36,6 +36,14 @@ impl Neighbours {
         self == Neighbours::Bounded
     }
 
+    /// The relation a release's [`Guarantee`](crate::release::Guarantee) states.
+    pub fn relation(self) -> crate::release::NeighbourRelation {
+        match self {
+            Neighbours::Bounded => crate::release::NeighbourRelation::ReplaceOneRow,
+            Neighbours::Unbounded => crate::release::NeighbourRelation::AddRemoveOneRow,
+        }
+    }
+
     /// The name users write (`bounded`, `unbounded`).
     pub fn as_str(self) -> &'static str {
         match self {

@@ -71,6 +71,10 @@ pub enum NeighbourRelation {
     ChangeOneStep,
     /// One step's bit flipped (randomized response over bits).
     ChangeOneBit,
+    /// One row of a table added or removed (its number of rows private).
+    AddRemoveOneRow,
+    /// One row of a table replaced (its number of rows public).
+    ReplaceOneRow,
 }
 
 impl NeighbourRelation {
@@ -85,6 +89,8 @@ impl NeighbourRelation {
                  changes)"
             }
             Self::ChangeOneBit => "change one step's bit",
+            Self::AddRemoveOneRow => "unbounded: add or remove one row (the row count is private)",
+            Self::ReplaceOneRow => "bounded: replace one row (the row count is public)",
         }
     }
 }

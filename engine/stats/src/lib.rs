@@ -7,5 +7,6 @@ pub mod decay;
 pub mod histogram;
 pub mod histogram_query;
 pub mod sulq;
+pub mod summary;
 pub mod tree;
 pub mod tree_release;

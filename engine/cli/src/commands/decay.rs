@@ -275,8 +275,18 @@ fn finish(
         diag["steps_per_second"] = (run.n as f64 / run.run_s.max(1e-12)).into();
         kinsey_data::output::write_diagnostics(&mut o, &diag_path, &diag)?;
     }
+    let ledger = super::ledger::charged(
+        String::new(),
+        &[a.input.as_path()],
+        &format!("decay {}", a.model),
+        a.epsilon,
+        0.0,
+    )?;
     o.commit()?;
     summary(a, m, run, &rep_path, &diag_path);
+    if !ledger.is_empty() {
+        println!("{}", ledger.trim_start());
+    }
     Ok(())
 }
 

@@ -128,6 +128,13 @@ fn run_histogram(a: &Args) -> Result<Done> {
             " (sum of the noisy bins)"
         }
     );
+    let summary = super::ledger::charged(
+        summary,
+        &[a.input.as_path()],
+        if is_count { "count" } else { "histogram" },
+        a.epsilon,
+        0.0,
+    )?;
     finish(o, &a.out, &report, summary)
 }
 

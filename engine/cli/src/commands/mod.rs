@@ -3,8 +3,11 @@
 //! (which declares the module, the clap variant and the dispatch).
 
 mod common;
+mod ledger;
 mod participant;
 mod sulq_common;
+
+pub(crate) use ledger::{parse_budget, set_ledger};
 
 /// Declares each subcommand's module, the clap enum [`Cmd`] and its dispatch.
 macro_rules! subcommands {
@@ -50,6 +53,8 @@ subcommands! {
     Decay => decay,
     /// DP histogram or count of a column, under bounded or unbounded neighbours.
     Histogram => histogram,
+    /// DP sum, mean, variance and quantiles of a numeric column with declared bounds.
+    Stats => stats,
     /// DP decision tree: ID3 with a private split choice (Friedman & Schuster).
     Tree => tree,
     /// SuLQ algorithms (Blum, Dwork, McSherry & Nissim): noisy sums with a bounded number

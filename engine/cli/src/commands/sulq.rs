@@ -157,7 +157,14 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
         .map(|e| format!("inertia ratio to non-private {:.4}", e["ratio"]))
         .collect();
     run.evaluation = evaluation;
-    finish_sulq(o, c, run, summary, lines)
+    finish_sulq(
+        o,
+        c,
+        (&[a.input.input.as_path()], "sulq kmeans"),
+        run,
+        summary,
+        lines,
+    )
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -289,7 +296,14 @@ pub(crate) fn run_pca(a: &PcaArgs) -> Result<Done> {
         })
         .collect();
     run.evaluation = evaluation;
-    finish_sulq(o, c, run, summary, lines)
+    finish_sulq(
+        o,
+        c,
+        (&[a.input.input.as_path()], "sulq pca"),
+        run,
+        summary,
+        lines,
+    )
 }
 
 /// Labels of a labelled SuLQ input, in {-1, +1}.
@@ -428,7 +442,14 @@ pub(crate) fn run_perceptron(a: &PerceptronArgs) -> Result<Done> {
     run.evaluation = evaluation;
     run.about.test = a.test.clone();
     run.test_accuracy = test_acc;
-    finish_sulq(o, c, run, summary, lines)
+    finish_sulq(
+        o,
+        c,
+        (&[a.input.input.as_path()], "sulq perceptron"),
+        run,
+        summary,
+        lines,
+    )
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -534,7 +555,14 @@ pub(crate) fn run_stat(a: &StatArgs) -> Result<Done> {
     run.evaluation = evaluation;
     run.about.columns.clear();
     run.clipped = None;
-    finish_sulq(o, c, run, summary, Vec::new())
+    finish_sulq(
+        o,
+        c,
+        (&[a.input.input.as_path()], "sulq stat"),
+        run,
+        summary,
+        Vec::new(),
+    )
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -667,5 +695,12 @@ pub(crate) fn run_implication(a: &ImplicationArgs) -> Result<Done> {
         evaluation,
         test_accuracy: None,
     };
-    finish_sulq(o, c, run, summary, lines)
+    finish_sulq(
+        o,
+        c,
+        (&[a.a.as_path(), a.b.as_path()], "sulq implication"),
+        run,
+        summary,
+        lines,
+    )
 }

@@ -23,10 +23,12 @@ pub(crate) fn parse_calibration(s: &str) -> std::result::Result<GaussianCalibrat
 pub(crate) fn finish_sulq<A: serde::Serialize, R: serde::Serialize>(
     o: Outputs,
     c: &SulqCommon,
+    (inputs, command): (&[&std::path::Path], &str),
     run: SulqRun<A, R>,
     summary: String,
     lines: Vec<String>,
 ) -> Result<Done> {
+    let summary = super::ledger::charged(summary, inputs, command, c.epsilon, c.delta)?;
     let (release, diag) = run.split();
     let diagnostics = if c.diagnostics {
         let v = serde_json::to_value(&diag).map_err(|e| Error::Numerical(e.to_string()))?;

@@ -75,6 +75,23 @@ pub(crate) fn run(a: Args) -> Result<()> {
         ingest_s: t.elapsed().as_secs_f64(),
     };
     let report = pipeline::run(input, &spec, &keys, diagnostics, &term::Bars::default())?;
+    // Every party's data set is charged the classifier's guarantee, before anything is
+    // written (the release is computed in memory; a refused one is discarded unseen).
+    let g = &report.release.guarantee;
+    let inputs: Vec<&std::path::Path> = cfg.data.parties.iter().map(|p| p.as_path()).collect();
+    let ledger = super::ledger::charge_with(
+        &inputs,
+        "train",
+        g.epsilon,
+        g.delta,
+        super::ledger::LedgerSetting {
+            path: cfg.privacy.ledger.clone(),
+            budget: cfg.privacy.ledger_budget,
+        },
+    )?;
+    if let Some(line) = ledger {
+        eprintln!("{line}");
+    }
     finish_job(
         &report,
         &out.unwrap_or(cfg.output.dir.clone()),

@@ -170,6 +170,7 @@ fn run_tree(a: &Args) -> Result<Done> {
                 .collect(),
         )
     });
+    let summary = super::ledger::charged(summary, &[a.input.as_path()], "tree", epsilon, 0.0)?;
     finish_split(o, &a.out, &report, summary, diagnostics)
 }
 

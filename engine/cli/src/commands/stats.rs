@@ -1,0 +1,188 @@
+//! `kinsey stats`: DP sum, mean, variance and quantiles of a bounded column.
+
+use super::common::*;
+use clap::Subcommand;
+use kinsey_core::Result;
+use kinsey_data::output::Outputs;
+use kinsey_dp::Neighbours;
+use kinsey_stats::summary::{Statistic, SummaryQuery};
+use serde_json::json;
+use std::path::PathBuf;
+
+/// DP summary statistics of one numeric column with declared bounds.
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    #[command(subcommand)]
+    cmd: Which,
+}
+
+#[derive(Subcommand, Debug)]
+enum Which {
+    /// The sum of the column's values, each clamped to the bounds.
+    Sum(StatArgs),
+    /// Their mean.
+    Mean(StatArgs),
+    /// Their sample variance (denominator n - 1).
+    Variance(StatArgs),
+    /// Quantiles, chosen among evenly spaced candidates in the bounds.
+    Quantiles(QuantileArgs),
+}
+
+/// What every statistic takes.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct StatArgs {
+    /// Parquet (file or directory) or CSV with a header.
+    #[arg(long)]
+    pub input: PathBuf,
+    /// The numeric column.
+    #[arg(long)]
+    pub column: String,
+    /// The column's public range LO:HI, declared from knowledge, not from the data; values
+    /// outside it count as the nearer bound.
+    #[arg(long, value_parser = parse_bounds, allow_hyphen_values = true)]
+    pub bounds: (f64, f64),
+    /// Privacy budget of the release.
+    #[arg(long)]
+    pub epsilon: f64,
+    /// bounded (replace one row; the row count is public) or unbounded (add or remove one
+    /// row; the row count is private).
+    #[arg(long, value_parser = parse_neighbours)]
+    pub neighbours: Neighbours,
+    /// Output directory: stats.csv and report.json.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Seed the noise (reproducible; NOT private against whoever knows it).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write the seed's value into the report (by default it says only that one was used).
+    #[arg(long)]
+    pub record_seed: bool,
+    /// Also write the exact values and the number of clamped rows (NOT PRIVATE) to
+    /// run.NOT-PRIVATE.diagnostics.json.
+    #[arg(long)]
+    pub diagnostics: bool,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct QuantileArgs {
+    #[command(flatten)]
+    pub common: StatArgs,
+    /// Quantile levels in (0, 1), at most six decimals each; epsilon is split evenly.
+    #[arg(long, value_delimiter = ',', default_value = "0.5")]
+    pub levels: Vec<f64>,
+    /// Evenly spaced public candidates in LO:HI (the resolution of the answer).
+    #[arg(long, default_value_t = 1001)]
+    pub candidates: usize,
+}
+
+/// `LO:HI` as two numbers.
+pub(crate) fn parse_bounds(s: &str) -> std::result::Result<(f64, f64), String> {
+    let (lo, hi) = s
+        .split_once(':')
+        .ok_or_else(|| format!("'{s}' is not LO:HI (e.g. 0:100 or -5:5)"))?;
+    let num = |t: &str| {
+        t.trim()
+            .parse::<f64>()
+            .map_err(|_| format!("'{t}' in '{s}' is not a number (LO:HI, e.g. 0:100)"))
+    };
+    Ok((num(lo)?, num(hi)?))
+}
+
+/// Runs `kinsey stats`.
+pub(crate) fn run(a: Args) -> Result<()> {
+    report_done(match a.cmd {
+        Which::Sum(a) => run_stat(&a, Statistic::Sum, 2)?,
+        Which::Mean(a) => run_stat(&a, Statistic::Mean, 2)?,
+        Which::Variance(a) => run_stat(&a, Statistic::Variance, 2)?,
+        Which::Quantiles(q) => run_stat(&q.common, Statistic::Quantiles(q.levels), q.candidates)?,
+    })
+}
+
+fn run_stat(a: &StatArgs, statistic: Statistic, candidates: usize) -> Result<Done> {
+    let query = SummaryQuery {
+        column: a.column.clone(),
+        statistic,
+        lo: a.bounds.0,
+        hi: a.bounds.1,
+        epsilon: a.epsilon,
+        neighbours: a.neighbours,
+        candidates,
+    };
+    // Parameters before data.
+    query.check()?;
+    warn_seed(a.seed);
+    let values = query.values(a.input.as_path())?;
+    let mut o = Outputs::new();
+    o.ensure_dir(&a.out)?;
+    let mut rng = query.rng(a.input.as_path(), a.seed, a.record_seed)?;
+    let report = query.release_values(&values, a.input.clone(), &mut rng)?;
+    o.write(
+        &a.out.join("stats.csv"),
+        &csv(
+            "statistic,value,noise_std",
+            report.estimates.iter().map(|e| {
+                format!(
+                    "{},{},{}",
+                    e.name,
+                    e.value,
+                    e.noise_std.map(|s| s.to_string()).unwrap_or_default()
+                )
+            }),
+        ),
+    )?;
+    let shown: Vec<String> = report
+        .estimates
+        .iter()
+        .map(|e| match e.noise_std {
+            Some(s) => format!("{} = {:.6} (noise std {s:.3e})", e.name, e.value),
+            None => format!("{} = {:.6}", e.name, e.value),
+        })
+        .collect();
+    let summary = format!(
+        "{} of '{}' clamped to [{}, {}], {} neighbours, eps = {}: {}",
+        query.statistic.name(),
+        a.column,
+        a.bounds.0,
+        a.bounds.1,
+        a.neighbours.as_str(),
+        a.epsilon,
+        shown.join(", ")
+    );
+    let summary = super::ledger::charged(
+        summary,
+        &[a.input.as_path()],
+        &format!("stats {}", query.statistic.name()),
+        a.epsilon,
+        0.0,
+    )?;
+    let diagnostics = a.diagnostics.then(|| {
+        let exact = query.exact(&values);
+        let mut lines: Vec<String> = exact
+            .values
+            .iter()
+            .map(|(name, v)| format!("exact {name} = {v:.6}"))
+            .collect();
+        lines.push(format!(
+            "{} of {} rows were outside the bounds",
+            exact.clamped, exact.rows
+        ));
+        (json!(exact), lines)
+    });
+    finish_split(o, &a.out, &report, summary, diagnostics)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_parse_or_say_the_form() {
+        assert_eq!(parse_bounds("-5:10.5"), Ok((-5.0, 10.5)));
+        assert!(parse_bounds("5").expect_err("no colon").contains("LO:HI"));
+        assert!(
+            parse_bounds("a:1")
+                .expect_err("nan")
+                .contains("not a number")
+        );
+    }
+}

@@ -1,0 +1,121 @@
+//! Quantiles chosen among public candidates by permute-and-flip.
+//!
+//! The candidates are `C` evenly spaced points of `[lo, hi]` (public). For the level
+//! `q = a / b` (`b = 10^6`) the score of candidate `c` is `-|(b - a) #{x < c} - a #{x > c}|`
+//! (Smith, STOC 2011; OpenDP's `make_quantile_score_candidates` has the same form): rows
+//! equal to `c` count on neither side, so a candidate tied with many rows scores as well as
+//! it should. Adding or removing one row moves one of the two counts by 1 (or neither):
+//! the score by at most `max(a, b - a)`. Replacing one removes and adds: `(b - a) + a = b`
+//! at most (when both moves are on the same side they cancel). [`PermuteAndFlip`] with those sensitivities is `epsilon / m`-DP per
+//! level; `m` levels compose to `epsilon`. Permute-and-flip is never worse in expected score
+//! than the exponential mechanism (McKenna & Sheldon 2020), which OpenDP and diffprivlib use.
+
+use super::moments::share;
+use super::spec::{Estimate, Part, Released, SummaryQuery};
+pub use super::spec::{LEVEL_DENOMINATOR, level};
+use kinsey_core::Result;
+use kinsey_dp::permute_flip::PermuteAndFlip;
+use kinsey_dp::{Neighbours, NoiseRng};
+
+/// The estimate's name for level `q` (`q0.5`).
+pub fn name(q: f64) -> String {
+    format!("q{q}")
+}
+
+/// The public candidates: `count` evenly spaced points from `lo` to `hi`.
+pub fn candidates(lo: f64, hi: f64, count: usize) -> Vec<f64> {
+    let last = (count - 1) as f64;
+    (0..count)
+        .map(|i| {
+            if i + 1 == count {
+                hi
+            } else {
+                lo + (hi - lo) * (i as f64 / last)
+            }
+        })
+        .collect()
+}
+
+/// The score sensitivity of level `a / 10^6`.
+pub fn sensitivity(a: u64, neighbours: Neighbours) -> u64 {
+    match neighbours {
+        Neighbours::Bounded => LEVEL_DENOMINATOR,
+        Neighbours::Unbounded => a.max(LEVEL_DENOMINATOR - a),
+    }
+}
+
+/// `(#{x < c}, #{x > c})` for every candidate `c` (`x` sorted).
+pub fn counts(sorted: &[f64], candidates: &[f64]) -> Vec<(u64, u64)> {
+    let n = sorted.len();
+    candidates
+        .iter()
+        .map(|&c| {
+            let lt = sorted.partition_point(|&x| x < c);
+            let le = sorted.partition_point(|&x| x <= c);
+            (lt as u64, (n - le) as u64)
+        })
+        .collect()
+}
+
+/// The scores of every candidate for level `a / 10^6` given `(#{x < c}, #{x > c})`.
+pub fn scores(counts: &[(u64, u64)], a: u64) -> Vec<i128> {
+    let (wa, wb) = (i128::from(LEVEL_DENOMINATOR - a), i128::from(a));
+    counts
+        .iter()
+        .map(|&(lt, gt)| -(wa * i128::from(lt) - wb * i128::from(gt)).abs())
+        .collect()
+}
+
+/// The release of the levels `qs`.
+pub(crate) fn release(
+    q: &SummaryQuery,
+    qs: &[f64],
+    values: &[f64],
+    rng: &mut NoiseRng,
+) -> Result<Released> {
+    let cands = candidates(q.lo, q.hi, q.candidates);
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let counts = counts(&sorted, &cands);
+    let e = share(q.epsilon, qs.len());
+    let spacing = (q.hi - q.lo) / (q.candidates - 1) as f64;
+    let (mut estimates, mut parts) = (Vec::new(), Vec::new());
+    for &level_q in qs {
+        let a = level(level_q)?;
+        let sens = sensitivity(a, q.neighbours);
+        let mech = PermuteAndFlip::new(sens, e)?;
+        let chosen = mech.choose(&scores(&counts, a), rng)?;
+        estimates.push(Estimate {
+            name: name(level_q),
+            value: cands[chosen],
+            noise_std: None,
+        });
+        parts.push(Part {
+            quantity: format!("score of the {} quantile, in rows", name(level_q)),
+            epsilon: e,
+            sensitivity: sens as f64 / LEVEL_DENOMINATOR as f64,
+            grid: spacing,
+            noise_std: None,
+        });
+    }
+    Ok(Released {
+        estimates,
+        parts,
+        mechanism: format!(
+            "permute-and-flip (McKenna & Sheldon 2020, exact Bernoulli draws) over {} public \
+             candidates {spacing:e} apart, score -|(1 - q) #{{x < c}} - q #{{x > c}}|, epsilon / {} \
+             per level",
+            q.candidates,
+            qs.len()
+        ),
+        sensitivity: match q.neighbours {
+            Neighbours::Bounded => "score: 1 row".into(),
+            Neighbours::Unbounded => "score: max(q, 1 - q) rows".into(),
+        },
+        sensitivity_value: None,
+        notes: vec![format!(
+            "each quantile is one of the candidates, so its resolution is {spacing:e}; \
+             --candidates sets how many"
+        )],
+    })
+}
