@@ -38,14 +38,15 @@ def kmeans(data: Any, *, columns: Sequence[str], k: int, epsilon: float, neighbo
            delta: float | None = None, seed: int | None = None, iterations: int = 8,
            calibration: str = "zcdp", clip: bool = False, device: str = "auto") -> Release:
     """SuLQ k-means. ``Release.table``: one row per centre, its noisy size and coordinates
-    (in the box)."""
+    in the columns' own units (``LO + c (HI - LO)`` for a column given as ``NAME:LO:HI``;
+    the report keeps the centres in the box too, as ``centers``)."""
     report = _run(data, "kmeans", columns, epsilon, neighbours, delta, seed, calibration,
                   clip, k=k, iterations=iterations, device=device)
     res = report["result"]
     cols = {"center": pa.array(range(len(res["centers"])), pa.int32()),
             "noisy_size": pa.array(res["sizes"], pa.float64())}
     for j, name in enumerate(report["columns"]):
-        cols[name] = pa.array([c[j] for c in res["centers"]], pa.float64())
+        cols[name] = pa.array([c[j] for c in res["centers_original"]], pa.float64())
     return Release(report, table=pa.table(cols))
 
 

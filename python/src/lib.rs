@@ -557,7 +557,7 @@ fn tree(
             |v: serde_json::Result<String>| v.map_err(|e| Error::Numerical(format!("JSON: {e}")));
         Ok((
             text(serde_json::to_string(&outcome.report))?,
-            text(serde_json::to_string(&outcome.result.root))?,
+            text(serde_json::to_string(&query.tree_file(&outcome)))?,
         ))
     })
 }

@@ -254,6 +254,10 @@ def test_sulq_equals_the_cli(cli, shared, tmp_path):
     assert km.table.column_names == ["center", "noisy_size", "temp", "atemp", "hum",
                                      "windspeed", "hr", "cnt"]
     assert km.guarantee["epsilon"] <= 1.0 and km.guarantee["neighbours"] == "bounded"
+    # Centres in the columns' own units, as the CLI's centers.csv: hours, not [0, 1].
+    assert max(km.table["hr"].to_pylist()) > 1.0
+    assert km.table["hr"].to_pylist() == [
+        float(r.split(",")[6]) for r in (tmp_path / "km/centers.csv").read_text().split()[1:]]
     pc = kinsey.sulq.pca(str(path), components=3, **kw)
     assert pc.report == json.loads((tmp_path / "pca/report.json").read_text())
     assert pc.table.num_rows == 3

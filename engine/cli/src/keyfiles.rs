@@ -28,16 +28,7 @@ fn read(path: &Path) -> Result<String> {
              file's path",
         ));
     }
-    let len = std::fs::metadata(path)
-        .map_err(|e| Error::io(path, e))?
-        .len();
-    if len > MAX_KEY_FILE {
-        return Err(Error::format(
-            path,
-            format!("{len} bytes; a key or number file is at most {MAX_KEY_FILE} bytes"),
-        ));
-    }
-    std::fs::read_to_string(path).map_err(|e| Error::io(path, e))
+    kinsey_data::read_text_at_most(path, MAX_KEY_FILE, "key or number file")
 }
 
 /// Largest key or number file `kinsey keys` reads (a 16384-bit private key in JSON is

@@ -40,6 +40,12 @@ a missing model file | predict --model FIX/absent.json --input FIX/parties/test.
 a model file that is not JSON | predict --model FIX/table.csv --input FIX/parties/test.parquet --out WORK/p.csv | table.csv
 a model with other features than the input | predict --model FIX/model_other.json --input FIX/parties/test.parquet --out WORK/p.csv | f9
 a model weight that is not finite (1e999) | predict --model FIX/model_inf.json --input FIX/parties/test.parquet --out WORK/p.csv | model_inf.json
+a tree file from before the bins were recorded | predict --model FIX/tree_old.json --input FIX/table.csv --out WORK/p.csv | tree_old.json ; train the tree again
+a tree whose split has the wrong number of children | predict --model FIX/tree_children.json --input FIX/table.csv --out WORK/p.csv | tree_children.json ; 2 children for 3 values
+a 0/1 tree attribute holding other values | predict --model FIX/tree_binary.json --input FIX/table.csv --out WORK/p.csv | table.csv ; column 'f' ; row 0 ; 0 or 1
+an unknown model kind | predict --model FIX/model_kind.json --input FIX/table.csv --out WORK/p.csv | model_kind.json ; kinsey.forest.v9 ; kinsey.tree.v2
+an --id column that does not exist | predict --model FIX/tree_ok.json --input FIX/table.csv --id nope --out WORK/p.csv | nope
+a tree given LIBSVM rows (--dim) | predict --model FIX/tree_ok.json --input FIX/a.libsvm --dim 3 --out WORK/p.csv | dim ; Parquet or CSV
 LIBSVM text given as Parquet | predict --model FIX/model_other.json --input FIX/a.libsvm --out WORK/p.csv | a.libsvm ; not a Parquet file ; --dim
 # convert
 --dim 0 | convert --libsvm FIX/a.libsvm --dim 0 --out WORK/a.parquet | dim
@@ -451,6 +457,33 @@ fn text_fixtures(fix: &Path) {
     write(
         &fix.join("model_inf.json"),
         &model("\"f1\", \"f2\", \"f3\"", "0.1, 1e999, 0.3"),
+    );
+
+    write(
+        &fix.join("tree_old.json"),
+        "{\"kind\": \"leaf\", \"class\": 0, \"counts\": [1.0, 2.0]}",
+    );
+    let tree = |bins: &str, children: &str| {
+        format!(
+            "{{\"kind\": \"kinsey.tree.v2\", \"label\": \"label\", \"classes\": [-1.0, 1.0], \"attributes\": [{{\"name\": \"f\", \"bins\": {bins}}}], \"root\": {{\"kind\": \"split\", \"attribute\": 0, \"name\": \"f\", \"count\": 9.0, \"children\": [{children}]}}}}"
+        )
+    };
+    let leaf = "{\"kind\": \"leaf\", \"class\": 0, \"counts\": [1.0, 2.0]}";
+    write(
+        &fix.join("tree_ok.json"),
+        &tree("[0.0, 10.0, 2]", &format!("{leaf}, {leaf}")),
+    );
+    write(
+        &fix.join("tree_children.json"),
+        &tree("[0.0, 10.0, 3]", &format!("{leaf}, {leaf}")),
+    );
+    write(
+        &fix.join("tree_binary.json"),
+        &tree("null", &format!("{leaf}, {leaf}")),
+    );
+    write(
+        &fix.join("model_kind.json"),
+        "{\"kind\": \"kinsey.forest.v9\"}",
     );
 
     write(&fix.join("a.libsvm"), "+1 1:0.5 3:0.2\n-1 2:0.1\n");

@@ -237,14 +237,25 @@ dir = "result"
         "--out",
         arg(&preds),
     ]);
-    assert!(s.contains("error rate"), "{s}");
-    assert_eq!(
-        std::fs::read_to_string(&preds)
-            .expect("csv")
-            .lines()
-            .count(),
-        6001
+    assert!(
+        s.contains("error rate") && s.contains("features (8): f1, f2"),
+        "{s}"
     );
+    let text = std::fs::read_to_string(&preds).expect("csv");
+    assert_eq!(text.lines().count(), 6001);
+    // The probability of +1 is the logistic function of the score.
+    assert_eq!(
+        text.lines().next(),
+        Some("row,score,probability,prediction")
+    );
+    for line in text.lines().skip(1).take(50) {
+        let f: Vec<f64> = line
+            .split(',')
+            .map(|v| v.parse().expect("number"))
+            .collect();
+        assert!((f[2] - 1.0 / (1.0 + (-f[1]).exp())).abs() < 1e-12, "{line}");
+        assert_eq!(f[3], if f[1] > 0.0 { 1.0 } else { -1.0 });
+    }
 }
 
 #[test]

@@ -250,7 +250,7 @@ fn a_seed_gives_neighbouring_trees_unrelated_noise() {
             ],
             out,
         );
-        json(&out.join("tree.json"))["counts"]
+        json(&out.join("tree.json"))["root"]["counts"]
             .as_array()
             .expect("leaf counts")
             .iter()

@@ -9,7 +9,7 @@ use crate::memory::ColumnSource;
 use kinsey_core::{Error, Result};
 
 /// One attribute and its public domain.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AttributeSpec {
     /// The column name.
     pub name: String,
@@ -46,6 +46,26 @@ impl std::str::FromStr for AttributeSpec {
                 })
             }
             _ => Err(bad("malformed")),
+        }
+    }
+}
+
+impl AttributeSpec {
+    /// The number of values the attribute takes (2 for a 0/1 attribute, else its bins).
+    pub fn domain(&self) -> usize {
+        self.bins.map_or(2, |(_, _, b)| b)
+    }
+
+    /// The code of value `x`: its bin (values outside `[lo, hi)` in the end bins), or for a
+    /// 0/1 attribute the value itself; `None` for a 0/1 attribute's other values.
+    pub fn code(&self, x: f64) -> Option<u16> {
+        match self.bins {
+            None if x == 0.0 || x == 1.0 => Some(x as u16),
+            None => None,
+            Some((lo, hi, bins)) => {
+                let w = (hi - lo) / bins as f64;
+                Some(((x - lo) / w).floor().clamp(0.0, (bins - 1) as f64) as u16)
+            }
         }
     }
 }
@@ -106,33 +126,18 @@ pub fn read_categorical_data<S: ColumnSource + ?Sized>(
                 msg: "its row count differs from the label column's".into(),
             });
         }
-        match s.bins {
-            None => {
-                for (i, &x) in v.iter().enumerate() {
-                    if x != 0.0 && x != 1.0 {
-                        return Err(Error::Value {
-                            path: path.to_path_buf(),
-                            column: s.name.clone(),
-                            row: i,
-                            msg: format!(
-                                "the value is not 0 or 1; declare bins as {}:LO:HI:BINS",
-                                s.name
-                            ),
-                        });
-                    }
-                    codes[i * m + j] = x as u16;
-                }
-                domains.push(2);
-            }
-            Some((lo, hi, bins)) => {
-                let w = (hi - lo) / bins as f64;
-                for (i, &x) in v.iter().enumerate() {
-                    let b = ((x - lo) / w).floor().clamp(0.0, (bins - 1) as f64);
-                    codes[i * m + j] = b as u16;
-                }
-                domains.push(bins);
-            }
+        for (i, &x) in v.iter().enumerate() {
+            codes[i * m + j] = s.code(x).ok_or_else(|| Error::Value {
+                path: path.to_path_buf(),
+                column: s.name.clone(),
+                row: i,
+                msg: format!(
+                    "the value is not 0 or 1; declare bins as {}:LO:HI:BINS",
+                    s.name
+                ),
+            })?;
         }
+        domains.push(s.domain());
     }
     Ok(CatData {
         codes,

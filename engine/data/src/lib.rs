@@ -259,6 +259,26 @@ impl RowTransform {
     }
 }
 
+/// The text of a small file (a model, a key), refused before reading when it is larger than
+/// `limit` bytes; `what` names the kind of file in the error.
+pub fn read_text_at_most(
+    path: &std::path::Path,
+    limit: u64,
+    what: &str,
+) -> kinsey_core::Result<String> {
+    use kinsey_core::Error;
+    let len = std::fs::metadata(path)
+        .map_err(|e| Error::io(path, e))?
+        .len();
+    if len > limit {
+        return Err(Error::format(
+            path,
+            format!("{len} bytes; a {what} is at most {limit} bytes"),
+        ));
+    }
+    std::fs::read_to_string(path).map_err(|e| Error::io(path, e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

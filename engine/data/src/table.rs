@@ -13,7 +13,7 @@ use serde::Serialize;
 use std::path::PathBuf;
 
 /// One column and its optional public bounds.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ColumnBounds {
     /// The column name.
     pub name: String,

@@ -83,18 +83,15 @@ impl ModelFile {
     /// Read and check the model file at `path` (at most 64 MiB: 2^20 weights, the
     /// dimension limit, in JSON are about 26 MB).
     pub fn load(path: &Path) -> Result<Self> {
-        const MAX_MODEL_FILE: u64 = 64 << 20;
-        let len = std::fs::metadata(path)
-            .map_err(|e| Error::io(path, e))?
-            .len();
-        if len > MAX_MODEL_FILE {
-            return Err(Error::format(
-                path,
-                format!("{len} bytes; a model file is at most {MAX_MODEL_FILE}"),
-            ));
-        }
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        Self::parse(path, &text)
+        Self::parse(path, &Self::read_text(path)?)
+    }
+
+    /// The largest model file read.
+    pub const MAX_FILE: u64 = 64 << 20;
+
+    /// The text of a model file (any kinsey model), at most [`MAX_FILE`](Self::MAX_FILE).
+    pub fn read_text(path: &Path) -> Result<String> {
+        kinsey_data::read_text_at_most(path, Self::MAX_FILE, "model file")
     }
 
     /// Make `ds` (read with this model's features, in order) ready to score: the number of

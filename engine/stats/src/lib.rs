@@ -3,6 +3,7 @@
 //! decayed sums under continual observation of seed 004 ([`decay`]). Input comes from
 //! `kinsey-data`; every release's noise comes from `kinsey-dp`.
 
+pub mod apply;
 pub mod decay;
 pub mod histogram;
 pub mod histogram_query;

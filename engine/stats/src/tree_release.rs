@@ -4,7 +4,7 @@
 //! report `kinsey tree` writes as `report.json`. Files, the terminal and the exact test
 //! accuracy (a diagnostic) are the caller's.
 
-use crate::tree::{self, Node, Score, Selection, TreeConfig, TreeResult};
+use crate::tree::{self, Score, Selection, TreeConfig, TreeResult};
 use kinsey_core::{Error, Result};
 use kinsey_data::attributes::{AttributeSpec, CatData, read_categorical_data};
 use kinsey_data::memory::ColumnSource;
@@ -128,7 +128,30 @@ impl TreeQuery {
     }
 }
 
-/// The tree of a release (what `kinsey tree` writes as `tree.json`).
-pub fn tree_of(outcome: &TreeOutcome) -> &Node {
-    &outcome.result.root
+impl TreeQuery {
+    /// The tree file of a release (what `kinsey tree` writes as `tree.json` and `kinsey
+    /// predict` applies): the tree with its class column, classes and attributes, binned
+    /// ones with their public `LO:HI:BINS` ([`crate::apply::TreeModel`]).
+    pub fn tree_file(&self, outcome: &TreeOutcome) -> serde_json::Value {
+        let attributes: Vec<AttributeSpec> = if outcome.specs.is_empty() {
+            outcome
+                .data
+                .names
+                .iter()
+                .map(|name| AttributeSpec {
+                    name: name.clone(),
+                    bins: None,
+                })
+                .collect()
+        } else {
+            outcome.specs.clone()
+        };
+        serde_json::json!({
+            "kind": crate::apply::TREE_KIND,
+            "label": self.label,
+            "classes": self.classes,
+            "attributes": attributes,
+            "root": outcome.result.root,
+        })
+    }
 }

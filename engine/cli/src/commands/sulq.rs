@@ -101,11 +101,15 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
     };
     let mut o = Outputs::new();
     o.ensure_dir(&c.out)?;
+    // The centres in the columns' own units (the mechanism works in the declared boxes,
+    // mapped onto [0, 1]); model.json keeps both, for `kinsey predict`.
+    let columns = a.input.columns().bounds(&m.names)?;
+    let original = &res.centers_original;
     o.write(
         &c.out.join("centers.csv"),
         &csv(
             &format!("center,noisy_size,{}", m.names.join(",")),
-            res.centers
+            original
                 .iter()
                 .zip(&res.sizes)
                 .enumerate()
@@ -120,10 +124,20 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
                 }),
         ),
     )?;
+    write_json(
+        &mut o,
+        &c.out.join("model.json"),
+        &kinsey_stats::apply::KmeansModel {
+            kind: kinsey_stats::apply::KMEANS_KIND.into(),
+            columns,
+            centres: res.centers.clone(),
+            centres_original: original.clone(),
+        },
+    )?;
     let chart = Chart {
         title: format!("SuLQ k-means centres (k = {}, eps = {})", a.k, c.epsilon),
         x_label: "feature index (see centers.csv)".into(),
-        y_label: "centre coordinate in [0, 1]".into(),
+        y_label: "place in the declared range (0 = LO, 1 = HI)".into(),
         series: res
             .centers
             .iter()
@@ -408,8 +422,18 @@ pub(crate) fn run_perceptron(a: &PerceptronArgs) -> Result<Done> {
     write_json(
         &mut o,
         &c.out.join("model.json"),
-        &json!({"kind": "kinsey.sulq_perceptron.v1", "features": m.names, "w": res.w,
-            "rule": "predict +1 when <x, w> > 0; features mapped to [-1, 1] as in the report"}),
+        &kinsey_stats::apply::PerceptronModel {
+            kind: kinsey_stats::apply::PERCEPTRON_KIND.into(),
+            columns: a
+                .input
+                .columns()
+                .bounds(&m.names[..m.d - usize::from(a.intercept)])?,
+            intercept: a.intercept,
+            w: res.w.clone(),
+            rule: "predict +1 when <x, w> > 0, x being the row with each column's declared \
+                   box mapped onto [-1, 1] (values outside it clipped), then 1 with --intercept"
+                .into(),
+        },
     )?;
     let summary = format!(
         "SuLQ perceptron: {} rounds run of {} ({}), kept round {}, {} x {} features; eps spent {:.4} (delta {})",

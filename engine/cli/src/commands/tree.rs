@@ -83,6 +83,7 @@ fn run_tree(a: &Args) -> Result<Done> {
     };
     warn_seed(a.seed);
     let outcome = query.train(a.input.as_path(), a.seed, a.record_seed)?;
+    let tree_file = query.tree_file(&outcome);
     let TreeOutcome {
         specs,
         result: res,
@@ -150,7 +151,7 @@ fn run_tree(a: &Args) -> Result<Done> {
         );
         return Ok(Done { summary, written });
     }
-    write_json(&mut o, &a.out.join("tree.json"), &res.root)?;
+    write_json(&mut o, &a.out.join("tree.json"), &tree_file)?;
     let summary = format!(
         "{} tree, depth {}, {} leaves, score {}, {} neighbours, eps = {epsilon} ({} per \
          mechanism)",

@@ -73,8 +73,12 @@ pub fn plan(
 pub struct KmeansResult {
     /// Its parameters.
     pub config: KmeansConfig,
-    /// `k` centres of `d` coordinates, in the box.
+    /// `k` centres of `d` coordinates, in the box (`[0, 1]` per column: where the
+    /// mechanism and `kinsey predict` measure distances).
     pub centers: Vec<Vec<f64>>,
+    /// The same centres in the columns' own units (`LO + c (HI - LO)` for a column
+    /// declared `NAME:LO:HI`): post-processing of `centers`.
+    pub centers_original: Vec<Vec<f64>>,
     /// Noisy cluster sizes of the last step.
     pub sizes: Vec<f64>,
     /// Noisy sizes at every step.
@@ -140,9 +144,12 @@ pub fn run(
         reseed(&mut centers, &noisy[..k], floor, d, it);
         history.push(noisy[..k].to_vec());
     }
+    let centers: Vec<Vec<f64>> = centers.chunks(d).map(<[f64]>::to_vec).collect();
     Ok(KmeansResult {
         config: *cfg,
-        centers: centers.chunks(d).map(<[f64]>::to_vec).collect(),
+        // Columns already in [0, 1] until the caller maps the declared boxes back.
+        centers_original: centers.clone(),
+        centers,
         sizes: history.last().cloned().unwrap_or_default(),
         size_history: history,
         guarantee: db.guarantee(),

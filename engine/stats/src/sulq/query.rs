@@ -57,6 +57,21 @@ impl Columns {
         serde_json::json!({"columns": self.specs, "clip": self.clip})
     }
 
+    /// The columns read, with their declared boxes, as a model file records them: the
+    /// specifications, or `names` (every column read, already in range) when there are none.
+    pub fn bounds(&self, names: &[String]) -> Result<Vec<ColumnBounds>> {
+        if self.specs.is_empty() {
+            return Ok(names
+                .iter()
+                .map(|name| ColumnBounds {
+                    name: name.clone(),
+                    bounds: None,
+                })
+                .collect());
+        }
+        self.specs.iter().map(|s| s.parse()).collect()
+    }
+
     /// The columns of `input` in the box `range`.
     pub fn read<S: ColumnSource + ?Sized>(&self, input: &S, range: Range) -> Result<Matrix> {
         let cols = self
@@ -173,7 +188,13 @@ pub fn kmeans<S: ColumnSource + ?Sized>(
     )?;
     let init = kmeans::random_centers(cfg.k, m.d, &mut rng);
     let kernel = kinsey_kernels::kmeans::select(device, &m.x, m.d)?;
-    let res = kmeans::run(&m, cfg, &init, &mut db, kernel.as_ref())?;
+    let mut res = kmeans::run(&m, cfg, &init, &mut db, kernel.as_ref())?;
+    let bounds = columns.bounds(&m.names)?;
+    res.centers_original = res
+        .centers
+        .iter()
+        .map(|c| crate::apply::to_original(&bounds, c))
+        .collect();
     let device = kernel.describe();
     drop(kernel);
     let ledger = std::mem::take(&mut db.ledger);
