@@ -417,8 +417,8 @@ fn evaluation(
         &truths[0],
         range,
     );
-    // write_chart replaces the last extension: `<out>.NOT-PRIVATE.plot.svg`/`.png`.
-    let stem = PathBuf::from(format!("{}.NOT-PRIVATE.plot.chart", a.out.display()));
+    // `<out>.NOT-PRIVATE.plot.svg` and `.png`.
+    let stem = PathBuf::from(format!("{}.NOT-PRIVATE.plot", a.out.display()));
     crate::plot::write_chart(o, &stem, &chart)?;
     for e in &stats {
         println!(

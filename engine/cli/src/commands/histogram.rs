@@ -1,7 +1,7 @@
 //! `kinsey histogram`: DP histograms and counts of a column (seed 002).
 
 use super::common::*;
-use crate::plot::{Chart, Series, write_chart};
+use crate::plot::{Chart, Series, XAxis, write_chart};
 use kinsey_core::Result;
 use kinsey_data::output::Outputs;
 use kinsey_dp::Neighbours;
@@ -91,15 +91,15 @@ fn run_histogram(a: &Args) -> Result<Done> {
     if !is_count {
         let chart = Chart {
             title: format!(
-                "{}: DP histogram (eps = {}, {})",
+                "{}: DP histogram (eps = {}, {} neighbours)",
                 a.column,
                 a.epsilon,
                 a.neighbours.as_str()
             ),
-            x_label: "bin (see histogram.csv)".into(),
-            y_label: "noisy count".into(),
+            x_label: a.column.clone(),
+            y_label: "noisy count (bars: +- 1 noise std)".into(),
             series: vec![Series {
-                name: format!("noisy count (std {:.1})", rel.noise_std),
+                name: format!("noisy count (noise std {:.1})", rel.noise_std),
                 points: rel
                     .noisy
                     .iter()
@@ -110,6 +110,8 @@ fn run_histogram(a: &Args) -> Result<Done> {
                 dashed: false,
             }],
             log_x: false,
+            x_axis: XAxis::Categories(rel.labels.clone()),
+            bars: true,
         };
         write_chart(&mut o, &a.out.join("histogram"), &chart)?;
     }

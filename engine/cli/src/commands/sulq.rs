@@ -2,7 +2,7 @@
 
 use super::common::*;
 use super::sulq_common::*;
-use crate::plot::{Chart, Series, write_chart};
+use crate::plot::{Chart, Series, XAxis, write_chart};
 use clap::Subcommand;
 use kinsey_core::{Error, Result};
 use kinsey_data::columns::read_numeric;
@@ -136,7 +136,7 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
     )?;
     let chart = Chart {
         title: format!("SuLQ k-means centres (k = {}, eps = {})", a.k, c.epsilon),
-        x_label: "feature index (see centers.csv)".into(),
+        x_label: "column (values in centers.csv, in the columns' units)".into(),
         y_label: "place in the declared range (0 = LO, 1 = HI)".into(),
         series: res
             .centers
@@ -151,6 +151,8 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
             })
             .collect(),
         log_x: false,
+        x_axis: XAxis::Categories(m.names.clone()),
+        bars: false,
     };
     write_chart(&mut o, &c.out.join("centers"), &chart)?;
     let summary = format!(
@@ -193,6 +195,31 @@ pub(crate) struct PcaArgs {
     pub no_center: bool,
     #[command(flatten)]
     pub common: SulqCommon,
+}
+
+/// The explained-variance chart with the exact ratios beside it: exact data, so it is only
+/// written as a NOT PRIVATE chart, when diagnostics are asked for.
+fn with_exact_ratios(chart: &Chart, evaluation: &serde_json::Value, count: usize) -> Chart {
+    let mut reference = chart.clone();
+    reference.title = chart
+        .title
+        .replacen(" (eps", ", with the NOT PRIVATE exact ratios (eps", 1);
+    let exact = evaluation["explained_variance_ratio_non_private"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    reference.series.push(Series {
+        name: "NOT PRIVATE: exact".into(),
+        points: exact
+            .iter()
+            .take(count)
+            .enumerate()
+            .map(|(i, v)| ((i + 1) as f64, v.as_f64().unwrap_or(f64::NAN)))
+            .collect(),
+        err: None,
+        dashed: false,
+    });
+    reference
 }
 
 pub(crate) fn run_pca(a: &PcaArgs) -> Result<Done> {
@@ -283,7 +310,17 @@ pub(crate) fn run_pca(a: &PcaArgs) -> Result<Done> {
         y_label: "share of variance".into(),
         series,
         log_x: false,
+        x_axis: XAxis::Integers,
+        bars: false,
     };
+    if let Some(e) = &evaluation {
+        let reference = with_exact_ratios(&chart, e, res.explained_variance_ratio.len());
+        write_chart(
+            &mut o,
+            &c.out.join("explained_variance.NOT-PRIVATE"),
+            &reference,
+        )?;
+    }
     write_chart(&mut o, &c.out.join("explained_variance"), &chart)?;
     let summary = format!(
         "SuLQ {}: {} of {} components on {}; top explained variance ratios {:?}; eps spent \

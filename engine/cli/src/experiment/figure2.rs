@@ -424,6 +424,8 @@ impl Figure2Result {
             y_label: "test error".into(),
             series,
             log_x,
+            x_axis: crate::plot::XAxis::Numbers,
+            bars: false,
         }
     }
 }
