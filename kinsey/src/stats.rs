@@ -213,7 +213,7 @@ impl DecayOutput {
         if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
             o.ensure_dir(dir)?;
         }
-        let bytes = kinsey_data::series::encode_columns(out, &self.columns, &self.values)?;
+        let bytes = kinsey_data::series::encode_columns(out, &self.columns, &self.values, None)?;
         o.write(out, &bytes)?;
         let report = PathBuf::from(format!("{}.report.json", out.display()));
         write_json(&mut o, &report, &self.release)?;

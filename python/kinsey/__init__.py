@@ -203,13 +203,21 @@ def histogram(data: Any, *, column: str, bins: tuple[float, float, int] | None =
 
 def decay(values: Any, *, model: str, epsilon: float, window: int | None = None,
           windows: Sequence[int] | None = None, alpha: float | None = None,
-          c: float | None = None, beta: float | None = None, bound: float = 1.0,
+          c: float | None = None, beta: float | None = None, bound: float | None = None,
           column: str | None = None, seed: int | None = None) -> Release:
     """A private decayed sum over a series: ``window``, ``allwindow`` (``windows``),
     ``exponential`` (``alpha``), ``polynomial`` (``c``) or ``running``. ``values``: a numpy
     array or any Arrow array (float64 is not copied), or a CSV/Parquet path with
     ``column``. ``Release.values``: one estimate per step (2-D, one column per window, for
-    ``allwindow``)."""
+    ``allwindow``). ``bound``: the largest value one step may hold, declared, not read from
+    the data (values above it are clamped); required except for a ``.txt`` file of bits."""
+    if bound is None:
+        if isinstance(values, (str, os.PathLike)) and os.fspath(values).endswith(".txt"):
+            bound = 1.0
+        else:
+            raise KinseyError(
+                "invalid parameter 'bound': bound is required: declare the largest value one "
+                "step may hold (values above it are clamped), e.g. bound=1000")
     if isinstance(values, (str, os.PathLike)):
         src = os.fspath(values)
     elif hasattr(values, "__arrow_c_array__"):

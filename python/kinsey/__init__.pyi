@@ -88,7 +88,7 @@ def decay(
     alpha: float | None = None,
     c: float | None = None,
     beta: float | None = None,
-    bound: float = 1.0,
+    bound: float | None = None,
     column: str | None = None,
     seed: int | None = None,
 ) -> Release:

@@ -166,7 +166,9 @@ def test_errors_name_the_problem(a9a, flights):
     with pytest.raises(kinsey.KinseyError, match="not an Arrow table"):
         kinsey.histogram([1, 2, 3], column="x", epsilon=1, neighbours="bounded")
     with pytest.raises(kinsey.KinseyError, match="window"):
-        kinsey.decay(np.ones(10), model="window", epsilon=1)
+        kinsey.decay(np.ones(10), model="window", epsilon=1, bound=1)
+    with pytest.raises(kinsey.KinseyError, match="bound is required"):
+        kinsey.decay(np.ones(10), model="window", window=2, epsilon=1)
 
 
 def test_backends_and_version():

@@ -66,26 +66,28 @@ neither sizes nor fractions | split --input FIX/parties/test.parquet --out WORK/
 --signal NaN | generate --parties 2 --rows 100 --dim 3 --signal NaN --out WORK/g | signal
 rows x dim past the dense-memory limit | generate --parties 2 --rows 2000000000 --dim 1000 --out WORK/g | GiB
 # decay
-an unknown model lists all seven | decay --input FIX/series.csv --model exp --epsilon 1 --out WORK/d.csv | window ; allwindow ; exponential ; polynomial ; running ; laplace ; rr
-a negative epsilon | decay --input FIX/series.csv --model window --window 4 --epsilon -1 --out WORK/d.csv | epsilon
-alpha outside (0, 1) | decay --input FIX/series.csv --model exponential --alpha 1.5 --epsilon 1 --out WORK/d.csv | alpha
-window 0 | decay --input FIX/series.csv --model window --window 0 --epsilon 1 --out WORK/d.csv | window
-polynomial c <= 1 | decay --input FIX/series.csv --model polynomial --c 0.5 --epsilon 1 --out WORK/d.csv | c
-beta outside (0, 1) | decay --input FIX/series.csv --model polynomial --c 2 --beta 1.5 --epsilon 1 --out WORK/d.csv | beta
-a polynomial horizon whose far lags epsilon cannot reach | decay --input FIX/series.csv --model polynomial --c 1.2 --beta 0.3 --epsilon 1 --horizon 100000000 --out WORK/d.csv | lags from 355347 ; beta B ; at most 355346 steps ; --epsilon
-a missing column | decay --input FIX/series.csv --column nope --model window --window 4 --epsilon 1 --out WORK/d.csv | nope
-a NaN step value | decay --input FIX/series_nan.csv --model window --window 4 --epsilon 1 --out WORK/d.csv | series_nan.csv ; row 1
-a negative step value | decay --input FIX/series_neg.csv --model window --window 4 --epsilon 1 --out WORK/d.csv | series_neg.csv
+an unknown model lists all seven | decay --input FIX/series.csv --model exp --epsilon 1 --out WORK/d.csv --bound 2 | window ; allwindow ; exponential ; polynomial ; running ; laplace ; rr
+a column series without --bound (no default: it is declared, not guessed) | decay --input FIX/series.csv --model window --window 4 --epsilon 1 --out WORK/d.csv | bound ; is required ; --clamp-check
+a clamp check with epsilon 0 | decay --input FIX/series.csv --model window --window 4 --bound 5 --clamp-check 0 --epsilon 1 --out WORK/d.csv | clamp-check
+a negative epsilon | decay --input FIX/series.csv --model window --window 4 --epsilon -1 --out WORK/d.csv --bound 2 | epsilon
+alpha outside (0, 1) | decay --input FIX/series.csv --model exponential --alpha 1.5 --epsilon 1 --out WORK/d.csv --bound 2 | alpha
+window 0 | decay --input FIX/series.csv --model window --window 0 --epsilon 1 --out WORK/d.csv --bound 2 | window
+polynomial c <= 1 | decay --input FIX/series.csv --model polynomial --c 0.5 --epsilon 1 --out WORK/d.csv --bound 2 | c
+beta outside (0, 1) | decay --input FIX/series.csv --model polynomial --c 2 --beta 1.5 --epsilon 1 --out WORK/d.csv --bound 2 | beta
+a polynomial horizon whose far lags epsilon cannot reach | decay --input FIX/series.csv --model polynomial --c 1.2 --beta 0.3 --epsilon 1 --horizon 100000000 --out WORK/d.csv --bound 2 | lags from 355347 ; beta B ; at most 355346 steps ; --epsilon
+a missing column | decay --input FIX/series.csv --column nope --model window --window 4 --epsilon 1 --out WORK/d.csv --bound 2 | nope
+a NaN step value | decay --input FIX/series_nan.csv --model window --window 4 --epsilon 1 --out WORK/d.csv --bound 2 | series_nan.csv ; row 1
+a negative step value | decay --input FIX/series_neg.csv --model window --window 4 --epsilon 1 --out WORK/d.csv --bound 2 | series_neg.csv
 a 0/1 text with a 2 | decay --input FIX/bad_bits.txt --model window --window 4 --epsilon 1 --out WORK/d.csv | bad_bits.txt
-one 1970 event among 2020 ones | decay --input FIX/events.csv --time-column date --start 2020-01-01T00:00 --end 2020-01-02T00:00 --step 1s --model window --window 4 --epsilon 1 --out WORK/d.csv | sorted ; row 1
-time-bucketed events without a public --start/--end | decay --input FIX/events.csv --time-column date --model window --window 4 --epsilon 1 --out WORK/d.csv | start
-a time range of 1.6e9 one-second steps (past the 2^28 limit) | decay --input FIX/events_sorted.csv --time-column date --start 1970-01-01T00:00 --end 2020-01-02T00:00 --step 1s --model window --window 4 --epsilon 1 --out WORK/d.csv | steps
-a step width that is not one | decay --input FIX/events.csv --time-column date --start 2020-01-01T00:00 --end 2020-01-02T00:00 --step 5x --model window --window 4 --epsilon 1 --out WORK/d.csv | 5x
-a predicate that does not parse | decay --input FIX/events.csv --time-column date --start 2020-01-01T00:00 --end 2020-01-02T00:00 --where delay=>15 --model window --window 4 --epsilon 1 --out WORK/d.csv | delay= ; not found
-chunks of 0 steps | decay --input FIX/series.csv --model window --window 4 --epsilon 1 --chunk 0 --out WORK/d.csv | chunk ; 1 to 2^28
-chunks past 2^28 steps (2 GiB a column) | decay --input FIX/series.csv --model window --window 4 --epsilon 1 --chunk 300000000 --out WORK/d.csv | chunk ; 2^28
-a device that is not auto, cpu or gpu | decay --input FIX/series.csv --model window --window 4 --epsilon 1 --device tpu --out WORK/d.csv | tpu ; auto, cpu or gpu
-the GPU for a model without a GPU path | decay --input FIX/series.csv --model allwindow --windows 2,4 --epsilon 1 --device gpu --out WORK/d.csv | allwindow ; no GPU path
+one 1970 event among 2020 ones | decay --input FIX/events.csv --time-column date --start 2020-01-01T00:00 --end 2020-01-02T00:00 --step 1s --model window --window 4 --epsilon 1 --out WORK/d.csv --bound 2 | sorted ; row 1
+time-bucketed events without a public --start/--end | decay --input FIX/events.csv --time-column date --model window --window 4 --epsilon 1 --out WORK/d.csv --bound 2 | start
+a time range of 1.6e9 one-second steps (past the 2^28 limit) | decay --input FIX/events_sorted.csv --time-column date --start 1970-01-01T00:00 --end 2020-01-02T00:00 --step 1s --model window --window 4 --epsilon 1 --out WORK/d.csv --bound 2 | steps
+a step width that is not one | decay --input FIX/events.csv --time-column date --start 2020-01-01T00:00 --end 2020-01-02T00:00 --step 5x --model window --window 4 --epsilon 1 --out WORK/d.csv --bound 2 | 5x
+a predicate that does not parse | decay --input FIX/events.csv --time-column date --start 2020-01-01T00:00 --end 2020-01-02T00:00 --where delay=>15 --model window --window 4 --epsilon 1 --out WORK/d.csv --bound 2 | delay= ; not found
+chunks of 0 steps | decay --input FIX/series.csv --model window --window 4 --epsilon 1 --chunk 0 --out WORK/d.csv --bound 2 | chunk ; 1 to 2^28
+chunks past 2^28 steps (2 GiB a column) | decay --input FIX/series.csv --model window --window 4 --epsilon 1 --chunk 300000000 --out WORK/d.csv --bound 2 | chunk ; 2^28
+a device that is not auto, cpu or gpu | decay --input FIX/series.csv --model window --window 4 --epsilon 1 --device tpu --out WORK/d.csv --bound 2 | tpu ; auto, cpu or gpu
+the GPU for a model without a GPU path | decay --input FIX/series.csv --model allwindow --windows 2,4 --epsilon 1 --device gpu --out WORK/d.csv --bound 2 | allwindow ; no GPU path
 # histogram
 epsilon 1e308 | histogram --input FIX/table.csv --column f --bins 0:10:5 --epsilon 1e308 --neighbours bounded --out WORK/h | epsilon
 epsilon 1e-308 | histogram --input FIX/table.csv --column f --bins 0:10:5 --epsilon 1e-308 --neighbours bounded --out WORK/h | epsilon
@@ -116,6 +118,7 @@ a budget that is not a number | stats mean --input FIX/table.csv --column f --bo
 a budget of epsilon 0 | stats mean --input FIX/table.csv --column f --bounds 0:10 --epsilon 1 --neighbours bounded --out WORK/s --ledger WORK/l.jsonl --ledger-budget 0 | ledger-budget
 an edited ledger (kept as it is) | stats mean --input FIX/table.csv --column f --bounds 0:10 --epsilon 1 --neighbours bounded --out WORK/s --ledger WORK/l.jsonl --ledger-budget 5 | l.jsonl ; line 1 ; append-only | l.jsonl=not a ledger
 # tree
+--test without --diagnostics (it would be read for nothing) | tree --input FIX/table.csv --attributes a,b --test FIX/table.csv --epsilon 1 --neighbours bounded --out WORK/t | --test ; --diagnostics
 depth 100000 | tree --input FIX/table.csv --attributes a,b --depth 100000 --epsilon 1 --neighbours bounded --out WORK/t | depth
 a negative epsilon | tree --input FIX/table.csv --attributes a,b --epsilon -0.5 --neighbours bounded --out WORK/t | epsilon ; -0.5
 a missing label column | tree --input FIX/table.csv --label nope --attributes a,b --epsilon 1 --neighbours bounded --out WORK/t | nope

@@ -688,7 +688,7 @@ fn decay_window_bulk_and_online_agree_and_bad_input_fails() {
         (vec!["--model", "wave"], "unknown model"),
     ] {
         // later flags win: the bad value overrides the default
-        let mut args = decay_args(&input, &bad, &["--epsilon", "1"]);
+        let mut args = decay_args(&input, &bad, &["--epsilon", "1", "--bound", "4"]);
         args.extend(extra);
         let e = fails(&args);
         assert!(e.contains(needle), "{needle}: {e}");
@@ -698,9 +698,24 @@ fn decay_window_bulk_and_online_agree_and_bad_input_fails() {
     let e = fails(&decay_args(
         &input,
         &bad,
-        &["--model", "window", "--window", "2", "--epsilon", "1"],
+        &[
+            "--model",
+            "window",
+            "--window",
+            "2",
+            "--epsilon",
+            "1",
+            "--bound",
+            "4",
+        ],
     ));
     assert!(e.contains("row 1") && e.contains("non-negative"), "{e}");
+    // No --bound: refused before the data is read, naming the flag and the clamp check.
+    let e = fails(&decay_args(&input, &bad, WINDOW_60));
+    assert!(
+        e.contains("--bound is required") && e.contains("--clamp-check"),
+        "{e}"
+    );
 }
 
 /// `kinsey decay` streams a column series in chunks: the output equals the whole-series
@@ -787,7 +802,7 @@ fn decay_streams_in_chunks_all_or_nothing() {
     std::fs::write(&input, series(Some(3500))).expect("write");
     let out = clean.path().join("out").join("est.parquet");
     let mut args = decay_args(&input, &out, WINDOW_60);
-    args.extend_from_slice(&["--chunk", "1000", "--diagnostics"]);
+    args.extend_from_slice(&["--bound", "4", "--chunk", "1000", "--diagnostics"]);
     let o = kinsey(&args);
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && e.contains("row 3500"), "{e}");
@@ -1650,4 +1665,80 @@ fn a_successful_run_prints_no_error_line_and_names_its_device() {
         .filter(|l| l.contains("compute device:"))
         .count();
     assert_eq!(device_lines, 1, "one INFO line names the device:\n{stderr}");
+}
+
+/// Time-bucketed decayed sums: date-only times with `--step 1d`, a `time` column beside
+/// each step, the provenance in the report, and a clamp check decided on a noisy count.
+#[test]
+fn decay_of_daily_events_carries_times_and_a_noisy_clamp_check() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let input = dir.path().join("events.csv");
+    let mut text = String::from("day,delay\n");
+    for d in 1..=28 {
+        // 50 events a day: far above --bound 3, so clamping is frequent.
+        for _ in 0..50 {
+            text.push_str(&format!("2011-02-{d:02},{}\n", d % 7));
+        }
+    }
+    std::fs::write(&input, text).expect("write");
+    let out = dir.path().join("d.csv");
+    let o = kinsey(&[
+        "decay",
+        "--input",
+        arg(&input),
+        "--time-column",
+        "day",
+        "--step",
+        "1d",
+        "--start",
+        "2011-02-01",
+        "--end",
+        "2011-02-28",
+        "--where",
+        "delay>=2",
+        "--model",
+        "window",
+        "--window",
+        "7",
+        "--bound",
+        "3",
+        "--clamp-check",
+        "1",
+        "--epsilon",
+        "1",
+        "--out",
+        arg(&out),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("warning: about") && err.contains("clamped"),
+        "{err}"
+    );
+    let csv = std::fs::read_to_string(&out).expect("csv");
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "step,time,estimate");
+    assert!(
+        lines[1].starts_with("0,2011-02-01T00:00:00,"),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[28].starts_with("27,2011-02-28T00:00:00,"),
+        "{}",
+        lines[28]
+    );
+    let r = json(&dir.path().join("d.csv.report.json"));
+    assert_eq!(r["series"]["time_column"], "day");
+    assert_eq!(r["series"]["step_seconds"], 86_400);
+    assert_eq!(r["series"]["predicate"], "delay>=2");
+    assert_eq!(r["time_range"][1], "2011-02-28T00:00:00");
+    assert_eq!(r["clamp_check"]["total_epsilon"], 2.0);
+    assert_eq!(r["clamp_check"]["frequent"], true);
+    assert!(
+        r["guarantee"]["neighbours"]
+            .as_str()
+            .expect("text")
+            .contains("up to B events of one step")
+    );
 }

@@ -19,6 +19,7 @@ pub mod synth;
 pub mod table;
 #[cfg(any(test, feature = "testing"))]
 pub mod testdata;
+pub mod time;
 
 use kinsey_core::{Error, Result};
 use serde::{Deserialize, Serialize};

@@ -405,12 +405,22 @@ const CSV_PIECE: usize = 1 << 15;
 
 /// Rows `rows` of the `(step, column...)` table as CSV lines, the first row numbered
 /// `step + rows.start`.
-fn csv_rows(step: u64, cols: &[Vec<f64>], rows: std::ops::Range<usize>) -> Vec<u8> {
+fn csv_rows(
+    step: u64,
+    cols: &[Vec<f64>],
+    rows: std::ops::Range<usize>,
+    clock: Option<crate::time::Clock>,
+) -> Vec<u8> {
     // A step of up to 20 digits and numbers of up to 24 characters: no reallocation.
     let mut s = Vec::with_capacity(rows.len() * (21 + 25 * cols.len()));
     let mut buf = ryu::Buffer::new();
     for i in rows {
         push_u64(&mut s, step + i as u64);
+        if let Some(c) = clock {
+            s.push(b',');
+            let t = c.start + (step + i as u64) as i64 * c.step;
+            s.extend_from_slice(crate::time::format_time(t).as_bytes());
+        }
         for c in cols {
             s.push(b',');
             push_f64(&mut s, c[i], &mut buf);
@@ -532,6 +542,8 @@ pub struct SeriesWriter<W: Write + Send = File> {
     path: PathBuf,
     sink: Sink<W>,
     step: u64,
+    /// A time-bucketed series' clock: each row also carries its step's start time.
+    clock: Option<crate::time::Clock>,
 }
 
 impl<W: Write + Send> std::fmt::Debug for SeriesWriter<W> {
@@ -562,8 +574,27 @@ impl SeriesWriter {
 impl<W: Write + Send> SeriesWriter<W> {
     /// Writes to `w` (errors name `path`); CSV or Parquet by the extension of `target`.
     pub fn new(w: W, path: &Path, target: &Path, names: &[String]) -> Result<Self> {
+        Self::new_timed(w, path, target, names, None)
+    }
+
+    /// [`new`](Self::new) with a `clock`: a `time` column (ISO text in CSV, a timestamp in
+    /// seconds in Parquet) after `step`.
+    pub fn new_timed(
+        w: W,
+        path: &Path,
+        target: &Path,
+        names: &[String],
+        clock: Option<crate::time::Clock>,
+    ) -> Result<Self> {
         let sink = if is_parquet(target) {
             let mut fields = vec![Field::new("step", DataType::UInt64, false)];
+            if clock.is_some() {
+                fields.push(Field::new(
+                    "time",
+                    DataType::Timestamp(arrow::datatypes::TimeUnit::Second, None),
+                    false,
+                ));
+            }
             fields.extend(
                 names
                     .iter()
@@ -595,7 +626,8 @@ impl<W: Write + Send> SeriesWriter<W> {
             Sink::Parquet(Box::new(w), schema)
         } else {
             let mut w = BufWriter::with_capacity(1 << 20, w);
-            let header = format!("step,{}\n", names.join(","));
+            let time = if clock.is_some() { "time," } else { "" };
+            let header = format!("step,{time}{}\n", names.join(","));
             w.write_all(header.as_bytes())
                 .map_err(|e| Error::io(path, e))?;
             Sink::Csv(w)
@@ -604,6 +636,7 @@ impl<W: Write + Send> SeriesWriter<W> {
             path: path.to_path_buf(),
             sink,
             step: 0,
+            clock,
         })
     }
 
@@ -614,12 +647,12 @@ impl<W: Write + Send> SeriesWriter<W> {
             Sink::Csv(w) => {
                 // Formatting the numbers is most of a CSV run's time: pieces of the chunk
                 // are formatted in parallel and written in order (the same bytes).
-                let step = self.step;
+                let (step, clock) = (self.step, self.clock);
                 let pieces: Vec<Vec<u8>> = (0..n.div_ceil(CSV_PIECE))
                     .into_par_iter()
                     .map(|p| {
                         let rows = p * CSV_PIECE..((p + 1) * CSV_PIECE).min(n);
-                        csv_rows(step, cols, rows)
+                        csv_rows(step, cols, rows, clock)
                     })
                     .collect();
                 for s in &pieces {
@@ -630,6 +663,14 @@ impl<W: Write + Send> SeriesWriter<W> {
                 let mut arrays: Vec<ArrayRef> = vec![Arc::new(UInt64Array::from_iter_values(
                     self.step..self.step + n as u64,
                 ))];
+                if let Some(c) = self.clock {
+                    let first = c.start + self.step as i64 * c.step;
+                    arrays.push(Arc::new(
+                        arrow::array::TimestampSecondArray::from_iter_values(
+                            (0..n as i64).map(|i| first + i * c.step),
+                        ),
+                    ));
+                }
                 arrays.extend(
                     cols.iter()
                         .map(|c| Arc::new(Float64Array::from(c.clone())) as ArrayRef),
@@ -849,7 +890,7 @@ mod tests {
         let t = std::time::Instant::now();
         let mut total = 0;
         for _ in 0..5 {
-            total += csv_rows(100_000_000, &cols, 0..n).len();
+            total += csv_rows(100_000_000, &cols, 0..n, None).len();
         }
         let ns = t.elapsed().as_secs_f64() / (5 * n) as f64 * 1e9;
         println!("csv_rows {ns:.2} ns/row ({total} bytes)");
@@ -970,6 +1011,7 @@ mod tests {
                 &pq,
                 &["value".to_string()],
                 std::slice::from_ref(&whole.values),
+                None,
             )
             .expect("enc"),
         )
@@ -1036,7 +1078,7 @@ mod tests {
             }
             assert_eq!(w.finish().expect("finish"), 3);
             if name.ends_with(".csv") {
-                let want = series::encode_columns(&target, &names, &cols).expect("enc");
+                let want = series::encode_columns(&target, &names, &cols, None).expect("enc");
                 assert_eq!(std::fs::read(&staged).expect("read"), want);
             } else {
                 let back = crate::columns::read_numeric(&staged, "b").expect("read");

@@ -85,8 +85,9 @@ impl NeighbourRelation {
                 "bounded: replace one row of one party (party sizes fixed)"
             }
             Self::ChangeOneStep => {
-                "change one step's value within [0, bound] (event-level: one event per step \
-                 changes)"
+                "change one step's value to any other within [0, B], B the declared per-step \
+                 bound (calibration.bound): with events counted per step, up to B events of \
+                 one step; one event when B = 1"
             }
             Self::ChangeOneBit => "change one step's bit",
             Self::AddRemoveOneRow => "unbounded: add or remove one row (the row count is private)",

@@ -32,10 +32,16 @@ pub fn describe_backends() -> Vec<(String, String)> {
                 Ok(b) => {
                     let i = b.info();
                     format!(
-                        "{}; {}-bit keys by default, about {} bits of security{}; comparison: {}{}",
+                        "{}; {}{}; comparison: {}{}",
                         i.scheme,
-                        i.key_bits,
-                        i.security_bits,
+                        if i.scheme.contains("LWE") {
+                            format!("about {} bits of security", i.security_bits)
+                        } else {
+                            format!(
+                                "{}-bit keys by default, about {} bits of security",
+                                i.key_bits, i.security_bits
+                            )
+                        },
                         if i.insecure { "; INSECURE" } else { "" },
                         b.comparison().describe(),
                         if i.notes.is_empty() {

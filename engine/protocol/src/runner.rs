@@ -70,8 +70,9 @@ impl kinsey_learn::aggregate::Aggregator for SecureAggregator {
     fn name(&self) -> String {
         let info = self.backend.info();
         format!(
-            "secure 3-stage protocol ({}, {}-bit keys)",
-            info.name, info.key_bits
+            "secure 3-stage protocol ({}, {})",
+            info.name,
+            info.key_words()
         )
     }
 

@@ -30,6 +30,18 @@ pub struct BackendInfo {
     pub public_key_bytes: u64,
 }
 
+impl BackendInfo {
+    /// The keys in words for summaries: `2048-bit keys` for Paillier; for a lattice scheme
+    /// (its scheme names LWE), whose key length says little, its security level.
+    pub fn key_words(&self) -> String {
+        if self.scheme.contains("LWE") {
+            format!("LWE, {}-bit security", self.security_bits)
+        } else {
+            format!("{}-bit keys", self.key_bits)
+        }
+    }
+}
+
 /// An additively homomorphic encryption scheme over signed integers (fixed-point encoded
 /// reals). The batch forms are what the protocol uses; the single forms default to them.
 pub trait AdditiveHe: Send + Sync {

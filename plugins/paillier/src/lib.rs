@@ -342,8 +342,9 @@ impl AdditiveHe for Paillier {
             plaintext_bits: 126,
             insecure: self.key_bits < MIN_KEY_BITS,
             notes,
-            ciphertext_bytes: 0,
-            public_key_bytes: 0,
+            // c < n^2 and n: the largest big-endian encodings.
+            ciphertext_bytes: u64::from(self.key_bits) / 4,
+            public_key_bytes: u64::from(self.key_bits) / 8,
         }
     }
 

@@ -44,8 +44,8 @@ pub fn register(registry: &mut Registry) {
 fn create(opts: &BackendOptions) -> Result<Arc<dyn AdditiveHe>, BackendError> {
     if let Some(bits) = opts.key_bits.filter(|&b| b != 2048) {
         return Err(BackendError::Other(format!(
-            "the tfhe backend has one parameter set (LWE keys of 2048 bits); key_bits = {bits} \
-             cannot be honoured"
+            "the tfhe backend has one parameter set (128-bit security); key_bits = {bits} is \
+             a Paillier setting and cannot be honoured"
         )));
     }
     Ok(Arc::new(Tfhe::new()))

@@ -38,10 +38,10 @@ pub(crate) fn run(a: Args) -> Result<()> {
         Published {
             w: outcome.w.clone(),
             aggregator: format!(
-                "secure 3-stage protocol ({}, {}-bit keys) between {} processes over mutually \
+                "secure 3-stage protocol ({}, {}) between {} processes over mutually \
                  authenticated TLS 1.3",
                 info.name,
-                info.key_bits,
+                info.key_words(),
                 k + 1
             ),
             backend: Some(info),

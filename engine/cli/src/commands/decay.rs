@@ -13,7 +13,7 @@ use kinsey_data::output::{Outputs, write_json};
 use kinsey_data::series::{self, EventSpec, Predicate, Series};
 use kinsey_data::stream::{SeriesReader, SeriesWriter, count_steps};
 use kinsey_dp::release::NOT_PRIVATE_PREFIX;
-use kinsey_stats::decay::release::Path;
+use kinsey_stats::decay::release::{ClampCheck, Path};
 use kinsey_stats::decay::{
     DecayRelease, DecayedSum, KeyOrigin, ModelParams, Query, SeriesSource, evaluate,
 };
@@ -73,9 +73,16 @@ pub(crate) struct Args {
     /// which is public: a column's length, or --start..--end).
     #[arg(long)]
     horizon: Option<u64>,
-    /// Per-step contribution bound B: values are clamped to [0, B] (clamping counted).
-    #[arg(long, default_value_t = 1.0)]
-    bound: f64,
+    /// Per-step contribution bound B, declared from knowledge of the data, not read from
+    /// it: values are clamped to [0, B], and the guarantee covers changing one step's value
+    /// by up to B. Required, except for 0/1 input (.txt bits, or --where without
+    /// --time-column: one bit per event), where it is 1.
+    #[arg(long)]
+    bound: Option<f64>,
+    /// Spend this epsilon more on a noisy count of the steps clamped to --bound, and warn
+    /// when it exceeds 1% of the steps (the count and its epsilon are in the report).
+    #[arg(long, value_name = "EPSILON")]
+    clamp_check: Option<f64>,
     /// (step, estimate) as CSV, or Parquet if the name ends in .parquet; a report
     /// `<out>.report.json` is written beside it.
     #[arg(long)]
@@ -116,6 +123,9 @@ impl Args {
     /// digest, not its path). The event range and step are parsed here, so a bad one is
     /// refused before any data is read.
     fn query(&self) -> Result<Query> {
+        if let Some(e) = self.clamp_check {
+            kinsey_core::check_epsilon("clamp-check", e)?;
+        }
         let events = self.time_column.is_some();
         let range = match (&self.start, &self.end) {
             (Some(s), Some(e)) if events => Some((
@@ -135,7 +145,7 @@ impl Args {
                 horizon: self.horizon,
             },
             epsilon: self.epsilon,
-            bound: self.bound,
+            bound: self.bound()?,
             source: SeriesSource {
                 column: self.column.clone(),
                 time_column: self.time_column.clone(),
@@ -144,6 +154,34 @@ impl Args {
                 predicate: self.predicate.clone(),
             },
         })
+    }
+
+    /// The per-step bound: declared, or 1 where every step is a bit.
+    fn bound(&self) -> Result<f64> {
+        let bits = self.input.extension().is_some_and(|e| e == "txt")
+            || (self.predicate.is_some() && self.time_column.is_none());
+        match (self.bound, bits) {
+            (Some(b), _) => Ok(b),
+            (None, true) => Ok(1.0),
+            (None, false) => Err(Error::param(
+                "bound",
+                "--bound is required: declare the largest value one step may hold (values \
+                 above it are clamped, and the guarantee covers changing one step by up to \
+                 it), e.g. --bound 1000; add --clamp-check 0.01 to be warned, on a noisy \
+                 count, when clamping is frequent",
+            )),
+        }
+    }
+
+    /// The public clock of a time-bucketed series (its output's `time` column).
+    fn clock(&self) -> Result<Option<series::Clock>> {
+        match (&self.time_column, &self.start) {
+            (Some(_), Some(start)) => Ok(Some(series::Clock {
+                start: series::parse_time("start", start)?,
+                step: series::parse_step(&self.step)?,
+            })),
+            _ => Ok(None),
+        }
     }
 
     /// How the noise key is made.
@@ -166,7 +204,7 @@ impl Args {
     /// The series: one column's values, or events bucketed into steps.
     fn load(&self) -> Result<Series> {
         if self.time_column.is_none() && self.predicate.is_none() {
-            return series::load(&self.input, &self.column, self.bound);
+            return series::load(&self.input, &self.column, self.bound()?);
         }
         let range = match (&self.time_column, &self.start, &self.end) {
             (Some(_), Some(s), Some(e)) => Some((
@@ -192,7 +230,7 @@ impl Args {
                 .transpose()?,
             range,
         };
-        series::load_events(&self.input, &spec, self.bound)
+        series::load_events(&self.input, &spec, self.bound()?)
     }
 }
 
@@ -226,7 +264,10 @@ pub(crate) fn run(a: Args) -> Result<()> {
     if a.evaluate {
         diag["evaluation"] = evaluation(&a, m.as_ref(), &series.values, &est, &mut o)?;
     }
-    o.write(&a.out, &series::encode_columns(&a.out, &names, &est)?)?;
+    o.write(
+        &a.out,
+        &series::encode_columns(&a.out, &names, &est, a.clock()?)?,
+    )?;
     let run = Run {
         n,
         clamped: series.clamped,
@@ -268,7 +309,24 @@ fn finish(
     mut o: Outputs,
 ) -> Result<()> {
     let rep_path = PathBuf::from(format!("{}.report.json", a.out.display()));
-    write_json(&mut o, &rep_path, &release_report(a, m, run)?)?;
+    let mut report = release_report(a, m, run)?;
+    if let Some(eps) = a.clamp_check {
+        let label = format!(
+            "kinsey.decay.clamp_check.v1|{}",
+            serde_json::to_string(&a.query()?).map_err(|e| Error::Numerical(e.to_string()))?
+        );
+        let mut rng = kinsey_dp::NoiseRng::for_release(a.seed, &label, || {
+            kinsey_data::digest::of_files(&a.input)
+        })?;
+        report.clamp_check = Some(ClampCheck::new(
+            run.clamped,
+            run.n,
+            eps,
+            a.epsilon,
+            &mut rng,
+        )?);
+    }
+    write_json(&mut o, &rep_path, &report)?;
     let diag_path = PathBuf::from(format!("{}.NOT-PRIVATE.diagnostics.json", a.out.display()));
     if diagnostics {
         diag["clamped_steps"] = run.clamped.into();
@@ -279,11 +337,33 @@ fn finish(
         String::new(),
         &[a.input.as_path()],
         &format!("decay {}", a.model),
-        a.epsilon,
+        a.epsilon + a.clamp_check.unwrap_or(0.0),
         0.0,
     )?;
     o.commit()?;
     summary(a, m, run, &rep_path, &diag_path);
+    if let Some(c) = &report.clamp_check {
+        let bound = a.bound()?;
+        if c.frequent {
+            eprintln!(
+                "warning: about {:.0} of {} steps held more than --bound {bound} and were \
+                 clamped (a noisy count, epsilon {}): the sums undercount; a larger --bound \
+                 keeps more of each step at more noise",
+                c.noisy_clamped_steps.max(0.0),
+                run.n,
+                c.epsilon
+            );
+        } else {
+            println!(
+                "clamping: about {:.0} of {} steps clamped to --bound {bound} (a noisy count, \
+                 epsilon {}; total epsilon {})",
+                c.noisy_clamped_steps.max(0.0),
+                run.n,
+                c.epsilon,
+                c.total_epsilon
+            );
+        }
+    }
     if !ledger.is_empty() {
         println!("{}", ledger.trim_start());
     }
@@ -342,12 +422,22 @@ fn run_streaming(a: Args) -> Result<()> {
         _ => None,
     };
     let (mut m, device) = a.mechanism(len)?;
-    let mut reader = SeriesReader::open(&a.input, &a.column, a.bound, a.chunk)?;
+    let mut reader = SeriesReader::open(&a.input, &a.column, a.bound()?, a.chunk)?;
     let names = m.columns();
     let mut o = outputs(&a)?;
     let staged = o.stage(&a.out)?;
     let mut w = SeriesWriter::create(&staged, &a.out, &names)?;
-    let bar = crate::term::spinner("private decayed sums");
+    // The online path runs a step at a time (minutes on millions of steps): a bar with
+    // an ETA over the public number of steps, counted first when not known yet.
+    let bar = if a.online {
+        let total = match len {
+            Some(n) => n,
+            None => count_steps(&a.input, &a.column)?,
+        };
+        crate::term::bar(total, "private decayed sums, online")
+    } else {
+        crate::term::spinner("private decayed sums")
+    };
     let mut xs = Vec::with_capacity(a.chunk.min(1 << 24));
     // The estimates' buffers, reused from chunk to chunk.
     let mut est: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
@@ -364,6 +454,7 @@ fn run_streaming(a: Args) -> Result<()> {
         run_s += t.elapsed().as_secs_f64();
         t = Instant::now();
         w.write(&est)?;
+        bar.inc(xs.len() as u64);
     }
     let n = w.finish()?;
     io_s += t.elapsed().as_secs_f64();

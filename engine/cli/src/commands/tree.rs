@@ -70,6 +70,13 @@ pub(crate) struct Args {
 }
 
 fn run_tree(a: &Args) -> Result<Done> {
+    if a.test.is_some() && !a.diagnostics && a.selection != "none" {
+        return Err(kinsey_core::Error::param(
+            "test",
+            "--test is read only for the test accuracy, a NOT PRIVATE diagnostic: add \
+             --diagnostics, or leave --test out",
+        ));
+    }
     let query = TreeQuery {
         label: a.label.clone(),
         classes: a.classes.clone(),

@@ -62,7 +62,11 @@ impl Limits {
         if info.ciphertext_bytes == 0 {
             return Self::new(k, d, info.key_bits);
         }
-        let ct = usize::try_from(info.ciphertext_bytes).unwrap_or(usize::MAX / 4096);
+        // Never below the key-size bound (which also covers DGK's comparison ciphertexts).
+        let floor = (info.key_bits as usize / 2).max(1024) + 8;
+        let ct = usize::try_from(info.ciphertext_bytes)
+            .unwrap_or(usize::MAX / 4096)
+            .max(floor);
         let pk = usize::try_from(info.public_key_bytes).unwrap_or(usize::MAX / 4096);
         Self::sized(k, d, ct, pk)
     }

@@ -132,6 +132,53 @@ pub struct DecayRelease {
     pub steps_are: &'static str,
     /// The user-seed warning, when a seed was used.
     pub warning: Option<&'static str>,
+    /// Where the series came from (every field public): the column, or the time column,
+    /// step width, range and event filter of a time-bucketed series.
+    pub series: SeriesSource,
+    /// A time-bucketed series' first and last step start, as `YYYY-MM-DDTHH:MM:SS`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_range: Option<[String; 2]>,
+    /// The noisy count of clamped steps, when asked for (`--clamp-check`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clamp_check: Option<ClampCheck>,
+}
+
+/// A noisy count of the steps clamped to the bound, released beside the sums with an epsilon
+/// of its own: changing one step changes whether it is clamped, so the count has sensitivity
+/// 1 (exact discrete Laplace on a grid, as every scalar release).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ClampCheck {
+    /// Its epsilon, added to the sums' (sequential composition).
+    pub epsilon: f64,
+    /// The noisy number of clamped steps.
+    pub noisy_clamped_steps: f64,
+    /// The release's total epsilon: the sums' plus this one.
+    pub total_epsilon: f64,
+    /// Whether the noisy count exceeds 1% of the steps by more than three noise standard
+    /// deviations (then the command warns; a count of zero clamped steps passes for that
+    /// about 1.4% of the time).
+    pub frequent: bool,
+}
+
+impl ClampCheck {
+    /// The check of `clamped` (exact, NOT PRIVATE) of `steps` at `epsilon`, on top of the
+    /// sums' `sums_epsilon`.
+    pub fn new(
+        clamped: usize,
+        steps: u64,
+        epsilon: f64,
+        sums_epsilon: f64,
+        rng: &mut kinsey_dp::NoiseRng,
+    ) -> kinsey_core::Result<Self> {
+        let mech = kinsey_dp::LaplaceMechanism::new(1.0, epsilon)?;
+        let noisy = mech.release(clamped as f64, rng)?;
+        Ok(Self {
+            epsilon,
+            noisy_clamped_steps: noisy,
+            total_epsilon: sums_epsilon + epsilon,
+            frequent: noisy > 0.01 * steps as f64 + 3.0 * std::f64::consts::SQRT_2 * mech.scale(),
+        })
+    }
 }
 
 impl DecayRelease {
@@ -170,6 +217,15 @@ impl DecayRelease {
             steps,
             steps_are: "public: the column's length, or --start..=--end",
             warning: origin.seed().map(|_| kinsey_dp::rng::USER_SEED_WARNING),
+            series: query.source.clone(),
+            time_range: match (query.source.range, query.source.step_seconds) {
+                (Some((start, _)), Some(step)) if steps > 0 => Some([
+                    kinsey_data::series::format_time(start),
+                    kinsey_data::series::format_time(start + (steps as i64 - 1) * step),
+                ]),
+                _ => None,
+            },
+            clamp_check: None,
         }
     }
 }
