@@ -31,6 +31,7 @@ a missing party file | train --out WORK/out --config FIX/cfg/missing_party.toml 
 a party file that is not Parquet | train --out WORK/out --config FIX/cfg/garbage_party.toml | garbage.parquet
 a truncated Parquet file | train --out WORK/out --config FIX/cfg/truncated.toml | truncated.parquet
 parties with different columns | train --out WORK/out --config FIX/cfg/schema.toml | party-1.parquet
+an identifier column among the features (features = [] by default) | train --out WORK/out --config FIX/cfg/ids.toml | patient_id ; identifier ; [data] features
 rows outside the unit ball, no transform declared | train --out WORK/out --config FIX/cfg/ball.toml | unit ball ; party-1.parquet
 a NaN feature in a party | train --out WORK/out --config FIX/cfg/nan_party.toml | party-1.parquet
 labels other than -1/1 | train --out WORK/out --config FIX/cfg/labels.toml | label
@@ -321,6 +322,9 @@ fn fixtures(fix: &Path) {
     let mut nan = ds.clone();
     nan.x[4] = f32::NAN;
     put(fix.join("nan").join("party-1.parquet"), &nan);
+    let mut ids = ds.clone();
+    ids.features[0] = "patient_id".into();
+    put(fix.join("ids").join("party-1.parquet"), &ids);
     let mut labels = ds.clone();
     labels.y[3] = 0.0;
     put(fix.join("labels").join("party-1.parquet"), &labels);
@@ -420,6 +424,13 @@ fn train_configs(fix: &Path) {
         fix,
         "schema.toml",
         &["parties/party-1.parquet", "other/party-1.parquet"],
+        "epsilon = 1.0",
+        plain,
+    );
+    train_cfg(
+        fix,
+        "ids.toml",
+        &["ids/party-1.parquet", "parties/party-2.parquet"],
         "epsilon = 1.0",
         plain,
     );

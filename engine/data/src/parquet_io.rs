@@ -121,6 +121,28 @@ fn read_one(path: &Path, spec: &ColumnSpec) -> Result<Dataset> {
     dataset_of_batches(path, &schema, reader, spec, total_rows)
 }
 
+/// Whether a column's *name* marks it as an identifier (`id`, `patient_id`, `PatientID`,
+/// `id_x`, `uuid`, `row`, `index`, `key`). Decided on the schema, which is public, and
+/// never on the values: whether a column's values are distinct integers can change when
+/// one row is added, so a refusal decided on them would be a bit about that row.
+pub fn looks_like_identifier(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    let exact = [
+        "id", "uuid", "guid", "row", "rowid", "row_id", "index", "idx", "key",
+    ];
+    exact.contains(&lower.as_str())
+        || lower.ends_with("_id")
+        || lower.ends_with("-id")
+        || lower.starts_with("id_")
+        || lower.ends_with("_uuid")
+        || (name.ends_with("ID") || name.ends_with("Id"))
+            && name.len() > 2
+            && name[..name.len() - 2]
+                .chars()
+                .last()
+                .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+}
+
 /// The label's and the features' column indices in `schema` under `spec` (no label index
 /// when `spec.label` is empty: rows to score, not to train on), and the features' names.
 fn resolve_columns(
@@ -159,6 +181,17 @@ fn resolve_columns(
                 continue;
             }
             if is_numeric(f.data_type()) {
+                if looks_like_identifier(f.name()) {
+                    return Err(Error::Schema {
+                        path: path.to_path_buf(),
+                        column: f.name().clone(),
+                        msg: "a column named like an identifier would be a feature (the \
+                              model would learn row numbers): list the features in \
+                              [data] features (kinsey predict --id COLUMN keeps an \
+                              identifier beside the predictions)"
+                            .into(),
+                    });
+                }
                 v.push(i);
             } else {
                 tracing::warn!(
@@ -479,6 +512,48 @@ mod tests {
             .expect_err("string feature")
             .to_string();
         assert!(e.contains("'name'") && e.contains("non-numeric"), "{e}");
+    }
+
+    /// Without a feature list, a column named like an identifier is refused (the schema
+    /// decides, not the values); the others are features, and a list is taken as given.
+    #[test]
+    fn identifier_columns_are_not_features_unless_listed() {
+        for (name, refused) in [
+            ("patient_id", true),
+            ("PatientID", true),
+            ("id", true),
+            ("uuid", true),
+            ("valid", false),
+            ("GRID", false),
+            ("age", false),
+        ] {
+            assert_eq!(looks_like_identifier(name), refused, "{name}");
+        }
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("ids.parquet");
+        write_batch(
+            &p,
+            vec![
+                (
+                    "patient_id",
+                    Arc::new(Int32Array::from(vec![7, 8, 9])) as ArrayRef,
+                ),
+                ("x", f32col(&[0.1, 0.2, 0.3])),
+                ("label", f32col(&[1.0, -1.0, 1.0])),
+            ],
+        );
+        let e = read_parquet(&p, &ColumnSpec::default())
+            .expect_err("an identifier")
+            .to_string();
+        assert!(
+            e.contains("'patient_id'") && e.contains("[data] features"),
+            "{e}"
+        );
+        let listed = ColumnSpec {
+            features: vec!["x".into()],
+            ..Default::default()
+        };
+        assert_eq!(read_parquet(&p, &listed).expect("listed").features, ["x"]);
     }
 
     #[test]

@@ -218,3 +218,17 @@ pub(crate) fn toml_name<T: serde::Serialize>(v: &T) -> String {
         Err(e) => format!("<{e}>"),
     }
 }
+
+/// The features read, in order (the first ten and the last of a long list).
+pub(crate) fn features_line(features: &[String]) -> String {
+    let shown = if features.len() > 12 {
+        format!(
+            "{}, ..., {}",
+            features[..10].join(", "),
+            features[features.len() - 1]
+        )
+    } else {
+        features.join(", ")
+    };
+    format!("features ({}): {shown}", features.len())
+}

@@ -87,20 +87,6 @@ fn field(s: &str) -> String {
     }
 }
 
-/// The features read, in order (the first ten and the last of a long list).
-fn features_line(features: &[String]) -> String {
-    let shown = if features.len() > 12 {
-        format!(
-            "{}, ..., {}",
-            features[..10].join(", "),
-            features[features.len() - 1]
-        )
-    } else {
-        features.join(", ")
-    };
-    format!("features ({}): {shown}", features.len())
-}
-
 /// The aggregate classifier: score `x . w`, probability of +1 `1 / (1 + e^-score)`.
 fn classifier(a: &Args, m: &ModelFile) -> Result<(Vec<u8>, String)> {
     let spec = ColumnSpec {

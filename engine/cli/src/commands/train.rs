@@ -66,6 +66,9 @@ pub(crate) fn run(a: Args) -> Result<()> {
         .first()
         .map(|p| p.features.clone())
         .unwrap_or_default();
+    // The features every party is read with (public: the schema), so a column that should
+    // not be one is seen before the model is published.
+    println!("{}", features_line(&features));
     let job = pipeline::job_description("train", &spec, &features);
     let keys = NoiseKeys::new(cfg.privacy.seed, record_seed, job);
     let input = pipeline::RunInput {
