@@ -147,6 +147,21 @@ impl NoiseRng {
         })
     }
 
+    /// [`for_release`](Self::for_release), with the seed's value written into reports when
+    /// `record_seed` (`--record-seed`): what every seeded table release does.
+    pub fn for_release_recorded(
+        seed: Option<u64>,
+        record_seed: bool,
+        release: &str,
+        data: impl FnOnce() -> kinsey_core::Result<DataDigest>,
+    ) -> kinsey_core::Result<Self> {
+        let mut rng = Self::for_release(seed, release, data)?;
+        if record_seed {
+            rng.record_seed(seed);
+        }
+        Ok(rng)
+    }
+
     /// A generator keyed by a key derived from a user seed (the aggregate's per-party
     /// streams): reproducible, recorded as a user seed.
     pub fn from_derived_key(key: [u8; 32]) -> Self {

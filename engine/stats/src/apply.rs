@@ -20,29 +20,8 @@ pub const PERCEPTRON_KIND: &str = "kinsey.sulq_perceptron.v2";
 /// The kind of a SuLQ k-means model file.
 pub const KMEANS_KIND: &str = "kinsey.sulq_kmeans.v1";
 
-/// A node of a tree file.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum TreeNode {
-    /// A leaf: its class code and noisy class counts.
-    Leaf {
-        /// The class code (an index into the file's `classes`).
-        class: usize,
-        /// Noisy class counts.
-        counts: Vec<f64>,
-    },
-    /// An internal node: one child per value of its attribute.
-    Split {
-        /// The attribute's index in the file's `attributes`.
-        attribute: usize,
-        /// Its name.
-        name: String,
-        /// Noisy row count at the node.
-        count: f64,
-        /// One child per attribute code.
-        children: Vec<TreeNode>,
-    },
-}
+/// A node of a tree file: the released tree's own node type.
+pub use crate::tree::Node as TreeNode;
 
 /// A published decision tree: what it reads and how it splits.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

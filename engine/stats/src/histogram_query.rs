@@ -170,11 +170,7 @@ impl HistogramQuery {
         if let Some(p) = &predicate {
             columns.push(&p.column);
         }
-        let mut rng = NoiseRng::for_release(seed, &label, || input.digest(&columns))?;
-        if record_seed {
-            rng.record_seed(seed);
-        }
-        Ok(rng)
+        NoiseRng::for_release_recorded(seed, record_seed, &label, || input.digest(&columns))
     }
 }
 

@@ -141,9 +141,9 @@ pub struct TreeConfig {
     pub row_bound: Option<usize>,
 }
 
-/// A node of the released tree.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+/// A node of the released tree (also what `kinsey predict` reads back from `tree.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Node {
     /// A leaf.
     Leaf {

@@ -98,10 +98,8 @@ impl TreeQuery {
         );
         let mut columns: Vec<&str> = data.names.iter().map(String::as_str).collect();
         columns.push(&self.label);
-        let mut rng = NoiseRng::for_release(seed, &label, || input.digest(&columns))?;
-        if record_seed {
-            rng.record_seed(seed);
-        }
+        let mut rng =
+            NoiseRng::for_release_recorded(seed, record_seed, &label, || input.digest(&columns))?;
         let result = tree::train(&data, &config, &mut rng)?;
         let report = json!({
             "kind": "kinsey.dp_tree.v1",

@@ -150,11 +150,7 @@ impl SummaryQuery {
         record_seed: bool,
     ) -> Result<NoiseRng> {
         let label = self.label()?;
-        let mut rng = NoiseRng::for_release(seed, &label, || input.digest(&[&self.column]))?;
-        if record_seed {
-            rng.record_seed(seed);
-        }
-        Ok(rng)
+        NoiseRng::for_release_recorded(seed, record_seed, &label, || input.digest(&[&self.column]))
     }
 
     /// The column's values, each finite (a non-finite value is refused naming its row).
