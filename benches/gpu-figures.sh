@@ -46,7 +46,7 @@ RAW=$(mktemp -d)
 # at its limit) about 9 minutes.
 if [ "$quick" = 1 ]; then
   P_SMALL=4 P_2048=16 P_3072=2 P_CPU=16 X_MAX=2 X_BUDGET=2 STEPS=2000000 ROWS=100000 PARTIES=3 DIM=8
-  DEMO=(--parties 3 --dim 4 --rows 500)
+  DEMO=(--parties 3 --dim 4 --smallest-party 500)
   mode="quick (small sizes)"
 else
   P_SMALL=256 P_2048=16384 P_3072=4096 P_CPU=1024 X_MAX=65536 X_BUDGET=5 STEPS=1000000000 ROWS=10000000 PARTIES=20 DIM=1000

@@ -153,8 +153,8 @@ bench decay with chunks of 0 steps (never advanced) | bench decay --steps 10 --c
 bench paillier on an unknown device | bench paillier --bits 2048 --count 1 --threads 1 --device tpu | device ; tpu
 a Paillier crossover with no GPU path | bench paillier --crossover --bits 2048 --device cpu | crossover ; GPU
 a Paillier crossover of batches up to 0 | bench paillier --crossover --bits 2048 --device gpu --max-batch 0 | max-batch ; 0
-demo with an unknown crypto device | demo --out WORK/d --crypto-device tpu --parties 2 --dim 2 --rows 200 | device ; tpu
-demo with two parties without --allow-two-parties | demo --out WORK/d --parties 2 --dim 2 --rows 200 --backend mock --allow-insecure | allow_two_parties ; K = 2
+demo with an unknown crypto device | demo --out WORK/d --crypto-device tpu --parties 2 --dim 2 --smallest-party 200 | device ; tpu
+demo with two parties without --allow-two-parties | demo --out WORK/d --parties 2 --dim 2 --smallest-party 200 --backend mock --allow-insecure | allow_two_parties ; K = 2
 a session of two parties without --allow-two-parties | session init --parties 2 --out WORK/s | allow_two_parties ; K = 2
 a second run into an earlier result without --overwrite | histogram --input FIX/table.csv --column f --epsilon 1 --neighbours bounded --out WORK/h | --overwrite ; histogram.csv | h/histogram.csv=earlier
 "#;

@@ -138,7 +138,7 @@ fn demo_under_tfhe_publishes_the_same_model_as_paillier_and_mock() {
             "3",
             "--dim",
             "3",
-            "--rows",
+            "--smallest-party",
             "3000",
             "--backend",
             name.trim_end_matches("-gpu"),

@@ -75,7 +75,7 @@ fn private_key_files_are_owner_only_under_a_permissive_umask() {
         arg(&session),
         "--dim",
         "3",
-        "--rows",
+        "--smallest-party",
         "50",
     ]);
     for who in ["curator", "party-1", "party-2"] {
@@ -389,7 +389,7 @@ fn a_seed_gives_demos_on_other_data_unrelated_noise() {
             arg(&out),
             "--seed",
             "7",
-            "--rows",
+            "--smallest-party",
             rows,
             "--parties",
             "3",

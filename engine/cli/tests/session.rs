@@ -43,7 +43,7 @@ fn init(dir: &Path, k: usize, extra: &[&str]) -> Vec<PathBuf> {
     let mut args = vec!["session", "init", "--parties", &ks, "--out"];
     let d = dir.to_str().expect("utf-8");
     args.push(d);
-    args.extend(["--dim", "4", "--rows", "400", "--seed", "5"]);
+    args.extend(["--dim", "4", "--smallest-party", "400", "--seed", "5"]);
     if k == 2 {
         args.push("--allow-two-parties");
     }
@@ -129,7 +129,7 @@ fn five_processes_started_by_hand_publish_the_in_process_model() {
         "5",
         "--dim",
         "4",
-        "--rows",
+        "--smallest-party",
         "400",
     ];
     args.extend(["--seed", "5", "--no-diagnostics"]);
@@ -168,7 +168,7 @@ fn two_processes_under_demo_publish_the_in_process_model() {
             "--allow-two-parties",
             "--dim",
             "3",
-            "--rows",
+            "--smallest-party",
             "300",
         ];
         args.extend(["--seed", "9", "--no-diagnostics"]);
@@ -195,7 +195,15 @@ fn a_seeded_network_session_on_other_data_draws_unrelated_noise() {
     let run = |rows: &str| {
         let out = tmp.path().join(rows);
         let o = out.to_str().expect("utf-8").to_string();
-        let mut args = vec!["demo", "--out", &o, "--parties", "3", "--rows", rows];
+        let mut args = vec![
+            "demo",
+            "--out",
+            &o,
+            "--parties",
+            "3",
+            "--smallest-party",
+            rows,
+        ];
         args.extend([
             "--epsilon",
             "0.001",
@@ -242,7 +250,7 @@ fn a_party_on_the_gpu_publishes_the_cpu_model() {
         "--dim",
         "4",
     ];
-    args.extend(["--rows", "400", "--seed", "5", "--no-diagnostics"]);
+    args.extend(["--smallest-party", "400", "--seed", "5", "--no-diagnostics"]);
     args.extend(KEYS);
     ok(&kinsey().args(&args).output().expect("demo"));
     let published = weights(&dir.join("curator/out/model.json"));

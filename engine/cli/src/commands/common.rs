@@ -117,7 +117,7 @@ pub(crate) fn demo_data(k: usize, d: usize, rows: usize) -> Result<(Vec<Dataset>
     let total = (0..k).fold(20_000usize, |acc, j| {
         acc.saturating_add(rows.saturating_add(j.saturating_mul(rows / 2)))
     });
-    kinsey_core::limits::check_dense("--rows", total, d)?;
+    kinsey_core::limits::check_dense("--smallest-party", total, d)?;
     let data_seed = 2010;
     let parties = (0..k)
         .map(|j| {

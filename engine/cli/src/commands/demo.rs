@@ -50,8 +50,9 @@ pub(crate) struct Args {
     /// Dimension of the synthetic data.
     #[arg(long, value_parser = kinsey_core::limits::parse_dim, default_value_t = 20)]
     dim: usize,
-    /// Rows of the smallest party (party j has rows (1 + (j - 1) / 2)).
-    #[arg(long, default_value_t = 20_000)]
+    /// Rows of the smallest party (party j has rows (1 + (j - 1) / 2)); `generate --rows`
+    /// and `bench train --rows` count every row instead, hence the other name.
+    #[arg(long = "smallest-party", value_name = "ROWS", default_value_t = 20_000)]
     rows: usize,
     /// Run every participant as its own process, connected by mutually authenticated TLS
     /// on 127.0.0.1 (the session is written to OUT/session; see `kinsey session init`).
@@ -101,7 +102,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     if k == 0 || d == 0 || rows < 2 {
         return Err(Error::param(
             "parties",
-            "need parties >= 1, dim >= 1, rows >= 2",
+            "need parties >= 1, dim >= 1, smallest-party >= 2",
         ));
     }
     let t = Instant::now();

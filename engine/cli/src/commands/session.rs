@@ -49,8 +49,9 @@ pub(crate) struct InitArgs {
     /// Dimension of the demo data.
     #[arg(long, value_parser = kinsey_core::limits::parse_dim, default_value_t = 20)]
     pub(crate) dim: usize,
-    /// Rows of the smallest party (party j has rows (1 + (j - 1) / 2)).
-    #[arg(long, default_value_t = 20_000)]
+    /// Rows of the smallest party (party j has rows (1 + (j - 1) / 2)); `generate --rows`
+    /// and `bench train --rows` count every row instead, hence the other name.
+    #[arg(long = "smallest-party", value_name = "ROWS", default_value_t = 20_000)]
     pub(crate) rows: usize,
     /// DP seed written into every party's config, so the session reproduces
     /// `kinsey demo --seed S` (trials only: whoever knows it can remove the noise).
@@ -130,7 +131,7 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
         return Err(Error::param(
             "parties",
             format!(
-                "need 1 to {} parties, dim >= 1, rows >= 2",
+                "need 1 to {} parties, dim >= 1, smallest-party >= 2",
                 kinsey_protocol::MAX_PARTIES
             ),
         ));
