@@ -39,6 +39,7 @@ pub use kinsey_stats::sulq::query as sulq;
 /// The SuLQ analyses' parameters.
 pub use kinsey_stats::sulq::{GaussianCalibration, kmeans::KmeansConfig, pca::PcaConfig};
 /// DP decision trees (seed 002), as `kinsey tree` releases them.
+pub use kinsey_stats::summary::{Statistic, SummaryQuery, SummaryReport};
 pub use kinsey_stats::tree_release::{TreeOutcome, TreeQuery};
 
 /// What a value above the per-step bound does.

@@ -41,6 +41,7 @@ __all__ = [
     "backends",
     "decay",
     "histogram",
+    "stats",
     "sulq",
     "train",
     "tree",
@@ -256,6 +257,7 @@ def tree(data: Any, *, label: str, epsilon: float, neighbours: str,
 
 
 from . import sulq  # noqa: E402  (uses Release and _table above)
+from . import stats  # noqa: E402  (the same)
 
 
 def backends() -> list[tuple[str, str]]:

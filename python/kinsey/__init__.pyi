@@ -98,6 +98,7 @@ def backends() -> list[tuple[str, str]]:
     """The crypto backends: (name, description)."""
 
 from . import sulq as sulq
+from . import stats as stats
 
 def tree(
     data: Any,

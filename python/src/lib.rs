@@ -347,6 +347,61 @@ fn histogram(
     json(&report)
 }
 
+/// A DP sum, mean, variance or quantiles release of one bounded column: `kinsey stats`'s
+/// `report.json` (JSON).
+#[pyfunction]
+#[pyo3(signature = (data, *, column, statistic, levels, bounds, epsilon, neighbours,
+    candidates, seed))]
+#[allow(clippy::too_many_arguments)]
+fn summary(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    column: String,
+    statistic: &str,
+    levels: Vec<f64>,
+    bounds: (f64, f64),
+    epsilon: f64,
+    neighbours: &str,
+    candidates: usize,
+    seed: Option<u64>,
+) -> PyResult<String> {
+    use kinsey::stats::{Statistic, SummaryQuery};
+    let statistic = match statistic {
+        "sum" => Statistic::Sum,
+        "mean" => Statistic::Mean,
+        "variance" => Statistic::Variance,
+        "quantiles" => Statistic::Quantiles(levels),
+        other => {
+            return Err(param(
+                "statistic",
+                format!("'{other}' is not one of sum, mean, variance, quantiles"),
+            ));
+        }
+    };
+    let query = SummaryQuery {
+        column,
+        statistic,
+        lo: bounds.0,
+        hi: bounds.1,
+        epsilon,
+        neighbours: neighbours
+            .parse()
+            .map_err(|e: Error| param("neighbours", e.to_string()))?,
+        candidates,
+    };
+    query.check().map_err(py_err)?;
+    let src = source(data, "<table>")?;
+    let report = detached(py, move || {
+        let input: &dyn kinsey::data::ColumnSource = match &src {
+            Source::File(p) => p,
+            Source::Table(t) => t,
+        };
+        let mut rng = query.rng(input, seed, false)?;
+        query.release(input, &mut rng)
+    })?;
+    json(&report)
+}
+
 /// The f64 values of an Arrow array (`__arrow_c_array__`: pyarrow arrays, and numpy arrays
 /// the Python side wraps without a copy); a float64 array without nulls is not copied.
 fn values_of(obj: &Bound<'_, PyAny>) -> PyResult<Float64Array> {
@@ -610,6 +665,7 @@ fn _kinsey(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(backends, m)?)?;
     m.add_function(wrap_pyfunction!(sulq, m)?)?;
     m.add_function(wrap_pyfunction!(tree, m)?)?;
+    m.add_function(wrap_pyfunction!(summary, m)?)?;
     m.add_function(wrap_pyfunction!(_buffer_addresses, m)?)?;
     Ok(())
 }

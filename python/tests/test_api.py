@@ -287,3 +287,30 @@ def test_tree_equals_the_cli(cli, a9a, tmp_path):
     with pytest.raises(kinsey.KinseyError, match="selection"):
         kinsey.tree(str(path), label="label", epsilon=1.0, neighbours="bounded",
                     selection="none")
+
+
+def test_stats_equal_the_cli(cli, shared, tmp_path):
+    """kinsey.stats over the file publishes the CLI's report.json (seeded); over a table of
+    it, the same statistic with its guarantee; bad parameters are refused."""
+    path = shared / "bike-sharing/hour.csv"
+    for stat, extra, kw in [
+        ("mean", [], {}),
+        ("variance", [], {}),
+        ("quantiles", ["--levels", "0.1,0.5,0.9"], {"levels": [0.1, 0.5, 0.9]}),
+    ]:
+        out = tmp_path / stat
+        run(cli, "stats", stat, "--input", str(path), "--column", "cnt", "--bounds", "0:1000",
+            "--epsilon", "1", "--neighbours", "bounded", "--seed", "4", *extra, "--out",
+            str(out))
+        fn = getattr(kinsey.stats, stat)
+        r = fn(str(path), column="cnt", bounds=(0, 1000), epsilon=1.0, neighbours="bounded",
+               seed=4, **kw)
+        assert r.report == json.loads((out / "report.json").read_text())
+        assert r.table.column_names == ["statistic", "value", "noise_std"]
+        assert r.guarantee["epsilon"] == 1.0
+    t = kinsey.stats.sum(pcsv.read_csv(path), column="cnt", bounds=(0, 1000), epsilon=1.0,
+                         neighbours="unbounded")
+    assert t.table.num_rows == 1 and abs(t.table["value"][0].as_py() - 3.29e6) < 1e5
+    with pytest.raises(kinsey.KinseyError, match="bounds"):
+        kinsey.stats.mean(str(path), column="cnt", bounds=(5, 1), epsilon=1.0,
+                          neighbours="bounded")

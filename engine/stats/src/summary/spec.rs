@@ -135,8 +135,14 @@ impl SummaryQuery {
     }
 
     /// The canonical seeded-noise label: the version, then the query as JSON.
+    /// `candidates` counts only for quantiles: elsewhere it is left out (as 0), so callers
+    /// that fill it differently draw the same noise for the same release.
     pub fn label(&self) -> Result<String> {
-        let json = serde_json::to_string(self)
+        let mut canonical = self.clone();
+        if !matches!(canonical.statistic, Statistic::Quantiles(_)) {
+            canonical.candidates = 0;
+        }
+        let json = serde_json::to_string(&canonical)
             .map_err(|e| Error::Numerical(format!("stats label: {e}")))?;
         Ok(format!("{}|{json}", Self::LABEL_VERSION))
     }

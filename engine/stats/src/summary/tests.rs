@@ -216,6 +216,14 @@ fn a_seed_replays_the_same_data_only_and_statistics_do_not_share_noise() {
     let mut other = sum.clone();
     other.epsilon = 0.9;
     assert_ne!(sum.label().expect("l"), other.label().expect("l"));
+    // Candidates matter to quantiles only.
+    let mut more = sum.clone();
+    more.candidates = 7;
+    assert_eq!(sum.label().expect("l"), more.label().expect("l"));
+    let q = query(Statistic::Quantiles(vec![0.5]), Neighbours::Bounded);
+    let mut q7 = q.clone();
+    q7.candidates = 7;
+    assert_ne!(q.label().expect("l"), q7.label().expect("l"));
     let mean = query(Statistic::Mean, Neighbours::Bounded);
     assert_ne!(run(&mean, &a) * 3.0, run(&sum, &a));
 }
