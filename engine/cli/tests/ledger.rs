@@ -100,6 +100,21 @@ fn every_statistic_releases_with_its_guarantee_and_a_seed_replays_it() {
         let diag = std::fs::read_to_string(out.join("run.NOT-PRIVATE.diagnostics.json"))
             .expect("diagnostics");
         assert!(diag.starts_with("{\n  \"NOT PRIVATE\""), "{diag}");
+        // Release scan: no exact sum, mean or variance (full precision, as the diagnostics
+        // write them) in the release files. Quantiles are left out: a noisy choice may
+        // rightly land on the exact value.
+        if stat != "quantiles" {
+            let d: serde_json::Value = serde_json::from_str(&diag).expect("json");
+            let value = &d["diagnostics"]["values"][0][1];
+            assert!(value.is_f64(), "{d}");
+            let exact = value.to_string();
+            // The scan finds the value where it is (it can fail).
+            assert!(diag.contains(&exact), "{exact}");
+            let report = std::fs::read_to_string(out.join("report.json")).expect("report");
+            for (file, text) in [("report.json", &report), ("stats.csv", &csv)] {
+                assert!(!text.contains(&exact), "{stat}: exact {exact} in {file}");
+            }
+        }
     }
 }
 

@@ -163,6 +163,11 @@ impl Ledger {
 
     /// The entries, checked (none if the file does not exist yet).
     pub fn entries(&self) -> Result<Vec<Entry>> {
+        parse(&self.path, &self.bytes()?)
+    }
+
+    /// The ledger's bytes (none if it does not exist yet), its size checked before reading.
+    fn bytes(&self) -> Result<Vec<u8>> {
         match std::fs::metadata(&self.path) {
             Ok(m) if m.len() > MAX_LEDGER_BYTES => Err(Error::format(
                 &self.path,
@@ -171,10 +176,7 @@ impl Ledger {
                     m.len()
                 ),
             )),
-            Ok(_) => {
-                let bytes = std::fs::read(&self.path).map_err(|e| Error::io(&self.path, e))?;
-                parse(&self.path, &bytes)
-            }
+            Ok(_) => std::fs::read(&self.path).map_err(|e| Error::io(&self.path, e)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
             Err(e) => Err(Error::io(&self.path, e)),
         }
@@ -194,17 +196,7 @@ impl Ledger {
     }
 
     fn charge_locked(&self, charges: &[Charge]) -> Result<Vec<Left>> {
-        let old = match std::fs::read(&self.path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(Error::io(&self.path, e)),
-        };
-        if old.len() as u64 > MAX_LEDGER_BYTES {
-            return Err(Error::format(
-                &self.path,
-                "the ledger is larger than 64 MiB",
-            ));
-        }
+        let old = self.bytes()?;
         let mut entries = parse(&self.path, &old)?;
         let mut bytes = old;
         let now = std::time::SystemTime::now()

@@ -73,10 +73,7 @@ impl SeriesReader {
         }
         let file = || File::open(path).map_err(|e| Error::io(path, e));
         let mut declared_rows = None;
-        let src = if path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("txt"))
-        {
+        let src = if is_bit_file(path) {
             Source::Bits(BufReader::new(file()?).bytes())
         } else if is_parquet(path) {
             let pq = |source| Error::Parquet {
@@ -533,6 +530,12 @@ fn push_dyadic(s: &mut Vec<u8>, x: f64) -> bool {
 enum Sink<W: Write + Send> {
     Csv(BufWriter<W>),
     Parquet(Box<ArrowWriter<W>>, Arc<Schema>),
+}
+
+/// Whether `path` is read as a 0/1 text, one bit per step (a `.txt` file, any case).
+pub fn is_bit_file(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("txt"))
 }
 
 /// The `(step, column...)` table, written a chunk at a time to a file (or, for

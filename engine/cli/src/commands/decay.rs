@@ -158,7 +158,7 @@ impl Args {
 
     /// The per-step bound: declared, or 1 where every step is a bit.
     fn bound(&self) -> Result<f64> {
-        let bits = self.input.extension().is_some_and(|e| e == "txt")
+        let bits = kinsey_data::stream::is_bit_file(&self.input)
             || (self.predicate.is_some() && self.time_column.is_none());
         match (self.bound, bits) {
             (Some(b), _) => Ok(b),
