@@ -372,6 +372,16 @@ pub trait Aggregator: std::fmt::Debug + Send + Sync {
     fn name(&self) -> String;
     /// The noisy average of the parties' models.
     fn aggregate(&self, parties: &[PartyInput]) -> Result<Aggregate>;
+    /// [`aggregate`](Self::aggregate), reporting its progress (the secure protocol: each
+    /// stage by name, with a bar over its operations).
+    fn aggregate_with_progress(
+        &self,
+        parties: &[PartyInput],
+        progress: &dyn kinsey_core::Progress,
+    ) -> Result<Aggregate> {
+        let _ = progress;
+        self.aggregate(parties)
+    }
     /// Whether this is the plaintext reference itself (then nothing is cross-checked).
     fn is_reference(&self) -> bool {
         false

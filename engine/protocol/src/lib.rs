@@ -28,6 +28,7 @@ mod curator;
 pub mod faults;
 pub mod inputs;
 mod messages;
+mod meter;
 mod params;
 mod party;
 mod play;

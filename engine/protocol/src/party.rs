@@ -215,11 +215,12 @@ fn noise(
     // Offset into [0, 2^(NOISE_BITS + 1)): the indicator's width (P1 takes the offset
     // back out with its mask in Stage 3).
     let shifted: Vec<i128> = eta.iter().map(|v| v + NOISE_OFFSET).collect();
-    let psi = ctx.op_on(c, "multiply by plaintext", d, |he, _| {
-        he.mul_plain_one_batch(zeta_pk, &mine, &shifted)
+    let psi = ctx.op_chunked(c, "multiply by plaintext", d, |he, _, r| {
+        he.mul_plain_one_batch(zeta_pk, &mine, &shifted[r])
     })?;
-    let psi = ctx.op("rerandomize", d, |he, rng| {
-        he.rerandomize_batch(zeta_pk, &psi, rng)
+    let me = ctx.me;
+    let psi = ctx.op_chunked(me, "rerandomize", d, |he, rng, r| {
+        he.rerandomize_batch(zeta_pk, &psi[r], rng)
     })?;
     let total = if k == 1 {
         sanitize(ctx, c, zeta_pk, psi)?
@@ -234,8 +235,8 @@ fn noise(
         let m = ctx.recv(prev, CHAIN)?;
         let incoming = parse_cts(ctx, prev, &m, d)?;
         // One-hot: at most one of the two sums is nonzero.
-        let prod = ctx.op_on(prev, "add", d, |he, _| {
-            he.add_disjoint_batch(zeta_pk, &incoming, &psi)
+        let prod = ctx.op_chunked(prev, "add", d, |he, _, r| {
+            he.add_disjoint_batch(zeta_pk, &incoming[r.clone()], &psi[r])
         })?;
         ctx.send(Peer::Party((j + 1) % k), CHAIN, &cts_bytes(&prod))?;
         Vec::new()
@@ -253,8 +254,8 @@ fn sanitize(
     zeta_pk: &PublicKey,
     total: Vec<Ciphertext>,
 ) -> R<Vec<Ciphertext>> {
-    ctx.op_on(from, "sanitize", total.len(), |he, rng| {
-        he.sanitize_batch(zeta_pk, &total, rng)
+    ctx.op_chunked(from, "sanitize", total.len(), |he, rng, r| {
+        he.sanitize_batch(zeta_pk, &total[r], rng)
     })
 }
 

@@ -4,6 +4,7 @@
 
 use crate::curator::curator;
 use crate::faults::{Fault, Leak};
+use crate::meter::StageMeter;
 use crate::params::{KEY_BITS, NOISE_BITS, SIGMA, SIZE_BITS};
 use crate::party::party;
 use crate::report::*;
@@ -35,6 +36,10 @@ pub(crate) struct Seat<'a> {
     pub(crate) fault: Option<Fault>,
     pub(crate) leak: Option<Leak>,
     pub(crate) record_views: bool,
+    /// The in-process run's progress, when someone draws it.
+    pub(crate) meter: Option<&'a StageMeter<'a>>,
+    /// Seconds of work per chunk of a heavy batch.
+    pub(crate) chunk_seconds: f64,
 }
 
 /// Play one role to its end over `t`. A party needs its input.
@@ -62,6 +67,8 @@ pub(crate) fn play<'a>(
         ops: BTreeMap::new(),
         fault: seat.fault,
         leak: seat.leak,
+        meter: seat.meter,
+        chunk_seconds: seat.chunk_seconds,
     };
     let out = match (me, input) {
         (Peer::Party(j), Some(input)) => party(&mut ctx, j, input),

@@ -2,6 +2,7 @@
 //! operations, the transcript of what it learns) and the final re-sharing.
 
 use crate::faults::*;
+use crate::meter::StageMeter;
 use crate::transport::{Peer, Recorded, Stage, Transport, TransportError};
 use crate::wire::*;
 use kinsey_backend::BackendError;
@@ -67,7 +68,19 @@ pub(crate) struct Ctx<'a> {
     pub(crate) ops: BTreeMap<(Stage, &'static str), OpStat>,
     pub(crate) fault: Option<Fault>,
     pub(crate) leak: Option<Leak>,
+    /// The in-process run's progress, when someone draws it.
+    pub(crate) meter: Option<&'a StageMeter<'a>>,
+    /// Seconds of work per chunk of a heavy batch ([`CHUNK_SECONDS`]; 0 in tests: chunks
+    /// of [`FIRST_CHUNK`]).
+    pub(crate) chunk_seconds: f64,
 }
+
+/// Elements of a heavy batch sent to the backend first; the rest goes in chunks of about
+/// [`CHUNK_SECONDS`] each at the speed measured so far, so progress moves on a slow
+/// backend while a fast one (or a GPU) still gets its work in large batches.
+const FIRST_CHUNK: usize = 8;
+/// Seconds of work per chunk of a heavy batch.
+pub(crate) const CHUNK_SECONDS: f64 = 1.0;
 
 impl<'a> Ctx<'a> {
     pub(crate) fn fail(&self, blame: Peer, msg: impl std::fmt::Display) -> Fail {
@@ -91,6 +104,9 @@ impl<'a> Ctx<'a> {
         self.stage_end.insert(self.stage, self.start.elapsed());
         self.stage = stage;
         self.t.enter(stage);
+        if let Some(m) = self.meter {
+            m.enter(self.me, stage);
+        }
         if let Some(f) = self.fault
             && f.participant == self.me
             && f.stage == stage
@@ -139,6 +155,9 @@ impl<'a> Ctx<'a> {
         let s = self.ops.entry((self.stage, name)).or_default();
         s.elements += elements as u64;
         s.seconds += t0.elapsed().as_secs_f64();
+        if let Some(m) = self.meter {
+            m.advance(self.stage, elements);
+        }
         out.map_err(|e| {
             let who = if from == self.me {
                 "failed".to_string()
@@ -147,6 +166,34 @@ impl<'a> Ctx<'a> {
             };
             self.fail(from, format!("{who}: {e}"))
         })
+    }
+
+    /// An element-wise backend call over `n` elements, made in chunks when the backend is
+    /// slow (see [`FIRST_CHUNK`]), so the progress bar moves: `f` gets the range of
+    /// elements to process. The result is the same as one call's; the chunking depends on
+    /// timing only and changes no message.
+    pub(crate) fn op_chunked<T>(
+        &mut self,
+        from: Peer,
+        name: &'static str,
+        n: usize,
+        mut f: impl FnMut(
+            &dyn AdditiveHe,
+            &mut ChaCha20Rng,
+            std::ops::Range<usize>,
+        ) -> std::result::Result<Vec<T>, BackendError>,
+    ) -> R<Vec<T>> {
+        let mut out = Vec::with_capacity(n);
+        let (mut at, mut chunk) = (0, n.min(FIRST_CHUNK));
+        while at < n {
+            let end = (at + chunk.max(1)).min(n);
+            let t0 = Instant::now();
+            out.extend(self.op_on(from, name, end - at, |he, rng| f(he, rng, at..end))?);
+            let per = t0.elapsed().as_secs_f64() / (end - at) as f64;
+            chunk = ((self.chunk_seconds / per.max(1e-9)) as usize).max(FIRST_CHUNK);
+            at = end;
+        }
+        Ok(out)
     }
 
     pub(crate) fn random_below_pow2(&mut self, bits: u32) -> i128 {
@@ -200,6 +247,9 @@ impl<'a> Ctx<'a> {
         let s = self.ops.entry((self.stage, "compare")).or_default();
         s.elements += 1;
         s.seconds += t0.elapsed().as_secs_f64();
+        if let Some(m) = self.meter {
+            m.advance(self.stage, 1);
+        }
         out.map_err(|e| match hung {
             Some(t) => self.transport(t),
             None => self.fail(peer, format!("comparison failed: {e}")),

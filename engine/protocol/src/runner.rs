@@ -28,6 +28,8 @@ pub struct ProtocolConfig {
     /// Test hook: a deliberately leaking variant of the protocol, which the transcript
     /// audits and uniformity tests must catch (so they are shown able to fail).
     pub(crate) leak: Option<Leak>,
+    /// Seconds of work per chunk of a heavy batch (0 in tests: the smallest chunks).
+    pub(crate) chunk_seconds: f64,
 }
 
 impl Default for ProtocolConfig {
@@ -37,6 +39,7 @@ impl Default for ProtocolConfig {
             record_views: false,
             fault: None,
             leak: None,
+            chunk_seconds: crate::role::CHUNK_SECONDS,
         }
     }
 }
@@ -77,7 +80,15 @@ impl kinsey_learn::aggregate::Aggregator for SecureAggregator {
     }
 
     fn aggregate(&self, parties: &[PartyInput]) -> Result<aggregate::Aggregate> {
-        let out = self.run(parties)?;
+        self.aggregate_with_progress(parties, &kinsey_core::Silent)
+    }
+
+    fn aggregate_with_progress(
+        &self,
+        parties: &[PartyInput],
+        progress: &dyn kinsey_core::Progress,
+    ) -> Result<aggregate::Aggregate> {
+        let out = self.run_with_progress(parties, progress)?;
         let report = serde_json::to_value(&out.report)
             .map_err(|e| Error::Numerical(format!("protocol report: {e}")))?;
         let pr = &out.report;
@@ -135,9 +146,32 @@ impl SecureAggregator {
     /// Run the protocol on the parties' inputs. Every participant's keys, masks and
     /// permutations come from its own OS-seeded generator, whatever seed the DP noise has.
     pub fn run(&self, parties: &[PartyInput]) -> Result<SecureOutcome> {
+        self.run_with_progress(parties, &kinsey_core::Silent)
+    }
+
+    /// [`run`](Self::run), drawing each stage's progress (its name, and a bar over the
+    /// backend operations of all participants) through `progress`.
+    pub fn run_with_progress(
+        &self,
+        parties: &[PartyInput],
+        progress: &dyn kinsey_core::Progress,
+    ) -> Result<SecureOutcome> {
         let d = self.check_inputs(parties)?;
         let k = parties.len();
         let start = Instant::now();
+        let meter = crate::meter::StageMeter::new(progress, k, d);
+        let out = self.play_all(parties, (k, d), start, &meter);
+        meter.finish();
+        out
+    }
+
+    fn play_all(
+        &self,
+        parties: &[PartyInput],
+        (k, d): (usize, usize),
+        start: Instant,
+        meter: &crate::meter::StageMeter<'_>,
+    ) -> Result<SecureOutcome> {
         let endpoints = transport::in_process(k, self.config.timeout);
         let bootstraps_before = self.backend.bootstraps();
         let cmp = self.backend.comparison();
@@ -160,6 +194,8 @@ impl SecureAggregator {
                             fault,
                             leak: self.config.leak,
                             record_views: self.config.record_views,
+                            meter: Some(meter),
+                            chunk_seconds: self.config.chunk_seconds,
                         };
                         let input = match ep.me() {
                             Peer::Party(j) => parties.get(j),

@@ -68,9 +68,68 @@ fn run_variant(
             record_views: record,
             fault,
             leak,
+            chunk_seconds: crate::role::CHUNK_SECONDS,
         },
     );
     agg.run(inputs)
+}
+
+/// What a run told its progress callback.
+#[derive(Default)]
+struct Recorded {
+    events: std::sync::Mutex<Vec<(String, u64)>>,
+}
+
+impl kinsey_core::Progress for Recorded {
+    fn begin(&self, task: &str, total: Option<u64>) {
+        let mut e = self.events.lock().expect("lock");
+        e.push((task.to_string(), total.expect("a stage has a total")));
+    }
+    fn advance(&self, n: u64) {
+        let mut e = self.events.lock().expect("lock");
+        e.last_mut().expect("begun").1 -= n;
+    }
+}
+
+/// Issue 37: the protocol draws every stage by name with a bar over its operations, whose
+/// totals (public functions of K and d) are the counts a run makes, and heavy batches cut
+/// into chunks give the same result. A change of the protocol that forgets the totals
+/// fails here (a bar that ends short or overflows: `advance` underflows above).
+#[test]
+fn progress_names_every_stage_and_its_totals_are_the_operations_counted() {
+    for (sizes, d) in [
+        (vec![300, 200, 500], 20),
+        (vec![9], 3),
+        (vec![40, 30, 20, 10, 50], 17),
+    ] {
+        let inputs = parties(&sizes, d, 8);
+        let agg = SecureAggregator::new(
+            backend("mock"),
+            ProtocolConfig {
+                chunk_seconds: 0.0,
+                ..ProtocolConfig::default()
+            },
+        );
+        let seen = Recorded::default();
+        let out = agg.run_with_progress(&inputs, &seen).expect("run");
+        assert_eq!(out.sum, fixed_point_sum(&inputs).expect("sum"));
+        let k = sizes.len();
+        let events = seen.events.into_inner().expect("events");
+        let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+        let want: Vec<String> = Stage::ALL
+            .iter()
+            .map(|s| format!("secure protocol: {}", s.name()))
+            .collect();
+        assert_eq!(names, want, "K = {k}");
+        for (st, r) in Stage::ALL.iter().zip(&out.report.stages) {
+            let counted: u64 = r.operations.values().sum();
+            assert_eq!(
+                counted,
+                crate::meter::stage_elements(*st, k, d),
+                "{st:?}, K = {k}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -199,6 +199,8 @@ pub fn run_participant(cfg: &MeshConfig, seat: &Seat) -> Result<ParticipantOutco
             fault: None,
             leak: seat.leak,
             record_views: false,
+            meter: None,
+            chunk_seconds: crate::role::CHUNK_SECONDS,
         },
         Box::new(&mut mesh),
         os_crypto_rng(),
