@@ -102,6 +102,7 @@ pub struct JobBuilder {
     derivation: SensitivityDerivation,
     noise: NoiseKind,
     transform: RowTransform,
+    intercept: Option<f64>,
     device: DevicePref,
     backend: Backend,
     crypto_device: DevicePref,
@@ -125,6 +126,7 @@ impl Default for JobBuilder {
             derivation: SensitivityDerivation::default(),
             noise: NoiseKind::default(),
             transform: RowTransform::None,
+            intercept: None,
             device: DevicePref::Auto,
             backend: Backend::paillier(2048),
             crypto_device: DevicePref::Cpu,
@@ -237,6 +239,15 @@ impl JobBuilder {
         self
     }
 
+    /// Give the model an intercept: a public constant feature `c` in (0, 1) appended to
+    /// every row after the row transform, the rest scaled by `sqrt(1 - c^2)` so rows stay
+    /// in the unit ball (the sensitivity is unchanged; the bias is regularised like every
+    /// weight). 0.5 suits features in [0, 1]; default: no intercept.
+    pub fn intercept(mut self, c: f64) -> Self {
+        self.intercept = Some(c);
+        self
+    }
+
     /// Where the local fits run (default: a GPU if there is one).
     pub fn device(mut self, device: DevicePref) -> Self {
         self.device = device;
@@ -335,6 +346,7 @@ impl JobBuilder {
             },
             device: self.device,
             transform: self.transform,
+            intercept: self.intercept,
             aggregation,
             allow_two_parties: self.allow_two_parties,
         };

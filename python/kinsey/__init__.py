@@ -104,6 +104,16 @@ class Model:
         self.features: list[str] = list(m["features"])
         #: The label column the model was trained on.
         self.label: str = m["label"]
+        #: The intercept's public constant c, or None: the last feature is then
+        #: "(intercept)" and a row x is scored as (sqrt(1 - c^2) T(x), c) . w.
+        self.intercept: float | None = m.get("intercept")
+        c = self.intercept or 0.0
+        s = float(np.sqrt(1.0 - c * c)) if self.intercept is not None else 1.0
+        k = len(self.w) - (1 if self.intercept is not None else 0)
+        #: The weights of the transformed input columns: score = T(x) . coef + bias.
+        self.coef: np.ndarray = s * self.w[:k]
+        #: The bias c * w[-1] (0.0 without an intercept).
+        self.bias: float = c * float(self.w[-1]) if self.intercept is not None else 0.0
         self.release: dict | None = release
         #: epsilon, delta, neighbours, mechanism, sensitivity.
         self.guarantee: dict = (
@@ -167,20 +177,25 @@ def train(parties: Sequence[Any], *, label: str, epsilon: float, lam: float = 1e
           row_scale: float | None = None, features: Sequence[str] | None = None,
           backend: str = "paillier", key_bits: int = 2048, aggregation: str = "secure",
           noise: str = "l2", calibration: str = "tight", device: str = "auto",
-          seed: int | None = None, diagnostics: bool = False) -> Model:
+          seed: int | None = None, diagnostics: bool = False,
+          intercept: float | None = None) -> Model:
     """Train the DP aggregate classifier across ``parties``, as ``kinsey train`` does: each
     party fits an L2-regularised logistic regression on its own rows, and the secure
     protocol publishes their noisy average.
 
     A party is a table (pyarrow Table or RecordBatchReader, Polars or pandas DataFrame:
     read batch by batch into the engine, never held twice) or a Parquet path (read by the
-    engine as the CLI reads it: the least memory)."""
+    engine as the CLI reads it: the least memory).
+
+    ``intercept=c`` (0 < c < 1) gives the model a bias: the public constant ``c`` is
+    appended to every row after the row transform and the rest scaled by
+    ``sqrt(1 - c^2)``, so rows stay in the unit ball and the guarantee is unchanged."""
     release, model, diag = _kinsey.train(
         [os.fspath(p) if isinstance(p, (str, os.PathLike)) else _table(p) for p in parties], label=label, epsilon=epsilon, lam=lam, labels=labels,
         row_transform=row_transform, row_scale=row_scale,
         features=list(features) if features is not None else None, backend=backend,
         key_bits=key_bits, aggregation=aggregation, noise=noise, calibration=calibration,
-        device_name=device, seed=seed, diagnostics=diagnostics)
+        device_name=device, seed=seed, diagnostics=diagnostics, intercept=intercept)
     return Model(model, json.loads(release), json.loads(diag) if diag else None)
 
 

@@ -19,6 +19,9 @@ class Model:
     w: npt.NDArray[np.float64]
     features: list[str]
     label: str
+    intercept: float | None
+    coef: npt.NDArray[np.float64]
+    bias: float
     release: dict[str, Any] | None
     guarantee: dict[str, Any]
     diagnostics: dict[str, Any] | None
@@ -62,6 +65,7 @@ def train(
     device: str = "auto",
     seed: int | None = None,
     diagnostics: bool = False,
+    intercept: float | None = None,
 ) -> Model:
     """Train the DP aggregate classifier across ``parties`` (one table each)."""
 

@@ -143,7 +143,7 @@ fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
 #[pyfunction]
 #[pyo3(signature = (parties, *, label, epsilon, lam, labels, row_transform, row_scale,
     features, backend, key_bits, aggregation, noise, calibration, device_name, seed,
-    diagnostics))]
+    diagnostics, intercept))]
 #[allow(clippy::too_many_arguments)]
 fn train(
     py: Python<'_>,
@@ -163,6 +163,7 @@ fn train(
     device_name: &str,
     seed: Option<u64>,
     diagnostics: bool,
+    intercept: Option<f64>,
 ) -> PyResult<(String, String, Option<String>)> {
     // Each party streams batch by batch into the engine's row-major buffer on the worker
     // (a producer that needs the GIL takes it): no party is held twice.
@@ -236,6 +237,9 @@ fn train(
     if let Some(s) = seed {
         job = job.seed(s);
     }
+    if let Some(c) = intercept {
+        job = job.intercept(c);
+    }
     if diagnostics {
         job = job.diagnostics();
     }
@@ -270,7 +274,7 @@ fn model_of(text: &str, where_: &str) -> PyResult<ModelFile> {
 }
 
 /// The scores `x . w` of a table's rows under a model (its features read by name, its
-/// row transform applied), as a pyarrow float64 array.
+/// row transform and intercept applied), as a pyarrow float64 array.
 #[pyfunction]
 fn score<'py>(
     py: Python<'py>,
@@ -281,7 +285,7 @@ fn score<'py>(
     let t = table(data, "<table>")?;
     let spec = ColumnSpec {
         label: String::new(),
-        features: m.features.clone(),
+        features: m.input_features().to_vec(),
         labels: LabelEncoding::PlusMinusOne,
     };
     let scores = detached(py, move || {

@@ -24,7 +24,7 @@ from conftest import run
 SCALE = 1 / math.sqrt(14)  # a9a rows have 11 to 14 ones: this brings them into the unit ball
 
 
-def cli_train(cli, a9a, out: pathlib.Path, seed: int) -> None:
+def cli_train(cli, a9a, out: pathlib.Path, seed: int, extra: str = "") -> None:
     parties = ", ".join(f'"{p}"' for p in a9a["parties"])
     cfg = out.with_suffix(".toml")
     cfg.write_text(textwrap.dedent(f"""\
@@ -33,7 +33,7 @@ def cli_train(cli, a9a, out: pathlib.Path, seed: int) -> None:
         label = "label"
         row_transform = "scale"
         row_scale = {SCALE!r}
-        [privacy]
+        {extra}[privacy]
         epsilon = 1.0
         seed = {seed}
         [compute]
@@ -68,6 +68,26 @@ def test_train_publishes_the_clis_model_byte_for_byte(cli, a9a, tmp_path):
     g = m.guarantee
     assert g["epsilon"] == 1.0 and {"delta", "neighbours", "mechanism", "sensitivity"} <= set(g)
     assert m.diagnostics is None
+
+
+def test_an_intercept_equals_the_cli_and_scores_as_coef_and_bias(cli, a9a, tmp_path):
+    """``intercept=c`` publishes the CLI's model with ``[data] intercept = c``; the model
+    reads the 123 input columns and its score is ``T(x) . coef + bias``."""
+    cli_train(cli, a9a, tmp_path / "cli", seed=4, extra="intercept = 0.5\n")
+    m = kinsey.train(a9a["tables"], label="label", epsilon=1.0, row_transform="scale",
+                     row_scale=SCALE, device="cpu", seed=4, intercept=0.5)
+    m.save(tmp_path / "py-model.json")
+    assert (tmp_path / "py-model.json").read_bytes() == (tmp_path / "cli/model.json").read_bytes()
+    assert m.intercept == 0.5 and m.features[-1] == "(intercept)" and m.w.shape == (124,)
+    assert m.coef.shape == (123,) and m.bias == 0.5 * m.w[-1]
+    test = pq.read_table(a9a["test"])
+    x = np.column_stack([test.column(f).to_numpy() for f in m.features[:-1]]) * SCALE
+    z = m.decision_function(test)
+    assert np.allclose(z, x @ m.coef + m.bias, atol=1e-5)
+    assert accuracy(m, test) > 0.75
+    with pytest.raises(kinsey.KinseyError, match=r"\(0, 1\)"):
+        kinsey.train(a9a["tables"], label="label", epsilon=1.0, row_transform="scale",
+                     row_scale=SCALE, aggregation="plaintext", intercept=1.0)
 
 
 def test_predictions_and_diagnostics(a9a):

@@ -149,6 +149,9 @@ pub(crate) struct DataConfig {
     pub row_transform: String,
     #[serde(default)]
     pub row_scale: Option<f64>,
+    /// The intercept's public constant c in (0, 1): rows become (sqrt(1 - c^2) x, c).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intercept: Option<f64>,
 }
 
 fn default_label() -> String {
@@ -165,6 +168,14 @@ impl DataConfig {
             features: self.features.clone(),
             labels: self.labels,
         }
+    }
+
+    /// The intercept's constant, checked.
+    pub(crate) fn intercept(&self) -> Result<Option<f64>> {
+        if let Some(c) = self.intercept {
+            kinsey_data::check_intercept("data.intercept", c)?;
+        }
+        Ok(self.intercept)
     }
 
     pub(crate) fn transform(&self) -> Result<RowTransform> {

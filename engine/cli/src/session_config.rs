@@ -120,6 +120,9 @@ pub(crate) struct Shared {
     pub row_transform: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub row_scale: Option<f64>,
+    /// The intercept's public constant c in (0, 1), when the model has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intercept: Option<f64>,
     /// The crypto backend every participant uses.
     #[serde(default = "default_backend")]
     pub backend: String,
@@ -230,7 +233,22 @@ impl Shared {
             labels,
             row_transform: self.row_transform.clone(),
             row_scale: self.row_scale,
+            intercept: self.intercept,
         }
+    }
+
+    /// The model's dimension: the features, and the intercept's constant when there is one.
+    pub(crate) fn dim(&self) -> usize {
+        self.features.len() + usize::from(self.intercept.is_some())
+    }
+
+    /// The model's feature names (with `(intercept)` last when there is one).
+    pub(crate) fn model_features(&self) -> Vec<String> {
+        let mut f = self.features.clone();
+        if self.intercept.is_some() {
+            f.push(kinsey_data::INTERCEPT_FEATURE.into());
+        }
+        f
     }
 
     /// The canonical `name = value` lines hashed in the handshake (sorted names, JSON
@@ -302,8 +320,9 @@ impl ParticipantConfig {
                 "list the feature columns (every party reads exactly these, in this order)",
             ));
         }
-        s.data(PathBuf::new(), LabelEncoding::default())
-            .transform()?;
+        let data = s.data(PathBuf::new(), LabelEncoding::default());
+        data.transform()?;
+        data.intercept()?;
         if self.session.connect_window_s == 0 || self.session.timeout_s == 0 {
             return Err(Error::param(
                 "session.timeout_s",

@@ -36,11 +36,13 @@ rows outside the unit ball, no transform declared | train --out WORK/out --confi
 a NaN feature in a party | train --out WORK/out --config FIX/cfg/nan_party.toml | party-1.parquet
 labels other than -1/1 | train --out WORK/out --config FIX/cfg/labels.toml | label
 two parties without allow_two_parties (the smaller could compute the other's model) | train --out WORK/out --config FIX/cfg/two.toml | allow_two_parties ; K = 2
+an intercept constant outside (0, 1) | train --out WORK/out --config FIX/cfg/intercept.toml | data.intercept ; (0, 1) ; 1.5
 # predict
 a missing model file | predict --model FIX/absent.json --input FIX/parties/test.parquet --out WORK/p.csv | absent.json
 a model file that is not JSON | predict --model FIX/table.csv --input FIX/parties/test.parquet --out WORK/p.csv | table.csv
 a model with other features than the input | predict --model FIX/model_other.json --input FIX/parties/test.parquet --out WORK/p.csv | f9
 a model weight that is not finite (1e999) | predict --model FIX/model_inf.json --input FIX/parties/test.parquet --out WORK/p.csv | model_inf.json
+a model with an intercept constant but no (intercept) feature | predict --model FIX/model_icpt.json --input FIX/parties/test.parquet --out WORK/p.csv | model_icpt.json ; (intercept) ; last feature
 a tree file from before the bins were recorded | predict --model FIX/tree_old.json --input FIX/table.csv --out WORK/p.csv | tree_old.json ; train the tree again
 a tree whose split has the wrong number of children | predict --model FIX/tree_children.json --input FIX/table.csv --out WORK/p.csv | tree_children.json ; 2 children for 3 values
 a 0/1 tree attribute holding other values | predict --model FIX/tree_binary.json --input FIX/table.csv --out WORK/p.csv | table.csv ; column 'f' ; row 0 ; 0 or 1
@@ -154,6 +156,7 @@ bench paillier on an unknown device | bench paillier --bits 2048 --count 1 --thr
 a Paillier crossover with no GPU path | bench paillier --crossover --bits 2048 --device cpu | crossover ; GPU
 a Paillier crossover of batches up to 0 | bench paillier --crossover --bits 2048 --device gpu --max-batch 0 | max-batch ; 0
 demo with an unknown crypto device | demo --out WORK/d --crypto-device tpu --parties 2 --dim 2 --smallest-party 200 | device ; tpu
+demo with an intercept constant of 0 | demo --out WORK/d --parties 3 --dim 2 --smallest-party 200 --intercept 0 | intercept ; (0, 1)
 demo with two parties without --allow-two-parties | demo --out WORK/d --parties 2 --dim 2 --smallest-party 200 --backend mock --allow-insecure | allow_two_parties ; K = 2
 a session of two parties without --allow-two-parties | session init --parties 2 --out WORK/s | allow_two_parties ; K = 2
 a second run into an earlier result without --overwrite | histogram --input FIX/table.csv --column f --epsilon 1 --neighbours bounded --out WORK/h | --overwrite ; histogram.csv | h/histogram.csv=earlier
@@ -349,6 +352,13 @@ fn train_configs(fix: &Path) {
             .replace("allow_two_parties = true\n", ""),
     );
     train_cfg(fix, "eps0.toml", &two, "epsilon = 0.0", plain);
+    train_cfg(
+        fix,
+        "intercept.toml",
+        &two,
+        "epsilon = 1.0",
+        &format!("intercept = 1.5\n{plain}"),
+    );
     train_cfg(fix, "eps_huge.toml", &two, "epsilon = 1e308", plain);
     train_cfg(
         fix,
@@ -471,6 +481,11 @@ fn text_fixtures(fix: &Path) {
     write(
         &fix.join("model_inf.json"),
         &model("\"f1\", \"f2\", \"f3\"", "0.1, 1e999, 0.3"),
+    );
+    write(
+        &fix.join("model_icpt.json"),
+        &model("\"f1\", \"f2\", \"f3\"", "0.1, 0.2, 0.3")
+            .replace("\"epsilon\"", "\"intercept\": 0.5, \"epsilon\""),
     );
 
     write(

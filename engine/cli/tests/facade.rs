@@ -7,6 +7,8 @@
 mod common;
 
 use common::{arg, ok};
+use kinsey::classifier::ModelFile;
+use kinsey::data::{Dataset, RowTransform};
 use kinsey::prelude::*;
 use std::path::Path;
 
@@ -70,6 +72,131 @@ fn a_seeded_training_job_publishes_the_same_bytes_as_kinsey_train() {
         .run()
         .expect("run");
     assert_ne!(other.release().w, trained.release().w);
+}
+
+/// Rows of two features in [0, 1] labelled by a boundary away from the origin
+/// (x1 + x2 > 1.2), which a model without an intercept cannot draw.
+fn shifted(n: usize, seed: u64, source: &str) -> Dataset {
+    let mut s = seed;
+    let mut u = move || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (s >> 40) as f32 / (1u64 << 24) as f32
+    };
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    for _ in 0..n {
+        let (a, b) = (u(), u());
+        x.extend([a, b]);
+        y.push(if a + b > 1.2 { 1.0 } else { -1.0 });
+    }
+    Dataset {
+        x,
+        y,
+        d: 2,
+        features: vec!["a".into(), "b".into()],
+        source: source.into(),
+    }
+}
+
+/// Error rate of a published model on `test`, applied as `kinsey predict` applies it.
+fn error_of(model: &ModelFile, test: &Dataset) -> f64 {
+    let mut t = test.clone();
+    model.prepare(&mut t).expect("prepare");
+    let s = model.scores(&t);
+    let wrong = s
+        .iter()
+        .zip(&t.y)
+        .filter(|(z, y)| (**z > 0.0) != (**y > 0.0));
+    wrong.count() as f64 / t.n() as f64
+}
+
+/// The intercept (issue 37): a public constant feature keeps rows in the unit ball, so the
+/// guarantee is the one without it, and it lets the model draw a boundary away from the
+/// origin. A seeded job with one publishes the CLI's bytes; predict applies it as trained.
+#[test]
+fn an_intercept_draws_a_shifted_boundary_and_the_cli_publishes_the_same_model() {
+    let parties: Vec<Dataset> = (0..3).map(|j| shifted(3000, j + 1, "p")).collect();
+    let test = shifted(4000, 99, "t");
+    let train = |c: Option<f64>| {
+        let mut b = Job::builder()
+            .parties(parties.clone())
+            .epsilon(20.0)
+            .lambda(1e-4)
+            .row_transform(RowTransform::Scale(0.7))
+            .device(DevicePref::Cpu)
+            .backend(Backend::plaintext_reference())
+            .seed(5);
+        if let Some(c) = c {
+            b = b.intercept(c);
+        }
+        b.build().expect("job").run().expect("run")
+    };
+    let (without, with) = (train(None), train(Some(0.5)));
+    let (e0, e1) = (
+        error_of(&without.model(), &test),
+        error_of(&with.model(), &test),
+    );
+    assert!(
+        e1 < 0.08 && e0 > 0.2,
+        "error {e1} with an intercept, {e0} without"
+    );
+    let m = with.model();
+    assert_eq!(m.features, ["a", "b", "(intercept)"]);
+    assert_eq!((m.intercept, with.release().dim), (Some(0.5), 3));
+    // The same guarantee: only d, in the fixed point's rounding term, differs.
+    let (g1, g0) = (&with.release().guarantee, &without.release().guarantee);
+    assert_eq!(
+        (g1.epsilon, g1.delta, g1.neighbours),
+        (g0.epsilon, g0.delta, g0.neighbours)
+    );
+    assert_eq!(g1.sensitivity.replace("d = 3", "d = 2"), g0.sensitivity);
+    eprintln!("error on the shifted boundary: {e1} with an intercept, {e0} without");
+
+    let dir = tempfile::tempdir().expect("tmp");
+    let paths = kinsey::data::synthetic_parties(&dir.path().join("p"), 3, 300, 3).expect("p");
+    let list: Vec<String> = paths.iter().map(|p| format!("{:?}", arg(p))).collect();
+    let cfg = dir.path().join("train.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[data]\nparties = [{}]\nintercept = 0.25\n[privacy]\nepsilon = 1.0\nseed = 3\n\
+             [compute]\ndevice = \"cpu\"\n[crypto]\nbackend = \"mock\"\nallow_insecure = true\n",
+            list.join(", ")
+        ),
+    )
+    .expect("config");
+    let cli = dir.path().join("cli");
+    ok(&["train", "--config", arg(&cfg), "--out", arg(&cli)]);
+    let lib = Job::builder()
+        .parquet_parties(&paths, "label")
+        .epsilon(1.0)
+        .intercept(0.25)
+        .device(DevicePref::Cpu)
+        .backend(Backend::mock_insecure())
+        .seed(3)
+        .build()
+        .expect("job")
+        .run()
+        .expect("run")
+        .write(dir.path().join("lib"))
+        .expect("write");
+    same_file(&cli.join("report.json"), &lib.report);
+    same_file(&cli.join("model.json"), &lib.model);
+    let model = std::fs::read_to_string(&lib.model).expect("model");
+    assert!(model.contains("\"intercept\": 0.25"), "{model}");
+    // predict reads the three input columns and applies the intercept.
+    let pred = dir.path().join("pred.csv");
+    let t = ok(&[
+        "predict",
+        "--model",
+        arg(&lib.model),
+        "--input",
+        arg(&paths[0]),
+        "--out",
+        arg(&pred),
+    ]);
+    assert!(t.contains("with an intercept (constant 0.25)"), "{t}");
 }
 
 #[test]

@@ -156,8 +156,12 @@ fn five_processes_started_by_hand_publish_the_in_process_model() {
 #[test]
 fn two_processes_under_demo_publish_the_in_process_model() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let run = |processes: bool| {
-        let out = tmp.path().join(if processes { "p" } else { "i" });
+    let run = |processes: bool, intercept: bool| {
+        let out = tmp.path().join(format!(
+            "{}{}",
+            if processes { "p" } else { "i" },
+            intercept
+        ));
         let o = out.to_str().expect("utf-8").to_string();
         let mut args = vec![
             "demo",
@@ -176,13 +180,20 @@ fn two_processes_under_demo_publish_the_in_process_model() {
         if processes {
             args.push("--processes");
         }
+        if intercept {
+            args.extend(["--intercept", "0.5"]);
+        }
         let t = ok(&kinsey().args(&args).output().expect("demo"));
         if processes {
             assert!(t.contains("between 3 processes"), "{t}");
         }
         weights(&out.join("model.json"))
     };
-    assert_eq!(run(true), run(false));
+    assert_eq!(run(true, false), run(false, false));
+    // With an intercept (issue 37) the network session publishes the in-process model too:
+    // every participant counts the constant feature in d.
+    let (net, local) = (run(true, true), run(false, true));
+    assert_eq!((net.len(), &net), (4, &local));
 }
 
 /// Audit 2, item 2, over the network: with one seed, parties as processes on data that

@@ -260,6 +260,73 @@ impl RowTransform {
     }
 }
 
+/// The name of the constant feature [`append_intercept`] adds (as the release and the model
+/// file list it).
+pub const INTERCEPT_FEATURE: &str = "(intercept)";
+
+/// Check a declared intercept constant `c` (`param` names it in the error): finite, in
+/// (0, 1).
+pub fn check_intercept(param: &str, c: f64) -> Result<()> {
+    if c.is_finite() && c > 0.0 && c < 1.0 {
+        Ok(())
+    } else {
+        Err(Error::param(
+            param,
+            format!(
+                "the intercept's constant feature must be in (0, 1), got {c}; 0.5 gives rows (0.866 x, 0.5)"
+            ),
+        ))
+    }
+}
+
+/// Give a data set of unit-ball rows an intercept without leaving the ball: every row `x`
+/// becomes `(s x, c)` with `s = sqrt(1 - c^2)`, so `||(s x, c)|| <= 1` and the sensitivity
+/// of every release over these rows is the one for unit-ball rows. `c` is public (the same
+/// for every party and at prediction time); the model's last weight `w_c` then acts as the
+/// bias `c w_c` and the others as `s w`. Rows must already lie in the ball (apply the
+/// [`RowTransform`] first); after f32 rounding, the norm is at most 1 exactly (the `x` part
+/// is shrunk further where rounding pushed it over, `c` never changes).
+pub fn append_intercept(data: &mut Dataset, c: f64) -> Result<()> {
+    check_intercept("intercept", c)?;
+    if data.features.iter().any(|f| f == INTERCEPT_FEATURE) {
+        return Err(Error::Schema {
+            path: data.source.clone(),
+            column: INTERCEPT_FEATURE.into(),
+            msg: "a feature already has the intercept's name; rename the column".into(),
+        });
+    }
+    let (d, n) = (data.d, data.n());
+    let cf = c as f32;
+    let s = (1.0 - f64::from(cf) * f64::from(cf)).sqrt();
+    let mut x = Vec::new();
+    x.try_reserve_exact(n * (d + 1)).map_err(|_| {
+        Error::param(
+            "intercept",
+            format!(
+                "cannot allocate {n} rows of {} features for {}",
+                d + 1,
+                data.source.display()
+            ),
+        )
+    })?;
+    for row in data.x.chunks_exact(d) {
+        let start = x.len();
+        x.extend(row.iter().map(|&v| (f64::from(v) * s) as f32));
+        x.push(cf);
+        let mut shrink = 1.0;
+        while row_norm(&x[start..]) > 1.0 {
+            shrink *= 1.0 - 1e-7;
+            for (o, &v) in x[start..start + d].iter_mut().zip(row) {
+                *o = (f64::from(v) * s * shrink) as f32;
+            }
+        }
+    }
+    data.x = x;
+    data.d = d + 1;
+    data.features.push(INTERCEPT_FEATURE.into());
+    Ok(())
+}
+
 /// The text of a small file (a model, a key), refused before reading when it is larger than
 /// `limit` bytes; `what` names the kind of file in the error.
 pub fn read_text_at_most(
@@ -283,6 +350,46 @@ pub fn read_text_at_most(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rows with an intercept stay in the unit ball (the sensitivity's assumption), keep
+    /// the constant exactly, and keep their direction.
+    #[test]
+    fn an_intercept_keeps_rows_in_the_ball() {
+        let mut a = ds(vec![1.0, 0.0, 0.6, 0.8, 0.0, 0.0, 0.3, -0.4], 2);
+        append_intercept(&mut a, 0.5).expect("append");
+        assert_eq!(
+            (a.d, a.features.last().map(String::as_str)),
+            (3, Some("(intercept)"))
+        );
+        for i in 0..a.n() {
+            let r = a.row(i);
+            assert!(row_norm(r) <= 1.0, "row {i}: {r:?}");
+            assert_eq!(r[2], 0.5);
+        }
+        assert!((a.row(3)[0] as f64 - 0.3 * 0.75f64.sqrt()).abs() < 1e-6);
+        // Every f32 row on the sphere, including those rounding pushes out.
+        let mut rng = 9u64;
+        let mut x = Vec::new();
+        for _ in 0..5000 {
+            let mut r: Vec<f32> = (0..7)
+                .map(|_| {
+                    rng = rng
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    ((rng >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+                })
+                .collect();
+            project_into_ball(&mut r);
+            x.extend(r);
+        }
+        let mut b = ds(x, 7);
+        append_intercept(&mut b, 0.3).expect("append");
+        assert!((0..b.n()).all(|i| row_norm(b.row(i)) <= 1.0 && b.row(i)[7] == 0.3f32));
+        for bad in [0.0, 1.0, -0.5, f64::NAN] {
+            let e = append_intercept(&mut ds(vec![0.1], 1), bad).expect_err("refused");
+            assert!(e.to_string().contains("(0, 1)"), "{e}");
+        }
+    }
 
     fn ds(x: Vec<f32>, d: usize) -> Dataset {
         let n = x.len() / d;

@@ -21,6 +21,10 @@ pub struct ModelFile {
     pub label: String,
     /// The row transform to apply before scoring.
     pub row_transform: RowTransform,
+    /// The intercept's public constant `c`, when the model has one: the last feature is
+    /// `(intercept)`, and a row `x` is scored as `(sqrt(1 - c^2) T(x), c) . w`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intercept: Option<f64>,
     /// The published classifier.
     pub w: Vec<f64>,
     /// Epsilon of its guarantee.
@@ -77,6 +81,28 @@ impl ModelFile {
             )));
         }
         kinsey_core::check_epsilon("epsilon", m.epsilon).map_err(|e| bad(e.to_string()))?;
+        let named = m
+            .features
+            .iter()
+            .position(|f| f == kinsey_data::INTERCEPT_FEATURE);
+        match (m.intercept, named) {
+            (Some(c), Some(i)) if i + 1 == m.features.len() => {
+                kinsey_data::check_intercept("intercept", c).map_err(|e| bad(e.to_string()))?;
+            }
+            (None, None) => {}
+            (Some(_), _) => {
+                return Err(bad(format!(
+                    "a model with an intercept has '{}' as its last feature",
+                    kinsey_data::INTERCEPT_FEATURE
+                )));
+            }
+            (None, Some(_)) => {
+                return Err(bad(format!(
+                    "feature '{}' without an intercept constant",
+                    kinsey_data::INTERCEPT_FEATURE
+                )));
+            }
+        }
         Ok(m)
     }
 
@@ -94,22 +120,30 @@ impl ModelFile {
         kinsey_data::read_text_at_most(path, Self::MAX_FILE, "model file")
     }
 
-    /// Make `ds` (read with this model's features, in order) ready to score: the number of
-    /// features checked, the model's row transform applied.
+    /// The columns a row to score is read from, in order: the features without the
+    /// intercept's constant.
+    pub fn input_features(&self) -> &[String] {
+        let n = self.features.len() - usize::from(self.intercept.is_some());
+        &self.features[..n]
+    }
+
+    /// Make `ds` (read with [`input_features`](Self::input_features), in order) ready to
+    /// score: the number of features checked, the model's row transform and intercept
+    /// applied as in training.
     pub fn prepare(&self, ds: &mut Dataset) -> Result<()> {
-        if ds.d != self.w.len() {
+        let want = self.input_features().len();
+        if ds.d != want {
             return Err(Error::Schema {
                 path: ds.source.clone(),
                 column: "<features>".into(),
-                msg: format!(
-                    "the model has {} weights but the input has {} features",
-                    self.w.len(),
-                    ds.d
-                ),
+                msg: format!("the model reads {want} features but the input has {}", ds.d),
             });
         }
         if self.row_transform != RowTransform::None {
             self.row_transform.apply(ds)?;
+        }
+        if let Some(c) = self.intercept {
+            kinsey_data::append_intercept(ds, c)?;
         }
         Ok(())
     }
@@ -146,6 +180,12 @@ mod tests {
             ("-1.25", "1e999", "m.json"),
             ("[0.5, -1.25]", "[0.5]", "1 weights"),
             ("logistic.v1", "logistic.v0", "kind"),
+            ("\"f2\"]", "\"(intercept)\"]", "without an intercept"),
+            (
+                "\"epsilon\": 1.0",
+                "\"epsilon\": 1.0, \"intercept\": 0.5",
+                "last feature",
+            ),
             ("\"epsilon\": 1.0", "\"epsilon\": 1e308", "epsilon"),
             (
                 "\"epsilon\": 1.0",
@@ -156,6 +196,31 @@ mod tests {
             let e = ModelFile::parse(p, &GOOD.replace(from, to)).expect_err(says);
             assert!(e.to_string().contains(says), "{from} -> {to}: {e}");
         }
+    }
+
+    const WITH_INTERCEPT: &str = r#"{"kind": "kinsey.dp_aggregate_logistic.v1",
+        "features": ["f1", "(intercept)"], "label": "label", "row_transform": {"kind": "none"},
+        "intercept": 0.5, "w": [1.0, 2.0], "epsilon": 1.0}"#;
+
+    /// A model with an intercept reads one column and scores `(s x, c) . w`.
+    #[test]
+    fn an_intercept_is_applied_as_in_training() {
+        let m = ModelFile::parse(Path::new("m.json"), WITH_INTERCEPT).expect("good");
+        assert_eq!(m.input_features(), ["f1".to_string()]);
+        let mut ds = Dataset {
+            x: vec![0.6, -1.0],
+            y: vec![1.0, 1.0],
+            d: 1,
+            features: vec!["f1".into()],
+            source: "t".into(),
+        };
+        m.prepare(&mut ds).expect("prepared");
+        let s = m.scores(&ds);
+        assert!((s[0] - (0.6 * 0.75f64.sqrt() + 1.0)).abs() < 1e-6, "{s:?}");
+        assert!((s[1] - (-(0.75f64.sqrt()) + 1.0)).abs() < 1e-6, "{s:?}");
+        let bad = WITH_INTERCEPT.replace("0.5,", "1.5,");
+        let e = ModelFile::parse(Path::new("m.json"), &bad).expect_err("refused");
+        assert!(e.to_string().contains("(0, 1)"), "{e}");
     }
 
     /// Weights come back bit for bit: a model re-read (by `kinsey predict`, or Python's
@@ -194,7 +259,7 @@ mod tests {
     /// What parses is a usable model: finite weights, one per feature, within the limits.
     #[test]
     fn fuzz_model_file() {
-        kinsey_fuzz::fuzz_text("model file", &[GOOD], |t| {
+        kinsey_fuzz::fuzz_text("model file", &[GOOD, WITH_INTERCEPT], |t| {
             if let Ok(m) = ModelFile::parse(Path::new("m.json"), t)
                 && (m.w.len() != m.features.len() || m.w.iter().any(|v| !v.is_finite()))
             {

@@ -28,6 +28,9 @@ pub struct JobSpec {
     pub device: DevicePref,
     /// The row transform every party applies.
     pub transform: RowTransform,
+    /// The public constant `c` of an intercept: after the transform every row `x` becomes
+    /// `(sqrt(1 - c^2) x, c)` ([`kinsey_data::append_intercept`]); `None`: no intercept.
+    pub intercept: Option<f64>,
     /// How the noisy average is computed: the plaintext reference or the secure protocol.
     pub aggregation: std::sync::Arc<dyn Aggregator>,
     /// Accept K = 2 ([`check_parties`]).
@@ -147,6 +150,10 @@ pub struct Release {
     pub(crate) gradient_bound: f64,
     /// The row transform every party applied.
     pub row_transform: RowTransform,
+    /// The intercept's public constant `c`, when the job has one: `w`'s last weight
+    /// multiplies it (the feature `(intercept)`), the others multiply `sqrt(1 - c^2) x`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub intercept: Option<f64>,
     /// K, the number of parties (public).
     pub parties: usize,
     /// Dimension.
@@ -246,6 +253,7 @@ pub fn release(command: &str, spec: &JobSpec, p: Published) -> Result<Release> {
         privacy: spec.privacy,
         gradient_bound: p.gradient_bound,
         row_transform: spec.transform,
+        intercept: spec.intercept,
         parties: p.parties,
         dim: d,
         features: p.features,
@@ -384,7 +392,11 @@ pub fn job_description(command: &str, spec: &JobSpec, features: &[String]) -> St
         "transform": spec.transform,
         "features": features,
     });
-    format!("{command}|{params}")
+    // Jobs without an intercept keep the description (and so the seeded noise) they had.
+    match spec.intercept {
+        Some(c) => format!("{command}|{params}|intercept={c:e}"),
+        None => format!("{command}|{params}"),
+    }
 }
 
 /// What one run is given besides the job's parameters.
@@ -483,8 +495,9 @@ pub fn run(
     })
 }
 
-/// Check the parties and the test set against each other and apply the row transform.
-/// Returns the dimension and, per party, how many rows the transform changed.
+/// Check the parties and the test set against each other and apply the row transform and
+/// the intercept. Returns the dimension (with the intercept) and, per party, how many rows
+/// the transform changed.
 fn prepare(
     parties: &mut [Dataset],
     test: Option<&mut Dataset>,
@@ -493,7 +506,7 @@ fn prepare(
     let first = parties
         .first()
         .ok_or_else(|| Error::param("parties", "no parties"))?;
-    let d = first.d;
+    let d = first.d + usize::from(spec.intercept.is_some());
     for p in parties.iter() {
         p.check_nonempty()?;
         parties[0].check_same_features(p)?;
@@ -504,11 +517,17 @@ fn prepare(
     let mut transformed = Vec::new();
     for p in parties.iter_mut() {
         transformed.push(spec.transform.apply(p)?);
+        if let Some(c) = spec.intercept {
+            kinsey_data::append_intercept(p, c)?;
+        }
     }
     if let Some(t) = test {
         // The test set is not protected by the release, but it must see the same features.
         if spec.transform != RowTransform::None {
             spec.transform.apply(t)?;
+        }
+        if let Some(c) = spec.intercept {
+            kinsey_data::append_intercept(t, c)?;
         }
     }
     Ok((d, transformed))
@@ -567,10 +586,9 @@ fn aggregate_noisy(
     let (agg, matches) = if spec.aggregation.is_reference() {
         (reference, None)
     } else {
-        progress.begin("secure aggregation protocol", None);
-        let out = spec.aggregation.aggregate(&inputs);
-        progress.end();
-        let out = out?;
+        let out = spec
+            .aggregation
+            .aggregate_with_progress(&inputs, progress)?;
         if out.w != reference.w {
             return Err(Error::Numerical(
                 "the secure protocol's result differs from the plaintext reference".into(),

@@ -14,6 +14,7 @@ impl ModelFile {
             features: release.features.clone(),
             label: label.into(),
             row_transform: release.row_transform,
+            intercept: release.intercept,
             w: release.w.clone(),
             epsilon: release.privacy.epsilon,
         }

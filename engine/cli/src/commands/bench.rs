@@ -171,6 +171,7 @@ fn train(a: TrainArgs) -> Result<()> {
         },
         device: dev,
         transform: RowTransform::None,
+        intercept: None,
         aggregation: std::sync::Arc::new(kinsey_learn::aggregate::PlaintextAggregator),
         allow_two_parties: true, // a local fit only: nothing is aggregated
     };

@@ -23,7 +23,7 @@ pub(crate) struct Args {
 pub(crate) fn run(a: Args) -> Result<()> {
     let j = join(&a.config, false)?;
     let mesh = j.mesh(&a.hooks)?;
-    let d = j.cfg.shared.features.len();
+    let d = j.cfg.shared.dim();
     let k = j.session.parties;
     eprintln!(
         "curator: waiting for {k} parties (connect window {} s)",
@@ -45,7 +45,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
                 k + 1
             ),
             backend: Some(info),
-            features: j.cfg.shared.features.clone(),
+            features: j.cfg.shared.model_features(),
             gradient_bound: j.spec.solver.tolerance,
             parties: k,
             rng: RngRecord {

@@ -54,6 +54,10 @@ pub(crate) struct Args {
     /// and `bench train --rows` count every row instead, hence the other name.
     #[arg(long = "smallest-party", value_name = "ROWS", default_value_t = 20_000)]
     rows: usize,
+    /// Give the model an intercept: the public constant C in (0, 1) appended to every row
+    /// (the rest scaled by sqrt(1 - C^2), so rows stay in the unit ball).
+    #[arg(long, value_name = "C")]
+    intercept: Option<f64>,
     /// Run every participant as its own process, connected by mutually authenticated TLS
     /// on 127.0.0.1 (the session is written to OUT/session; see `kinsey session init`).
     #[arg(long)]
@@ -75,8 +79,12 @@ pub(crate) fn run(a: Args) -> Result<()> {
         allow_two_parties,
         dim: d,
         rows,
+        intercept,
         processes,
     } = a;
+    if let Some(c) = intercept {
+        kinsey_data::check_intercept("intercept", c)?;
+    }
     if processes {
         if inject_fault.is_some() {
             return Err(Error::param(
@@ -93,6 +101,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
             seed,
             epsilon,
             allow_two_parties,
+            intercept,
             connect_window: 600,
             timeout: 300,
             crypto,
@@ -117,6 +126,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         },
         device: dev,
         transform: RowTransform::None,
+        intercept,
         aggregation: match (crypto.config().aggregation()?, inject_fault) {
             (config::Aggregation::Secure(a), Some(f)) => {
                 config::Aggregation::Secure(a.dangerous_with_fault(f.parse()?))

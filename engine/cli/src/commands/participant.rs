@@ -109,16 +109,16 @@ pub(crate) fn join(path: &Path, want_party: bool) -> Result<Joined> {
             ));
         }
     };
-    let transform: RowTransform = cfg
-        .shared
-        .data(Default::default(), Default::default())
-        .transform()?;
+    let data = cfg.shared.data(Default::default(), Default::default());
+    let transform: RowTransform = data.transform()?;
+    let intercept = data.intercept()?;
     let spec = JobSpec {
         objective: Objective::new(cfg.shared.lambda)?,
         solver: cfg.shared.model().solver(),
         privacy: cfg.shared.privacy().spec(),
         device: cfg.compute.device,
         transform,
+        intercept,
         aggregation: Arc::new(PlaintextAggregator),
         allow_two_parties: cfg.shared.allow_two_parties,
     };
@@ -146,16 +146,22 @@ impl Joined {
         let (tamper, hold_at) = hooks.parse()?;
         // The hold hook lives here, not in the library: say where, then park the protocol
         // thread until the test kills the process.
-        let on_stage = hold_at.map(|at| {
-            StageHook(Arc::new(move |me: Peer, stage: Stage| {
-                if stage == at {
-                    eprintln!("kinsey test hook: {me} holding in {}", stage.name());
-                    loop {
-                        std::thread::park();
-                    }
+        // Each stage is named on the participant's own terminal as it starts, with the time
+        // since the session began (stages and their order are public).
+        let t0 = std::time::Instant::now();
+        let on_stage = Some(StageHook(Arc::new(move |me: Peer, stage: Stage| {
+            eprintln!(
+                "{me}: {} (at {:.1} s)",
+                stage.name(),
+                t0.elapsed().as_secs_f64()
+            );
+            if hold_at == Some(stage) {
+                eprintln!("kinsey test hook: {me} holding in {}", stage.name());
+                loop {
+                    std::thread::park();
                 }
-            }))
-        });
+            }
+        })));
         Ok(MeshConfig {
             me: self.me,
             session: self.session.clone(),
@@ -165,7 +171,7 @@ impl Joined {
             timeout,
             limits: Limits::for_backend(
                 self.session.parties,
-                self.cfg.shared.features.len(),
+                self.cfg.shared.dim(),
                 &self.backend.info(),
             ),
             hooks: tamper.map_or_else(MeshHooks::default, |(kind, stage)| {

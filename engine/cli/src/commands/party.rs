@@ -52,6 +52,11 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let keys = NoiseKeys::new(seed, false, job);
     let tag = keys.tag(k, d, idx, &ds);
     let transformed = j.spec.transform.apply(&mut ds)?;
+    if let Some(c) = j.spec.intercept {
+        kinsey_data::append_intercept(&mut ds, c)?;
+    }
+    // The model's dimension (the tag above binds the data as read, as in-process runs do).
+    let d = shared.dim();
     let fit = pipeline::fit(&ds, &j.spec)?;
     if fit.grad_norm.is_nan() || fit.grad_norm > j.spec.solver.tolerance {
         return Err(Error::param(
@@ -93,9 +98,10 @@ pub(crate) fn run(a: Args) -> Result<()> {
     o.ensure_dir(out)?;
     let model = ModelFile {
         kind: ModelFile::KIND.into(),
-        features: shared.features.clone(),
+        features: shared.model_features(),
         label: shared.label.clone(),
         row_transform: j.spec.transform,
+        intercept: j.spec.intercept,
         w: outcome.w.clone(),
         epsilon: shared.epsilon,
     };

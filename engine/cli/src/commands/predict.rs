@@ -94,7 +94,7 @@ fn classifier(a: &Args, m: &ModelFile) -> Result<(Vec<u8>, String)> {
         features: if a.dim.is_some() {
             Vec::new()
         } else {
-            m.features.clone()
+            m.input_features().to_vec()
         },
         labels: LabelEncoding::PlusMinusOne,
     };
@@ -118,8 +118,11 @@ fn classifier(a: &Args, m: &ModelFile) -> Result<(Vec<u8>, String)> {
         ));
     }
     let summary = format!(
-        "aggregate classifier, {}\nrows: {}  error rate: {err:.4}",
-        features_line(&m.features),
+        "aggregate classifier{}, {}\nrows: {}  error rate: {err:.4}",
+        m.intercept
+            .map(|c| format!(" with an intercept (constant {c})"))
+            .unwrap_or_default(),
+        features_line(m.input_features()),
         ds.n()
     );
     Ok((csv.into_bytes(), summary))

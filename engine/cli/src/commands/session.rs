@@ -64,6 +64,10 @@ pub(crate) struct InitArgs {
     /// the published one (docs/protocol-deployment.md).
     #[arg(long)]
     pub(crate) allow_two_parties: bool,
+    /// Give the model an intercept: the public constant C in (0, 1) appended to every row
+    /// (the rest scaled by sqrt(1 - C^2), so rows stay in the unit ball).
+    #[arg(long, value_name = "C")]
+    pub(crate) intercept: Option<f64>,
     /// Seconds within which every participant must connect.
     #[arg(long, default_value_t = 600)]
     pub(crate) connect_window: u64,
@@ -113,6 +117,7 @@ fn shared(i: &InitArgs, features: Vec<String>) -> Shared {
         noise: NoiseKind::L2,
         row_transform: "none".into(),
         row_scale: None,
+        intercept: i.intercept,
         backend: i.crypto.backend.clone(),
         key_bits: i.crypto.key_bits,
         allow_insecure_test_keys: i.crypto.allow_insecure_test_keys,
@@ -139,6 +144,9 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
     kinsey_core::check_epsilon("epsilon", i.epsilon)?;
     // Refused here, before anything is written, as every participant would refuse it.
     kinsey_learn::pipeline::check_parties(k, i.allow_two_parties)?;
+    if let Some(c) = i.intercept {
+        kinsey_data::check_intercept("intercept", c)?;
+    }
     i.crypto.config().aggregation()?;
     let dir = &i.out;
     if dir.join("roster.toml").exists() {

@@ -59,6 +59,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         privacy: cfg.privacy.spec(),
         device: cfg.compute.device,
         transform: cfg.data.transform()?,
+        intercept: cfg.data.intercept()?,
         aggregation: cfg.crypto.aggregation()?.into_aggregator(),
         allow_two_parties: cfg.privacy.allow_two_parties,
     };
