@@ -267,6 +267,20 @@ impl DecayedSumBuilder {
         self
     }
 
+    /// The mechanism: `tree` (the dyadic tree of seed 004, the default), `kary` (a k-ary
+    /// tree with level-weighted noise: running, window and exponential sums) or `best` (the
+    /// least stated error, from public parameters only).
+    pub fn mechanism(mut self, mechanism: &str) -> Self {
+        self.params.mechanism = Some(mechanism.to_string()).filter(|m| m != "tree");
+        self
+    }
+
+    /// Children per node of the `kary` mechanism (default: the least stated error).
+    pub fn arity(mut self, k: u32) -> Self {
+        self.params.arity = Some(k);
+        self
+    }
+
     /// One step at a time instead of in bulk (the same numbers).
     pub fn online(mut self) -> Self {
         self.online = true;

@@ -95,6 +95,8 @@ def decay(
     bound: float | None = None,
     column: str | None = None,
     seed: int | None = None,
+    mechanism: str | None = None,
+    arity: int | None = None,
 ) -> Release:
     """A private decayed sum over a series (numpy, Arrow, or a file's column)."""
 

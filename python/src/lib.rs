@@ -426,7 +426,7 @@ fn values_of(obj: &Bound<'_, PyAny>) -> PyResult<Float64Array> {
 /// A decayed-sum release: its report (JSON), column names and estimates (pyarrow arrays).
 #[pyfunction]
 #[pyo3(signature = (data, *, column, model, epsilon, window, windows, alpha, c, beta, bound,
-    seed))]
+    seed, mechanism, arity))]
 #[allow(clippy::too_many_arguments)]
 fn decay<'py>(
     py: Python<'py>,
@@ -441,6 +441,8 @@ fn decay<'py>(
     beta: Option<f64>,
     bound: f64,
     seed: Option<u64>,
+    mechanism: Option<String>,
+    arity: Option<u32>,
 ) -> PyResult<(String, Vec<String>, Vec<Bound<'py, PyAny>>)> {
     let need = |v: Option<f64>, name: &str| {
         v.ok_or_else(|| param(name, format!("model '{model}' needs {name}")))
@@ -471,6 +473,12 @@ fn decay<'py>(
     }
     if let Some(s) = seed {
         b = b.seed(s);
+    }
+    if let Some(m) = &mechanism {
+        b = b.mechanism(m);
+    }
+    if let Some(k) = arity {
+        b = b.arity(k);
     }
     let out = if let Ok(path) = data.extract::<PathBuf>() {
         let column = column.ok_or_else(|| param("column", "a file's series needs column"))?;

@@ -168,6 +168,14 @@ def test_decay_over_numpy_and_the_file(cli, shared, tmp_path):
     assert v.guarantee == r.guarantee
     a = kinsey.decay(cnt, model="allwindow", windows=[24, 168], epsilon=1.0, bound=1000)
     assert a.values.shape == (len(cnt), 2) and len(a.columns) == 2
+    # The k-ary tree (issue 38): the CLI's estimates and report, over the file.
+    run(cli, "decay", "--input", str(path), "--column", "cnt", "--model", "window",
+        "--window", "24", "--epsilon", "1", "--bound", "1000", "--seed", "3",
+        "--mechanism", "kary", "--out", str(tmp_path / "k.csv"))
+    k = kinsey.decay(str(path), column="cnt", model="window", window=24, epsilon=1.0,
+                     bound=1000, seed=3, mechanism="kary")
+    assert np.array_equal(k.values, pcsv.read_csv(tmp_path / "k.csv").column(1).to_numpy())
+    assert "-ary tree" in k.report["calibration"]["model"]
 
 
 def test_errors_name_the_problem(a9a, flights):

@@ -75,6 +75,11 @@ a clamp check with epsilon 0 | decay --input FIX/series.csv --model window --win
 a negative epsilon | decay --input FIX/series.csv --model window --window 4 --epsilon -1 --out WORK/d.csv --bound 2 | epsilon
 alpha outside (0, 1) | decay --input FIX/series.csv --model exponential --alpha 1.5 --epsilon 1 --out WORK/d.csv --bound 2 | alpha
 window 0 | decay --input FIX/series.csv --model window --window 0 --epsilon 1 --out WORK/d.csv --bound 2 | window
+an unknown mechanism | decay --input FIX/series.csv --model window --window 4 --mechanism smooth --epsilon 1 --out WORK/d.csv --bound 2 | mechanism ; smooth ; tree ; kary ; best
+the k-ary tree for a model it does not compute | decay --input FIX/series.csv --model polynomial --c 2 --mechanism kary --epsilon 1 --out WORK/d.csv --bound 2 | polynomial ; --mechanism tree
+an arity of 1 | decay --input FIX/series.csv --model window --window 4 --mechanism kary --arity 1 --epsilon 1 --out WORK/d.csv --bound 2 | arity ; 1
+--arity without --mechanism kary | decay --input FIX/series.csv --model window --window 4 --arity 4 --epsilon 1 --out WORK/d.csv --bound 2 | arity ; --mechanism kary
+window blocks past the limit (arity 256, W = 2^24) | decay --input FIX/series.csv --model window --window 16777216 --mechanism kary --arity 256 --epsilon 1 --out WORK/d.csv --bound 2 | arity ; limit
 polynomial c <= 1 | decay --input FIX/series.csv --model polynomial --c 0.5 --epsilon 1 --out WORK/d.csv --bound 2 | c
 beta outside (0, 1) | decay --input FIX/series.csv --model polynomial --c 2 --beta 1.5 --epsilon 1 --out WORK/d.csv --bound 2 | beta
 a polynomial horizon whose far lags epsilon cannot reach | decay --input FIX/series.csv --model polynomial --c 1.2 --beta 0.3 --epsilon 1 --horizon 100000000 --out WORK/d.csv --bound 2 | lags from 355347 ; beta B ; at most 355346 steps ; --epsilon

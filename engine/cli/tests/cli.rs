@@ -629,6 +629,37 @@ fn decay_window_bulk_and_online_agree_and_bad_input_fails() {
     );
     run(&b, &["--online"]);
     assert_eq!(std::fs::read(&a).expect("a"), std::fs::read(&b).expect("b"));
+    // The k-ary tree (issue 38): bulk and online the same bytes, a report that names it.
+    let running: &[&str] = &["--model", "running", "--epsilon", "1"];
+    let exponential: &[&str] = &[
+        "--model",
+        "exponential",
+        "--alpha",
+        "0.99",
+        "--epsilon",
+        "1",
+    ];
+    for model in [WINDOW_60, running, exponential] {
+        let (c, e) = (dir.path().join("c.csv"), dir.path().join("e.csv"));
+        for (out, extra) in [(&c, &[][..]), (&e, &["--online"][..])] {
+            let mut args = decay_args(&input, out, model);
+            args.extend_from_slice(&["--bound", "4", "--seed", "5", "--mechanism", "kary"]);
+            args.extend_from_slice(&["--arity", "5", "--overwrite"]);
+            args.extend_from_slice(extra);
+            ok(&args);
+        }
+        assert_eq!(std::fs::read(&c).expect("c"), std::fs::read(&e).expect("e"));
+        let r = json(&dir.path().join("c.csv.report.json"));
+        let m = r["calibration"]["model"].as_str().expect("model");
+        assert!(m.contains("5-ary tree"), "{m}");
+        assert!(
+            r["guarantee"]["mechanism"]
+                .as_str()
+                .expect("g")
+                .contains("k-ary"),
+            "{r}"
+        );
+    }
     assert!(
         dir.path().join("a.csv.NOT-PRIVATE.plot.svg").exists()
             && dir.path().join("a.csv.NOT-PRIVATE.plot.png").exists()
@@ -1423,29 +1454,35 @@ fn release_files_hold_no_exact_statistic_decayed_sums() {
         text.push_str(if i % 5 == 0 { "3\n" } else { "1\n" }); // 600 steps above the bound
     }
     std::fs::write(&series, text).expect("write");
-    let dc = dir.path().join("dc");
-    std::fs::create_dir(&dc).expect("dir");
-    let s = ok(&[
-        "decay",
-        "--input",
-        arg(&series),
-        "--column",
-        "x",
-        "--model",
-        "window",
-        "--window",
-        "64",
-        "--epsilon",
-        "1",
-        "--bound",
-        "2",
-        "--out",
-        arg(&dc.join("w.csv")),
-        "--evaluate",
-    ]);
-    assert_release_clean("decay", &dc, &s, &[("clamped steps", 600.0)]);
-    let d = json(&dc.join("w.csv.NOT-PRIVATE.diagnostics.json"));
-    assert_eq!(d["diagnostics"]["clamped_steps"], 600);
+    // Every mechanism (issue 38): the tree, the k-ary tree and the choice between them.
+    for mech in ["tree", "kary", "best"] {
+        let dc = dir.path().join(format!("dc-{mech}"));
+        std::fs::create_dir(&dc).expect("dir");
+        let s = ok(&[
+            "decay",
+            "--input",
+            arg(&series),
+            "--column",
+            "x",
+            "--model",
+            "window",
+            "--window",
+            "64",
+            "--mechanism",
+            mech,
+            "--epsilon",
+            "1",
+            "--bound",
+            "2",
+            "--out",
+            arg(&dc.join("w.csv")),
+            "--evaluate",
+        ]);
+        assert_release_clean("decay", &dc, &s, &[("clamped steps", 600.0)]);
+        let d = json(&dc.join("w.csv.NOT-PRIVATE.diagnostics.json"));
+        assert_eq!(d["diagnostics"]["clamped_steps"], 600);
+    }
+    let dc = dir.path().join("dc-tree");
     // Events need a public range.
     let e = fails(&[
         "decay",

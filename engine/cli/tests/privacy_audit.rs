@@ -326,37 +326,34 @@ fn a_seed_gives_neighbouring_series_unrelated_noise() {
         }
         s
     };
-    let run = |text: &str, out: &str| -> Vec<f64> {
-        let out = on_data(
-            dir.path(),
-            text,
-            &[
-                "decay",
-                "--column",
-                "count",
-                "--model",
-                "window",
-                "--window",
-                "64",
-                "--epsilon",
-                "1",
-                "--bound",
-                "1",
-                "--seed",
-                "42",
-            ],
-            out,
+    // Every mechanism (issue 38) and the models the k-ary tree computes.
+    for (mech, model) in [
+        ("tree", &["--model", "window", "--window", "64"][..]),
+        ("kary", &["--model", "window", "--window", "64"][..]),
+        ("kary", &["--model", "running"][..]),
+        ("best", &["--model", "exponential", "--alpha", "0.9"][..]),
+    ] {
+        let run = |text: &str, out: &str| -> Vec<f64> {
+            let mut args = vec!["decay", "--column", "count", "--mechanism", mech];
+            args.extend_from_slice(model);
+            args.extend_from_slice(&["--epsilon", "1", "--bound", "1", "--seed", "42"]);
+            let out = on_data(
+                dir.path(),
+                text,
+                &args,
+                &format!("{mech}-{}-{out}", model[1]),
+            );
+            csv_column(&out, "estimate")
+        };
+        let a = run(&series(None), "a.csv");
+        assert_eq!(a, run(&series(None), "a2.csv"), "the same series replays");
+        let b = run(&series(Some(1000)), "b.csv");
+        let changed = a.iter().zip(&b).filter(|(x, y)| x != y).count();
+        assert!(
+            changed > 1900,
+            "{mech} {model:?}: only {changed} of 2000 estimates changed: the noise was kept"
         );
-        csv_column(&out, "estimate")
-    };
-    let a = run(&series(None), "a.csv");
-    assert_eq!(a, run(&series(None), "a2.csv"), "the same series replays");
-    let b = run(&series(Some(1000)), "b.csv");
-    let changed = a.iter().zip(&b).filter(|(x, y)| x != y).count();
-    assert!(
-        changed > 1900,
-        "only {changed} of 2000 estimates changed: the noise was kept"
-    );
+    }
 }
 
 /// `1 - |cos|` of two vectors: 0 when one is a multiple of the other.

@@ -215,6 +215,12 @@ struct DecayArgs {
     #[arg(long, default_value_t = 0.999)]
     /// Decay per step (exponential).
     alpha: f64,
+    /// tree (default), kary or best, as `kinsey decay --mechanism`.
+    #[arg(long, default_value = "tree")]
+    mechanism: String,
+    /// Children per node of --mechanism kary (default: the least stated error).
+    #[arg(long)]
+    arity: Option<u32>,
     /// Steps per chunk (memory is one chunk, independent of the stream length).
     #[arg(long, default_value_t = 1 << 22)]
     chunk: usize,
@@ -299,6 +305,8 @@ fn decay_throughput(a: &DecayArgs) -> Result<DecayThroughput> {
         alpha: Some(a.alpha),
         c: Some(1.5),
         horizon: Some(a.steps),
+        mechanism: Some(a.mechanism.clone()),
+        arity: a.arity,
         ..ModelParams::default()
     };
     let public = Public {

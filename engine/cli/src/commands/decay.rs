@@ -54,6 +54,16 @@ pub(crate) struct Args {
     #[arg(long)]
     /// Privacy budget of the release (event-level: one step's value within [0, --bound]).
     epsilon: f64,
+    /// tree (the dyadic tree, the default), kary (a k-ary tree with
+    /// level-weighted noise: about half the error of the tree for running and window sums
+    /// at the same epsilon; models running, window, exponential) or best (the one with the
+    /// least stated error, chosen from public parameters only).
+    #[arg(long, value_name = "MECHANISM")]
+    mechanism: Option<String>,
+    /// Children per node of --mechanism kary (default: the arity with the least stated
+    /// error).
+    #[arg(long)]
+    arity: Option<u32>,
     /// Window length in steps (models window, laplace, rr).
     #[arg(long)]
     window: Option<u64>,
@@ -143,6 +153,9 @@ impl Args {
                 c: self.c,
                 beta: self.beta,
                 horizon: self.horizon,
+                // The tree is the default: naming it keeps the default's label and bytes.
+                mechanism: self.mechanism.clone().filter(|m| m != "tree"),
+                arity: self.arity,
             },
             epsilon: self.epsilon,
             bound: self.bound()?,

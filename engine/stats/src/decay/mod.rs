@@ -26,6 +26,7 @@
 //!   `(ceil(log2 T) + 1) B`.
 
 pub mod evaluate;
+pub mod kary;
 mod model;
 pub mod noise;
 pub mod release;
@@ -74,8 +75,50 @@ mechanisms! {
     rr: ["rr" => build],
 }
 
-/// The model named `model`, built from `params`.
+/// The mechanisms `--mechanism` names.
+pub const MECHANISMS: [&str; 3] = ["tree", "kary", "best"];
+
+/// The model named `model` with the mechanism its parameters name (default: the tree),
+/// built from `params`.
 pub fn build(model: &str, params: &ModelParams, public: &Public) -> Result<Box<dyn DecayedSum>> {
+    if params.arity.is_some() && params.mechanism.as_deref() != Some("kary") {
+        return Err(Error::param("arity", "--arity is for --mechanism kary"));
+    }
+    match params.mechanism.as_deref() {
+        None | Some("tree") => build_tree(model, params, public),
+        Some("kary") => kary::build(model, params, public),
+        Some("best") => best(model, params, public),
+        Some(other) => Err(Error::param(
+            "mechanism",
+            format!(
+                "unknown mechanism '{other}' (one of: {})",
+                MECHANISMS.join(", ")
+            ),
+        )),
+    }
+}
+
+/// `--mechanism best`: among the tree and the k-ary tree (each at its best arity), the one
+/// with the least stated mean variance over the public number of steps; for models the
+/// k-ary tree does not compute, the tree. Public parameters only decide.
+fn best(model: &str, params: &ModelParams, public: &Public) -> Result<Box<dyn DecayedSum>> {
+    let tree = build_tree(model, params, public)?;
+    if kary::kind_of(model, params).is_err() {
+        return Ok(tree);
+    }
+    let other = kary::build(model, params, public)?;
+    let n = kary::public_steps(params);
+    Ok(
+        if kary::mean_variance(other.as_ref(), n) < kary::mean_variance(tree.as_ref(), n) {
+            other
+        } else {
+            tree
+        },
+    )
+}
+
+/// The model named `model` on the dyadic tree of seed 004 (or its own baseline).
+fn build_tree(model: &str, params: &ModelParams, public: &Public) -> Result<Box<dyn DecayedSum>> {
     match MODELS.iter().find(|(name, _)| *name == model) {
         Some((_, b)) => b(params, public),
         None => Err(Error::param(

@@ -146,6 +146,13 @@ pub struct ModelParams {
     pub beta: f64,
     /// Longest stream the mechanism is calibrated for (running, polynomial).
     pub horizon: Option<u64>,
+    /// The mechanism: `tree` (the dyadic tree of seed 004, the default), `kary` (a k-ary
+    /// tree, see `decay::kary`) or `best` (the one with the least stated error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mechanism: Option<String>,
+    /// Children per node of `kary` (default: the arity with the least stated error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arity: Option<u32>,
 }
 
 impl Default for ModelParams {
@@ -157,6 +164,8 @@ impl Default for ModelParams {
             c: None,
             beta: 0.1,
             horizon: None,
+            mechanism: None,
+            arity: None,
         }
     }
 }

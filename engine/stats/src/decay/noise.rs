@@ -139,15 +139,25 @@ impl KeyedNoise {
                 format!("must be finite and > 0, got {sensitivity}"),
             ));
         }
-        // 2^20 grid steps below the sensitivity, and below the scale when eps > 1 would put
-        // the grid above it (then rounding, not the data, would dominate the sensitivity).
-        let grid_exp =
-            (sensitivity * (1.0 / epsilon).min(1.0)).log2().floor() as i32 - GRID_BITS_BELOW_SCALE;
-        Self::on_grid(key, stream, sensitivity, touched, epsilon, grid_exp)
+        Self::on_grid(
+            key,
+            stream,
+            sensitivity,
+            touched,
+            epsilon,
+            Self::grid_for(sensitivity, epsilon),
+        )
+    }
+
+    /// The grid exponent [`new`](Self::new) takes: 2^16 grid steps below the sensitivity,
+    /// and below the scale when eps > 1 would put the grid above it (then rounding, not the
+    /// data, would dominate the sensitivity).
+    pub(crate) fn grid_for(sensitivity: f64, epsilon: f64) -> i32 {
+        (sensitivity * (1.0 / epsilon).min(1.0)).log2().floor() as i32 - GRID_BITS_BELOW_SCALE
     }
 
     /// The calibration on grid `2^grid_exp`: `t >= (ceil(S / gamma) + touched) / eps`.
-    fn on_grid(
+    pub(crate) fn on_grid(
         key: [u8; 32],
         stream: u64,
         sensitivity: f64,

@@ -600,6 +600,7 @@ fn every_model_agrees_on_all_paths_through_the_trait() {
         c: Some(1.5),
         beta: 0.2,
         horizon: Some(xs.len() as u64),
+        ..ModelParams::default()
     };
     for (name, _) in MODELS {
         let m = build(name, &params, &public([7; 32])).expect(name);
@@ -655,6 +656,7 @@ fn gpu_bulk_equals_cpu_bit_for_bit() {
         c: Some(1.5),
         beta: 0.2,
         horizon: Some(xs.len() as u64),
+        ..ModelParams::default()
     };
     for eps in [1.0, 0.01] {
         let pb = Public {

@@ -1,0 +1,584 @@
+//! k-ary trees for running, exponentially decayed and window sums (`--mechanism kary`):
+//! the same counters, noise and guarantee as the dyadic tree of seed 004, with `k`
+//! children per node instead of two.
+//!
+//! Why it has less error: with `L` levels every input lies in one node per level, so the
+//! Laplace scale grows as `L` and a variance as `L^2`; an estimate sums up to `k - 1` nodes
+//! per level. A binary tree over `T` steps has `L = log2 T` levels and about `L / 2` nodes
+//! per estimate (variance about `L^3 / 2 (B / eps)^2 x 2`); a `k`-ary tree has `log_k T`
+//! levels and about `(k - 1) / 2` nodes per level, a variance `(k - 1) / (log2 k)^3` times
+//! the binary tree's: 0.25 at `k = 16`, so half the RMSE. This is the `k`-ary tree
+//! mechanism of the continual-counting literature (e.g. Qardaji, Yang, Li 2013 on
+//! hierarchical histograms' branching; Andersson and Pagh 2023 for the smooth variants);
+//! kinsey chooses `k` from public parameters only, by the stated mean variance.
+//!
+//! * **Running and exponential sums** (prefix trees). Node (level `l`, index `m`) covers
+//!   steps `[m k^l, (m + 1) k^l - 1]` and holds `sum alpha^(u - i) x_i` (`u` its last
+//!   step; `alpha = 1` for running sums). The estimate at step `j` is the nodes of
+//!   `j + 1`'s base-`k` digits, each weighted by `alpha^(j - u)`: `d_l` nodes at level
+//!   `l`. A node whose index ends in the digit `k - 1` completes its parent and is never
+//!   released (no noise). Sensitivity: `x_i`'s released ancestors are at levels
+//!   `l_1 < l_2 < ...`; the `t`-th ends at least `sum_(s < t) k^(l_s) >= (k^(t-1) - 1) /
+//!   (k - 1)` steps after `i`, so the L1 sensitivity is at most `B sum_t
+//!   alpha^((k^(t-1) - 1) / (k - 1))` (attained by `i` ending `t` nodes at once; for
+//!   `k = 2` the binary mechanism's `sum alpha^(2^(t-1) - 1)`). Running sums over a
+//!   horizon `T` have `L` levels with `k^L > T` (the top digit's last node never completes),
+//!   so sensitivity `L B`.
+//! * **Window sums**: blocks of `k^h > W` steps, every node of levels `0 .. h - 1`
+//!   released (the block itself is never needed: a window is shorter); a window is an
+//!   interval inside one block or a suffix of one and a prefix of the next, each the
+//!   canonical decomposition into at most `2 (k - 1)` nodes per level. Sensitivity `h B`.
+//!
+//! Noise: [`KeyedNoise`], one id per node in completion order (bottom up at each step,
+//! released or not), drawn in batches of consecutive ids: the online path (`push`) and
+//! `bulk` run the same loop, so they agree bit for bit.
+
+use super::model::{
+    CalibrationReport, DecayedSum, ModelParams, Public, check_bound, laplace_guarantee,
+    window_truth,
+};
+use super::noise::KeyedNoise;
+use kinsey_core::{Error, Result, check_epsilon};
+
+mod calib;
+pub use calib::{ARITIES, Kind, POWERS, best_choice, level_loads, load_at, mean_variance};
+use calib::{LOAD_SAMPLES, MAX_ARITY, levels_of, weighted_reach, weights_of};
+
+/// Counters drawn at a time.
+const BATCH: usize = 4096;
+
+/// The draws of consecutive counters, refilled a batch at a time.
+#[derive(Debug, Clone, Default)]
+struct Draws {
+    first: u64,
+    z: Vec<i64>,
+}
+
+impl Draws {
+    /// Draw counters `first .. first + count` now, in one fill (on every thread when it is
+    /// long), unless they are drawn already.
+    fn ensure(&mut self, noise: &KeyedNoise, first: u64, count: u64) -> Result<()> {
+        let have = first >= self.first && first + count <= self.first + self.z.len() as u64;
+        if have || count == 0 {
+            return Ok(());
+        }
+        self.z.resize((count as usize).max(BATCH), 0);
+        self.first = first;
+        noise.fill(first, &mut self.z)
+    }
+
+    #[inline]
+    fn get(&mut self, noise: &KeyedNoise, id: u64) -> Result<i64> {
+        let at = id.wrapping_sub(self.first);
+        if at >= self.z.len() as u64 {
+            self.z.resize(BATCH, 0);
+            self.first = id;
+            noise.fill(id, &mut self.z)?;
+            return Ok(self.z[0]);
+        }
+        Ok(self.z[at as usize])
+    }
+}
+
+/// A k-ary tree mechanism (see the module's documentation).
+#[derive(Debug, Clone)]
+pub struct KarySum {
+    kind: Kind,
+    k: u64,
+    /// Levels with nodes (0 = single steps).
+    levels: u32,
+    /// Per level: its noise (stream `1 + level`, counter = the node's index at its level).
+    noise: Vec<KeyedNoise>,
+    /// Per level: the privacy weight `u_l` (at most 1; the noise scale is `S / (eps u_l)`).
+    weights: Vec<f64>,
+    /// The exponent the weights were chosen with (0: uniform).
+    power: f64,
+    bound: f64,
+    epsilon: f64,
+    sensitivity: f64,
+    /// `alpha^(k^l)` per level (1 without decay).
+    span_pow: Vec<f64>,
+    /// True value of the node forming at each level (its completed children).
+    acc: Vec<f64>,
+    /// Prefix trees: per level, the decayed sum of the released nodes inside the forming
+    /// parent.
+    open: Vec<f64>,
+    /// Window trees: the released nodes of the last two blocks, per block parity and level.
+    blocks: [Vec<Vec<f64>>; 2],
+    /// Window trees: per node, the sum of its level's nodes from its group's first to it
+    /// (a group: the children of one parent), for windows inside a block.
+    cum: [Vec<Vec<f64>>; 2],
+    /// Window trees: the nodes per level in a block (`block / k^l`).
+    level_len: Vec<u64>,
+    /// Window trees: the sum of each suffix of the last completed block.
+    suffix: Vec<f64>,
+    scratch: Vec<f64>,
+    t: u64,
+    draws: Vec<Draws>,
+    /// Tests: every released counter's level, index and true value.
+    #[cfg(test)]
+    record: Option<Vec<(usize, u64, f64)>>,
+}
+
+impl KarySum {
+    /// The mechanism for `kind` with arity `k` (2 to 256) and the same noise on every
+    /// level.
+    pub fn new(kind: Kind, k: u32, epsilon: f64, bound: f64, key: [u8; 32]) -> Result<Self> {
+        Self::weighted(kind, k, 0.0, epsilon, bound, key)
+    }
+
+    /// The mechanism for `kind` with arity `k` and level weights `u_l = (c_l / max c)^power`
+    /// (floored), `c_l` the mean load of level `l` ([`level_loads`]): levels that estimates
+    /// lean on less get more noise. `power = 0`: the same noise on every level.
+    pub fn weighted(
+        kind: Kind,
+        k: u32,
+        power: f64,
+        epsilon: f64,
+        bound: f64,
+        key: [u8; 32],
+    ) -> Result<Self> {
+        check_epsilon("epsilon", epsilon)?;
+        check_bound(bound)?;
+        if !(2..=MAX_ARITY).contains(&k) {
+            return Err(Error::param(
+                "arity",
+                format!("a tree has 2 to {MAX_ARITY} children per node, got {k}"),
+            ));
+        }
+        if !(power.is_finite() && (0.0..=1.0).contains(&power)) {
+            return Err(Error::param("power", "the weights' exponent is in [0, 1]"));
+        }
+        let k64 = u64::from(k);
+        let levels = levels_of(kind, k64)?;
+        let loads = if power == 0.0 {
+            vec![1.0; levels as usize]
+        } else {
+            level_loads(kind, k64, levels, LOAD_SAMPLES)
+        };
+        let weights = weights_of(&loads, power, epsilon);
+        let reach = weighted_reach(kind, k64, &weights);
+        let sensitivity = bound * reach;
+        // One grid for every level; level l is calibrated at eps u_l against the weighted
+        // sensitivity, with the rounding of every level a node touches counted once per
+        // unit of weight (see the module's documentation).
+        let grid = KeyedNoise::grid_for(sensitivity, epsilon);
+        let touched = weights.iter().sum::<f64>().ceil().max(1.0) as u32;
+        let noise = weights
+            .iter()
+            .enumerate()
+            .map(|(l, &u)| {
+                KeyedNoise::on_grid(key, 1 + l as u64, sensitivity, touched, epsilon * u, grid)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let alpha = match kind {
+            Kind::Exponential { alpha } => alpha,
+            _ => 1.0,
+        };
+        let mut span_pow = Vec::with_capacity(levels as usize);
+        let mut p = alpha;
+        for _ in 0..levels {
+            span_pow.push(p);
+            p = p.powi(k as i32);
+        }
+        Ok(Self {
+            kind,
+            k: k64,
+            levels,
+            noise,
+            weights,
+            power,
+            bound,
+            epsilon,
+            sensitivity,
+            span_pow,
+            acc: vec![0.0; levels as usize + 1],
+            open: vec![0.0; levels as usize],
+            blocks: [Vec::new(), Vec::new()],
+            cum: [Vec::new(), Vec::new()],
+            suffix: Vec::new(),
+            scratch: Vec::new(),
+            level_len: (0..levels)
+                .map(|l| k64.checked_pow(levels - l).unwrap_or(0))
+                .collect(),
+            t: 0,
+            draws: vec![Draws::default(); levels as usize],
+            #[cfg(test)]
+            record: None,
+        })
+    }
+
+    /// The arity.
+    pub fn arity(&self) -> u32 {
+        self.k as u32
+    }
+
+    fn alpha(&self) -> f64 {
+        match self.kind {
+            Kind::Exponential { alpha } => alpha,
+            _ => 1.0,
+        }
+    }
+
+    fn block(&self) -> u64 {
+        self.k.pow(self.levels)
+    }
+
+    /// One released node (level `l`, index `m` at its level): its noisy value.
+    #[inline]
+    fn release(&mut self, v: f64, l: usize, m: u64) -> Result<f64> {
+        #[cfg(test)]
+        if let Some(r) = &mut self.record {
+            r.push((l, m, v));
+        }
+        let z = self.draws[l].get(&self.noise[l], m)?;
+        Ok(self.noise[l].release(v, z))
+    }
+
+    /// Prefix trees: step `t` with value `x`; the estimate.
+    fn step_prefix(&mut self, x: f64) -> Result<f64> {
+        let alpha = self.alpha();
+        if alpha != 1.0 {
+            // Values decayed below 1e-250 are dropped (they would crawl through the
+            // subnormals, a hundred times slower, for no visible digit).
+            for v in self.open.iter_mut() {
+                *v *= alpha;
+                if v.abs() < 1e-250 {
+                    *v = 0.0;
+                }
+            }
+        }
+        let (k, top) = (self.k, self.levels - 1);
+        let (mut v, mut l, mut idx) = (x, 0u32, self.t);
+        loop {
+            let last = idx % k == k - 1;
+            if !last {
+                let li = l as usize;
+                let noisy = self.release(v, li, idx)?;
+                self.open[li] += noisy;
+                self.acc[li + 1] = self.acc[li + 1] * self.span_pow[li] + v;
+                break;
+            }
+            if l == top {
+                // Beyond the declared horizon (refused before) or 2^62 steps.
+                return Err(Error::param(
+                    "horizon",
+                    "the stream is longer than the tree's horizon",
+                ));
+            }
+            let li = l as usize;
+            v += self.acc[li + 1] * self.span_pow[li];
+            self.acc[li + 1] = 0.0;
+            self.open[li] = 0.0;
+            l += 1;
+            idx /= k;
+        }
+        Ok(self.open.iter().sum())
+    }
+
+    /// Window trees: step `t` with value `x`; the estimate.
+    fn step_window(&mut self, x: f64, w: u64) -> Result<f64> {
+        let (k, top, block) = (self.k, self.levels - 1, self.block());
+        let (b, p) = (self.t / block, self.t % block);
+        let cur = (b & 1) as usize;
+        if self.blocks[cur].is_empty() {
+            // Allocated at the first step: choosing an arity builds every candidate.
+            let levels = self.levels;
+            self.blocks[cur] = (0..levels)
+                .map(|l| vec![0.0; (block / k.pow(l)) as usize])
+                .collect();
+            self.cum[cur] = self.blocks[cur].clone();
+        }
+        if p == 0 {
+            self.open.iter_mut().for_each(|v| *v = 0.0);
+        }
+        let (mut v, mut l, mut idx) = (x, 0u32, p);
+        loop {
+            // The node's index at its level, over the whole stream.
+            let m = b * self.level_len[l as usize] + idx;
+            let li = l as usize;
+            let noisy = self.release(v, li, m)?;
+            let i = idx as usize;
+            self.blocks[cur][li][i] = noisy;
+            let before = if idx % k == 0 {
+                0.0
+            } else {
+                self.cum[cur][li][i - 1]
+            };
+            self.cum[cur][li][i] = before + noisy;
+            // The block's prefix: this node, or (when it completes its parent) the parent
+            // in its children's place.
+            if l == top || idx % k != k - 1 {
+                self.open[li] += noisy;
+            } else {
+                self.open[li] = 0.0;
+            }
+            if l == top {
+                break;
+            }
+            self.acc[li + 1] += v;
+            if idx % k != k - 1 {
+                break;
+            }
+            v = self.acc[li + 1];
+            self.acc[li + 1] = 0.0;
+            l += 1;
+            idx /= k;
+        }
+        if p == block - 1 {
+            self.suffixes(cur);
+        }
+        let start = (self.t + 1).saturating_sub(w);
+        let here = b * block;
+        Ok(if start == here {
+            self.open.iter().sum::<f64>()
+        } else if start > here {
+            self.inside(cur, start - here, p + 1)
+        } else {
+            self.suffix[(start + block - here) as usize] + self.open.iter().sum::<f64>()
+        })
+    }
+
+    /// A window `a .. b` inside the current block (`0 < a < b`), over the canonical
+    /// decomposition [`interval`] uses, in `O(levels)`: with `m` the highest level whose
+    /// boundary `c = floor(b / k^m) k^m` is at least `a`, the nodes right of `c` are the
+    /// block prefix's below level `m` (`open`), those between `a` and `c` at level `m` one
+    /// run of siblings, and below it each level's siblings after `a`'s ancestor (runs of a
+    /// group whose sums `cum` holds). The same nodes as the decomposition, summed in
+    /// another order.
+    fn inside(&self, cur: usize, a: u64, b: u64) -> f64 {
+        let (k, levels) = (self.k, self.levels as usize);
+        let cum = &self.cum[cur];
+        let (mut m, mut pw) = (0usize, 1u64);
+        while m + 1 < levels && (b / (pw * k)) * (pw * k) >= a {
+            m += 1;
+            pw *= k;
+        }
+        let mut est: f64 = self.open[..m].iter().sum();
+        // The run of level-m nodes a..c (inside one group: its first is not aligned).
+        let (u, v) = (a.div_ceil(pw), b / pw);
+        if v > u {
+            est += cum[m][(v - 1) as usize] - cum[m][(u - 1) as usize];
+        }
+        // Below m: from the lowest level a is not aligned to, each group's rest.
+        let (mut l, mut kl, mut idx) = (0usize, 1u64, a);
+        while l < m && idx % k == 0 {
+            l += 1;
+            kl *= k;
+            idx /= k;
+        }
+        let mut first = true;
+        while l < m {
+            let idx = a / kl;
+            let end = ((idx / k) * k + k - 1) as usize;
+            let from = if first { idx - 1 } else { idx } as usize;
+            est += cum[l][end] - cum[l][from];
+            first = false;
+            l += 1;
+            kl *= k;
+        }
+        est
+    }
+
+    /// The sums of every suffix of the block just completed (`blocks[cur]`), each over the
+    /// canonical decomposition [`interval`] uses, into `suffix`: `O(1)` per step instead of
+    /// a decomposition per step.
+    fn suffixes(&mut self, cur: usize) {
+        let (k, levels) = (self.k as usize, self.levels as usize);
+        let nodes = &self.blocks[cur];
+        let mut above: Vec<f64> = Vec::new();
+        for l in (0..levels).rev() {
+            let n = nodes[l].len();
+            let mut suf = std::mem::take(&mut self.scratch);
+            suf.clear();
+            suf.resize(n + 1, 0.0);
+            for o in (0..n).rev() {
+                suf[o] = if o % k == 0 && l + 1 < levels {
+                    above[o / k]
+                } else {
+                    nodes[l][o] + suf[o + 1]
+                };
+            }
+            self.scratch = std::mem::replace(&mut above, suf);
+        }
+        self.suffix = above;
+    }
+
+    /// One step in, the estimate out.
+    fn step(&mut self, x: f64) -> Result<f64> {
+        if let Kind::Running { horizon } = self.kind
+            && self.t >= horizon
+        {
+            return Err(Error::param(
+                "horizon",
+                format!("the stream is longer than the declared horizon of {horizon} steps"),
+            ));
+        }
+        let out = match self.kind {
+            Kind::Window { w } => self.step_window(x, w)?,
+            _ => self.step_prefix(x)?,
+        };
+        self.t += 1;
+        Ok(out)
+    }
+
+    /// Standard deviation of the estimate at step `j` (public: parameters and `j` only).
+    pub fn std_at(&self, j: u64) -> f64 {
+        let var: Vec<f64> = self
+            .noise
+            .iter()
+            .map(|n| n.std_dev() * n.std_dev())
+            .collect();
+        let loads = load_at(self.kind, self.k, self.levels, j);
+        loads
+            .iter()
+            .zip(&var)
+            .map(|(c, v)| c * v)
+            .sum::<f64>()
+            .sqrt()
+    }
+}
+
+/// Which decayed sum `model` is, with its parameters.
+pub(crate) fn kind_of(model: &str, p: &ModelParams) -> Result<Kind> {
+    Ok(match model {
+        "running" => Kind::Running {
+            horizon: p.need(model, "horizon", &p.horizon)?,
+        },
+        "exponential" => Kind::Exponential {
+            alpha: p.need(model, "alpha", &p.alpha)?,
+        },
+        "window" => Kind::Window {
+            w: p.need(model, "window", &p.window)?,
+        },
+        other => {
+            return Err(Error::param(
+                "mechanism",
+                format!(
+                    "the k-ary tree computes running, exponential and window sums, not \
+                     '{other}' (use --mechanism tree)"
+                ),
+            ));
+        }
+    })
+}
+
+/// The steps a choice between mechanisms averages over: the horizon when known (the series'
+/// public length), else 2^20.
+pub(crate) fn public_steps(p: &ModelParams) -> u64 {
+    p.horizon.unwrap_or(1 << 20)
+}
+
+/// `--mechanism kary` for `model`: `--arity`, or the arity with the least stated error.
+pub(crate) fn build(model: &str, p: &ModelParams, c: &Public) -> Result<Box<dyn DecayedSum>> {
+    let kind = kind_of(model, p)?;
+    let (k, power) = best_choice(kind, p.arity, c.epsilon, c.bound)?;
+    Ok(Box::new(KarySum::weighted(
+        kind, k, power, c.epsilon, c.bound, c.key,
+    )?))
+}
+
+impl DecayedSum for KarySum {
+    fn calibration(&self) -> CalibrationReport {
+        let what = match self.kind {
+            Kind::Running { horizon } => format!("running (horizon {horizon})"),
+            Kind::Exponential { alpha } => format!("exponential (alpha = {alpha})"),
+            Kind::Window { w } => format!("window (W = {w})"),
+        };
+        let weights = if self.power == 0.0 {
+            "the same noise on every level".to_string()
+        } else {
+            format!(
+                "level weights (mean load)^{:.3}: {:?}",
+                self.power,
+                self.weights
+                    .iter()
+                    .map(|u| (u * 1e4).round() / 1e4)
+                    .collect::<Vec<_>>()
+            )
+        };
+        CalibrationReport {
+            model: format!("{what}, {}-ary tree, {weights}", self.k),
+            epsilon: self.epsilon,
+            bound: self.bound,
+            levels: self.levels,
+            sensitivity: self.sensitivity,
+            counter_scale: self.noise[0].scale(),
+            counter_std: self.noise[0].std_dev(),
+        }
+    }
+
+    fn noise_std(&self, _column: usize, j: u64) -> f64 {
+        self.std_at(j)
+    }
+
+    fn push(&mut self, x: f64, out: &mut [f64]) -> Result<()> {
+        out[0] = self.step(x)?;
+        Ok(())
+    }
+
+    fn bulk(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>> {
+        let mut m = self.clone();
+        m.reset();
+        let mut out = vec![Vec::new()];
+        m.stream_into(xs, &mut out)?;
+        Ok(out)
+    }
+
+    fn stream_into(&mut self, chunk: &[f64], out: &mut Vec<Vec<f64>>) -> Result<()> {
+        // Every level's draws for the chunk in one fill each: the keystream of a long chunk
+        // then runs on every thread (the counters are the same as one at a time).
+        let (t0, t1) = (self.t, self.t + chunk.len() as u64);
+        let mut span = 1u64;
+        for l in 0..self.levels as usize {
+            let (first, last) = (t0 / span, t1 / span);
+            if last > first {
+                let count = (last - first + 1).min(1 << 26);
+                self.draws[l].ensure(&self.noise[l], first, count)?;
+            }
+            span = span.saturating_mul(self.k);
+        }
+        let col = super::model::one_column(out, chunk.len());
+        for (o, &x) in col.iter_mut().zip(chunk) {
+            *o = self.step(x)?;
+        }
+        Ok(())
+    }
+
+    fn truth(&self, xs: &[f64]) -> Vec<Vec<f64>> {
+        vec![match self.kind {
+            Kind::Window { w } => window_truth(xs, w),
+            _ => {
+                let (alpha, mut s) = (self.alpha(), 0.0);
+                xs.iter()
+                    .map(|&x| {
+                        s = alpha * s + x;
+                        s
+                    })
+                    .collect()
+            }
+        }]
+    }
+
+    fn fresh(&self) -> Box<dyn DecayedSum> {
+        let mut m = self.clone();
+        m.reset();
+        Box::new(m)
+    }
+
+    fn guarantee(&self) -> kinsey_dp::release::Guarantee {
+        laplace_guarantee(&self.calibration(), "k-ary tree counters", "counters")
+    }
+}
+
+impl KarySum {
+    /// Back to step 0 (same key and parameters).
+    fn reset(&mut self) {
+        self.acc.iter_mut().for_each(|v| *v = 0.0);
+        self.open.iter_mut().for_each(|v| *v = 0.0);
+        self.t = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,331 @@
+//! The public arithmetic of the k-ary trees ([`super`]): their levels, the load each level
+//! carries in an estimate, the level weights and the weighted sensitivity they imply, and
+//! the choice of arity and weights by stated error. Everything here is a function of
+//! public parameters only.
+
+use crate::decay::model::DecayedSum;
+use kinsey_core::{Error, Result};
+
+/// The arities `--mechanism kary` chooses among (without `--arity`).
+pub const ARITIES: [u32; 12] = [2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32];
+
+/// Largest arity accepted.
+pub(super) const MAX_ARITY: u32 = 256;
+
+/// Largest window block (steps): its nodes are kept for two blocks.
+pub(super) const MAX_BLOCK: u64 = 1 << 24;
+
+/// Which decayed sum a k-ary tree computes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Kind {
+    /// Running sums over at most `horizon` steps.
+    Running {
+        /// The declared horizon.
+        horizon: u64,
+    },
+    /// `sum alpha^(j - i) x_i`.
+    Exponential {
+        /// Decay per step in (0, 1).
+        alpha: f64,
+    },
+    /// The sum of the last `w` steps.
+    Window {
+        /// Window length.
+        w: u64,
+    },
+}
+
+/// `sum_t alpha^((k^(t-1) - 1) / (k - 1))` over `levels` levels (all while terms matter).
+pub(super) fn prefix_sensitivity(alpha: f64, k: u64, levels: u32) -> f64 {
+    let mut s = 0.0;
+    let mut gap = 0.0f64; // (k^(t-1) - 1) / (k - 1)
+    let mut span = 1.0f64; // k^(t-1)
+    for _ in 0..levels {
+        let term = if alpha == 1.0 { 1.0 } else { alpha.powf(gap) };
+        s += term;
+        if term < 1e-18 * s {
+            break;
+        }
+        gap += span;
+        span *= k as f64;
+    }
+    s
+}
+
+/// Levels of base-`k` digits for the numbers `1 ..= n`: the least `L` with `k^L > n`.
+pub(super) fn digits_for(k: u64, n: u64) -> u32 {
+    debug_assert!(k >= 2, "arity checked by the callers");
+    let k = k.max(2);
+    let mut l = 1;
+    let mut p = k;
+    while p <= n {
+        p = p.saturating_mul(k);
+        l += 1;
+    }
+    l
+}
+
+/// Levels an exponential (unbounded) tree keeps: `k^L <= 2^62`.
+pub(super) fn unbounded_levels(k: u64) -> u32 {
+    digits_for(k, 1 << 62) - 1
+}
+
+/// Per level, the sum of the squared weights of the nodes the estimate at step `j` adds
+/// (a public function of the parameters and `j`): the estimate's variance is
+/// `sum_l load_l var_l`.
+pub fn load_at(kind: Kind, k: u64, levels: u32, j: u64) -> Vec<f64> {
+    let mut load = vec![0.0; levels as usize];
+    match kind {
+        Kind::Window { w } => {
+            let block = k.pow(levels);
+            let (b, p) = (j / block, j % block);
+            let start = (j + 1).saturating_sub(w);
+            let here = b * block;
+            let mut count = |l: usize, _: u64| load[l] += 1.0;
+            if start >= here {
+                interval(levels, k, start - here, p + 1, &mut count);
+            } else {
+                interval(levels, k, start + block - here, block, &mut count);
+                interval(levels, k, 0, p + 1, &mut count);
+            }
+        }
+        Kind::Running { .. } | Kind::Exponential { .. } => {
+            let alpha = match kind {
+                Kind::Exponential { alpha } => alpha,
+                _ => 1.0,
+            };
+            let (mut m, mut span, mut end) = (j + 1, 1u64, j + 1);
+            for slot in load.iter_mut() {
+                if m == 0 {
+                    break;
+                }
+                let d = m % k;
+                for c in 0..d {
+                    let dist = (j + 1 - end) + c * span;
+                    *slot += if alpha == 1.0 {
+                        1.0
+                    } else {
+                        alpha.powf(2.0 * dist as f64)
+                    };
+                }
+                end -= d * span;
+                m /= k;
+                span = span.saturating_mul(k);
+            }
+        }
+    }
+    load
+}
+
+/// Sample `i` of `n` steps in `0 .. span`: all of them when `n = span`, else spread by a
+/// multiplicative hash (evenly spaced samples alias with the tree's powers of `k`).
+pub(super) fn spread(i: u64, n: u64, span: u64) -> u64 {
+    if n >= span {
+        return i;
+    }
+    ((u128::from(i) * 0x9E37_79B9_7F4A_7C15) % u128::from(span)) as u64
+}
+
+/// Steps sampled for the mean load of each level ([`level_loads`]).
+pub(super) const LOAD_SAMPLES: u64 = 2048;
+
+/// The levels of a tree for `kind` with arity `k`: running sums, the digits of the horizon;
+/// exponential sums, `k^L <= 2^62`; windows, blocks of `k^L > W` steps (at most
+/// [`MAX_BLOCK`]).
+pub(super) fn levels_of(kind: Kind, k: u64) -> Result<u32> {
+    Ok(match kind {
+        Kind::Running { horizon } => {
+            if horizon < 1 {
+                return Err(Error::param("horizon", "must be >= 1 step"));
+            }
+            digits_for(k, horizon)
+        }
+        Kind::Exponential { alpha } => {
+            if !(alpha > 0.0 && alpha < 1.0) {
+                return Err(Error::param(
+                    "alpha",
+                    format!("the decay must be in (0, 1), got {alpha}"),
+                ));
+            }
+            unbounded_levels(k)
+        }
+        Kind::Window { w } => {
+            if w < 1 {
+                return Err(Error::param("window", "must be >= 1 step"));
+            }
+            let levels = digits_for(k, w);
+            if k.checked_pow(levels).is_none_or(|b| b > MAX_BLOCK) {
+                return Err(Error::param(
+                    "arity",
+                    format!(
+                        "blocks of {k}^{levels} steps are over the {MAX_BLOCK}-step limit; \
+                         choose a smaller arity"
+                    ),
+                ));
+            }
+            levels
+        }
+    })
+}
+
+/// The mean [`load_at`] of each level over the steps a release covers in the long run
+/// (public: parameters only): a running sum's whole horizon, an exponential sum's and a
+/// window's steady state.
+pub fn level_loads(kind: Kind, k: u64, levels: u32, samples: u64) -> Vec<f64> {
+    let (from, span) = match kind {
+        Kind::Running { horizon } => (0, horizon),
+        Kind::Exponential { .. } => (1 << 24, 1 << 24),
+        Kind::Window { w } => (w, k.pow(levels).max(w) * 2),
+    };
+    let n = samples.min(span).max(1);
+    let mut mean = vec![0.0; levels as usize];
+    for i in 0..n {
+        let j = from + spread(i, n, span);
+        for (m, v) in mean.iter_mut().zip(load_at(kind, k, levels, j)) {
+            *m += v / n as f64;
+        }
+    }
+    mean
+}
+
+/// The smallest weight a level gets: its noise is then at most 1,000 times the largest.
+pub(super) const MIN_WEIGHT: f64 = 1e-3;
+
+/// Level weights `(load / max load)^power`, at least [`MIN_WEIGHT`] (and at least what
+/// keeps `eps u` in the samplers' range).
+pub(super) fn weights_of(loads: &[f64], power: f64, epsilon: f64) -> Vec<f64> {
+    let max = loads.iter().copied().fold(0.0, f64::max);
+    let floor = MIN_WEIGHT.max(2e-6 / epsilon).min(1.0);
+    loads
+        .iter()
+        .map(|&c| {
+            if power == 0.0 || max <= 0.0 {
+                1.0
+            } else {
+                (c / max).powf(power).max(floor)
+            }
+        })
+        .collect()
+}
+
+/// Levels whose subsets [`weighted_reach`] searches exhaustively; the weights of the levels
+/// above are added whole (an upper bound).
+pub(super) const SEARCHED_LEVELS: usize = 16;
+
+/// The weighted L1 reach of one step (per unit of `B`): the largest `sum_l u_l |change of
+/// its level-l node|` over the steps. Windows and running sums: every level, undecayed,
+/// `sum u_l`. Exponential sums: a step's released ancestors at levels `S` end at least
+/// `sum_(m in S, m < l) k^m` steps after it, so the reach is the largest `sum_(l in S) u_l
+/// alpha^(gap)` over the level sets `S` (each level's digit `k - 2` attains it; `k - 1`
+/// leaves the level out), searched over the first 16 levels, the rest added whole.
+pub(super) fn weighted_reach(kind: Kind, k: u64, weights: &[f64]) -> f64 {
+    let alpha = match kind {
+        Kind::Exponential { alpha } => alpha,
+        _ => return weights.iter().sum(),
+    };
+    if weights.iter().all(|&u| u == 1.0) {
+        return prefix_sensitivity(alpha, k, weights.len() as u32);
+    }
+    let searched = weights.len().min(SEARCHED_LEVELS);
+    let tail: f64 = weights[searched..].iter().sum();
+    let mut best: f64 = 0.0;
+    for mask in 0u32..(1 << searched) {
+        let (mut gap, mut sum, mut span) = (0.0f64, 0.0, 1.0f64);
+        for (l, &u) in weights[..searched].iter().enumerate() {
+            if mask >> l & 1 == 1 {
+                sum += u * alpha.powf(gap);
+                gap += span;
+            }
+            span *= k as f64;
+        }
+        best = best.max(sum);
+    }
+    best + tail
+}
+
+/// The stated mean variance of `m`'s first column over steps `0 .. n` (a public function
+/// of the parameters; sampled at up to 4,096 evenly spaced steps).
+pub fn mean_variance(m: &dyn DecayedSum, n: u64) -> f64 {
+    let n = n.max(1);
+    let samples = n.min(4096);
+    let mut s = 0.0;
+    for i in 0..samples {
+        let j = spread(i, samples, n);
+        let sd = m.noise_std(0, j);
+        s += sd * sd;
+    }
+    s / samples as f64
+}
+
+/// The canonical decomposition of steps `a .. b` of one block of `levels` levels into
+/// nodes: `visit(level, index)` for each, bottom up. The block's own node is never needed
+/// (`b - a` is below the block).
+#[inline]
+pub(super) fn interval(levels: u32, k: u64, a: u64, b: u64, mut visit: impl FnMut(usize, u64)) {
+    // Positions inside a block are below 2^26: 32-bit division is the fast one.
+    let (k, mut a, mut b) = (k as u32, a as u32, b as u32);
+    for l in 0..levels as usize {
+        while a < b && a % k != 0 {
+            visit(l, u64::from(a));
+            a += 1;
+        }
+        while b > a && b % k != 0 {
+            b -= 1;
+            visit(l, u64::from(b));
+        }
+        if a == b {
+            break;
+        }
+        a /= k;
+        b /= k;
+    }
+}
+
+/// The exponents the level weights are tried with (0: the same noise on every level).
+pub const POWERS: [f64; 5] = [0.0, 0.2, 0.25, 0.3, 1.0 / 3.0];
+
+/// The arity (among [`ARITIES`], or `arity` when given) and level-weight exponent (among
+/// [`POWERS`]) with the least stated mean variance over the steps [`level_loads`] samples:
+/// public parameters only decide.
+pub fn best_choice(kind: Kind, arity: Option<u32>, epsilon: f64, bound: f64) -> Result<(u32, f64)> {
+    if let Some(k) = arity
+        && !(2..=MAX_ARITY).contains(&k)
+    {
+        return Err(Error::param(
+            "arity",
+            format!("a tree has 2 to {MAX_ARITY} children per node, got {k}"),
+        ));
+    }
+    let mut best: Option<(f64, u32, f64)> = None;
+    let arities: Vec<u32> = arity.map_or_else(|| ARITIES.to_vec(), |k| vec![k]);
+    for k in arities {
+        let k64 = u64::from(k);
+        // An arity whose window blocks are too large is not a candidate.
+        let levels = match levels_of(kind, k64) {
+            Ok(l) => l,
+            // A given arity's error is the answer; a candidate's only drops it.
+            Err(e) if arity.is_some() => return Err(e),
+            Err(_) => continue,
+        };
+        let loads = level_loads(kind, k64, levels, LOAD_SAMPLES);
+        for power in POWERS {
+            let u = weights_of(&loads, power, epsilon);
+            let reach = weighted_reach(kind, k64, &u);
+            // Laplace variance 2 (reach B / (eps u_l))^2 per unit of load.
+            let var: f64 = loads
+                .iter()
+                .zip(&u)
+                .map(|(c, u)| c * 2.0 * (reach * bound / (epsilon * u)).powi(2))
+                .sum();
+            if best.is_none_or(|(v, _, _)| var < v) {
+                best = Some((var, k, power));
+            }
+        }
+    }
+    best.map(|(_, k, p)| (k, p)).ok_or_else(|| {
+        Error::param(
+            "arity",
+            "no arity gives blocks within the limit for this window",
+        )
+    })
+}

@@ -1,0 +1,219 @@
+//! The k-ary trees: online == bulk bit for bit, exact sums without noise, the stated
+//! sensitivity against neighbouring streams, the stated standard deviation against the
+//! errors (with a 30%-too-small variant rejected), and the error against the binary tree.
+
+use super::*;
+use crate::decay::{ExponentialSum, WindowSum};
+
+fn key(i: u8) -> [u8; 32] {
+    [i; 32]
+}
+
+fn series(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 33) % 3) as f64
+        })
+        .collect()
+}
+
+fn kinds() -> Vec<Kind> {
+    vec![
+        Kind::Running { horizon: 5000 },
+        Kind::Exponential { alpha: 0.99 },
+        Kind::Window { w: 37 },
+        Kind::Window { w: 1 },
+        Kind::Window { w: 64 },
+    ]
+}
+
+#[test]
+fn online_equals_bulk_and_chunks_bit_for_bit() {
+    let xs = series(5000, 3);
+    for kind in kinds() {
+        for (k, power) in [(2, 0.0), (3, 0.3), (4, 0.0), (7, 0.25), (16, 0.0)] {
+            let m = KarySum::weighted(kind, k, power, 1.0, 2.0, key(1)).expect("build");
+            let bulk = m.bulk(&xs).expect("bulk");
+            let online = m.online(&xs).expect("online");
+            assert_eq!(bulk, online, "{kind:?} k = {k}");
+            let mut f = m.fresh();
+            let mut chunked = Vec::new();
+            for c in xs.chunks(777) {
+                chunked.extend(f.stream(c).expect("stream").remove(0));
+            }
+            assert_eq!(chunked, bulk[0], "{kind:?} k = {k}");
+        }
+    }
+}
+
+/// Under one key the noise of a series and of zeros is the same, so their difference is
+/// the exact sum (up to the grid): every node of every decomposition is the right one.
+#[test]
+fn under_one_key_the_noise_cancels_and_the_estimates_are_the_sums() {
+    let xs = series(3000, 5);
+    let zeros = vec![0.0; xs.len()];
+    for kind in kinds() {
+        for (k, power) in [(2, 0.0), (3, 0.25), (5, 0.0), (16, 1.0 / 3.0)] {
+            let m = KarySum::weighted(kind, k, power, 1.0, 2.0, key(2)).expect("build");
+            let est = m.bulk(&xs).expect("bulk").remove(0);
+            let noise = m.bulk(&zeros).expect("bulk").remove(0);
+            let truth = m.truth(&xs).remove(0);
+            for (j, t) in truth.iter().enumerate() {
+                let e = est[j] - noise[j];
+                assert!(
+                    (e - t).abs() < 1e-2,
+                    "{kind:?} k = {k}, step {j}: {e} vs {t}"
+                );
+            }
+        }
+    }
+}
+
+/// The stated L1 sensitivity bounds the change of the released counters between
+/// neighbouring streams (one step changed by B), found by scanning the step; and it is
+/// attained (the bound is not loose).
+#[test]
+fn the_stated_sensitivity_bounds_neighbouring_counters() {
+    for kind in [
+        Kind::Running { horizon: 700 },
+        Kind::Exponential { alpha: 0.9 },
+        Kind::Window { w: 20 },
+    ] {
+        for (k, power) in [(2, 0.0), (3, 0.0), (5, 0.0), (3, 0.3), (4, 1.0 / 3.0)] {
+            let m = KarySum::weighted(kind, k, power, 1.0, 1.0, key(3)).expect("build");
+            let n = 700;
+            let base = vec![0.0; n];
+            let released = |xs: &[f64]| counters(&m, xs);
+            let r0 = released(&base);
+            let mut worst: f64 = 0.0;
+            for i in 0..n {
+                let mut xs = base.clone();
+                xs[i] = 1.0;
+                let r1 = released(&xs);
+                // Each level's change counts with its weight (its noise is 1 / u_l wider).
+                let l1: f64 = r0
+                    .iter()
+                    .zip(&r1)
+                    .map(|((l, a), (_, b))| m.weights[*l] * (a - b).abs())
+                    .sum();
+                worst = worst.max(l1);
+            }
+            assert!(
+                worst <= m.sensitivity + 1e-9,
+                "{kind:?} k = {k}: {worst} > {}",
+                m.sensitivity
+            );
+            // Attained, up to the levels above the 16 searched (added whole; 0.1% each).
+            let slack = if power == 0.0 { 0.999 } else { 0.98 };
+            assert!(
+                worst >= slack * m.sensitivity,
+                "{kind:?} k = {k}: {worst} < {}",
+                m.sensitivity
+            );
+        }
+    }
+}
+
+/// The level and true value of every released counter of a run over `xs`, in (level,
+/// index) order.
+fn counters(m: &KarySum, xs: &[f64]) -> Vec<(usize, f64)> {
+    let mut exact = m.clone();
+    exact.reset();
+    exact.record = Some(Vec::new());
+    for &x in xs {
+        exact.step(x).expect("step");
+    }
+    let seen: std::collections::BTreeMap<(usize, u64), f64> = exact
+        .record
+        .take()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(l, i, v)| ((l, i), v))
+        .collect();
+    seen.into_iter().map(|((l, _), v)| (l, v)).collect()
+}
+
+/// The errors' spread matches the stated standard deviation at every step (chi-square
+/// style: the mean squared standardized error over many keys is 1), and a mechanism with
+/// 30% less noise than stated is caught.
+#[test]
+fn the_stated_std_is_the_errors_and_too_little_noise_is_caught() {
+    let xs = series(600, 7);
+    for (kind, power) in [
+        (Kind::Running { horizon: 600 }, 0.0),
+        (Kind::Exponential { alpha: 0.95 }, 0.0),
+        (Kind::Exponential { alpha: 0.95 }, 0.3),
+        (Kind::Window { w: 50 }, 0.25),
+    ] {
+        let k = 4;
+        let base = KarySum::weighted(kind, k, power, 1.0, 2.0, key(0)).expect("build");
+        let truth = base.truth(&xs).remove(0);
+        let ratio = |scale: f64| {
+            let mut s = 0.0;
+            let mut n = 0.0;
+            for r in 0..200u8 {
+                let mut m = KarySum::weighted(kind, k, power, 1.0, 2.0, [r; 32]).expect("build");
+                m.noise = m.noise.iter().map(|n| n.scaled(scale)).collect();
+                let est = m.bulk(&xs).expect("bulk").remove(0);
+                for j in (0..xs.len()).step_by(7) {
+                    let z = (est[j] - truth[j]) / base.std_at(j as u64);
+                    s += z * z;
+                    n += 1.0;
+                }
+            }
+            s / n
+        };
+        let honest = ratio(1.0);
+        assert!(
+            (0.9..1.1).contains(&honest),
+            "{kind:?}: mean z^2 = {honest}"
+        );
+        let small = ratio(0.7);
+        assert!(
+            small < 0.75,
+            "{kind:?}: 30% too little noise not caught ({small})"
+        );
+    }
+}
+
+/// On bits at eps = 1 the k-ary trees' stated RMSE is below the binary tree's by the
+/// factors issue 38 asks for on flights-3m (measured there in BENCHMARKS.md).
+#[test]
+fn the_stated_error_beats_the_binary_tree() {
+    let n = 3_000_000;
+    let rmse = |m: &dyn DecayedSum| mean_variance(m, n).sqrt();
+    let running = ExponentialSum::running(n, 1.0, 1.0, key(1)).expect("tree");
+    let kind = Kind::Running { horizon: n };
+    let (k, p) = best_choice(kind, None, 1.0, 1.0).expect("k");
+    let kary = KarySum::weighted(kind, k, p, 1.0, 1.0, key(1)).expect("k");
+    let (a, b) = (rmse(&running), rmse(&kary));
+    eprintln!(
+        "running: tree {a:.2}, {k}-ary {b:.2} (power {p}): {:.2}x",
+        a / b
+    );
+    assert!(a / b >= 2.0, "running: tree {a}, {k}-ary {b}");
+    let exp = ExponentialSum::new(0.999, 1.0, 1.0, key(1)).expect("tree");
+    let kind = Kind::Exponential { alpha: 0.999 };
+    let (k, p) = best_choice(kind, None, 1.0, 1.0).expect("k");
+    let kary = KarySum::weighted(kind, k, p, 1.0, 1.0, key(1)).expect("k");
+    let (a, b) = (rmse(&exp), rmse(&kary));
+    eprintln!(
+        "exponential: tree {a:.2}, {k}-ary {b:.2} (power {p}): {:.2}x",
+        a / b
+    );
+    assert!(a / b >= 1.5, "exponential: tree {a}, {k}-ary {b}");
+    let win = WindowSum::new(1440, 1.0, 1.0, key(1)).expect("tree");
+    let kind = Kind::Window { w: 1440 };
+    let (k, p) = best_choice(kind, None, 1.0, 1.0).expect("k");
+    let kary = KarySum::weighted(kind, k, p, 1.0, 1.0, key(1)).expect("k");
+    let (a, b) = (rmse(&win), rmse(&kary));
+    eprintln!(
+        "window: tree {a:.2}, {k}-ary {b:.2} (power {p}): {:.2}x",
+        a / b
+    );
+    assert!(a / b >= 1.5, "window: tree {a}, {k}-ary {b}");
+}
