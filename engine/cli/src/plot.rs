@@ -244,9 +244,26 @@ fn x_tick(axis: &XAxis, log_x: bool, v: f64) -> String {
         XAxis::Categories(_) => String::new(),
         XAxis::Integers if whole => format!("{}", v.round() as i64),
         XAxis::Integers => String::new(),
-        XAxis::Numbers if log_x => format!("{:.3}", 10f64.powf(v)),
+        XAxis::Numbers if log_x => log_tick(v),
         XAxis::Numbers => trim(v),
     }
+}
+
+/// The text of a log-axis tick at `10^e`: whole decades as plain numbers (`1000`,
+/// `0.001`), other ticks to three significant digits (`31.6`, `3160`).
+fn log_tick(e: f64) -> String {
+    let v = 10f64.powf(e);
+    if (e - e.round()).abs() < 1e-6 {
+        return trim(10f64.powi(e.round() as i32));
+    }
+    let decimals = (2 - v.log10().floor() as i32).max(0) as usize;
+    let rounded: f64 = format!("{v:.decimals$}").parse().unwrap_or(v);
+    let digits = v.log10().floor() as i32 - 2;
+    if digits > 0 {
+        let p = 10f64.powi(digits);
+        return trim((v / p).round() * p);
+    }
+    trim(rounded)
 }
 
 /// A tick value without trailing zeros: `2`, `0.5`, `1.25e6` (at most 4 significant digits

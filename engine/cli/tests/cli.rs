@@ -1443,6 +1443,35 @@ fn release_files_hold_no_exact_statistic_trees() {
     assert!(t.trim_start().starts_with("{\n  \"NOT PRIVATE\""), "{t}");
 }
 
+/// `kinsey experiment mechanisms` (issue 38): the stated errors of the tree and of the
+/// mechanism `best` picks, as CSV and charts; `best` never states more error than the tree.
+#[test]
+fn the_mechanisms_experiment_charts_the_stated_errors() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("m");
+    ok(&[
+        "experiment",
+        "mechanisms",
+        "--steps",
+        "200000",
+        "--out",
+        arg(&out),
+    ]);
+    let csv = std::fs::read_to_string(out.join("mechanisms.csv")).expect("csv");
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 14 + 9, "{csv}");
+    for r in rows {
+        let f: Vec<&str> = r.split(',').collect();
+        let (tree, best): (f64, f64) = (f[2].parse().expect("tree"), f[3].parse().expect("best"));
+        assert!(best <= tree && best > 0.0, "{r}");
+    }
+    for f in ["error-vs-window", "error-vs-alpha"] {
+        for ext in ["svg", "png"] {
+            assert!(out.join(format!("{f}.{ext}")).is_file(), "{f}.{ext}");
+        }
+    }
+}
+
 #[test]
 fn release_files_hold_no_exact_statistic_decayed_sums() {
     let dir = tempfile::tempdir().expect("tmp");

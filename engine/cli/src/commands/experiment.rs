@@ -18,12 +18,127 @@ pub(crate) struct Args {
 enum Which {
     /// Figure 2 of Pathak, Rane & Raj (NIPS 2010) on a9a: test error against lambda.
     Figure2(Figure2Args),
+    /// The decayed-sum mechanisms' stated error (public: no data) against the window
+    /// length and the decay: the tree beside the one --mechanism best chooses.
+    Mechanisms(MechanismsArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct MechanismsArgs {
+    /// Output directory (CSV, SVG and PNG).
+    #[arg(long)]
+    out: PathBuf,
+    /// Steps of the series (the public length the errors are averaged over).
+    #[arg(long, default_value_t = 3_000_000)]
+    steps: u64,
+    /// Privacy budget of each release.
+    #[arg(long, default_value_t = 1.0)]
+    epsilon: f64,
+    /// Per-step bound B.
+    #[arg(long, default_value_t = 1.0)]
+    bound: f64,
+}
+
+/// `kinsey experiment mechanisms`: the stated mean RMSE (the public figure --mechanism best
+/// compares) of the tree and of the best mechanism, over window lengths and decays.
+fn mechanisms(a: MechanismsArgs) -> Result<()> {
+    use crate::plot::{Chart, Series, XAxis, write_chart};
+    use kinsey_stats::decay::{self, ModelParams, Public, kary};
+    kinsey_core::check_epsilon("epsilon", a.epsilon)?;
+    let public = Public {
+        epsilon: a.epsilon,
+        bound: a.bound,
+        key: [0; 32],
+    };
+    let rmse = |model: &str, params: &ModelParams, mech: &str| -> Result<(f64, String)> {
+        let mut p = params.clone();
+        p.horizon = Some(a.steps);
+        p.mechanism = Some(mech.into());
+        let m = decay::build(model, &p, &public)?;
+        let name = m.calibration().model;
+        Ok((kary::mean_variance(m.as_ref(), a.steps).sqrt(), name))
+    };
+    let mut csv = String::from("sum,parameter,tree_rmse,best_rmse,best_mechanism\n");
+    let (mut wt, mut wb, mut at, mut ab) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for e in 3..=16 {
+        let w = 1u64 << e;
+        let p = ModelParams {
+            window: Some(w),
+            ..ModelParams::default()
+        };
+        let (t, _) = rmse("window", &p, "tree")?;
+        let (b, name) = rmse("window", &p, "best")?;
+        csv.push_str(&format!("window,{w},{t},{b},\"{name}\"\n"));
+        wt.push((w as f64, t));
+        wb.push((w as f64, b));
+    }
+    for alpha in [0.5, 0.8, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999] {
+        let p = ModelParams {
+            alpha: Some(alpha),
+            ..ModelParams::default()
+        };
+        let (t, _) = rmse("exponential", &p, "tree")?;
+        let (b, name) = rmse("exponential", &p, "best")?;
+        csv.push_str(&format!("exponential,{alpha},{t},{b},\"{name}\"\n"));
+        let horizon = 1.0 / (1.0 - alpha);
+        at.push((horizon, t));
+        ab.push((horizon, b));
+    }
+    let line = |name: &str, points: Vec<(f64, f64)>, dashed: bool| Series {
+        name: name.into(),
+        points,
+        err: None,
+        dashed,
+    };
+    let mut o = kinsey_data::output::Outputs::new();
+    o.ensure_dir(&a.out)?;
+    o.write(&a.out.join("mechanisms.csv"), csv.as_bytes())?;
+    let chart = |title: String, x: &str, t: Vec<(f64, f64)>, b: Vec<(f64, f64)>| Chart {
+        title,
+        x_label: x.into(),
+        y_label: "stated RMSE (mean over steps)".into(),
+        series: vec![
+            line("dyadic tree (the default)", t, true),
+            line("best (k-ary tree, level weights)", b, false),
+        ],
+        log_x: true,
+        x_axis: XAxis::Numbers,
+        bars: false,
+    };
+    let eps = a.epsilon;
+    write_chart(
+        &mut o,
+        &a.out.join("error-vs-window"),
+        &chart(
+            format!("Window sums, eps = {eps}, B = {}", a.bound),
+            "window W (steps)",
+            wt,
+            wb,
+        ),
+    )?;
+    write_chart(
+        &mut o,
+        &a.out.join("error-vs-alpha"),
+        &chart(
+            format!("Exponential sums, eps = {eps}, B = {}", a.bound),
+            "1 / (1 - alpha) (steps)",
+            at,
+            ab,
+        ),
+    )?;
+    o.commit()?;
+    println!(
+        "wrote {}/mechanisms.csv, error-vs-window and error-vs-alpha (.svg, .png)",
+        a.out.display()
+    );
+    Ok(())
 }
 
 /// Runs the chosen experiment.
 pub(crate) fn run(a: Args) -> Result<()> {
     match a.which {
         Which::Figure2(x) => figure2(x),
+        Which::Mechanisms(x) => mechanisms(x),
     }
 }
 

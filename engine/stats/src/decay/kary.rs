@@ -172,7 +172,7 @@ impl KarySum {
             })
             .collect::<Result<Vec<_>>>()?;
         let alpha = match kind {
-            Kind::Exponential { alpha } => alpha,
+            Kind::Exponential { alpha, .. } => alpha,
             _ => 1.0,
         };
         let mut span_pow = Vec::with_capacity(levels as usize);
@@ -215,7 +215,7 @@ impl KarySum {
 
     fn alpha(&self) -> f64 {
         match self.kind {
-            Kind::Exponential { alpha } => alpha,
+            Kind::Exponential { alpha, .. } => alpha,
             _ => 1.0,
         }
     }
@@ -406,7 +406,11 @@ impl KarySum {
 
     /// One step in, the estimate out.
     fn step(&mut self, x: f64) -> Result<f64> {
-        if let Kind::Running { horizon } = self.kind
+        if let Kind::Running { horizon }
+        | Kind::Exponential {
+            horizon: Some(horizon),
+            ..
+        } = self.kind
             && self.t >= horizon
         {
             return Err(Error::param(
@@ -447,6 +451,7 @@ pub(crate) fn kind_of(model: &str, p: &ModelParams) -> Result<Kind> {
         },
         "exponential" => Kind::Exponential {
             alpha: p.need(model, "alpha", &p.alpha)?,
+            horizon: p.horizon,
         },
         "window" => Kind::Window {
             w: p.need(model, "window", &p.window)?,
@@ -482,7 +487,7 @@ impl DecayedSum for KarySum {
     fn calibration(&self) -> CalibrationReport {
         let what = match self.kind {
             Kind::Running { horizon } => format!("running (horizon {horizon})"),
-            Kind::Exponential { alpha } => format!("exponential (alpha = {alpha})"),
+            Kind::Exponential { alpha, .. } => format!("exponential (alpha = {alpha})"),
             Kind::Window { w } => format!("window (W = {w})"),
         };
         let weights = if self.power == 0.0 {

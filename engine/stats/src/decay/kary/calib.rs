@@ -27,6 +27,9 @@ pub enum Kind {
     Exponential {
         /// Decay per step in (0, 1).
         alpha: f64,
+        /// The longest stream, when known (the series' public length): the tree then has
+        /// the levels it needs and no more.
+        horizon: Option<u64>,
     },
     /// The sum of the last `w` steps.
     Window {
@@ -91,7 +94,7 @@ pub fn load_at(kind: Kind, k: u64, levels: u32, j: u64) -> Vec<f64> {
         }
         Kind::Running { .. } | Kind::Exponential { .. } => {
             let alpha = match kind {
-                Kind::Exponential { alpha } => alpha,
+                Kind::Exponential { alpha, .. } => alpha,
                 _ => 1.0,
             };
             let (mut m, mut span, mut end) = (j + 1, 1u64, j + 1);
@@ -140,14 +143,18 @@ pub(super) fn levels_of(kind: Kind, k: u64) -> Result<u32> {
             }
             digits_for(k, horizon)
         }
-        Kind::Exponential { alpha } => {
+        Kind::Exponential { alpha, horizon } => {
             if !(alpha > 0.0 && alpha < 1.0) {
                 return Err(Error::param(
                     "alpha",
                     format!("the decay must be in (0, 1), got {alpha}"),
                 ));
             }
-            unbounded_levels(k)
+            match horizon {
+                Some(0) => return Err(Error::param("horizon", "must be >= 1 step")),
+                Some(h) => digits_for(k, h).min(unbounded_levels(k)),
+                None => unbounded_levels(k),
+            }
         }
         Kind::Window { w } => {
             if w < 1 {
@@ -174,7 +181,10 @@ pub(super) fn levels_of(kind: Kind, k: u64) -> Result<u32> {
 pub fn level_loads(kind: Kind, k: u64, levels: u32, samples: u64) -> Vec<f64> {
     let (from, span) = match kind {
         Kind::Running { horizon } => (0, horizon),
-        Kind::Exponential { .. } => (1 << 24, 1 << 24),
+        Kind::Exponential {
+            horizon: Some(h), ..
+        } => (0, h),
+        Kind::Exponential { horizon: None, .. } => (1 << 24, 1 << 24),
         Kind::Window { w } => (w, k.pow(levels).max(w) * 2),
     };
     let n = samples.min(span).max(1);
@@ -188,8 +198,10 @@ pub fn level_loads(kind: Kind, k: u64, levels: u32, samples: u64) -> Vec<f64> {
     mean
 }
 
-/// The smallest weight a level gets: its noise is then at most 1,000 times the largest.
-pub(super) const MIN_WEIGHT: f64 = 1e-3;
+/// The smallest weight a level gets: its noise is then at most 10 times the least (a
+/// level that estimates rarely use still serves some steps: a node that just completed
+/// enters the estimate whole).
+pub(super) const MIN_WEIGHT: f64 = 0.1;
 
 /// Level weights `(load / max load)^power`, at least [`MIN_WEIGHT`] (and at least what
 /// keeps `eps u` in the samplers' range).
@@ -217,17 +229,28 @@ pub(super) const SEARCHED_LEVELS: usize = 16;
 /// `sum u_l`. Exponential sums: a step's released ancestors at levels `S` end at least
 /// `sum_(m in S, m < l) k^m` steps after it, so the reach is the largest `sum_(l in S) u_l
 /// alpha^(gap)` over the level sets `S` (each level's digit `k - 2` attains it; `k - 1`
-/// leaves the level out), searched over the first 16 levels, the rest added whole.
+/// leaves the level out), searched over the first 16 levels; the levels above are bounded
+/// by their largest weight, decayed by the gap and summed as a geometric series.
 pub(super) fn weighted_reach(kind: Kind, k: u64, weights: &[f64]) -> f64 {
     let alpha = match kind {
-        Kind::Exponential { alpha } => alpha,
+        Kind::Exponential { alpha, .. } => alpha,
         _ => return weights.iter().sum(),
     };
     if weights.iter().all(|&u| u == 1.0) {
         return prefix_sensitivity(alpha, k, weights.len() as u32);
     }
     let searched = weights.len().min(SEARCHED_LEVELS);
-    let tail: f64 = weights[searched..].iter().sum();
+    // The levels above: their i-th taken one is at least (i - 1) k^16 steps after the
+    // first, so together they add at most u_max alpha^gap / (1 - alpha^(k^16)) (and at
+    // most u_max alpha^gap per level).
+    let tail = &weights[searched..];
+    let tail_max = tail.iter().copied().fold(0.0, f64::max);
+    let step = alpha.powf((k as f64).powi(SEARCHED_LEVELS as i32));
+    let tail_factor = if tail.is_empty() {
+        0.0
+    } else {
+        tail_max * (1.0 / (1.0 - step)).min(tail.len() as f64)
+    };
     let mut best: f64 = 0.0;
     for mask in 0u32..(1 << searched) {
         let (mut gap, mut sum, mut span) = (0.0f64, 0.0, 1.0f64);
@@ -238,9 +261,9 @@ pub(super) fn weighted_reach(kind: Kind, k: u64, weights: &[f64]) -> f64 {
             }
             span *= k as f64;
         }
-        best = best.max(sum);
+        best = best.max(sum + tail_factor * alpha.powf(gap));
     }
-    best + tail
+    best
 }
 
 /// The stated mean variance of `m`'s first column over steps `0 .. n` (a public function
