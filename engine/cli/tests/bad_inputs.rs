@@ -78,6 +78,7 @@ window 0 | decay --input FIX/series.csv --model window --window 0 --epsilon 1 --
 an unknown mechanism | decay --input FIX/series.csv --model window --window 4 --mechanism smooth --epsilon 1 --out WORK/d.csv --bound 2 | mechanism ; smooth ; tree ; kary ; best
 the k-ary tree for a model it does not compute | decay --input FIX/series.csv --model polynomial --c 2 --mechanism kary --epsilon 1 --out WORK/d.csv --bound 2 | polynomial ; --mechanism tree
 an arity of 1 | decay --input FIX/series.csv --model window --window 4 --mechanism kary --arity 1 --epsilon 1 --out WORK/d.csv --bound 2 | arity ; 1
+the GPU for the k-ary tree (no GPU path) | decay --input FIX/series.csv --model window --window 4 --mechanism kary --device gpu --epsilon 1 --out WORK/d.csv --bound 2 | device ; k-ary ; --device cpu
 --arity without --mechanism kary | decay --input FIX/series.csv --model window --window 4 --arity 4 --epsilon 1 --out WORK/d.csv --bound 2 | arity ; --mechanism kary
 window blocks past the limit (arity 256, W = 2^24) | decay --input FIX/series.csv --model window --window 16777216 --mechanism kary --arity 256 --epsilon 1 --out WORK/d.csv --bound 2 | arity ; limit
 polynomial c <= 1 | decay --input FIX/series.csv --model polynomial --c 0.5 --epsilon 1 --out WORK/d.csv --bound 2 | c

@@ -37,18 +37,10 @@ pub struct ExponentialSum {
     pub(super) sums_gpu: Option<GpuWindow>,
 }
 
-/// `sum_k alpha^(2^(k-1) - 1)` over `levels` levels (all of them while terms matter).
+/// `sum_k alpha^(2^(k-1) - 1)` over `levels` levels (all of them while terms matter): the
+/// k-ary trees' prefix sensitivity at `k = 2`, the same numbers.
 pub(crate) fn exponential_sensitivity(alpha: f64, levels: u32) -> f64 {
-    let mut s = 0.0;
-    for k in 1..=levels {
-        let e = (2f64).powi(k as i32 - 1) - 1.0;
-        let term = alpha.powf(e);
-        s += term;
-        if term < 1e-18 * s {
-            break;
-        }
-    }
-    s
+    super::kary::prefix_sensitivity(alpha, 2, levels)
 }
 
 impl ExponentialSum {

@@ -41,6 +41,7 @@ use super::noise::KeyedNoise;
 use kinsey_core::{Error, Result, check_epsilon};
 
 mod calib;
+pub(crate) use calib::prefix_sensitivity;
 pub use calib::{ARITIES, Kind, POWERS, best_choice, level_loads, load_at, mean_variance};
 use calib::{LOAD_SAMPLES, MAX_ARITY, levels_of, weighted_reach, weights_of};
 
@@ -515,6 +516,17 @@ impl DecayedSum for KarySum {
 
     fn noise_std(&self, _column: usize, j: u64) -> f64 {
         self.std_at(j)
+    }
+
+    fn use_device(&mut self, device: kinsey_kernels::DevicePref) -> Result<Option<String>> {
+        match device {
+            kinsey_kernels::DevicePref::Gpu => Err(Error::param(
+                "device",
+                "the k-ary tree has no GPU path (its noise is drawn on every CPU thread); use \
+                 --device cpu or auto, or --mechanism tree",
+            )),
+            _ => Ok(None),
+        }
     }
 
     fn push(&mut self, x: f64, out: &mut [f64]) -> Result<()> {

@@ -39,7 +39,7 @@ pub enum Kind {
 }
 
 /// `sum_t alpha^((k^(t-1) - 1) / (k - 1))` over `levels` levels (all while terms matter).
-pub(super) fn prefix_sensitivity(alpha: f64, k: u64, levels: u32) -> f64 {
+pub(crate) fn prefix_sensitivity(alpha: f64, k: u64, levels: u32) -> f64 {
     let mut s = 0.0;
     let mut gap = 0.0f64; // (k^(t-1) - 1) / (k - 1)
     let mut span = 1.0f64; // k^(t-1)
