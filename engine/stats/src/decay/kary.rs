@@ -116,6 +116,8 @@ pub struct KarySum {
     scratch: Vec<f64>,
     t: u64,
     draws: Vec<Draws>,
+    /// Window trees: replaying a block for its nodes only (a parallel segment's start).
+    replaying: bool,
     /// Tests: every released counter's level, index and true value.
     #[cfg(test)]
     record: Option<Vec<(usize, u64, f64)>>,
@@ -204,6 +206,7 @@ impl KarySum {
                 .collect(),
             t: 0,
             draws: vec![Draws::default(); levels as usize],
+            replaying: false,
             #[cfg(test)]
             record: None,
         })
@@ -328,6 +331,10 @@ impl KarySum {
         }
         if p == block - 1 {
             self.suffixes(cur);
+        }
+        if self.replaying {
+            // A segment's replay of the block before it: its state only.
+            return Ok(0.0);
         }
         let start = (self.t + 1).saturating_sub(w);
         let here = b * block;
@@ -556,6 +563,9 @@ impl DecayedSum for KarySum {
             span = span.saturating_mul(self.k);
         }
         let col = super::model::one_column(out, chunk.len());
+        if let Kind::Window { .. } = self.kind {
+            return self.window_blocks(chunk, col);
+        }
         for (o, &x) in col.iter_mut().zip(chunk) {
             *o = self.step(x)?;
         }
@@ -588,7 +598,74 @@ impl DecayedSum for KarySum {
     }
 }
 
+/// Blocks per parallel segment of a window sum, at least (each segment first rebuilds the
+/// block before it: one block more of work per segment).
+const SEGMENT_BLOCKS: u64 = if cfg!(test) { 2 } else { 8 };
+
+/// Largest block whose window sums run in parallel segments (each thread holds a copy of
+/// the state: two blocks of nodes).
+const PARALLEL_BLOCK: u64 = 1 << 20;
+
 impl KarySum {
+    /// A window sum's chunk: the steps up to the next block boundary in order, then the
+    /// whole blocks in parallel segments, then the rest in order. A segment's state is the
+    /// block before it and nothing else (every prefix sum and forming node is back to zero
+    /// at a block boundary), so a copy that replays that block computes the same numbers
+    /// in the same order as one pass: the bits do not depend on the threads.
+    fn window_blocks(&mut self, chunk: &[f64], col: &mut [f64]) -> Result<()> {
+        use rayon::prelude::*;
+        let block = self.block();
+        let head = ((block - self.t % block) % block).min(chunk.len() as u64) as usize;
+        for (o, &x) in col[..head].iter_mut().zip(&chunk[..head]) {
+            *o = self.step(x)?;
+        }
+        let (rest, rest_out) = (&chunk[head..], &mut col[head..]);
+        let blocks = rest.len() as u64 / block;
+        let threads = rayon::current_num_threads() as u64;
+        let per = blocks.div_ceil(threads.max(1)).max(SEGMENT_BLOCKS);
+        let done = if threads > 1 && blocks >= 2 * per.min(blocks) && block <= PARALLEL_BLOCK {
+            let seg = (per * block) as usize;
+            let whole = (blocks * block) as usize;
+            let base = self.t;
+            let states: Vec<Result<KarySum>> = rest_out[..whole]
+                .par_chunks_mut(seg)
+                .enumerate()
+                .map(|(i, out)| {
+                    let from = i * seg;
+                    let mut m = self.clone();
+                    if from > 0 {
+                        // Replay the block before the segment (its outputs are dropped).
+                        m.t = base + from as u64 - block;
+                        m.acc.iter_mut().for_each(|v| *v = 0.0);
+                        m.replaying = true;
+                        for &x in &rest[from - block as usize..from] {
+                            m.step(x)?;
+                        }
+                        m.replaying = false;
+                    }
+                    for (o, &x) in out.iter_mut().zip(&rest[from..]) {
+                        *o = m.step(x)?;
+                    }
+                    Ok(m)
+                })
+                .collect();
+            let mut last = None;
+            for st in states {
+                last = Some(st?);
+            }
+            if let Some(m) = last {
+                *self = m;
+            }
+            whole
+        } else {
+            0
+        };
+        for (o, &x) in rest_out[done..].iter_mut().zip(&rest[done..]) {
+            *o = self.step(x)?;
+        }
+        Ok(())
+    }
+
     /// Back to step 0 (same key and parameters).
     fn reset(&mut self) {
         self.acc.iter_mut().for_each(|v| *v = 0.0);
