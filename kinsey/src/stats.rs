@@ -271,7 +271,7 @@ impl DecayedSumBuilder {
     /// tree with level-weighted noise: running, window and exponential sums) or `best` (the
     /// least stated error, from public parameters only).
     pub fn mechanism(mut self, mechanism: &str) -> Self {
-        self.params.mechanism = Some(mechanism.to_string()).filter(|m| m != "tree");
+        self.params.mechanism = kinsey_stats::decay::mechanism_param(Some(mechanism));
         self
     }
 

@@ -154,7 +154,7 @@ impl Args {
                 beta: self.beta,
                 horizon: self.horizon,
                 // The tree is the default: naming it keeps the default's label and bytes.
-                mechanism: self.mechanism.clone().filter(|m| m != "tree"),
+                mechanism: kinsey_stats::decay::mechanism_param(self.mechanism.as_deref()),
                 arity: self.arity,
             },
             epsilon: self.epsilon,

@@ -46,12 +46,7 @@ pub(crate) fn exponential_sensitivity(alpha: f64, levels: u32) -> f64 {
 impl ExponentialSum {
     /// Decay `alpha` in (0, 1) per step.
     pub fn new(alpha: f64, epsilon: f64, bound: f64, key: [u8; 32]) -> Result<Self> {
-        if !(alpha > 0.0 && alpha < 1.0) {
-            return Err(Error::param(
-                "alpha",
-                format!("the decay must be in (0, 1), got {alpha}"),
-            ));
-        }
+        super::model::check_alpha(alpha)?;
         Self::build(alpha, 62, None, epsilon, bound, key)
     }
 
@@ -469,15 +464,7 @@ impl DecayedSum for ExponentialSum {
     }
 
     fn truth(&self, xs: &[f64]) -> Vec<Vec<f64>> {
-        let mut s = 0.0;
-        vec![
-            xs.iter()
-                .map(|&x| {
-                    s = self.alpha * s + x;
-                    s
-                })
-                .collect(),
-        ]
+        vec![super::model::decayed_truth(xs, self.alpha)]
     }
 
     fn fresh(&self) -> Box<dyn DecayedSum> {

@@ -212,11 +212,6 @@ impl KarySum {
         })
     }
 
-    /// The arity.
-    pub fn arity(&self) -> u32 {
-        self.k as u32
-    }
-
     fn alpha(&self) -> f64 {
         match self.kind {
             Kind::Exponential { alpha, .. } => alpha,
@@ -575,15 +570,7 @@ impl DecayedSum for KarySum {
     fn truth(&self, xs: &[f64]) -> Vec<Vec<f64>> {
         vec![match self.kind {
             Kind::Window { w } => window_truth(xs, w),
-            _ => {
-                let (alpha, mut s) = (self.alpha(), 0.0);
-                xs.iter()
-                    .map(|&x| {
-                        s = alpha * s + x;
-                        s
-                    })
-                    .collect()
-            }
+            _ => super::model::decayed_truth(xs, self.alpha()),
         }]
     }
 

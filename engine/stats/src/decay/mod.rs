@@ -35,7 +35,7 @@ mod tree;
 pub use allwindow::AllWindowSum;
 pub use exponential::ExponentialSum;
 pub use laplace::LaplaceWindow;
-pub use model::{CalibrationReport, DecayedSum, ModelParams, Public, push_each};
+pub use model::{CalibrationReport, DecayedSum, ModelParams, Public, mechanism_param, push_each};
 pub use polynomial::PolynomialSum;
 pub use release::{DecayRelease, KeyOrigin, Query, SeriesSource};
 pub use rr::RandomizedResponse;

@@ -16,6 +16,36 @@ pub(super) fn check_bound(bound: f64) -> Result<()> {
     }
 }
 
+/// A decay per step must lie in (0, 1).
+pub(super) fn check_alpha(alpha: f64) -> Result<()> {
+    if alpha > 0.0 && alpha < 1.0 {
+        Ok(())
+    } else {
+        Err(Error::param(
+            "alpha",
+            format!("the decay must be in (0, 1), got {alpha}"),
+        ))
+    }
+}
+
+/// Exact decayed sums `sum alpha^(j - i) x_i` (running sums at `alpha = 1`; evaluation
+/// only, never part of a release).
+pub(super) fn decayed_truth(xs: &[f64], alpha: f64) -> Vec<f64> {
+    let mut s = 0.0;
+    xs.iter()
+        .map(|&x| {
+            s = alpha * s + x;
+            s
+        })
+        .collect()
+}
+
+/// The `mechanism` parameter for a name users give: the tree, the default, is left out,
+/// so naming it keeps the default's seeded label and bytes.
+pub fn mechanism_param(name: Option<&str>) -> Option<String> {
+    name.filter(|m| *m != "tree").map(str::to_string)
+}
+
 /// What a mechanism reports about its calibration.
 #[derive(Debug, Clone, Serialize)]
 pub struct CalibrationReport {

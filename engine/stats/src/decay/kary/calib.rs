@@ -144,12 +144,7 @@ pub(super) fn levels_of(kind: Kind, k: u64) -> Result<u32> {
             digits_for(k, horizon)
         }
         Kind::Exponential { alpha, horizon } => {
-            if !(alpha > 0.0 && alpha < 1.0) {
-                return Err(Error::param(
-                    "alpha",
-                    format!("the decay must be in (0, 1), got {alpha}"),
-                ));
-            }
+            crate::decay::model::check_alpha(alpha)?;
             match horizon {
                 Some(0) => return Err(Error::param("horizon", "must be >= 1 step")),
                 Some(h) => digits_for(k, h).min(unbounded_levels(k)),
