@@ -81,6 +81,15 @@ an arity of 1 | decay --input FIX/series.csv --model window --window 4 --mechani
 the GPU for the k-ary tree (no GPU path) | decay --input FIX/series.csv --model window --window 4 --mechanism kary --device gpu --epsilon 1 --out WORK/d.csv --bound 2 | device ; k-ary ; --device cpu
 --arity without --mechanism kary | decay --input FIX/series.csv --model window --window 4 --arity 4 --epsilon 1 --out WORK/d.csv --bound 2 | arity ; --mechanism kary
 window blocks past the limit (arity 256, W = 2^24) | decay --input FIX/series.csv --model window --window 16777216 --mechanism kary --arity 256 --epsilon 1 --out WORK/d.csv --bound 2 | arity ; limit
+blt under pure DP (it adds Gaussian noise) | decay --input FIX/series.csv --model window --window 4 --mechanism blt --epsilon 1 --out WORK/d.csv --bound 2 | blt ; --privacy zcdp ; --rho
+--privacy zcdp without --rho | decay --input FIX/series.csv --model window --window 4 --privacy zcdp --out WORK/d.csv --bound 2 | --rho
+--privacy zcdp with --epsilon (the budget is rho) | decay --input FIX/series.csv --model window --window 4 --privacy zcdp --rho 0.5 --epsilon 1 --out WORK/d.csv --bound 2 | epsilon ; --rho
+a zCDP rho of 0 | decay --input FIX/series.csv --model window --window 4 --privacy zcdp --rho 0 --out WORK/d.csv --bound 2 | rho ; 0
+a zCDP delta of 1 | decay --input FIX/series.csv --model window --window 4 --privacy zcdp --rho 0.5 --delta 1 --out WORK/d.csv --bound 2 | delta
+--rho under pure DP | decay --input FIX/series.csv --model window --window 4 --rho 0.5 --epsilon 1 --out WORK/d.csv --bound 2 | --rho ; --privacy zcdp
+a zCDP model the Gaussian family does not compute | decay --input FIX/series.csv --model polynomial --c 2 --privacy zcdp --rho 0.5 --out WORK/d.csv --bound 2 | zcdp ; polynomial
+a zCDP mechanism that does not exist | decay --input FIX/series.csv --model window --window 4 --mechanism smooth --privacy zcdp --rho 0.5 --out WORK/d.csv --bound 2 | smooth ; blt
+a horizon shorter than the series (blt) | decay --input FIX/series.csv --model running --horizon 2 --mechanism blt --privacy zcdp --rho 0.5 --out WORK/d.csv --bound 2 | horizon ; 2
 polynomial c <= 1 | decay --input FIX/series.csv --model polynomial --c 0.5 --epsilon 1 --out WORK/d.csv --bound 2 | c
 beta outside (0, 1) | decay --input FIX/series.csv --model polynomial --c 2 --beta 1.5 --epsilon 1 --out WORK/d.csv --bound 2 | beta
 a polynomial horizon whose far lags epsilon cannot reach | decay --input FIX/series.csv --model polynomial --c 1.2 --beta 0.3 --epsilon 1 --horizon 100000000 --out WORK/d.csv --bound 2 | lags from 355347 ; beta B ; at most 355346 steps ; --epsilon

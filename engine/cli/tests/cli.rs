@@ -606,6 +606,49 @@ fn a_protocol_failure_names_stage_and_participant_and_writes_nothing() {
     }
 }
 
+/// The zCDP family (issue 38): bulk and online the same bytes, a report that states rho
+/// and the (epsilon, delta) it implies.
+#[test]
+fn decay_zcdp_mechanisms_agree_online_and_state_rho() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let input = dir.path().join("s.csv");
+    let mut text = String::from("minute,count\n");
+    for i in 0..3000 {
+        text.push_str(&format!("{i},{}\n", (i * 7919) % 5));
+    }
+    std::fs::write(&input, text).expect("write");
+    for mech in ["tree", "blt", "best"] {
+        let (c, e) = (dir.path().join("z.csv"), dir.path().join("ze.csv"));
+        for (out, extra) in [(&c, &[][..]), (&e, &["--online"][..])] {
+            let mut args = decay_args(&input, out, &["--model", "running"]);
+            args.extend_from_slice(&["--bound", "4", "--seed", "5", "--mechanism", mech]);
+            args.extend_from_slice(&["--privacy", "zcdp", "--rho", "0.5", "--overwrite"]);
+            args.extend_from_slice(extra);
+            ok(&args);
+        }
+        assert_eq!(std::fs::read(&c).expect("c"), std::fs::read(&e).expect("e"));
+        let r = json(&dir.path().join("z.csv.report.json"));
+        let g = &r["guarantee"];
+        assert_eq!(g["kind"], "zcdp-converted", "{r}");
+        assert_eq!(g["delta"], 1e-6, "{r}");
+        let text = g["mechanism"].as_str().expect("g");
+        assert!(
+            text.contains("rho = 0.5") && text.contains("discrete Gaussian"),
+            "{r}"
+        );
+        assert_eq!(r["calibration"]["rho"], 0.5, "{r}");
+        let eps = g["epsilon"].as_f64().expect("eps");
+        assert!(eps > 5.0 && eps < 6.0, "{r}");
+        let model = r["calibration"]["model"].as_str().expect("model");
+        let want = if mech == "tree" {
+            "2-ary tree"
+        } else {
+            "factorization"
+        };
+        assert!(model.contains(want), "{mech}: {model}");
+    }
+}
+
 #[test]
 fn decay_window_bulk_and_online_agree_and_bad_input_fails() {
     let dir = tempfile::tempdir().expect("tmp");
@@ -1484,8 +1527,13 @@ fn release_files_hold_no_exact_statistic_decayed_sums() {
     }
     std::fs::write(&series, text).expect("write");
     // Every mechanism (issue 38): the tree, the k-ary tree and the choice between them.
-    for mech in ["tree", "kary", "best"] {
-        let dc = dir.path().join(format!("dc-{mech}"));
+    // The zCDP family too.
+    for mech in ["tree", "kary", "best", "zcdp:tree", "zcdp:blt", "zcdp:best"] {
+        let (privacy, mech) = match mech.strip_prefix("zcdp:") {
+            Some(m) => (["--privacy", "zcdp", "--rho"], m),
+            None => (["--privacy", "pure", "--epsilon"], mech),
+        };
+        let dc = dir.path().join(format!("dc-{}-{mech}", privacy[1]));
         std::fs::create_dir(&dc).expect("dir");
         let s = ok(&[
             "decay",
@@ -1499,7 +1547,9 @@ fn release_files_hold_no_exact_statistic_decayed_sums() {
             "64",
             "--mechanism",
             mech,
-            "--epsilon",
+            privacy[0],
+            privacy[1],
+            privacy[2],
             "1",
             "--bound",
             "2",
@@ -1511,7 +1561,7 @@ fn release_files_hold_no_exact_statistic_decayed_sums() {
         let d = json(&dc.join("w.csv.NOT-PRIVATE.diagnostics.json"));
         assert_eq!(d["diagnostics"]["clamped_steps"], 600);
     }
-    let dc = dir.path().join("dc-tree");
+    let dc = dir.path().join("dc-pure-tree");
     // Events need a public range.
     let e = fails(&[
         "decay",

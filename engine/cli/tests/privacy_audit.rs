@@ -332,16 +332,27 @@ fn a_seed_gives_neighbouring_series_unrelated_noise() {
         ("kary", &["--model", "window", "--window", "64"][..]),
         ("kary", &["--model", "running"][..]),
         ("best", &["--model", "exponential", "--alpha", "0.9"][..]),
+        ("zcdp:tree", &["--model", "window", "--window", "64"][..]),
+        ("zcdp:blt", &["--model", "running"][..]),
+        (
+            "zcdp:blt",
+            &["--model", "exponential", "--alpha", "0.9"][..],
+        ),
     ] {
+        let (budget, mech) = match mech.strip_prefix("zcdp:") {
+            Some(m) => (&["--privacy", "zcdp", "--rho", "0.5"][..], m),
+            None => (&["--epsilon", "1"][..], mech),
+        };
         let run = |text: &str, out: &str| -> Vec<f64> {
             let mut args = vec!["decay", "--column", "count", "--mechanism", mech];
             args.extend_from_slice(model);
-            args.extend_from_slice(&["--epsilon", "1", "--bound", "1", "--seed", "42"]);
+            args.extend_from_slice(budget);
+            args.extend_from_slice(&["--bound", "1", "--seed", "42"]);
             let out = on_data(
                 dir.path(),
                 text,
                 &args,
-                &format!("{mech}-{}-{out}", model[1]),
+                &format!("{mech}-{}-{}-{out}", budget[1], model[1]),
             );
             csv_column(&out, "estimate")
         };

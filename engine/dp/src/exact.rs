@@ -680,10 +680,40 @@ impl DiscreteGaussian {
     }
 }
 
+/// The smallest epsilon (to a relative 1e-9, rounded up) at which a rho-zCDP mechanism is
+/// (epsilon, delta)-DP by [`zcdp_delta`]: the (epsilon, delta) a zCDP release states.
+pub fn zcdp_epsilon(rho: f64, delta: f64) -> Result<f64> {
+    if !(rho.is_finite() && rho > 0.0) {
+        return Err(Error::param(
+            "rho",
+            format!("must be finite and > 0, got {rho}"),
+        ));
+    }
+    if !(delta > 0.0 && delta < 1.0) {
+        return Err(Error::param(
+            "delta",
+            format!("must be in (0, 1), got {delta}"),
+        ));
+    }
+    let (mut lo, mut hi) = (0.0f64, rho + 2.0 * (rho * (1.0 / delta).ln()).sqrt() + 1.0);
+    while zcdp_delta(rho, hi) > delta {
+        hi *= 2.0;
+    }
+    while hi - lo > 1e-9 * hi {
+        let mid = 0.5 * (lo + hi);
+        if zcdp_delta(rho, mid) <= delta {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Ok(hi)
+}
+
 /// The smallest delta of a rho-zCDP mechanism at `epsilon` (Canonne, Kamath & Steinke 2020,
 /// Corollary 13): `inf_{alpha > 1} exp((alpha - 1)(alpha rho - eps)) / (alpha - 1)
 /// (1 - 1/alpha)^alpha`, minimised numerically over alpha (any alpha gives a valid bound).
-pub(crate) fn zcdp_delta(rho: f64, epsilon: f64) -> f64 {
+pub fn zcdp_delta(rho: f64, epsilon: f64) -> f64 {
     if rho <= 0.0 {
         return 0.0;
     }
@@ -869,5 +899,12 @@ mod tests {
         assert!(d < 1e-6 && d > 1e-9, "{d}");
         assert_eq!(zcdp_delta(0.0, 1.0), 0.0);
         assert!(zcdp_delta(0.5, 1.0) > zcdp_delta(0.5, 2.0));
+        let e = zcdp_epsilon(0.5, 1e-6).expect("valid");
+        assert!(
+            zcdp_delta(0.5, e) <= 1e-6 && zcdp_delta(0.5, e * 0.999) > 1e-6,
+            "{e}"
+        );
+        assert!(e < 0.5 + 2.0 * (0.5f64 * 1e6f64.ln()).sqrt(), "{e}");
+        assert!(zcdp_epsilon(0.0, 1e-6).is_err() && zcdp_epsilon(0.5, 0.0).is_err());
     }
 }

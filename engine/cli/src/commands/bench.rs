@@ -221,6 +221,10 @@ struct DecayArgs {
     /// Children per node of --mechanism kary (default: the least stated error).
     #[arg(long)]
     arity: Option<u32>,
+    /// Gaussian noise under this zCDP budget (mechanisms tree, kary, blt, best) instead of
+    /// pure DP at epsilon 1.
+    #[arg(long)]
+    rho: Option<f64>,
     /// Steps per chunk (memory is one chunk, independent of the stream length).
     #[arg(long, default_value_t = 1 << 22)]
     chunk: usize,
@@ -309,7 +313,12 @@ fn decay_throughput(a: &DecayArgs) -> Result<DecayThroughput> {
         arity: a.arity,
         ..ModelParams::default()
     };
+    let zcdp = a
+        .rho
+        .map(|rho| decay::zcdp::Zcdp::new(rho, None))
+        .transpose()?;
     let public = Public {
+        zcdp,
         epsilon: 1.0,
         bound: 3.0,
         // OS-keyed: no data digest is ever asked for.

@@ -53,11 +53,26 @@ pub(crate) struct Args {
     model: String,
     #[arg(long)]
     /// Privacy budget of the release (event-level: one step's value within [0, --bound]).
-    epsilon: f64,
+    /// Required under --privacy pure, the default.
+    epsilon: Option<f64>,
+    /// pure (discrete Laplace, epsilon-DP; the default) or zcdp (discrete Gaussian,
+    /// rho-zCDP, stated as (epsilon, delta)-DP at --delta).
+    #[arg(long, value_enum, default_value_t = Privacy::Pure)]
+    privacy: Privacy,
+    /// The zCDP budget of --privacy zcdp (a pure epsilon-DP mechanism is eps^2/2-zCDP:
+    /// rho = 0.5 matches epsilon = 1).
+    #[arg(long)]
+    rho: Option<f64>,
+    /// The delta at which a --privacy zcdp release states its (epsilon, delta) (default
+    /// 1e-6).
+    #[arg(long)]
+    delta: Option<f64>,
     /// tree (the dyadic tree, the default), kary (a k-ary tree with
     /// level-weighted noise: about half the error of the tree for running and window sums
-    /// at the same epsilon; models running, window, exponential) or best (the one with the
-    /// least stated error, chosen from public parameters only).
+    /// at the same epsilon; models running, window, exponential), blt (--privacy zcdp
+    /// only: a buffered square-root factorization with correlated Gaussian noise, O(d)
+    /// state, needs a horizon) or best (the one with the least stated error, chosen from
+    /// public parameters only). Under --privacy zcdp, tree and kary carry Gaussian noise.
     #[arg(long, value_name = "MECHANISM")]
     mechanism: Option<String>,
     /// Children per node of --mechanism kary (default: the arity with the least stated
@@ -128,6 +143,15 @@ pub(crate) struct Args {
     record_seed: bool,
 }
 
+/// The kind of guarantee a decayed-sum release gives.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Privacy {
+    /// epsilon-DP, discrete Laplace noise.
+    Pure,
+    /// rho-zCDP, discrete Gaussian noise.
+    Zcdp,
+}
+
 impl Args {
     /// Every public parameter of the release (the input enters a seeded key through its
     /// digest, not its path). The event range and step are parsed here, so a bad one is
@@ -156,8 +180,10 @@ impl Args {
                 // The tree is the default: naming it keeps the default's label and bytes.
                 mechanism: kinsey_stats::decay::mechanism_param(self.mechanism.as_deref()),
                 arity: self.arity,
+                rho: self.rho,
+                delta: self.delta,
             },
-            epsilon: self.epsilon,
+            epsilon: self.budget()?.0,
             bound: self.bound()?,
             source: SeriesSource {
                 column: self.column.clone(),
@@ -167,6 +193,40 @@ impl Args {
                 predicate: self.predicate.clone(),
             },
         })
+    }
+
+    /// The release's (epsilon, delta): `--epsilon` under pure DP, or what `--rho` implies
+    /// at `--delta` under zCDP. Flags of the other kind are refused.
+    fn budget(&self) -> Result<(f64, f64)> {
+        match self.privacy {
+            Privacy::Pure => {
+                if self.rho.is_some() || self.delta.is_some() {
+                    return Err(Error::param(
+                        "privacy",
+                        "--rho and --delta are for --privacy zcdp",
+                    ));
+                }
+                let e = self.epsilon.ok_or_else(|| {
+                    Error::param("epsilon", "give --epsilon (or --privacy zcdp --rho R)")
+                })?;
+                kinsey_core::check_epsilon("epsilon", e)?;
+                Ok((e, 0.0))
+            }
+            Privacy::Zcdp => {
+                if self.epsilon.is_some() {
+                    return Err(Error::param(
+                        "epsilon",
+                        "under --privacy zcdp the budget is --rho; the release states the \
+                         epsilon it implies at --delta",
+                    ));
+                }
+                let rho = self
+                    .rho
+                    .ok_or_else(|| Error::param("rho", "--privacy zcdp needs --rho"))?;
+                let z = kinsey_stats::decay::zcdp::Zcdp::new(rho, self.delta)?;
+                Ok((z.epsilon, z.delta))
+            }
+        }
     }
 
     /// The per-step bound: declared, or 1 where every step is a bit.
@@ -335,7 +395,7 @@ fn finish(
             run.clamped,
             run.n,
             eps,
-            a.epsilon,
+            a.budget()?.0,
             &mut rng,
         )?);
     }
@@ -350,8 +410,8 @@ fn finish(
         String::new(),
         &[a.input.as_path()],
         &format!("decay {}", a.model),
-        a.epsilon + a.clamp_check.unwrap_or(0.0),
-        0.0,
+        a.budget()?.0 + a.clamp_check.unwrap_or(0.0),
+        a.budget()?.1,
     )?;
     o.commit()?;
     summary(a, m, run, &rep_path, &diag_path);
@@ -422,7 +482,8 @@ fn summary(
 /// into place only when every chunk is written (an error midway leaves nothing).
 fn run_streaming(a: Args) -> Result<()> {
     // The running sum's and polynomial sum's horizon defaults to the series' (public)
-    // length: counted first (Parquet metadata, or one pass over the text).
+    // length, and so does every zCDP mechanism's (the factorization needs one): counted
+    // first (Parquet metadata, or one pass over the text).
     // A chunk of 2^28 steps already holds 2 GiB per column.
     if !(1..=1 << 28).contains(&a.chunk) {
         return Err(Error::param(
@@ -432,6 +493,7 @@ fn run_streaming(a: Args) -> Result<()> {
     }
     let len = match (a.horizon, a.model.as_str()) {
         (None, "running" | "polynomial") => Some(count_steps(&a.input, &a.column)?),
+        (None, _) if a.privacy == Privacy::Zcdp => Some(count_steps(&a.input, &a.column)?),
         _ => None,
     };
     let (mut m, device) = a.mechanism(len)?;
@@ -514,7 +576,7 @@ fn evaluation(
     let chart = crate::plot::truth_vs_private(
         format!(
             "NOT PRIVATE: {} (eps = {}) against the true sums",
-            cal.model, a.epsilon
+            cal.model, cal.epsilon
         ),
         &names[0],
         &est[0],

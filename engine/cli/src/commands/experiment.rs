@@ -49,6 +49,7 @@ fn mechanisms(a: MechanismsArgs) -> Result<()> {
         epsilon: a.epsilon,
         bound: a.bound,
         key: [0; 32],
+        zcdp: None,
     };
     let rmse = |model: &str, params: &ModelParams, mech: &str| -> Result<(f64, String)> {
         let mut p = params.clone();

@@ -14,7 +14,9 @@ macro_rules! subcommands {
     ($($(#[$meta:meta])* $variant:ident => $module:ident,)*) => {
         $(pub(crate) mod $module;)*
 
-        /// Every subcommand of `kinsey`.
+        /// Every subcommand of `kinsey` (parsed once per run: the largest's size costs
+        /// nothing worth a box).
+        #[allow(clippy::large_enum_variant)]
         #[derive(clap::Subcommand, Debug)]
         pub(crate) enum Cmd {
             $($(#[$meta])* $variant($module::Args),)*

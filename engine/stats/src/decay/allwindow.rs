@@ -134,6 +134,7 @@ impl AllWindowSum {
             sensitivity: self.bound,
             counter_scale: self.levels[0].scale(),
             counter_std: self.levels[0].std_dev(),
+            rho: None,
         }
     }
 

@@ -105,6 +105,7 @@ impl ExponentialSum {
             sensitivity: self.sensitivity,
             counter_scale: self.noise.scale(),
             counter_std: self.noise.std_dev(),
+            rho: None,
         }
     }
 

@@ -33,17 +33,20 @@
 //! released or not), drawn in batches of consecutive ids: the online path (`push`) and
 //! `bulk` run the same loop, so they agree bit for bit.
 
+use super::gauss::{CounterNoise, KeyedGauss};
 use super::model::{
-    CalibrationReport, DecayedSum, ModelParams, Public, check_bound, laplace_guarantee,
-    window_truth,
+    CalibrationReport, DecayedSum, ModelParams, Public, Zcdp, check_bound, laplace_guarantee,
+    window_truth, zcdp_guarantee,
 };
 use super::noise::KeyedNoise;
 use kinsey_core::{Error, Result, check_epsilon};
 
 mod calib;
 pub(crate) use calib::prefix_sensitivity;
-pub use calib::{ARITIES, Kind, POWERS, best_choice, level_loads, load_at, mean_variance};
-use calib::{LOAD_SAMPLES, MAX_ARITY, levels_of, weighted_reach, weights_of};
+pub use calib::{
+    ARITIES, Kind, POWERS, best_choice, best_gaussian_arity, level_loads, load_at, mean_variance,
+};
+use calib::{LOAD_SAMPLES, MAX_ARITY, l2_reach, levels_of, weighted_reach, weights_of};
 
 /// Counters drawn at a time.
 const BATCH: usize = 4096;
@@ -58,7 +61,7 @@ struct Draws {
 impl Draws {
     /// Draw counters `first .. first + count` now, in one fill (on every thread when it is
     /// long), unless they are drawn already.
-    fn ensure(&mut self, noise: &KeyedNoise, first: u64, count: u64) -> Result<()> {
+    fn ensure(&mut self, noise: &CounterNoise, first: u64, count: u64) -> Result<()> {
         let have = first >= self.first && first + count <= self.first + self.z.len() as u64;
         if have || count == 0 {
             return Ok(());
@@ -69,7 +72,7 @@ impl Draws {
     }
 
     #[inline]
-    fn get(&mut self, noise: &KeyedNoise, id: u64) -> Result<i64> {
+    fn get(&mut self, noise: &CounterNoise, id: u64) -> Result<i64> {
         let at = id.wrapping_sub(self.first);
         if at >= self.z.len() as u64 {
             self.z.resize(BATCH, 0);
@@ -89,7 +92,9 @@ pub struct KarySum {
     /// Levels with nodes (0 = single steps).
     levels: u32,
     /// Per level: its noise (stream `1 + level`, counter = the node's index at its level).
-    noise: Vec<KeyedNoise>,
+    noise: Vec<CounterNoise>,
+    /// The zCDP budget of Gaussian noise (`None`: discrete Laplace, pure DP).
+    zcdp: Option<Zcdp>,
     /// Per level: the privacy weight `u_l` (at most 1; the noise scale is `S / (eps u_l)`).
     weights: Vec<f64>,
     /// The exponent the weights were chosen with (0: uniform).
@@ -172,6 +177,7 @@ impl KarySum {
             .enumerate()
             .map(|(l, &u)| {
                 KeyedNoise::on_grid(key, 1 + l as u64, sensitivity, touched, epsilon * u, grid)
+                    .map(CounterNoise::Laplace)
             })
             .collect::<Result<Vec<_>>>()?;
         let alpha = match kind {
@@ -189,6 +195,7 @@ impl KarySum {
             k: k64,
             levels,
             noise,
+            zcdp: None,
             weights,
             power,
             bound,
@@ -210,6 +217,28 @@ impl KarySum {
             #[cfg(test)]
             record: None,
         })
+    }
+
+    /// The tree for `kind` with arity `k` and exact discrete Gaussian noise, the same on
+    /// every level: `rho`-zCDP for the counters' L2 sensitivity `B sqrt(l2_reach)` (one
+    /// released node per level, weight `alpha^gap`), each input's rounding counted over the
+    /// `levels` counters it touches ([`KeyedGauss`]). `k = 2` is the Gaussian binary tree,
+    /// the zCDP family's baseline.
+    pub fn gaussian(kind: Kind, k: u32, z: Zcdp, bound: f64, key: [u8; 32]) -> Result<Self> {
+        z.check()?;
+        // The tree's shape at any epsilon; its Laplace noise is replaced below.
+        let mut m = Self::weighted(kind, k, 0.0, 1.0, bound, key)?;
+        let l2 = bound * l2_reach(kind, m.k, m.levels).sqrt();
+        let touched = u64::from(m.levels);
+        m.noise = (0..m.levels)
+            .map(|l| {
+                KeyedGauss::new(key, 1 + u64::from(l), l2, touched, z.rho).map(CounterNoise::Gauss)
+            })
+            .collect::<Result<_>>()?;
+        m.sensitivity = l2;
+        m.epsilon = z.epsilon;
+        m.zcdp = Some(z);
+        Ok(m)
     }
 
     fn alpha(&self) -> f64 {
@@ -493,7 +522,9 @@ impl DecayedSum for KarySum {
             Kind::Exponential { alpha, .. } => format!("exponential (alpha = {alpha})"),
             Kind::Window { w } => format!("window (W = {w})"),
         };
-        let weights = if self.power == 0.0 {
+        let weights = if self.zcdp.is_some() {
+            "the same discrete Gaussian noise on every level".to_string()
+        } else if self.power == 0.0 {
             "the same noise on every level".to_string()
         } else {
             format!(
@@ -513,6 +544,7 @@ impl DecayedSum for KarySum {
             sensitivity: self.sensitivity,
             counter_scale: self.noise[0].scale(),
             counter_std: self.noise[0].std_dev(),
+            rho: self.zcdp.map(|z| z.rho),
         }
     }
 
@@ -581,7 +613,10 @@ impl DecayedSum for KarySum {
     }
 
     fn guarantee(&self) -> kinsey_dp::release::Guarantee {
-        laplace_guarantee(&self.calibration(), "k-ary tree counters", "counters")
+        match self.zcdp {
+            Some(z) => zcdp_guarantee(&self.calibration(), z, "the tree's released counters"),
+            None => laplace_guarantee(&self.calibration(), "k-ary tree counters", "counters"),
+        }
     }
 }
 

@@ -62,6 +62,7 @@ impl DecayedSum for LaplaceWindow {
             sensitivity: self.w as f64 * self.bound,
             counter_scale: self.noise.scale(),
             counter_std: self.noise.std_dev(),
+            rho: None,
         }
     }
 

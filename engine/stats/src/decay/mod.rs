@@ -25,12 +25,15 @@
 //!   `alpha = 1` over a declared horizon `T`, `ceil(log2 T) + 1` levels, sensitivity
 //!   `(ceil(log2 T) + 1) B`.
 
+pub mod blt;
 pub mod evaluate;
+pub mod gauss;
 pub mod kary;
 mod model;
 pub mod noise;
 pub mod release;
 mod tree;
+pub mod zcdp;
 
 pub use allwindow::AllWindowSum;
 pub use exponential::ExponentialSum;
@@ -84,7 +87,14 @@ pub fn build(model: &str, params: &ModelParams, public: &Public) -> Result<Box<d
     if params.arity.is_some() && params.mechanism.as_deref() != Some("kary") {
         return Err(Error::param("arity", "--arity is for --mechanism kary"));
     }
+    if let Some(z) = public.zcdp {
+        return zcdp::build(model, params, public, z);
+    }
     match params.mechanism.as_deref() {
+        Some("blt") => Err(Error::param(
+            "mechanism",
+            "blt adds Gaussian noise: it needs --privacy zcdp --rho R",
+        )),
         None | Some("tree") => build_tree(model, params, public),
         Some("kary") => kary::build(model, params, public),
         Some("best") => best(model, params, public),
@@ -150,6 +160,7 @@ impl Query {
             epsilon: self.epsilon,
             bound: self.bound,
             key,
+            zcdp: self.zcdp()?,
         };
         let mut m = build(&self.model, &params, &public)?;
         let used = m.use_device(device).map_err(|e| match e {
@@ -159,6 +170,21 @@ impl Query {
             e => e,
         })?;
         Ok((m, used.map_or_else(|| "CPU".into(), |g| format!("GPU {g}"))))
+    }
+}
+
+impl Query {
+    /// The zCDP budget its parameters declare (`--rho`, stated at `--delta`), or `None`
+    /// for pure DP; a delta without a rho is refused.
+    pub fn zcdp(&self) -> Result<Option<zcdp::Zcdp>> {
+        match (self.params.rho, self.params.delta) {
+            (Some(rho), delta) => zcdp::Zcdp::new(rho, delta).map(Some),
+            (None, Some(_)) => Err(Error::param(
+                "delta",
+                "--delta states a zCDP release's (epsilon, delta): give --privacy zcdp --rho R",
+            )),
+            (None, None) => Ok(None),
+        }
     }
 }
 

@@ -63,6 +63,10 @@ pub struct CalibrationReport {
     pub(crate) counter_scale: f64,
     /// Standard deviation of one counter's noise.
     pub counter_std: f64,
+    /// The zCDP parameter of a Gaussian mechanism (then `epsilon` is the one it implies at
+    /// the stated delta).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rho: Option<f64>,
 }
 
 /// Exact window sums by a running difference (evaluation and baselines only).
@@ -183,6 +187,13 @@ pub struct ModelParams {
     /// Children per node of `kary` (default: the arity with the least stated error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arity: Option<u32>,
+    /// zCDP: the budget `rho` of Gaussian noise (`--privacy zcdp`; `None`: pure DP at
+    /// epsilon).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rho: Option<f64>,
+    /// zCDP: the delta a release states its (epsilon, delta) at (default 1e-6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta: Option<f64>,
 }
 
 impl Default for ModelParams {
@@ -196,6 +207,8 @@ impl Default for ModelParams {
             horizon: None,
             mechanism: None,
             arity: None,
+            rho: None,
+            delta: None,
         }
     }
 }
@@ -209,6 +222,8 @@ pub struct Public {
     pub bound: f64,
     /// 256-bit noise key ([`noise::key`]).
     pub key: [u8; 32],
+    /// zCDP: the budget of a Gaussian mechanism (`None`: pure DP at `epsilon`).
+    pub zcdp: Option<Zcdp>,
 }
 
 impl std::fmt::Debug for Public {
@@ -339,6 +354,61 @@ pub(super) fn laplace_guarantee(cal: &CalibrationReport, noised: &str, units: &s
             cal.model
         ),
         sensitivity: format!("{} (L1, over all {units})", cal.sensitivity),
+        sensitivity_value: Some(cal.sensitivity),
+    }
+}
+
+/// The delta a zCDP release states its (epsilon, delta) at when none is declared.
+pub const DEFAULT_DELTA: f64 = 1e-6;
+
+/// A zCDP budget and the (epsilon, delta) it is stated as.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Zcdp {
+    /// The zCDP parameter of the whole output sequence.
+    pub rho: f64,
+    /// The delta of the stated conversion.
+    pub delta: f64,
+    /// The epsilon `rho` implies at `delta`.
+    pub epsilon: f64,
+}
+
+impl Zcdp {
+    /// `rho`, stated at `delta` (default [`DEFAULT_DELTA`]).
+    pub fn new(rho: f64, delta: Option<f64>) -> Result<Self> {
+        super::gauss::check_rho(rho)?;
+        let delta = delta.unwrap_or(DEFAULT_DELTA);
+        let epsilon = kinsey_dp::exact::zcdp_epsilon(rho, delta)?;
+        Ok(Self {
+            rho,
+            delta,
+            epsilon,
+        })
+    }
+
+    /// Checks the budget (as [`new`](Self::new) does).
+    pub fn check(&self) -> Result<()> {
+        super::gauss::check_rho(self.rho)?;
+        if self.delta > 0.0 && self.delta < 1.0 && self.epsilon > 0.0 {
+            Ok(())
+        } else {
+            Err(Error::param("delta", "must be in (0, 1)"))
+        }
+    }
+}
+
+/// The zCDP guarantee of discrete Gaussian noise on `noised`, stated as (epsilon, delta).
+pub(super) fn zcdp_guarantee(cal: &CalibrationReport, z: Zcdp, noised: &str) -> Guarantee {
+    Guarantee {
+        kind: GuaranteeKind::ZcdpConverted,
+        epsilon: z.epsilon,
+        delta: z.delta,
+        neighbours: NeighbourRelation::ChangeOneStep,
+        mechanism: format!(
+            "{}: exact discrete Gaussian (Canonne, Kamath and Steinke 2020) on {noised}; \
+             rho-zCDP with rho = {}, stated as (epsilon, delta)-DP by CKS Corollary 13",
+            cal.model, z.rho
+        ),
+        sensitivity: format!("{} (L2, over everything noised)", cal.sensitivity),
         sensitivity_value: Some(cal.sensitivity),
     }
 }

@@ -191,6 +191,7 @@ impl PolynomialSum {
             sensitivity: self.total * self.bound,
             counter_scale: self.total * self.bound / self.epsilon,
             counter_std: std::f64::consts::SQRT_2 * self.total * self.bound / self.epsilon,
+            rho: None,
         }
     }
 

@@ -121,6 +121,7 @@ impl DecayedSum for RandomizedResponse {
             sensitivity: 1.0,
             counter_scale: 0.0,
             counter_std: self.std_at(0),
+            rho: None,
         }
     }
 

@@ -582,6 +582,7 @@ fn public(key: [u8; 32]) -> Public {
         epsilon: 1.0,
         bound: 1.0,
         key,
+        zcdp: None,
     }
 }
 
@@ -663,6 +664,7 @@ fn gpu_bulk_equals_cpu_bit_for_bit() {
             epsilon: eps,
             bound: 3.0,
             key: [3; 32],
+            zcdp: None,
         };
         for name in ["window", "polynomial", "exponential", "running", "laplace"] {
             // Polynomial splits epsilon over its instances: a shorter horizon keeps their

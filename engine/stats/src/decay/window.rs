@@ -103,6 +103,7 @@ impl WindowSum {
             sensitivity: f64::from(self.h + 1) * self.bound,
             counter_scale: self.noise.scale(),
             counter_std: self.noise.std_dev(),
+            rho: None,
         }
     }
 

@@ -347,3 +347,41 @@ pub fn best_choice(kind: Kind, arity: Option<u32>, epsilon: f64, bound: f64) -> 
         )
     })
 }
+
+/// The L2 reach of a tree with the same noise on every level: `sqrt` of it times `B` is
+/// the counters' L2 sensitivity. An input is in at most one released node per level, of
+/// weight `alpha^gap` (1 without decay), so it is the L1 reach at `alpha^2`.
+pub(crate) fn l2_reach(kind: Kind, k: u64, levels: u32) -> f64 {
+    let squared = match kind {
+        Kind::Exponential { alpha, horizon } => Kind::Exponential {
+            alpha: alpha * alpha,
+            horizon,
+        },
+        other => other,
+    };
+    weighted_reach(squared, k, &vec![1.0; levels as usize])
+}
+
+/// The arity (among [`ARITIES`]) with the least stated mean variance of Gaussian noise, the
+/// same on every level: a level's variance is `l2_reach B^2 / (2 rho)` whatever the level,
+/// so the choice minimises `l2_reach` times the total mean load (public parameters only).
+pub fn best_gaussian_arity(kind: Kind) -> Result<u32> {
+    let mut best: Option<(f64, u32)> = None;
+    for k in ARITIES {
+        let k64 = u64::from(k);
+        let Ok(levels) = levels_of(kind, k64) else {
+            continue;
+        };
+        let loads = level_loads(kind, k64, levels, LOAD_SAMPLES);
+        let var = l2_reach(kind, k64, levels) * loads.iter().sum::<f64>();
+        if best.is_none_or(|(v, _)| var < v) {
+            best = Some((var, k));
+        }
+    }
+    best.map(|(_, k)| k).ok_or_else(|| {
+        Error::param(
+            "arity",
+            "no arity gives blocks within the limit for this window",
+        )
+    })
+}

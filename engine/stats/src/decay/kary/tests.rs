@@ -238,3 +238,100 @@ fn the_stated_error_beats_the_binary_tree() {
     );
     assert!(a / b >= 1.5, "window: tree {a}, {k}-ary {b}");
 }
+
+fn zcdp() -> Zcdp {
+    Zcdp::new(0.5, None).expect("valid")
+}
+
+#[test]
+fn gaussian_trees_agree_online_bulk_and_chunked() {
+    let xs = series(3000, 11);
+    for kind in kinds() {
+        for k in [2, 5] {
+            let m = KarySum::gaussian(kind, k, zcdp(), 2.0, key(4)).expect("build");
+            let bulk = m.bulk(&xs).expect("bulk");
+            assert_eq!(bulk, m.online(&xs).expect("online"), "{kind:?} k = {k}");
+            let mut f = m.fresh();
+            let mut chunked = Vec::new();
+            for c in xs.chunks(501) {
+                chunked.extend(f.stream(c).expect("stream").remove(0));
+            }
+            assert_eq!(chunked, bulk[0], "{kind:?} k = {k}");
+            // Gaussian noise, not the Laplace of the same shape.
+            let lap = KarySum::new(kind, k, 1.0, 2.0, key(4)).expect("build");
+            assert_ne!(lap.bulk(&xs).expect("bulk"), bulk);
+        }
+    }
+}
+
+/// The Gaussian trees' stated L2 sensitivity bounds the change of the released counters
+/// between neighbouring streams, and is attained.
+#[test]
+fn the_gaussian_trees_l2_sensitivity_bounds_neighbouring_counters() {
+    for kind in [
+        Kind::Running { horizon: 700 },
+        Kind::Exponential {
+            alpha: 0.9,
+            horizon: None,
+        },
+        Kind::Window { w: 20 },
+    ] {
+        for k in [2, 3, 5] {
+            let m = KarySum::gaussian(kind, k, zcdp(), 1.0, key(3)).expect("build");
+            let base = vec![0.0; 700];
+            let r0 = counters(&m, &base);
+            let mut worst: f64 = 0.0;
+            for i in 0..base.len() {
+                let mut xs = base.clone();
+                xs[i] = 1.0;
+                let l2: f64 = r0
+                    .iter()
+                    .zip(&counters(&m, &xs))
+                    .map(|((_, a), (_, b))| (a - b) * (a - b))
+                    .sum::<f64>()
+                    .sqrt();
+                worst = worst.max(l2);
+            }
+            assert!(worst <= m.sensitivity + 1e-9, "{kind:?} k = {k}: {worst}");
+            assert!(worst >= 0.999 * m.sensitivity, "{kind:?} k = {k}: {worst}");
+        }
+    }
+}
+
+/// The Gaussian trees' stated standard deviation is the errors', and 30% less noise is
+/// caught.
+#[test]
+fn the_gaussian_trees_stated_std_is_the_errors() {
+    let xs = series(600, 8);
+    for kind in [
+        Kind::Running { horizon: 600 },
+        Kind::Exponential {
+            alpha: 0.95,
+            horizon: None,
+        },
+        Kind::Window { w: 50 },
+    ] {
+        let base = KarySum::gaussian(kind, 2, zcdp(), 2.0, key(0)).expect("build");
+        let truth = base.truth(&xs).remove(0);
+        let ratio = |scale: f64| {
+            let (mut s, mut n) = (0.0, 0.0);
+            for r in 0..200u8 {
+                let mut m = KarySum::gaussian(kind, 2, zcdp(), 2.0, [r; 32]).expect("build");
+                m.noise = m.noise.iter().map(|n| n.scaled(scale)).collect();
+                let est = m.bulk(&xs).expect("bulk").remove(0);
+                for j in (0..xs.len()).step_by(7) {
+                    let z = (est[j] - truth[j]) / base.std_at(j as u64);
+                    s += z * z;
+                    n += 1.0;
+                }
+            }
+            s / n
+        };
+        let honest = ratio(1.0);
+        assert!((0.9..1.1).contains(&honest), "{kind:?}: {honest}");
+        assert!(
+            ratio(0.7) < 0.75,
+            "{kind:?}: 30% too little noise not caught"
+        );
+    }
+}

@@ -1,0 +1,342 @@
+//! The public arithmetic of the buffered factorization ([`super`]): the choice of the
+//! damping `beta`, the buffers `(theta_i, omega_i)` of the encoder `C`, its exact L2
+//! sensitivity over the horizon, and the stated variance of every estimate. Everything here
+//! is a function of public parameters only (the model, `W` or `alpha`, the horizon).
+
+use crate::decay::kary::Kind;
+use kinsey_core::{Error, Result};
+
+/// Fraction bits of the encoder's `omega` (`omega = w / 2^24`).
+pub(super) const OMEGA_BITS: u32 = 24;
+/// Largest `|omega|` the encoder's integer bounds allow.
+const MAX_OMEGA: f64 = 127.0;
+/// Shortest distance of a `theta` below 1: the encoder's buffers hold at most `2^88` units.
+pub(super) const MIN_GAP_LOG2: i32 = -24;
+/// Quadrature in `s = -ln(1 - t)` (see [`quadrature`]): first node, growth ratio of the
+/// steps, largest step.
+const S_MIN: f64 = 0.018_315_638_888_734_18; // e^-4
+const RATIO: f64 = 0.5;
+const STEP: f64 = 1.0;
+/// Longest horizon accepted (the stated variance is computed step by step at build).
+pub(super) const MAX_HORIZON: u64 = 1 << 32;
+/// Stated-variance samples kept (a step between two samples states the later one's
+/// variance, an upper bound: the variance never decreases with the step).
+const SAMPLES: u64 = 1 << 16;
+
+/// The encoder's buffers and everything stated about them.
+#[derive(Debug, Clone)]
+pub struct Fit {
+    /// The damping the target `(1 - beta z)^(-1/2)` was chosen with.
+    pub beta: f64,
+    /// `theta_i = theta_m[i] / 2^64` (exact in f64 as well).
+    pub(super) theta_m: Vec<u64>,
+    /// `omega_i = w[i] / 2^24`.
+    pub(super) w: Vec<i64>,
+    /// The same `theta_i` and `omega_i` as f64 (exactly).
+    pub(super) theta: Vec<f64>,
+    pub(super) omega: Vec<f64>,
+    /// `||C e_0||_2` over the horizon: the L2 sensitivity of the exact encoder for values
+    /// in [0, 1] (rounded up).
+    pub norm: f64,
+    /// Largest deviation of the integer encoder from the exact one, per step (in values).
+    pub enc_err: f64,
+    /// Stated variance per unit noise variance: `sum_(k <= j) g_k^2` at steps
+    /// `j = (s + 1) stride - 1`, `g` the estimates' response to one unit of noise.
+    cum: Vec<f64>,
+    stride: u64,
+}
+
+/// `(1 - z)^(-1/2) = sum c_k z^k` as `c_k = (1/pi) int_0^1 t^(k-1) sqrt(t) / sqrt(1 - t) dt`,
+/// a mixture of geometric sequences. With `1 - t = e^-s` it is
+/// `(1/pi) int_0^inf t^(k-1) sqrt(t (1 - t)) ds`, whose integrand for large `k` is a bump
+/// of width about 1 around `s = ln k`: nodes from `s = e^-4` growing geometrically (ratio
+/// [`RATIO`]) up to steps of [`STEP`], to the memory `memory` (where `1 - t` is about
+/// `1 / (16 memory)`, never closer to 1 than `2^MIN_GAP_LOG2`), trapezoid weights, and the
+/// tail beyond the last node (`int e^(-s/2) ds`) lumped onto it. `(theta, omega)` with
+/// `c_k ~ sum omega theta^(k-1)` (k >= 1), about 1% off for every `k` below the memory.
+pub(super) fn quadrature(memory: f64) -> Vec<(f64, f64)> {
+    let s_max = (16.0 * memory.max(2.0))
+        .ln()
+        .min(-f64::from(MIN_GAP_LOG2) * std::f64::consts::LN_2);
+    let mut s = vec![S_MIN];
+    while let Some(&last) = s.last()
+        && last < s_max
+    {
+        s.push((last + (RATIO * last).min(STEP)).min(s_max));
+    }
+    let n = s.len();
+    (0..n)
+        .map(|j| {
+            let lo = if j > 0 { s[j - 1] } else { 0.0 };
+            let hi = if j + 1 < n { s[j + 1] } else { s[j] };
+            let gap = (-s[j]).exp(); // 1 - t
+            let t = 1.0 - gap;
+            let mut omega = (t * gap).sqrt() * (hi - lo) / 2.0 / std::f64::consts::PI;
+            if j + 1 == n {
+                omega += 2.0 * (-s[j] / 2.0).exp() / std::f64::consts::PI;
+            }
+            (t, omega)
+        })
+        .collect()
+}
+
+/// The response of an estimate to one unit of noise on the stream at step 0, step by step:
+/// `n` the stream's (the decoder's impulse response) in, the estimate's out.
+fn workload(kind: Kind, n: impl Iterator<Item = f64>, mut emit: impl FnMut(f64)) {
+    match kind {
+        Kind::Running { .. } => {
+            let mut s = 0.0;
+            n.for_each(|v| {
+                s += v;
+                emit(s);
+            });
+        }
+        Kind::Exponential { alpha, .. } => {
+            let mut s = 0.0;
+            n.for_each(|v| {
+                s = alpha * s + v;
+                emit(s);
+            });
+        }
+        Kind::Window { w } => {
+            // Prefix sums P; g_k = P_k - P_(k - W).
+            let mut p: std::collections::VecDeque<f64> = std::collections::VecDeque::new();
+            let mut s = 0.0;
+            n.for_each(|v| {
+                s += v;
+                p.push_back(s);
+                let old = if p.len() as u64 > w {
+                    p.pop_front().unwrap_or(0.0)
+                } else {
+                    0.0
+                };
+                emit(s - old);
+            });
+        }
+    }
+}
+
+/// The proxy objective of damping `beta`: sensitivity^2 times the mean variance, with the
+/// ideal square-root factor `(1 - beta z)^(-1/2)` (its inverse `(1 - beta z)^(1/2)`).
+fn proxy(kind: Kind, horizon: u64, beta: f64) -> f64 {
+    let (mut c, mut sens2) = (1.0f64, 0.0f64);
+    for k in 0..horizon {
+        if k > 0 {
+            c *= beta * (k as f64 - 0.5) / k as f64;
+        }
+        sens2 += c * c;
+        if c * c < 1e-20 * sens2 {
+            break;
+        }
+    }
+    let mut n = 1.0f64;
+    let inv = (0..horizon).map(|k| {
+        if k > 0 {
+            n *= beta * (k as f64 - 1.5) / k as f64;
+        }
+        n
+    });
+    let (mut mean, mut k) = (0.0, 0u64);
+    workload(kind, inv, |g| {
+        mean += (horizon - k) as f64 * g * g;
+        k += 1;
+    });
+    sens2 * mean / horizon as f64
+}
+
+/// The damping with the least proxy objective among `1` and `1 - 2^-s`.
+pub fn choose_beta(kind: Kind, horizon: u64) -> f64 {
+    use rayon::prelude::*;
+    let top = 64 - horizon.leading_zeros() + 1;
+    let mut cands: Vec<f64> = (2..=top.min(40))
+        .map(|s| 1.0 - (-f64::from(s)).exp2())
+        .collect();
+    cands.push(1.0);
+    let scored: Vec<(f64, f64)> = cands
+        .par_iter()
+        .map(|&b| (proxy(kind, horizon, b), b))
+        .collect();
+    scored
+        .into_iter()
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map_or(1.0, |(_, b)| b)
+}
+
+impl Fit {
+    /// The buffers for `kind` over `horizon` steps with damping `beta`, and their stated
+    /// sensitivity and variance.
+    pub fn new(kind: Kind, horizon: u64, beta: f64) -> Result<Self> {
+        if horizon == 0 || horizon > MAX_HORIZON {
+            return Err(Error::param(
+                "horizon",
+                format!("the factorization needs a horizon of 1 to 2^32 steps, got {horizon}"),
+            ));
+        }
+        let memory = if beta < 1.0 {
+            (8.0 / (1.0 - beta)).min(horizon as f64)
+        } else {
+            horizon as f64
+        };
+        let (mut theta_m, mut w, mut theta, mut omega) = (vec![], vec![], vec![], vec![]);
+        for (t, om) in quadrature(memory) {
+            let th = ((t * beta) * 2f64.powi(64)).floor();
+            let wi = (om * beta * f64::from(1u32 << OMEGA_BITS)).round();
+            if wi == 0.0 || th <= 0.0 {
+                continue;
+            }
+            let m = th as u64;
+            let gap = 2f64.powi(64) - th;
+            if gap < 2f64.powi(64 + MIN_GAP_LOG2)
+                || wi.abs() / f64::from(1u32 << OMEGA_BITS) >= MAX_OMEGA
+            {
+                return Err(Error::Numerical("factorization buffer out of range".into()));
+            }
+            theta_m.push(m);
+            w.push(wi as i64);
+            theta.push(m as f64 * 2f64.powi(-64));
+            omega.push(wi / f64::from(1u32 << OMEGA_BITS));
+        }
+        let norm = column_norm(&theta_m, &omega, horizon);
+        let enc_err = theta_m
+            .iter()
+            .zip(&omega)
+            .map(|(&m, o)| o.abs() / ((2f64.powi(64) - m as f64) * 2f64.powi(-64)))
+            .sum::<f64>()
+            * 2f64.powi(-64);
+        let mut fit = Self {
+            beta,
+            theta_m,
+            w,
+            theta,
+            omega,
+            norm,
+            enc_err,
+            cum: Vec::new(),
+            stride: 1,
+        };
+        fit.state_variance(kind, horizon)?;
+        Ok(fit)
+    }
+
+    /// Buffers in the encoder.
+    pub fn buffers(&self) -> usize {
+        self.theta.len()
+    }
+
+    /// The stated variance per unit noise variance, sampled (see the field).
+    fn state_variance(&mut self, kind: Kind, horizon: u64) -> Result<()> {
+        self.stride = horizon.div_ceil(SAMPLES).max(1);
+        let d = self.theta.len();
+        let (mut r, mut prev) = (vec![0.0f64; d], 0.0f64);
+        let (theta, omega) = (&self.theta, &self.omega);
+        let impulse = (0..horizon).map(|t| {
+            let mut dec = if t == 0 { 1.0 } else { 0.0 };
+            for i in 0..d {
+                r[i] = theta[i] * r[i] + prev;
+                dec -= omega[i] * r[i];
+            }
+            prev = dec;
+            dec
+        });
+        let (mut cum, mut k, mut out) = (0.0f64, 0u64, Vec::new());
+        let stride = self.stride;
+        workload(kind, impulse, |g| {
+            cum += g * g;
+            k += 1;
+            if k % stride == 0 || k == horizon {
+                out.push(cum);
+            }
+        });
+        if !out.iter().all(|v| v.is_finite()) {
+            return Err(Error::Numerical(
+                "the factorization's inverse is unstable at this horizon".into(),
+            ));
+        }
+        self.cum = out;
+        Ok(())
+    }
+
+    /// Stated variance of the estimate at step `j` per unit noise variance (an upper bound
+    /// within a sample's stride).
+    pub fn variance_at(&self, j: u64) -> f64 {
+        let s = (j / self.stride) as usize;
+        self.cum[s.min(self.cum.len() - 1)]
+    }
+
+    /// The mean over the horizon of [`variance_at`](Self::variance_at).
+    pub fn mean_variance(&self) -> f64 {
+        self.cum.iter().sum::<f64>() / self.cum.len() as f64
+    }
+}
+
+/// `||C e_0||_2` over `horizon` steps, `c_0 = 1`, `c_k = sum omega_i theta_i^(k-1)`:
+/// `1 + sum_(i, j) omega_i omega_j (1 - (theta_i theta_j)^(T - 1)) / (1 - theta_i theta_j)`,
+/// each `1 - theta` exact from its integer form, then a margin of `1e-9` relative for the
+/// rounding of this sum (a few ulps per term) and the powers.
+fn column_norm(theta_m: &[u64], omega: &[f64], horizon: u64) -> f64 {
+    let gap: Vec<f64> = theta_m
+        .iter()
+        .map(|&m| (2f64.powi(64) - m as f64) * 2f64.powi(-64))
+        .collect();
+    let ln: Vec<f64> = gap.iter().map(|g| (-g).ln_1p()).collect();
+    let mut s = 1.0;
+    for i in 0..gap.len() {
+        for j in 0..gap.len() {
+            // 1 - theta_i theta_j = g_i + g_j - g_i g_j.
+            let one_minus = gap[i] + gap[j] - gap[i] * gap[j];
+            let pow = ((horizon - 1) as f64 * (ln[i] + ln[j])).exp();
+            s += omega[i] * omega[j] * (1.0 - pow) / one_minus;
+        }
+    }
+    s.sqrt() * (1.0 + 1e-9)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quadrature_reproduces_the_square_root_factor() {
+        let q = quadrature(1e6);
+        let (mut c, mut worst) = (1.0f64, 0.0f64);
+        for k in 1..200_000u64 {
+            c *= (k as f64 - 0.5) / k as f64;
+            let approx: f64 = q.iter().map(|(t, o)| o * t.powf(k as f64 - 1.0)).sum();
+            worst = worst.max((approx / c - 1.0).abs());
+        }
+        assert!(worst < 0.02, "{worst}");
+    }
+
+    #[test]
+    fn the_column_norm_is_the_sum_of_squares() {
+        let fit = Fit::new(Kind::Running { horizon: 5000 }, 5000, 1.0).expect("fit");
+        let mut s = 1.0;
+        for k in 1..5000 {
+            let c: f64 = fit
+                .theta
+                .iter()
+                .zip(&fit.omega)
+                .map(|(t, o)| o * t.powi(k - 1))
+                .sum();
+            s += c * c;
+        }
+        assert!(
+            (fit.norm / s.sqrt() - 1.0).abs() < 1e-8,
+            "{} {}",
+            fit.norm,
+            s.sqrt()
+        );
+        // About sqrt(ln(T) / pi + 0.6): the square-root factorization's.
+        assert!(fit.norm > 1.5 && fit.norm < 2.5, "{}", fit.norm);
+        assert!(fit.enc_err < 1e-10, "{}", fit.enc_err);
+    }
+
+    #[test]
+    fn the_damping_follows_the_workload() {
+        // A short window wants a short memory; a running sum the whole horizon.
+        let b = choose_beta(Kind::Window { w: 64 }, 100_000);
+        assert!(b < 1.0 - 1.0 / 4096.0, "{b}");
+        let r = choose_beta(Kind::Running { horizon: 100_000 }, 100_000);
+        assert!(r > 1.0 - 1.0 / 16_384.0, "{r}");
+    }
+}

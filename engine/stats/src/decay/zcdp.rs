@@ -1,0 +1,86 @@
+//! The zCDP family of decayed sums (`--privacy zcdp --rho R`): exact discrete Gaussian noise
+//! ([`super::gauss`]) on the dyadic or k-ary tree's counters (`tree`, the Gaussian tree
+//! baseline; `kary`), or the buffered square-root factorization (`blt`, [`super::blt`]);
+//! `best` picks the one with the least stated mean variance from public parameters only.
+//! A release states `rho` and the (epsilon, delta) it implies at the declared delta (CKS
+//! Corollary 13, [`kinsey_dp::exact::zcdp_epsilon`]).
+
+use super::blt::BltSum;
+use super::kary::{self, KarySum, Kind};
+pub use super::model::{DEFAULT_DELTA, Zcdp};
+use super::model::{DecayedSum, ModelParams, Public};
+use kinsey_core::{Error, Result};
+
+/// The mechanisms `--privacy zcdp` takes.
+pub const ZCDP_MECHANISMS: [&str; 4] = ["tree", "kary", "blt", "best"];
+
+/// The horizon a factorization needs: the declared one (the series' public length by
+/// default).
+fn horizon_of(model: &str, p: &ModelParams) -> Result<u64> {
+    p.need(model, "horizon", &p.horizon)
+}
+
+/// `model` under `--privacy zcdp` with the mechanism its parameters name (default: the
+/// Gaussian tree).
+pub(super) fn build(
+    model: &str,
+    p: &ModelParams,
+    public: &Public,
+    z: Zcdp,
+) -> Result<Box<dyn DecayedSum>> {
+    let kind = kary::kind_of(model, p).map_err(|_| {
+        Error::param(
+            "privacy",
+            format!("--privacy zcdp computes running, exponential and window sums, not '{model}'"),
+        )
+    })?;
+    let (bound, key) = (public.bound, public.key);
+    match p.mechanism.as_deref() {
+        None | Some("tree") => Ok(Box::new(KarySum::gaussian(kind, 2, z, bound, key)?)),
+        Some("kary") => {
+            let k = match p.arity {
+                Some(k) => k,
+                None => kary::best_gaussian_arity(kind)?,
+            };
+            Ok(Box::new(KarySum::gaussian(kind, k, z, bound, key)?))
+        }
+        Some("blt") => Ok(Box::new(BltSum::new(
+            kind,
+            horizon_of(model, p)?,
+            bound,
+            z,
+            key,
+        )?)),
+        Some("best") => best(kind, model, p, z, bound, key),
+        Some(other) => Err(Error::param(
+            "mechanism",
+            format!(
+                "unknown mechanism '{other}' under --privacy zcdp (one of: {})",
+                ZCDP_MECHANISMS.join(", ")
+            ),
+        )),
+    }
+}
+
+/// The least stated mean variance among the Gaussian trees (binary and the best k-ary)
+/// and, when a horizon is known, the factorization.
+fn best(
+    kind: Kind,
+    model: &str,
+    p: &ModelParams,
+    z: Zcdp,
+    bound: f64,
+    key: [u8; 32],
+) -> Result<Box<dyn DecayedSum>> {
+    let n = kary::public_steps(p);
+    let k = kary::best_gaussian_arity(kind)?;
+    let tree = KarySum::gaussian(kind, k, z, bound, key)?;
+    let tree_var = kary::mean_variance(&tree, n);
+    if p.horizon.is_some() {
+        let blt = BltSum::new(kind, horizon_of(model, p)?, bound, z, key)?;
+        if blt.mean_variance() < tree_var {
+            return Ok(Box::new(blt));
+        }
+    }
+    Ok(Box::new(tree))
+}
