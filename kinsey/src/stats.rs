@@ -268,8 +268,9 @@ impl DecayedSumBuilder {
     }
 
     /// The mechanism: `tree` (the dyadic tree of seed 004, the default), `kary` (a k-ary
-    /// tree with level-weighted noise: running, window and exponential sums) or `best` (the
-    /// least stated error, from public parameters only).
+    /// tree with level-weighted noise: running, window and exponential sums), `best` (the
+    /// least stated error, from public parameters only), or under [`zcdp`](Self::zcdp)
+    /// also `blt`.
     pub fn mechanism(mut self, mechanism: &str) -> Self {
         self.params.mechanism = kinsey_stats::decay::mechanism_param(Some(mechanism));
         self
@@ -281,6 +282,16 @@ impl DecayedSumBuilder {
         self
     }
 
+    /// zCDP instead of pure DP: exact discrete Gaussian noise under the budget `rho` (no
+    /// [`epsilon`](Self::epsilon)), stated as (epsilon, delta)-DP at `delta` (`None`:
+    /// 1e-6). The mechanisms are then the Gaussian `tree` (the default), `kary`, `blt` (a
+    /// buffered square-root factorization) and `best`.
+    pub fn zcdp(mut self, rho: f64, delta: Option<f64>) -> Self {
+        self.params.rho = Some(rho);
+        self.params.delta = delta;
+        self
+    }
+
     /// One step at a time instead of in bulk (the same numbers).
     pub fn online(mut self) -> Self {
         self.online = true;
@@ -288,7 +299,19 @@ impl DecayedSumBuilder {
     }
 
     fn query(&self, column: &str) -> Result<(Query, Bound)> {
-        let epsilon = crate::required_epsilon(self.epsilon)?;
+        let epsilon = match self.params.rho {
+            Some(rho) => {
+                if self.epsilon.is_some() {
+                    return Err(Error::param(
+                        "epsilon",
+                        "a zCDP release's budget is rho: give zcdp(rho, delta) or epsilon, \
+                         not both",
+                    ));
+                }
+                kinsey_stats::decay::zcdp::Zcdp::new(rho, self.params.delta)?.epsilon
+            }
+            None => crate::required_epsilon(self.epsilon)?,
+        };
         let bound = self
             .bound
             .ok_or_else(|| Error::param("bound", "the per-step bound must be given"))?;

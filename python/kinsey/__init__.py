@@ -217,11 +217,13 @@ def histogram(data: Any, *, column: str, bins: tuple[float, float, int] | None =
     return Release(report, table=table)
 
 
-def decay(values: Any, *, model: str, epsilon: float, window: int | None = None,
+def decay(values: Any, *, model: str, epsilon: float | None = None,
+          window: int | None = None,
           windows: Sequence[int] | None = None, alpha: float | None = None,
           c: float | None = None, beta: float | None = None, bound: float | None = None,
           column: str | None = None, seed: int | None = None,
-          mechanism: str | None = None, arity: int | None = None) -> Release:
+          mechanism: str | None = None, arity: int | None = None,
+          rho: float | None = None, delta: float | None = None) -> Release:
     """A private decayed sum over a series: ``window``, ``allwindow`` (``windows``),
     ``exponential`` (``alpha``), ``polynomial`` (``c``) or ``running``. ``values``: a numpy
     array or any Arrow array (float64 is not copied), or a CSV/Parquet path with
@@ -229,7 +231,11 @@ def decay(values: Any, *, model: str, epsilon: float, window: int | None = None,
     ``allwindow``). ``bound``: the largest value one step may hold, declared, not read from
     the data (values above it are clamped); required except for a ``.txt`` file of bits.
     ``mechanism``: ``"tree"`` (default), ``"kary"`` (``arity`` optional; about half the
-    tree's error for running and window sums) or ``"best"``, as ``kinsey decay --mechanism``."""
+    tree's error for running and window sums) or ``"best"``, as ``kinsey decay --mechanism``.
+    ``rho`` (instead of ``epsilon``): zCDP with exact discrete Gaussian noise, stated as
+    (epsilon, ``delta``)-DP (``delta`` 1e-6 by default); ``mechanism`` then also takes
+    ``"blt"``, a buffered square-root factorization (about 2.5x less error than the Gaussian
+    tree), as ``kinsey decay --privacy zcdp --rho``."""
     if bound is None:
         if isinstance(values, (str, os.PathLike)) and os.fspath(values).endswith(".txt"):
             bound = 1.0
@@ -246,7 +252,8 @@ def decay(values: Any, *, model: str, epsilon: float, window: int | None = None,
     report, names, arrays = _kinsey.decay(
         src, column=column, model=model, epsilon=epsilon, window=window,
         windows=list(windows) if windows is not None else None, alpha=alpha, c=c,
-        beta=beta, bound=bound, seed=seed, mechanism=mechanism, arity=arity)
+        beta=beta, bound=bound, seed=seed, mechanism=mechanism, arity=arity, rho=rho,
+        delta=delta)
     cols = [a.to_numpy(zero_copy_only=False) for a in arrays]
     out = cols[0] if len(cols) == 1 else np.column_stack(cols)
     rel = Release(json.loads(report), values=out)

@@ -426,14 +426,14 @@ fn values_of(obj: &Bound<'_, PyAny>) -> PyResult<Float64Array> {
 /// A decayed-sum release: its report (JSON), column names and estimates (pyarrow arrays).
 #[pyfunction]
 #[pyo3(signature = (data, *, column, model, epsilon, window, windows, alpha, c, beta, bound,
-    seed, mechanism, arity))]
+    seed, mechanism, arity, rho, delta))]
 #[allow(clippy::too_many_arguments)]
 fn decay<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     column: Option<String>,
     model: &str,
-    epsilon: f64,
+    epsilon: Option<f64>,
     window: Option<u64>,
     windows: Option<Vec<u64>>,
     alpha: Option<f64>,
@@ -443,6 +443,8 @@ fn decay<'py>(
     seed: Option<u64>,
     mechanism: Option<String>,
     arity: Option<u32>,
+    rho: Option<f64>,
+    delta: Option<f64>,
 ) -> PyResult<(String, Vec<String>, Vec<Bound<'py, PyAny>>)> {
     let need = |v: Option<f64>, name: &str| {
         v.ok_or_else(|| param(name, format!("model '{model}' needs {name}")))
@@ -466,8 +468,15 @@ fn decay<'py>(
             ));
         }
     }
-    .epsilon(epsilon)
     .bound(SumBound::clamp(bound).map_err(py_err)?);
+    if let Some(e) = epsilon {
+        b = b.epsilon(e);
+    }
+    if let Some(rho) = rho {
+        b = b.zcdp(rho, delta);
+    } else if delta.is_some() {
+        return Err(param("delta", "delta states a zCDP release: give rho"));
+    }
     if let Some(beta) = beta {
         b = b.beta(beta);
     }

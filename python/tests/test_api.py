@@ -176,6 +176,18 @@ def test_decay_over_numpy_and_the_file(cli, shared, tmp_path):
                      bound=1000, seed=3, mechanism="kary")
     assert np.array_equal(k.values, pcsv.read_csv(tmp_path / "k.csv").column(1).to_numpy())
     assert "-ary tree" in k.report["calibration"]["model"]
+    # The zCDP factorization (issue 38): the CLI's estimates and report, over the file.
+    run(cli, "decay", "--input", str(path), "--column", "cnt", "--model", "window",
+        "--window", "24", "--privacy", "zcdp", "--rho", "0.5", "--bound", "1000",
+        "--seed", "3", "--mechanism", "blt", "--out", str(tmp_path / "z.csv"))
+    z = kinsey.decay(str(path), column="cnt", model="window", window=24, rho=0.5,
+                     bound=1000, seed=3, mechanism="blt")
+    assert np.array_equal(z.values, pcsv.read_csv(tmp_path / "z.csv").column(1).to_numpy())
+    assert z.report == json.loads((tmp_path / "z.csv.report.json").read_text())
+    assert z.report["guarantee"]["kind"] == "zcdp-converted"
+    assert z.report["calibration"]["rho"] == 0.5
+    with pytest.raises(kinsey.KinseyError, match="rho"):
+        kinsey.decay(cnt, model="window", window=24, rho=0.5, epsilon=1.0, bound=1000)
 
 
 def test_errors_name_the_problem(a9a, flights):
