@@ -40,7 +40,9 @@ struct MechanismsArgs {
 }
 
 /// `kinsey experiment mechanisms`: the stated mean RMSE (the public figure --mechanism best
-/// compares) of the tree and of the best mechanism, over window lengths and decays.
+/// compares) of the tree and of the best mechanism, pure DP at eps and zCDP at the
+/// rho = eps^2 / 2 it implies (the Gaussian tree and the best zCDP mechanism), over window
+/// lengths and decays.
 fn mechanisms(a: MechanismsArgs) -> Result<()> {
     use crate::plot::{Chart, Series, XAxis, write_chart};
     use kinsey_stats::decay::{self, ModelParams, Public, kary};
@@ -51,61 +53,93 @@ fn mechanisms(a: MechanismsArgs) -> Result<()> {
         key: [0; 32],
         zcdp: None,
     };
-    let rmse = |model: &str, params: &ModelParams, mech: &str| -> Result<(f64, String)> {
+    // The zCDP family at the rho pure eps-DP implies (eps^2 / 2), the same scale of noise.
+    let gauss = Public {
+        zcdp: Some(decay::zcdp::Zcdp::new(a.epsilon * a.epsilon / 2.0, None)?),
+        ..public.clone()
+    };
+    let rmse = |model: &str, params: &ModelParams, mech: &str, zcdp: bool| {
         let mut p = params.clone();
         p.horizon = Some(a.steps);
         p.mechanism = Some(mech.into());
-        let m = decay::build(model, &p, &public)?;
+        let m = decay::build(model, &p, if zcdp { &gauss } else { &public })?;
         let name = m.calibration().model;
-        Ok((kary::mean_variance(m.as_ref(), a.steps).sqrt(), name))
+        Ok::<_, kinsey_core::Error>((kary::mean_variance(m.as_ref(), a.steps).sqrt(), name))
     };
-    let mut csv = String::from("sum,parameter,tree_rmse,best_rmse,best_mechanism\n");
-    let (mut wt, mut wb, mut at, mut ab) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // Per point: the tree, the best pure mechanism, the Gaussian tree, the best zCDP one.
+    let four = |model: &str, p: &ModelParams, label: String, csv: &mut String| {
+        let (t, _) = rmse(model, p, "tree", false)?;
+        let (b, name) = rmse(model, p, "best", false)?;
+        let (gt, _) = rmse(model, p, "tree", true)?;
+        let (gb, gname) = rmse(model, p, "best", true)?;
+        csv.push_str(&format!(
+            "{model},{label},{t},{b},\"{name}\",{gt},{gb},\"{gname}\"\n"
+        ));
+        Ok::<_, kinsey_core::Error>([t, b, gt, gb])
+    };
+    let mut csv = String::from(
+        "sum,parameter,tree_rmse,best_rmse,best_mechanism,gaussian_tree_rmse,\
+         zcdp_best_rmse,zcdp_best_mechanism\n",
+    );
+    let (mut win, mut exp) = (vec![Vec::new(); 4], vec![Vec::new(); 4]);
     for e in 3..=16 {
         let w = 1u64 << e;
         let p = ModelParams {
             window: Some(w),
             ..ModelParams::default()
         };
-        let (t, _) = rmse("window", &p, "tree")?;
-        let (b, name) = rmse("window", &p, "best")?;
-        csv.push_str(&format!("window,{w},{t},{b},\"{name}\"\n"));
-        wt.push((w as f64, t));
-        wb.push((w as f64, b));
+        for (s, v) in win
+            .iter_mut()
+            .zip(four("window", &p, w.to_string(), &mut csv)?)
+        {
+            s.push((w as f64, v));
+        }
     }
     for alpha in [0.5, 0.8, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999] {
         let p = ModelParams {
             alpha: Some(alpha),
             ..ModelParams::default()
         };
-        let (t, _) = rmse("exponential", &p, "tree")?;
-        let (b, name) = rmse("exponential", &p, "best")?;
-        csv.push_str(&format!("exponential,{alpha},{t},{b},\"{name}\"\n"));
         let horizon = 1.0 / (1.0 - alpha);
-        at.push((horizon, t));
-        ab.push((horizon, b));
+        for (s, v) in exp
+            .iter_mut()
+            .zip(four("exponential", &p, alpha.to_string(), &mut csv)?)
+        {
+            s.push((horizon, v));
+        }
     }
-    let line = |name: &str, points: Vec<(f64, f64)>, dashed: bool| Series {
-        name: name.into(),
-        points,
-        err: None,
-        dashed,
-    };
     let mut o = kinsey_data::output::Outputs::new();
     o.ensure_dir(&a.out)?;
     o.write(&a.out.join("mechanisms.csv"), csv.as_bytes())?;
-    let chart = |title: String, x: &str, t: Vec<(f64, f64)>, b: Vec<(f64, f64)>| Chart {
-        title,
-        x_label: x.into(),
-        y_label: "stated RMSE (mean over steps)".into(),
-        series: vec![
-            line("dyadic tree (the default)", t, true),
-            line("best (k-ary tree, level weights)", b, false),
-        ],
-        log_x: true,
-        x_axis: XAxis::Numbers,
-        bars: false,
+    let rho = a.epsilon * a.epsilon / 2.0;
+    let chart = |title: String, x: &str, lines: Vec<Vec<(f64, f64)>>| {
+        let names = [
+            "dyadic tree (the default), eps".to_string(),
+            "best pure (k-ary tree, level weights), eps".to_string(),
+            format!("Gaussian tree, rho = {rho}"),
+            format!("best zCDP (factorization), rho = {rho}"),
+        ];
+        Chart {
+            title,
+            x_label: x.into(),
+            y_label: "stated RMSE (mean over steps)".into(),
+            series: names
+                .into_iter()
+                .zip(lines)
+                .enumerate()
+                .map(|(i, (name, points))| Series {
+                    name,
+                    points,
+                    err: None,
+                    dashed: i % 2 == 0,
+                })
+                .collect(),
+            log_x: true,
+            x_axis: XAxis::Numbers,
+            bars: false,
+        }
     };
+    let (wt, at) = (win, exp);
     let eps = a.epsilon;
     write_chart(
         &mut o,
@@ -114,7 +148,6 @@ fn mechanisms(a: MechanismsArgs) -> Result<()> {
             format!("Window sums, eps = {eps}, B = {}", a.bound),
             "window W (steps)",
             wt,
-            wb,
         ),
     )?;
     write_chart(
@@ -124,7 +157,6 @@ fn mechanisms(a: MechanismsArgs) -> Result<()> {
             format!("Exponential sums, eps = {eps}, B = {}", a.bound),
             "1 / (1 - alpha) (steps)",
             at,
-            ab,
         ),
     )?;
     o.commit()?;

@@ -79,14 +79,7 @@ impl RandomBits for Bits<'_> {
             self.used += 1;
             return self.words[self.used - 1];
         }
-        let (key, id) = (self.noise.ext_key, self.id);
-        self.ext
-            .get_or_insert_with(|| {
-                let mut r = ChaCha20Rng::from_seed(key);
-                r.set_stream(id);
-                r
-            })
-            .next_u64()
+        super::noise::extension_word(&mut self.ext, self.noise.ext_key, self.id)
     }
 }
 

@@ -569,11 +569,8 @@ impl DecayedSum for KarySum {
     }
 
     fn bulk(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>> {
-        let mut m = self.clone();
-        m.reset();
-        let mut out = vec![Vec::new()];
-        m.stream_into(xs, &mut out)?;
-        Ok(out)
+        // A fresh copy's chunked stream over the whole series: one chunk, one fill.
+        self.fresh().stream(xs)
     }
 
     fn stream_into(&mut self, chunk: &[f64], out: &mut Vec<Vec<f64>>) -> Result<()> {

@@ -111,15 +111,20 @@ struct Extension<'a> {
 impl RandomBits for Extension<'_> {
     #[cold]
     fn next_u64(&mut self) -> u64 {
-        let (key, id) = (self.noise.ext_key, self.id);
-        self.ext
-            .get_or_insert_with(|| {
-                let mut r = ChaCha20Rng::from_seed(key);
-                r.set_stream(id);
-                r
-            })
-            .next_u64()
+        extension_word(&mut self.ext, self.noise.ext_key, self.id)
     }
+}
+
+/// The next word of counter `id`'s extension stream (ChaCha20 keyed by `key`, nonce `id`),
+/// the stream made on its first use; shared by the Laplace and Gaussian counters.
+#[cold]
+pub(crate) fn extension_word(ext: &mut Option<ChaCha20Rng>, key: [u8; 32], id: u64) -> u64 {
+    ext.get_or_insert_with(|| {
+        let mut r = ChaCha20Rng::from_seed(key);
+        r.set_stream(id);
+        r
+    })
+    .next_u64()
 }
 
 impl KeyedNoise {

@@ -715,3 +715,23 @@ fn gpu_bulk_equals_cpu_bit_for_bit() {
         assert_eq!(m.use_device(DevicePref::Cpu).expect("cpu"), None);
     }
 }
+
+/// The mean squared standardised error `((est_j - truth_j) / std_j)^2` over keys 0 to 199
+/// and every 7th step, `run(r)` the estimates under key `r`: 1 when the stated std is the
+/// errors' (a std test the mechanisms share).
+pub(crate) fn mean_z2(
+    truth: &[f64],
+    std_at: impl Fn(u64) -> f64,
+    run: impl Fn(u8) -> Vec<f64>,
+) -> f64 {
+    let (mut s, mut n) = (0.0, 0.0);
+    for r in 0..200u8 {
+        let est = run(r);
+        for j in (0..truth.len()).step_by(7) {
+            let z = (est[j] - truth[j]) / std_at(j as u64);
+            s += z * z;
+            n += 1.0;
+        }
+    }
+    s / n
+}

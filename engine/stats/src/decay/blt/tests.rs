@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::decay::kary::{KarySum, mean_variance};
+use crate::decay::tests::mean_z2;
 
 fn zcdp() -> Zcdp {
     Zcdp::new(0.5, None).expect("valid")
@@ -120,19 +121,14 @@ fn the_stated_std_is_the_errors_and_too_little_noise_is_caught() {
         let base = BltSum::new(kind, n as u64, 2.0, zcdp(), [0; 32]).expect("build");
         let truth = base.truth(&xs).remove(0);
         let ratio = |scale: f64| {
-            let (mut s, mut c) = (0.0, 0.0);
-            for r in 0..200u8 {
-                let m = BltSum::new(kind, n as u64, 2.0, zcdp(), [r; 32])
-                    .expect("build")
-                    .scaled(scale);
-                let est = m.bulk(&xs).expect("bulk").remove(0);
-                for j in (0..n).step_by(7) {
-                    let z = (est[j] - truth[j]) / base.std_at(j as u64);
-                    s += z * z;
-                    c += 1.0;
-                }
-            }
-            s / c
+            mean_z2(
+                &truth,
+                |j| base.std_at(j),
+                |r| {
+                    let m = BltSum::new(kind, n as u64, 2.0, zcdp(), [r; 32]).expect("build");
+                    m.scaled(scale).bulk(&xs).expect("bulk").remove(0)
+                },
+            )
         };
         let honest = ratio(1.0);
         assert!((0.9..1.1).contains(&honest), "{kind:?}: mean z^2 {honest}");

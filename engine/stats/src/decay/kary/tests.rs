@@ -3,6 +3,7 @@
 //! errors (with a 30%-too-small variant rejected), and the error against the binary tree.
 
 use super::*;
+use crate::decay::tests::mean_z2;
 use crate::decay::{ExponentialSum, WindowSum};
 
 fn key(i: u8) -> [u8; 32] {
@@ -171,19 +172,16 @@ fn the_stated_std_is_the_errors_and_too_little_noise_is_caught() {
         let base = KarySum::weighted(kind, k, power, 1.0, 2.0, key(0)).expect("build");
         let truth = base.truth(&xs).remove(0);
         let ratio = |scale: f64| {
-            let mut s = 0.0;
-            let mut n = 0.0;
-            for r in 0..200u8 {
-                let mut m = KarySum::weighted(kind, k, power, 1.0, 2.0, [r; 32]).expect("build");
-                m.noise = m.noise.iter().map(|n| n.scaled(scale)).collect();
-                let est = m.bulk(&xs).expect("bulk").remove(0);
-                for j in (0..xs.len()).step_by(7) {
-                    let z = (est[j] - truth[j]) / base.std_at(j as u64);
-                    s += z * z;
-                    n += 1.0;
-                }
-            }
-            s / n
+            mean_z2(
+                &truth,
+                |j| base.std_at(j),
+                |r| {
+                    let mut m =
+                        KarySum::weighted(kind, k, power, 1.0, 2.0, [r; 32]).expect("build");
+                    m.noise = m.noise.iter().map(|n| n.scaled(scale)).collect();
+                    m.bulk(&xs).expect("bulk").remove(0)
+                },
+            )
         };
         let honest = ratio(1.0);
         assert!(
@@ -314,18 +312,15 @@ fn the_gaussian_trees_stated_std_is_the_errors() {
         let base = KarySum::gaussian(kind, 2, zcdp(), 2.0, key(0)).expect("build");
         let truth = base.truth(&xs).remove(0);
         let ratio = |scale: f64| {
-            let (mut s, mut n) = (0.0, 0.0);
-            for r in 0..200u8 {
-                let mut m = KarySum::gaussian(kind, 2, zcdp(), 2.0, [r; 32]).expect("build");
-                m.noise = m.noise.iter().map(|n| n.scaled(scale)).collect();
-                let est = m.bulk(&xs).expect("bulk").remove(0);
-                for j in (0..xs.len()).step_by(7) {
-                    let z = (est[j] - truth[j]) / base.std_at(j as u64);
-                    s += z * z;
-                    n += 1.0;
-                }
-            }
-            s / n
+            mean_z2(
+                &truth,
+                |j| base.std_at(j),
+                |r| {
+                    let mut m = KarySum::gaussian(kind, 2, zcdp(), 2.0, [r; 32]).expect("build");
+                    m.noise = m.noise.iter().map(|n| n.scaled(scale)).collect();
+                    m.bulk(&xs).expect("bulk").remove(0)
+                },
+            )
         };
         let honest = ratio(1.0);
         assert!((0.9..1.1).contains(&honest), "{kind:?}: {honest}");
