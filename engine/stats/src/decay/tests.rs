@@ -735,3 +735,36 @@ pub(crate) fn mean_z2(
     }
     s / n
 }
+
+/// `n` values in {0, 1, 2} from a fixed LCG (below any bound the tests declare, so the
+/// exact sums need no clamping).
+pub(crate) fn small_series(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 33) % 3) as f64
+        })
+        .collect()
+}
+
+/// Bulk, online and a fresh copy's stream in chunks of `chunk` agree bit for bit (first
+/// column); returns the bulk estimates and the stream, which has seen the whole series.
+pub(crate) fn assert_paths_agree(
+    m: &dyn DecayedSum,
+    xs: &[f64],
+    chunk: usize,
+    what: &str,
+) -> (Vec<Vec<f64>>, Box<dyn DecayedSum>) {
+    let bulk = m.bulk(xs).expect("bulk");
+    assert_eq!(bulk, m.online(xs).expect("online"), "{what}");
+    let mut f = m.fresh();
+    let mut chunked = Vec::new();
+    for c in xs.chunks(chunk) {
+        chunked.extend(f.stream(c).expect("stream").remove(0));
+    }
+    assert_eq!(chunked, bulk[0], "{what}");
+    (bulk, f)
+}

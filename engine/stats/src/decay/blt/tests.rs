@@ -5,22 +5,10 @@
 
 use super::*;
 use crate::decay::kary::{KarySum, mean_variance};
-use crate::decay::tests::mean_z2;
+use crate::decay::tests::{assert_paths_agree, mean_z2, small_series as series};
 
 fn zcdp() -> Zcdp {
     Zcdp::new(0.5, None).expect("valid")
-}
-
-fn series(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 33) % 3) as f64
-        })
-        .collect()
 }
 
 fn kinds(horizon: u64) -> [Kind; 3] {
@@ -39,14 +27,7 @@ fn online_equals_bulk_and_chunks_bit_for_bit() {
     let xs = series(5000, 2);
     for kind in kinds(5000) {
         let m = BltSum::new(kind, 5000, 2.0, zcdp(), [1; 32]).expect("build");
-        let bulk = m.bulk(&xs).expect("bulk");
-        assert_eq!(bulk, m.online(&xs).expect("online"), "{kind:?}");
-        let mut f = m.fresh();
-        let mut chunked = Vec::new();
-        for c in xs.chunks(777) {
-            chunked.extend(f.stream(c).expect("stream").remove(0));
-        }
-        assert_eq!(chunked, bulk[0], "{kind:?}");
+        let (_, mut f) = assert_paths_agree(&m, &xs, 777, &format!("{kind:?}"));
         // Past the horizon: refused, naming it.
         let err = f.stream(&[1.0]).expect_err("beyond the horizon");
         assert!(err.to_string().contains("horizon"), "{err}");

@@ -3,23 +3,11 @@
 //! errors (with a 30%-too-small variant rejected), and the error against the binary tree.
 
 use super::*;
-use crate::decay::tests::mean_z2;
+use crate::decay::tests::{assert_paths_agree, mean_z2, small_series as series};
 use crate::decay::{ExponentialSum, WindowSum};
 
 fn key(i: u8) -> [u8; 32] {
     [i; 32]
-}
-
-fn series(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 33) % 3) as f64
-        })
-        .collect()
 }
 
 fn kinds() -> Vec<Kind> {
@@ -92,23 +80,8 @@ fn the_stated_sensitivity_bounds_neighbouring_counters() {
     ] {
         for (k, power) in [(2, 0.0), (3, 0.0), (5, 0.0), (3, 0.3), (4, 1.0 / 3.0)] {
             let m = KarySum::weighted(kind, k, power, 1.0, 1.0, key(3)).expect("build");
-            let n = 700;
-            let base = vec![0.0; n];
-            let released = |xs: &[f64]| counters(&m, xs);
-            let r0 = released(&base);
-            let mut worst: f64 = 0.0;
-            for i in 0..n {
-                let mut xs = base.clone();
-                xs[i] = 1.0;
-                let r1 = released(&xs);
-                // Each level's change counts with its weight (its noise is 1 / u_l wider).
-                let l1: f64 = r0
-                    .iter()
-                    .zip(&r1)
-                    .map(|((l, a), (_, b))| m.weights[*l] * (a - b).abs())
-                    .sum();
-                worst = worst.max(l1);
-            }
+            // Each level's change counts with its weight (its noise is 1 / u_l wider).
+            let worst = worst_change(&m, 1.0, |l| m.weights[l]);
             assert!(
                 worst <= m.sensitivity + 1e-9,
                 "{kind:?} k = {k}: {worst} > {}",
@@ -123,6 +96,26 @@ fn the_stated_sensitivity_bounds_neighbouring_counters() {
             );
         }
     }
+}
+
+/// The largest change of the released counters between 700 zeros and a neighbour (one
+/// step set to B = 1), over every step: `(sum_c (weight(level) |diff_c|)^p)^(1/p)`.
+fn worst_change(m: &KarySum, p: f64, weight: impl Fn(usize) -> f64) -> f64 {
+    let base = vec![0.0; 700];
+    let r0 = counters(m, &base);
+    (0..base.len())
+        .map(|i| {
+            let mut xs = base.clone();
+            xs[i] = 1.0;
+            let r1 = counters(m, &xs);
+            let s: f64 = r0
+                .iter()
+                .zip(&r1)
+                .map(|((l, a), (_, b))| (weight(*l) * (a - b).abs()).powf(p))
+                .sum();
+            s.powf(1.0 / p)
+        })
+        .fold(0.0, f64::max)
 }
 
 /// The level and true value of every released counter of a run over `xs`, in (level,
@@ -247,14 +240,7 @@ fn gaussian_trees_agree_online_bulk_and_chunked() {
     for kind in kinds() {
         for k in [2, 5] {
             let m = KarySum::gaussian(kind, k, zcdp(), 2.0, key(4)).expect("build");
-            let bulk = m.bulk(&xs).expect("bulk");
-            assert_eq!(bulk, m.online(&xs).expect("online"), "{kind:?} k = {k}");
-            let mut f = m.fresh();
-            let mut chunked = Vec::new();
-            for c in xs.chunks(501) {
-                chunked.extend(f.stream(c).expect("stream").remove(0));
-            }
-            assert_eq!(chunked, bulk[0], "{kind:?} k = {k}");
+            let (bulk, _) = assert_paths_agree(&m, &xs, 501, &format!("{kind:?} k = {k}"));
             // Gaussian noise, not the Laplace of the same shape.
             let lap = KarySum::new(kind, k, 1.0, 2.0, key(4)).expect("build");
             assert_ne!(lap.bulk(&xs).expect("bulk"), bulk);
@@ -276,20 +262,7 @@ fn the_gaussian_trees_l2_sensitivity_bounds_neighbouring_counters() {
     ] {
         for k in [2, 3, 5] {
             let m = KarySum::gaussian(kind, k, zcdp(), 1.0, key(3)).expect("build");
-            let base = vec![0.0; 700];
-            let r0 = counters(&m, &base);
-            let mut worst: f64 = 0.0;
-            for i in 0..base.len() {
-                let mut xs = base.clone();
-                xs[i] = 1.0;
-                let l2: f64 = r0
-                    .iter()
-                    .zip(&counters(&m, &xs))
-                    .map(|((_, a), (_, b))| (a - b) * (a - b))
-                    .sum::<f64>()
-                    .sqrt();
-                worst = worst.max(l2);
-            }
+            let worst = worst_change(&m, 2.0, |_| 1.0);
             assert!(worst <= m.sensitivity + 1e-9, "{kind:?} k = {k}: {worst}");
             assert!(worst >= 0.999 * m.sensitivity, "{kind:?} k = {k}: {worst}");
         }
