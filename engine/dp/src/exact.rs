@@ -534,10 +534,6 @@ struct U256 {
 impl U256 {
     const ZERO: U256 = U256 { hi: 0, lo: 0 };
 
-    fn from_u128(x: u128) -> Self {
-        Self { hi: 0, lo: x }
-    }
-
     /// The full product of two 128-bit numbers.
     fn mul(a: u128, b: u128) -> Self {
         let (a1, a0) = (a >> 64, a & u128::from(u64::MAX));
@@ -558,42 +554,39 @@ impl U256 {
         }
     }
 
-    fn bit_len(self) -> u32 {
-        if self.hi != 0 {
-            256 - self.hi.leading_zeros()
-        } else {
-            128 - self.lo.leading_zeros()
+    /// `2 self`, for `self < 2^255`.
+    fn shl1(self) -> Self {
+        Self {
+            hi: (self.hi << 1) | (self.lo >> 127),
+            lo: self.lo << 1,
         }
-    }
-
-    fn minus_one(self) -> Self {
-        self.sub(U256::from_u128(1))
     }
 }
 
 impl<R: RandomBits + ?Sized> BitReader<'_, R> {
-    /// `Bern(num / den)` for 256-bit `num <= den`, `den >= 1`, by a uniform draw below `den`.
+    /// `Bern(num / den)` for 256-bit `num`, `1 <= den < 2^255`: a lazily drawn uniform
+    /// real `V` in [0, 1) against the binary expansion of `num / den`, digit by digit (long
+    /// division), until they differ: `V < num / den` exactly, about two random bits per
+    /// call whatever the size of `den`.
     fn bernoulli_wide(&mut self, num: U256, den: U256) -> bool {
         if num >= den {
             return true;
         }
-        if num == U256::ZERO {
-            return false;
-        }
-        let k = den.minus_one().bit_len();
-        loop {
-            let x = if k > 128 {
-                U256 {
-                    hi: self.bits128(k - 128),
-                    lo: self.bits128(128),
-                }
-            } else {
-                U256::from_u128(self.bits128(k))
-            };
-            if x < den {
-                return x < num;
+        let mut r = num;
+        while r != U256::ZERO {
+            // The next binary digit of num / den, and the remainder.
+            r = r.shl1();
+            let digit = r >= den;
+            if digit {
+                r = r.sub(den);
+            }
+            let v = self.bit();
+            if v != digit {
+                return digit; // V's digit 0 under the ratio's 1: V below
             }
         }
+        // The expansion ended with every digit of V equal so far: V >= num / den.
+        false
     }
 }
 

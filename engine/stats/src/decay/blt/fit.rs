@@ -17,6 +17,8 @@ pub(super) const MIN_GAP_LOG2: i32 = -24;
 const S_MIN: f64 = 0.018_315_638_888_734_18; // e^-4
 const RATIO: f64 = 0.5;
 const STEP: f64 = 1.0;
+/// Responses below this are zero for the stated variance (squares below 1e-400).
+const TINY: f64 = 1e-200;
 /// Longest horizon accepted (the stated variance is computed step by step at build).
 pub(super) const MAX_HORIZON: u64 = 1 << 32;
 /// Stated-variance samples kept (a step between two samples states the later one's
@@ -95,20 +97,27 @@ fn workload(kind: Kind, n: impl Iterator<Item = f64>, mut emit: impl FnMut(f64))
             let mut s = 0.0;
             n.for_each(|v| {
                 s = alpha * s + v;
+                if s.abs() < TINY {
+                    s = 0.0; // decayed away (and no subnormal arithmetic)
+                }
                 emit(s);
             });
         }
         Kind::Window { w } => {
-            // Prefix sums P; g_k = P_k - P_(k - W).
-            let mut p: std::collections::VecDeque<f64> = std::collections::VecDeque::new();
-            let mut s = 0.0;
+            // Prefix sums P in a ring of the last W; g_k = P_k - P_(k - W).
+            let w = usize::try_from(w).unwrap_or(usize::MAX).max(1);
+            let mut ring: Vec<f64> = Vec::new();
+            let (mut s, mut at) = (0.0, 0usize);
             n.for_each(|v| {
                 s += v;
-                p.push_back(s);
-                let old = if p.len() as u64 > w {
-                    p.pop_front().unwrap_or(0.0)
-                } else {
+                let old = if ring.len() < w {
+                    ring.push(s);
                     0.0
+                } else {
+                    let o = ring[at];
+                    ring[at] = s;
+                    at = if at + 1 == w { 0 } else { at + 1 };
+                    o
                 };
                 emit(s - old);
             });
@@ -129,8 +138,21 @@ fn proxy(kind: Kind, horizon: u64, beta: f64) -> f64 {
             break;
         }
     }
+    // Decaying workloads (window and exponential sums) have responses that vanish after a
+    // few memories of the workload and of beta: the rest adds nothing to the choice.
+    let memory = |m: f64| (64.0 * m).min(horizon as f64) as u64;
+    let damped = if beta < 1.0 {
+        1.0 / (1.0 - beta)
+    } else {
+        f64::INFINITY
+    };
+    let steps = match kind {
+        Kind::Running { .. } => horizon,
+        Kind::Exponential { alpha, .. } => memory((1.0 / (1.0 - alpha)).max(damped)),
+        Kind::Window { w } => memory((w as f64).max(damped)),
+    };
     let mut n = 1.0f64;
-    let inv = (0..horizon).map(|k| {
+    let inv = (0..steps).map(|k| {
         if k > 0 {
             n *= beta * (k as f64 - 1.5) / k as f64;
         }
@@ -229,13 +251,23 @@ impl Fit {
         let d = self.theta.len();
         let (mut r, mut prev) = (vec![0.0f64; d], 0.0f64);
         let (theta, omega) = (&self.theta, &self.omega);
+        // Once the response and every buffer are below 1e-200 the rest of the response is
+        // zero to within 1e-200 (it would only run into subnormal numbers, a hundred times
+        // slower): it is taken as zero.
+        let mut vanished = false;
         let impulse = (0..horizon).map(|t| {
+            if vanished {
+                return 0.0;
+            }
             let mut dec = if t == 0 { 1.0 } else { 0.0 };
             for i in 0..d {
                 r[i] = theta[i] * r[i] + prev;
                 dec -= omega[i] * r[i];
             }
             prev = dec;
+            if t % 1024 == 1023 && dec.abs() < TINY && r.iter().all(|v| v.abs() < TINY) {
+                vanished = true;
+            }
             dec
         });
         let (mut cum, mut k, mut out) = (0.0f64, 0u64, Vec::new());
