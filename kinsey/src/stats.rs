@@ -286,6 +286,23 @@ impl DecayedSumBuilder {
     /// [`epsilon`](Self::epsilon)), stated as (epsilon, delta)-DP at `delta` (`None`:
     /// 1e-6). The mechanisms are then the Gaussian `tree` (the default), `kary`, `blt` (a
     /// buffered square-root factorization) and `best`.
+    ///
+    /// ```
+    /// use kinsey::prelude::*;
+    ///
+    /// let steps: Vec<f64> = (0..5000).map(|i| f64::from(i % 3 == 0)).collect();
+    /// let out = DecayedSum::window(60)
+    ///     .zcdp(0.5, None)
+    ///     .mechanism("blt")
+    ///     .bound(Bound::clamp(1.0)?)
+    ///     .device(DevicePref::Cpu)
+    ///     .over_values(&steps)?;
+    /// let g = &out.release.guarantee;
+    /// assert_eq!(g.delta, 1e-6);
+    /// assert!(g.mechanism.contains("rho = 0.5") && g.epsilon > 5.0);
+    /// assert!(out.release.calibration.model.contains("factorization"));
+    /// # Ok::<(), kinsey::Error>(())
+    /// ```
     pub fn zcdp(mut self, rho: f64, delta: Option<f64>) -> Self {
         self.params.rho = Some(rho);
         self.params.delta = delta;
