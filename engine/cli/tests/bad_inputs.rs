@@ -67,7 +67,7 @@ neither sizes nor fractions | split --input FIX/parties/test.parquet --out WORK/
 --parties 0 | generate --parties 0 --rows 100 --dim 3 --out WORK/g | parties
 --correlation 1.5 | generate --parties 2 --rows 100 --dim 3 --correlation 1.5 --out WORK/g | correlation
 --signal NaN | generate --parties 2 --rows 100 --dim 3 --signal NaN --out WORK/g | signal
-rows x dim past the dense-memory limit | generate --parties 2 --rows 2000000000 --dim 1000 --out WORK/g | GiB
+rows x dim past the 1 TiB output limit (generate writes in blocks) | generate --parties 2 --rows 2000000000 --dim 1000 --out WORK/g | GiB
 # decay
 an unknown model lists all seven | decay --input FIX/series.csv --model exp --epsilon 1 --out WORK/d.csv --bound 2 | window ; allwindow ; exponential ; polynomial ; running ; laplace ; rr
 a column series without --bound (no default: it is declared, not guessed) | decay --input FIX/series.csv --model window --window 4 --epsilon 1 --out WORK/d.csv | bound ; is required ; --clamp-check

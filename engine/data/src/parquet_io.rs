@@ -426,42 +426,101 @@ pub fn write_parquet(
     ds: &Dataset,
     label: &str,
 ) -> Result<()> {
-    let tmp = outputs.stage(target)?;
-    let file = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    let schema = schema_for(ds, label);
-    let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).map_err(|e| {
-            Error::Parquet {
-                path: target.to_path_buf(),
-                source: Box::new(e),
-            }
-        })?))
-        .set_max_row_group_row_count(Some(BATCH_ROWS * 2))
-        .build();
-    let pq = |source| Error::Parquet {
-        path: target.to_path_buf(),
-        source: Box::new(source),
-    };
-    let mut writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(pq)?;
-    let d = ds.d;
-    for start in (0..ds.n()).step_by(BATCH_ROWS) {
-        let end = (start + BATCH_ROWS).min(ds.n());
-        let mut cols: Vec<ArrayRef> = (0..d)
-            .map(|j| {
-                Arc::new(Float32Array::from_iter_values(
-                    (start..end).map(|i| ds.x[i * d + j]),
-                )) as ArrayRef
-            })
-            .collect();
-        cols.push(Arc::new(Float32Array::from(ds.y[start..end].to_vec())));
-        let batch = RecordBatch::try_new(schema.clone(), cols).map_err(|source| Error::Arrow {
+    let mut w = ParquetRows::create(outputs, target, ds, label)?;
+    w.write(ds)?;
+    w.finish()
+}
+
+/// A Parquet file written a block of rows at a time (ZSTD, staged in the `Outputs` it was
+/// created from): memory is one block, whatever the file's length.
+pub struct ParquetRows {
+    writer: ArrowWriter<File>,
+    schema: Arc<Schema>,
+    target: PathBuf,
+}
+
+impl std::fmt::Debug for ParquetRows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ParquetRows({})", self.target.display())
+    }
+}
+
+impl ParquetRows {
+    /// A new file at `target` (staged) with the columns of `like` and the label `label`.
+    pub fn create(
+        outputs: &mut Outputs,
+        target: &Path,
+        like: &Dataset,
+        label: &str,
+    ) -> Result<Self> {
+        let tmp = outputs.stage(target)?;
+        let file = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        let schema = schema_for(like, label);
+        let level = ZstdLevel::try_new(3).map_err(|e| Self::error(target, e))?;
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(level))
+            // Random floats do not repeat: a dictionary per column only held hundreds of
+            // megabytes (124 columns) before falling back to plain pages.
+            .set_dictionary_enabled(false)
+            .set_max_row_group_row_count(Some(BATCH_ROWS * 2))
+            .build();
+        let writer = ArrowWriter::try_new(file, schema.clone(), Some(props))
+            .map_err(|e| Self::error(target, e))?;
+        Ok(Self {
+            writer,
+            schema,
+            target: target.to_path_buf(),
+        })
+    }
+
+    fn error(target: &Path, source: parquet::errors::ParquetError) -> Error {
+        Error::Parquet {
             path: target.to_path_buf(),
             source: Box::new(source),
-        })?;
-        writer.write(&batch).map_err(pq)?;
+        }
     }
-    writer.close().map_err(pq)?;
-    Ok(())
+
+    /// The rows of `ds` (its columns those the file was created with), appended.
+    pub fn write(&mut self, ds: &Dataset) -> Result<()> {
+        let d = ds.d;
+        if d + 1 != self.schema.fields().len() {
+            return Err(Error::param(
+                "rows",
+                format!(
+                    "{}: a block of {d} features for a file of {}",
+                    self.target.display(),
+                    self.schema.fields().len() - 1
+                ),
+            ));
+        }
+        for start in (0..ds.n()).step_by(BATCH_ROWS) {
+            let end = (start + BATCH_ROWS).min(ds.n());
+            let mut cols: Vec<ArrayRef> = (0..d)
+                .map(|j| {
+                    Arc::new(Float32Array::from_iter_values(
+                        (start..end).map(|i| ds.x[i * d + j]),
+                    )) as ArrayRef
+                })
+                .collect();
+            cols.push(Arc::new(Float32Array::from(ds.y[start..end].to_vec())));
+            let batch =
+                RecordBatch::try_new(self.schema.clone(), cols).map_err(|source| Error::Arrow {
+                    path: self.target.clone(),
+                    source: Box::new(source),
+                })?;
+            self.writer
+                .write(&batch)
+                .map_err(|e| Self::error(&self.target, e))?;
+        }
+        Ok(())
+    }
+
+    /// Closes the file (still staged: the `Outputs` commit moves it into place).
+    pub fn finish(self) -> Result<()> {
+        let target = self.target;
+        self.writer.close().map_err(|e| Self::error(&target, e))?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -49,48 +49,85 @@ pub fn generate_correlated(
     stream: u64,
     source: PathBuf,
 ) -> Dataset {
-    let w = planted_w(d, signal, seed);
-    let innov = (1.0 - rho * rho).max(0.0).sqrt();
-    const BLOCK: usize = 8192;
-    let blocks: Vec<(Vec<f32>, Vec<f32>)> = (0..n.div_ceil(BLOCK))
-        .into_par_iter()
-        .map(|b| {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            rng.set_stream(stream.wrapping_mul(1 << 32).wrapping_add(b as u64));
-            let m = BLOCK.min(n - b * BLOCK);
-            let mut x = Vec::with_capacity(m * d);
-            let mut y = Vec::with_capacity(m);
-            let sd = 1.0 / (d as f64).sqrt();
-            let mut row = vec![0.0f64; d];
-            for _ in 0..m {
-                let mut prev = 0.0;
-                for (j, v) in row.iter_mut().enumerate() {
-                    let e = normal(&mut rng);
-                    prev = if j == 0 { e } else { rho * prev + innov * e };
-                    *v = prev * sd;
-                }
-                let norm = row.iter().map(|a| a * a).sum::<f64>().sqrt();
-                let s = if norm > 1.0 { 1.0 / norm } else { 1.0 };
-                let z: f64 = row.iter().zip(&w).map(|(a, b)| a * s * b).sum();
-                let p = kinsey_kernels::sigmoid(z);
-                y.push(if rng.random::<f64>() < p { 1.0 } else { -1.0 });
-                x.extend(row.iter().map(|a| (a * s) as f32));
-            }
-            (x, y)
-        })
-        .collect();
-    let mut x = Vec::with_capacity(n * d);
-    let mut y = Vec::with_capacity(n);
-    for (bx, by) in blocks {
-        x.extend_from_slice(&bx);
-        y.extend_from_slice(&by);
+    let model = Planted::new(d, signal, rho, seed, stream);
+    model.blocks(n, 0..n.div_ceil(GEN_BLOCK), source)
+}
+
+/// Rows per generated block. Each block has its own ChaCha8 stream (seed, row stream, block
+/// index), so any range of blocks is generated alone, in any order, with the same values:
+/// `kinsey generate` writes a party of any size a few blocks at a time.
+pub const GEN_BLOCK: usize = 8192;
+
+/// One planted model and row stream: the generator of [`generate_correlated`]'s rows.
+#[derive(Debug, Clone)]
+pub struct Planted {
+    w: Vec<f64>,
+    d: usize,
+    rho: f64,
+    seed: u64,
+    stream: u64,
+}
+
+impl Planted {
+    /// The model of `seed` (norm `signal`, AR(1) correlation `rho`) on row stream `stream`.
+    pub fn new(d: usize, signal: f64, rho: f64, seed: u64, stream: u64) -> Self {
+        Self {
+            w: planted_w(d, signal, seed),
+            d,
+            rho,
+            seed,
+            stream,
+        }
     }
-    Dataset {
-        x,
-        y,
-        d,
-        features: Dataset::default_feature_names(d),
-        source,
+
+    /// Blocks `blocks` of the `n`-row data set (block `b`: rows `b GEN_BLOCK ..`), generated
+    /// in parallel.
+    pub fn blocks(&self, n: usize, blocks: std::ops::Range<usize>, source: PathBuf) -> Dataset {
+        let parts: Vec<(Vec<f32>, Vec<f32>)> = blocks
+            .into_par_iter()
+            .map(|b| self.block(b, GEN_BLOCK.min(n.saturating_sub(b * GEN_BLOCK))))
+            .collect();
+        let rows: usize = parts.iter().map(|(_, y)| y.len()).sum();
+        let mut x = Vec::with_capacity(rows * self.d);
+        let mut y = Vec::with_capacity(rows);
+        for (bx, by) in parts {
+            x.extend_from_slice(&bx);
+            y.extend_from_slice(&by);
+        }
+        Dataset {
+            x,
+            y,
+            d: self.d,
+            features: Dataset::default_feature_names(self.d),
+            source,
+        }
+    }
+
+    /// Block `b`'s `m` rows and labels.
+    fn block(&self, b: usize, m: usize) -> (Vec<f32>, Vec<f32>) {
+        let (d, rho, w) = (self.d, self.rho, &self.w);
+        let innov = (1.0 - rho * rho).max(0.0).sqrt();
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        rng.set_stream(self.stream.wrapping_mul(1 << 32).wrapping_add(b as u64));
+        let mut x = Vec::with_capacity(m * d);
+        let mut y = Vec::with_capacity(m);
+        let sd = 1.0 / (d as f64).sqrt();
+        let mut row = vec![0.0f64; d];
+        for _ in 0..m {
+            let mut prev = 0.0;
+            for (j, v) in row.iter_mut().enumerate() {
+                let e = normal(&mut rng);
+                prev = if j == 0 { e } else { rho * prev + innov * e };
+                *v = prev * sd;
+            }
+            let norm = row.iter().map(|a| a * a).sum::<f64>().sqrt();
+            let s = if norm > 1.0 { 1.0 / norm } else { 1.0 };
+            let z: f64 = row.iter().zip(w).map(|(a, b)| a * s * b).sum();
+            let p = kinsey_kernels::sigmoid(z);
+            y.push(if rng.random::<f64>() < p { 1.0 } else { -1.0 });
+            x.extend(row.iter().map(|a| (a * s) as f32));
+        }
+        (x, y)
     }
 }
 
@@ -125,5 +162,16 @@ mod tests {
             })
             .count();
         assert!(agree as f64 / a.n() as f64 > 0.6, "labels carry signal");
+    }
+
+    #[test]
+    fn any_range_of_blocks_is_the_same_rows() {
+        let n = 3 * GEN_BLOCK + 17;
+        let whole = generate_correlated(n, 5, 4.0, 0.3, 9, 2, "w".into());
+        let m = Planted::new(5, 4.0, 0.3, 9, 2);
+        let (a, b) = (m.blocks(n, 0..2, "a".into()), m.blocks(n, 2..4, "b".into()));
+        assert_eq!([a.x, b.x].concat(), whole.x);
+        assert_eq!([a.y, b.y].concat(), whole.y);
+        assert_eq!(m.blocks(n, 3..4, "c".into()).n(), 17);
     }
 }

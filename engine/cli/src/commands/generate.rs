@@ -2,9 +2,58 @@
 
 use kinsey_core::{Error, Result};
 use kinsey_data::output::{Outputs, write_json};
-use kinsey_data::parquet_io::write_parquet;
+use kinsey_data::parquet_io::ParquetRows;
 use kinsey_data::synth;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+/// Blocks of [`synth::GEN_BLOCK`] rows generated (in parallel) and written at a time:
+/// memory is about `BLOCKS_AT_ONCE * 8192 * dim * 4` bytes twice over (rows and the Arrow
+/// batch), whatever the number of rows.
+const BLOCKS_AT_ONCE: usize = 16;
+
+/// Largest output accepted: the files hold about 4 bytes a value (random floats do not
+/// compress), written block by block, so the limit is the disk's, not memory's.
+const MAX_OUTPUT_BYTES: u128 = 1 << 40;
+
+/// Refuses sizes whose files would pass [`MAX_OUTPUT_BYTES`] before anything is written.
+fn check_size(rows: usize, test_rows: usize, dim: usize) -> Result<()> {
+    let bytes = (rows as u128 + test_rows as u128) * (dim as u128 + 1) * 4;
+    if bytes > MAX_OUTPUT_BYTES {
+        return Err(Error::param(
+            "--rows",
+            format!(
+                "{rows} rows and {test_rows} test rows x {dim} features would write about \
+                 {:.0} GiB; the limit is {} GiB",
+                bytes as f64 / f64::from(1u32 << 30),
+                MAX_OUTPUT_BYTES >> 30
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// One file of `n` rows of `model`, [`BLOCKS_AT_ONCE`] blocks at a time.
+fn write_blocks(
+    o: &mut Outputs,
+    path: &Path,
+    n: usize,
+    model: &synth::Planted,
+    bar: &indicatif::ProgressBar,
+) -> Result<()> {
+    let blocks = n.div_ceil(synth::GEN_BLOCK);
+    let mut writer = None;
+    for first in (0..blocks).step_by(BLOCKS_AT_ONCE) {
+        let last = (first + BLOCKS_AT_ONCE).min(blocks);
+        let ds = model.blocks(n, first..last, "gen".into());
+        let w = match &mut writer {
+            Some(w) => w,
+            None => writer.insert(ParquetRows::create(o, path, &ds, "label")?),
+        };
+        w.write(&ds)?;
+        bar.inc((last - first) as u64);
+    }
+    writer.map_or(Ok(()), ParquetRows::finish)
+}
 
 /// Synthetic parties from a planted logistic model (plus a test set).
 #[derive(clap::Args, Debug)]
@@ -59,46 +108,40 @@ pub(crate) fn run(a: Args) -> Result<()> {
             "need parties >= 1, rows >= parties, dim >= 1",
         ));
     }
-    kinsey_core::limits::check_dense("--rows", rows.saturating_add(test_rows.unwrap_or(0)), dim)?;
+    check_size(rows, test_rows.unwrap_or(rows / 5), dim)?;
     if !(signal.is_finite() && signal >= 0.0) {
         return Err(Error::param("signal", "must be finite and >= 0"));
     }
     let mut o = Outputs::new();
     o.ensure_dir(&out)?;
-    let bar = crate::term::bar(parties as u64 + 1, "generating");
     let mut sizes = vec![rows / parties; parties];
     sizes[parties - 1] += rows % parties;
-    for (j, &n) in sizes.iter().enumerate() {
-        let ds = synth::generate_correlated(
-            n,
-            dim,
-            signal,
-            correlation,
-            seed,
-            j as u64 + 1,
-            "gen".into(),
-        );
-        write_parquet(
-            &mut o,
-            &out.join(format!("party-{}.parquet", j + 1)),
-            &ds,
-            "label",
-        )?;
-        bar.inc(1);
+    let test_n = test_rows.unwrap_or(rows / 5).max(1);
+    let total_blocks: usize = sizes
+        .iter()
+        .chain([&test_n])
+        .map(|n| n.div_ceil(synth::GEN_BLOCK))
+        .sum();
+    let bar = crate::term::bar(total_blocks as u64, "generating");
+    let mut files: Vec<(PathBuf, usize, synth::Planted)> = sizes
+        .iter()
+        .enumerate()
+        .map(|(j, &n)| {
+            let path = out.join(format!("party-{}.parquet", j + 1));
+            let model = synth::Planted::new(dim, signal, correlation, seed, j as u64 + 1);
+            (path, n, model)
+        })
+        .collect();
+    // The test set: isotropic rows on stream 0 of the same planted model.
+    let test_model = synth::Planted::new(dim, signal, 0.0, seed, 0);
+    files.push((out.join("test.parquet"), test_n, test_model));
+    for (path, n, model) in &files {
+        write_blocks(&mut o, path, *n, model, &bar)?;
     }
-    let test = synth::generate(
-        test_rows.unwrap_or(rows / 5).max(1),
-        dim,
-        signal,
-        seed,
-        0,
-        "gen".into(),
-    );
-    write_parquet(&mut o, &out.join("test.parquet"), &test, "label")?;
     write_json(
         &mut o,
         &out.join("generate.json"),
-        &serde_json::json!({"seed": seed, "signal": signal, "correlation": correlation, "dim": dim, "party_rows": sizes, "test_rows": test.n(), "planted_w": synth::planted_w(dim, signal, seed)}),
+        &serde_json::json!({"seed": seed, "signal": signal, "correlation": correlation, "dim": dim, "party_rows": sizes, "test_rows": test_n, "planted_w": synth::planted_w(dim, signal, seed)}),
     )?;
     bar.finish_and_clear();
     o.commit()?;
@@ -107,4 +150,37 @@ pub(crate) fn run(a: Args) -> Result<()> {
         out.display()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kinsey_data::parquet_io::{ColumnSpec, read_parquet};
+
+    /// A party longer than one write (17 blocks and 5 rows) reads back as the rows the
+    /// in-memory generator makes, in order.
+    #[test]
+    fn a_party_written_in_blocks_is_the_whole_party() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("p.parquet");
+        let n = (BLOCKS_AT_ONCE + 1) * synth::GEN_BLOCK + 5;
+        let model = synth::Planted::new(3, 4.0, 0.2, 7, 2);
+        let mut o = Outputs::new();
+        let bar = indicatif::ProgressBar::hidden();
+        write_blocks(&mut o, &path, n, &model, &bar).expect("write");
+        o.commit().expect("commit");
+        let back = read_parquet(&path, &ColumnSpec::default()).expect("read");
+        let whole = synth::generate_correlated(n, 3, 4.0, 0.2, 7, 2, "w".into());
+        assert_eq!(back.n(), n);
+        assert_eq!(back.x, whole.x);
+        assert_eq!(back.y, whole.y);
+    }
+
+    #[test]
+    fn sizes_past_the_disk_limit_are_refused_before_writing() {
+        let e = check_size(2_000_000_000, 0, 1000).expect_err("too large");
+        assert!(e.to_string().contains("GiB"), "{e}");
+        // 20M x 123 (issue 39's size) is accepted: about 9 GiB, written in blocks.
+        check_size(20_000_000, 4_000_000, 123).expect("20M x 123");
+    }
 }
