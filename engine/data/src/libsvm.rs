@@ -15,32 +15,124 @@ pub fn read_libsvm(path: &Path, dim: usize, labels: LabelEncoding) -> Result<Dat
     parse_libsvm(BufReader::new(file), path, dim, labels)
 }
 
-/// Parse LIBSVM text from `reader`; `path` names it in errors.
+/// Parse LIBSVM text from `reader`; `path` names it in errors. The whole file is held
+/// dense: the rows read so far are checked against the dense-memory limit line by line.
 fn parse_libsvm(
     reader: impl BufRead,
     path: &Path,
     dim: usize,
     labels: LabelEncoding,
 ) -> Result<Dataset> {
-    kinsey_core::limits::check_dim("dim", dim)?;
-    let mut x = Vec::new();
-    let mut y = Vec::new();
-    for (lineno, line) in reader.lines().enumerate() {
-        let line = line.map_err(|e| Error::io(path, e))?;
-        let row = lineno; // 0-based row == line index (blank lines are errors, not skipped)
+    let mut blocks = LibsvmBlocks::new(reader, path, dim, labels)?;
+    blocks.whole = true;
+    let mut ds = Dataset {
+        x: Vec::new(),
+        y: Vec::new(),
+        d: dim,
+        features: Dataset::default_feature_names(dim),
+        source: path.to_path_buf(),
+    };
+    while let Some(b) = blocks.next_block(BLOCK_ROWS)? {
+        ds.x.extend_from_slice(&b.x);
+        ds.y.extend_from_slice(&b.y);
+    }
+    ds.check_nonempty()?;
+    Ok(ds)
+}
+
+/// Rows a block holds when the whole file is read.
+const BLOCK_ROWS: usize = 1 << 16;
+
+/// A LIBSVM file read a block of rows at a time: `kinsey convert` streams a file of any
+/// length to Parquet in the memory of one block.
+pub struct LibsvmBlocks<R: BufRead> {
+    lines: std::io::Lines<R>,
+    path: std::path::PathBuf,
+    dim: usize,
+    labels: LabelEncoding,
+    /// Lines read so far.
+    lineno: usize,
+    /// Every row is kept (check the rows so far against the dense limit), not one block.
+    whole: bool,
+}
+
+impl<R: BufRead> std::fmt::Debug for LibsvmBlocks<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "LibsvmBlocks({}, line {})",
+            self.path.display(),
+            self.lineno
+        )
+    }
+}
+
+impl LibsvmBlocks<BufReader<std::fs::File>> {
+    /// The file at `path`, of dimension `dim`.
+    pub fn open(path: &Path, dim: usize, labels: LabelEncoding) -> Result<Self> {
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        Self::new(BufReader::new(file), path, dim, labels)
+    }
+}
+
+impl<R: BufRead> LibsvmBlocks<R> {
+    /// LIBSVM text from `reader`; `path` names it in errors.
+    pub fn new(reader: R, path: &Path, dim: usize, labels: LabelEncoding) -> Result<Self> {
+        kinsey_core::limits::check_dim("dim", dim)?;
+        Ok(Self {
+            lines: reader.lines(),
+            path: path.to_path_buf(),
+            dim,
+            labels,
+            lineno: 0,
+            whole: false,
+        })
+    }
+
+    /// The next up to `rows` rows (dense), or `None` at the end of the text.
+    pub fn next_block(&mut self, rows: usize) -> Result<Option<Dataset>> {
+        let (path, dim) = (self.path.clone(), self.dim);
+        let mut x = Vec::new();
+        let mut y = Vec::new();
+        while y.len() < rows {
+            let Some(line) = self.lines.next() else {
+                break;
+            };
+            let line = line.map_err(|e| Error::io(&path, e))?;
+            let lineno = self.lineno;
+            self.lineno += 1;
+            // The row index is the line index (blank lines are errors, not skipped).
+            let counted = if self.whole { lineno + 1 } else { y.len() + 1 };
+            kinsey_core::limits::check_dense(
+                &format!("{} line {} (--dim {dim})", path.display(), lineno + 1),
+                counted,
+                dim,
+            )?;
+            y.push(self.row(&line, lineno, &mut x)?);
+        }
+        if y.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Dataset {
+            x,
+            y,
+            d: dim,
+            features: Dataset::default_feature_names(dim),
+            source: path,
+        }))
+    }
+
+    /// One line: its features appended to `x` (dense), its label returned.
+    fn row(&self, line: &str, lineno: usize, x: &mut Vec<f32>) -> Result<f32> {
+        let (path, dim) = (self.path.as_path(), self.dim);
         let bad = |msg: String| Error::format(path, format!("line {}: {msg}", lineno + 1));
         let mut parts = line.split_ascii_whitespace();
         let label_tok = parts.next().ok_or_else(|| bad("empty line".into()))?;
         let label: f64 = label_tok
             .parse()
             .map_err(|_| bad(format!("label '{label_tok}' is not a number")))?;
-        y.push(map_label(label, labels, path, "label", row)?);
+        let y = map_label(label, self.labels, path, "label", lineno)?;
         let start = x.len();
-        kinsey_core::limits::check_dense(
-            &format!("{} line {} (--dim {dim})", path.display(), lineno + 1),
-            row + 1,
-            dim,
-        )?;
         x.resize(start + dim, 0.0f32);
         let mut last = 0usize;
         for tok in parts {
@@ -70,16 +162,8 @@ fn parse_libsvm(
             last = i;
             x[start + i - 1] = v as f32;
         }
+        Ok(y)
     }
-    let ds = Dataset {
-        x,
-        y,
-        d: dim,
-        features: Dataset::default_feature_names(dim),
-        source: path.to_path_buf(),
-    };
-    ds.check_nonempty()?;
-    Ok(ds)
 }
 
 #[cfg(test)]
@@ -107,6 +191,34 @@ mod tests {
                 }
                 Ok(())
             },
+        );
+    }
+
+    /// Blocks of any size concatenate to the whole file; errors name the file's line.
+    #[test]
+    fn blocks_are_the_whole_file() {
+        let text = "+1 1:0.5 3:0.25\n-1 2:1\n+1 3:2\n-1\n+1 1:1\n";
+        let p = Path::new("x.libsvm");
+        let whole =
+            parse_libsvm(text.as_bytes(), p, 3, LabelEncoding::PlusMinusOne).expect("whole");
+        let mut b =
+            LibsvmBlocks::new(text.as_bytes(), p, 3, LabelEncoding::PlusMinusOne).expect("blocks");
+        let (mut x, mut y, mut sizes) = (Vec::new(), Vec::new(), Vec::new());
+        while let Some(ds) = b.next_block(2).expect("block") {
+            sizes.push(ds.n());
+            x.extend(ds.x);
+            y.extend(ds.y);
+        }
+        assert_eq!((x, y), (whole.x, whole.y));
+        assert_eq!(sizes, [2, 2, 1]);
+        let bad = "+1 1:0.5\n-1 2:1\n+1 9:1\n";
+        let mut b =
+            LibsvmBlocks::new(bad.as_bytes(), p, 3, LabelEncoding::PlusMinusOne).expect("blocks");
+        assert!(b.next_block(2).expect("first block").is_some());
+        let e = b.next_block(2).expect_err("line 3");
+        assert!(
+            e.to_string().contains("line 3") && e.to_string().contains("index 9"),
+            "{e}"
         );
     }
 

@@ -3,9 +3,9 @@
 use super::common::*;
 use kinsey_core::Result;
 use kinsey_data::LabelEncoding;
-use kinsey_data::libsvm::read_libsvm;
+use kinsey_data::libsvm::LibsvmBlocks;
 use kinsey_data::output::Outputs;
-use kinsey_data::parquet_io::write_parquet;
+use kinsey_data::parquet_io::ParquetRows;
 use std::path::PathBuf;
 
 /// Convert a LIBSVM text file to Parquet (features f1..fD, label).
@@ -25,7 +25,12 @@ pub(crate) struct Args {
     labels: LabelEncoding,
 }
 
-/// Runs `kinsey convert`.
+/// Rows read and written at a time: memory is one block (about `BLOCK_ROWS dim 4` bytes
+/// twice over), whatever the file's length.
+const BLOCK_ROWS: usize = 1 << 16;
+
+/// Runs `kinsey convert`: the LIBSVM text a block of rows at a time into a staged Parquet
+/// file (moved into place only when the whole file has converted).
 pub(crate) fn run(a: Args) -> Result<()> {
     let Args {
         libsvm,
@@ -33,15 +38,30 @@ pub(crate) fn run(a: Args) -> Result<()> {
         out,
         labels,
     } = a;
-    let ds = read_libsvm(&libsvm, dim, labels)?;
+    let mut blocks = LibsvmBlocks::open(&libsvm, dim, labels)?;
     let mut o = Outputs::new();
-    write_parquet(&mut o, &out, &ds, "label")?;
+    let (mut writer, mut rows) = (None, 0usize);
+    while let Some(ds) = blocks.next_block(BLOCK_ROWS)? {
+        let w = match &mut writer {
+            Some(w) => w,
+            None => writer.insert(ParquetRows::create(&mut o, &out, &ds, "label")?),
+        };
+        w.write(&ds)?;
+        rows += ds.n();
+    }
+    let Some(w) = writer else {
+        // No rows: the error every reader gives for an empty data set.
+        return kinsey_data::Dataset {
+            x: Vec::new(),
+            y: Vec::new(),
+            d: dim,
+            features: Vec::new(),
+            source: libsvm,
+        }
+        .check_nonempty();
+    };
+    w.finish()?;
     o.commit()?;
-    println!(
-        "wrote {} ({} rows x {} features)",
-        out.display(),
-        ds.n(),
-        ds.d
-    );
+    println!("wrote {} ({rows} rows x {dim} features)", out.display());
     Ok(())
 }
