@@ -90,6 +90,8 @@ a zCDP delta of 1 | decay --input FIX/series.csv --model window --window 4 --pri
 a zCDP model the Gaussian family does not compute | decay --input FIX/series.csv --model polynomial --c 2 --privacy zcdp --rho 0.5 --out WORK/d.csv --bound 2 | zcdp ; polynomial
 a zCDP mechanism that does not exist | decay --input FIX/series.csv --model window --window 4 --mechanism smooth --privacy zcdp --rho 0.5 --out WORK/d.csv --bound 2 | smooth ; blt
 a horizon shorter than the series (blt) | decay --input FIX/series.csv --model running --horizon 2 --mechanism blt --privacy zcdp --rho 0.5 --out WORK/d.csv --bound 2 | horizon ; 2
+the GPU for a zCDP mechanism (no GPU path) | decay --input FIX/series.csv --model window --window 4 --privacy zcdp --rho 0.5 --mechanism blt --device gpu --out WORK/d.csv --bound 2 | device ; zCDP ; --device cpu
+the GPU for the Gaussian tree | decay --input FIX/series.csv --model running --privacy zcdp --rho 0.5 --device gpu --out WORK/d.csv --bound 2 | device ; zCDP ; --device cpu
 polynomial c <= 1 | decay --input FIX/series.csv --model polynomial --c 0.5 --epsilon 1 --out WORK/d.csv --bound 2 | c
 beta outside (0, 1) | decay --input FIX/series.csv --model polynomial --c 2 --beta 1.5 --epsilon 1 --out WORK/d.csv --bound 2 | beta
 a polynomial horizon whose far lags epsilon cannot reach | decay --input FIX/series.csv --model polynomial --c 1.2 --beta 0.3 --epsilon 1 --horizon 100000000 --out WORK/d.csv --bound 2 | lags from 355347 ; beta B ; at most 355346 steps ; --epsilon

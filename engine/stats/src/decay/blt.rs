@@ -313,6 +313,10 @@ impl DecayedSum for BltSum {
         self.std_at(j)
     }
 
+    fn use_device(&mut self, device: kinsey_kernels::DevicePref) -> Result<Option<String>> {
+        super::model::zcdp_no_gpu(device)
+    }
+
     fn push(&mut self, x: f64, out: &mut [f64]) -> Result<()> {
         out[0] = self.step(x)?;
         Ok(())

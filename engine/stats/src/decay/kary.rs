@@ -553,6 +553,9 @@ impl DecayedSum for KarySum {
     }
 
     fn use_device(&mut self, device: kinsey_kernels::DevicePref) -> Result<Option<String>> {
+        if self.zcdp.is_some() {
+            return super::model::zcdp_no_gpu(device);
+        }
         match device {
             kinsey_kernels::DevicePref::Gpu => Err(Error::param(
                 "device",

@@ -412,3 +412,16 @@ pub(super) fn zcdp_guarantee(cal: &CalibrationReport, z: Zcdp, noised: &str) -> 
         sensitivity_value: Some(cal.sensitivity),
     }
 }
+
+/// The refusal of `--device gpu` by the zCDP mechanisms (their exact discrete Gaussian
+/// draws run on every CPU thread; there is no GPU twin).
+pub(super) fn zcdp_no_gpu(device: kinsey_kernels::DevicePref) -> Result<Option<String>> {
+    match device {
+        kinsey_kernels::DevicePref::Gpu => Err(Error::param(
+            "device",
+            "the zCDP mechanisms have no GPU path (their discrete Gaussian draws run on every \
+             CPU thread); use --device cpu or auto",
+        )),
+        _ => Ok(None),
+    }
+}
