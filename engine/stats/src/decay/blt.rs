@@ -39,7 +39,7 @@
 
 pub mod fit;
 
-use super::gauss::{KeyedGauss, grid_for};
+use super::gauss::{Draws, KeyedGauss, grid_for};
 use super::kary::Kind;
 use super::model::{
     CalibrationReport, DecayedSum, Sliding, Zcdp, check_bound, window_truth, zcdp_guarantee,
@@ -47,9 +47,6 @@ use super::model::{
 use fit::Fit;
 use kinsey_core::{Error, Result};
 use std::sync::Arc;
-
-/// Noise draws fetched at a time.
-const BATCH: usize = 1 << 14;
 
 /// The buffered factorization (see the module's documentation).
 #[derive(Debug, Clone)]
@@ -74,8 +71,7 @@ pub struct BltSum {
     /// Running and exponential sums' accumulator; window sums' sliding sum.
     acc: f64,
     sliding: Option<Sliding>,
-    draws_first: u64,
-    draws: Vec<i64>,
+    draws: Draws,
 }
 
 /// `floor(m S / 2^64)` for `S < 2^88`.
@@ -135,8 +131,7 @@ impl BltSum {
                 Kind::Window { w } => Some(Sliding::new(w)),
                 _ => None,
             },
-            draws_first: 0,
-            draws: Vec::new(),
+            draws: Draws::default(),
         })
     }
 
@@ -172,27 +167,6 @@ impl BltSum {
         dec
     }
 
-    /// The noise of step `t`.
-    fn draw(&mut self, t: u64) -> Result<i64> {
-        let at = t.wrapping_sub(self.draws_first);
-        if at >= self.draws.len() as u64 {
-            let count = (self.horizon - t).min(BATCH as u64) as usize;
-            self.draws.resize(count, 0);
-            self.draws_first = t;
-            self.noise.fill(t, &mut self.draws)?;
-            return Ok(self.draws[0]);
-        }
-        Ok(self.draws[at as usize])
-    }
-
-    /// Draws for steps `first .. first + count` in one fill (parallel when long).
-    fn prefetch(&mut self, first: u64, count: usize) -> Result<()> {
-        let count = count.min((self.horizon - first) as usize);
-        self.draws.resize(count, 0);
-        self.draws_first = first;
-        self.noise.fill(first, &mut self.draws)
-    }
-
     /// One step: the estimate.
     fn step(&mut self, x: f64) -> Result<f64> {
         if self.t >= self.horizon {
@@ -208,7 +182,8 @@ impl BltSum {
         }
         let q = (x / self.bound).clamp(0.0, 1.0) * 2f64.powi(32);
         let yint = self.encode(q.round() as u64);
-        let z = self.draw(self.t)?;
+        let noise = &self.noise;
+        let z = self.draws.get(|at, z| noise.fill(at, z), self.t)?;
         let y = (yint + i128::from(z)) as f64 * self.noise.gamma();
         let dec = self.decode(y);
         let est = match self.kind {
@@ -239,7 +214,7 @@ impl BltSum {
         if let Kind::Window { w } = self.kind {
             self.sliding = Some(Sliding::new(w));
         }
-        self.draws.clear();
+        self.draws = Draws::default();
     }
 
     /// Standard deviation of the estimate at step `j`.
@@ -322,16 +297,11 @@ impl DecayedSum for BltSum {
         Ok(())
     }
 
-    fn bulk(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>> {
-        // A fresh copy's chunked stream over the whole series: one chunk, one fill.
-        self.fresh().stream(xs)
-    }
-
     fn stream_into(&mut self, chunk: &[f64], out: &mut Vec<Vec<f64>>) -> Result<()> {
         // The chunk's noise in one parallel fill (the same counters as one at a time).
-        if self.t < self.horizon && !chunk.is_empty() {
-            self.prefetch(self.t, chunk.len())?;
-        }
+        let noise = &self.noise;
+        self.draws
+            .ensure(|at, z| noise.fill(at, z), self.t, chunk.len() as u64)?;
         let col = super::model::one_column(out, chunk.len());
         for (o, &x) in col.iter_mut().zip(chunk) {
             *o = self.step(x)?;

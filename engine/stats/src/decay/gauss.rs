@@ -237,6 +237,53 @@ impl KeyedGauss {
     }
 }
 
+/// Counters drawn at a time by [`Draws`].
+const BATCH: usize = 4096;
+
+/// The draws of consecutive counters of one noise stream, refilled a batch at a time by
+/// `fill(first, out)` (a counter-keyed fill: any batching gives the same values).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Draws {
+    first: u64,
+    z: Vec<i64>,
+}
+
+impl Draws {
+    /// Draw counters `first .. first + count` now, in one fill (on every thread when it is
+    /// long), unless they are drawn already.
+    pub(crate) fn ensure(
+        &mut self,
+        fill: impl FnOnce(u64, &mut [i64]) -> Result<()>,
+        first: u64,
+        count: u64,
+    ) -> Result<()> {
+        let have = first >= self.first && first + count <= self.first + self.z.len() as u64;
+        if have || count == 0 {
+            return Ok(());
+        }
+        self.z.resize((count as usize).max(BATCH), 0);
+        self.first = first;
+        fill(first, &mut self.z)
+    }
+
+    /// The draw of counter `id` (a new batch from `id` when it is not drawn yet).
+    #[inline]
+    pub(crate) fn get(
+        &mut self,
+        fill: impl FnOnce(u64, &mut [i64]) -> Result<()>,
+        id: u64,
+    ) -> Result<i64> {
+        let at = id.wrapping_sub(self.first);
+        if at >= self.z.len() as u64 {
+            self.z.resize(BATCH, 0);
+            self.first = id;
+            fill(id, &mut self.z)?;
+            return Ok(self.z[0]);
+        }
+        Ok(self.z[at as usize])
+    }
+}
+
 /// A tree level's counter noise: discrete Laplace (pure DP) or discrete Gaussian (zCDP),
 /// with the interface the trees use. (A few levels per tree: the Laplace variant's size,
 /// its keystream tables inline, costs nothing worth a box.)

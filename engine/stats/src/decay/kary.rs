@@ -33,7 +33,7 @@
 //! released or not), drawn in batches of consecutive ids: the online path (`push`) and
 //! `bulk` run the same loop, so they agree bit for bit.
 
-use super::gauss::{CounterNoise, KeyedGauss};
+use super::gauss::{CounterNoise, Draws, KeyedGauss};
 use super::model::{
     CalibrationReport, DecayedSum, ModelParams, Public, Zcdp, check_bound, laplace_guarantee,
     window_truth, zcdp_guarantee,
@@ -47,42 +47,6 @@ pub use calib::{
     ARITIES, Kind, POWERS, best_choice, best_gaussian_arity, level_loads, load_at, mean_variance,
 };
 use calib::{LOAD_SAMPLES, MAX_ARITY, l2_reach, levels_of, weighted_reach, weights_of};
-
-/// Counters drawn at a time.
-const BATCH: usize = 4096;
-
-/// The draws of consecutive counters, refilled a batch at a time.
-#[derive(Debug, Clone, Default)]
-struct Draws {
-    first: u64,
-    z: Vec<i64>,
-}
-
-impl Draws {
-    /// Draw counters `first .. first + count` now, in one fill (on every thread when it is
-    /// long), unless they are drawn already.
-    fn ensure(&mut self, noise: &CounterNoise, first: u64, count: u64) -> Result<()> {
-        let have = first >= self.first && first + count <= self.first + self.z.len() as u64;
-        if have || count == 0 {
-            return Ok(());
-        }
-        self.z.resize((count as usize).max(BATCH), 0);
-        self.first = first;
-        noise.fill(first, &mut self.z)
-    }
-
-    #[inline]
-    fn get(&mut self, noise: &CounterNoise, id: u64) -> Result<i64> {
-        let at = id.wrapping_sub(self.first);
-        if at >= self.z.len() as u64 {
-            self.z.resize(BATCH, 0);
-            self.first = id;
-            noise.fill(id, &mut self.z)?;
-            return Ok(self.z[0]);
-        }
-        Ok(self.z[at as usize])
-    }
-}
 
 /// A k-ary tree mechanism (see the module's documentation).
 #[derive(Debug, Clone)]
@@ -259,7 +223,8 @@ impl KarySum {
         if let Some(r) = &mut self.record {
             r.push((l, m, v));
         }
-        let z = self.draws[l].get(&self.noise[l], m)?;
+        let noise = &self.noise[l];
+        let z = self.draws[l].get(|at, z| noise.fill(at, z), m)?;
         Ok(self.noise[l].release(v, z))
     }
 
@@ -571,11 +536,6 @@ impl DecayedSum for KarySum {
         Ok(())
     }
 
-    fn bulk(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>> {
-        // A fresh copy's chunked stream over the whole series: one chunk, one fill.
-        self.fresh().stream(xs)
-    }
-
     fn stream_into(&mut self, chunk: &[f64], out: &mut Vec<Vec<f64>>) -> Result<()> {
         // Every level's draws for the chunk in one fill each: the keystream of a long chunk
         // then runs on every thread (the counters are the same as one at a time).
@@ -585,7 +545,8 @@ impl DecayedSum for KarySum {
             let (first, last) = (t0 / span, t1 / span);
             if last > first {
                 let count = (last - first + 1).min(1 << 26);
-                self.draws[l].ensure(&self.noise[l], first, count)?;
+                let noise = &self.noise[l];
+                self.draws[l].ensure(|at, z| noise.fill(at, z), first, count)?;
             }
             span = span.saturating_mul(self.k);
         }

@@ -109,8 +109,11 @@ pub trait DecayedSum: std::fmt::Debug + Send + Sync {
     fn push(&mut self, x: f64, out: &mut [f64]) -> Result<()>;
 
     /// Bulk: the estimates of a whole series from step 0, one vector per column (parallel
-    /// where the mechanism allows). Does not change `self`.
-    fn bulk(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>>;
+    /// where the mechanism allows). Does not change `self`. The default is a fresh copy's
+    /// chunked stream over the whole series, one chunk.
+    fn bulk(&self, xs: &[f64]) -> Result<Vec<Vec<f64>>> {
+        self.fresh().stream(xs)
+    }
 
     /// Chunked stream: the estimates of the next `chunk` steps, continuing from every step
     /// this instance has seen, one vector per column, into `out` (reshaped to the columns
