@@ -48,13 +48,13 @@ impl Acc {
         }
     }
 
-    fn merge(mut self, other: Acc) -> Acc {
+    /// Add another group's partial sums (in the caller's fixed order).
+    fn add(&mut self, other: &Acc) {
         self.loss += other.loss;
         self.grad += &other.grad;
         if let (Some(h), Some(o)) = (self.hess.as_mut(), other.hess.as_ref()) {
             *h += o;
         }
-        self
     }
 
     /// Add one chunk of rows: z = X w and g += X^T c with faer (SIMD chosen at run time),
@@ -148,24 +148,115 @@ impl LogisticKernel for CpuLogistic<'_> {
 
     fn eval(&self, w: &[f64], hessian: bool) -> Result<LossSums, KernelError> {
         let Rows { x, y, n: _, d } = self.rows;
+        let mut sums = LogisticSums::new(w, d, hessian)?;
+        sums.add_block(x, y)?;
+        Ok(sums.finish())
+    }
+}
+
+/// Rows per group, the unit of the fixed-order reduction: each group's partial sums are
+/// computed by one task over its rows in order, and the groups are added left to right. A
+/// sum therefore depends neither on the thread count nor on how the rows arrive in blocks,
+/// so long as every block but the last is a whole number of groups: a party streamed from
+/// disk in blocks gets the same bits as the same rows in memory.
+pub const GROUP_ROWS: usize = crate::rows::BLOCK_ROWS;
+/// Groups computed side by side before they are added to the total, without the Hessian;
+/// with it, two per thread (a round holds one `d x d` partial sum per group). Rounds only
+/// bound the memory: the order of the additions is the groups' either way.
+const ROUND_GROUPS: usize = 64;
+
+/// Running logistic sums at a fixed `w` over rows that arrive in blocks (in memory: one
+/// block; streamed: row blocks read from disk), reduced in the fixed order of
+/// [`GROUP_ROWS`]-row groups.
+pub struct LogisticSums {
+    w: Vec<f64>,
+    d: usize,
+    hessian: bool,
+    rows: usize,
+    total: Acc,
+}
+
+impl std::fmt::Debug for LogisticSums {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LogisticSums {{ d: {}, rows: {} }}", self.d, self.rows)
+    }
+}
+
+impl LogisticSums {
+    /// Empty sums at `w` over rows of `d` columns.
+    pub fn new(w: &[f64], d: usize, hessian: bool) -> Result<Self, KernelError> {
         if w.len() != d {
             return Err(KernelError::Input(format!(
                 "w has {} entries, data has {d} columns",
                 w.len()
             )));
         }
-        let wm = MatRef::from_column_major_slice(w, d, 1);
-        let acc = x
-            .par_chunks(CHUNK_ROWS * d)
-            .zip(y.par_chunks(CHUNK_ROWS))
-            .fold(
-                || Acc::new(d, hessian),
-                |mut acc, (xc, yc)| {
-                    acc.add_chunk(xc, yc, wm, d);
+        Ok(Self {
+            w: w.to_vec(),
+            d,
+            hessian,
+            rows: 0,
+            total: Acc::new(d, hessian),
+        })
+    }
+
+    /// Rows added so far.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Add a block of rows (row-major `x`, labels `y`). Every block before the last must
+    /// be a whole number of [`GROUP_ROWS`] rows (the order of the reduction is the
+    /// groups'); a block after a partial one is refused.
+    pub fn add_block(&mut self, x: &[f32], y: &[f32]) -> Result<(), KernelError> {
+        let d = self.d;
+        if x.len() != y.len() * d {
+            return Err(KernelError::Input(format!(
+                "x has {} entries, not {} rows x {d} columns",
+                x.len(),
+                y.len()
+            )));
+        }
+        if y.is_empty() {
+            return Ok(());
+        }
+        if !self.rows.is_multiple_of(GROUP_ROWS) {
+            return Err(KernelError::Input(format!(
+                "a block follows a partial group ({} rows so far, groups of {GROUP_ROWS})",
+                self.rows
+            )));
+        }
+        let wm = MatRef::from_column_major_slice(&self.w, d, 1);
+        let groups = if self.hessian {
+            2 * rayon::current_num_threads()
+        } else {
+            ROUND_GROUPS
+        };
+        let round = groups.max(1) * GROUP_ROWS;
+        for (xr, yr) in x.chunks(round * d).zip(y.chunks(round)) {
+            let parts: Vec<Acc> = xr
+                .par_chunks(GROUP_ROWS * d)
+                .zip(yr.par_chunks(GROUP_ROWS))
+                .map(|(xg, yg)| {
+                    let mut acc = Acc::new(d, self.hessian);
+                    for (xc, yc) in xg.chunks(CHUNK_ROWS * d).zip(yg.chunks(CHUNK_ROWS)) {
+                        acc.add_chunk(xc, yc, wm, d);
+                    }
                     acc
-                },
-            )
-            .reduce(|| Acc::new(d, false), Acc::merge_any);
+                })
+                .collect();
+            for p in &parts {
+                self.total.add(p);
+            }
+        }
+        self.rows += y.len();
+        Ok(())
+    }
+
+    /// The sums (the Hessian mirrored to full `d x d`).
+    pub fn finish(self) -> LossSums {
+        let d = self.d;
+        let acc = self.total;
         let hess = acc.hess.map(|h| {
             let mut out = vec![0.0; d * d];
             for j in 0..d {
@@ -176,20 +267,10 @@ impl LogisticKernel for CpuLogistic<'_> {
             }
             out
         });
-        Ok(LossSums {
+        LossSums {
             loss: acc.loss,
             grad: (0..d).map(|j| acc.grad[(j, 0)]).collect(),
             hess,
-        })
-    }
-}
-
-impl Acc {
-    /// Merge where either side may be the empty identity (no Hessian allocated).
-    fn merge_any(a: Acc, b: Acc) -> Acc {
-        match (&a.hess, &b.hess) {
-            (None, Some(_)) => b.merge(a),
-            _ => a.merge(b),
         }
     }
 }
@@ -241,5 +322,47 @@ mod tests {
         }
         assert!(k.eval(&w[..3], false).is_err());
         assert!(k.eval(&w, false).expect("eval").hess.is_none());
+    }
+
+    /// The reduction order is the groups': the same rows in blocks of whole groups, or on
+    /// another number of threads, give the same bits (a streamed party's model is the
+    /// in-memory one's); a block after a partial group is refused, not summed out of order.
+    #[test]
+    fn sums_do_not_depend_on_blocks_or_threads() {
+        let d = 5;
+        let n = 5 * GROUP_ROWS + 123;
+        let x: Vec<f32> = (0..n * d)
+            .map(|i| ((i * 7919 % 1013) as f32 / 1013.0) - 0.5)
+            .collect();
+        let y: Vec<f32> = (0..n).map(|i| if i % 7 < 3 { 1.0 } else { -1.0 }).collect();
+        let w = [0.4, -1.1, 0.25, 2.0, -0.3];
+        let whole = CpuLogistic::new(Rows::new(&x, &y, d).expect("shape"))
+            .eval(&w, true)
+            .expect("eval");
+        for block in [GROUP_ROWS, 2 * GROUP_ROWS, 3 * GROUP_ROWS] {
+            let mut s = LogisticSums::new(&w, d, true).expect("sums");
+            for (xb, yb) in x.chunks(block * d).zip(y.chunks(block)) {
+                s.add_block(xb, yb).expect("block");
+            }
+            assert_eq!(s.rows(), n);
+            assert_eq!(s.finish(), whole, "blocks of {block} rows");
+        }
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("pool");
+            let k = CpuLogistic::new(Rows::new(&x, &y, d).expect("shape"));
+            let s = pool.install(|| k.eval(&w, true)).expect("eval");
+            assert_eq!(s, whole, "{threads} threads");
+        }
+        let mut s = LogisticSums::new(&w, d, false).expect("sums");
+        s.add_block(&x[..100 * d], &y[..100])
+            .expect("partial block");
+        let late = s.add_block(&x[100 * d..200 * d], &y[100..200]);
+        assert!(
+            late.is_err(),
+            "a block after a partial group must be refused"
+        );
     }
 }

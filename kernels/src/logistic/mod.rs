@@ -4,6 +4,7 @@
 //! CPU twin: [`cpu::CpuLogistic`]; GPU twin: [`gpu::GpuLogistic`] (`shaders/logistic.wgsl`).
 
 pub mod cpu;
+pub mod csr;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 mod kernel;
