@@ -87,19 +87,64 @@ pub fn of_inputs(paths: &[&Path]) -> Result<DataDigest> {
 
 /// Every value of a data set as read: dimensions, feature names, rows, labels.
 pub fn of_dataset(ds: &Dataset) -> DataDigest {
-    let mut d = Digester::new("kinsey data set v1");
-    d.part(&(ds.n() as u64).to_le_bytes());
-    d.part(&(ds.d as u64).to_le_bytes());
-    for f in &ds.features {
-        d.part(f.as_bytes());
-    }
-    let mut bytes = Vec::with_capacity(1 << 16);
-    for chunk in ds.x.chunks(1 << 14).chain(ds.y.chunks(1 << 14)) {
-        bytes.clear();
-        bytes.extend(chunk.iter().flat_map(|v| v.to_bits().to_le_bytes()));
-        d.0.update(&bytes);
-    }
+    let mut d = DatasetDigest::new(ds.n(), ds.d, &ds.features);
+    d.rows(&ds.x);
+    d.labels(&ds.y);
     d.finish()
+}
+
+/// [`of_dataset`] of a data set that arrives in blocks (a party read from disk a block of
+/// rows at a time): the shape first, then every row's bits in order, then every label.
+/// Blocks of any size give the digest of the whole.
+pub struct DatasetDigest {
+    d: Digester,
+    bytes: Vec<u8>,
+}
+
+impl std::fmt::Debug for DatasetDigest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DatasetDigest")
+    }
+}
+
+impl DatasetDigest {
+    /// A digest of `n` rows of the columns `features`.
+    pub fn new(n: usize, d: usize, features: &[String]) -> Self {
+        let mut dg = Digester::new("kinsey data set v1");
+        dg.part(&(n as u64).to_le_bytes());
+        dg.part(&(d as u64).to_le_bytes());
+        for f in features {
+            dg.part(f.as_bytes());
+        }
+        Self {
+            d: dg,
+            bytes: Vec::with_capacity(1 << 16),
+        }
+    }
+
+    /// The next rows' values (row-major, as read); all rows come before any label.
+    pub fn rows(&mut self, x: &[f32]) {
+        self.values(x);
+    }
+
+    /// The next labels.
+    pub fn labels(&mut self, y: &[f32]) {
+        self.values(y);
+    }
+
+    fn values(&mut self, v: &[f32]) {
+        for chunk in v.chunks(1 << 14) {
+            self.bytes.clear();
+            self.bytes
+                .extend(chunk.iter().flat_map(|v| v.to_bits().to_le_bytes()));
+            self.d.0.update(&self.bytes);
+        }
+    }
+
+    /// The digest.
+    pub fn finish(self) -> DataDigest {
+        self.d.finish()
+    }
 }
 
 /// Every value of an in-memory series, in order (a library caller's data, where a file's
@@ -172,5 +217,23 @@ mod tests {
         assert_eq!(of_values(&[1.0, 2.0]), of_values(&[1.0, 2.0]));
         assert_ne!(of_values(&[1.0, 2.0]), of_values(&[1.0, 2.5]));
         assert_ne!(of_values(&[1.0]), of_values(&[1.0, 0.0]));
+    }
+
+    /// A data set digested a block at a time gives the digest of the whole.
+    #[test]
+    fn blocks_digest_as_the_whole() {
+        let x: Vec<f32> = (0..3000).map(|i| i as f32 * 0.001).collect();
+        let y: Vec<f32> = (0..1500)
+            .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+            .collect();
+        let whole = ds(x.clone(), y.clone());
+        let mut b = DatasetDigest::new(1500, 2, &whole.features);
+        for c in x.chunks(998) {
+            b.rows(c);
+        }
+        for c in y.chunks(77) {
+            b.labels(c);
+        }
+        assert_eq!(b.finish(), of_dataset(&whole));
     }
 }

@@ -11,8 +11,10 @@ pub mod ledger;
 pub mod libsvm;
 pub mod memory;
 pub mod output;
+pub mod parquet_blocks;
 pub mod parquet_io;
 pub mod series;
+pub mod sparse;
 pub mod split;
 pub mod stream;
 pub mod synth;
@@ -199,7 +201,34 @@ impl RowTransform {
     /// Apply in place and check the unit-ball condition the privacy guarantee needs.
     /// Returns the number of rows the transform changed (clipped rows for `Clip`).
     pub fn apply(&self, data: &mut Dataset) -> Result<usize> {
+        use rayon::prelude::*;
         let d = data.d;
+        if d == 0 {
+            return Ok(0);
+        }
+        // Blocks of rows side by side; the first bad row (in row order) is the error.
+        const ROWS: usize = 4096;
+        let source = &data.source;
+        let results: Vec<Result<usize>> = data
+            .x
+            .par_chunks_mut(ROWS * d)
+            .enumerate()
+            .map(|(b, blk)| {
+                self.apply_rows(blk.chunks_exact_mut(d), source)
+                    .map_err(|e| offset_row(e, b * ROWS))
+            })
+            .collect();
+        results.into_iter().sum()
+    }
+
+    /// [`apply`](Self::apply) to rows given as slices (a dense row, or a sparse row's
+    /// non-zero values: they have the row's norm, and scaling or projecting them is
+    /// scaling or projecting the row); `source` names the data in errors.
+    pub fn apply_rows<'a>(
+        &self,
+        rows: impl Iterator<Item = &'a mut [f32]>,
+        source: &Path,
+    ) -> Result<usize> {
         let mut changed = 0;
         if let RowTransform::Scale(c) = *self
             && !(c.is_finite() && c > 0.0)
@@ -209,13 +238,13 @@ impl RowTransform {
                 format!("must be finite and > 0, got {c}"),
             ));
         }
-        for (i, row) in data.x.chunks_exact_mut(d).enumerate() {
+        for (i, row) in rows.enumerate() {
             let norm = row_norm(row);
             match *self {
                 RowTransform::None => {
                     if norm > 1.0 + UNIT_BALL_TOLERANCE {
                         return Err(Error::Value {
-                            path: data.source.clone(),
+                            path: source.to_path_buf(),
                             column: "<row>".into(),
                             row: i,
                             msg: "the row has L2 norm > 1; the privacy guarantee needs rows \
@@ -237,7 +266,7 @@ impl RowTransform {
                     let norm = row_norm(row);
                     if norm > 1.0 + UNIT_BALL_TOLERANCE {
                         return Err(Error::Value {
-                            path: data.source.clone(),
+                            path: source.to_path_buf(),
                             column: "<row>".into(),
                             row: i,
                             msg: format!(
@@ -279,6 +308,42 @@ pub fn check_intercept(param: &str, c: f64) -> Result<()> {
     }
 }
 
+/// A row error numbered `offset` rows later (a block's error, in its data set).
+pub fn offset_row(e: Error, offset: usize) -> Error {
+    match e {
+        Error::Value {
+            path,
+            column,
+            row,
+            msg,
+        } => Error::Value {
+            path,
+            column,
+            row: row + offset,
+            msg,
+        },
+        other => other,
+    }
+}
+
+/// Append `(s row, c)` to `out`, `s = sqrt(1 - c^2)`, shrinking the `row` part where f32
+/// rounding pushed the norm over 1 (the values of a dense row, or a sparse row's
+/// non-zeros: the same values either way).
+pub(crate) fn intercept_row(row: &[f32], c: f64, out: &mut Vec<f32>) {
+    let cf = c as f32;
+    let s = (1.0 - f64::from(cf) * f64::from(cf)).sqrt();
+    let start = out.len();
+    out.extend(row.iter().map(|&v| (f64::from(v) * s) as f32));
+    out.push(cf);
+    let mut shrink = 1.0;
+    while row_norm(&out[start..]) > 1.0 {
+        shrink *= 1.0 - 1e-7;
+        for (o, &v) in out[start..start + row.len()].iter_mut().zip(row) {
+            *o = (f64::from(v) * s * shrink) as f32;
+        }
+    }
+}
+
 /// Give a data set of unit-ball rows an intercept without leaving the ball: every row `x`
 /// becomes `(s x, c)` with `s = sqrt(1 - c^2)`, so `||(s x, c)|| <= 1` and the sensitivity
 /// of every release over these rows is the one for unit-ball rows. `c` is public (the same
@@ -296,8 +361,6 @@ pub fn append_intercept(data: &mut Dataset, c: f64) -> Result<()> {
         });
     }
     let (d, n) = (data.d, data.n());
-    let cf = c as f32;
-    let s = (1.0 - f64::from(cf) * f64::from(cf)).sqrt();
     let mut x = Vec::new();
     x.try_reserve_exact(n * (d + 1)).map_err(|_| {
         Error::param(
@@ -310,16 +373,7 @@ pub fn append_intercept(data: &mut Dataset, c: f64) -> Result<()> {
         )
     })?;
     for row in data.x.chunks_exact(d) {
-        let start = x.len();
-        x.extend(row.iter().map(|&v| (f64::from(v) * s) as f32));
-        x.push(cf);
-        let mut shrink = 1.0;
-        while row_norm(&x[start..]) > 1.0 {
-            shrink *= 1.0 - 1e-7;
-            for (o, &v) in x[start..start + d].iter_mut().zip(row) {
-                *o = (f64::from(v) * s * shrink) as f32;
-            }
-        }
+        intercept_row(row, c, &mut x);
     }
     data.x = x;
     data.d = d + 1;

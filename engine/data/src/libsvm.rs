@@ -124,6 +124,36 @@ impl<R: BufRead> LibsvmBlocks<R> {
 
     /// One line: its features appended to `x` (dense), its label returned.
     fn row(&self, line: &str, lineno: usize, x: &mut Vec<f32>) -> Result<f32> {
+        let start = x.len();
+        x.resize(start + self.dim, 0.0f32);
+        self.entries(line, lineno, |i, v| x[start + i] = v)
+    }
+
+    /// The next line as a sparse row: its non-zero entries' 0-based indices and values
+    /// appended (ascending), its label returned; `None` at the end of the text.
+    pub fn next_sparse_row(
+        &mut self,
+        indices: &mut Vec<u32>,
+        values: &mut Vec<f32>,
+    ) -> Result<Option<f32>> {
+        let Some(line) = self.lines.next() else {
+            return Ok(None);
+        };
+        let line = line.map_err(|e| Error::io(&self.path, e))?;
+        let lineno = self.lineno;
+        self.lineno += 1;
+        self.entries(&line, lineno, |i, v| {
+            if v != 0.0 {
+                indices.push(i as u32);
+                values.push(v);
+            }
+        })
+        .map(Some)
+    }
+
+    /// One line's entries, each handed to `put` (0-based index, value), in order; its
+    /// label returned.
+    fn entries(&self, line: &str, lineno: usize, mut put: impl FnMut(usize, f32)) -> Result<f32> {
         let (path, dim) = (self.path.as_path(), self.dim);
         let bad = |msg: String| Error::format(path, format!("line {}: {msg}", lineno + 1));
         let mut parts = line.split_ascii_whitespace();
@@ -132,8 +162,6 @@ impl<R: BufRead> LibsvmBlocks<R> {
             .parse()
             .map_err(|_| bad(format!("label '{label_tok}' is not a number")))?;
         let y = map_label(label, self.labels, path, "label", lineno)?;
-        let start = x.len();
-        x.resize(start + dim, 0.0f32);
         let mut last = 0usize;
         for tok in parts {
             let (i, v) = tok
@@ -160,7 +188,7 @@ impl<R: BufRead> LibsvmBlocks<R> {
                 )));
             }
             last = i;
-            x[start + i - 1] = v as f32;
+            put(i - 1, v as f32);
         }
         Ok(y)
     }

@@ -345,7 +345,7 @@ impl Drop for Outputs {
 }
 
 /// A directory only its owner can enter (`0700` on Unix, set at creation).
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     let mut b = std::fs::DirBuilder::new();
     #[cfg(unix)]
     {
@@ -357,7 +357,7 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 
 /// A new file only its owner can read or write (`0600` on Unix, set at creation: the umask
 /// can only remove bits, so the file never has more).
-fn create_private_file(path: &Path) -> std::io::Result<std::fs::File> {
+pub fn create_private_file(path: &Path) -> std::io::Result<std::fs::File> {
     let mut o = std::fs::OpenOptions::new();
     o.write(true).create_new(true);
     #[cfg(unix)]

@@ -145,7 +145,7 @@ pub fn looks_like_identifier(name: &str) -> bool {
 
 /// The label's and the features' column indices in `schema` under `spec` (no label index
 /// when `spec.label` is empty: rows to score, not to train on), and the features' names.
-fn resolve_columns(
+pub(crate) fn resolve_columns(
     path: &Path,
     schema: &Schema,
     spec: &ColumnSpec,
@@ -279,23 +279,14 @@ where
         let m = batch.num_rows();
         // A stream's length is not known before it ends: the bound is checked as it grows.
         kinsey_core::limits::check_dense(&path.display().to_string(), row0 + m, d)?;
-        match label_idx {
-            Some(li) => {
-                let label = as_f64(batch.column(li), path, &spec.label, row0)?;
-                for (i, &v) in label.iter().enumerate() {
-                    y.push(map_label(v, spec.labels, path, &spec.label, row0 + i)?);
-                }
-            }
-            None => y.resize(y.len() + m, 0.0),
-        }
-        let start = x.len();
-        x.resize(start + m * d, 0.0);
-        for (j, (&ci, name)) in feature_idx.iter().zip(&features).enumerate() {
-            let col = as_f64(batch.column(ci), path, name, row0)?;
-            for (i, &v) in col.iter().enumerate() {
-                x[start + i * d + j] = v as f32;
-            }
-        }
+        let cols = Columns {
+            path,
+            spec,
+            label: label_idx,
+            features: &feature_idx,
+            names: &features,
+        };
+        decode_batch(&batch, &cols, row0, &mut x, &mut y)?;
         row0 += m;
     }
     Ok(Dataset {
@@ -305,6 +296,108 @@ where
         features,
         source: path.to_path_buf(),
     })
+}
+
+/// The columns a batch is decoded with: the label's index (none: rows to score), the
+/// features' indices and names, and the file they come from (for errors).
+pub(crate) struct Columns<'a> {
+    pub(crate) path: &'a Path,
+    pub(crate) spec: &'a ColumnSpec,
+    pub(crate) label: Option<usize>,
+    pub(crate) features: &'a [usize],
+    pub(crate) names: &'a [String],
+}
+
+/// Append one record batch's rows (row-major `f32` features, mapped labels) to `x` and
+/// `y`; `row0` is the batch's first row in the file (for errors).
+pub(crate) fn decode_batch(
+    batch: &RecordBatch,
+    cols: &Columns<'_>,
+    row0: usize,
+    x: &mut Vec<f32>,
+    y: &mut Vec<f32>,
+) -> Result<()> {
+    let (path, spec, d) = (cols.path, cols.spec, cols.features.len());
+    let m = batch.num_rows();
+    match cols.label {
+        Some(li) => {
+            let label = as_f64(batch.column(li), path, &spec.label, row0)?;
+            for (i, &v) in label.iter().enumerate() {
+                y.push(map_label(v, spec.labels, path, &spec.label, row0 + i)?);
+            }
+        }
+        None => y.resize(y.len() + m, 0.0),
+    }
+    use rayon::prelude::*;
+    // Checked side by side; the first bad column in column order is the error.
+    let views = cols
+        .features
+        .par_iter()
+        .zip(cols.names)
+        .map(|(&ci, name)| FeatureView::of(batch.column(ci), path, name, row0))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .collect::<Result<Vec<_>>>()?;
+    let start = x.len();
+    x.resize(start + m * d, 0.0);
+    // Columns to rows a tile of rows at a time (tiles side by side), so the rows being
+    // written stay in cache (a whole batch's rows are megabytes; one column's stride
+    // through them misses on every row).
+    x[start..]
+        .par_chunks_mut(TILE_ROWS * d)
+        .enumerate()
+        .for_each(|(t, tile)| {
+            let r0 = t * TILE_ROWS;
+            let r1 = r0 + tile.len() / d;
+            for (j, view) in views.iter().enumerate() {
+                match view {
+                    FeatureView::F32(v) => {
+                        for (row, &val) in tile.chunks_exact_mut(d).zip(&v.values()[r0..r1]) {
+                            row[j] = val;
+                        }
+                    }
+                    FeatureView::F64(v) => {
+                        for (row, &val) in tile.chunks_exact_mut(d).zip(&v.values()[r0..r1]) {
+                            row[j] = val as f32;
+                        }
+                    }
+                }
+            }
+        });
+    Ok(())
+}
+
+/// Rows per tile of the column-to-row copy.
+const TILE_ROWS: usize = 256;
+
+/// A feature column checked (no nulls, finite values) and ready to copy: `f32` columns as
+/// they are, every other numeric type through `f64` (the value `as_f64` gives, so the
+/// rows are the same either way).
+enum FeatureView {
+    F32(Float32Array),
+    F64(arrow::array::Float64Array),
+}
+
+impl FeatureView {
+    fn of(col: &ArrayRef, path: &Path, name: &str, row0: usize) -> Result<Self> {
+        if col.data_type() != &DataType::Float32 {
+            let vals = as_f64(col, path, name, row0)?;
+            return Ok(Self::F64(vals.into()));
+        }
+        if col.null_count() > 0 {
+            return as_f64(col, path, name, row0).map(|v| Self::F64(v.into()));
+        }
+        let a = col.as_primitive::<arrow::datatypes::Float32Type>().clone();
+        if let Some(i) = a.values().iter().position(|v| !v.is_finite()) {
+            return Err(Error::Value {
+                path: path.to_path_buf(),
+                column: name.to_string(),
+                row: row0 + i,
+                msg: "non-finite value (NaN or infinity)".into(),
+            });
+        }
+        Ok(Self::F32(a))
+    }
 }
 
 /// One numeric column of a Parquet file (all row groups) as f64; nulls and non-finite
