@@ -26,6 +26,32 @@ impl<'a> CpuLogistic<'a> {
     }
 }
 
+/// One group's partial sums, added to the total in the groups' order.
+struct Part {
+    loss: f64,
+    grad: Mat<f64>,
+    hess: Option<Mat<f64>>,
+}
+
+impl Part {
+    fn zeros(d: usize, hessian: bool) -> Self {
+        Self {
+            loss: 0.0,
+            grad: Mat::zeros(d, 1),
+            hess: hessian.then(|| Mat::zeros(d, d)),
+        }
+    }
+
+    fn add(&mut self, other: &Part) {
+        self.loss += other.loss;
+        self.grad += &other.grad;
+        if let (Some(h), Some(o)) = (self.hess.as_mut(), other.hess.as_ref()) {
+            *h += o;
+        }
+    }
+}
+
+/// A thread's running sums over a group and its scratch buffers.
 struct Acc {
     loss: f64,
     grad: Mat<f64>,
@@ -48,12 +74,17 @@ impl Acc {
         }
     }
 
-    /// Add another group's partial sums (in the caller's fixed order).
-    fn add(&mut self, other: &Acc) {
-        self.loss += other.loss;
-        self.grad += &other.grad;
-        if let (Some(h), Some(o)) = (self.hess.as_mut(), other.hess.as_ref()) {
-            *h += o;
+    /// The sums so far, leaving zero sums and the scratch buffers (reused by the next
+    /// group on this thread: a chunk's buffer is a megabyte at d = 123).
+    fn take(&mut self) -> Part {
+        let d = self.grad.nrows();
+        Part {
+            loss: std::mem::take(&mut self.loss),
+            grad: std::mem::replace(&mut self.grad, Mat::zeros(d, 1)),
+            hess: self
+                .hess
+                .as_mut()
+                .map(|h| std::mem::replace(h, Mat::zeros(d, d))),
         }
     }
 
@@ -173,7 +204,7 @@ pub struct LogisticSums {
     d: usize,
     hessian: bool,
     rows: usize,
-    total: Acc,
+    total: Part,
 }
 
 impl std::fmt::Debug for LogisticSums {
@@ -196,7 +227,7 @@ impl LogisticSums {
             d,
             hessian,
             rows: 0,
-            total: Acc::new(d, hessian),
+            total: Part::zeros(d, hessian),
         })
     }
 
@@ -234,16 +265,19 @@ impl LogisticSums {
         };
         let round = groups.max(1) * GROUP_ROWS;
         for (xr, yr) in x.chunks(round * d).zip(y.chunks(round)) {
-            let parts: Vec<Acc> = xr
+            let hessian = self.hessian;
+            let parts: Vec<Part> = xr
                 .par_chunks(GROUP_ROWS * d)
                 .zip(yr.par_chunks(GROUP_ROWS))
-                .map(|(xg, yg)| {
-                    let mut acc = Acc::new(d, self.hessian);
-                    for (xc, yc) in xg.chunks(CHUNK_ROWS * d).zip(yg.chunks(CHUNK_ROWS)) {
-                        acc.add_chunk(xc, yc, wm, d);
-                    }
-                    acc
-                })
+                .map_init(
+                    || Acc::new(d, hessian),
+                    |acc, (xg, yg)| {
+                        for (xc, yc) in xg.chunks(CHUNK_ROWS * d).zip(yg.chunks(CHUNK_ROWS)) {
+                            acc.add_chunk(xc, yc, wm, d);
+                        }
+                        acc.take()
+                    },
+                )
                 .collect();
             for p in &parts {
                 self.total.add(p);
