@@ -288,13 +288,35 @@ pub(crate) struct ComputeConfig {
     /// "auto" | "cpu" | "gpu", parsed once when the file is read.
     #[serde(default, with = "device_name")]
     pub device: kinsey_kernels::DevicePref,
+    /// The memory `train` may use ("512MiB", "4GiB"; default half the machine's): parties
+    /// that do not fit together are trained one by one, streamed from disk.
+    #[serde(default)]
+    pub memory_limit: Option<String>,
+    /// Where rows are spilled in bounded memory (default: the output directory).
+    #[serde(default)]
+    pub spill_dir: Option<PathBuf>,
 }
 
 impl Default for ComputeConfig {
     fn default() -> Self {
         Self {
             device: kinsey_kernels::DevicePref::Auto,
+            memory_limit: None,
+            spill_dir: None,
         }
+    }
+}
+
+impl ComputeConfig {
+    /// `memory_limit` in bytes, if set.
+    pub(crate) fn memory_limit(&self) -> Result<Option<u64>> {
+        self.memory_limit
+            .as_deref()
+            .map(|s| {
+                kinsey_core::limits::parse_bytes(s)
+                    .map_err(|e| Error::param("compute.memory_limit", e))
+            })
+            .transpose()
     }
 }
 

@@ -35,6 +35,9 @@ an identifier column among the features (features = [] by default) | train --out
 rows outside the unit ball, no transform declared | train --out WORK/out --config FIX/cfg/ball.toml | unit ball ; party-1.parquet
 a NaN feature in a party | train --out WORK/out --config FIX/cfg/nan_party.toml | party-1.parquet
 labels other than -1/1 | train --out WORK/out --config FIX/cfg/labels.toml | label
+a memory limit that is not a size | train --out WORK/out --config FIX/cfg/ok.toml --memory-limit lots | lots ; MiB
+a memory limit too small to stream one block of rows | train --out WORK/out --config FIX/cfg/ok.toml --memory-limit 1MiB | memory_limit ; party 1 ; party-1.parquet ; needs at least ; 1 MiB
+a memory_limit in the config that is not a size | train --out WORK/out --config FIX/cfg/memlimit.toml | compute.memory_limit ; plenty
 two parties without allow_two_parties (the smaller could compute the other's model) | train --out WORK/out --config FIX/cfg/two.toml | allow_two_parties ; K = 2
 an intercept constant outside (0, 1) | train --out WORK/out --config FIX/cfg/intercept.toml | data.intercept ; (0, 1) ; 1.5
 # predict
@@ -369,6 +372,13 @@ fn train_configs(fix: &Path) {
             .replace("allow_two_parties = true\n", ""),
     );
     train_cfg(fix, "eps0.toml", &two, "epsilon = 0.0", plain);
+    write(
+        &fix.join("cfg").join("memlimit.toml"),
+        &format!(
+            "{}memory_limit = \"plenty\"\n",
+            std::fs::read_to_string(fix.join("cfg").join("ok.toml")).expect("read")
+        ),
+    );
     train_cfg(
         fix,
         "intercept.toml",

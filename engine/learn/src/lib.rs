@@ -5,9 +5,13 @@
 //! protocol of `kinsey-protocol`).
 
 pub mod aggregate;
+pub mod bounded;
 pub mod formula;
 pub mod logreg;
 pub mod model_file;
+pub mod passes;
 pub mod pipeline;
 pub mod publish;
 pub mod seeding;
+pub mod spill;
+mod summary;

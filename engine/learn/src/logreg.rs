@@ -15,10 +15,10 @@
 //! and folded into the sensitivity by the caller.
 
 use crate::formula::Expr;
+use crate::passes::{KernelPasses, MemoryPasses, Passes};
 use faer::linalg::solvers::Solve;
 use faer::{Mat, Side};
 use kinsey_core::{Error, Result};
-use kinsey_kernels::{LogisticKernel, logistic::cpu::CpuLogistic};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -163,10 +163,10 @@ pub(crate) fn hessian_subsample(n: usize, m: usize) -> Option<Vec<usize>> {
 
 /// Train by (sub-sampled) Newton's method. `hess` provides Hessian sums over its rows (any
 /// device, all rows or a subsample); `exact` provides loss and gradient over all rows in
-/// f64 on the CPU.
+/// f64 on the CPU (in memory or streamed: the same bits).
 pub fn train(
-    hess: &dyn LogisticKernel,
-    exact: &CpuLogistic<'_>,
+    hess: &dyn Passes,
+    exact: &dyn Passes,
     obj: &Objective,
     cfg: &SolverConfig,
     w0: Option<&[f64]>,
@@ -188,13 +188,13 @@ pub fn train(
     let mut passes = 0usize;
     let mut hess_evals = 0usize;
     let mut value_grad = |w: &[f64]| -> Result<(f64, Vec<f64>)> {
-        let s = exact.eval(w, false)?;
+        let s = exact.sums(w, false)?;
         passes += 1;
         Ok((obj.value(s.loss, n, w), obj.gradient(&s.grad, n, w)))
     };
     let mut sampled_hessian = |w: &[f64]| -> Result<Mat<f64>> {
         let h = hess
-            .eval(w, true)?
+            .sums(w, true)?
             .hess
             .ok_or_else(|| Error::Numerical("kernel returned no Hessian".into()))?;
         hess_evals += 1;
@@ -326,28 +326,55 @@ pub(crate) fn fit_rows(
     obj: &Objective,
     cfg: &SolverConfig,
 ) -> Result<Fit> {
-    let exact = CpuLogistic::new(rows);
-    match hessian_subsample(rows.n, cfg.hessian_rows) {
-        None => {
-            let k = kinsey_kernels::select(device, rows)?;
-            train(k.as_ref(), &exact, obj, cfg, None)
-        }
+    fit_passes(&MemoryPasses::new(rows), device, obj, cfg)
+}
+
+/// [`fit_rows`] over any [`Passes`]: rows in memory, or streamed from disk (then the
+/// subsample is gathered in one pass, and without a subsample the Hessian is summed by the
+/// streamed passes on the CPU). The same rows give the same model either way.
+pub fn fit_passes(
+    exact: &dyn Passes,
+    device: kinsey_kernels::DevicePref,
+    obj: &Objective,
+    cfg: &SolverConfig,
+) -> Result<Fit> {
+    let (n, d) = exact.shape();
+    match hessian_subsample(n, cfg.hessian_rows) {
+        None => match exact.in_memory() {
+            Some(rows) => {
+                let k = KernelPasses(kinsey_kernels::select(device, rows)?);
+                train(&k, exact, obj, cfg, None)
+            }
+            None => {
+                if device == kinsey_kernels::DevicePref::Gpu {
+                    return Err(Error::param(
+                        "model.hessian_rows",
+                        "rows streamed from disk or kept sparse sum their full Hessian on \
+                         the CPU; set a Hessian subsample (hessian_rows > 0) to use the GPU",
+                    ));
+                }
+                train(exact, exact, obj, cfg, None)
+            }
+        },
         Some(idx) => {
             let t = Instant::now();
-            let (x, y) = gather(rows, &idx);
-            let sub_rows = kinsey_kernels::Rows::new(&x, &y, rows.d)?;
-            let sub_exact = CpuLogistic::new(sub_rows);
-            let k = kinsey_kernels::select(device, sub_rows)?;
+            let (x, y) = exact.gather(&idx)?;
+            let sub_rows = kinsey_kernels::Rows::new(&x, &y, d)?;
+            let sub_exact = MemoryPasses::new(sub_rows);
+            let k = KernelPasses(kinsey_kernels::select(device, sub_rows)?);
             let warm_cfg = SolverConfig {
                 tolerance: cfg.tolerance.max(WARM_START_TOLERANCE),
                 ..*cfg
             };
-            let warm = train(k.as_ref(), &sub_exact, obj, &warm_cfg, None)?;
+            let warm = train(&k, &sub_exact, obj, &warm_cfg, None)?;
             let warm_s = t.elapsed().as_secs_f64();
-            let mut fit = train(k.as_ref(), &exact, obj, cfg, Some(&warm.w))?;
+            let mut fit = train(&k, exact, obj, cfg, Some(&warm.w))?;
             fit.warm_start_seconds = warm_s;
             fit.seconds += warm_s;
             fit.hessian_evaluations += warm.hessian_evaluations;
+            if exact.in_memory().is_none() {
+                fit.device = format!("{}; {}", fit.device, exact.describe());
+            }
             Ok(fit)
         }
     }
@@ -365,28 +392,9 @@ pub fn train_cpu(
     fit_rows(rows, kinsey_kernels::DevicePref::Cpu, obj, cfg)
 }
 
-/// Copy rows `idx` of a view.
-pub(crate) fn gather(rows: kinsey_kernels::Rows<'_>, idx: &[usize]) -> (Vec<f32>, Vec<f32>) {
-    let d = rows.d;
-    let mut x = Vec::with_capacity(idx.len() * d);
-    for &i in idx {
-        x.extend_from_slice(&rows.x[i * d..(i + 1) * d]);
-    }
-    (x, idx.iter().map(|&i| rows.y[i]).collect())
-}
-
 /// Fraction of rows where `sign(w.x)` (ties to -1) differs from the label.
 pub fn error_rate(w: &[f64], x: &[f32], y: &[f32], d: usize) -> f64 {
-    use rayon::prelude::*;
-    let wrong: usize = x
-        .par_chunks(d)
-        .zip(y.par_iter())
-        .filter(|(row, yi)| {
-            let z: f64 = row.iter().zip(w).map(|(&a, b)| a as f64 * b).sum();
-            (if z > 0.0 { 1.0 } else { -1.0 }) != **yi
-        })
-        .count();
-    wrong as f64 / y.len().max(1) as f64
+    crate::passes::misclassified(w, x, y, d) as f64 / y.len().max(1) as f64
 }
 
 #[cfg(test)]
@@ -402,11 +410,11 @@ mod tests {
         assert!(fit.grad_norm <= 1e-10, "{}", fit.grad_norm);
         assert!(fit.iterations < 20);
         // Objective is minimal: small perturbations increase it.
-        let k = CpuLogistic::new(ds.rows().expect("rows"));
+        let k = MemoryPasses::new(ds.rows().expect("rows"));
         for j in 0..8 {
             let mut w = fit.w.clone();
             w[j] += 1e-3;
-            let s = k.eval(&w, false).expect("eval");
+            let s = k.sums(&w, false).expect("eval");
             assert!(obj.value(s.loss, ds.n(), &w) > fit.objective);
         }
     }
@@ -479,6 +487,53 @@ mod tests {
                 (err - err_ref).abs() < 1e-4,
                 "lambda {lambda}: test error {err}"
             );
+        }
+    }
+
+    /// a9a kept sparse fits the dense model: both reach ||grad J|| <= g, so by strong
+    /// convexity their minimisers are within 2 g / Lambda of each other; with the full
+    /// Hessian and with a subsample.
+    #[test]
+    fn a9a_as_csr_fits_the_dense_model() {
+        let path = kinsey_data::testdata::shared_data_dir()
+            .join("a9a")
+            .join("a9a");
+        let labels = kinsey_data::LabelEncoding::PlusMinusOne;
+        let mut dense = kinsey_data::libsvm::read_libsvm(&path, 123, labels).expect("dense");
+        let mut sparse =
+            kinsey_data::sparse::read_libsvm_sparse(&path, 123, labels).expect("sparse");
+        let t = kinsey_data::RowTransform::Scale(1.0 / 14f64.sqrt());
+        t.apply(&mut dense).expect("dense");
+        sparse.apply(t).expect("sparse");
+        let obj = Objective::new(1e-3).expect("lambda");
+        for hessian_rows in [0, 4096] {
+            let cfg = SolverConfig {
+                hessian_rows,
+                ..SolverConfig::default()
+            };
+            let cpu = kinsey_kernels::DevicePref::Cpu;
+            let d = fit_passes(
+                &MemoryPasses::new(dense.rows().expect("rows")),
+                cpu,
+                &obj,
+                &cfg,
+            )
+            .expect("dense fit");
+            let rows = kinsey_kernels::logistic::csr::CsrRows::new(
+                &sparse.indptr,
+                &sparse.indices,
+                &sparse.values,
+                &sparse.y,
+                sparse.d,
+            )
+            .expect("csr");
+            let s = fit_passes(&crate::passes::CsrPasses::new(rows), cpu, &obj, &cfg)
+                .expect("sparse fit");
+            assert!(s.grad_norm <= cfg.tolerance && d.grad_norm <= cfg.tolerance);
+            let gap: Vec<f64> = s.w.iter().zip(&d.w).map(|(a, b)| a - b).collect();
+            let bound = 2.0 * cfg.tolerance / (2.0 * obj.lambda);
+            assert!(norm(&gap) <= bound, "{} > {bound}", norm(&gap));
+            assert!((s.objective - 0.40882).abs() < 1e-5, "{}", s.objective);
         }
     }
 }

@@ -6,12 +6,13 @@ use crate::aggregate::{
     self, Aggregator, NoiseCalibration, PartyInput, PlaintextAggregator, PrivacySpec,
 };
 use crate::logreg::{self, Fit, Objective, SolverConfig};
+use crate::passes::{MemoryPasses, Passes};
 use crate::seeding::{NoiseKeys, Tag};
 use kinsey_core::{Error, Progress, Result};
 use kinsey_data::{Dataset, RowTransform};
 use kinsey_dp::RngRecord;
 use kinsey_dp::release::{Guarantee, GuaranteeKind, NeighbourRelation};
-use kinsey_kernels::{DevicePref, LogisticKernel, logistic::cpu::CpuLogistic};
+use kinsey_kernels::DevicePref;
 use serde::Serialize;
 use std::time::Instant;
 
@@ -441,7 +442,8 @@ pub fn run(
     let fits = train_locally(&parties, spec, progress)?;
     let t_local = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
-    let noisy = aggregate_noisy(&parties, &fits, spec, (keys, &tags), progress)?;
+    let sizes: Vec<usize> = parties.iter().map(Dataset::n).collect();
+    let noisy = aggregate_noisy(&sizes, &fits, spec, (keys, &tags), progress)?;
     let agg = noisy.aggregate;
     let smallest = aggregate::smallest_party(&noisy.inputs)?;
     let t_agg = t1.elapsed().as_secs_f64();
@@ -464,8 +466,19 @@ pub fn run(
             diagnostics: None,
         });
     }
+    let facts: Vec<PartyFacts> = parties
+        .iter()
+        .map(|p| PartyFacts {
+            source: p.source.display().to_string(),
+            n: p.n(),
+        })
+        .collect();
+    let pooled = concat(&parties);
+    drop(parties);
+    let pooled_passes = MemoryPasses::new(pooled.rows()?);
     let job = Job {
-        parties: &parties,
+        parties: &facts,
+        pooled: &pooled_passes,
         test: test.as_ref(),
         fits: &fits,
         spec,
@@ -498,7 +511,7 @@ pub fn run(
 /// Check the parties and the test set against each other and apply the row transform and
 /// the intercept. Returns the dimension (with the intercept) and, per party, how many rows
 /// the transform changed.
-fn prepare(
+pub(crate) fn prepare(
     parties: &mut [Dataset],
     test: Option<&mut Dataset>,
     spec: &JobSpec,
@@ -522,15 +535,36 @@ fn prepare(
         }
     }
     if let Some(t) = test {
-        // The test set is not protected by the release, but it must see the same features.
-        if spec.transform != RowTransform::None {
-            spec.transform.apply(t)?;
-        }
-        if let Some(c) = spec.intercept {
-            kinsey_data::append_intercept(t, c)?;
-        }
+        transform_test(t, spec)?;
     }
     Ok((d, transformed))
+}
+
+/// The test set is not protected by the release, but it must see the same features.
+fn transform_test(t: &mut Dataset, spec: &JobSpec) -> Result<()> {
+    if spec.transform != RowTransform::None {
+        spec.transform.apply(t)?;
+    }
+    if let Some(c) = spec.intercept {
+        kinsey_data::append_intercept(t, c)?;
+    }
+    Ok(())
+}
+
+/// Check a test set's columns against the parties' features (as read) and transform it as
+/// the parties' rows are.
+pub(crate) fn prepare_test(features: &[String], t: &mut Dataset, spec: &JobSpec) -> Result<()> {
+    if t.features != features {
+        return Err(Error::format(
+            &t.source,
+            format!(
+                "the test set has other features ({}) than the parties ({})",
+                t.d,
+                features.len()
+            ),
+        ));
+    }
+    transform_test(t, spec)
 }
 
 /// Every party's local model, one after another (each fit is parallel inside).
@@ -551,32 +585,32 @@ fn train_locally(parties: &[Dataset], spec: &JobSpec, progress: &dyn Progress) -
 }
 
 /// The aggregation's inputs and outcome.
-struct Noisy {
-    gradient_bound: f64,
-    inputs: Vec<PartyInput>,
-    calibrations: Vec<NoiseCalibration>,
-    aggregate: aggregate::Aggregate,
-    matches: Option<bool>,
+pub(crate) struct Noisy {
+    pub(crate) gradient_bound: f64,
+    pub(crate) inputs: Vec<PartyInput>,
+    pub(crate) calibrations: Vec<NoiseCalibration>,
+    pub(crate) aggregate: aggregate::Aggregate,
+    pub(crate) matches: Option<bool>,
 }
 
 /// Each party calibrates to its own size and draws its own noise; the chosen aggregator
 /// computes the noisy average, checked against the plaintext reference.
-fn aggregate_noisy(
-    parties: &[Dataset],
+pub(crate) fn aggregate_noisy(
+    sizes: &[usize],
     fits: &[Fit],
     spec: &JobSpec,
     (keys, tags): (&NoiseKeys, &[Tag]),
     progress: &dyn Progress,
 ) -> Result<Noisy> {
-    let (k, d) = (parties.len(), fits.first().map_or(0, |f| f.w.len()));
+    let (k, d) = (sizes.len(), fits.first().map_or(0, |f| f.w.len()));
     let g = public_gradient_bound(fits, &spec.solver)?;
     let mut inputs = Vec::with_capacity(k);
     let mut calibrations = Vec::with_capacity(k);
-    for (j, (p, f)) in parties.iter().zip(fits).enumerate() {
-        let cal = aggregate::calibrate(&spec.objective, &spec.privacy, p.n(), k, d, g)?;
+    for (j, (&n, f)) in sizes.iter().zip(fits).enumerate() {
+        let cal = aggregate::calibrate(&spec.objective, &spec.privacy, n, k, d, g)?;
         let mut party_rng = keys.party_rng(d, tags, j);
         inputs.push(PartyInput {
-            n: p.n(),
+            n,
             w: f.w.clone(),
             noise: cal.sample(&mut party_rng),
         });
@@ -605,27 +639,35 @@ fn aggregate_noisy(
     })
 }
 
-/// What the diagnostics read: the data, the fits and the job.
-struct Job<'a> {
-    parties: &'a [Dataset],
-    test: Option<&'a Dataset>,
-    fits: &'a [Fit],
-    spec: &'a JobSpec,
-    d: usize,
+/// A party as the diagnostics name it: its source and size.
+pub(crate) struct PartyFacts {
+    pub(crate) source: String,
+    pub(crate) n: usize,
+}
+
+/// What the diagnostics read: the parties, the pooled rows, the fits and the job.
+pub(crate) struct Job<'a> {
+    pub(crate) parties: &'a [PartyFacts],
+    /// Every party's rows, in party order (in memory, or streamed from the spill).
+    pub(crate) pooled: &'a dyn Passes,
+    pub(crate) test: Option<&'a Dataset>,
+    pub(crate) fits: &'a [Fit],
+    pub(crate) spec: &'a JobSpec,
+    pub(crate) d: usize,
 }
 
 /// What the aggregation left for the diagnostics.
-struct AggregationFacts {
-    calibrations: Vec<NoiseCalibration>,
-    transformed: Vec<usize>,
-    smallest: usize,
-    protocol: Option<serde_json::Value>,
-    protocol_summary: Vec<String>,
-    matches: Option<bool>,
+pub(crate) struct AggregationFacts {
+    pub(crate) calibrations: Vec<NoiseCalibration>,
+    pub(crate) transformed: Vec<usize>,
+    pub(crate) smallest: usize,
+    pub(crate) protocol: Option<serde_json::Value>,
+    pub(crate) protocol_summary: Vec<String>,
+    pub(crate) matches: Option<bool>,
 }
 
 /// The NOT PRIVATE diagnostics: baselines on the pooled data, evaluation, per-party figures.
-fn diagnose(
+pub(crate) fn diagnose(
     job: &Job<'_>,
     release: &Release,
     facts: AggregationFacts,
@@ -633,6 +675,7 @@ fn diagnose(
 ) -> Result<Diagnostics> {
     let Job {
         parties,
+        pooled,
         test,
         fits,
         spec,
@@ -641,16 +684,15 @@ fn diagnose(
     let k = parties.len();
     // Diagnostics: baselines on the pooled data, evaluation, per-party figures.
     let t2 = Instant::now();
-    let pooled = concat(parties);
-    let pooled_fit = fit(&pooled, spec)?;
+    let pooled_fit = logreg::fit_passes(pooled, spec.device, &spec.objective, &spec.solver)?;
     let t_base = t2.elapsed().as_secs_f64();
     let t3 = Instant::now();
     let ws: Vec<&[f64]> = fits.iter().map(|f| f.w.as_slice()).collect();
     let avg = aggregate::average(&ws);
-    let pooled_kernel = CpuLogistic::new(pooled.rows()?);
+    let n_pooled = pooled.shape().0;
     let objective_at = |w: &[f64]| -> Result<f64> {
-        let s = pooled_kernel.eval(w, false)?;
-        Ok(spec.objective.value(s.loss, pooled.n(), w))
+        let s = pooled.sums(w, false)?;
+        Ok(spec.objective.value(s.loss, n_pooled, w))
     };
     let j_star = pooled_fit.objective;
     let mut models = Vec::new();
@@ -665,10 +707,10 @@ fn diagnose(
             objective: obj,
             excess_objective: obj - j_star,
             test_error: test.map(|t| logreg::error_rate(w, &t.x, &t.y, d)),
-            train_error: logreg::error_rate(w, &pooled.x, &pooled.y, d),
+            train_error: pooled.misclassified(w)? as f64 / n_pooled.max(1) as f64,
         });
     }
-    let n_min = parties.iter().map(Dataset::n).min().unwrap_or(0);
+    let n_min = parties.iter().map(|p| p.n).min().unwrap_or(0);
     let dist = aggregate::distance(&avg, &pooled_fit.w);
     let bound = aggregate::theorem_4_2_bound(k, n_min, spec.objective.lambda);
     let party_reports = parties
@@ -679,8 +721,8 @@ fn diagnose(
         .enumerate()
         .map(|(j, (((p, f), cal), tr))| PartyReport {
             party: j + 1,
-            source: p.source.display().to_string(),
-            rows: p.n(),
+            source: p.source.clone(),
+            rows: p.n,
             rows_transformed: tr,
             objective: f.objective,
             grad_norm: f.grad_norm,
@@ -698,7 +740,7 @@ fn diagnose(
     timings.evaluation_s = t3.elapsed().as_secs_f64();
     let published_noise = party_reports[facts.smallest].noise.clone();
     let diagnostics = Diagnostics {
-        party_sizes: parties.iter().map(Dataset::n).collect(),
+        party_sizes: parties.iter().map(|p| p.n).collect(),
         parties: party_reports,
         published_noise,
         protocol: facts.protocol,
@@ -720,68 +762,3 @@ fn diagnose(
 }
 
 pub use crate::model_file::ModelFile;
-
-impl Report {
-    /// A short human summary for the terminal: the release, then (when computed) the
-    /// diagnostics, each of their lines marked NOT PRIVATE.
-    pub fn summary(&self) -> String {
-        let r = &self.release;
-        let mut s = String::new();
-        s.push_str(&format!(
-            "kinsey: DP aggregate classifier, K = {} parties, d = {}\n",
-            r.parties, r.dim
-        ));
-        s.push_str(&format!(
-            "  privacy: {}, neighbours {}; calibration = {}, noise = {}, gradient bound {:e}\n",
-            r.guarantee.short(),
-            r.guarantee.neighbours.describe(),
-            r.privacy.calibration.name(),
-            r.privacy.noise.name(),
-            r.gradient_bound
-        ));
-        s.push_str(&format!("  aggregation: {}\n", r.aggregator));
-        if let Some(w) = &r.security_warning {
-            s.push_str(&format!("  WARNING: {w}\n"));
-        }
-        if let Some(w) = &r.rng.warning {
-            s.push_str(&format!("  WARNING: {w}\n"));
-        }
-        let Some(dg) = &self.diagnostics else {
-            return s;
-        };
-        let p = kinsey_dp::release::NOT_PRIVATE_PREFIX;
-        s.push_str(&format!(
-            "{p} party sizes {:?}; device {}\n",
-            dg.party_sizes, dg.compute_device
-        ));
-        s.push_str(&format!(
-            "{p} published noise: L2 sensitivity {:.3e}, E||eta|| = {:.3e}\n",
-            dg.published_noise.l2_sensitivity, dg.published_noise.expected_noise_norm
-        ));
-        for line in &dg.protocol_summary {
-            s.push_str(&format!("{p} {line}\n"));
-        }
-        if dg.matches_plaintext_reference == Some(true) {
-            s.push_str(&format!(
-                "{p} secure result = plaintext reference with the same noise (bit for bit)\n"
-            ));
-        }
-        for m in &dg.models {
-            s.push_str(&format!(
-                "{p} {:<22} objective {:.6}  train misclassified {:.4}{}\n",
-                m.name,
-                m.objective,
-                m.train_error,
-                m.test_error
-                    .map(|e| format!("  test misclassified {e:.4}"))
-                    .unwrap_or_default()
-            ));
-        }
-        s.push_str(&format!(
-            "{p} Theorem 4.2: ||w_hat - w*|| = {:.3e} <= bound {:.3e} (ratio {:.3})\n",
-            dg.theorem_4_2.distance, dg.theorem_4_2.bound, dg.theorem_4_2.ratio
-        ));
-        s.push_str(&format!("{p} total time {:.2} s\n", dg.timings.total_s));
-        s
-    }
-}

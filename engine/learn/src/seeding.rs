@@ -56,13 +56,17 @@ impl NoiseKeys {
 
     /// Party `j`'s tag (of `k` parties, dimension `d`), from its data set as read.
     pub fn tag(&self, k: usize, d: usize, j: usize, data: &Dataset) -> Tag {
+        self.tag_of(k, d, j, || kinsey_data::digest::of_dataset(data))
+    }
+
+    /// [`tag`](Self::tag) from the data set's digest (`kinsey_data::digest::of_dataset`,
+    /// or the same digest taken a block at a time by `DatasetDigest`), computed only when a
+    /// seed keys the noise.
+    pub fn tag_of(&self, k: usize, d: usize, j: usize, digest: impl FnOnce() -> DataDigest) -> Tag {
         match self.seed {
             Some(s) => {
                 let desc = format!("aggregate party|{}|K={k}|d={d}|party={j}", self.job);
-                derive_key(
-                    s,
-                    &bound_label(&desc, &kinsey_data::digest::of_dataset(data)),
-                )
+                derive_key(s, &bound_label(&desc, &digest()))
             }
             None => {
                 let mut t = [0u8; 32];

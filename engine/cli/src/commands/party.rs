@@ -6,8 +6,10 @@
 use super::participant::{Hooks, join};
 use kinsey_core::{Error, Result};
 use kinsey_data::output::{Outputs, diagnostics_path, write_diagnostics, write_json};
+use kinsey_data::parquet_blocks::ParquetParty;
 use kinsey_data::parquet_io::read_parquet;
 use kinsey_learn::aggregate::{self, PartyInput};
+use kinsey_learn::bounded::{self, MemoryBudget};
 use kinsey_learn::pipeline::{self, ModelFile};
 use kinsey_learn::seeding::NoiseKeys;
 use kinsey_protocol::session::{Binding, Seat, run_participant};
@@ -43,21 +45,31 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let k = j.session.parties;
     let d = shared.features.len();
     let cols = shared.data(data.path.clone(), data.labels).columns();
-    let mut ds = read_parquet(&data.path, &cols)?;
-    ds.check_nonempty()?;
     // The noise keys: the OS, or a seed bound to the job and, through the tags the parties
     // exchange before the protocol, to every party's data (as in the in-process run).
     let seed = j.cfg.privacy.as_ref().and_then(|p| p.seed);
     let job = pipeline::job_description(&shared.job, &j.spec, &shared.features);
     let keys = NoiseKeys::new(seed, false, job);
-    let tag = keys.tag(k, d, idx, &ds);
-    let transformed = j.spec.transform.apply(&mut ds)?;
-    if let Some(c) = j.spec.intercept {
-        kinsey_data::append_intercept(&mut ds, c)?;
-    }
+    // A party larger than half this machine's memory is spilled once and streamed (the
+    // same model); the footers decide, before any row is read.
+    let opened = ParquetParty::open(&data.path, &cols)?;
+    let budget = MemoryBudget::default_for(j.cfg.output.dir.clone());
+    let (tag, fit, n, transformed) =
+        if bounded::fits_in_memory(std::slice::from_ref(&opened), &j.spec, false, budget.limit) {
+            let mut ds = read_parquet(&data.path, &cols)?;
+            ds.check_nonempty()?;
+            let tag = keys.tag(k, d, idx, &ds);
+            let transformed = j.spec.transform.apply(&mut ds)?;
+            if let Some(c) = j.spec.intercept {
+                kinsey_data::append_intercept(&mut ds, c)?;
+            }
+            (tag, pipeline::fit(&ds, &j.spec)?, ds.n(), transformed)
+        } else {
+            let p = bounded::fit_party(idx, k, &opened, (&j.spec, &keys), &budget)?;
+            (p.tag, p.fit, p.n, p.transformed)
+        };
     // The model's dimension (the tag above binds the data as read, as in-process runs do).
     let d = shared.dim();
-    let fit = pipeline::fit(&ds, &j.spec)?;
     if fit.grad_norm.is_nan() || fit.grad_norm > j.spec.solver.tolerance {
         return Err(Error::param(
             "shared.max_iterations",
@@ -69,9 +81,9 @@ pub(crate) fn run(a: Args) -> Result<()> {
         ));
     }
     let g = j.spec.solver.tolerance;
-    let cal = aggregate::calibrate(&j.spec.objective, &j.spec.privacy, ds.n(), k, d, g)?;
+    let cal = aggregate::calibrate(&j.spec.objective, &j.spec.privacy, n, k, d, g)?;
     let input = PartyInput {
-        n: ds.n(),
+        n,
         w: fit.w.clone(),
         noise: Vec::new(),
     };
@@ -110,7 +122,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     if j.cfg.output.diagnostics {
         let report = serde_json::json!({
             "participant": j.me.to_string(),
-            "rows": ds.n(),
+            "rows": n,
             "rows_transformed": transformed,
             "local_fit": {
                 "objective": fit.objective,

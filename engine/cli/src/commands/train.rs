@@ -4,7 +4,9 @@ use super::common::*;
 use crate::config::TrainConfig;
 use crate::term;
 use kinsey_core::Result;
+use kinsey_data::parquet_blocks::ParquetParty;
 use kinsey_data::parquet_io::read_parquet;
+use kinsey_learn::bounded::{self, MemoryBudget};
 use kinsey_learn::logreg::Objective;
 use kinsey_learn::pipeline::{self, JobSpec};
 use kinsey_learn::seeding::NoiseKeys;
@@ -27,6 +29,12 @@ pub(crate) struct Args {
     /// Write the seed's value into the report (by default it says only that a seed was used).
     #[arg(long)]
     record_seed: bool,
+    /// The memory the run may use, e.g. 512MiB or 4GiB (overrides [compute] memory_limit;
+    /// default half this machine's). Parties that do not fit together are trained one by
+    /// one, each streamed from a private spill directory when it does not fit alone; the
+    /// model is the same.
+    #[arg(long, value_parser = kinsey_core::limits::parse_bytes, value_name = "BYTES")]
+    memory_limit: Option<u64>,
 }
 
 /// Runs `kinsey train`.
@@ -36,23 +44,22 @@ pub(crate) fn run(a: Args) -> Result<()> {
         out,
         diagnostics,
         record_seed,
+        memory_limit,
     } = a;
     let cfg = TrainConfig::load(&config)?;
     let t = Instant::now();
     let cols = cfg.data.columns();
-    let bar = crate::term::bar(cfg.data.parties.len() as u64, "reading parties");
-    let mut parties = Vec::new();
-    for p in &cfg.data.parties {
-        parties.push(read_parquet(p, &cols)?);
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    let test = cfg
-        .data
-        .test
-        .as_ref()
-        .map(|p| read_parquet(p, &cols))
-        .transpose()?;
+    let out = out.unwrap_or(cfg.output.dir.clone());
+    let budget = MemoryBudget {
+        limit: match memory_limit {
+            Some(b) => b,
+            None => cfg
+                .compute
+                .memory_limit()?
+                .unwrap_or(MemoryBudget::default_for(PathBuf::new()).limit),
+        },
+        spill_base: cfg.compute.spill_dir.clone().unwrap_or(out.clone()),
+    };
     let spec = JobSpec {
         objective: Objective::new(cfg.model.lambda)?,
         solver: cfg.model.solver(),
@@ -63,22 +70,64 @@ pub(crate) fn run(a: Args) -> Result<()> {
         aggregation: cfg.crypto.aggregation()?.into_aggregator(),
         allow_two_parties: cfg.privacy.allow_two_parties,
     };
-    let features = parties
+    // The footers only: shapes and features, before any row is decoded.
+    let opened = cfg
+        .data
+        .parties
+        .iter()
+        .map(|p| ParquetParty::open(p, &cols))
+        .collect::<Result<Vec<_>>>()?;
+    let features = opened
         .first()
-        .map(|p| p.features.clone())
+        .map(|p| p.features().to_vec())
         .unwrap_or_default();
     // The features every party is read with (public: the schema), so a column that should
     // not be one is seen before the model is published.
     println!("{}", features_line(&features));
     let job = pipeline::job_description("train", &spec, &features);
     let keys = NoiseKeys::new(cfg.privacy.seed, record_seed, job);
-    let input = pipeline::RunInput {
-        command: "train",
-        parties,
-        test,
-        ingest_s: t.elapsed().as_secs_f64(),
+    let test = cfg
+        .data
+        .test
+        .as_ref()
+        .map(|p| read_parquet(p, &cols))
+        .transpose()?;
+    let report = if bounded::fits_in_memory(&opened, &spec, diagnostics, budget.limit) {
+        let bar = crate::term::bar(cfg.data.parties.len() as u64, "reading parties");
+        let mut parties = Vec::new();
+        for p in &cfg.data.parties {
+            parties.push(read_parquet(p, &cols)?);
+            bar.inc(1);
+        }
+        bar.finish_and_clear();
+        let input = pipeline::RunInput {
+            command: "train",
+            parties,
+            test,
+            ingest_s: t.elapsed().as_secs_f64(),
+        };
+        pipeline::run(input, &spec, &keys, diagnostics, &term::Bars::default())?
+    } else {
+        tracing::info!(
+            "the parties do not fit the memory limit of {} together: training them one by \
+             one, streamed through a private spill directory under {}",
+            kinsey_core::limits::show_bytes(budget.limit),
+            budget.spill_base.display()
+        );
+        let input = bounded::FilesInput {
+            command: "train",
+            parties: opened,
+            test,
+        };
+        bounded::run_bounded(
+            input,
+            &spec,
+            &keys,
+            diagnostics,
+            &budget,
+            &term::Bars::default(),
+        )?
     };
-    let report = pipeline::run(input, &spec, &keys, diagnostics, &term::Bars::default())?;
     // Every party's data set is charged the classifier's guarantee, before anything is
     // written (the release is computed in memory; a refused one is discarded unseen).
     let g = &report.release.guarantee;
@@ -96,9 +145,5 @@ pub(crate) fn run(a: Args) -> Result<()> {
     if let Some(line) = ledger {
         eprintln!("{line}");
     }
-    finish_job(
-        &report,
-        &out.unwrap_or(cfg.output.dir.clone()),
-        &cfg.data.label,
-    )
+    finish_job(&report, &out, &cfg.data.label)
 }
