@@ -16,9 +16,7 @@
 
 use crate::logreg::{self, Fit};
 use crate::passes::MemoryPasses;
-use crate::pipeline::{
-    self, AggregationFacts, Job, JobSpec, PartyFacts, Published, Report, Timings,
-};
+use crate::pipeline::{self, JobSpec, Local, PartyFacts, Report};
 use crate::seeding::{NoiseKeys, Tag};
 use crate::spill::{Spill, SpillDir, SpillPart, SpillWriter};
 use kinsey_core::limits::show_bytes;
@@ -349,75 +347,38 @@ pub fn run_bounded(
         progress.advance(1);
     }
     progress.end();
-    let t_local = t0.elapsed().as_secs_f64() - ingest_s;
-    let t1 = Instant::now();
-    let sizes: Vec<usize> = parties.iter().map(ParquetParty::rows).collect();
-    let noisy = pipeline::aggregate_noisy(&sizes, &fits, spec, (keys, &tags), progress)?;
-    let smallest = crate::aggregate::smallest_party(&noisy.inputs)?;
-    let t_agg = t1.elapsed().as_secs_f64();
     let mut features = parties[0].features().to_vec();
     if spec.intercept.is_some() {
         features.push(kinsey_data::INTERCEPT_FEATURE.into());
     }
-    let agg = noisy.aggregate;
-    let release = pipeline::release(
+    let local = Local {
         command,
-        spec,
-        Published {
-            w: agg.w,
-            aggregator: agg.aggregator,
-            backend: agg.backend,
-            features,
-            gradient_bound: noisy.gradient_bound,
-            parties: k,
-            rng: keys.record(),
-        },
-    )?;
-    if !diagnostics {
-        return Ok(Report {
-            release,
-            diagnostics: None,
-        });
-    }
-    let facts: Vec<PartyFacts> = parties
-        .iter()
-        .map(|p| PartyFacts {
-            source: p.path().display().to_string(),
-            n: p.rows(),
-        })
-        .collect();
-    let pooled = Spill::new(parts, plan.block_rows)?;
-    let job = Job {
-        parties: &facts,
-        pooled: &pooled,
-        test: test.as_ref(),
-        fits: &fits,
-        spec,
         d: fits.first().map_or(0, |f| f.w.len()),
-    };
-    let aggregation = AggregationFacts {
-        calibrations: noisy.calibrations,
+        fits,
+        tags,
         transformed,
-        smallest,
-        protocol: agg.report,
-        protocol_summary: agg.summary,
-        matches: noisy.matches,
-    };
-    let timings = Timings {
+        parties: parties
+            .iter()
+            .map(|p| PartyFacts {
+                source: p.path().display().to_string(),
+                n: p.rows(),
+            })
+            .collect(),
+        features,
         ingest_s,
-        local_training_s: t_local,
-        aggregation_s: t_agg,
-        baselines_s: 0.0,
-        evaluation_s: 0.0,
-        total_s: 0.0,
+        local_s: t0.elapsed().as_secs_f64() - ingest_s,
     };
-    let mut diagnostics = pipeline::diagnose(&job, &release, aggregation, timings)?;
-    diagnostics.timings.total_s = t0.elapsed().as_secs_f64();
+    // The pooled baseline streams over every party's spill, in party order.
+    let block_rows = plan.block_rows;
+    let pooled = move || Spill::new(parts, block_rows);
+    let ctx = (spec, keys, progress);
+    let mut report = pipeline::conclude(local, ctx, diagnostics.then_some(pooled), test.as_ref())?;
+    if let Some(dg) = report.diagnostics.as_mut() {
+        dg.timings.total_s = t0.elapsed().as_secs_f64();
+    }
+    // The spill folder (and every party's rows in it) goes now, also on every error above.
     drop(dir);
-    Ok(Report {
-        release,
-        diagnostics: Some(diagnostics),
-    })
+    Ok(report)
 }
 
 #[cfg(test)]

@@ -72,6 +72,40 @@ impl Passes for MemoryPasses<'_> {
     }
 }
 
+/// An owned data set in memory (the diagnostics' pooled rows): the same passes as
+/// [`MemoryPasses`] over its rows.
+impl Passes for kinsey_data::Dataset {
+    fn shape(&self) -> (usize, usize) {
+        (self.n(), self.d)
+    }
+
+    fn sums(&self, w: &[f64], hessian: bool) -> Result<LossSums> {
+        MemoryPasses::new(self.rows()?).sums(w, hessian)
+    }
+
+    fn misclassified(&self, w: &[f64]) -> Result<usize> {
+        Ok(misclassified(w, &self.x, &self.y, self.d))
+    }
+
+    fn gather(&self, idx: &[usize]) -> Result<(Vec<f32>, Vec<f32>)> {
+        Ok(gather(self.rows()?, idx))
+    }
+
+    fn in_memory(&self) -> Option<Rows<'_>> {
+        self.rows().ok()
+    }
+
+    fn describe(&self) -> String {
+        MemoryPasses::new(Rows {
+            x: &self.x,
+            y: &self.y,
+            n: self.n(),
+            d: self.d,
+        })
+        .describe()
+    }
+}
+
 /// A device kernel (CPU or GPU) as the solver's Hessian source.
 pub struct KernelPasses<'a>(pub Box<dyn LogisticKernel + 'a>);
 

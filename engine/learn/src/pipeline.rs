@@ -6,7 +6,8 @@ use crate::aggregate::{
     self, Aggregator, NoiseCalibration, PartyInput, PlaintextAggregator, PrivacySpec,
 };
 use crate::logreg::{self, Fit, Objective, SolverConfig};
-use crate::passes::{MemoryPasses, Passes};
+use crate::passes::Passes;
+pub use crate::report::{Diagnostics, ModelEval, PartyReport, Theorem42, Timings};
 use crate::seeding::{NoiseKeys, Tag};
 use kinsey_core::{Error, Progress, Result};
 use kinsey_data::{Dataset, RowTransform};
@@ -56,79 +57,6 @@ pub fn check_parties(k: usize, allow_two_parties: bool) -> Result<()> {
     Ok(())
 }
 
-#[derive(Debug, Clone, Serialize)]
-/// One party's figures (diagnostics).
-pub struct PartyReport {
-    /// The party's number (1-based).
-    pub party: usize,
-    /// Where its data came from.
-    pub source: String,
-    /// Its rows.
-    pub rows: usize,
-    pub(crate) rows_transformed: usize,
-    /// `J(w_j)` at its local model.
-    pub objective: f64,
-    /// `||grad J(w_j)||` reached.
-    pub grad_norm: f64,
-    pub(crate) newton_iterations: usize,
-    pub(crate) data_passes: usize,
-    /// Hessians evaluated.
-    pub hessian_evaluations: usize,
-    /// Rows in the Hessian subsample.
-    pub hessian_rows: usize,
-    /// Seconds of local training.
-    pub seconds: f64,
-    /// Where it ran.
-    pub device: String,
-    /// Its local model's test error, when a test set was given.
-    pub test_error: Option<f64>,
-    /// The noise calibrated to its size.
-    pub noise: NoiseCalibration,
-}
-
-#[derive(Debug, Clone, Serialize)]
-/// A model's objective and errors (diagnostics).
-pub struct ModelEval {
-    /// `dp_aggregate`, `non_private_average` or `non_private_pooled`.
-    pub name: String,
-    /// J(w) on the pooled training data.
-    pub objective: f64,
-    /// Excess objective over the pooled optimum w*.
-    pub(crate) excess_objective: f64,
-    /// Test error, when a test set was given.
-    pub test_error: Option<f64>,
-    pub(crate) train_error: f64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-/// Theorem 4.2 of seed 001: the distance between the average and the pooled model against its
-/// bound.
-pub struct Theorem42 {
-    /// `||w_hat - w*||` (unperturbed average vs pooled optimum).
-    pub distance: f64,
-    /// `(K - 1) / (n_(1) lambda)`.
-    pub bound: f64,
-    /// `distance / bound`.
-    pub ratio: f64,
-    /// Whether the bound holds.
-    pub holds: bool,
-}
-
-#[derive(Debug, Clone, Serialize)]
-/// Seconds per phase (diagnostics: they depend on the data).
-pub struct Timings {
-    /// Reading the data.
-    pub ingest_s: f64,
-    /// Every party's local fit.
-    pub local_training_s: f64,
-    /// SensitivityDerivation, noise and aggregation.
-    pub aggregation_s: f64,
-    pub(crate) baselines_s: f64,
-    /// Evaluating the models.
-    pub evaluation_s: f64,
-    pub(crate) total_s: f64,
-}
-
 /// The release (written as report.json beside model.json): the published classifier, its
 /// guarantee and public parameters only. No party size, per-party figure, baseline,
 /// timing or noise scale (the scale would reveal the smallest party's size).
@@ -175,36 +103,6 @@ pub struct Release {
     pub rng: RngRecord,
     /// The published classifier.
     pub w: Vec<f64>,
-}
-
-/// Diagnostics (written only when asked, NOT PRIVATE): every figure computed from the
-/// parties' exact data.
-#[derive(Debug, Clone, Serialize)]
-pub struct Diagnostics {
-    /// Every party's rows.
-    pub party_sizes: Vec<usize>,
-    /// Every party's figures.
-    pub parties: Vec<PartyReport>,
-    /// The calibration of the noise that was published (it holds n_(1)).
-    pub(crate) published_noise: NoiseCalibration,
-    /// The secure protocol's report (per-stage time, operations, traffic).
-    pub protocol: Option<serde_json::Value>,
-    /// The protocol's report as terminal lines.
-    #[serde(skip)]
-    pub(crate) protocol_summary: Vec<String>,
-    /// The secure result equals the plaintext reference with the same noise, bit for bit.
-    pub matches_plaintext_reference: Option<bool>,
-    pub(crate) compute_device: String,
-    /// The published model and both non-private baselines.
-    pub models: Vec<ModelEval>,
-    /// Theorem 4.2 on this run.
-    pub theorem_4_2: Theorem42,
-    /// Test rows, when a test set was given.
-    pub test_rows: Option<usize>,
-    /// The published model's test error.
-    pub test_error: Option<f64>,
-    /// Seconds per phase.
-    pub timings: Timings,
 }
 
 /// A run's outcome: the release, and the diagnostics when they were asked for.
@@ -440,68 +338,107 @@ pub fn run(
         .collect();
     let (d, transformed) = prepare(&mut parties, test.as_mut(), spec)?;
     let fits = train_locally(&parties, spec, progress)?;
-    let t_local = t0.elapsed().as_secs_f64();
+    let local = Local {
+        command,
+        fits,
+        tags,
+        transformed,
+        parties: parties
+            .iter()
+            .map(|p| PartyFacts {
+                source: p.source.display().to_string(),
+                n: p.n(),
+            })
+            .collect(),
+        features: parties[0].features.clone(),
+        d,
+        ingest_s,
+        local_s: t0.elapsed().as_secs_f64(),
+    };
+    // The pooled rows are built only for the diagnostics, and the parties' copies dropped.
+    let pooled = move || -> Result<Dataset> { Ok(concat(&parties)) };
+    let (ctx, test) = ((spec, keys, progress), test.as_ref());
+    let mut report = conclude(local, ctx, diagnostics.then_some(pooled), test)?;
+    if let Some(dg) = report.diagnostics.as_mut() {
+        dg.timings.total_s = ingest_s + t0.elapsed().as_secs_f64();
+    }
+    Ok(report)
+}
+
+/// What a run's local phase leaves for the rest (in memory, or in bounded memory).
+pub(crate) struct Local {
+    pub(crate) command: &'static str,
+    pub(crate) fits: Vec<Fit>,
+    /// Every party's noise tag, in party order.
+    pub(crate) tags: Vec<Tag>,
+    pub(crate) transformed: Vec<usize>,
+    pub(crate) parties: Vec<PartyFacts>,
+    /// The model's features (with the intercept's).
+    pub(crate) features: Vec<String>,
+    pub(crate) d: usize,
+    pub(crate) ingest_s: f64,
+    pub(crate) local_s: f64,
+}
+
+/// Aggregate the local models with noise, build the release, and, when `pooled` is given,
+/// the NOT PRIVATE diagnostics over the pooled rows it builds.
+pub(crate) fn conclude<P: Passes>(
+    local: Local,
+    (spec, keys, progress): (&JobSpec, &NoiseKeys, &dyn Progress),
+    pooled: Option<impl FnOnce() -> Result<P>>,
+    test: Option<&Dataset>,
+) -> Result<Report> {
     let t1 = Instant::now();
-    let sizes: Vec<usize> = parties.iter().map(Dataset::n).collect();
-    let noisy = aggregate_noisy(&sizes, &fits, spec, (keys, &tags), progress)?;
+    let sizes: Vec<usize> = local.parties.iter().map(|p| p.n).collect();
+    let noisy = aggregate_noisy(&sizes, &local.fits, spec, (keys, &local.tags), progress)?;
     let agg = noisy.aggregate;
     let smallest = aggregate::smallest_party(&noisy.inputs)?;
     let t_agg = t1.elapsed().as_secs_f64();
     let release = release(
-        command,
+        local.command,
         spec,
         Published {
             w: agg.w,
             aggregator: agg.aggregator,
             backend: agg.backend,
-            features: parties[0].features.clone(),
+            features: local.features,
             gradient_bound: noisy.gradient_bound,
-            parties: k,
+            parties: local.parties.len(),
             rng: keys.record(),
         },
     )?;
-    if !diagnostics {
+    let Some(pooled) = pooled else {
         return Ok(Report {
             release,
             diagnostics: None,
         });
-    }
-    let facts: Vec<PartyFacts> = parties
-        .iter()
-        .map(|p| PartyFacts {
-            source: p.source.display().to_string(),
-            n: p.n(),
-        })
-        .collect();
-    let pooled = concat(&parties);
-    drop(parties);
-    let pooled_passes = MemoryPasses::new(pooled.rows()?);
+    };
+    let pooled = pooled()?;
     let job = Job {
-        parties: &facts,
-        pooled: &pooled_passes,
-        test: test.as_ref(),
-        fits: &fits,
+        parties: &local.parties,
+        pooled: &pooled,
+        test,
+        fits: &local.fits,
         spec,
-        d,
+        d: local.d,
     };
     let aggregation = AggregationFacts {
         calibrations: noisy.calibrations,
-        transformed,
+        transformed: local.transformed,
         smallest,
         protocol: agg.report,
         protocol_summary: agg.summary,
         matches: noisy.matches,
     };
     let timings = Timings {
-        ingest_s,
-        local_training_s: t_local,
+        ingest_s: local.ingest_s,
+        local_training_s: local.local_s,
         aggregation_s: t_agg,
         baselines_s: 0.0,
         evaluation_s: 0.0,
         total_s: 0.0,
     };
-    let mut diagnostics = diagnose(&job, &release, aggregation, timings)?;
-    diagnostics.timings.total_s = ingest_s + t0.elapsed().as_secs_f64();
+    let diagnostics = diagnose(&job, &release, aggregation, timings)?;
     Ok(Report {
         release,
         diagnostics: Some(diagnostics),
