@@ -23,18 +23,23 @@ use std::path::{Path, PathBuf};
 #[derive(Debug)]
 pub struct SpillDir {
     path: PathBuf,
+    /// `base`, when this run created it (removed again if it is left empty).
+    made_base: Option<PathBuf>,
 }
 
 impl SpillDir {
-    /// A new directory `.kinsey-spill-<random>` under `base` (created `0700`).
+    /// A new directory `.kinsey-spill-<random>` under `base` (created `0700`; `base` is
+    /// created if missing, and removed again on drop if it is then empty, so a failed run
+    /// leaves no folder behind).
     pub fn create(base: &Path) -> Result<Self> {
+        let made_base = (!base.exists()).then(|| base.to_path_buf());
         std::fs::create_dir_all(base).map_err(|e| Error::io(base, e))?;
         let mut tag = [0u8; 8];
         kinsey_dp::rng::os_crypto_rng().fill_bytes(&mut tag);
         let name: String = tag.iter().map(|b| format!("{b:02x}")).collect();
         let path = base.join(format!(".kinsey-spill-{name}"));
         kinsey_data::output::create_private_dir(&path).map_err(|e| Error::io(&path, e))?;
-        Ok(Self { path })
+        Ok(Self { path, made_base })
     }
 
     /// The directory.
@@ -47,6 +52,10 @@ impl Drop for SpillDir {
     fn drop(&mut self) {
         if let Err(e) = std::fs::remove_dir_all(&self.path) {
             tracing::warn!("could not remove {}: {e}", self.path.display());
+        }
+        if let Some(base) = &self.made_base {
+            // Only if empty: the run's outputs may be there by now.
+            let _ = std::fs::remove_dir(base);
         }
     }
 }
@@ -383,6 +392,9 @@ mod tests {
     #[test]
     fn spilled_passes_equal_in_memory_passes() {
         let base = tempfile::tempdir().expect("tmp");
+        let fresh = base.path().join("out");
+        drop(SpillDir::create(&fresh).expect("dir"));
+        assert!(!fresh.exists(), "a base folder the run made is left behind");
         let dir = SpillDir::create(base.path()).expect("dir");
         #[cfg(unix)]
         {
