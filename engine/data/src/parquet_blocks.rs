@@ -21,7 +21,7 @@ pub struct ParquetParty {
     spec: ColumnSpec,
     features: Vec<String>,
     rows: usize,
-    largest_row_group: usize,
+    largest_group_bytes: u64,
 }
 
 impl ParquetParty {
@@ -31,7 +31,7 @@ impl ParquetParty {
     pub fn open(path: &Path, spec: &ColumnSpec) -> Result<Self> {
         let files = parquet_files(path)?;
         let mut features: Option<Vec<String>> = None;
-        let (mut rows, mut largest) = (0usize, 0usize);
+        let (mut rows, mut largest) = (0usize, 0u64);
         for f in &files {
             let file = File::open(f).map_err(|e| Error::io(f, e))?;
             let builder = ParquetRecordBatchReaderBuilder::try_new(file)
@@ -54,7 +54,7 @@ impl ParquetParty {
             let meta = builder.metadata();
             rows = rows.saturating_add(meta.file_metadata().num_rows().max(0) as usize);
             for rg in meta.row_groups() {
-                largest = largest.max(rg.num_rows().max(0) as usize);
+                largest = largest.max(rg.compressed_size().max(0) as u64);
             }
         }
         let features = features.ok_or_else(|| Error::format(path, "no data"))?;
@@ -67,7 +67,7 @@ impl ParquetParty {
             spec: spec.clone(),
             features,
             rows,
-            largest_row_group: largest,
+            largest_group_bytes: largest,
         })
     }
 
@@ -91,24 +91,10 @@ impl ParquetParty {
         &self.features
     }
 
-    /// Rows of the largest row group (a reader holds one row group's column chunks).
-    pub fn largest_row_group(&self) -> usize {
-        self.largest_row_group
-    }
-
     /// Stored bytes of the largest row group's selected columns, compressed, as a reader
     /// fetches them (an upper bound: every column of the group).
-    pub fn largest_row_group_bytes(&self) -> Result<u64> {
-        let mut most = 0u64;
-        for f in &self.files {
-            let file = File::open(f).map_err(|e| Error::io(f, e))?;
-            let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-                .map_err(|source| parquet_error(f, source))?;
-            for rg in builder.metadata().row_groups() {
-                most = most.max(rg.compressed_size().max(0) as u64);
-            }
-        }
-        Ok(most)
+    pub fn largest_row_group_bytes(&self) -> u64 {
+        self.largest_group_bytes
     }
 
     /// Decode the rows in order, in blocks of at most `block_rows` rows, each handed to `f`

@@ -42,9 +42,14 @@ impl MemoryBudget {
     /// `spill_base`.
     pub fn default_for(spill_base: PathBuf) -> Self {
         Self {
-            limit: kinsey_core::limits::machine_memory().map_or(8 << 30, |m| m / 2),
+            limit: Self::default_limit(),
             spill_base,
         }
+    }
+
+    /// Half of this machine's memory, or 8 GiB where it cannot be read.
+    pub fn default_limit() -> u64 {
+        kinsey_core::limits::machine_memory().map_or(8 << 30, |m| m / 2)
     }
 }
 
@@ -141,7 +146,7 @@ pub fn plan(parties: &[ParquetParty], spec: &JobSpec, limit: u64) -> Result<Plan
     let mut block = MAX_BLOCK_ROWS;
     let mut need = 0;
     for (j, p) in parties.iter().enumerate() {
-        let rg = p.largest_row_group_bytes()?;
+        let rg = p.largest_row_group_bytes();
         while block > GROUP_ROWS && stream_bytes(p, rg, spec, block) > limit {
             block -= GROUP_ROWS;
         }

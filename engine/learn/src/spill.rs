@@ -211,11 +211,6 @@ impl Spill {
         })
     }
 
-    /// Rows per block.
-    pub fn block_rows(&self) -> usize {
-        self.block_rows
-    }
-
     /// Call `f` on every block in order (each full but the last), with the index of its
     /// first row. A reader thread fills the next block while `f` works on this one (two
     /// buffers), so a pass costs about the larger of reading and summing, not their sum.

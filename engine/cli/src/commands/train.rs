@@ -56,7 +56,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
             None => cfg
                 .compute
                 .memory_limit()?
-                .unwrap_or(MemoryBudget::default_for(PathBuf::new()).limit),
+                .unwrap_or_else(MemoryBudget::default_limit),
         },
         spill_base: cfg.compute.spill_dir.clone().unwrap_or(out.clone()),
     };
