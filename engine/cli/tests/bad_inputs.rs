@@ -171,6 +171,8 @@ party with a missing config | party --config FIX/absent.toml | absent.toml
 curator with a train config | curator --config FIX/cfg/ok.toml | ok.toml
 figure 2 with 0 runs | experiment figure2 --runs 0 --out WORK/f | runs
 bench decay with 0 steps | bench decay --steps 0 | steps
+a LIBSVM index past --dim, kept sparse | bench train --libsvm FIX/bad_index.libsvm --dim 3 --sparse | bad_index.libsvm ; line 2 ; index 9
+--sparse without a LIBSVM file | bench train --rows 10 --dim 3 --sparse | --libsvm
 bench decay with chunks of 0 steps (never advanced) | bench decay --steps 10 --chunk 0 | chunk
 bench paillier on an unknown device | bench paillier --bits 2048 --count 1 --threads 1 --device tpu | device ; tpu
 a Paillier crossover with no GPU path | bench paillier --crossover --bits 2048 --device cpu | crossover ; GPU

@@ -1858,3 +1858,68 @@ fn decay_of_daily_events_carries_times_and_a_noisy_clamp_check() {
             .contains("up to B events of one step")
     );
 }
+
+/// `train --memory-limit` below what the parties need together trains them one by one,
+/// streamed, and publishes the in-memory run's model byte for byte. Whether the parties
+/// fit follows their sizes, so the line that says so is marked NOT PRIVATE; the spill
+/// folder is gone afterwards.
+#[test]
+fn a_memory_limited_train_publishes_the_same_model() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let parties = dir.path().join("parties");
+    ok(&[
+        "generate",
+        "--parties",
+        "3",
+        "--rows",
+        "1500000",
+        "--dim",
+        "3",
+        "--out",
+        arg(&parties),
+        "--seed",
+        "5",
+    ]);
+    let list: Vec<String> = (1..=3)
+        .map(|j| {
+            format!(
+                "\"{}\"",
+                parties.join(format!("party-{j}.parquet")).display()
+            )
+        })
+        .collect();
+    let cfg = dir.path().join("t.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[data]\nparties = [{}]\n[privacy]\nepsilon = 1.0\nseed = 3\n[compute]\n\
+             device = \"cpu\"\n[crypto]\naggregation = \"plaintext\"\n",
+            list.join(", ")
+        ),
+    )
+    .expect("config");
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let out = ok(&[
+        "train",
+        "--config",
+        arg(&cfg),
+        "--out",
+        arg(&a),
+        "--memory-limit",
+        "110MiB",
+    ]);
+    let line = out
+        .lines()
+        .find(|l| l.contains("do not fit the memory limit"))
+        .expect("the bounded run says so");
+    assert!(line.starts_with("NOT PRIVATE"), "{line}");
+    let plain = ok(&["train", "--config", arg(&cfg), "--out", arg(&b)]);
+    assert!(!plain.contains("do not fit"), "{plain}");
+    let model = |d: &Path| std::fs::read(d.join("model.json")).expect("model");
+    assert_eq!(model(&a), model(&b));
+    let left: Vec<_> = std::fs::read_dir(&a)
+        .expect("out")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+}

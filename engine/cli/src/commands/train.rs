@@ -108,12 +108,13 @@ pub(crate) fn run(a: Args) -> Result<()> {
         };
         pipeline::run(input, &spec, &keys, diagnostics, &term::Bars::default())?
     } else {
-        tracing::info!(
+        // Whether the parties fit follows their sizes: a diagnostic, marked as one.
+        crate::term::print_diagnostic(&format!(
             "the parties do not fit the memory limit of {} together: training them one by \
-             one, streamed through a private spill directory under {}",
+             one, streamed through a private spill folder under {}",
             kinsey_core::limits::show_bytes(budget.limit),
             budget.spill_base.display()
-        );
+        ));
         let input = bounded::FilesInput {
             command: "train",
             parties: opened,
