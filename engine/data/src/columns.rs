@@ -31,16 +31,18 @@ pub fn read_categorical(path: &Path, column: &str) -> Result<Vec<String>> {
         return csv_cells(path, column, |c| Some(c.to_string()), "a category");
     }
     let (dt, arrays) = crate::parquet_io::read_column_arrays(path, column)?;
-    categories_of(path, column, &dt, &arrays)
+    categories_of(path, column, &dt, &arrays, 0)
 }
 
 /// The category labels of `arrays`, one column of type `dt` (`path` and `column` name it in
-/// errors): text as is, integers and booleans in decimal; nulls and floats refused.
+/// errors, its first row `row0`): text as is, integers and booleans in decimal; nulls and
+/// floats refused.
 pub(crate) fn categories_of(
     path: &Path,
     column: &str,
     dt: &DataType,
     arrays: &[arrow::array::ArrayRef],
+    row0: usize,
 ) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for a in arrays {
@@ -49,7 +51,7 @@ pub(crate) fn categories_of(
             return Err(Error::Value {
                 path: path.to_path_buf(),
                 column: column.to_string(),
-                row: out.len() + i,
+                row: row0 + out.len() + i,
                 msg: "null value (fill missing values or drop the rows first)".into(),
             });
         }

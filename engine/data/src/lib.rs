@@ -5,6 +5,7 @@
 //! Features are held as `f32` (the GPU's type; the solvers accumulate in `f64`).
 
 pub mod attributes;
+pub mod blocks;
 pub mod columns;
 pub mod digest;
 pub mod ledger;

@@ -7,6 +7,7 @@
 //! only what the release computes on, never the whole table.
 
 use crate::Dataset;
+use crate::blocks::{Cells, Want, cells_of_batch};
 use crate::columns::{categories_of, count_rows, read_categorical, read_numeric};
 use crate::parquet_io::{ColumnSpec, as_f64, dataset_of_batches};
 use arrow::array::{ArrayRef, RecordBatch};
@@ -78,19 +79,7 @@ impl ArrowTable {
 
     /// Column `name`'s arrays, one per batch, or an error listing the columns there are.
     fn arrays(&self, name: &str) -> Result<(arrow::datatypes::DataType, Vec<ArrayRef>)> {
-        let idx = self.schema.index_of(name).map_err(|_| Error::Schema {
-            path: self.name.clone(),
-            column: name.to_string(),
-            msg: format!(
-                "column not found; the columns are: {}",
-                self.schema
-                    .fields()
-                    .iter()
-                    .map(|f| f.name().as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        })?;
+        let idx = crate::parquet_io::column_index(&self.name, &self.schema, name)?;
         Ok((
             self.schema.field(idx).data_type().clone(),
             self.batches.iter().map(|b| b.column(idx).clone()).collect(),
@@ -115,6 +104,15 @@ pub trait ColumnSource {
     /// What a seeded release binds its noise to: every byte of a file; the values of the
     /// `columns` a release reads, for a table (a file's bytes are not at hand).
     fn digest(&self, columns: &[&str]) -> Result<DataDigest>;
+    /// Every block of rows of `columns`, in order, to `f` (one block in memory at a time:
+    /// what a release that counts or sums reads), with the cells and errors of
+    /// [`numeric`](Self::numeric), [`categorical`](Self::categorical) and
+    /// [`rows`](Self::rows).
+    fn for_each_block(
+        &self,
+        columns: &[(&str, Want)],
+        f: &mut dyn FnMut(&[Cells]) -> Result<()>,
+    ) -> Result<()>;
 }
 
 impl ColumnSource for Path {
@@ -136,6 +134,13 @@ impl ColumnSource for Path {
     fn digest(&self, _columns: &[&str]) -> Result<DataDigest> {
         crate::digest::of_inputs(&[self])
     }
+    fn for_each_block(
+        &self,
+        columns: &[(&str, Want)],
+        f: &mut dyn FnMut(&[Cells]) -> Result<()>,
+    ) -> Result<()> {
+        crate::blocks::for_each_block(self, columns, f)
+    }
 }
 
 impl ColumnSource for PathBuf {
@@ -156,6 +161,13 @@ impl ColumnSource for PathBuf {
     }
     fn digest(&self, columns: &[&str]) -> Result<DataDigest> {
         self.as_path().digest(columns)
+    }
+    fn for_each_block(
+        &self,
+        columns: &[(&str, Want)],
+        f: &mut dyn FnMut(&[Cells]) -> Result<()>,
+    ) -> Result<()> {
+        self.as_path().for_each_block(columns, f)
     }
 }
 
@@ -181,7 +193,7 @@ impl ColumnSource for ArrowTable {
     }
     fn categorical(&self, column: &str) -> Result<Vec<String>> {
         let (dt, arrays) = self.arrays(column)?;
-        categories_of(&self.name, column, &dt, &arrays)
+        categories_of(&self.name, column, &dt, &arrays, 0)
     }
     fn numeric_columns(&self) -> Result<Vec<String>> {
         Ok(crate::columns::numeric_field_names(&self.schema))
@@ -203,6 +215,21 @@ impl ColumnSource for ArrowTable {
             parts.push((c.to_string(), values));
         }
         Ok(crate::digest::of_named(&parts))
+    }
+    fn for_each_block(
+        &self,
+        columns: &[(&str, Want)],
+        f: &mut dyn FnMut(&[Cells]) -> Result<()>,
+    ) -> Result<()> {
+        for (c, _) in columns {
+            crate::parquet_io::column_index(&self.name, &self.schema, c)?;
+        }
+        let mut row0 = 0;
+        for b in &self.batches {
+            f(&cells_of_batch(&self.name, b, columns, row0)?)?;
+            row0 += b.num_rows();
+        }
+        Ok(())
     }
 }
 

@@ -443,7 +443,7 @@ pub(crate) fn read_column_arrays(path: &Path, name: &str) -> Result<(DataType, V
 }
 
 /// The index of column `name` in `schema`, or an error listing the columns there are.
-fn column_index(path: &Path, schema: &Schema, name: &str) -> Result<usize> {
+pub(crate) fn column_index(path: &Path, schema: &Schema, name: &str) -> Result<usize> {
     schema.index_of(name).map_err(|_| Error::Schema {
         path: path.to_path_buf(),
         column: name.to_string(),

@@ -4,6 +4,7 @@
 
 use crate::histogram::{self, Binning, HistogramRelease};
 use kinsey_core::{Error, Result};
+use kinsey_data::blocks::{Cells, Want};
 use kinsey_data::memory::ColumnSource;
 use kinsey_data::series::Predicate;
 use kinsey_dp::{Neighbours, NoiseRng, RngRecord};
@@ -83,46 +84,59 @@ impl HistogramQuery {
         Ok(format!("{}|{json}", Self::LABEL_VERSION))
     }
 
-    /// The exact bin counts of `input` (NOT PRIVATE: the release's input), with their labels.
+    /// The exact bin counts of `input` (NOT PRIVATE: the release's input), with their labels,
+    /// read a block of rows at a time (memory holds one block, whatever the input's length).
     pub fn count<S: ColumnSource + ?Sized>(&self, input: &S) -> Result<(Vec<String>, Vec<u64>)> {
-        let keep: Option<Vec<bool>> = match &self.predicate {
-            Some(p) => {
-                let p = Predicate::parse(p)?;
-                let v = input.numeric(&p.column)?;
-                Some(v.iter().map(|&x| p.holds(x)).collect())
-            }
-            None => None,
-        };
-        let kept = |i: usize| {
-            keep.as_ref()
-                .is_none_or(|k| k.get(i).copied().unwrap_or(false))
-        };
-        match &self.bins {
-            Bins::Count => {
-                // One category holding every kept row; the column must exist.
-                let n = input.rows(&self.column)?;
-                let c = (0..n).filter(|&i| kept(i)).count() as u64;
-                Ok((vec!["count".into()], vec![c]))
-            }
+        let predicate = self
+            .predicate
+            .as_deref()
+            .map(Predicate::parse)
+            .transpose()?;
+        let (want, labels, mut counts) = match &self.bins {
+            Bins::Count => (Want::Count, vec!["count".to_string()], vec![0u64]),
             Bins::Binned(b @ Binning::Numeric { .. }) => {
-                let v: Vec<f64> = input
-                    .numeric(&self.column)?
-                    .into_iter()
-                    .enumerate()
-                    .filter_map(|(i, v)| kept(i).then_some(v))
-                    .collect();
-                Ok((b.labels(), b.count_numeric(&v)?))
+                (Want::Numeric, b.labels(), b.count_numeric(&[])?)
             }
             Bins::Binned(b @ Binning::Categories(_)) => {
-                let v: Vec<String> = input
-                    .categorical(&self.column)?
-                    .into_iter()
-                    .enumerate()
-                    .filter_map(|(i, v)| kept(i).then_some(v))
-                    .collect();
-                Ok((b.labels(), b.count_categories(&v)?))
+                (Want::Categorical, b.labels(), b.count_categories(&[])?)
             }
+        };
+        let mut columns = vec![(self.column.as_str(), want)];
+        if let Some(p) = &predicate {
+            columns.push((p.column.as_str(), Want::Numeric));
         }
+        input.for_each_block(&columns, &mut |cells| {
+            let keep: Option<Vec<bool>> = match (&predicate, cells.get(1)) {
+                (Some(p), Some(c)) => Some(c.numeric()?.iter().map(|&x| p.holds(x)).collect()),
+                _ => None,
+            };
+            let kept = |i: usize| {
+                keep.as_ref()
+                    .is_none_or(|k| k.get(i).copied().unwrap_or(false))
+            };
+            let block = match (&self.bins, &cells[0]) {
+                (Bins::Count, c) => vec![(0..c.len()).filter(|&i| kept(i)).count() as u64],
+                (Bins::Binned(b), Cells::Numeric(v)) => b.count_numeric(
+                    &v.iter()
+                        .enumerate()
+                        .filter_map(|(i, &v)| kept(i).then_some(v))
+                        .collect::<Vec<f64>>(),
+                )?,
+                (Bins::Binned(b), c) => b.count_categories(
+                    &c.categorical()?
+                        .iter()
+                        .enumerate()
+                        .filter(|&(i, _)| kept(i))
+                        .map(|(_, v)| v.clone())
+                        .collect::<Vec<String>>(),
+                )?,
+            };
+            for (t, c) in counts.iter_mut().zip(block) {
+                *t += c;
+            }
+            Ok(())
+        })?;
+        Ok((labels, counts))
     }
 
     /// The release of `input`'s column: counted, then noised by `rng` (OS-keyed, or
