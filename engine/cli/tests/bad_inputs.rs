@@ -124,6 +124,8 @@ a missing column | histogram --input FIX/table.csv --column nope --epsilon 1 --n
 an unknown neighbour definition | histogram --input FIX/table.csv --column f --epsilon 1 --neighbours sideways --out WORK/h | sideways
 NaN at row 1, count mode | histogram --input FIX/table_nan.csv --column f --epsilon 1 --neighbours bounded --out WORK/h | table_nan.csv ; row 0
 inf at row 3, with bins | histogram --input FIX/table_inf.csv --column f --bins 0:10:5 --epsilon 1 --neighbours bounded --out WORK/h | table_inf.csv ; row 2
+a bad cell past the first block | histogram --input FIX/long_bad.csv --column f --bins 0:10:5 --epsilon 1 --neighbours bounded --out WORK/h | long_bad.csv ; row 69999 ; not a number
+a filter column with a bad cell past the first block | histogram --input FIX/long_bad.csv --column g --where f>1 --epsilon 1 --neighbours unbounded --out WORK/h | long_bad.csv ; row 69999 ; column 'f'
 a missing input | histogram --input FIX/absent.csv --column f --epsilon 1 --neighbours bounded --out WORK/h | absent.csv
 # stats
 bounds without a colon | stats mean --input FIX/table.csv --column f --bounds 10 --epsilon 1 --neighbours bounded --out WORK/s | LO:HI ; 10
@@ -134,6 +136,7 @@ a quantile level of 1.5 | stats quantiles --input FIX/table.csv --column f --bou
 a quantile level with seven decimals | stats quantiles --input FIX/table.csv --column f --bounds 0:10 --levels 0.1234567 --epsilon 1 --neighbours bounded --out WORK/s | 0.1234567 ; six decimals
 one quantile candidate | stats quantiles --input FIX/table.csv --column f --bounds 0:10 --candidates 1 --epsilon 1 --neighbours bounded --out WORK/s | candidates
 a NaN value | stats mean --input FIX/table_nan.csv --column f --bounds 0:10 --epsilon 1 --neighbours unbounded --out WORK/s | table_nan.csv ; row 0 ; finite
+a bad cell past the first block | stats quantiles --input FIX/long_bad.csv --column f --bounds 0:10 --epsilon 1 --neighbours bounded --out WORK/s | long_bad.csv ; row 69999 ; not a number
 a missing column | stats sum --input FIX/table.csv --column nope --bounds 0:10 --epsilon 1 --neighbours bounded --out WORK/s | nope
 # ledger
 a ledger without a budget for a new data set | stats mean --input FIX/table.csv --column f --bounds 0:10 --epsilon 1 --neighbours bounded --out WORK/s --ledger WORK/l.jsonl | ledger-budget
@@ -574,6 +577,12 @@ fn text_fixtures(fix: &Path) {
         })
         .collect();
     write(&fix.join("table_inf.csv"), &(inf.join("\n") + "\n"));
+    // A bad cell past the first block a release reads (65,536 rows): named at its row.
+    let mut long = String::from("f,g\n");
+    for i in 0..70_000 {
+        long.push_str(if i == 69_999 { "x7,1\n" } else { "1.5,1\n" });
+    }
+    write(&fix.join("long_bad.csv"), &long);
 
     let series: String = std::iter::once("value".to_string())
         .chain((0..100).map(|i| ((i * 5) % 3 % 2).to_string()))

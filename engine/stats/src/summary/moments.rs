@@ -83,9 +83,83 @@ fn part(quantity: &str, epsilon: f64, sensitivity: f64, grid: f64, law: &Discret
     }
 }
 
+/// The exact integer sums a sum's, mean's or variance's release needs, accumulated a block
+/// of values at a time: each clamped value on the statistic's public grid, minus the public
+/// centre (0 for a sum or a mean with n public). Integer sums do not depend on the order
+/// or the blocks, so a release from blocks is the release from the whole column, bit for
+/// bit.
+#[derive(Debug, Clone)]
+pub struct MomentSums {
+    lo: f64,
+    hi: f64,
+    grid: Grid,
+    centre: i128,
+    n: u128,
+    s1: i128,
+    s2: u128,
+}
+
+impl MomentSums {
+    /// Empty sums for `q` (a sum, mean or variance).
+    pub fn new(q: &SummaryQuery) -> Self {
+        let (grid, centred) = match (&q.statistic, q.neighbours) {
+            (Statistic::Sum, Neighbours::Unbounded) => (
+                Grid::below(q.lo.abs().max(q.hi.abs()), SUM_GRID_BITS),
+                false,
+            ),
+            (Statistic::Variance, _) => (Grid::below(q.hi - q.lo, VARIANCE_GRID_BITS), true),
+            (Statistic::Mean, Neighbours::Unbounded) => {
+                (Grid::below(q.hi - q.lo, SUM_GRID_BITS), true)
+            }
+            _ => (Grid::below(q.hi - q.lo, SUM_GRID_BITS), false),
+        };
+        let centre = if centred {
+            grid.index((q.lo + q.hi) / 2.0)
+        } else {
+            0
+        };
+        Self {
+            lo: q.lo,
+            hi: q.hi,
+            grid,
+            centre,
+            n: 0,
+            s1: 0,
+            s2: 0,
+        }
+    }
+
+    /// Add a block of values (finite: the readers refuse the others).
+    pub fn add(&mut self, values: &[f64]) {
+        for &x in values {
+            let j = self.grid.index(x.clamp(self.lo, self.hi)) - self.centre;
+            self.n += 1;
+            self.s1 += j;
+            self.s2 += j.unsigned_abs() * j.unsigned_abs();
+        }
+    }
+
+    /// Values added.
+    pub fn rows(&self) -> usize {
+        self.n as usize
+    }
+
+    /// The centred grid indices of the bounds.
+    fn range(&self) -> (i128, i128) {
+        (
+            self.grid.index(self.lo) - self.centre,
+            self.grid.index(self.hi) - self.centre,
+        )
+    }
+}
+
 /// The release of a sum, mean or variance.
-pub(crate) fn release(q: &SummaryQuery, values: &[f64], rng: &mut NoiseRng) -> Result<Released> {
-    let n = values.len();
+pub(crate) fn release(
+    q: &SummaryQuery,
+    values: &MomentSums,
+    rng: &mut NoiseRng,
+) -> Result<Released> {
+    let n = values.rows();
     match (&q.statistic, q.neighbours) {
         (Statistic::Sum, nb) => sum(q, nb, values, rng),
         (Statistic::Mean, Neighbours::Bounded) => {
@@ -126,22 +200,22 @@ fn rounding_note(g: f64) -> String {
 
 /// Sum. Bounded: replacing a row moves the integer sum by at most `khi - klo`. Unbounded:
 /// adding or removing one moves it by at most `max(|klo|, |khi|)`.
-fn sum(q: &SummaryQuery, nb: Neighbours, values: &[f64], rng: &mut NoiseRng) -> Result<Released> {
-    let span = match nb {
-        Neighbours::Bounded => q.hi - q.lo,
-        Neighbours::Unbounded => q.lo.abs().max(q.hi.abs()),
-    };
-    let g = Grid::below(span, SUM_GRID_BITS);
-    let (klo, khi) = (g.index(q.lo), g.index(q.hi));
+fn sum(
+    q: &SummaryQuery,
+    nb: Neighbours,
+    values: &MomentSums,
+    rng: &mut NoiseRng,
+) -> Result<Released> {
+    let g = values.grid;
+    let (klo, khi) = values.range();
     let sens = match nb {
         Neighbours::Bounded => khi - klo,
         Neighbours::Unbounded => klo.abs().max(khi.abs()),
     };
-    let s: i128 = values.iter().map(|&x| g.index(x.clamp(q.lo, q.hi))).sum();
-    let (noisy_s, law) = noisy(s, sens, q.epsilon, rng)?;
+    let (noisy_s, law) = noisy(values.s1, sens, q.epsilon, rng)?;
     let mut value = noisy_s as f64 * g.step();
     if nb == Neighbours::Bounded {
-        let n = values.len() as f64;
+        let n = values.rows() as f64;
         value = value.clamp(n * q.lo, n * q.hi);
     }
     let sensitivity = sens as f64 * g.step();
@@ -174,9 +248,9 @@ fn sum(q: &SummaryQuery, nb: Neighbours, values: &[f64], rng: &mut NoiseRng) -> 
 }
 
 /// Mean with n public: the bounded sum divided by n.
-fn mean_bounded(q: &SummaryQuery, values: &[f64], rng: &mut NoiseRng) -> Result<Released> {
+fn mean_bounded(q: &SummaryQuery, values: &MomentSums, rng: &mut NoiseRng) -> Result<Released> {
     let mut r = sum(q, Neighbours::Bounded, values, rng)?;
-    let n = values.len() as f64;
+    let n = values.rows() as f64;
     let est = &mut r.estimates[0];
     est.name = "mean".into();
     est.value = (est.value / n).clamp(q.lo, q.hi);
@@ -188,25 +262,15 @@ fn mean_bounded(q: &SummaryQuery, values: &[f64], rng: &mut NoiseRng) -> Result<
     Ok(r)
 }
 
-/// The centred integer values `round(x / g) - c` and the range of `j`.
-fn centred(q: &SummaryQuery, g: Grid, values: &[f64]) -> (Vec<i128>, i128, i128, i128) {
-    let c = g.index((q.lo + q.hi) / 2.0);
-    let j = values
-        .iter()
-        .map(|&x| g.index(x.clamp(q.lo, q.hi)) - c)
-        .collect();
-    (j, g.index(q.lo) - c, g.index(q.hi) - c, c)
-}
-
 /// Mean with n private: a noisy count and a noisy centred sum (epsilon / 2 each; adding
 /// or removing a row moves the count by 1 and the centred sum by at most `max |j|`).
-fn mean_unbounded(q: &SummaryQuery, values: &[f64], rng: &mut NoiseRng) -> Result<Released> {
-    let g = Grid::below(q.hi - q.lo, SUM_GRID_BITS);
-    let (j, jlo, jhi, c) = centred(q, g, values);
+fn mean_unbounded(q: &SummaryQuery, values: &MomentSums, rng: &mut NoiseRng) -> Result<Released> {
+    let (g, c) = (values.grid, values.centre);
+    let (jlo, jhi) = values.range();
     let e = share(q.epsilon, 2);
-    let (noisy_n, law_n) = noisy(j.len() as i128, 1, e, rng)?;
+    let (noisy_n, law_n) = noisy(values.n as i128, 1, e, rng)?;
     let sens = jlo.abs().max(jhi.abs());
-    let (noisy_s, law_s) = noisy(j.iter().sum(), sens, e, rng)?;
+    let (noisy_s, law_s) = noisy(values.s1, sens, e, rng)?;
     let count = (noisy_n as f64).max(1.0);
     let value = ((c as f64 + noisy_s as f64 / count) * g.step()).clamp(q.lo, q.hi);
     let sensitivity = sens as f64 * g.step();
@@ -272,18 +336,17 @@ fn scaled_ratio(num: u128, den: u128, a: i32) -> Result<i128> {
 /// within the range), so `SS / (n - 1)` moves by at most `D^2 / n`. It is released on a
 /// grid `h` of `2^30` steps below that: `K = round(n SS / (n (n - 1) h))` moves by at most
 /// `ceil(D^2 / (n h)) + 1`, the integer sensitivity of its discrete Laplace.
-fn variance_bounded(q: &SummaryQuery, values: &[f64], rng: &mut NoiseRng) -> Result<Released> {
-    let g = Grid::below(q.hi - q.lo, VARIANCE_GRID_BITS);
-    let (j, jlo, jhi, _) = centred(q, g, values);
-    let n = j.len() as u128;
+fn variance_bounded(q: &SummaryQuery, values: &MomentSums, rng: &mut NoiseRng) -> Result<Released> {
+    let g = values.grid;
+    let (jlo, jhi) = values.range();
+    let n = values.n;
     let overflow = || {
         Error::param(
             "input",
             format!("a variance of {n} rows overflows the exact integer grid"),
         )
     };
-    let s1: i128 = j.iter().sum();
-    let s2: u128 = j.iter().map(|&x| (x * x) as u128).sum();
+    let (s1, s2) = (values.s1, values.s2);
     // n SS = n s2 - s1^2 >= 0 (Cauchy-Schwarz), exact.
     let nss = n
         .checked_mul(s2)
@@ -334,14 +397,20 @@ fn variance_bounded(q: &SummaryQuery, values: &[f64], rng: &mut NoiseRng) -> Res
 /// Variance with n private: count, centred sum and centred sum of squares, epsilon / 3
 /// each (add/remove sensitivities 1, `max |j|` and `max j^2`); post-processed to
 /// `(S2 / N - (S1 / N)^2) N / (N - 1)` with `N = max(noisy count, 2)`, clamped.
-fn variance_unbounded(q: &SummaryQuery, values: &[f64], rng: &mut NoiseRng) -> Result<Released> {
-    let g = Grid::below(q.hi - q.lo, VARIANCE_GRID_BITS);
-    let (j, jlo, jhi, _) = centred(q, g, values);
+fn variance_unbounded(
+    q: &SummaryQuery,
+    values: &MomentSums,
+    rng: &mut NoiseRng,
+) -> Result<Released> {
+    let g = values.grid;
+    let (jlo, jhi) = values.range();
     let e = share(q.epsilon, 3);
     let m = jlo.abs().max(jhi.abs());
-    let (noisy_n, law_n) = noisy(j.len() as i128, 1, e, rng)?;
-    let (noisy_s1, law_1) = noisy(j.iter().sum(), m, e, rng)?;
-    let (noisy_s2, law_2) = noisy(j.iter().map(|x| x * x).sum(), m * m, e, rng)?;
+    let s2 = i128::try_from(values.s2)
+        .map_err(|_| Error::Numerical("variance: the exact integer grid overflowed".into()))?;
+    let (noisy_n, law_n) = noisy(values.n as i128, 1, e, rng)?;
+    let (noisy_s1, law_1) = noisy(values.s1, m, e, rng)?;
+    let (noisy_s2, law_2) = noisy(s2, m * m, e, rng)?;
     let count = (noisy_n as f64).max(2.0);
     let mean = noisy_s1 as f64 / count;
     let var = (noisy_s2 as f64 / count - mean * mean) * count / (count - 1.0);

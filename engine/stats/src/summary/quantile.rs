@@ -57,6 +57,57 @@ pub fn counts(sorted: &[f64], candidates: &[f64]) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// [`counts`] accumulated a block of values at a time, without sorting or holding them: per
+/// value, how many candidates are at most it and how many are below it; the counts per
+/// candidate are prefix sums of those (exact integers: any blocks, the same counts).
+#[derive(Debug, Clone)]
+pub struct CandidateCounts {
+    candidates: Vec<f64>,
+    /// `at_most[i]`: values with exactly `i` candidates `<= x`.
+    at_most: Vec<u64>,
+    /// `below[i]`: values with exactly `i` candidates `< x`.
+    below: Vec<u64>,
+}
+
+impl CandidateCounts {
+    /// Empty counts over `candidates` (ascending).
+    pub fn new(candidates: Vec<f64>) -> Self {
+        let m = candidates.len() + 1;
+        Self {
+            candidates,
+            at_most: vec![0; m],
+            below: vec![0; m],
+        }
+    }
+
+    /// Add a block of values.
+    pub fn add(&mut self, values: &[f64]) {
+        for &x in values {
+            self.at_most[self.candidates.partition_point(|&c| c <= x)] += 1;
+            self.below[self.candidates.partition_point(|&c| c < x)] += 1;
+        }
+    }
+
+    /// Values added.
+    pub fn rows(&self) -> usize {
+        self.at_most.iter().sum::<u64>() as usize
+    }
+
+    /// `(#{x < c}, #{x > c})` for every candidate `c`, as [`counts`] gives them.
+    pub fn counts(&self) -> Vec<(u64, u64)> {
+        let (mut lt, mut gt) = (0u64, self.rows() as u64 - self.below[0]);
+        (0..self.candidates.len())
+            .map(|k| {
+                // x < c_k: at most k candidates are <= x; x > c_k: more than k are < x.
+                lt += self.at_most[k];
+                let out = (lt, gt);
+                gt -= self.below[k + 1];
+                out
+            })
+            .collect()
+    }
+}
+
 /// The scores of every candidate for level `a / 10^6` given `(#{x < c}, #{x > c})`.
 pub fn scores(counts: &[(u64, u64)], a: u64) -> Vec<i128> {
     let (wa, wb) = (i128::from(LEVEL_DENOMINATOR - a), i128::from(a));
@@ -70,13 +121,11 @@ pub fn scores(counts: &[(u64, u64)], a: u64) -> Vec<i128> {
 pub(crate) fn release(
     q: &SummaryQuery,
     qs: &[f64],
-    values: &[f64],
+    values: &CandidateCounts,
     rng: &mut NoiseRng,
 ) -> Result<Released> {
-    let cands = candidates(q.lo, q.hi, q.candidates);
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let counts = counts(&sorted, &cands);
+    let cands = &values.candidates;
+    let counts = values.counts();
     let e = share(q.epsilon, qs.len());
     let spacing = (q.hi - q.lo) / (q.candidates - 1) as f64;
     let (mut estimates, mut parts) = (Vec::new(), Vec::new());

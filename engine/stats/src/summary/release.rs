@@ -1,8 +1,11 @@
 //! The release of a summary query and its exact twin (NOT PRIVATE).
 
+use super::moments::MomentSums;
+use super::quantile::CandidateCounts;
 use super::spec::{Estimate, Part, Statistic, SummaryQuery};
 use super::{moments, quantile};
-use kinsey_core::Result;
+use kinsey_core::{Error, Result};
+use kinsey_data::blocks::Want;
 use kinsey_data::memory::ColumnSource;
 use kinsey_dp::release::{Guarantee, GuaranteeKind};
 use kinsey_dp::{NoiseRng, RngRecord};
@@ -36,6 +39,33 @@ pub struct SummaryReport {
     pub rng: RngRecord,
 }
 
+/// What a release accumulates from its column, a block at a time.
+#[derive(Debug, Clone)]
+pub enum SummarySums {
+    /// A sum's, mean's or variance's exact integer sums.
+    Moments(MomentSums),
+    /// The quantiles' counts below and above each candidate.
+    Quantiles(CandidateCounts),
+}
+
+impl SummarySums {
+    /// Add a block of the column's values.
+    pub fn add(&mut self, values: &[f64]) {
+        match self {
+            SummarySums::Moments(m) => m.add(values),
+            SummarySums::Quantiles(c) => c.add(values),
+        }
+    }
+
+    /// Values added.
+    pub fn rows(&self) -> usize {
+        match self {
+            SummarySums::Moments(m) => m.rows(),
+            SummarySums::Quantiles(c) => c.rows(),
+        }
+    }
+}
+
 /// The exact values (NOT PRIVATE: for diagnostics only).
 #[derive(Debug, Clone, Serialize)]
 pub struct ExactSummary {
@@ -48,15 +78,37 @@ pub struct ExactSummary {
 }
 
 impl SummaryQuery {
-    /// The release of `input`'s column, noised by `rng`.
+    /// Empty accumulators of what this release needs from its column.
+    pub fn sums(&self) -> SummarySums {
+        match &self.statistic {
+            Statistic::Quantiles(_) => SummarySums::Quantiles(CandidateCounts::new(
+                quantile::candidates(self.lo, self.hi, self.candidates),
+            )),
+            _ => SummarySums::Moments(MomentSums::new(self)),
+        }
+    }
+
+    /// What this release needs from `input`'s column, read a block of rows at a time
+    /// (memory holds one block, whatever the column's length; a cell that is not a finite
+    /// number is refused naming its row).
+    pub fn accumulate<S: ColumnSource + ?Sized>(&self, input: &S) -> Result<SummarySums> {
+        let mut sums = self.sums();
+        input.for_each_block(&[(self.column.as_str(), Want::Numeric)], &mut |cells| {
+            sums.add(cells[0].numeric()?);
+            Ok(())
+        })?;
+        Ok(sums)
+    }
+
+    /// The release of `input`'s column, noised by `rng`, read in blocks.
     pub fn release<S: ColumnSource + ?Sized>(
         &self,
         input: &S,
         rng: &mut NoiseRng,
     ) -> Result<SummaryReport> {
         self.check()?;
-        let values = self.values(input)?;
-        self.release_values(&values, input.name().to_path_buf(), rng)
+        let sums = self.accumulate(input)?;
+        self.release_sums(&sums, input.name().to_path_buf(), rng)
     }
 
     /// The release of `values` (already read) as the column of `input`.
@@ -66,12 +118,36 @@ impl SummaryQuery {
         input: PathBuf,
         rng: &mut NoiseRng,
     ) -> Result<SummaryReport> {
+        let mut sums = self.sums();
+        sums.add(values);
+        self.release_sums(&sums, input, rng)
+    }
+
+    /// The release from the column's accumulated `sums` (see [`accumulate`](Self::accumulate)).
+    pub fn release_sums(
+        &self,
+        sums: &SummarySums,
+        input: PathBuf,
+        rng: &mut NoiseRng,
+    ) -> Result<SummaryReport> {
         self.check()?;
-        let released = match &self.statistic {
-            Statistic::Quantiles(qs) => quantile::release(self, qs, values, rng)?,
-            _ => moments::release(self, values, rng)?,
+        let released = match (&self.statistic, sums) {
+            (Statistic::Quantiles(qs), SummarySums::Quantiles(c)) => {
+                quantile::release(self, qs, c, rng)?
+            }
+            (Statistic::Quantiles(_), _) | (_, SummarySums::Quantiles(_)) => {
+                return Err(Error::param(
+                    "sums",
+                    "these sums were accumulated for another statistic",
+                ));
+            }
+            (_, SummarySums::Moments(m)) => moments::release(self, m, rng)?,
         };
-        let n = self.neighbours.n_is_public().then_some(values.len() as u64);
+        let values = sums;
+        let n = self
+            .neighbours
+            .n_is_public()
+            .then_some(values.rows() as u64);
         let mut notes = vec![format!(
             "values outside [{}, {}] count as the nearer bound: the bounds are what limits \
              one row's influence, so they must be declared, not read from the data",

@@ -291,3 +291,66 @@ fn releases_state_their_guarantee_and_parts() {
         }
     }
 }
+
+/// The counts below and above each candidate, accumulated in blocks of any size, are the
+/// counts of the sorted column (values on, between and outside the candidates).
+#[test]
+fn candidate_counts_from_blocks_are_the_sorted_counts() {
+    let cands = quantile::candidates(0.0, 10.0, 11);
+    let values: Vec<f64> = (0..997)
+        .map(|i| f64::from((i * 7919) % 1300) / 100.0 - 1.5)
+        .chain([0.0, 10.0, 5.0, 5.0, -3.0, 12.0])
+        .collect();
+    let mut sorted = values.clone();
+    sorted.sort_by(f64::total_cmp);
+    let want = quantile::counts(&sorted, &cands);
+    for block in [1, 2, 10, 333, 2000] {
+        let mut c = quantile::CandidateCounts::new(cands.clone());
+        values.chunks(block).for_each(|b| c.add(b));
+        assert_eq!(c.counts(), want, "blocks of {block}");
+        assert_eq!(c.rows(), values.len());
+    }
+}
+
+/// Every statistic's release of a file, read in blocks, is the release of the column's
+/// values read whole: the same estimates with the same seeded generator.
+#[test]
+fn a_release_read_in_blocks_is_the_release_of_the_whole_column() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("x.csv");
+    // More rows than a block, values inside and outside the bounds.
+    let values: Vec<f64> = (0..150_000)
+        .map(|i| f64::from((i * 7919) % 12_001) / 1000.0 - 1.0)
+        .collect();
+    let mut text = String::from("x\n");
+    for v in &values {
+        text.push_str(&format!("{v}\n"));
+    }
+    std::fs::write(&path, text).expect("write");
+    for statistic in [
+        Statistic::Sum,
+        Statistic::Mean,
+        Statistic::Variance,
+        Statistic::Quantiles(vec![0.1, 0.5, 0.9]),
+    ] {
+        for nb in [Neighbours::Bounded, Neighbours::Unbounded] {
+            let q = query(statistic.clone(), nb);
+            let whole = q
+                .release_values(&values, path.clone(), &mut NoiseRng::from_seed_quiet(5))
+                .expect("whole");
+            let blocks = q
+                .release(path.as_path(), &mut NoiseRng::from_seed_quiet(5))
+                .expect("blocks");
+            let est = |r: &SummaryReport| {
+                r.estimates
+                    .iter()
+                    .map(|e| e.value.to_bits())
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(est(&blocks), est(&whole), "{statistic:?} {nb:?}");
+            assert_eq!(blocks.n, whole.n);
+            let sums = q.accumulate(path.as_path()).expect("sums");
+            assert_eq!(sums.rows(), values.len());
+        }
+    }
+}
