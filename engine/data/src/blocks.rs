@@ -12,6 +12,7 @@
 
 use crate::columns::{categories_of, csv_column_index, is_parquet, non_finite};
 use crate::parquet_io::{as_f64, parquet_error, parquet_files};
+use crate::stream::{next_line, not_utf8};
 use arrow::array::ArrayRef;
 use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
@@ -20,7 +21,7 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use rayon::prelude::*;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 /// Rows per block when the caller has no reason to choose: 64Ki rows of a few columns is a
@@ -207,8 +208,8 @@ impl ColumnBlocks {
             let file = File::open(path).map_err(|e| Error::io(path, e))?;
             let mut lines = BufReader::with_capacity(1 << 20, file);
             let mut line = Vec::new();
-            let header = if read_line(path, &mut lines, &mut line)? {
-                Some(std::str::from_utf8(&line).map_err(|_| not_utf8(path))?)
+            let header = if next_line(&mut lines, &mut line).map_err(|e| Error::io(path, e))? {
+                Some(std::str::from_utf8(&line).map_err(|e| not_utf8(path, e))?)
             } else {
                 None
             };
@@ -320,8 +321,8 @@ fn next_csv_block(
     };
     text.clear();
     ends.clear();
-    while ends.len() < block_rows && read_line(path, lines, line)? {
-        let l = std::str::from_utf8(line).map_err(|_| not_utf8(path))?;
+    while ends.len() < block_rows && next_line(lines, line).map_err(|e| Error::io(path, e))? {
+        let l = std::str::from_utf8(line).map_err(|e| not_utf8(path, e))?;
         if !l.trim().is_empty() {
             text.push_str(l);
             ends.push(text.len());
@@ -394,31 +395,6 @@ fn csv_block<'a>(
             Ok(Cells::Numeric(out))
         }
     }
-}
-
-/// The next line of `r` into `line` without its end (`\n` or `\r\n`); `false` at the end.
-fn read_line(path: &Path, r: &mut BufReader<File>, line: &mut Vec<u8>) -> Result<bool> {
-    line.clear();
-    if r.read_until(b'\n', line).map_err(|e| Error::io(path, e))? == 0 {
-        return Ok(false);
-    }
-    if line.last() == Some(&b'\n') {
-        line.pop();
-        if line.last() == Some(&b'\r') {
-            line.pop();
-        }
-    }
-    Ok(true)
-}
-
-fn not_utf8(path: &Path) -> Error {
-    Error::io(
-        path,
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "stream did not contain valid UTF-8",
-        ),
-    )
 }
 
 /// Every block of `columns` of `path`, in order, to `f`.

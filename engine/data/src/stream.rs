@@ -363,7 +363,7 @@ fn parse_lines(
 
 /// The next line of `r` into `line` without its `\n` or `\r\n` (as `BufRead::lines`, with
 /// no allocation per line); `false` at the end of the file.
-fn next_line(r: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<bool> {
+pub(crate) fn next_line(r: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<bool> {
     line.clear();
     if r.read_until(b'\n', line)? == 0 {
         return Ok(false);
@@ -378,7 +378,7 @@ fn next_line(r: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<bool> 
 }
 
 /// The error of a line that is not UTF-8 (what `BufRead::lines` reports).
-fn not_utf8(path: &Path, e: std::str::Utf8Error) -> Error {
+pub(crate) fn not_utf8(path: &Path, e: std::str::Utf8Error) -> Error {
     Error::io(
         path,
         std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),

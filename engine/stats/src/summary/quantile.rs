@@ -80,12 +80,30 @@ impl CandidateCounts {
         }
     }
 
-    /// Add a block of values.
+    /// Add a block of values (counted on every core: integer counts, any split).
     pub fn add(&mut self, values: &[f64]) {
-        for &x in values {
-            self.at_most[self.candidates.partition_point(|&c| c <= x)] += 1;
-            self.below[self.candidates.partition_point(|&c| c < x)] += 1;
-        }
+        use rayon::prelude::*;
+        let (m, cands) = (self.at_most.len(), &self.candidates);
+        let zero = || (vec![0u64; m], vec![0u64; m]);
+        let (at_most, below) = values
+            .par_chunks(4096)
+            .fold(zero, |(mut a, mut b), chunk| {
+                for &x in chunk {
+                    a[cands.partition_point(|&c| c <= x)] += 1;
+                    b[cands.partition_point(|&c| c < x)] += 1;
+                }
+                (a, b)
+            })
+            .reduce(zero, |(mut a, mut b), (c, d)| {
+                a.iter_mut().zip(c).for_each(|(x, y)| *x += y);
+                b.iter_mut().zip(d).for_each(|(x, y)| *x += y);
+                (a, b)
+            });
+        self.at_most
+            .iter_mut()
+            .zip(at_most)
+            .for_each(|(x, y)| *x += y);
+        self.below.iter_mut().zip(below).for_each(|(x, y)| *x += y);
     }
 
     /// Values added.
