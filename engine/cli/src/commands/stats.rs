@@ -111,13 +111,15 @@ fn run_stat(a: &StatArgs, statistic: Statistic, candidates: usize) -> Result<Don
     // Parameters before data.
     query.check()?;
     warn_seed(a.seed);
-    // The release reads the column in blocks; the exact values (NOT PRIVATE) are read
-    // whole, and only when asked for.
-    let sums = query.accumulate(a.input.as_path())?;
-    let values = if a.diagnostics {
-        query.values(a.input.as_path())?
+    // The release reads the column in blocks; only the exact values (NOT PRIVATE), when
+    // asked for, need it whole, and then it is read once for both.
+    let (sums, values) = if a.diagnostics {
+        let values = query.values(a.input.as_path())?;
+        let mut sums = query.sums();
+        sums.add(&values);
+        (sums, values)
     } else {
-        Vec::new()
+        (query.accumulate(a.input.as_path())?, Vec::new())
     };
     let mut o = Outputs::new();
     o.ensure_dir(&a.out)?;
