@@ -49,7 +49,7 @@ if [ "$quick" = 1 ]; then
   DEMO=(--parties 3 --dim 4 --smallest-party 500)
   mode="quick (small sizes)"
 else
-  P_SMALL=256 P_2048=16384 P_3072=4096 P_CPU=1024 X_MAX=65536 X_BUDGET=5 STEPS=1000000000 ROWS=10000000 PARTIES=20 DIM=1000
+  P_SMALL=256 P_2048=16384 P_3072=4096 P_CPU=1024 X_MAX=65536 X_BUDGET=1 STEPS=1000000000 ROWS=10000000 PARTIES=20 DIM=1000
   DEMO=()
   mode="full"
 fi
@@ -112,7 +112,7 @@ for m in window exponential running; do
 done
 step train-gpu 35 bench train --json --device gpu --rows "$ROWS" --dim 123
 step train-cpu 35 bench train --json --device cpu --rows "$ROWS" --dim 123
-step paillier-crossover 35 bench paillier --json --crossover --device gpu --bits 2048 --max-batch "$X_MAX" --budget "$X_BUDGET"
+step paillier-crossover 60 bench paillier --json --crossover --device gpu --bits 2048 --max-batch "$X_MAX" --budget "$X_BUDGET"
 demo_out=$(mktemp -d)
 step demo-gpu 40 --overwrite demo --out "$demo_out" --device gpu --crypto-device gpu --no-diagnostics "${DEMO[@]}"
 rm -rf "$demo_out"

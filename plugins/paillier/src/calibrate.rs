@@ -192,6 +192,19 @@ pub fn measure(
     plan: &MeasurementPlan,
     rng: &mut dyn rand_core::CryptoRng,
 ) -> Result<Crossovers, BackendError> {
+    measure_reporting(cpu, gpu, bits, plan, rng, &mut |_| {})
+}
+
+/// [`measure`], handing each operation to `done` as soon as it is measured and checked, so
+/// that a run stopped part way (a time limit) still shows the operations it finished.
+pub fn measure_reporting(
+    cpu: &dyn AdditiveHe,
+    gpu: &dyn AdditiveHe,
+    bits: u32,
+    plan: &MeasurementPlan,
+    rng: &mut dyn rand_core::CryptoRng,
+    done: &mut dyn FnMut(&OpCrossover),
+) -> Result<Crossovers, BackendError> {
     let start = Instant::now();
     if plan.max_batch == 0 || plan.max_batch > 1 << 20 {
         return Err(BackendError::Other(format!(
@@ -260,11 +273,13 @@ pub fn measure(
                 op.name()
             )));
         }
-        ops.push(OpCrossover {
+        let o = OpCrossover {
             op,
             crossover: crossover_of(&points),
             points,
-        });
+        };
+        done(&o);
+        ops.push(o);
     }
     Ok(Crossovers {
         bits,

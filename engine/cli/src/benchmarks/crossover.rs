@@ -51,6 +51,31 @@ pub(crate) struct Crossover {
     pub(crate) suggested_min_batch: Option<usize>,
 }
 
+impl OpCrossover {
+    /// One line: the operation, its crossover and every batch's rates on both paths.
+    pub(crate) fn line(&self, bits: u32) -> String {
+        let points: Vec<String> = self
+            .points
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}: {:.0} / {:.0}",
+                    p.batch,
+                    p.batch as f64 / p.cpu_seconds,
+                    p.batch as f64 / p.gpu_seconds
+                )
+            })
+            .collect();
+        format!(
+            "crossover {bits} bits, {}: from {} (batch: CPU / GPU items/s; {})",
+            self.op,
+            self.crossover
+                .map_or_else(|| "none".to_string(), |c| c.to_string()),
+            points.join(", ")
+        )
+    }
+}
+
 /// The largest crossover, when every operation has one.
 #[cfg_attr(not(feature = "paillier"), allow(dead_code))]
 pub(crate) fn suggest(ops: &[OpCrossover]) -> Option<usize> {
@@ -156,24 +181,25 @@ pub(crate) fn paillier_crossover(
         budget_s,
         wins_to_stop: None,
     };
-    let c = calibrate::measure(&cpu, &gpu, bits, &plan, rng)?;
-    let ops: Vec<OpCrossover> = c
-        .ops
-        .iter()
-        .map(|o| OpCrossover {
-            op: o.op.name().to_string(),
-            points: o
-                .points
-                .iter()
-                .map(|p| Point {
-                    batch: p.batch,
-                    cpu_seconds: p.cpu_seconds,
-                    gpu_seconds: p.gpu_seconds,
-                })
-                .collect(),
-            crossover: o.crossover,
-        })
-        .collect();
+    let of = |o: &calibrate::OpCrossover| OpCrossover {
+        op: o.op.name().to_string(),
+        points: o
+            .points
+            .iter()
+            .map(|p| Point {
+                batch: p.batch,
+                cpu_seconds: p.cpu_seconds,
+                gpu_seconds: p.gpu_seconds,
+            })
+            .collect(),
+        crossover: o.crossover,
+    };
+    // One line per operation on stderr as it finishes: a run stopped by a time limit keeps
+    // what it measured (the table and the JSON come only at the end).
+    let c = calibrate::measure_reporting(&cpu, &gpu, bits, &plan, rng, &mut |o| {
+        eprintln!("{}", of(o).line(bits))
+    })?;
+    let ops: Vec<OpCrossover> = c.ops.iter().map(of).collect();
     Ok(Crossover {
         bits,
         threads: rayon::current_num_threads(),
@@ -215,6 +241,19 @@ mod tests {
         };
         assert_eq!(suggest(&[op(Some(4)), op(Some(64)), op(Some(1))]), Some(64));
         assert_eq!(suggest(&[op(Some(4)), op(None)]), None);
+        let o = OpCrossover {
+            op: "add".into(),
+            points: vec![Point {
+                batch: 4,
+                cpu_seconds: 0.5,
+                gpu_seconds: 0.25,
+            }],
+            crossover: Some(4),
+        };
+        assert_eq!(
+            o.line(2048),
+            "crossover 2048 bits, add: from 4 (batch: CPU / GPU items/s; 4: 8 / 16)"
+        );
     }
 
     /// On the CI's adapter (lavapipe) the measurement runs end to end at a small key: every
