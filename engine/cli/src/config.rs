@@ -152,6 +152,21 @@ pub(crate) struct DataConfig {
     /// The intercept's public constant c in (0, 1): rows become (sqrt(1 - c^2) x, c).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intercept: Option<f64>,
+    /// "parquet" (the default: one Parquet file or directory per party, rows held dense)
+    /// or "libsvm" (one LIBSVM text file per party, rows kept sparse: a pass costs
+    /// O(non-zeros)).
+    #[serde(default = "default_format", skip_serializing_if = "is_parquet")]
+    pub format: String,
+    /// LIBSVM only: the number of features (public; the features are f1 ..= f<dim>).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dim: Option<usize>,
+}
+
+fn default_format() -> String {
+    "parquet".into()
+}
+fn is_parquet(f: &str) -> bool {
+    f == "parquet"
 }
 
 fn default_label() -> String {
@@ -167,6 +182,45 @@ impl DataConfig {
             label: self.label.clone(),
             features: self.features.clone(),
             labels: self.labels,
+        }
+    }
+
+    /// `Some(dim)` when the parties are LIBSVM files of `dim` features, `None` for Parquet;
+    /// an error for an unknown format, a LIBSVM job without `dim` or with Parquet's column
+    /// keys, and `dim` given to Parquet.
+    pub(crate) fn libsvm_dim(&self) -> Result<Option<usize>> {
+        match (self.format.as_str(), self.dim) {
+            ("parquet", None) => Ok(None),
+            ("parquet", Some(_)) => Err(Error::param(
+                "data.dim",
+                "dim is only used with format = \"libsvm\" (Parquet files name their columns)",
+            )),
+            ("libsvm", None) => Err(Error::param(
+                "data.dim",
+                "format = \"libsvm\" needs dim, the number of features",
+            )),
+            ("libsvm", Some(d)) => {
+                kinsey_core::limits::parse_dim(&d.to_string())
+                    .map_err(|e| Error::param("data.dim", e))?;
+                if !self.features.is_empty() || self.label != default_label() {
+                    return Err(Error::param(
+                        if self.features.is_empty() {
+                            "data.label"
+                        } else {
+                            "data.features"
+                        },
+                        format!(
+                            "label and features name Parquet columns; a LIBSVM file's label \
+                             is each line's first field and its features are f1 ..= f{d}"
+                        ),
+                    ));
+                }
+                Ok(Some(d))
+            }
+            (other, _) => Err(Error::param(
+                "data.format",
+                format!("unknown format '{other}' (expected parquet or libsvm)"),
+            )),
         }
     }
 
@@ -399,6 +453,7 @@ impl TrainConfig {
             return Err(Error::param("model.tolerance", "must be > 0"));
         }
         self.data.transform()?;
+        self.data.libsvm_dim()?;
         self.crypto.aggregation()?;
         Ok(())
     }

@@ -234,6 +234,8 @@ impl Shared {
             row_transform: self.row_transform.clone(),
             row_scale: self.row_scale,
             intercept: self.intercept,
+            format: "parquet".into(),
+            dim: None,
         }
     }
 

@@ -40,6 +40,13 @@ a memory limit too small to stream one block of rows | train --out WORK/out --co
 a memory_limit in the config that is not a size | train --out WORK/out --config FIX/cfg/memlimit.toml | compute.memory_limit ; plenty
 two parties without allow_two_parties (the smaller could compute the other's model) | train --out WORK/out --config FIX/cfg/two.toml | allow_two_parties ; K = 2
 an intercept constant outside (0, 1) | train --out WORK/out --config FIX/cfg/intercept.toml | data.intercept ; (0, 1) ; 1.5
+LIBSVM parties without their dimension | train --out WORK/out --config FIX/cfg/libsvm_no_dim.toml | data.dim ; libsvm ; number of features
+a dimension given to Parquet parties | train --out WORK/out --config FIX/cfg/parquet_dim.toml | data.dim ; only used with format = "libsvm"
+an unknown party format | train --out WORK/out --config FIX/cfg/format_csv.toml | data.format ; csv ; parquet or libsvm
+Parquet column names for LIBSVM parties | train --out WORK/out --config FIX/cfg/libsvm_features.toml | data.features ; f1 ..= f3
+a LIBSVM party with an index past its dimension | train --out WORK/out --config FIX/cfg/libsvm_bad_index.toml | bad_index.libsvm ; line 2 ; index 9
+a Parquet file given as a LIBSVM party | train --out WORK/out --config FIX/cfg/libsvm_parquet.toml | party-1.parquet ; line 1
+a memory limit too small for a LIBSVM party's sparse rows | train --out WORK/out --config FIX/cfg/libsvm_ok.toml --memory-limit 1MiB | memory_limit ; party 1 ; a.libsvm ; sparse (CSR) ; 1 MiB
 # predict
 a missing model file | predict --model FIX/absent.json --input FIX/parties/test.parquet --out WORK/p.csv | absent.json
 a model file that is not JSON | predict --model FIX/table.csv --input FIX/parties/test.parquet --out WORK/p.csv | table.csv
@@ -497,6 +504,35 @@ fn train_configs(fix: &Path) {
         "epsilon = 1.0",
         plain,
     );
+    libsvm_configs(fix, plain);
+}
+
+/// `kinsey train` configs over LIBSVM parties (`format = "libsvm"`), and the format keys
+/// given where they do not belong.
+fn libsvm_configs(fix: &Path, plain: &str) {
+    let two = ["parties/party-1.parquet", "parties/party-2.parquet"];
+    let svm = ["a.libsvm", "a.libsvm"];
+    let eps = "epsilon = 1.0";
+    let cases: [(&str, &[&str], &str); 7] = [
+        ("libsvm_no_dim.toml", &svm, "format = \"libsvm\""),
+        ("parquet_dim.toml", &two, "dim = 3"),
+        ("format_csv.toml", &two, "format = \"csv\""),
+        (
+            "libsvm_features.toml",
+            &svm,
+            "format = \"libsvm\"\ndim = 3\nfeatures = [\"x\"]",
+        ),
+        (
+            "libsvm_bad_index.toml",
+            &["a.libsvm", "bad_index.libsvm"],
+            "format = \"libsvm\"\ndim = 3",
+        ),
+        ("libsvm_parquet.toml", &two, "format = \"libsvm\"\ndim = 3"),
+        ("libsvm_ok.toml", &svm, "format = \"libsvm\"\ndim = 3"),
+    ];
+    for (name, parties, data) in cases {
+        train_cfg(fix, name, parties, eps, &format!("{data}\n{plain}"));
+    }
 }
 
 /// Model, LIBSVM, CSV, series and event files.

@@ -1923,3 +1923,75 @@ fn a_memory_limited_train_publishes_the_same_model() {
         .collect();
     assert_eq!(left.len(), 2, "{left:?}");
 }
+
+/// `train` on LIBSVM parties (`format = "libsvm"`, kept sparse) publishes the model of the
+/// same rows converted to Parquet and read dense, under one seed: a9a in three parties,
+/// with the diagnostics naming the sparse passes.
+#[test]
+fn libsvm_parties_train_the_parquet_model() {
+    let a9a = kinsey_data::testdata::shared_data_dir().join("a9a/a9a");
+    let text = std::fs::read_to_string(&a9a).expect("a9a");
+    let lines: Vec<&str> = text.lines().collect();
+    let dir = tempfile::tempdir().expect("tmp");
+    let (mut svm, mut pq) = (Vec::new(), Vec::new());
+    for (j, part) in lines.chunks(lines.len().div_ceil(3)).enumerate() {
+        let s = dir.path().join(format!("party-{}.libsvm", j + 1));
+        std::fs::write(&s, part.join("\n") + "\n").expect("write");
+        let p = dir.path().join(format!("party-{}.parquet", j + 1));
+        ok(&[
+            "convert",
+            "--libsvm",
+            arg(&s),
+            "--dim",
+            "123",
+            "--out",
+            arg(&p),
+        ]);
+        svm.push(format!("\"{}\"", s.display()));
+        pq.push(format!("\"{}\"", p.display()));
+    }
+    let config = |name: &str, parties: &[String], extra: &str| {
+        let c = dir.path().join(name);
+        std::fs::write(
+            &c,
+            format!(
+                "[data]\nparties = [{}]\nrow_transform = \"clip\"\nintercept = 0.5\n{extra}\
+                 [privacy]\nepsilon = 1.0\nseed = 3\n[compute]\ndevice = \"cpu\"\n\
+                 [crypto]\naggregation = \"plaintext\"\n",
+                parties.join(", ")
+            ),
+        )
+        .expect("config");
+        c
+    };
+    let sparse_cfg = config("s.toml", &svm, "format = \"libsvm\"\ndim = 123\n");
+    let dense_cfg = config("d.toml", &pq, "");
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    ok(&[
+        "train",
+        "--config",
+        arg(&sparse_cfg),
+        "--out",
+        arg(&a),
+        "--diagnostics",
+    ]);
+    ok(&["train", "--config", arg(&dense_cfg), "--out", arg(&b)]);
+    let (ma, mb) = (json(&a.join("model.json")), json(&b.join("model.json")));
+    let w = |m: &serde_json::Value| -> Vec<f64> {
+        m["w"]
+            .as_array()
+            .expect("w")
+            .iter()
+            .map(|v| v.as_f64().expect("number"))
+            .collect()
+    };
+    let (wa, wb) = (w(&ma), w(&mb));
+    assert_eq!(wa.len(), 124);
+    for (x, y) in wa.iter().zip(&wb) {
+        assert!((x - y).abs() <= 1e-9 * (1.0 + y.abs()), "{x} {y}");
+    }
+    assert_eq!(ma["features"], mb["features"]);
+    let diag =
+        std::fs::read_to_string(a.join("job.NOT-PRIVATE.diagnostics.json")).expect("diagnostics");
+    assert!(diag.contains("sparse rows: CSR"), "{diag}");
+}

@@ -88,7 +88,7 @@ impl Dataset {
     }
 
     /// Default feature names `f1..fd` (LIBSVM and synthetic data).
-    pub(crate) fn default_feature_names(d: usize) -> Vec<String> {
+    pub fn default_feature_names(d: usize) -> Vec<String> {
         (1..=d).map(|j| format!("f{j}")).collect()
     }
 

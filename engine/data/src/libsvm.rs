@@ -98,7 +98,7 @@ impl<R: BufRead> LibsvmBlocks<R> {
             let Some(line) = self.lines.next() else {
                 break;
             };
-            let line = line.map_err(|e| Error::io(&path, e))?;
+            let line = line.map_err(|e| self.line_error(e))?;
             let lineno = self.lineno;
             self.lineno += 1;
             // The row index is the line index (blank lines are errors, not skipped).
@@ -122,6 +122,23 @@ impl<R: BufRead> LibsvmBlocks<R> {
         }))
     }
 
+    /// A line that could not be read: text that is not UTF-8 (a binary file given as
+    /// LIBSVM) names its line; any other read error is the file's.
+    fn line_error(&self, e: std::io::Error) -> Error {
+        if e.kind() == std::io::ErrorKind::InvalidData {
+            Error::format(
+                &self.path,
+                format!(
+                    "line {}: not UTF-8 text; a LIBSVM file is text lines of 'label \
+                     index:value ...' (a Parquet or other binary file is not one)",
+                    self.lineno + 1
+                ),
+            )
+        } else {
+            Error::io(&self.path, e)
+        }
+    }
+
     /// One line: its features appended to `x` (dense), its label returned.
     fn row(&self, line: &str, lineno: usize, x: &mut Vec<f32>) -> Result<f32> {
         let start = x.len();
@@ -139,7 +156,7 @@ impl<R: BufRead> LibsvmBlocks<R> {
         let Some(line) = self.lines.next() else {
             return Ok(None);
         };
-        let line = line.map_err(|e| Error::io(&self.path, e))?;
+        let line = line.map_err(|e| self.line_error(e))?;
         let lineno = self.lineno;
         self.lineno += 1;
         self.entries(&line, lineno, |i, v| {

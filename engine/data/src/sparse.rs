@@ -125,10 +125,91 @@ impl SparseDataset {
     }
 }
 
+/// Bytes held per stored non-zero (its column and its value).
+const NONZERO_BYTES: u64 = 8;
+/// Bytes held per row besides its non-zeros (its start and its label).
+const ROW_BYTES: u64 = 12;
+
+impl SparseDataset {
+    /// Bytes its arrays hold.
+    pub fn bytes(&self) -> u64 {
+        self.nnz() as u64 * NONZERO_BYTES + self.n() as u64 * ROW_BYTES
+    }
+
+    /// The digest of its dense twin ([`crate::digest::of_dataset`] of [`Self::to_dense`]),
+    /// taken a block of rows at a time: a sparse party's noise tag is its dense twin's.
+    pub fn digest(&self) -> kinsey_dp::DataDigest {
+        const BLOCK: usize = 4096;
+        let d = self.d;
+        let mut dg = crate::digest::DatasetDigest::new(self.n(), d, &self.features);
+        let mut x = vec![0f32; BLOCK * d];
+        for r0 in (0..self.n()).step_by(BLOCK) {
+            let r1 = (r0 + BLOCK).min(self.n());
+            let x = &mut x[..(r1 - r0) * d];
+            x.fill(0.0);
+            for i in r0..r1 {
+                for k in self.indptr[i]..self.indptr[i + 1] {
+                    x[(i - r0) * d + self.indices[k] as usize] = self.values[k];
+                }
+            }
+            dg.rows(x);
+        }
+        dg.labels(&self.y);
+        dg.finish()
+    }
+
+    /// The rows of `parts`, one after another (the diagnostics' pooled rows); the first
+    /// part's columns.
+    pub fn concat(parts: &[SparseDataset]) -> Result<SparseDataset> {
+        let first = parts
+            .first()
+            .ok_or_else(|| Error::param("parties", "no parties"))?;
+        let nnz = parts.iter().map(SparseDataset::nnz).sum();
+        let mut out = SparseDataset {
+            indptr: Vec::with_capacity(parts.iter().map(SparseDataset::n).sum::<usize>() + 1),
+            indices: Vec::with_capacity(nnz),
+            values: Vec::with_capacity(nnz),
+            y: Vec::new(),
+            d: first.d,
+            features: first.features.clone(),
+            source: "<pooled>".into(),
+        };
+        out.indptr.push(0);
+        for p in parts {
+            if p.d != first.d {
+                return Err(Error::format(
+                    &p.source,
+                    format!("{} features, the first party has {}", p.d, first.d),
+                ));
+            }
+            let base = out.values.len();
+            out.indptr.extend(p.indptr[1..].iter().map(|&s| base + s));
+            out.indices.extend_from_slice(&p.indices);
+            out.values.extend_from_slice(&p.values);
+            out.y.extend_from_slice(&p.y);
+        }
+        Ok(out)
+    }
+}
+
 /// Read a LIBSVM file of dimension `dim` as CSR, with the dense reader's checks and
 /// errors (every line's indices, values and label). The non-zeros are bounded by the
 /// dense-memory limit (8 bytes each) as they are read.
 pub fn read_libsvm_sparse(path: &Path, dim: usize, labels: LabelEncoding) -> Result<SparseDataset> {
+    read_libsvm_sparse_within(path, dim, labels, &mut |ds| {
+        kinsey_core::limits::check_dense(&path.display().to_string(), ds.nnz(), 2)
+    })
+}
+
+/// [`read_libsvm_sparse`] with the caller's bound on what is held: `within` sees the rows
+/// read so far every 65,536 rows and at the end, and its error stops the read (a memory
+/// budget: nothing more is allocated past the block that crossed it).
+pub fn read_libsvm_sparse_within(
+    path: &Path,
+    dim: usize,
+    labels: LabelEncoding,
+    within: &mut dyn FnMut(&SparseDataset) -> Result<()>,
+) -> Result<SparseDataset> {
     let mut lines = LibsvmBlocks::open(path, dim, labels)?;
     let mut out = SparseDataset {
         indptr: vec![0],
@@ -143,10 +224,10 @@ pub fn read_libsvm_sparse(path: &Path, dim: usize, labels: LabelEncoding) -> Res
         out.y.push(y);
         out.indptr.push(out.values.len());
         if out.y.len().is_multiple_of(1 << 16) {
-            kinsey_core::limits::check_dense(&path.display().to_string(), out.nnz(), 2)?;
+            within(&out)?;
         }
     }
-    kinsey_core::limits::check_dense(&path.display().to_string(), out.nnz(), 2)?;
+    within(&out)?;
     if out.n() == 0 {
         return Err(Error::format(path, "the data set has zero rows"));
     }
@@ -180,6 +261,20 @@ mod tests {
         crate::append_intercept(&mut dense, 0.5).expect("dense");
         assert_eq!(sparse.to_dense().x, dense.x);
         assert_eq!(sparse.features, dense.features);
+        // The digest (a seeded party's noise tag) is the dense twin's.
+        assert_eq!(
+            sparse.digest(),
+            crate::digest::of_dataset(&sparse.to_dense())
+        );
+        assert_eq!(
+            sparse.bytes(),
+            sparse.nnz() as u64 * 8 + sparse.n() as u64 * 12
+        );
+        let pooled = SparseDataset::concat(&[sparse.clone(), sparse.clone()]).expect("concat");
+        assert_eq!(pooled.n(), 2 * sparse.n());
+        let twice = pooled.to_dense();
+        assert_eq!(&twice.x[..dense.x.len()], &dense.x[..]);
+        assert_eq!(&twice.x[dense.x.len()..], &dense.x[..]);
         let mut big = sparse.clone();
         big.values.iter_mut().for_each(|v| *v *= 10.0);
         assert!(

@@ -65,7 +65,7 @@ pub struct FilesInput {
 }
 
 /// The engine itself: code, allocator arenas, thread stacks, keys and protocol buffers.
-const PROCESS_BYTES: u64 = 96 << 20;
+pub(crate) const PROCESS_BYTES: u64 = 96 << 20;
 /// The largest block a pass reads at once.
 const MAX_BLOCK_ROWS: usize = 16 * GROUP_ROWS;
 

@@ -14,5 +14,6 @@ pub mod pipeline;
 pub mod publish;
 mod report;
 pub mod seeding;
+pub mod sparse_job;
 pub mod spill;
 mod summary;

@@ -106,6 +106,53 @@ impl Passes for kinsey_data::Dataset {
     }
 }
 
+/// A sparse data set in memory (a LIBSVM party, or the sparse parties' pooled rows): the
+/// same passes as [`CsrPasses`] over its rows.
+impl Passes for kinsey_data::sparse::SparseDataset {
+    fn shape(&self) -> (usize, usize) {
+        (self.n(), self.d)
+    }
+
+    fn sums(&self, w: &[f64], hessian: bool) -> Result<LossSums> {
+        CsrPasses::new(csr_rows(self)?).sums(w, hessian)
+    }
+
+    fn misclassified(&self, w: &[f64]) -> Result<usize> {
+        CsrPasses::new(csr_rows(self)?).misclassified(w)
+    }
+
+    fn gather(&self, idx: &[usize]) -> Result<(Vec<f32>, Vec<f32>)> {
+        CsrPasses::new(csr_rows(self)?).gather(idx)
+    }
+
+    fn in_memory(&self) -> Option<Rows<'_>> {
+        None
+    }
+
+    fn describe(&self) -> String {
+        csr_description()
+    }
+}
+
+/// How sparse passes run, in words.
+fn csr_description() -> String {
+    format!(
+        "cpu (rayon, {} threads, sparse rows: CSR)",
+        rayon::current_num_threads()
+    )
+}
+
+/// The kernel's view of a sparse data set's rows (its structure checked).
+pub fn csr_rows(ds: &kinsey_data::sparse::SparseDataset) -> Result<CsrRows<'_>> {
+    Ok(CsrRows::new(
+        &ds.indptr,
+        &ds.indices,
+        &ds.values,
+        &ds.y,
+        ds.d,
+    )?)
+}
+
 /// A device kernel (CPU or GPU) as the solver's Hessian source.
 pub struct KernelPasses<'a>(pub Box<dyn LogisticKernel + 'a>);
 
@@ -228,9 +275,6 @@ impl Passes for CsrPasses<'_> {
     }
 
     fn describe(&self) -> String {
-        format!(
-            "cpu (rayon, {} threads, sparse rows: CSR)",
-            rayon::current_num_threads()
-        )
+        csr_description()
     }
 }

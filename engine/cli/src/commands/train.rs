@@ -10,6 +10,7 @@ use kinsey_learn::bounded::{self, MemoryBudget};
 use kinsey_learn::logreg::Objective;
 use kinsey_learn::pipeline::{self, JobSpec};
 use kinsey_learn::seeding::NoiseKeys;
+use kinsey_learn::sparse_job::{SparseInput, run_sparse};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -48,7 +49,6 @@ pub(crate) fn run(a: Args) -> Result<()> {
     } = a;
     let cfg = TrainConfig::load(&config)?;
     let t = Instant::now();
-    let cols = cfg.data.columns();
     let out = out.unwrap_or(cfg.output.dir.clone());
     let budget = MemoryBudget {
         limit: match memory_limit {
@@ -70,64 +70,9 @@ pub(crate) fn run(a: Args) -> Result<()> {
         aggregation: cfg.crypto.aggregation()?.into_aggregator(),
         allow_two_parties: cfg.privacy.allow_two_parties,
     };
-    // The footers only: shapes and features, before any row is decoded.
-    let opened = cfg
-        .data
-        .parties
-        .iter()
-        .map(|p| ParquetParty::open(p, &cols))
-        .collect::<Result<Vec<_>>>()?;
-    let features = opened
-        .first()
-        .map(|p| p.features().to_vec())
-        .unwrap_or_default();
-    // The features every party is read with (public: the schema), so a column that should
-    // not be one is seen before the model is published.
-    println!("{}", features_line(&features));
-    let job = pipeline::job_description("train", &spec, &features);
-    let keys = NoiseKeys::new(cfg.privacy.seed, record_seed, job);
-    let test = cfg
-        .data
-        .test
-        .as_ref()
-        .map(|p| read_parquet(p, &cols))
-        .transpose()?;
-    let report = if bounded::fits_in_memory(&opened, &spec, diagnostics, budget.limit) {
-        let bar = crate::term::bar(cfg.data.parties.len() as u64, "reading parties");
-        let mut parties = Vec::new();
-        for p in &cfg.data.parties {
-            parties.push(read_parquet(p, &cols)?);
-            bar.inc(1);
-        }
-        bar.finish_and_clear();
-        let input = pipeline::RunInput {
-            command: "train",
-            parties,
-            test,
-            ingest_s: t.elapsed().as_secs_f64(),
-        };
-        pipeline::run(input, &spec, &keys, diagnostics, &term::Bars::default())?
-    } else {
-        // Whether the parties fit follows their sizes: a diagnostic, marked as one.
-        crate::term::print_diagnostic(&format!(
-            "the parties do not fit the memory limit of {} together: training them one by \
-             one, streamed through a private spill folder under {}",
-            kinsey_core::limits::show_bytes(budget.limit),
-            budget.spill_base.display()
-        ));
-        let input = bounded::FilesInput {
-            command: "train",
-            parties: opened,
-            test,
-        };
-        bounded::run_bounded(
-            input,
-            &spec,
-            &keys,
-            diagnostics,
-            &budget,
-            &term::Bars::default(),
-        )?
+    let report = match cfg.data.libsvm_dim()? {
+        Some(dim) => libsvm_report(&cfg, dim, &spec, budget.limit, (diagnostics, record_seed))?,
+        None => parquet_report(&cfg, &spec, &budget, (diagnostics, record_seed), t)?,
     };
     // Every party's data set is charged the classifier's guarantee, before anything is
     // written (the release is computed in memory; a refused one is discarded unseen).
@@ -147,4 +92,111 @@ pub(crate) fn run(a: Args) -> Result<()> {
         eprintln!("{line}");
     }
     finish_job(&report, &out, &cfg.data.label)
+}
+
+/// The report of a job over Parquet parties: in memory when they fit the budget together,
+/// else party by party, each streamed when it does not fit alone.
+fn parquet_report(
+    cfg: &TrainConfig,
+    spec: &JobSpec,
+    budget: &MemoryBudget,
+    (diagnostics, record_seed): (bool, bool),
+    t: Instant,
+) -> Result<pipeline::Report> {
+    let cols = cfg.data.columns();
+    // The footers only: shapes and features, before any row is decoded.
+    let opened = cfg
+        .data
+        .parties
+        .iter()
+        .map(|p| ParquetParty::open(p, &cols))
+        .collect::<Result<Vec<_>>>()?;
+    let features = opened
+        .first()
+        .map(|p| p.features().to_vec())
+        .unwrap_or_default();
+    // The features every party is read with (public: the schema), so a column that should
+    // not be one is seen before the model is published.
+    println!("{}", features_line(&features));
+    let job = pipeline::job_description("train", spec, &features);
+    let keys = NoiseKeys::new(cfg.privacy.seed, record_seed, job);
+    let test = cfg
+        .data
+        .test
+        .as_ref()
+        .map(|p| read_parquet(p, &cols))
+        .transpose()?;
+    Ok(if bounded::fits_in_memory(&opened, spec, diagnostics, budget.limit) {
+        let bar = crate::term::bar(cfg.data.parties.len() as u64, "reading parties");
+        let mut parties = Vec::new();
+        for p in &cfg.data.parties {
+            parties.push(read_parquet(p, &cols)?);
+            bar.inc(1);
+        }
+        bar.finish_and_clear();
+        let input = pipeline::RunInput {
+            command: "train",
+            parties,
+            test,
+            ingest_s: t.elapsed().as_secs_f64(),
+        };
+        pipeline::run(input, spec, &keys, diagnostics, &term::Bars::default())?
+    } else {
+        // Whether the parties fit follows their sizes: a diagnostic, marked as one.
+        crate::term::print_diagnostic(&format!(
+            "the parties do not fit the memory limit of {} together: training them one by \
+             one, streamed through a private spill folder under {}",
+            kinsey_core::limits::show_bytes(budget.limit),
+            budget.spill_base.display()
+        ));
+        let input = bounded::FilesInput {
+            command: "train",
+            parties: opened,
+            test,
+        };
+        bounded::run_bounded(
+            input,
+            spec,
+            &keys,
+            diagnostics,
+            budget,
+            &term::Bars::default(),
+        )?
+    })
+}
+
+/// The report of a job over LIBSVM parties of `dim` features, kept sparse (CSR), party by
+/// party within `limit` bytes.
+fn libsvm_report(
+    cfg: &TrainConfig,
+    dim: usize,
+    spec: &JobSpec,
+    limit: u64,
+    (diagnostics, record_seed): (bool, bool),
+) -> Result<pipeline::Report> {
+    let features = kinsey_data::Dataset::default_feature_names(dim);
+    println!("{}", features_line(&features));
+    let job = pipeline::job_description("train", spec, &features);
+    let keys = NoiseKeys::new(cfg.privacy.seed, record_seed, job);
+    let test = cfg
+        .data
+        .test
+        .as_ref()
+        .map(|p| kinsey_data::libsvm::read_libsvm(p, dim, cfg.data.labels))
+        .transpose()?;
+    let input = SparseInput {
+        command: "train",
+        parties: cfg.data.parties.clone(),
+        dim,
+        labels: cfg.data.labels,
+        test,
+    };
+    run_sparse(
+        input,
+        spec,
+        &keys,
+        diagnostics,
+        limit,
+        &term::Bars::default(),
+    )
 }
