@@ -26,8 +26,44 @@ fn quantize(v: f64) -> f64 {
 /// rounding error needs to enter a query's sensitivity (an f32 product, as before, had
 /// data-dependent errors larger than the sensitivity itself at a million rows).
 pub fn gram_sums(x: &[f32], d: usize) -> Result<(Vec<f64>, Vec<f64>), KernelError> {
+    let mut acc = GramSums::zero(d);
+    gram_sums_into(&mut acc, x, d)?;
+    Ok((acc.xtx, acc.colsum))
+}
+
+/// [`gram_sums`] accumulated over rows that arrive in pieces: every sum is exact, so the
+/// pieces give the whole's bits whatever their sizes, up to [`GRAM_MAX_ROWS`] rows in all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GramSums {
+    /// `Q^T Q`, row-major `d x d`.
+    pub xtx: Vec<f64>,
+    /// Column sums of `Q`.
+    pub colsum: Vec<f64>,
+    /// Rows added so far.
+    pub rows: usize,
+}
+
+impl GramSums {
+    /// No rows yet, `d` columns.
+    pub fn zero(d: usize) -> Self {
+        Self {
+            xtx: vec![0.0; d * d],
+            colsum: vec![0.0; d],
+            rows: 0,
+        }
+    }
+}
+
+/// Add the rows of `x` (`d` columns) to `acc` (see [`gram_sums`]).
+pub fn gram_sums_into(acc: &mut GramSums, x: &[f32], d: usize) -> Result<(), KernelError> {
     let n = crate::rows::whole_rows(x, d)?;
-    if n > GRAM_MAX_ROWS {
+    if acc.colsum.len() != d {
+        return Err(KernelError::Input(format!(
+            "the running sums hold {} columns, {d} given",
+            acc.colsum.len()
+        )));
+    }
+    if acc.rows + n > GRAM_MAX_ROWS {
         return Err(KernelError::Input(format!(
             "the Gram kernel takes at most {GRAM_MAX_ROWS} rows (exact f64 sums)"
         )));
@@ -65,13 +101,12 @@ pub fn gram_sums(x: &[f32], d: usize) -> Result<(Vec<f64>, Vec<f64>), KernelErro
             (gs, cs)
         })
         .collect();
-    Ok(partials
-        .into_iter()
-        .fold(zero(), |(mut g, mut c), (bg, bc)| {
-            g.iter_mut().zip(&bg).for_each(|(s, v)| *s += v);
-            c.iter_mut().zip(&bc).for_each(|(s, v)| *s += v);
-            (g, c)
-        }))
+    for (bg, bc) in partials {
+        acc.xtx.iter_mut().zip(&bg).for_each(|(s, v)| *s += v);
+        acc.colsum.iter_mut().zip(&bc).for_each(|(s, v)| *s += v);
+    }
+    acc.rows += n;
+    Ok(())
 }
 
 /// `sum_i (x_i - m)(x_i - m)^T` from `X^T X`, the column sums `s` and `n` rows:

@@ -15,6 +15,18 @@ use crate::error::KernelError;
 #[cfg(feature = "gpu")]
 use crate::gpu::GpuContext;
 
+/// Whether [`select`] under `pref` takes the GPU (an error where `pref` asks for one and
+/// there is none).
+pub fn runs_on_gpu(pref: DevicePref) -> Result<bool, KernelError> {
+    #[cfg(feature = "gpu")]
+    return Ok(GpuContext::for_preference(pref)?.is_some());
+    #[cfg(not(feature = "gpu"))]
+    {
+        crate::device::cpu_only(pref)?;
+        Ok(false)
+    }
+}
+
 /// The kernel for a preference, chosen like the logistic kernel (`auto` takes a GPU only
 /// if it is not a software rasteriser).
 pub fn select<'a>(

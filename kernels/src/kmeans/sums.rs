@@ -38,36 +38,57 @@ pub fn accumulate(
     k: usize,
     assign: impl Fn(usize, &[f32]) -> (usize, f32) + Sync,
 ) -> KmeansSums {
-    let empty = || KmeansSums {
-        counts: vec![0.0; k],
-        sums: vec![0.0; k * d],
-        inertia: 0.0,
-    };
+    let mut acc = KmeansSums::zero(k, d);
+    accumulate_into(&mut acc, x, d, 0, assign);
+    acc
+}
+
+impl KmeansSums {
+    /// No rows: every size, sum and the inertia zero, for `k` centres of `d` columns.
+    pub fn zero(k: usize, d: usize) -> Self {
+        Self {
+            counts: vec![0.0; k],
+            sums: vec![0.0; k * d],
+            inertia: 0.0,
+        }
+    }
+}
+
+/// [`accumulate`] of rows that continue what `acc` holds (`row0`: the first row's global
+/// index): each block of [`BLOCK_ROWS`] rows is added to `acc` in order, so rows that come
+/// in pieces of whole blocks give the bits of [`accumulate`] over all of them.
+pub(crate) fn accumulate_into(
+    acc: &mut KmeansSums,
+    x: &[f32],
+    d: usize,
+    row0: usize,
+    assign: impl Fn(usize, &[f32]) -> (usize, f32) + Sync,
+) {
+    let k = acc.counts.len();
     let partials: Vec<KmeansSums> = x
         .par_chunks(BLOCK_ROWS * d)
         .enumerate()
         .map(|(b, block)| {
-            let mut acc = empty();
+            let mut part = KmeansSums::zero(k, d);
             for (r, row) in block.chunks_exact(d).enumerate() {
-                let (j, dist) = assign(b * BLOCK_ROWS + r, row);
-                acc.counts[j] += 1.0;
-                acc.inertia += dist as f64;
-                for (s, &v) in acc.sums[j * d..(j + 1) * d].iter_mut().zip(row) {
+                let (j, dist) = assign(row0 + b * BLOCK_ROWS + r, row);
+                part.counts[j] += 1.0;
+                part.inertia += dist as f64;
+                for (s, &v) in part.sums[j * d..(j + 1) * d].iter_mut().zip(row) {
                     *s += v as f64;
                 }
             }
-            acc
+            part
         })
         .collect();
-    partials.into_iter().fold(empty(), |mut a, b| {
-        a.inertia += b.inertia;
-        a.counts
+    for b in partials {
+        acc.inertia += b.inertia;
+        acc.counts
             .iter_mut()
             .zip(&b.counts)
             .for_each(|(s, v)| *s += v);
-        a.sums.iter_mut().zip(&b.sums).for_each(|(s, v)| *s += v);
-        a
-    })
+        acc.sums.iter_mut().zip(&b.sums).for_each(|(s, v)| *s += v);
+    }
 }
 
 /// One interface, two implementations (like [`crate::logistic::LogisticKernel`]).

@@ -66,6 +66,15 @@ pub(crate) struct KmeansArgs {
     pub common: SulqCommon,
 }
 
+/// The rows an analysis read, whole: its own copy where it held them, else read again (for
+/// the NOT PRIVATE diagnostics' exact baselines only).
+fn whole_rows(held: Option<Matrix>, input: &SulqInput) -> Result<Matrix> {
+    match held {
+        Some(m) => Ok(m),
+        None => input.read(Range::Unit, &[]),
+    }
+}
+
 pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
     crate::plot::check_fonts()?;
     let c = &a.common;
@@ -83,12 +92,15 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
     )?;
     let sulq::query::Analysis {
         mut run,
-        matrix: m,
+        shape: m,
+        matrix,
         db,
     } = analysis;
     let res = &run.result;
     let flat: Vec<f64> = res.centers.concat();
     let evaluation = if c.diagnostics {
+        // The exact baselines read the rows whole (NOT PRIVATE diagnostics only).
+        let m = whole_rows(matrix, &a.input)?;
         let private = sulq::kmeans::mean_inertia(&m, &flat)?;
         let exact = sulq::kmeans::mean_inertia(&m, &sulq::kmeans::lloyd(&m, &cfg, &init)?)?;
         Some(
@@ -231,7 +243,10 @@ pub(crate) fn run_pca(a: &PcaArgs) -> Result<Done> {
     };
     warn_seed(c.seed);
     let sulq::query::Analysis {
-        mut run, matrix: m, ..
+        mut run,
+        shape: m,
+        matrix,
+        ..
     } = sulq::query::pca(
         &c.budget(),
         a.input.input.as_path(),
@@ -240,11 +255,12 @@ pub(crate) fn run_pca(a: &PcaArgs) -> Result<Done> {
     )?;
     let res = &run.result;
     let evaluation = if c.diagnostics {
-        let (vals, _) = sulq::pca::exact(&m, &cfg)?;
+        let whole = whole_rows(matrix, &a.input)?;
+        let (vals, _) = sulq::pca::exact(&whole, &cfg)?;
         let pos: f64 = vals.iter().filter(|v| **v > 0.0).sum();
         Some(
             json!({"NOT_PRIVATE": "computed on the raw data; do not publish",
-            "captured_variance_vs_optimal": sulq::pca::captured_variance_ratio(&m, &res.components)?,
+            "captured_variance_vs_optimal": sulq::pca::captured_variance_ratio(&whole, &res.components)?,
             "explained_variance_ratio_non_private": vals.iter().map(|v| v.max(0.0) / pos).collect::<Vec<_>>()}),
         )
     } else {

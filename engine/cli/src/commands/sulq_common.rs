@@ -160,5 +160,13 @@ pub(crate) fn one_table<R>(
     result: R,
     rng: RngRecord,
 ) -> SulqRun<OneTable, R> {
-    query::one_table(kind, &c.budget(), &input.input, m, ledger, result, rng)
+    query::one_table(
+        kind,
+        &c.budget(),
+        &input.input,
+        &m.shape(),
+        ledger,
+        result,
+        rng,
+    )
 }

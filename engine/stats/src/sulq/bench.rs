@@ -32,7 +32,7 @@ pub fn run(
     let plan = kmeans::plan(&cfg, m.d, epsilon, delta, GaussianCalibration::Zcdp, nb)?;
     let mut db = SulqDb::new(plan, rng.fork());
     let kernel = kinsey_kernels::kmeans::select(device, &m.x, m.d)?;
-    let km = kmeans::run(&m, &cfg, &init, &mut db, kernel.as_ref())?;
+    let km = kmeans::run_kernel(&m, &cfg, &init, &mut db, kernel.as_ref())?;
     let kmeans_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();

@@ -19,10 +19,10 @@
 
 use super::{GaussianCalibration, Guarantee, Need, Plan, Sensitivity, SulqDb};
 use kinsey_core::{Error, Result};
-use kinsey_data::table::Matrix;
+use kinsey_data::table::{Matrix, MatrixShape};
 use kinsey_dp::{Neighbours, NoiseRng};
-use kinsey_kernels::kmeans::KmeansKernel;
 use kinsey_kernels::kmeans::cpu::kmeans_sums;
+use kinsey_kernels::kmeans::{KmeansKernel, KmeansSums};
 use serde::Serialize;
 
 /// What to run.
@@ -92,7 +92,7 @@ pub fn random_centers(k: usize, d: usize, rng: &mut NoiseRng) -> Vec<f64> {
     (0..k * d).map(|_| rng.uniform_open0()).collect()
 }
 
-fn check(m: &Matrix, cfg: &KmeansConfig, nb: Neighbours) -> Result<()> {
+fn check(m: &MatrixShape, cfg: &KmeansConfig, nb: Neighbours) -> Result<()> {
     if cfg.k == 0 || cfg.k > 10_000 {
         return Err(Error::param(
             "k",
@@ -110,14 +110,15 @@ fn check(m: &Matrix, cfg: &KmeansConfig, nb: Neighbours) -> Result<()> {
     Ok(())
 }
 
-/// Run SuLQ k-means from `init` (row-major `k x d`); the exact sums come from `kernel`
-/// (built on `m`'s rows).
+/// Run SuLQ k-means from `init` (row-major `k x d`) on rows of shape `m`; each step's
+/// exact sizes and sums at the centres come from `sums` (a kernel on the rows in memory,
+/// or a pass over the input in blocks).
 pub fn run(
-    m: &Matrix,
+    m: &MatrixShape,
     cfg: &KmeansConfig,
     init: &[f64],
     db: &mut SulqDb,
-    kernel: &dyn KmeansKernel,
+    sums: &dyn Fn(&[f64]) -> Result<KmeansSums>,
 ) -> Result<KmeansResult> {
     check(m, cfg, db.plan.neighbours)?;
     let (k, d) = (cfg.k, m.d);
@@ -128,7 +129,7 @@ pub fn run(
     let mut centers = init.to_vec();
     let mut history = Vec::new();
     for it in 0..cfg.iters {
-        let s = kernel.sums(&centers)?;
+        let s = sums(&centers)?;
         let mut exact = s.counts.clone();
         exact.extend_from_slice(&s.sums);
         let noisy = db.release(&format!("k-means step {}", it + 1), &exact, sens)?;
@@ -154,6 +155,18 @@ pub fn run(
         size_history: history,
         guarantee: db.guarantee(),
     })
+}
+
+/// [`run`] with the rows of `m` in memory and each step's sums from `kernel` (built on
+/// them).
+pub fn run_kernel(
+    m: &Matrix,
+    cfg: &KmeansConfig,
+    init: &[f64],
+    db: &mut SulqDb,
+    kernel: &dyn KmeansKernel,
+) -> Result<KmeansResult> {
+    run(&m.shape(), cfg, init, db, &|c| Ok(kernel.sums(c)?))
 }
 
 /// Smallest noisy size at which a centre moves to its noisy average: the average's noise
@@ -191,7 +204,7 @@ fn reseed(centers: &mut [f64], sizes: &[f64], floor: f64, d: usize, it: usize) {
 /// Non-private Lloyd iterations from the same start (the evaluation's reference).
 pub fn lloyd(m: &Matrix, cfg: &KmeansConfig, init: &[f64]) -> Result<Vec<f64>> {
     // The non-private reference (a diagnostic): an empty table has nothing to cluster.
-    check(m, cfg, Neighbours::Bounded)?;
+    check(&m.shape(), cfg, Neighbours::Bounded)?;
     let d = m.d;
     let mut centers = init.to_vec();
     for it in 0..cfg.iters {
@@ -248,7 +261,7 @@ mod tests {
         .expect("plan");
         let mut db = SulqDb::new(p, rng.fork());
         let cpu = CpuKmeans { x: &m.x, d: m.d };
-        let r = run(&m, &cfg, &init, &mut db, &cpu).expect("runs");
+        let r = run_kernel(&m, &cfg, &init, &mut db, &cpu).expect("runs");
         assert!(
             (db.used() / db.plan.units - 1.0).abs() < 1e-6,
             "the plan is spent"
@@ -264,7 +277,7 @@ mod tests {
         // one more step than planned is refused
         let more = KmeansConfig { k: 3, iters: 1 };
         assert!(matches!(
-            run(&m, &more, &init, &mut db, &cpu),
+            run_kernel(&m, &more, &init, &mut db, &cpu),
             Err(Error::Budget(_))
         ));
     }
@@ -328,6 +341,6 @@ mod tests {
         .expect("ok");
         let mut db = SulqDb::new(p, NoiseRng::from_seed_quiet(1));
         let cpu = CpuKmeans { x: &m.x, d: m.d };
-        assert!(run(&m, &bad, &[], &mut db, &cpu).is_err());
+        assert!(run_kernel(&m, &bad, &[], &mut db, &cpu).is_err());
     }
 }

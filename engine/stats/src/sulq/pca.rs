@@ -19,7 +19,7 @@
 use super::{GaussianCalibration, Guarantee, Need, Plan, Sensitivity, SulqDb};
 use faer::{Mat, Side};
 use kinsey_core::{Error, Result};
-use kinsey_data::table::Matrix;
+use kinsey_data::table::{Matrix, MatrixShape};
 use kinsey_dp::Neighbours;
 use kinsey_kernels::gram::{center_gram, gram_sums};
 use serde::Serialize;
@@ -134,7 +134,28 @@ pub(crate) fn top_eigen(tri: &[f64], d: usize) -> Result<(Vec<f64>, Vec<Vec<f64>
 
 /// Run SuLQ PCA/SVD.
 pub fn run(m: &Matrix, cfg: &PcaConfig, db: &mut SulqDb) -> Result<PcaResult> {
+    let mut gram = kinsey_kernels::gram::GramSums::zero(m.d);
+    kinsey_kernels::gram::gram_sums_into(&mut gram, &m.x, m.d)?;
+    run_sums(&m.shape(), &gram, cfg, db)
+}
+
+/// Run SuLQ PCA/SVD from the exact Gram sums of the rows of shape `m` (summed in any
+/// blocks: they are exact).
+pub fn run_sums(
+    m: &MatrixShape,
+    gram: &kinsey_kernels::gram::GramSums,
+    cfg: &PcaConfig,
+    db: &mut SulqDb,
+) -> Result<PcaResult> {
     let d = m.d;
+    if gram.colsum.len() != d || gram.rows != m.n {
+        return Err(Error::Numerical(format!(
+            "the Gram sums hold {} rows of {} columns, the matrix {} of {d}",
+            gram.rows,
+            gram.colsum.len(),
+            m.n
+        )));
+    }
     if cfg.components == 0 || cfg.components > d {
         return Err(Error::param(
             "components",
@@ -147,11 +168,11 @@ pub fn run(m: &Matrix, cfg: &PcaConfig, db: &mut SulqDb) -> Result<PcaResult> {
     if m.n == 0 && nb.n_is_public() {
         return Err(Error::format(&m.source, "the data set has zero rows"));
     }
-    let (xtx, colsum) = kinsey_kernels::gram::gram_sums(&m.x, d)?;
+    let (xtx, colsum) = (&gram.xtx, &gram.colsum);
     let exact_n = m.n as f64;
     let (scatter, mean, n_used) = if cfg.center {
         let mut q = vec![exact_n];
-        q.extend_from_slice(&colsum);
+        q.extend_from_slice(colsum);
         let noisy = db.release("PCA: count and column sums", &q, mean_sensitivity(d))?;
         let n_used = if nb.n_is_public() {
             exact_n
@@ -162,9 +183,9 @@ pub fn run(m: &Matrix, cfg: &PcaConfig, db: &mut SulqDb) -> Result<PcaResult> {
             .iter()
             .map(|s| (s / n_used).clamp(0.0, 1.0))
             .collect();
-        (center_gram(&xtx, &colsum, m.n, &mu), Some(mu), n_used)
+        (center_gram(xtx, colsum, m.n, &mu), Some(mu), n_used)
     } else {
-        (xtx, None, exact_n)
+        (xtx.clone(), None, exact_n)
     };
     let noisy_tri = db.release(
         if cfg.center {

@@ -10,7 +10,10 @@ use super::release::{OneTable, SulqRun};
 use super::{GaussianCalibration, Plan, QueryRecord, SulqDb};
 use kinsey_core::Result;
 use kinsey_data::memory::ColumnSource;
-use kinsey_data::table::{ColumnBounds, Matrix, Range, read_matrix};
+use kinsey_data::table::{
+    ColumnBounds, MATRIX_BLOCK_ROWS, Matrix, MatrixShape, Range, for_each_matrix_block,
+    matrix_columns, read_matrix,
+};
 use kinsey_dp::{Neighbours, NoiseRng, RngRecord};
 use kinsey_kernels::DevicePref;
 use std::path::Path;
@@ -130,7 +133,7 @@ pub fn one_table<R>(
     kind: &'static str,
     b: &Budget,
     input: &Path,
-    m: &Matrix,
+    m: &MatrixShape,
     ledger: Vec<QueryRecord>,
     result: R,
     rng: RngRecord,
@@ -154,20 +157,39 @@ pub fn one_table<R>(
     }
 }
 
-/// A finished analysis: the run (release and diagnostics), the matrix it read and its
-/// database (for the exact baselines and summaries a caller adds as diagnostics).
+/// A finished analysis: the run (release and diagnostics), the shape of the rows it read
+/// and its database (for the exact baselines and summaries a caller adds as diagnostics).
 #[derive(Debug)]
 pub struct Analysis<R> {
     /// What to split into release and diagnostics.
     pub run: SulqRun<OneTable, R>,
-    /// The rows read, in the box (NOT PRIVATE: for diagnostics only).
-    pub matrix: Matrix,
+    /// The columns read and their shape.
+    pub shape: MatrixShape,
+    /// The rows read, in the box, where the analysis held them whole (k-means on a GPU);
+    /// `None` where it read them a block at a time (NOT PRIVATE: for diagnostics only).
+    pub matrix: Option<Matrix>,
     /// The database after the analysis (its plan and budget used).
     pub db: SulqDb,
 }
 
+/// The columns of `input` its specifications name (every numeric column when none is
+/// given), with their declared boxes.
+fn resolve<S: ColumnSource + ?Sized>(input: &S, columns: &Columns) -> Result<Vec<ColumnBounds>> {
+    let specs = columns
+        .specs
+        .iter()
+        .map(|s| s.parse())
+        .collect::<Result<Vec<ColumnBounds>>>()?;
+    matrix_columns(input, &specs, &[])
+}
+
 /// SuLQ k-means of `input`'s `columns` (in `[0, 1]`): `kinsey sulq kmeans`'s release.
 /// Also returns the random start (public randomness) for the exact baseline.
+///
+/// On the CPU the rows are never held: a first pass checks them and counts them, and each
+/// step's exact sizes and sums are a pass over the input a block of
+/// [`MATRIX_BLOCK_ROWS`] rows at a time, added in the kernel's fixed order (the sums of
+/// the rows held whole, bit for bit). On a GPU the rows go to the device whole.
 pub fn kmeans<S: ColumnSource + ?Sized>(
     b: &Budget,
     input: &S,
@@ -175,71 +197,157 @@ pub fn kmeans<S: ColumnSource + ?Sized>(
     cfg: &KmeansConfig,
     device: DevicePref,
 ) -> Result<(Analysis<KmeansResult>, Vec<f64>)> {
-    let m = columns.read(input, Range::Unit)?;
-    let plan = kmeans::plan(cfg, m.d, b.epsilon, b.delta, b.calibration, b.neighbours)?;
-    let names: Vec<&str> = m.names.iter().map(String::as_str).collect();
+    let whole = if kinsey_kernels::kmeans::runs_on_gpu(device)? {
+        Some(columns.read(input, Range::Unit)?)
+    } else {
+        None
+    };
+    // Without the rows whole, a first pass checks every cell and counts the rows.
+    let cols = resolve(input, columns)?;
+    let shape = match &whole {
+        Some(m) => m.shape(),
+        None => for_each_matrix_block(
+            input,
+            &cols,
+            &[],
+            (Range::Unit, columns.clip),
+            &mut |_, _| Ok(()),
+        )?,
+    };
+    let plan = kmeans::plan(
+        cfg,
+        shape.d,
+        b.epsilon,
+        b.delta,
+        b.calibration,
+        b.neighbours,
+    )?;
+    let names: Vec<&str> = shape.names.iter().map(String::as_str).collect();
     let (mut rng, mut db) = open_db(
         b,
-        m.n,
+        shape.n,
         plan,
         serde_json::json!({"command": "kmeans", "input": columns.describe(), "k": cfg.k,
             "iterations": cfg.iters}),
         || input.digest(&names),
     )?;
-    let init = kmeans::random_centers(cfg.k, m.d, &mut rng);
-    let kernel = kinsey_kernels::kmeans::select(device, &m.x, m.d)?;
-    let mut res = kmeans::run(&m, cfg, &init, &mut db, kernel.as_ref())?;
-    let bounds = columns.bounds(&m.names)?;
+    let init = kmeans::random_centers(cfg.k, shape.d, &mut rng);
+    let (mut res, device) = match &whole {
+        Some(m) => {
+            let kernel = kinsey_kernels::kmeans::select(device, &m.x, m.d)?;
+            let sums = |c: &[f64]| Ok(kernel.sums(c)?);
+            (
+                kmeans::run(&shape, cfg, &init, &mut db, &sums)?,
+                kernel.describe(),
+            )
+        }
+        None => {
+            let d = shape.d;
+            let sums = |c: &[f64]| {
+                let mut acc = kinsey_kernels::kmeans::KmeansSums::zero(c.len() / d.max(1), d);
+                for_each_matrix_block(
+                    input,
+                    &cols,
+                    &[],
+                    (Range::Unit, columns.clip),
+                    &mut |_, x| {
+                        Ok(kinsey_kernels::kmeans::cpu::kmeans_sums_into(
+                            &mut acc, x, d, c,
+                        )?)
+                    },
+                )?;
+                Ok(acc)
+            };
+            let res = kmeans::run(&shape, cfg, &init, &mut db, &sums)?;
+            let device = format!(
+                "cpu (rayon, {} threads; each step reads the input {MATRIX_BLOCK_ROWS} rows \
+                 at a time)",
+                rayon::current_num_threads()
+            );
+            (res, device)
+        }
+    };
+    let bounds = columns.bounds(&shape.names)?;
     res.centers_original = res
         .centers
         .iter()
         .map(|c| crate::apply::to_original(&bounds, c))
         .collect();
-    let device = kernel.describe();
-    drop(kernel);
     let ledger = std::mem::take(&mut db.ledger);
     let mut run = one_table(
         "kinsey.sulq_kmeans.v1",
         b,
         input.name(),
-        &m,
+        &shape,
         ledger,
         res,
         rng.record(),
     );
     run.about.device = Some(device);
-    Ok((Analysis { run, matrix: m, db }, init))
+    let analysis = Analysis {
+        run,
+        shape,
+        matrix: whole,
+        db,
+    };
+    Ok((analysis, init))
 }
 
 /// SuLQ PCA (or SVD without centring) of `input`'s `columns` (in `[0, 1]`): `kinsey sulq
-/// pca`'s release.
+/// pca`'s release. The rows are read once, a block at a time, into the exact Gram sums
+/// (`kinsey_kernels::gram`: exact in f64, so the same whatever the blocks); they are never
+/// held whole.
 pub fn pca<S: ColumnSource + ?Sized>(
     b: &Budget,
     input: &S,
     columns: &Columns,
     cfg: &PcaConfig,
 ) -> Result<Analysis<PcaResult>> {
-    let m = columns.read(input, Range::Unit)?;
-    let plan = pca::plan(cfg, m.d, b.epsilon, b.delta, b.calibration, b.neighbours)?;
-    let names: Vec<&str> = m.names.iter().map(String::as_str).collect();
+    let cols = resolve(input, columns)?;
+    let d = cols.len();
+    let mut gram = kinsey_kernels::gram::GramSums::zero(d);
+    let shape = for_each_matrix_block(
+        input,
+        &cols,
+        &[],
+        (Range::Unit, columns.clip),
+        &mut |_, x| Ok(kinsey_kernels::gram::gram_sums_into(&mut gram, x, d)?),
+    )?;
+    let plan = pca::plan(
+        cfg,
+        shape.d,
+        b.epsilon,
+        b.delta,
+        b.calibration,
+        b.neighbours,
+    )?;
+    let names: Vec<&str> = shape.names.iter().map(String::as_str).collect();
     let (rng, mut db) = open_db(
         b,
-        m.n,
+        shape.n,
         plan,
         serde_json::json!({"command": "pca", "input": columns.describe(),
             "components": cfg.components, "center": cfg.center}),
         || input.digest(&names),
     )?;
-    let res = pca::run(&m, cfg, &mut db)?;
+    let res = pca::run_sums(&shape, &gram, cfg, &mut db)?;
     let ledger = std::mem::take(&mut db.ledger);
     let run = one_table(
         "kinsey.sulq_pca.v1",
         b,
         input.name(),
-        &m,
+        &shape,
         ledger,
         res,
         rng.record(),
     );
-    Ok(Analysis { run, matrix: m, db })
+    Ok(Analysis {
+        run,
+        shape,
+        matrix: None,
+        db,
+    })
 }
+
+#[cfg(test)]
+mod tests;
