@@ -1081,6 +1081,31 @@ fn sulq_commands_run_with_their_guarantee_and_refuse_bad_input() {
     );
     let r = json(&km.join("report.json"));
     assert_eq!(r["result"]["centers"].as_array().expect("centres").len(), 2);
+    // Under a seed, rows spilled past a memory limit give the centres of rows held.
+    let centres = |limit: &str| {
+        let o = dir.path().join(format!("km-{limit}"));
+        let mut a = vec![
+            "sulq",
+            "kmeans",
+            "--input",
+            arg(&csv),
+            "--columns",
+            "a,b,t:0:40",
+            "--k",
+            "2",
+            "--device",
+            "cpu",
+            "--seed",
+            "4",
+            "--memory-limit",
+            limit,
+        ];
+        let c = common(&o);
+        a.extend(c.iter().map(String::as_str));
+        ok(&a);
+        std::fs::read_to_string(o.join("centers.csv")).expect("centres")
+    };
+    assert_eq!(centres("1KiB"), centres("1GiB"));
     assert!(
         r["result"]["guarantee"]["epsilon_spent"]
             .as_f64()

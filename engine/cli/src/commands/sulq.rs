@@ -62,6 +62,11 @@ pub(crate) struct KmeansArgs {
     /// Where the assignment step runs: auto (a real GPU if any), cpu or gpu.
     #[arg(long, default_value = "auto")]
     pub device: DevicePref,
+    /// On the CPU, the memory the rows may take, e.g. 512MiB (default half this machine's):
+    /// past it they are spilled to a private temporary file and each step reads them back
+    /// a block at a time; the release is the same.
+    #[arg(long, value_parser = kinsey_core::limits::parse_bytes, value_name = "BYTES")]
+    pub memory_limit: Option<u64>,
     #[command(flatten)]
     pub common: SulqCommon,
 }
@@ -83,12 +88,15 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
         iters: a.iterations,
     };
     warn_seed(c.seed);
-    let (analysis, init) = sulq::query::kmeans(
+    let limit = a.memory_limit.unwrap_or_else(|| {
+        kinsey_core::limits::machine_memory().map_or(8 << 30, |m| m / 2)
+    });
+    let (analysis, init) = sulq::query::kmeans_within(
         &c.budget(),
         a.input.input.as_path(),
         &a.input.columns(),
         &cfg,
-        a.device,
+        (a.device, limit),
     )?;
     let sulq::query::Analysis {
         mut run,

@@ -7,6 +7,7 @@
 use super::kmeans::{self, KmeansConfig, KmeansResult};
 use super::pca::{self, PcaConfig, PcaResult};
 use super::release::{OneTable, SulqRun};
+use super::spill::Rows;
 use super::{GaussianCalibration, Plan, QueryRecord, SulqDb};
 use kinsey_core::Result;
 use kinsey_data::memory::ColumnSource;
@@ -186,10 +187,11 @@ fn resolve<S: ColumnSource + ?Sized>(input: &S, columns: &Columns) -> Result<Vec
 /// SuLQ k-means of `input`'s `columns` (in `[0, 1]`): `kinsey sulq kmeans`'s release.
 /// Also returns the random start (public randomness) for the exact baseline.
 ///
-/// On the CPU the rows are never held: a first pass checks them and counts them, and each
-/// step's exact sizes and sums are a pass over the input a block of
-/// [`MATRIX_BLOCK_ROWS`] rows at a time, added in the kernel's fixed order (the sums of
-/// the rows held whole, bit for bit). On a GPU the rows go to the device whole.
+/// On the CPU one pass over the input checks the rows, counts them and keeps them as f32:
+/// in memory while they fit half the machine's memory, else in an unlinked private spill
+/// file (`spill::Rows`); each step's exact sizes and sums are then a pass over them a
+/// block of [`MATRIX_BLOCK_ROWS`] rows at a time, added in the kernel's fixed order (the
+/// sums of the rows held whole, bit for bit). On a GPU the rows go to the device whole.
 pub fn kmeans<S: ColumnSource + ?Sized>(
     b: &Budget,
     input: &S,
@@ -197,22 +199,38 @@ pub fn kmeans<S: ColumnSource + ?Sized>(
     cfg: &KmeansConfig,
     device: DevicePref,
 ) -> Result<(Analysis<KmeansResult>, Vec<f64>)> {
+    let limit = kinsey_core::limits::machine_memory().map_or(8 << 30, |m| m / 2);
+    kmeans_within(b, input, columns, cfg, (device, limit))
+}
+
+/// [`kmeans`] holding at most `memory_limit` bytes of rows on the CPU (past it the rows go
+/// to the spill; the release is the same).
+pub fn kmeans_within<S: ColumnSource + ?Sized>(
+    b: &Budget,
+    input: &S,
+    columns: &Columns,
+    cfg: &KmeansConfig,
+    (device, memory_limit): (DevicePref, u64),
+) -> Result<(Analysis<KmeansResult>, Vec<f64>)> {
     let whole = if kinsey_kernels::kmeans::runs_on_gpu(device)? {
         Some(columns.read(input, Range::Unit)?)
     } else {
         None
     };
-    // Without the rows whole, a first pass checks every cell and counts the rows.
+    // Without the rows whole, a first pass checks every cell, counts the rows and keeps
+    // them as f32 for the steps: held while they fit `memory_limit`, else spilled.
     let cols = resolve(input, columns)?;
+    let mut kept = None;
     let shape = match &whole {
         Some(m) => m.shape(),
-        None => for_each_matrix_block(
-            input,
-            &cols,
-            &[],
-            (Range::Unit, columns.clip),
-            &mut |_, _| Ok(()),
-        )?,
+        None => {
+            let mut rows = Rows::new(cols.len(), memory_limit);
+            let clip = (Range::Unit, columns.clip);
+            let shape = for_each_matrix_block(input, &cols, &[], clip, &mut |_, x| rows.append(x))?;
+            rows.finish()?;
+            kept = Some(rows);
+            shape
+        }
     };
     let plan = kmeans::plan(
         cfg,
@@ -242,28 +260,29 @@ pub fn kmeans<S: ColumnSource + ?Sized>(
             )
         }
         None => {
-            let d = shape.d;
+            let (d, kept) = (shape.d, kept.as_ref());
             let sums = |c: &[f64]| {
                 let mut acc = kinsey_kernels::kmeans::KmeansSums::zero(c.len() / d.max(1), d);
-                for_each_matrix_block(
-                    input,
-                    &cols,
-                    &[],
-                    (Range::Unit, columns.clip),
-                    &mut |_, x| {
+                if let Some(rows) = kept {
+                    rows.for_each_block(&mut |x| {
                         Ok(kinsey_kernels::kmeans::cpu::kmeans_sums_into(
                             &mut acc, x, d, c,
                         )?)
-                    },
-                )?;
+                    })?;
+                }
                 Ok(acc)
             };
             let res = kmeans::run(&shape, cfg, &init, &mut db, &sums)?;
-            let device = format!(
-                "cpu (rayon, {} threads; each step reads the input {MATRIX_BLOCK_ROWS} rows \
-                 at a time)",
-                rayon::current_num_threads()
-            );
+            let threads = rayon::current_num_threads();
+            let device = if kept.is_some_and(Rows::spilled) {
+                format!(
+                    "cpu (rayon, {threads} threads; the rows past the memory limit: each step \
+                     reads them {MATRIX_BLOCK_ROWS} at a time from a spill made in the first \
+                     pass)"
+                )
+            } else {
+                format!("cpu (rayon, {threads} threads)")
+            };
             (res, device)
         }
     };
