@@ -102,8 +102,17 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
         mut run,
         shape: m,
         matrix,
+        spilled,
         db,
     } = analysis;
+    if spilled {
+        // Whether the rows fit follows their number: a diagnostic, marked as one.
+        crate::term::print_diagnostic(&format!(
+            "the rows did not fit the memory limit of {}: each step read them back from a \
+             private temporary file (the release is the same)",
+            kinsey_core::limits::show_bytes(limit)
+        ));
+    }
     let res = &run.result;
     let flat: Vec<f64> = res.centers.concat();
     let evaluation = if c.diagnostics {

@@ -12,8 +12,7 @@ use super::{GaussianCalibration, Plan, QueryRecord, SulqDb};
 use kinsey_core::Result;
 use kinsey_data::memory::ColumnSource;
 use kinsey_data::table::{
-    ColumnBounds, MATRIX_BLOCK_ROWS, Matrix, MatrixShape, Range, for_each_matrix_block,
-    matrix_columns, read_matrix,
+    ColumnBounds, Matrix, MatrixShape, Range, for_each_matrix_block, matrix_columns, read_matrix,
 };
 use kinsey_dp::{Neighbours, NoiseRng, RngRecord};
 use kinsey_kernels::DevicePref;
@@ -169,6 +168,9 @@ pub struct Analysis<R> {
     /// The rows read, in the box, where the analysis held them whole (k-means on a GPU);
     /// `None` where it read them a block at a time (NOT PRIVATE: for diagnostics only).
     pub matrix: Option<Matrix>,
+    /// Whether its rows went to a spill file past the memory limit (NOT PRIVATE: it
+    /// follows the number of rows).
+    pub spilled: bool,
     /// The database after the analysis (its plan and budget used).
     pub db: SulqDb,
 }
@@ -190,7 +192,7 @@ fn resolve<S: ColumnSource + ?Sized>(input: &S, columns: &Columns) -> Result<Vec
 /// On the CPU one pass over the input checks the rows, counts them and keeps them as f32:
 /// in memory while they fit half the machine's memory, else in an unlinked private spill
 /// file (`spill::Rows`); each step's exact sizes and sums are then a pass over them a
-/// block of [`MATRIX_BLOCK_ROWS`] rows at a time, added in the kernel's fixed order (the
+/// block of [`MATRIX_BLOCK_ROWS`](kinsey_data::table::MATRIX_BLOCK_ROWS) rows at a time, added in the kernel's fixed order (the
 /// sums of the rows held whole, bit for bit). On a GPU the rows go to the device whole.
 pub fn kmeans<S: ColumnSource + ?Sized>(
     b: &Budget,
@@ -273,16 +275,9 @@ pub fn kmeans_within<S: ColumnSource + ?Sized>(
                 Ok(acc)
             };
             let res = kmeans::run(&shape, cfg, &init, &mut db, &sums)?;
-            let threads = rayon::current_num_threads();
-            let device = if kept.is_some_and(Rows::spilled) {
-                format!(
-                    "cpu (rayon, {threads} threads; the rows past the memory limit: each step \
-                     reads them {MATRIX_BLOCK_ROWS} at a time from a spill made in the first \
-                     pass)"
-                )
-            } else {
-                format!("cpu (rayon, {threads} threads)")
-            };
+            // The same words held or spilled: whether the rows fit follows n, private
+            // under unbounded neighbours, and this line is part of the release.
+            let device = format!("cpu (rayon, {} threads)", rayon::current_num_threads());
             (res, device)
         }
     };
@@ -307,6 +302,7 @@ pub fn kmeans_within<S: ColumnSource + ?Sized>(
         run,
         shape,
         matrix: whole,
+        spilled: kept.as_ref().is_some_and(Rows::spilled),
         db,
     };
     Ok((analysis, init))
@@ -364,6 +360,7 @@ pub fn pca<S: ColumnSource + ?Sized>(
         run,
         shape,
         matrix: None,
+        spilled: false,
         db,
     })
 }
