@@ -1081,31 +1081,6 @@ fn sulq_commands_run_with_their_guarantee_and_refuse_bad_input() {
     );
     let r = json(&km.join("report.json"));
     assert_eq!(r["result"]["centers"].as_array().expect("centres").len(), 2);
-    // Under a seed, rows spilled past a memory limit give the centres of rows held.
-    let centres = |limit: &str| {
-        let o = dir.path().join(format!("km-{limit}"));
-        let mut a = vec![
-            "sulq",
-            "kmeans",
-            "--input",
-            arg(&csv),
-            "--columns",
-            "a,b,t:0:40",
-            "--k",
-            "2",
-            "--device",
-            "cpu",
-            "--seed",
-            "4",
-            "--memory-limit",
-            limit,
-        ];
-        let c = common(&o);
-        a.extend(c.iter().map(String::as_str));
-        ok(&a);
-        std::fs::read_to_string(o.join("centers.csv")).expect("centres")
-    };
-    assert_eq!(centres("1KiB"), centres("1GiB"));
     assert!(
         r["result"]["guarantee"]["epsilon_spent"]
             .as_f64()
@@ -2019,4 +1994,51 @@ fn libsvm_parties_train_the_parquet_model() {
     let diag =
         std::fs::read_to_string(a.join("job.NOT-PRIVATE.diagnostics.json")).expect("diagnostics");
     assert!(diag.contains("sparse rows: CSR"), "{diag}");
+}
+
+/// `sulq kmeans --memory-limit`: under a seed, rows spilled past the limit give the centres
+/// of rows held, and the terminal says so on a NOT PRIVATE line only.
+#[test]
+fn sulq_kmeans_spilled_rows_give_the_held_centres() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let csv = toolbox_csv(dir.path(), 4000);
+    let centres = |limit: &str| {
+        let o = dir.path().join(format!("km-{limit}"));
+        let out = ok(&[
+            "sulq",
+            "kmeans",
+            "--input",
+            arg(&csv),
+            "--columns",
+            "a,b,t:0:40",
+            "--k",
+            "2",
+            "--device",
+            "cpu",
+            "--seed",
+            "4",
+            "--memory-limit",
+            limit,
+            "--epsilon",
+            "2",
+            "--neighbours",
+            "bounded",
+            "--out",
+            arg(&o),
+        ]);
+        let said = out.lines().find(|l| l.contains("did not fit"));
+        let centres = std::fs::read_to_string(o.join("centers.csv")).expect("centres");
+        let report = std::fs::read_to_string(o.join("report.json")).expect("report");
+        (said.map(str::to_string), centres, report)
+    };
+    let (spilled, a, ra) = centres("1KiB");
+    let (held, b, rb) = centres("1GiB");
+    assert_eq!(a, b);
+    assert_eq!(ra, rb, "the release says whether the rows fit");
+    assert!(
+        spilled
+            .expect("the spill is said")
+            .starts_with("NOT PRIVATE")
+    );
+    assert!(held.is_none());
 }

@@ -175,6 +175,31 @@ pub struct Analysis<R> {
     pub db: SulqDb,
 }
 
+/// [`open_db`] for an analysis of the columns `shape` names of `input` (bound to their
+/// digest).
+fn open_table<S: ColumnSource + ?Sized>(
+    b: &Budget,
+    input: &S,
+    shape: &MatrixShape,
+    plan: Plan,
+    run: serde_json::Value,
+) -> Result<(NoiseRng, SulqDb)> {
+    let names: Vec<&str> = shape.names.iter().map(String::as_str).collect();
+    open_db(b, shape.n, plan, run, || input.digest(&names))
+}
+
+/// A k-means run's public description, for its seeded label.
+fn kmeans_run(columns: &Columns, cfg: &KmeansConfig) -> serde_json::Value {
+    serde_json::json!({"command": "kmeans", "input": columns.describe(), "k": cfg.k,
+        "iterations": cfg.iters})
+}
+
+/// A PCA run's public description, for its seeded label.
+fn pca_run(columns: &Columns, cfg: &PcaConfig) -> serde_json::Value {
+    serde_json::json!({"command": "pca", "input": columns.describe(),
+        "components": cfg.components, "center": cfg.center})
+}
+
 /// The columns of `input` its specifications name (every numeric column when none is
 /// given), with their declared boxes.
 fn resolve<S: ColumnSource + ?Sized>(input: &S, columns: &Columns) -> Result<Vec<ColumnBounds>> {
@@ -242,15 +267,7 @@ pub fn kmeans_within<S: ColumnSource + ?Sized>(
         b.calibration,
         b.neighbours,
     )?;
-    let names: Vec<&str> = shape.names.iter().map(String::as_str).collect();
-    let (mut rng, mut db) = open_db(
-        b,
-        shape.n,
-        plan,
-        serde_json::json!({"command": "kmeans", "input": columns.describe(), "k": cfg.k,
-            "iterations": cfg.iters}),
-        || input.digest(&names),
-    )?;
+    let (mut rng, mut db) = open_table(b, input, &shape, plan, kmeans_run(columns, cfg))?;
     let init = kmeans::random_centers(cfg.k, shape.d, &mut rng);
     let (mut res, device) = match &whole {
         Some(m) => {
@@ -336,15 +353,7 @@ pub fn pca<S: ColumnSource + ?Sized>(
         b.calibration,
         b.neighbours,
     )?;
-    let names: Vec<&str> = shape.names.iter().map(String::as_str).collect();
-    let (rng, mut db) = open_db(
-        b,
-        shape.n,
-        plan,
-        serde_json::json!({"command": "pca", "input": columns.describe(),
-            "components": cfg.components, "center": cfg.center}),
-        || input.digest(&names),
-    )?;
+    let (rng, mut db) = open_table(b, input, &shape, plan, pca_run(columns, cfg))?;
     let res = pca::run_sums(&shape, &gram, cfg, &mut db)?;
     let ledger = std::mem::take(&mut db.ledger);
     let run = one_table(

@@ -82,14 +82,12 @@ fn streamed_kmeans_is_the_whole_run() {
         Neighbours::Bounded,
     )
     .expect("plan");
-    let names: Vec<&str> = m.names.iter().map(String::as_str).collect();
-    let (mut rng, mut db) = open_db(
+    let (mut rng, mut db) = open_table(
         &budget(9),
-        m.n,
+        path.as_path(),
+        &m.shape(),
         plan,
-        serde_json::json!({"command": "kmeans", "input": columns().describe(), "k": cfg.k,
-            "iterations": cfg.iters}),
-        || path.as_path().digest(&names),
+        kmeans_run(&columns(), &cfg),
     )
     .expect("db");
     let init_whole = kmeans::random_centers(cfg.k, m.d, &mut rng);
@@ -131,14 +129,12 @@ fn streamed_pca_is_the_whole_run() {
             Neighbours::Bounded,
         )
         .expect("plan");
-        let names: Vec<&str> = m.names.iter().map(String::as_str).collect();
-        let (_, mut db) = open_db(
+        let (_, mut db) = open_table(
             &budget(4),
-            m.n,
+            path.as_path(),
+            &m.shape(),
             plan,
-            serde_json::json!({"command": "pca", "input": columns().describe(),
-                "components": cfg.components, "center": cfg.center}),
-            || path.as_path().digest(&names),
+            pca_run(&columns(), &cfg),
         )
         .expect("db");
         let whole = pca::run(&m, &cfg, &mut db).expect("whole");
