@@ -88,9 +88,9 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
         iters: a.iterations,
     };
     warn_seed(c.seed);
-    let limit = a.memory_limit.unwrap_or_else(|| {
-        kinsey_core::limits::machine_memory().map_or(8 << 30, |m| m / 2)
-    });
+    let limit = a
+        .memory_limit
+        .unwrap_or_else(|| kinsey_core::limits::machine_memory().map_or(8 << 30, |m| m / 2));
     let (analysis, init) = sulq::query::kmeans_within(
         &c.budget(),
         a.input.input.as_path(),

@@ -126,43 +126,45 @@ fn parquet_report(
         .as_ref()
         .map(|p| read_parquet(p, &cols))
         .transpose()?;
-    Ok(if bounded::fits_in_memory(&opened, spec, diagnostics, budget.limit) {
-        let bar = crate::term::bar(cfg.data.parties.len() as u64, "reading parties");
-        let mut parties = Vec::new();
-        for p in &cfg.data.parties {
-            parties.push(read_parquet(p, &cols)?);
-            bar.inc(1);
-        }
-        bar.finish_and_clear();
-        let input = pipeline::RunInput {
-            command: "train",
-            parties,
-            test,
-            ingest_s: t.elapsed().as_secs_f64(),
-        };
-        pipeline::run(input, spec, &keys, diagnostics, &term::Bars::default())?
-    } else {
-        // Whether the parties fit follows their sizes: a diagnostic, marked as one.
-        crate::term::print_diagnostic(&format!(
-            "the parties do not fit the memory limit of {} together: training them one by \
+    Ok(
+        if bounded::fits_in_memory(&opened, spec, diagnostics, budget.limit) {
+            let bar = crate::term::bar(cfg.data.parties.len() as u64, "reading parties");
+            let mut parties = Vec::new();
+            for p in &cfg.data.parties {
+                parties.push(read_parquet(p, &cols)?);
+                bar.inc(1);
+            }
+            bar.finish_and_clear();
+            let input = pipeline::RunInput {
+                command: "train",
+                parties,
+                test,
+                ingest_s: t.elapsed().as_secs_f64(),
+            };
+            pipeline::run(input, spec, &keys, diagnostics, &term::Bars::default())?
+        } else {
+            // Whether the parties fit follows their sizes: a diagnostic, marked as one.
+            crate::term::print_diagnostic(&format!(
+                "the parties do not fit the memory limit of {} together: training them one by \
              one, streamed through a private spill folder under {}",
-            kinsey_core::limits::show_bytes(budget.limit),
-            budget.spill_base.display()
-        ));
-        let input = bounded::FilesInput {
-            command: "train",
-            parties: opened,
-            test,
-        };
-        bounded::run_bounded(
-            input,
-            spec,
-            &keys,
-            diagnostics,
-            budget,
-            &term::Bars::default(),
-        )?
-    })
+                kinsey_core::limits::show_bytes(budget.limit),
+                budget.spill_base.display()
+            ));
+            let input = bounded::FilesInput {
+                command: "train",
+                parties: opened,
+                test,
+            };
+            bounded::run_bounded(
+                input,
+                spec,
+                &keys,
+                diagnostics,
+                budget,
+                &term::Bars::default(),
+            )?
+        },
+    )
 }
 
 /// The report of a job over LIBSVM parties of `dim` features, kept sparse (CSR), party by
