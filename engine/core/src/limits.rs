@@ -96,6 +96,12 @@ pub fn machine_memory() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
+/// The memory a run may use unless told otherwise: half this machine's, or 8 GiB where
+/// it cannot be read (`train`'s and `sulq kmeans`'s `--memory-limit` default).
+pub fn default_memory_limit() -> u64 {
+    machine_memory().map_or(8 << 30, |m| m / 2)
+}
+
 /// Bytes as the user reads them: `512 MiB`, `1.50 GiB`.
 pub fn show_bytes(b: u64) -> String {
     const MIB: f64 = 1024.0 * 1024.0;

@@ -49,7 +49,7 @@ impl MemoryBudget {
 
     /// Half of this machine's memory, or 8 GiB where it cannot be read.
     pub fn default_limit() -> u64 {
-        kinsey_core::limits::machine_memory().map_or(8 << 30, |m| m / 2)
+        kinsey_core::limits::default_memory_limit()
     }
 }
 

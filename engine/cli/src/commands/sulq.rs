@@ -90,7 +90,7 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
     warn_seed(c.seed);
     let limit = a
         .memory_limit
-        .unwrap_or_else(|| kinsey_core::limits::machine_memory().map_or(8 << 30, |m| m / 2));
+        .unwrap_or_else(kinsey_core::limits::default_memory_limit);
     let (analysis, init) = sulq::query::kmeans_within(
         &c.budget(),
         a.input.input.as_path(),

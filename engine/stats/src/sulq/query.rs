@@ -226,7 +226,7 @@ pub fn kmeans<S: ColumnSource + ?Sized>(
     cfg: &KmeansConfig,
     device: DevicePref,
 ) -> Result<(Analysis<KmeansResult>, Vec<f64>)> {
-    let limit = kinsey_core::limits::machine_memory().map_or(8 << 30, |m| m / 2);
+    let limit = kinsey_core::limits::default_memory_limit();
     kmeans_within(b, input, columns, cfg, (device, limit))
 }
 
