@@ -22,9 +22,11 @@
 
 use crate::DevicePref;
 use kinsey_core::{Error, Result, Silent};
+use kinsey_data::parquet_blocks::ParquetParty;
 use kinsey_data::parquet_io::{ColumnSpec, read_parquet};
 use kinsey_data::{Dataset, LabelEncoding, RowTransform};
 use kinsey_learn::aggregate::{Aggregator, PlaintextAggregator, PrivacySpec};
+use kinsey_learn::bounded::{self, MemoryBudget};
 use kinsey_learn::logreg::{Objective, SolverConfig};
 use kinsey_learn::pipeline::{self, JobSpec, Report};
 use kinsey_learn::seeding::NoiseKeys;
@@ -33,6 +35,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// A size in bytes from text such as `512MiB`, `4GiB` or `1e9`, as `--memory-limit` reads
+/// it (for [`JobBuilder::memory_limit`]).
+pub use kinsey_core::limits::parse_bytes;
 pub use kinsey_learn::aggregate::{NoiseKind, SensitivityDerivation};
 pub use kinsey_learn::model_file::ModelFile;
 pub use kinsey_learn::pipeline::{Diagnostics, Release};
@@ -112,6 +117,7 @@ pub struct JobBuilder {
     seed: Option<u64>,
     record_seed: bool,
     diagnostics: bool,
+    memory: MemoryBudget,
 }
 
 impl Default for JobBuilder {
@@ -136,6 +142,7 @@ impl Default for JobBuilder {
             seed: None,
             record_seed: false,
             diagnostics: false,
+            memory: MemoryBudget::default_for(std::env::temp_dir()),
         }
     }
 }
@@ -304,6 +311,22 @@ impl JobBuilder {
         self
     }
 
+    /// The memory the run may use, in bytes (default half this machine's, as `kinsey
+    /// train`). Parquet parties that do not fit together are read and fitted one by one,
+    /// each streamed from a private spill folder when it does not fit alone; the release
+    /// is the same bytes. Parties given in memory are already held.
+    pub fn memory_limit(mut self, bytes: u64) -> Self {
+        self.memory.limit = bytes;
+        self
+    }
+
+    /// Where a run in bounded memory makes its private spill folder (default: the system's
+    /// temporary directory); the folder is removed when the run ends.
+    pub fn spill_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.memory.spill_base = dir.into();
+        self
+    }
+
     /// The job, with every parameter checked and the backend's keys made.
     pub fn build(self) -> Result<Job> {
         let parties = self.parties.ok_or_else(|| {
@@ -366,6 +389,7 @@ impl JobBuilder {
             seed: self.seed,
             record_seed: self.record_seed,
             diagnostics: self.diagnostics,
+            memory: self.memory,
         })
     }
 }
@@ -380,6 +404,7 @@ pub struct Job {
     seed: Option<u64>,
     record_seed: bool,
     diagnostics: bool,
+    memory: MemoryBudget,
 }
 
 impl Job {
@@ -392,29 +417,50 @@ impl Job {
     /// return the release (and the diagnostics, when asked for).
     pub fn run(self) -> Result<Trained> {
         let t = Instant::now();
-        let parties = match self.parties {
-            Parties::Parquet(paths) => paths
-                .iter()
+        let read_test = || {
+            self.test
+                .as_ref()
                 .map(|p| read_parquet(p, &self.columns))
-                .collect::<Result<Vec<_>>>()?,
+                .transpose()
+        };
+        let parties = match self.parties {
+            Parties::Parquet(paths) => {
+                // The footers only, then whole reads or party by party within the budget.
+                let opened = paths
+                    .iter()
+                    .map(|p| ParquetParty::open(p, &self.columns))
+                    .collect::<Result<Vec<_>>>()?;
+                let keys = keys_for(&self.spec, opened.first().map(|p| p.features()), {
+                    (self.seed, self.record_seed)
+                });
+                let input = bounded::FilesInput {
+                    command: "train",
+                    parties: opened,
+                    test: read_test()?,
+                };
+                let ctx = (&self.spec, &keys);
+                let report = bounded::run_parquet(
+                    input,
+                    &self.columns,
+                    ctx,
+                    self.diagnostics,
+                    &self.memory,
+                    &Silent,
+                )?;
+                return Ok(Trained {
+                    report,
+                    label: self.columns.label,
+                });
+            }
             Parties::Loaded(p) => p,
             Parties::Tables(tables) => tables
                 .iter()
                 .map(|t| t.dataset(&self.columns))
                 .collect::<Result<Vec<_>>>()?,
         };
-        let test = self
-            .test
-            .as_ref()
-            .map(|p| read_parquet(p, &self.columns))
-            .transpose()?;
-        let features = parties
-            .first()
-            .map(|p| p.features.clone())
-            .unwrap_or_default();
-        // The job's description is `kinsey train`'s: the same job replays the same noise.
-        let job = pipeline::job_description("train", &self.spec, &features);
-        let keys = NoiseKeys::new(self.seed, self.record_seed, job);
+        let test = read_test()?;
+        let features = parties.first().map(|p| p.features.as_slice());
+        let keys = keys_for(&self.spec, features, (self.seed, self.record_seed));
         let input = pipeline::RunInput {
             command: "train",
             parties,
@@ -427,6 +473,17 @@ impl Job {
             label: self.columns.label,
         })
     }
+}
+
+/// The noise keys of a job over parties with `features`: its description is `kinsey
+/// train`'s, so the same job replays the same noise.
+fn keys_for(
+    spec: &JobSpec,
+    features: Option<&[String]>,
+    (seed, record_seed): (Option<u64>, bool),
+) -> NoiseKeys {
+    let job = pipeline::job_description("train", spec, features.unwrap_or_default());
+    NoiseKeys::new(seed, record_seed, job)
 }
 
 /// A finished job: the release, and the NOT PRIVATE diagnostics when they were asked for.

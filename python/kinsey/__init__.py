@@ -178,7 +178,8 @@ def train(parties: Sequence[Any], *, label: str, epsilon: float, lam: float = 1e
           backend: str = "paillier", key_bits: int = 2048, aggregation: str = "secure",
           noise: str = "l2", calibration: str = "tight", device: str = "auto",
           seed: int | None = None, diagnostics: bool = False,
-          intercept: float | None = None) -> Model:
+          intercept: float | None = None, memory_limit: int | str | None = None,
+          spill_dir: str | os.PathLike | None = None) -> Model:
     """Train the DP aggregate classifier across ``parties``, as ``kinsey train`` does: each
     party fits an L2-regularised logistic regression on its own rows, and the secure
     protocol publishes their noisy average.
@@ -189,13 +190,21 @@ def train(parties: Sequence[Any], *, label: str, epsilon: float, lam: float = 1e
 
     ``intercept=c`` (0 < c < 1) gives the model a bias: the public constant ``c`` is
     appended to every row after the row transform and the rest scaled by
-    ``sqrt(1 - c^2)``, so rows stay in the unit ball and the guarantee is unchanged."""
+    ``sqrt(1 - c^2)``, so rows stay in the unit ball and the guarantee is unchanged.
+
+    ``memory_limit`` (bytes, or text such as ``"512MiB"``; default half this machine's)
+    bounds a run whose parties are all Parquet paths: parties that do not fit together are
+    read and fitted one by one, each streamed from a private folder under ``spill_dir``
+    (default the system's temporary directory) when it does not fit alone. The release is
+    the same bytes."""
     release, model, diag = _kinsey.train(
         [os.fspath(p) if isinstance(p, (str, os.PathLike)) else _table(p) for p in parties], label=label, epsilon=epsilon, lam=lam, labels=labels,
         row_transform=row_transform, row_scale=row_scale,
         features=list(features) if features is not None else None, backend=backend,
         key_bits=key_bits, aggregation=aggregation, noise=noise, calibration=calibration,
-        device_name=device, seed=seed, diagnostics=diagnostics, intercept=intercept)
+        device_name=device, seed=seed, diagnostics=diagnostics, intercept=intercept,
+        memory_limit=None if memory_limit is None else str(memory_limit),
+        spill_dir=None if spill_dir is None else os.fspath(spill_dir))
     return Model(model, json.loads(release), json.loads(diag) if diag else None)
 
 

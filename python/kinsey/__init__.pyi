@@ -66,8 +66,11 @@ def train(
     seed: int | None = None,
     diagnostics: bool = False,
     intercept: float | None = None,
+    memory_limit: int | str | None = None,
+    spill_dir: str | os.PathLike[str] | None = None,
 ) -> Model:
-    """Train the DP aggregate classifier across ``parties`` (one table each)."""
+    """Train the DP aggregate classifier across ``parties`` (one table or Parquet path
+    each); parties that are all paths are read within ``memory_limit``."""
 
 def histogram(
     data: Any,

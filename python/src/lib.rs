@@ -15,7 +15,9 @@ use arrow::array::{Array, ArrayData, AsArray, Float64Array, RecordBatchReader};
 use arrow::datatypes::{DataType, Float64Type};
 use arrow::ffi_stream::RecordBatchStreamReader;
 use arrow_pyarrow::{FromPyArrow, ToPyArrow};
-use kinsey::classifier::{Backend, Job, ModelFile, NoiseKind, SensitivityDerivation};
+use kinsey::classifier::{
+    Backend, Job, ModelFile, NoiseKind, SensitivityDerivation, Trained, parse_bytes,
+};
 use kinsey::data::{
     ArrowTable, ColumnSpec, LabelEncoding, RowTransform, dataset_of_batches, read_parquet,
 };
@@ -143,7 +145,7 @@ fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
 #[pyfunction]
 #[pyo3(signature = (parties, *, label, epsilon, lam, labels, row_transform, row_scale,
     features, backend, key_bits, aggregation, noise, calibration, device_name, seed,
-    diagnostics, intercept))]
+    diagnostics, intercept, memory_limit, spill_dir))]
 #[allow(clippy::too_many_arguments)]
 fn train(
     py: Python<'_>,
@@ -164,6 +166,8 @@ fn train(
     seed: Option<u64>,
     diagnostics: bool,
     intercept: Option<f64>,
+    memory_limit: Option<String>,
+    spill_dir: Option<PathBuf>,
 ) -> PyResult<(String, String, Option<String>)> {
     // Each party streams batch by batch into the engine's row-major buffer on the worker
     // (a producer that needs the GIL takes it): no party is held twice.
@@ -243,6 +247,26 @@ fn train(
     if diagnostics {
         job = job.diagnostics();
     }
+    if let Some(m) = memory_limit {
+        job = job.memory_limit(parse_bytes(&m).map_err(|e| param("memory_limit", e))?);
+    }
+    if let Some(d) = spill_dir {
+        job = job.spill_dir(d);
+    }
+    // Parties that are all paths are opened by their footers and read whole or party by
+    // party within the memory limit, as `kinsey train` reads them.
+    let paths: Option<Vec<PathBuf>> = readers
+        .iter()
+        .map(|p| match p {
+            Party::File(path) => Some(path.clone()),
+            Party::Stream(_) => None,
+        })
+        .collect();
+    if let Some(paths) = paths {
+        let job = job.parquet_parties(paths, &label);
+        let trained = detached(py, move || job.build()?.run())?;
+        return outputs(&trained);
+    }
     let trained = detached(py, move || {
         let datasets = readers
             .into_iter()
@@ -258,6 +282,11 @@ fn train(
             .collect::<kinsey::Result<Vec<_>>>()?;
         job.parties(datasets).build()?.run()
     })?;
+    outputs(&trained)
+}
+
+/// A trained job's release, model file and NOT PRIVATE diagnostics, as JSON texts.
+fn outputs(trained: &Trained) -> PyResult<(String, String, Option<String>)> {
     Ok((
         json(trained.release())?,
         json(&trained.model())?,

@@ -70,6 +70,27 @@ def test_train_publishes_the_clis_model_byte_for_byte(cli, a9a, tmp_path):
     assert m.diagnostics is None
 
 
+def test_parquet_paths_within_a_memory_limit_publish_the_clis_model(cli, a9a, tmp_path):
+    """Parties given as Parquet paths with a ``memory_limit`` they do not fit together are
+    fitted one by one, streamed through a private folder under ``spill_dir`` that is gone
+    afterwards, and publish the CLI's in-memory model byte for byte; a limit that cannot
+    hold one block, or that is not a size, is refused by name."""
+    cli_train(cli, a9a, tmp_path / "cli", seed=11)
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    m = kinsey.train(a9a["parties"], label="label", epsilon=1.0, row_transform="scale",
+                     row_scale=SCALE, device="cpu", seed=11, diagnostics=True,
+                     memory_limit="120MiB", spill_dir=spill)
+    m.save(tmp_path / "py-model.json")
+    assert (tmp_path / "py-model.json").read_bytes() == (tmp_path / "cli/model.json").read_bytes()
+    assert "streamed from disk" in json.dumps(m.diagnostics)
+    assert list(spill.iterdir()) == []
+    for limit, match in [(1 << 20, "memory_limit"), ("lots", "memory_limit")]:
+        with pytest.raises(kinsey.KinseyError, match=match):
+            kinsey.train(a9a["parties"], label="label", epsilon=1.0, aggregation="plaintext",
+                         memory_limit=limit)
+
+
 def test_an_intercept_equals_the_cli_and_scores_as_coef_and_bias(cli, a9a, tmp_path):
     """``intercept=c`` publishes the CLI's model with ``[data] intercept = c``; the model
     reads the 123 input columns and its score is ``T(x) . coef + bias``."""

@@ -189,6 +189,9 @@ a Paillier crossover with no GPU path | bench paillier --crossover --bits 2048 -
 a Paillier crossover of batches up to 0 | bench paillier --crossover --bits 2048 --device gpu --max-batch 0 | max-batch ; 0
 demo with an unknown crypto device | demo --out WORK/d --crypto-device tpu --parties 2 --dim 2 --smallest-party 200 | device ; tpu
 demo with an intercept constant of 0 | demo --out WORK/d --parties 3 --dim 2 --smallest-party 200 --intercept 0 | intercept ; (0, 1)
+demo parties past the disk their spill would take | demo --out WORK/d --parties 3 --dim 1000 --smallest-party 1000000000 | --smallest-party ; GiB ; 1024
+demo with a memory limit too small to stream one block of generated rows | demo --out WORK/d --parties 3 --dim 20 --smallest-party 200000 --memory-limit 1MiB | memory_limit ; party 1 ; synthetic party 1 ; 1 MiB
+demo with a memory limit and separate processes | demo --out WORK/d --processes --memory-limit 1GiB | memory-limit ; --processes
 demo with two parties without --allow-two-parties | demo --out WORK/d --parties 2 --dim 2 --smallest-party 200 --backend mock --allow-insecure | allow_two_parties ; K = 2
 a session of two parties without --allow-two-parties | session init --parties 2 --out WORK/s | allow_two_parties ; K = 2
 a second run into an earlier result without --overwrite | histogram --input FIX/table.csv --column f --epsilon 1 --neighbours bounded --out WORK/h | --overwrite ; histogram.csv | h/histogram.csv=earlier

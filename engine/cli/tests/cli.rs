@@ -1924,6 +1924,57 @@ fn a_memory_limited_train_publishes_the_same_model() {
     assert_eq!(left.len(), 2, "{left:?}");
 }
 
+/// `demo --memory-limit` below what the generated parties need together generates and
+/// trains them one by one, streamed through a spill folder under OUT, and publishes the
+/// in-memory demo's release byte for byte under one seed (diagnostics on, so the pooled
+/// baseline streams too); the spill folder is gone afterwards.
+#[test]
+fn a_memory_limited_demo_publishes_the_same_release() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let demo = |out: &Path, limit: Option<&str>| {
+        let mut args = vec![
+            "demo",
+            "--out",
+            arg(out),
+            "--seed",
+            "3",
+            "--parties",
+            "3",
+            "--smallest-party",
+            "300000",
+            "--dim",
+            "3",
+            "--device",
+            "cpu",
+            "--backend",
+            "mock",
+            "--allow-insecure",
+        ];
+        if let Some(l) = limit {
+            args.extend(["--memory-limit", l]);
+        }
+        ok(&args)
+    };
+    let bounded = demo(&a, Some("110MiB"));
+    let line = bounded
+        .lines()
+        .find(|l| l.contains("do not fit the memory limit"))
+        .expect("the bounded run says so");
+    assert!(line.starts_with("NOT PRIVATE"), "{line}");
+    let plain = demo(&b, None);
+    assert!(!plain.contains("do not fit"), "{plain}");
+    for file in ["report.json", "model.json"] {
+        let read = |d: &Path| std::fs::read(d.join(file)).expect("release");
+        assert_eq!(read(&a), read(&b), "{file}");
+    }
+    let left: Vec<_> = std::fs::read_dir(&a)
+        .expect("out")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(left.len(), 3, "{left:?}");
+}
+
 /// `train` on LIBSVM parties (`format = "libsvm"`, kept sparse) publishes the model of the
 /// same rows converted to Parquet and read dense, under one seed: a9a in three parties,
 /// with the diagnostics naming the sparse passes.

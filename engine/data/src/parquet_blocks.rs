@@ -13,6 +13,56 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+/// A party's rows read a block at a time, their shape known before any row is: what a
+/// run in bounded memory trains on (a Parquet file, or the demo's generated rows).
+pub trait PartyBlocks: Sync {
+    /// The party's name in messages and reports (a file's path as given).
+    fn name(&self) -> &Path;
+    /// Rows.
+    fn rows(&self) -> usize;
+    /// Feature columns.
+    fn d(&self) -> usize {
+        self.features().len()
+    }
+    /// The features' names.
+    fn features(&self) -> &[String];
+    /// Bytes the reader holds besides the decoded block (a Parquet row group, fetched).
+    fn reader_bytes(&self) -> u64;
+    /// The rows in order, in blocks of at most `block_rows` rows, each handed to `f` as a
+    /// data set (as read: no row transform) whose `source` is [`PartyBlocks::name`].
+    fn for_each_block(
+        &self,
+        block_rows: usize,
+        f: &mut dyn FnMut(&mut Dataset) -> Result<()>,
+    ) -> Result<()>;
+}
+
+impl PartyBlocks for ParquetParty {
+    fn name(&self) -> &Path {
+        &self.path
+    }
+
+    fn rows(&self) -> usize {
+        self.rows
+    }
+
+    fn features(&self) -> &[String] {
+        &self.features
+    }
+
+    fn reader_bytes(&self) -> u64 {
+        self.largest_group_bytes
+    }
+
+    fn for_each_block(
+        &self,
+        block_rows: usize,
+        f: &mut dyn FnMut(&mut Dataset) -> Result<()>,
+    ) -> Result<()> {
+        ParquetParty::for_each_block(self, block_rows, f)
+    }
+}
+
 /// A Parquet file or directory opened for block reads: its shape from the footers.
 #[derive(Debug, Clone)]
 pub struct ParquetParty {

@@ -131,6 +131,77 @@ impl Planted {
     }
 }
 
+/// A synthetic party of `n` rows generated a block at a time (the rows of [`Planted::blocks`]
+/// over the whole party): the demo's parties when they do not fit in memory together.
+#[derive(Debug, Clone)]
+pub struct SynthParty {
+    model: Planted,
+    n: usize,
+    features: Vec<String>,
+    source: PathBuf,
+}
+
+impl SynthParty {
+    /// `n` rows of `model`, named `source`.
+    pub fn new(model: Planted, n: usize, source: PathBuf) -> Self {
+        let features = Dataset::default_feature_names(model.d);
+        Self {
+            model,
+            n,
+            features,
+            source,
+        }
+    }
+
+    /// Every row at once (what [`generate_correlated`] gives).
+    pub fn generate(&self) -> Dataset {
+        self.model
+            .blocks(self.n, 0..self.n.div_ceil(GEN_BLOCK), self.source.clone())
+    }
+}
+
+impl crate::parquet_blocks::PartyBlocks for SynthParty {
+    fn name(&self) -> &std::path::Path {
+        &self.source
+    }
+
+    fn rows(&self) -> usize {
+        self.n
+    }
+
+    fn features(&self) -> &[String] {
+        &self.features
+    }
+
+    fn reader_bytes(&self) -> u64 {
+        0
+    }
+
+    /// Blocks of whole generator blocks where `block_rows` is a multiple of [`GEN_BLOCK`];
+    /// otherwise each block is cut from the generator blocks that cover it.
+    fn for_each_block(
+        &self,
+        block_rows: usize,
+        f: &mut dyn FnMut(&mut Dataset) -> kinsey_core::Result<()>,
+    ) -> kinsey_core::Result<()> {
+        let (n, d, step) = (self.n, self.model.d, block_rows.max(1));
+        let mut start = 0;
+        while start < n {
+            let end = (start + step).min(n);
+            let (g0, g1) = (start / GEN_BLOCK, end.div_ceil(GEN_BLOCK));
+            let mut block = self.model.blocks(n, g0..g1, self.source.clone());
+            let skip = start - g0 * GEN_BLOCK;
+            if skip > 0 || block.n() != end - start {
+                block.x = block.x[skip * d..(skip + end - start) * d].to_vec();
+                block.y = block.y[skip..skip + end - start].to_vec();
+            }
+            f(&mut block)?;
+            start = end;
+        }
+        Ok(())
+    }
+}
+
 /// One data set on stream 0 (tests).
 pub fn generate_one(n: usize, d: usize, signal: f64, seed: u64, source: PathBuf) -> Dataset {
     generate(n, d, signal, seed, 0, source)
@@ -173,5 +244,18 @@ mod tests {
         assert_eq!([a.x, b.x].concat(), whole.x);
         assert_eq!([a.y, b.y].concat(), whole.y);
         assert_eq!(m.blocks(n, 3..4, "c".into()).n(), 17);
+        // A party read in blocks of any size is the same rows.
+        let party = SynthParty::new(m, n, "p".into());
+        for step in [GEN_BLOCK, 5000, 3 * GEN_BLOCK + 17, n + 1] {
+            let (mut x, mut y) = (Vec::new(), Vec::new());
+            crate::parquet_blocks::PartyBlocks::for_each_block(&party, step, &mut |b| {
+                assert!(b.n() <= step && b.d == 5);
+                x.extend_from_slice(&b.x);
+                y.extend_from_slice(&b.y);
+                Ok(())
+            })
+            .expect("blocks");
+            assert_eq!((&x, &y), (&whole.x, &whole.y), "blocks of {step}");
+        }
     }
 }

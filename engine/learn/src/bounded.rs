@@ -23,7 +23,8 @@ use kinsey_core::limits::show_bytes;
 use kinsey_core::{Error, Progress, Result};
 use kinsey_data::Dataset;
 use kinsey_data::digest::DatasetDigest;
-use kinsey_data::parquet_blocks::ParquetParty;
+use kinsey_data::parquet_blocks::{ParquetParty, PartyBlocks};
+use kinsey_data::parquet_io::ColumnSpec;
 use kinsey_kernels::logistic::cpu::GROUP_ROWS;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -55,11 +56,11 @@ impl MemoryBudget {
 
 /// What a run over Parquet parties is given besides the job's parameters.
 #[derive(Debug, Clone)]
-pub struct FilesInput {
+pub struct FilesInput<P = ParquetParty> {
     /// The job's name in the release (`train`).
     pub command: &'static str,
     /// The parties, opened (footers read, no rows decoded).
-    pub parties: Vec<ParquetParty>,
+    pub parties: Vec<P>,
     /// A test set with the parties' columns, in memory (its errors are diagnostics).
     pub test: Option<Dataset>,
 }
@@ -75,14 +76,14 @@ fn row_bytes(d: usize) -> u64 {
 }
 
 /// Features the solver sees (the intercept adds one).
-fn solver_dim(party: &ParquetParty, spec: &JobSpec) -> usize {
+fn solver_dim(party: &dyn PartyBlocks, spec: &JobSpec) -> usize {
     party.d() + usize::from(spec.intercept.is_some())
 }
 
 /// Bytes the in-memory run (`pipeline::run`) needs for these parties: every party's rows
 /// at once (twice with the diagnostics' pooled copy), the largest party's transient copy
 /// when an intercept is appended, and the engine itself.
-pub fn in_memory_bytes(parties: &[ParquetParty], spec: &JobSpec, diagnostics: bool) -> u64 {
+pub fn in_memory_bytes<P: PartyBlocks>(parties: &[P], spec: &JobSpec, diagnostics: bool) -> u64 {
     let held: u64 = parties
         .iter()
         .map(|p| p.rows() as u64 * row_bytes(solver_dim(p, spec)))
@@ -101,8 +102,8 @@ pub fn in_memory_bytes(parties: &[ParquetParty], spec: &JobSpec, diagnostics: bo
 
 /// Whether the in-memory run fits `limit`: [`in_memory_bytes`] within it, and every party
 /// within the dense cap a whole-file read accepts (`kinsey_core::limits::MAX_DENSE_BYTES`).
-pub fn fits_in_memory(
-    parties: &[ParquetParty],
+pub fn fits_in_memory<P: PartyBlocks>(
+    parties: &[P],
     spec: &JobSpec,
     diagnostics: bool,
     limit: u64,
@@ -126,9 +127,10 @@ pub struct Plan {
 /// (twice: fetched and decompressed), the decoded block (Arrow columns, `f32` rows, `f64`
 /// casts), the transformed block and the spill's two read buffers, the Hessian subsample
 /// (gathered and in the kernel), a round of partial Hessians, and the engine.
-fn stream_bytes(party: &ParquetParty, rg_bytes: u64, spec: &JobSpec, block: usize) -> u64 {
+fn stream_bytes(party: &dyn PartyBlocks, rg_bytes: u64, spec: &JobSpec, block: usize) -> u64 {
     let (d, de) = (party.d() as u64, solver_dim(party, spec) as u64);
-    let b = block as u64;
+    // A party shorter than a block is read in one block of its own length.
+    let b = block.min(party.rows()) as u64;
     let m = spec.solver.hessian_rows.min(party.rows()) as u64;
     let threads = rayon::current_num_threads() as u64;
     PROCESS_BYTES
@@ -142,26 +144,33 @@ fn stream_bytes(party: &ParquetParty, rg_bytes: u64, spec: &JobSpec, block: usiz
 /// The plan for these parties under `limit`: the largest block (at most 16 groups) every
 /// party can stream within it, or, before any row is read, the first party that cannot
 /// stream even one group of rows, with the bytes it needs and the limit.
-pub fn plan(parties: &[ParquetParty], spec: &JobSpec, limit: u64) -> Result<Plan> {
+pub fn plan<P: PartyBlocks>(parties: &[P], spec: &JobSpec, limit: u64) -> Result<Plan> {
     let mut block = MAX_BLOCK_ROWS;
     let mut need = 0;
     for (j, p) in parties.iter().enumerate() {
-        let rg = p.largest_row_group_bytes();
+        let rg = p.reader_bytes();
         while block > GROUP_ROWS && stream_bytes(p, rg, spec, block) > limit {
             block -= GROUP_ROWS;
         }
         let least = stream_bytes(p, rg, spec, block);
         if least > limit {
+            let (file, rewrite) = if rg > 0 {
+                (
+                    ", the file's largest row group",
+                    ", or rewrite the file with smaller row groups",
+                )
+            } else {
+                ("", "")
+            };
             return Err(Error::param(
                 "memory_limit",
                 format!(
                     "party {} ({}): streaming it needs at least {} (blocks of {GROUP_ROWS} \
-                     rows of {} features, the file's largest row group, a Hessian \
-                     subsample of up to {} rows), above the memory limit of {}; raise \
-                     [compute] memory_limit / --memory-limit, lower model.hessian_rows, or \
-                     rewrite the file with smaller row groups",
+                     rows of {} features{file}, a Hessian subsample of up to {} rows), above \
+                     the memory limit of {}; raise [compute] memory_limit / --memory-limit or \
+                     lower model.hessian_rows{rewrite}",
                     j + 1,
-                    p.path().display(),
+                    p.name().display(),
                     show_bytes(least),
                     solver_dim(p, spec),
                     spec.solver.hessian_rows,
@@ -189,7 +198,7 @@ struct Spilled {
 fn spill_party(
     j: usize,
     k: usize,
-    party: &ParquetParty,
+    party: &dyn PartyBlocks,
     (spec, keys): (&JobSpec, &NoiseKeys),
     dir: &SpillDir,
     block_rows: usize,
@@ -200,7 +209,7 @@ fn spill_party(
         .then(|| DatasetDigest::new(party.rows(), d, party.features()));
     let mut out = SpillWriter::create(dir, &format!("party-{}", j + 1), solver_dim(party, spec))?;
     let (mut row0, mut transformed) = (0usize, 0usize);
-    party.for_each_block(block_rows, |block| {
+    party.for_each_block(block_rows, &mut |block| {
         if let Some(dg) = digest.as_mut() {
             dg.rows(&block.x);
         }
@@ -232,14 +241,14 @@ fn spill_party(
 }
 
 /// Check every party against the first: the same features.
-fn check_features(parties: &[ParquetParty]) -> Result<()> {
+fn check_features<P: PartyBlocks>(parties: &[P]) -> Result<()> {
     let first = parties
         .first()
         .ok_or_else(|| Error::param("parties", "no parties"))?;
     for (j, p) in parties.iter().enumerate().skip(1) {
         if p.features() != first.features() {
             return Err(Error::format(
-                p.path(),
+                p.name(),
                 format!(
                     "party {} has other features ({}) than party 1 ({})",
                     j + 1,
@@ -288,10 +297,10 @@ pub struct PartyFit {
 /// Party `j` of `k` within `budget`: planned from its footers (refused before reading when
 /// the budget cannot hold a block), spilled once, fitted in memory when it fits alone,
 /// else streamed; the spill is removed before it returns.
-pub fn fit_party(
+pub fn fit_party<P: PartyBlocks>(
     j: usize,
     k: usize,
-    party: &ParquetParty,
+    party: &P,
     (spec, keys): (&JobSpec, &NoiseKeys),
     budget: &MemoryBudget,
 ) -> Result<PartyFit> {
@@ -307,9 +316,44 @@ pub fn fit_party(
     })
 }
 
-/// Run the whole job party by party within `budget` (see the module's documentation).
-pub fn run_bounded(
+/// Run the whole job over Parquet parties (opened: footers read), read with `columns`: in
+/// memory ([`pipeline::run`]) when they fit `budget` together ([`fits_in_memory`]), else
+/// party by party ([`run_bounded`]). The release is the same bytes either way.
+pub fn run_parquet(
     input: FilesInput,
+    columns: &ColumnSpec,
+    (spec, keys): (&JobSpec, &NoiseKeys),
+    diagnostics: bool,
+    budget: &MemoryBudget,
+    progress: &dyn Progress,
+) -> Result<Report> {
+    if !fits_in_memory(&input.parties, spec, diagnostics, budget.limit) {
+        return run_bounded(input, spec, keys, diagnostics, budget, progress);
+    }
+    let t = Instant::now();
+    progress.begin("reading parties", Some(input.parties.len() as u64));
+    let parties = input
+        .parties
+        .iter()
+        .map(|p| {
+            let ds = kinsey_data::parquet_io::read_parquet(p.path(), columns);
+            progress.advance(1);
+            ds
+        })
+        .collect::<Result<Vec<_>>>();
+    progress.end();
+    let input = pipeline::RunInput {
+        command: input.command,
+        parties: parties?,
+        test: input.test,
+        ingest_s: t.elapsed().as_secs_f64(),
+    };
+    pipeline::run(input, spec, keys, diagnostics, progress)
+}
+
+/// Run the whole job party by party within `budget` (see the module's documentation).
+pub fn run_bounded<P: PartyBlocks>(
+    input: FilesInput<P>,
     spec: &JobSpec,
     keys: &NoiseKeys,
     diagnostics: bool,
@@ -365,7 +409,7 @@ pub fn run_bounded(
         parties: parties
             .iter()
             .map(|p| PartyFacts {
-                source: p.path().display().to_string(),
+                source: p.name().display().to_string(),
                 n: p.rows(),
             })
             .collect(),

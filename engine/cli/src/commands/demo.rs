@@ -6,8 +6,11 @@ use crate::config::{self};
 use crate::term;
 use kinsey_core::{Error, Result};
 use kinsey_data::RowTransform;
+use kinsey_data::parquet_blocks::PartyBlocks;
+use kinsey_data::synth::SynthParty;
 use kinsey_kernels::DevicePref;
 use kinsey_learn::aggregate::{NoiseKind, PrivacySpec, SensitivityDerivation};
+use kinsey_learn::bounded::{self, MemoryBudget};
 use kinsey_learn::logreg::{Objective, SolverConfig};
 use kinsey_learn::pipeline::{self, JobSpec};
 use kinsey_learn::seeding::NoiseKeys;
@@ -62,6 +65,12 @@ pub(crate) struct Args {
     /// on 127.0.0.1 (the session is written to OUT/session; see `kinsey session init`).
     #[arg(long)]
     processes: bool,
+    /// The memory the run may use, e.g. 512MiB or 4GiB (default half this machine's).
+    /// Parties that do not fit together are generated and trained one by one, each
+    /// streamed from a private spill directory under OUT when it does not fit alone; the
+    /// model is the same.
+    #[arg(long, value_parser = kinsey_core::limits::parse_bytes, value_name = "BYTES")]
+    memory_limit: Option<u64>,
 }
 
 /// Runs `kinsey demo`.
@@ -81,11 +90,18 @@ pub(crate) fn run(a: Args) -> Result<()> {
         rows,
         intercept,
         processes,
+        memory_limit,
     } = a;
     if let Some(c) = intercept {
         kinsey_data::check_intercept("intercept", c)?;
     }
     if processes {
+        if memory_limit.is_some() {
+            return Err(Error::param(
+                "memory-limit",
+                "not with --processes (each party process reads its own file)",
+            ));
+        }
         if inject_fault.is_some() {
             return Err(Error::param(
                 "inject-fault",
@@ -136,15 +152,38 @@ pub(crate) fn run(a: Args) -> Result<()> {
         .into_aggregator(),
         allow_two_parties,
     };
-    let job = pipeline::job_description("demo", &spec, &parties[0].features);
-    let keys = NoiseKeys::new(seed, record_seed, job);
-    let input = pipeline::RunInput {
-        command: "demo",
-        parties,
-        test: Some(test),
-        ingest_s: t.elapsed().as_secs_f64(),
+    let budget = MemoryBudget {
+        limit: memory_limit.unwrap_or_else(MemoryBudget::default_limit),
+        spill_base: out.clone(),
     };
-    let report = pipeline::run(input, &spec, &keys, !no_diagnostics, &term::Bars::default())?;
+    let job = pipeline::job_description("demo", &spec, parties[0].features());
+    let keys = NoiseKeys::new(seed, record_seed, job);
+    let diagnostics = !no_diagnostics;
+    let bars = term::Bars::default();
+    let report = if bounded::fits_in_memory(&parties, &spec, diagnostics, budget.limit) {
+        let input = pipeline::RunInput {
+            command: "demo",
+            parties: parties.iter().map(SynthParty::generate).collect(),
+            test: Some(test),
+            ingest_s: t.elapsed().as_secs_f64(),
+        };
+        pipeline::run(input, &spec, &keys, diagnostics, &bars)?
+    } else {
+        // The parties' sizes are public here (the demo's parameters), but the message
+        // follows them: a diagnostic, as `train`'s.
+        term::print_diagnostic(&format!(
+            "the parties do not fit the memory limit of {} together: generating and training \
+             them one by one, streamed through a private spill folder under {}",
+            kinsey_core::limits::show_bytes(budget.limit),
+            budget.spill_base.display()
+        ));
+        let input = bounded::FilesInput {
+            command: "demo",
+            parties,
+            test: Some(test),
+        };
+        bounded::run_bounded(input, &spec, &keys, diagnostics, &budget, &bars)?
+    };
     finish_job(&report, &out, "label")
 }
 

@@ -2,8 +2,9 @@
 
 use kinsey_core::{Error, Result};
 use kinsey_data::output::{Outputs, write_json};
+use kinsey_data::parquet_blocks::PartyBlocks;
 use kinsey_data::parquet_io::ParquetRows;
-use kinsey_data::synth;
+use kinsey_data::synth::{self, SynthParty};
 use std::path::{Path, PathBuf};
 
 /// Blocks of [`synth::GEN_BLOCK`] rows generated (in parallel) and written at a time:
@@ -16,11 +17,11 @@ const BLOCKS_AT_ONCE: usize = 16;
 const MAX_OUTPUT_BYTES: u128 = 1 << 40;
 
 /// Refuses sizes whose files would pass [`MAX_OUTPUT_BYTES`] before anything is written.
-fn check_size(rows: usize, test_rows: usize, dim: usize) -> Result<()> {
+pub(crate) fn check_size(param: &str, rows: usize, test_rows: usize, dim: usize) -> Result<()> {
     let bytes = (rows as u128 + test_rows as u128) * (dim as u128 + 1) * 4;
     if bytes > MAX_OUTPUT_BYTES {
         return Err(Error::param(
-            "--rows",
+            param,
             format!(
                 "{rows} rows and {test_rows} test rows x {dim} features would write about \
                  {:.0} GiB; the limit is {} GiB",
@@ -32,26 +33,23 @@ fn check_size(rows: usize, test_rows: usize, dim: usize) -> Result<()> {
     Ok(())
 }
 
-/// One file of `n` rows of `model`, [`BLOCKS_AT_ONCE`] blocks at a time.
-fn write_blocks(
+/// One file of `party`'s rows, [`BLOCKS_AT_ONCE`] generator blocks at a time.
+pub(crate) fn write_blocks(
     o: &mut Outputs,
     path: &Path,
-    n: usize,
-    model: &synth::Planted,
+    party: &SynthParty,
     bar: &indicatif::ProgressBar,
 ) -> Result<()> {
-    let blocks = n.div_ceil(synth::GEN_BLOCK);
     let mut writer = None;
-    for first in (0..blocks).step_by(BLOCKS_AT_ONCE) {
-        let last = (first + BLOCKS_AT_ONCE).min(blocks);
-        let ds = model.blocks(n, first..last, "gen".into());
+    party.for_each_block(BLOCKS_AT_ONCE * synth::GEN_BLOCK, &mut |ds| {
         let w = match &mut writer {
             Some(w) => w,
-            None => writer.insert(ParquetRows::create(o, path, &ds, "label")?),
+            None => writer.insert(ParquetRows::create(o, path, ds, "label")?),
         };
-        w.write(&ds)?;
-        bar.inc((last - first) as u64);
-    }
+        w.write(ds)?;
+        bar.inc(ds.n().div_ceil(synth::GEN_BLOCK) as u64);
+        Ok(())
+    })?;
     writer.map_or(Ok(()), ParquetRows::finish)
 }
 
@@ -108,7 +106,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
             "need parties >= 1, rows >= parties, dim >= 1",
         ));
     }
-    check_size(rows, test_rows.unwrap_or(rows / 5), dim)?;
+    check_size("--rows", rows, test_rows.unwrap_or(rows / 5), dim)?;
     if !(signal.is_finite() && signal >= 0.0) {
         return Err(Error::param("signal", "must be finite and >= 0"));
     }
@@ -123,20 +121,24 @@ pub(crate) fn run(a: Args) -> Result<()> {
         .map(|n| n.div_ceil(synth::GEN_BLOCK))
         .sum();
     let bar = crate::term::bar(total_blocks as u64, "generating");
-    let mut files: Vec<(PathBuf, usize, synth::Planted)> = sizes
+    let mut files: Vec<(PathBuf, SynthParty)> = sizes
         .iter()
         .enumerate()
         .map(|(j, &n)| {
             let path = out.join(format!("party-{}.parquet", j + 1));
             let model = synth::Planted::new(dim, signal, correlation, seed, j as u64 + 1);
-            (path, n, model)
+            (path.clone(), SynthParty::new(model, n, path))
         })
         .collect();
     // The test set: isotropic rows on stream 0 of the same planted model.
     let test_model = synth::Planted::new(dim, signal, 0.0, seed, 0);
-    files.push((out.join("test.parquet"), test_n, test_model));
-    for (path, n, model) in &files {
-        write_blocks(&mut o, path, *n, model, &bar)?;
+    let test_path = out.join("test.parquet");
+    files.push((
+        test_path.clone(),
+        SynthParty::new(test_model, test_n, test_path),
+    ));
+    for (path, party) in &files {
+        write_blocks(&mut o, path, party, &bar)?;
     }
     write_json(
         &mut o,
@@ -167,7 +169,8 @@ mod tests {
         let model = synth::Planted::new(3, 4.0, 0.2, 7, 2);
         let mut o = Outputs::new();
         let bar = indicatif::ProgressBar::hidden();
-        write_blocks(&mut o, &path, n, &model, &bar).expect("write");
+        let party = SynthParty::new(model, n, path.clone());
+        write_blocks(&mut o, &path, &party, &bar).expect("write");
         o.commit().expect("commit");
         let back = read_parquet(&path, &ColumnSpec::default()).expect("read");
         let whole = synth::generate_correlated(n, 3, 4.0, 0.2, 7, 2, "w".into());
@@ -178,9 +181,9 @@ mod tests {
 
     #[test]
     fn sizes_past_the_disk_limit_are_refused_before_writing() {
-        let e = check_size(2_000_000_000, 0, 1000).expect_err("too large");
+        let e = check_size("--rows", 2_000_000_000, 0, 1000).expect_err("too large");
         assert!(e.to_string().contains("GiB"), "{e}");
         // 20M x 123 (issue 39's size) is accepted: about 9 GiB, written in blocks.
-        check_size(20_000_000, 4_000_000, 123).expect("20M x 123");
+        check_size("--rows", 20_000_000, 4_000_000, 123).expect("20M x 123");
     }
 }

@@ -8,7 +8,7 @@ use super::common::{CryptoArgs, demo_data};
 use crate::session_config::*;
 use kinsey_core::{Error, Result};
 use kinsey_data::output::Outputs;
-use kinsey_data::parquet_io::write_parquet;
+use kinsey_data::parquet_blocks::PartyBlocks;
 use kinsey_learn::aggregate::{NoiseKind, SensitivityDerivation};
 use kinsey_protocol::session::local::free_ports;
 use kinsey_protocol::session::pki::TestCa;
@@ -172,7 +172,7 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
     };
     let ca = TestCa::new(&format!("kinsey session CA ({})", dir.display()))?;
     let (parties, _) = demo_data(k, i.dim, i.rows)?;
-    let sh = shared(i, parties[0].features.clone());
+    let sh = shared(i, parties[0].features().to_vec());
     let mut o = Outputs::new();
     o.ensure_dir(dir)?;
     o.write(&dir.join("ca.pem"), ca.cert_pem().as_bytes())?;
@@ -210,7 +210,9 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
             ),
             Peer::Party(j) => {
                 let path = PathBuf::from(&name).join("data.parquet");
-                write_parquet(&mut o, &dir.join(&path), &parties[j], "label")?;
+                // A party at a time, a few blocks at a time: any size within the disk.
+                let hidden = indicatif::ProgressBar::hidden();
+                super::generate::write_blocks(&mut o, &dir.join(&path), &parties[j], &hidden)?;
                 (
                     Some(PartyData {
                         path,

@@ -12,7 +12,6 @@ use kinsey_learn::pipeline::{self, JobSpec};
 use kinsey_learn::seeding::NoiseKeys;
 use kinsey_learn::sparse_job::{SparseInput, run_sparse};
 use std::path::PathBuf;
-use std::time::Instant;
 
 /// Train the DP aggregate classifier on the parties listed in a TOML config.
 #[derive(clap::Args, Debug)]
@@ -48,7 +47,6 @@ pub(crate) fn run(a: Args) -> Result<()> {
         memory_limit,
     } = a;
     let cfg = TrainConfig::load(&config)?;
-    let t = Instant::now();
     let out = out.unwrap_or(cfg.output.dir.clone());
     let budget = MemoryBudget {
         limit: match memory_limit {
@@ -72,7 +70,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     };
     let report = match cfg.data.libsvm_dim()? {
         Some(dim) => libsvm_report(&cfg, dim, &spec, budget.limit, (diagnostics, record_seed))?,
-        None => parquet_report(&cfg, &spec, &budget, (diagnostics, record_seed), t)?,
+        None => parquet_report(&cfg, &spec, &budget, (diagnostics, record_seed))?,
     };
     // Every party's data set is charged the classifier's guarantee, before anything is
     // written (the release is computed in memory; a refused one is discarded unseen).
@@ -101,7 +99,6 @@ fn parquet_report(
     spec: &JobSpec,
     budget: &MemoryBudget,
     (diagnostics, record_seed): (bool, bool),
-    t: Instant,
 ) -> Result<pipeline::Report> {
     let cols = cfg.data.columns();
     // The footers only: shapes and features, before any row is decoded.
@@ -126,45 +123,22 @@ fn parquet_report(
         .as_ref()
         .map(|p| read_parquet(p, &cols))
         .transpose()?;
-    Ok(
-        if bounded::fits_in_memory(&opened, spec, diagnostics, budget.limit) {
-            let bar = crate::term::bar(cfg.data.parties.len() as u64, "reading parties");
-            let mut parties = Vec::new();
-            for p in &cfg.data.parties {
-                parties.push(read_parquet(p, &cols)?);
-                bar.inc(1);
-            }
-            bar.finish_and_clear();
-            let input = pipeline::RunInput {
-                command: "train",
-                parties,
-                test,
-                ingest_s: t.elapsed().as_secs_f64(),
-            };
-            pipeline::run(input, spec, &keys, diagnostics, &term::Bars::default())?
-        } else {
-            // Whether the parties fit follows their sizes: a diagnostic, marked as one.
-            crate::term::print_diagnostic(&format!(
-                "the parties do not fit the memory limit of {} together: training them one by \
+    if !bounded::fits_in_memory(&opened, spec, diagnostics, budget.limit) {
+        // Whether the parties fit follows their sizes: a diagnostic, marked as one.
+        crate::term::print_diagnostic(&format!(
+            "the parties do not fit the memory limit of {} together: training them one by \
              one, streamed through a private spill folder under {}",
-                kinsey_core::limits::show_bytes(budget.limit),
-                budget.spill_base.display()
-            ));
-            let input = bounded::FilesInput {
-                command: "train",
-                parties: opened,
-                test,
-            };
-            bounded::run_bounded(
-                input,
-                spec,
-                &keys,
-                diagnostics,
-                budget,
-                &term::Bars::default(),
-            )?
-        },
-    )
+            kinsey_core::limits::show_bytes(budget.limit),
+            budget.spill_base.display()
+        ));
+    }
+    let input = bounded::FilesInput {
+        command: "train",
+        parties: opened,
+        test,
+    };
+    let bars = term::Bars::default();
+    bounded::run_parquet(input, &cols, (spec, &keys), diagnostics, budget, &bars)
 }
 
 /// The report of a job over LIBSVM parties of `dim` features, kept sparse (CSR), party by
