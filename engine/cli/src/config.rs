@@ -4,9 +4,11 @@
 
 use kinsey_core::{Error, Result};
 use kinsey_data::parquet_io::ColumnSpec;
+use kinsey_data::sparse_parquet::SparseLayout;
 use kinsey_data::{LabelEncoding, RowTransform};
 use kinsey_learn::aggregate::{NoiseKind, PrivacySpec, SensitivityDerivation};
 use kinsey_learn::logreg::SolverConfig;
+use kinsey_learn::sparse_job::SparseFiles;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -152,14 +154,26 @@ pub(crate) struct DataConfig {
     /// The intercept's public constant c in (0, 1): rows become (sqrt(1 - c^2) x, c).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intercept: Option<f64>,
-    /// "parquet" (the default: one Parquet file or directory per party, rows held dense)
-    /// or "libsvm" (one LIBSVM text file per party, rows kept sparse: a pass costs
-    /// O(non-zeros)).
+    /// "parquet" (the default: one Parquet file or directory per party, rows held dense),
+    /// "libsvm" (one LIBSVM text file per party) or "sparse-parquet" (Parquet with each
+    /// row's non-zeros in list or map columns); the last two keep the rows sparse, so a
+    /// pass costs O(non-zeros).
     #[serde(default = "default_format", skip_serializing_if = "is_parquet")]
     pub format: String,
-    /// LIBSVM only: the number of features (public; the features are f1 ..= f<dim>).
+    /// LIBSVM and sparse Parquet: the number of features (public; the features are
+    /// f1 ..= f<dim>).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dim: Option<usize>,
+    /// Sparse Parquet: the list column of each row's 0-based feature indices
+    /// (default "indices").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub indices: Option<String>,
+    /// Sparse Parquet: the list column of their values (default "values").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<String>,
+    /// Sparse Parquet: a map column (0-based index to value) instead of the two lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map: Option<String>,
 }
 
 fn default_format() -> String {
@@ -185,43 +199,101 @@ impl DataConfig {
         }
     }
 
-    /// `Some(dim)` when the parties are LIBSVM files of `dim` features, `None` for Parquet;
-    /// an error for an unknown format, a LIBSVM job without `dim` or with Parquet's column
-    /// keys, and `dim` given to Parquet.
-    pub(crate) fn libsvm_dim(&self) -> Result<Option<usize>> {
-        match (self.format.as_str(), self.dim) {
-            ("parquet", None) => Ok(None),
-            ("parquet", Some(_)) => Err(Error::param(
-                "data.dim",
-                "dim is only used with format = \"libsvm\" (Parquet files name their columns)",
-            )),
-            ("libsvm", None) => Err(Error::param(
-                "data.dim",
-                "format = \"libsvm\" needs dim, the number of features",
-            )),
-            ("libsvm", Some(d)) => {
-                kinsey_core::limits::parse_dim(&d.to_string())
-                    .map_err(|e| Error::param("data.dim", e))?;
-                if !self.features.is_empty() || self.label != default_label() {
-                    return Err(Error::param(
-                        if self.features.is_empty() {
-                            "data.label"
-                        } else {
-                            "data.features"
-                        },
-                        format!(
-                            "label and features name Parquet columns; a LIBSVM file's label \
-                             is each line's first field and its features are f1 ..= f{d}"
-                        ),
-                    ));
-                }
-                Ok(Some(d))
+    /// `Some((dim, files))` when the parties are sparse (LIBSVM or sparse Parquet) files of
+    /// `dim` features, `None` for dense Parquet; an error for an unknown format, a sparse
+    /// job without `dim` or with keys its format does not read, and sparse keys given to
+    /// dense Parquet.
+    pub(crate) fn sparse(&self) -> Result<Option<(usize, SparseFiles)>> {
+        let sparse_keys = [
+            ("data.dim", self.dim.is_some()),
+            ("data.indices", self.indices.is_some()),
+            ("data.values", self.values.is_some()),
+            ("data.map", self.map.is_some()),
+        ];
+        let refuse = |keys: &[(&'static str, bool)], why: &str| -> Result<()> {
+            match keys.iter().find(|k| k.1) {
+                Some((key, _)) => Err(Error::param(*key, why.to_string())),
+                None => Ok(()),
             }
-            (other, _) => Err(Error::param(
-                "data.format",
-                format!("unknown format '{other}' (expected parquet or libsvm)"),
-            )),
-        }
+        };
+        let dim = |format: &str| -> Result<usize> {
+            let d = self.dim.ok_or_else(|| {
+                Error::param(
+                    "data.dim",
+                    format!("format = \"{format}\" needs dim, the number of features"),
+                )
+            })?;
+            kinsey_core::limits::parse_dim(&d.to_string()).map_err(|e| Error::param("data.dim", e))
+        };
+        let files = match self.format.as_str() {
+            "parquet" => {
+                refuse(
+                    &sparse_keys,
+                    "dim, indices, values and map are only used with format = \"libsvm\" or \
+                     \"sparse-parquet\" (dense Parquet files name their columns)",
+                )?;
+                return Ok(None);
+            }
+            "libsvm" => {
+                let d = dim("libsvm")?;
+                let label = ("data.label", self.label != default_label());
+                let features = ("data.features", !self.features.is_empty());
+                refuse(
+                    &[
+                        features,
+                        label,
+                        sparse_keys[1],
+                        sparse_keys[2],
+                        sparse_keys[3],
+                    ],
+                    &format!(
+                        "label, features, indices, values and map name Parquet columns; a \
+                         LIBSVM file's label is each line's first field and its features are \
+                         f1 ..= f{d}"
+                    ),
+                )?;
+                (d, SparseFiles::Libsvm)
+            }
+            "sparse-parquet" => {
+                let d = dim("sparse-parquet")?;
+                refuse(
+                    &[("data.features", !self.features.is_empty())],
+                    &format!(
+                        "a sparse Parquet file's features are f1 ..= f{d}, by their 0-based \
+                         indices in its rows"
+                    ),
+                )?;
+                let layout = match &self.map {
+                    Some(column) => {
+                        refuse(
+                            &sparse_keys[1..3],
+                            "map is instead of the indices and values lists",
+                        )?;
+                        SparseLayout::Map {
+                            column: column.clone(),
+                        }
+                    }
+                    None => SparseLayout::Lists {
+                        indices: self.indices.clone().unwrap_or_else(|| "indices".into()),
+                        values: self.values.clone().unwrap_or_else(|| "values".into()),
+                    },
+                };
+                let files = SparseFiles::Parquet {
+                    label: self.label.clone(),
+                    layout,
+                };
+                (d, files)
+            }
+            other => {
+                return Err(Error::param(
+                    "data.format",
+                    format!(
+                        "unknown format '{other}' (expected parquet, libsvm or sparse-parquet)"
+                    ),
+                ));
+            }
+        };
+        Ok(Some(files))
     }
 
     /// The intercept's constant, checked.
@@ -453,7 +525,7 @@ impl TrainConfig {
             return Err(Error::param("model.tolerance", "must be > 0"));
         }
         self.data.transform()?;
-        self.data.libsvm_dim()?;
+        self.data.sparse()?;
         self.crypto.aggregation()?;
         Ok(())
     }

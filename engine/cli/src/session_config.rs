@@ -236,6 +236,9 @@ impl Shared {
             intercept: self.intercept,
             format: "parquet".into(),
             dim: None,
+            indices: None,
+            values: None,
+            map: None,
         }
     }
 

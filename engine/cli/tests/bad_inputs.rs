@@ -42,10 +42,17 @@ two parties without allow_two_parties (the smaller could compute the other's mod
 an intercept constant outside (0, 1) | train --out WORK/out --config FIX/cfg/intercept.toml | data.intercept ; (0, 1) ; 1.5
 LIBSVM parties without their dimension | train --out WORK/out --config FIX/cfg/libsvm_no_dim.toml | data.dim ; libsvm ; number of features
 a dimension given to Parquet parties | train --out WORK/out --config FIX/cfg/parquet_dim.toml | data.dim ; only used with format = "libsvm"
-an unknown party format | train --out WORK/out --config FIX/cfg/format_csv.toml | data.format ; csv ; parquet or libsvm
+an unknown party format | train --out WORK/out --config FIX/cfg/format_csv.toml | data.format ; csv ; libsvm or sparse-parquet
 Parquet column names for LIBSVM parties | train --out WORK/out --config FIX/cfg/libsvm_features.toml | data.features ; f1 ..= f3
 a LIBSVM party with an index past its dimension | train --out WORK/out --config FIX/cfg/libsvm_bad_index.toml | bad_index.libsvm ; line 2 ; index 9
 a Parquet file given as a LIBSVM party | train --out WORK/out --config FIX/cfg/libsvm_parquet.toml | party-1.parquet ; line 1
+sparse Parquet parties without their dimension | train --out WORK/out --config FIX/cfg/sparse_no_dim.toml | data.dim ; sparse-parquet ; number of features
+Parquet column names for sparse Parquet parties | train --out WORK/out --config FIX/cfg/sparse_features.toml | data.features ; 0-based
+a map column and an indices list for sparse Parquet parties | train --out WORK/out --config FIX/cfg/sparse_map_and_lists.toml | data.indices ; map
+a sparse key given to dense Parquet parties | train --out WORK/out --config FIX/cfg/parquet_map.toml | data.map ; sparse-parquet
+a dense Parquet file given as a sparse Parquet party | train --out WORK/out --config FIX/cfg/sparse_dense_file.toml | party-1.parquet ; indices ; the columns are
+a sparse Parquet party with an index past its dimension | train --out WORK/out --config FIX/cfg/sparse_bad_index.toml | a.sparse.parquet ; row 0 ; indices ; outside 0..2
+a sparse Parquet party without its map column | train --out WORK/out --config FIX/cfg/sparse_no_map.toml | a.sparse.parquet ; x ; the columns are
 a memory limit too small for a LIBSVM party's sparse rows | train --out WORK/out --config FIX/cfg/libsvm_ok.toml --memory-limit 1MiB | memory_limit ; party 1 ; a.libsvm ; sparse (CSR) ; 1 MiB
 # predict
 a missing model file | predict --model FIX/absent.json --input FIX/parties/test.parquet --out WORK/p.csv | absent.json
@@ -65,6 +72,7 @@ LIBSVM text given as Parquet | predict --model FIX/model_other.json --input FIX/
 --dim 1e8 (past the limit, before allocating) | convert --libsvm FIX/a.libsvm --dim 100000000 --out WORK/a.parquet | dim ; 1048576
 --dim 2^64 - 1 | convert --libsvm FIX/a.libsvm --dim 18446744073709551615 --out WORK/a.parquet | dim
 a LIBSVM index past --dim | convert --libsvm FIX/bad_index.libsvm --dim 3 --out WORK/a.parquet | bad_index.libsvm ; line 2
+a LIBSVM index past --dim, converted sparse | convert --libsvm FIX/bad_index.libsvm --dim 3 --sparse --out WORK/a.parquet | bad_index.libsvm ; line 2
 a LIBSVM label that is not -1/+1 | convert --libsvm FIX/bad_label.libsvm --dim 3 --out WORK/a.parquet | bad_label.libsvm ; label 7
 a NaN value in LIBSVM | convert --libsvm FIX/nan.libsvm --dim 3 --out WORK/a.parquet | nan.libsvm ; line 1
 a missing LIBSVM file | convert --libsvm /nonexistent/file --dim 3 --out WORK/a.parquet | /nonexistent/file
@@ -534,6 +542,49 @@ fn libsvm_configs(fix: &Path, plain: &str) {
         ("libsvm_ok.toml", &svm, "format = \"libsvm\"\ndim = 3"),
     ];
     for (name, parties, data) in cases {
+        train_cfg(fix, name, parties, eps, &format!("{data}\n{plain}"));
+    }
+    // a.libsvm's rows as sparse Parquet (indices 0 and 2; 1).
+    let csr = kinsey_data::sparse::SparseDataset {
+        indptr: vec![0, 2, 3],
+        indices: vec![0, 2, 1],
+        values: vec![0.5, 0.2, 0.1],
+        y: vec![1.0, -1.0],
+        d: 3,
+        features: Vec::new(),
+        source: "a".into(),
+    };
+    let mut o = kinsey_data::output::Outputs::new();
+    let target = fix.join("a.sparse.parquet");
+    let mut w = kinsey_data::sparse_parquet::SparseParquetRows::create(&mut o, &target, "label")
+        .expect("create");
+    w.write(&csr).expect("write");
+    w.finish().expect("finish");
+    o.commit().expect("commit");
+    let sp = ["a.sparse.parquet", "a.sparse.parquet"];
+    let f = "format = \"sparse-parquet\"";
+    let sparse: [(&str, &[&str], String); 7] = [
+        ("sparse_no_dim.toml", &sp, f.into()),
+        (
+            "sparse_features.toml",
+            &sp,
+            format!("{f}\ndim = 3\nfeatures = [\"x\"]"),
+        ),
+        (
+            "sparse_map_and_lists.toml",
+            &sp,
+            format!("{f}\ndim = 3\nmap = \"x\"\nindices = \"i\""),
+        ),
+        ("parquet_map.toml", &two, "map = \"x\"".into()),
+        ("sparse_dense_file.toml", &two, format!("{f}\ndim = 3")),
+        ("sparse_bad_index.toml", &sp, format!("{f}\ndim = 2")),
+        (
+            "sparse_no_map.toml",
+            &sp,
+            format!("{f}\ndim = 3\nmap = \"x\""),
+        ),
+    ];
+    for (name, parties, data) in sparse {
         train_cfg(fix, name, parties, eps, &format!("{data}\n{plain}"));
     }
 }

@@ -1977,14 +1977,15 @@ fn a_memory_limited_demo_publishes_the_same_release() {
 
 /// `train` on LIBSVM parties (`format = "libsvm"`, kept sparse) publishes the model of the
 /// same rows converted to Parquet and read dense, under one seed: a9a in three parties,
-/// with the diagnostics naming the sparse passes.
+/// with the diagnostics naming the sparse passes; the rows converted to sparse Parquet
+/// (`format = "sparse-parquet"`) publish the LIBSVM run's bytes.
 #[test]
 fn libsvm_parties_train_the_parquet_model() {
     let a9a = kinsey_data::testdata::shared_data_dir().join("a9a/a9a");
     let text = std::fs::read_to_string(&a9a).expect("a9a");
     let lines: Vec<&str> = text.lines().collect();
     let dir = tempfile::tempdir().expect("tmp");
-    let (mut svm, mut pq) = (Vec::new(), Vec::new());
+    let (mut svm, mut pq, mut spq) = (Vec::new(), Vec::new(), Vec::new());
     for (j, part) in lines.chunks(lines.len().div_ceil(3)).enumerate() {
         let s = dir.path().join(format!("party-{}.libsvm", j + 1));
         std::fs::write(&s, part.join("\n") + "\n").expect("write");
@@ -1998,8 +1999,20 @@ fn libsvm_parties_train_the_parquet_model() {
             "--out",
             arg(&p),
         ]);
+        let sp = dir.path().join(format!("party-{}.sparse.parquet", j + 1));
+        ok(&[
+            "convert",
+            "--libsvm",
+            arg(&s),
+            "--dim",
+            "123",
+            "--sparse",
+            "--out",
+            arg(&sp),
+        ]);
         svm.push(format!("\"{}\"", s.display()));
         pq.push(format!("\"{}\"", p.display()));
+        spq.push(format!("\"{}\"", sp.display()));
     }
     let config = |name: &str, parties: &[String], extra: &str| {
         let c = dir.path().join(name);
@@ -2045,6 +2058,21 @@ fn libsvm_parties_train_the_parquet_model() {
     let diag =
         std::fs::read_to_string(a.join("job.NOT-PRIVATE.diagnostics.json")).expect("diagnostics");
     assert!(diag.contains("sparse rows: CSR"), "{diag}");
+    // The same rows as sparse Parquet (`convert --sparse`) publish the LIBSVM run's bytes.
+    let spq_cfg = config("sp.toml", &spq, "format = \"sparse-parquet\"\ndim = 123\n");
+    let c = dir.path().join("c");
+    ok(&[
+        "train",
+        "--config",
+        arg(&spq_cfg),
+        "--out",
+        arg(&c),
+        "--diagnostics",
+    ]);
+    for f in ["model.json", "report.json"] {
+        let read = |d: &Path| std::fs::read(d.join(f)).expect("release");
+        assert_eq!(read(&a), read(&c), "{f}");
+    }
 }
 
 /// `sulq kmeans --memory-limit`: under a seed, rows spilled past the limit give the centres

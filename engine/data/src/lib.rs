@@ -16,6 +16,7 @@ pub mod parquet_blocks;
 pub mod parquet_io;
 pub mod series;
 pub mod sparse;
+pub mod sparse_parquet;
 pub mod split;
 pub mod stream;
 pub mod synth;

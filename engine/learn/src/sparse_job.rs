@@ -1,4 +1,5 @@
-//! The aggregate-classifier job on LIBSVM parties kept sparse (CSR), so that a full-data
+//! The aggregate-classifier job on sparse parties (LIBSVM text, or Parquet with list or map
+//! columns of each row's non-zeros) kept sparse (CSR), so that a full-data
 //! pass costs O(non-zeros) instead of O(rows x d) (a9a: 14 of its 123 features are set).
 //!
 //! Party by party: the party's file is read as CSR with the dense reader's checks, its
@@ -21,8 +22,9 @@ use crate::seeding::{NoiseKeys, Tag};
 use kinsey_core::limits::show_bytes;
 use kinsey_core::{Error, Progress, Result};
 use kinsey_data::sparse::{SparseDataset, read_libsvm_sparse_within};
+use kinsey_data::sparse_parquet::{SparseLayout, read_sparse_parquet_within};
 use kinsey_data::{Dataset, LabelEncoding};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// What a run over sparse parties is given besides the job's parameters.
@@ -30,14 +32,63 @@ use std::time::Instant;
 pub struct SparseInput {
     /// The job's name in the release (`train`).
     pub command: &'static str,
-    /// One LIBSVM file per party.
+    /// One file (or, for Parquet, a directory) per party.
     pub parties: Vec<PathBuf>,
+    /// How the parties' files store their rows.
+    pub files: SparseFiles,
     /// Features (public: every party's files are read with it).
     pub dim: usize,
     /// How the files write their labels.
     pub labels: LabelEncoding,
     /// A test set with `dim` features, in memory (its errors are diagnostics).
     pub test: Option<Dataset>,
+}
+
+/// How sparse parties' files store their rows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SparseFiles {
+    /// LIBSVM text (labels first on each line, 1-based `index:value` pairs).
+    Libsvm,
+    /// Parquet with each row's non-zeros in list or map columns
+    /// ([`kinsey_data::sparse_parquet`]).
+    Parquet {
+        /// The label column.
+        label: String,
+        /// The non-zeros' columns.
+        layout: SparseLayout,
+    },
+}
+
+impl SparseFiles {
+    /// Read `path` as CSR of `dim` features; `within` bounds what is held as rows arrive.
+    pub fn read_within(
+        &self,
+        path: &Path,
+        (dim, labels): (usize, LabelEncoding),
+        within: &mut dyn FnMut(&SparseDataset) -> Result<()>,
+    ) -> Result<SparseDataset> {
+        match self {
+            Self::Libsvm => read_libsvm_sparse_within(path, dim, labels, within),
+            Self::Parquet { label, layout } => {
+                read_sparse_parquet_within(path, (dim, layout), (label, labels), within)
+            }
+        }
+    }
+
+    /// A test set of `dim` features in these files' form, read dense (within the dense
+    /// reader's cap).
+    pub fn read_test(&self, path: &Path, dim: usize, labels: LabelEncoding) -> Result<Dataset> {
+        match self {
+            Self::Libsvm => kinsey_data::libsvm::read_libsvm(path, dim, labels),
+            Self::Parquet { .. } => {
+                let name = path.display().to_string();
+                let ds = self.read_within(path, (dim, labels), &mut |ds| {
+                    kinsey_core::limits::check_dense(&name, ds.n(), dim)
+                })?;
+                Ok(ds.to_dense())
+            }
+        }
+    }
 }
 
 /// One party after its fit: what the rest of the job needs from it.
@@ -98,9 +149,11 @@ fn fit_party(
     };
     // Before the file is opened, then as its rows arrive.
     within(0, 0)?;
-    let mut ds = read_libsvm_sparse_within(path, input.dim, input.labels, &mut |ds| {
-        within(ds.bytes(), ds.n())
-    })?;
+    let mut ds = input
+        .files
+        .read_within(path, (input.dim, input.labels), &mut |ds| {
+            within(ds.bytes(), ds.n())
+        })?;
     // The tag of the rows as read (before the transform), as a dense party's.
     let tag = keys.tag_of(k, input.dim, j, || ds.digest());
     let transformed = ds.apply(spec.transform)?;

@@ -53,6 +53,11 @@ pub(crate) fn write_blocks(
     writer.map_or(Ok(()), ParquetRows::finish)
 }
 
+/// One file of `party`'s rows, a few blocks at a time (any size within the disk), quietly.
+pub(crate) fn write_party(o: &mut Outputs, path: &Path, party: &SynthParty) -> Result<()> {
+    write_blocks(o, path, party, &indicatif::ProgressBar::hidden())
+}
+
 /// Synthetic parties from a planted logistic model (plus a test set).
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {

@@ -210,9 +210,7 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
             ),
             Peer::Party(j) => {
                 let path = PathBuf::from(&name).join("data.parquet");
-                // A party at a time, a few blocks at a time: any size within the disk.
-                let hidden = indicatif::ProgressBar::hidden();
-                super::generate::write_blocks(&mut o, &dir.join(&path), &parties[j], &hidden)?;
+                super::generate::write_party(&mut o, &dir.join(&path), &parties[j])?;
                 (
                     Some(PartyData {
                         path,

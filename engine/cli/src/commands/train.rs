@@ -10,7 +10,7 @@ use kinsey_learn::bounded::{self, MemoryBudget};
 use kinsey_learn::logreg::Objective;
 use kinsey_learn::pipeline::{self, JobSpec};
 use kinsey_learn::seeding::NoiseKeys;
-use kinsey_learn::sparse_job::{SparseInput, run_sparse};
+use kinsey_learn::sparse_job::{SparseFiles, SparseInput, run_sparse};
 use std::path::PathBuf;
 
 /// Train the DP aggregate classifier on the parties listed in a TOML config.
@@ -68,8 +68,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
         aggregation: cfg.crypto.aggregation()?.into_aggregator(),
         allow_two_parties: cfg.privacy.allow_two_parties,
     };
-    let report = match cfg.data.libsvm_dim()? {
-        Some(dim) => libsvm_report(&cfg, dim, &spec, budget.limit, (diagnostics, record_seed))?,
+    let report = match cfg.data.sparse()? {
+        Some(files) => sparse_report(&cfg, files, &spec, budget.limit, (diagnostics, record_seed))?,
         None => parquet_report(&cfg, &spec, &budget, (diagnostics, record_seed))?,
     };
     // Every party's data set is charged the classifier's guarantee, before anything is
@@ -141,11 +141,11 @@ fn parquet_report(
     bounded::run_parquet(input, &cols, (spec, &keys), diagnostics, budget, &bars)
 }
 
-/// The report of a job over LIBSVM parties of `dim` features, kept sparse (CSR), party by
-/// party within `limit` bytes.
-fn libsvm_report(
+/// The report of a job over sparse parties (LIBSVM or sparse Parquet files) of `dim`
+/// features, kept sparse (CSR), party by party within `limit` bytes.
+fn sparse_report(
     cfg: &TrainConfig,
-    dim: usize,
+    (dim, files): (usize, SparseFiles),
     spec: &JobSpec,
     limit: u64,
     (diagnostics, record_seed): (bool, bool),
@@ -158,11 +158,12 @@ fn libsvm_report(
         .data
         .test
         .as_ref()
-        .map(|p| kinsey_data::libsvm::read_libsvm(p, dim, cfg.data.labels))
+        .map(|p| files.read_test(p, dim, cfg.data.labels))
         .transpose()?;
     let input = SparseInput {
         command: "train",
         parties: cfg.data.parties.clone(),
+        files,
         dim,
         labels: cfg.data.labels,
         test,

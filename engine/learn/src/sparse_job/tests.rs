@@ -54,6 +54,7 @@ fn input(paths: &[PathBuf], d: usize) -> SparseInput {
     SparseInput {
         command: "train",
         parties: paths.to_vec(),
+        files: SparseFiles::Libsvm,
         dim: d,
         labels: LabelEncoding::PlusMinusOne,
         test: None,
