@@ -21,6 +21,36 @@ pub fn perceptron_sums(
             w.len()
         )));
     }
+    let mut acc = (0.0, vec![0.0; d]);
+    add_partials(&mut acc, x, y, d, w);
+    Ok(acc)
+}
+
+/// [`perceptron_sums`] of a block of rows added to `acc`: over blocks of whole
+/// [`BLOCK_ROWS`]-row groups, in order, the sums are those of the rows at once, bit for bit
+/// (the same group partials added in the same order).
+pub fn perceptron_sums_into(
+    acc: &mut (f64, Vec<f64>),
+    x: &[f32],
+    y: &[f32],
+    d: usize,
+    w: &[f64],
+) -> Result<(), KernelError> {
+    let n = crate::rows::whole_rows(x, d)?;
+    if y.len() != n || w.len() != d || acc.1.len() != d {
+        return Err(KernelError::Input(format!(
+            "{n} rows, {} labels, a weight vector of {} and sums of {} for {d} columns",
+            y.len(),
+            w.len(),
+            acc.1.len()
+        )));
+    }
+    add_partials(acc, x, y, d, w);
+    Ok(())
+}
+
+/// The group partials of checked rows, added to `acc` in group order.
+fn add_partials(acc: &mut (f64, Vec<f64>), x: &[f32], y: &[f32], d: usize, w: &[f64]) {
     let partials: Vec<(f64, Vec<f64>)> = x
         .par_chunks(BLOCK_ROWS * d)
         .zip(y.par_chunks(BLOCK_ROWS))
@@ -39,12 +69,10 @@ pub fn perceptron_sums(
             (count, sums)
         })
         .collect();
-    Ok(partials
-        .into_iter()
-        .fold((0.0, vec![0.0; d]), |(c, mut s), (bc, bs)| {
-            s.iter_mut().zip(&bs).for_each(|(a, b)| *a += b);
-            (c + bc, s)
-        }))
+    for (bc, bs) in partials {
+        acc.1.iter_mut().zip(&bs).for_each(|(a, b)| *a += b);
+        acc.0 += bc;
+    }
 }
 
 #[cfg(test)]
@@ -75,5 +103,11 @@ mod tests {
             assert!((a - b).abs() < 1e-9);
         }
         assert!(perceptron_sums(&x, &y[1..], d, &w).is_err());
+        // Blocks of whole groups add up to the same bits.
+        let mut acc = (0.0, vec![0.0; d]);
+        for (xb, yb) in x.chunks(BLOCK_ROWS * d).zip(y.chunks(BLOCK_ROWS)) {
+            perceptron_sums_into(&mut acc, xb, yb, d, &w).expect("block");
+        }
+        assert_eq!(acc, (c, s));
     }
 }

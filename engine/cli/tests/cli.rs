@@ -2075,6 +2075,62 @@ fn libsvm_parties_train_the_parquet_model() {
     }
 }
 
+/// `sulq perceptron --memory-limit`: under a seed, rows (with their labels and the
+/// intercept) spilled past the limit give the held rows' release and diagnostics byte for
+/// byte, the test set spilled too; the terminal says so on a NOT PRIVATE line only.
+#[test]
+fn sulq_perceptron_spilled_rows_give_the_held_release() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let csv = toolbox_csv(dir.path(), 5000);
+    let run = |limit: &str| {
+        let o = dir.path().join(format!("p-{limit}"));
+        let out = ok(&[
+            "sulq",
+            "perceptron",
+            "--input",
+            arg(&csv),
+            "--columns",
+            "a,b,t:0:40",
+            "--intercept",
+            "--test",
+            arg(&csv),
+            "--rounds",
+            "5",
+            "--seed",
+            "4",
+            "--memory-limit",
+            limit,
+            "--epsilon",
+            "2",
+            "--neighbours",
+            "bounded",
+            "--diagnostics",
+            "--out",
+            arg(&o),
+        ]);
+        let said = out
+            .lines()
+            .find(|l| l.contains("do not fit"))
+            .map(str::to_string);
+        let read = |f: &str| std::fs::read(o.join(f)).expect("output");
+        let files = [
+            "report.json",
+            "model.json",
+            "run.NOT-PRIVATE.diagnostics.json",
+        ];
+        (said, files.map(read))
+    };
+    let (spilled, a) = run("1KiB");
+    let (held, b) = run("1GiB");
+    assert_eq!(a, b);
+    assert!(
+        spilled
+            .expect("the spill is said")
+            .starts_with("NOT PRIVATE")
+    );
+    assert!(held.is_none());
+}
+
 /// `sulq kmeans --memory-limit`: under a seed, rows spilled past the limit give the centres
 /// of rows held, and the terminal says so on a NOT PRIVATE line only.
 #[test]

@@ -7,6 +7,7 @@
 //! A column given without bounds must already lie in the range; a value outside it is an
 //! error naming the row, unless clipping was asked for.
 
+use crate::LabelEncoding;
 use crate::blocks::{Cells, Want};
 use crate::memory::ColumnSource;
 use kinsey_core::{Error, Result};
@@ -253,18 +254,48 @@ pub fn for_each_matrix_block<S: ColumnSource + ?Sized>(
     input: &S,
     columns: &[ColumnBounds],
     exclude: &[&str],
-    (range, clip): (Range, bool),
+    clip: (Range, bool),
     f: &mut dyn FnMut(usize, &[f32]) -> Result<()>,
+) -> Result<MatrixShape> {
+    let mut g = |row0: usize, x: &[f32], _: &[f32]| f(row0, x);
+    matrix_blocks(input, (columns, exclude), None, clip, &mut g)
+}
+
+/// What [`for_each_labelled_block`] hands each block to: `(first row, rows, labels)`.
+pub type LabelledBlock<'a> = dyn FnMut(usize, &[f32], &[f32]) -> Result<()> + 'a;
+
+/// [`for_each_matrix_block`] with each row's label from column `label` (not a feature; its
+/// values read as `labels` says, a bad one an error naming its row): `f(first row,
+/// row-major rows, labels in {-1, +1})`.
+pub fn for_each_labelled_block<S: ColumnSource + ?Sized>(
+    input: &S,
+    columns: &[ColumnBounds],
+    (label, labels): (&str, LabelEncoding),
+    clip: (Range, bool),
+    f: &mut LabelledBlock<'_>,
+) -> Result<MatrixShape> {
+    matrix_blocks(input, (columns, &[label]), Some((label, labels)), clip, f)
+}
+
+fn matrix_blocks<S: ColumnSource + ?Sized>(
+    input: &S,
+    (columns, exclude): (&[ColumnBounds], &[&str]),
+    label: Option<(&str, LabelEncoding)>,
+    (range, clip): (Range, bool),
+    f: &mut LabelledBlock<'_>,
 ) -> Result<MatrixShape> {
     let path = input.name();
     let cols = matrix_columns(input, columns, exclude)?;
     let d = cols.len();
     let want: Vec<(&str, Want)> = cols
         .iter()
-        .map(|c| (c.name.as_str(), Want::Numeric))
+        .map(|c| c.name.as_str())
+        .chain(label.map(|l| l.0))
+        .map(|name| (name, Want::Numeric))
         .collect();
     let mut clipped = vec![0usize; d];
     let mut buf: Vec<f32> = Vec::with_capacity(MATRIX_BLOCK_ROWS * d);
+    let mut ybuf: Vec<f32> = Vec::new();
     let (mut n, mut row0) = (0usize, 0usize);
     input.for_each_block(&want, &mut |cells| {
         let columns: Vec<&[f64]> = cells
@@ -281,17 +312,21 @@ pub fn for_each_matrix_block<S: ColumnSource + ?Sized>(
             for ((c, column), count) in cols.iter().zip(&columns).zip(clipped.iter_mut()) {
                 buf.push(place(c, column[i], (range, clip), path, n + i, count)?);
             }
-            if buf.len() == MATRIX_BLOCK_ROWS * d {
-                f(row0, &buf)?;
+            if let Some((name, enc)) = label {
+                ybuf.push(crate::map_label(columns[d][i], enc, path, name, n + i)?);
+            }
+            if buf.len() == MATRIX_BLOCK_ROWS * d.max(1) {
+                f(row0, &buf, &ybuf)?;
                 row0 += MATRIX_BLOCK_ROWS;
                 buf.clear();
+                ybuf.clear();
             }
         }
         n += rows;
         Ok(())
     })?;
     if !buf.is_empty() {
-        f(row0, &buf)?;
+        f(row0, &buf, &ybuf)?;
     }
     Ok(MatrixShape {
         n,

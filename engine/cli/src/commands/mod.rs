@@ -6,6 +6,7 @@ mod common;
 mod ledger;
 mod participant;
 mod sulq_common;
+mod sulq_perceptron;
 
 pub(crate) use ledger::{parse_budget, set_ledger};
 

@@ -2,6 +2,7 @@
 
 use super::common::*;
 use super::sulq_common::*;
+pub(crate) use super::sulq_perceptron::{PerceptronArgs, run_perceptron};
 use crate::plot::{Chart, Series, XAxis, write_chart};
 use clap::Subcommand;
 use kinsey_core::{Error, Result};
@@ -390,162 +391,6 @@ pub(crate) fn run_pca(a: &PcaArgs) -> Result<Done> {
     )
 }
 
-/// Labels of a labelled SuLQ input, in {-1, +1}.
-fn read_labels(path: &Path, label: &str, zero_one: bool) -> Result<Vec<f32>> {
-    let enc = if zero_one {
-        kinsey_data::LabelEncoding::ZeroOne
-    } else {
-        kinsey_data::LabelEncoding::PlusMinusOne
-    };
-    read_numeric(path, label)?
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| kinsey_data::map_label(v, enc, path, label, i))
-        .collect()
-}
-
-#[derive(clap::Args, Debug, Clone)]
-pub(crate) struct PerceptronArgs {
-    #[command(flatten)]
-    pub input: SulqInput,
-    #[arg(long, default_value = "label")]
-    /// The label column (values -1 and +1).
-    pub label: String,
-    /// Labels are 0/1 (mapped to -1/+1) instead of -1/+1.
-    #[arg(long)]
-    pub zero_one: bool,
-    #[arg(long, default_value_t = 10)]
-    /// Training rounds (each spends budget).
-    pub rounds: usize,
-    /// Append a constant-1 feature (a bias through the origin's hyperplane).
-    #[arg(long)]
-    pub intercept: bool,
-    /// Test data (same columns) for the accuracy in the report.
-    #[arg(long)]
-    pub test: Option<PathBuf>,
-    #[command(flatten)]
-    pub common: SulqCommon,
-}
-
-fn with_intercept(mut m: Matrix) -> Matrix {
-    let d = m.d + 1;
-    let mut x = Vec::with_capacity(m.n * d);
-    for i in 0..m.n {
-        x.extend_from_slice(m.row(i));
-        x.push(1.0);
-    }
-    m.x = x;
-    m.d = d;
-    m.names.push("(intercept)".into());
-    m.clipped.push(0);
-    m
-}
-
-pub(crate) fn run_perceptron(a: &PerceptronArgs) -> Result<Done> {
-    let label = a.label.as_str();
-    let load = |path: &Path| -> Result<(Matrix, Vec<f32>)> {
-        let inp = SulqInput {
-            input: path.to_path_buf(),
-            ..a.input.clone()
-        };
-        let m = inp.read(Range::Signed, &[label])?;
-        let y = read_labels(path, label, a.zero_one)?;
-        Ok((if a.intercept { with_intercept(m) } else { m }, y))
-    };
-    let (m, y) = load(&a.input.input)?;
-    let test = a.test.as_deref().map(load).transpose()?;
-    let c = &a.common;
-    let plan = sulq::perceptron::plan(
-        a.rounds,
-        m.d,
-        c.epsilon,
-        c.delta,
-        c.calibration,
-        c.neighbours,
-    )?;
-    let (rng, mut db) = open_db(
-        c,
-        m.n,
-        plan,
-        json!({"command": "perceptron", "input": a.input.describe(), "label": a.label,
-            "rounds": a.rounds, "intercept": a.intercept}),
-        &[&a.input.input],
-    )?;
-    let res = sulq::perceptron::run(&m, &y, a.rounds, &mut db)?;
-    let test_acc = match (&test, c.diagnostics) {
-        (Some((tm, ty)), true) => Some(sulq::perceptron::accuracy(tm, ty, &res.w)?),
-        _ => None,
-    };
-    let evaluation = if c.diagnostics {
-        let w0 = sulq::perceptron::exact(&m, &y, a.rounds)?;
-        Some(
-            json!({"NOT_PRIVATE": "computed on the raw data; do not publish",
-            "train_accuracy_private": sulq::perceptron::accuracy(&m, &y, &res.w)?,
-            "train_accuracy_non_private": sulq::perceptron::accuracy(&m, &y, &w0)?,
-            "test_accuracy_non_private": test.as_ref().map(|(tm, ty)| sulq::perceptron::accuracy(tm, ty, &w0)).transpose()?}),
-        )
-    } else {
-        None
-    };
-    let mut o = Outputs::new();
-    o.ensure_dir(&c.out)?;
-    write_json(
-        &mut o,
-        &c.out.join("model.json"),
-        &kinsey_stats::apply::PerceptronModel {
-            kind: kinsey_stats::apply::PERCEPTRON_KIND.into(),
-            columns: a
-                .input
-                .columns()
-                .bounds(&m.names[..m.d - usize::from(a.intercept)])?,
-            intercept: a.intercept,
-            w: res.w.clone(),
-            rule: "predict +1 when <x, w> > 0, x being the row with each column's declared \
-                   box mapped onto [-1, 1] (values outside it clipped), then 1 with --intercept"
-                .into(),
-        },
-    )?;
-    let summary = format!(
-        "SuLQ perceptron: {} rounds run of {} ({}), kept round {}, {} x {} features; eps spent {:.4} (delta {})",
-        res.rounds_run,
-        a.rounds,
-        if res.stopped_early {
-            "stopped: few misclassified rows left"
-        } else {
-            "all planned"
-        },
-        res.kept_round,
-        rows_text(c, m.n),
-        m.d,
-        res.guarantee.epsilon_spent,
-        c.delta,
-    );
-    let lines = test_acc
-        .iter()
-        .map(|v| format!("test accuracy {v:.4}"))
-        .collect();
-    let mut run = one_table(
-        "kinsey.sulq_perceptron.v1",
-        c,
-        &a.input,
-        &m,
-        db.ledger,
-        res,
-        rng.record(),
-    );
-    run.evaluation = evaluation;
-    run.about.test = a.test.clone();
-    run.test_accuracy = test_acc;
-    finish_sulq(
-        o,
-        c,
-        (&[a.input.input.as_path()], "sulq perceptron"),
-        run,
-        summary,
-        lines,
-    )
-}
-
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct StatArgs {
     #[command(flatten)]
@@ -564,8 +409,17 @@ pub(crate) struct StatArgs {
 }
 
 pub(crate) fn run_stat(a: &StatArgs) -> Result<Done> {
-    let m = a.input.read(Range::Unit, &[a.label.as_str()])?;
-    let y = read_labels(&a.input.input, &a.label, a.zero_one)?;
+    // One pass, a block of rows at a time: every stump query's exact count.
+    let mut counts: Vec<u64> = Vec::new();
+    let m =
+        a.input
+            .for_each_labelled_block(Range::Unit, (&a.label, a.zero_one), &mut |_, x, y| {
+                let d = x.len() / y.len().max(1);
+                counts.resize(d, 0);
+                sulq::stat::stump_counts_into(&mut counts, x, y, d);
+                Ok(())
+            })?;
+    counts.resize(m.d, 0);
     let c = &a.common;
     let plan = sulq::stat::plan(
         m.d,
@@ -603,18 +457,18 @@ pub(crate) fn run_stat(a: &StatArgs) -> Result<Done> {
             ),
         ));
     }
-    let res = sulq::stat::best_stump(&m, &y, &mut adapter)?;
+    let res = sulq::stat::best_stump_of_counts(&m.names, &counts, &mut adapter)?;
     let evaluation = if c.diagnostics {
         let j = m.names.iter().position(|n| *n == res.feature).unwrap_or(0);
         let best = (0..m.d)
             .map(|t| {
-                let e = sulq::stat::stump_error(&m, &y, t, true);
+                let e = sulq::stat::stump_error_of_counts(&counts, m.n, t, true);
                 e.min(1.0 - e)
             })
             .fold(f64::INFINITY, f64::min);
         Some(
             json!({"NOT_PRIVATE": "computed on the raw data; do not publish",
-            "chosen_error_exact": sulq::stat::stump_error(&m, &y, j, res.positive_when_set),
+            "chosen_error_exact": sulq::stat::stump_error_of_counts(&counts, m.n, j, res.positive_when_set),
             "best_error_exact": best}),
         )
     } else {

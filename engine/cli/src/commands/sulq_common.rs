@@ -5,7 +5,9 @@
 use super::common::*;
 use kinsey_core::{Error, Result};
 use kinsey_data::output::Outputs;
-use kinsey_data::table::{ColumnBounds, Matrix, Range, read_matrix};
+use kinsey_data::table::{
+    ColumnBounds, LabelledBlock, Matrix, MatrixShape, Range, for_each_labelled_block, read_matrix,
+};
 use kinsey_dp::RngRecord;
 use kinsey_dp::{Neighbours, NoiseRng};
 use kinsey_stats::sulq::QueryRecord;
@@ -102,12 +104,30 @@ impl SulqInput {
     }
 
     pub(crate) fn read(&self, range: Range, exclude: &[&str]) -> Result<Matrix> {
-        let cols = self
-            .columns
-            .iter()
-            .map(|s| s.parse())
-            .collect::<Result<Vec<ColumnBounds>>>()?;
-        read_matrix(&self.input, &cols, exclude, range, self.clip)
+        read_matrix(&self.input, &self.specs()?, exclude, range, self.clip)
+    }
+
+    /// The `--columns` specifications, parsed.
+    fn specs(&self) -> Result<Vec<ColumnBounds>> {
+        self.columns.iter().map(|s| s.parse()).collect()
+    }
+
+    /// The feature columns' rows (into `range`) and the labels of column `label` (0/1 when
+    /// `zero_one`, else -1/+1), a block at a time, as [`for_each_labelled_block`] reads them;
+    /// the shape.
+    pub(crate) fn for_each_labelled_block(
+        &self,
+        range: Range,
+        (label, zero_one): (&str, bool),
+        f: &mut LabelledBlock<'_>,
+    ) -> Result<MatrixShape> {
+        let enc = if zero_one {
+            kinsey_data::LabelEncoding::ZeroOne
+        } else {
+            kinsey_data::LabelEncoding::PlusMinusOne
+        };
+        let clip = (range, self.clip);
+        for_each_labelled_block(&self.input, &self.specs()?, (label, enc), clip, f)
     }
 }
 
@@ -155,18 +175,10 @@ pub(crate) fn one_table<R>(
     kind: &'static str,
     c: &SulqCommon,
     input: &SulqInput,
-    m: &Matrix,
+    m: &MatrixShape,
     ledger: Vec<QueryRecord>,
     result: R,
     rng: RngRecord,
 ) -> SulqRun<OneTable, R> {
-    query::one_table(
-        kind,
-        &c.budget(),
-        &input.input,
-        &m.shape(),
-        ledger,
-        result,
-        rng,
-    )
+    query::one_table(kind, &c.budget(), &input.input, m, ledger, result, rng)
 }

@@ -36,7 +36,7 @@ pub mod pca;
 pub mod perceptron;
 pub mod query;
 pub mod release;
-mod spill;
+pub mod spill;
 pub mod stat;
 
 use kinsey_core::{Error, Result, check_delta, check_epsilon};

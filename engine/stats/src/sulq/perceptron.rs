@@ -90,20 +90,41 @@ fn check_labels(y: &[f32], m: &Matrix) -> Result<()> {
     Ok(())
 }
 
+/// One round's exact sums at `w`: the misclassified count and the sum of their `y x`
+/// (one pass over the rows, however they are held).
+pub type RoundSums<'a> = dyn Fn(&[f64]) -> Result<(f64, Vec<f64>)> + 'a;
+
+/// The sums of the rows of `m` and their labels `y` (checked) at once.
+fn matrix_sums<'a>(m: &'a Matrix, y: &'a [f32]) -> Result<Box<RoundSums<'a>>> {
+    check_labels(y, m)?;
+    Ok(Box::new(move |w: &[f64]| {
+        Ok(perceptron_sums(&m.x, y, m.d, w)?)
+    }))
+}
+
 /// Run at most `rounds` rounds.
 pub fn run(m: &Matrix, y: &[f32], rounds: usize, db: &mut SulqDb) -> Result<PerceptronResult> {
-    check_labels(y, m)?;
+    run_sums(m.d, rounds, db, &*matrix_sums(m, y)?)
+}
+
+/// [`run`] over rows of `d` columns whose round sums `sums` computes (rows held whole, or
+/// read a block at a time: the same sums, the same release).
+pub fn run_sums(
+    d: usize,
+    rounds: usize,
+    db: &mut SulqDb,
+    sums: &RoundSums<'_>,
+) -> Result<PerceptronResult> {
     if rounds == 0 {
         return Err(Error::param("rounds", "need at least one round"));
     }
-    let d = m.d;
     let sens = round_sensitivity(d, db.plan.neighbours);
     let mut w = vec![0.0; d];
     let mut hist = Vec::new();
     let mut stopped = false;
     let mut pocket = (f64::INFINITY, w.clone(), 0);
     for r in 0..rounds {
-        let (count, sums) = perceptron_sums(&m.x, y, d, &w)?;
+        let (count, sums) = sums(&w)?;
         let mut exact = vec![count];
         exact.extend_from_slice(&sums);
         let noisy = db.release(&format!("perceptron round {}", r + 1), &exact, sens)?;
@@ -132,11 +153,15 @@ pub fn run(m: &Matrix, y: &[f32], rounds: usize, db: &mut SulqDb) -> Result<Perc
 
 /// Non-private reference: the same averaged-update pocket perceptron without noise.
 pub fn exact(m: &Matrix, y: &[f32], rounds: usize) -> Result<Vec<f64>> {
-    check_labels(y, m)?;
-    let mut w = vec![0.0; m.d];
+    exact_sums(m.d, rounds, &*matrix_sums(m, y)?)
+}
+
+/// [`exact`] over rows of `d` columns whose round sums `sums` computes.
+pub fn exact_sums(d: usize, rounds: usize, sums: &RoundSums<'_>) -> Result<Vec<f64>> {
+    let mut w = vec![0.0; d];
     let mut pocket = (f64::INFINITY, w.clone());
     for _ in 0..rounds {
-        let (count, sums) = perceptron_sums(&m.x, y, m.d, &w)?;
+        let (count, sums) = sums(&w)?;
         if count < pocket.0 {
             pocket = (count, w.clone());
         }
@@ -150,8 +175,13 @@ pub fn exact(m: &Matrix, y: &[f32], rounds: usize) -> Result<Vec<f64>> {
 
 /// Share of rows with `y <x, w> > 0`.
 pub fn accuracy(m: &Matrix, y: &[f32], w: &[f64]) -> Result<f64> {
-    let (wrong, _) = perceptron_sums(&m.x, y, m.d, w)?;
-    Ok(1.0 - wrong / m.n as f64)
+    accuracy_sums(m.n, w, &*matrix_sums(m, y)?)
+}
+
+/// [`accuracy`] of `n` rows whose round sums `sums` computes.
+pub fn accuracy_sums(n: usize, w: &[f64], sums: &RoundSums<'_>) -> Result<f64> {
+    let (wrong, _) = sums(w)?;
+    Ok(1.0 - wrong / n as f64)
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 /// Rows of `d` columns written once, read back in blocks.
 #[derive(Debug)]
-pub(crate) struct RowSpill {
+pub struct RowSpill {
     file: std::fs::File,
     /// Bytes written, not yet in the file.
     pending: Vec<u8>,
@@ -112,7 +112,7 @@ impl RowSpill {
 /// held goes to the spill first). Blocks are [`MATRIX_BLOCK_ROWS`] rows either way, so a
 /// sum over them is the same bits held or spilled.
 #[derive(Debug)]
-pub(crate) enum Rows {
+pub enum Rows {
     /// In memory, row-major.
     Held {
         /// The rows.
@@ -128,7 +128,7 @@ pub(crate) enum Rows {
 
 impl Rows {
     /// No rows yet, `d` columns, held up to `limit` bytes.
-    pub(crate) fn new(d: usize, limit: u64) -> Self {
+    pub fn new(d: usize, limit: u64) -> Self {
         Rows::Held {
             x: Vec::new(),
             d,
@@ -137,7 +137,7 @@ impl Rows {
     }
 
     /// Append whole rows.
-    pub(crate) fn append(&mut self, more: &[f32]) -> Result<()> {
+    pub fn append(&mut self, more: &[f32]) -> Result<()> {
         match self {
             Rows::Held { x, d, limit } => {
                 if ((x.len() + more.len()) as u64) * 4 <= *limit {
@@ -155,7 +155,7 @@ impl Rows {
     }
 
     /// Done appending.
-    pub(crate) fn finish(&mut self) -> Result<()> {
+    pub fn finish(&mut self) -> Result<()> {
         match self {
             Rows::Held { x, .. } => {
                 x.shrink_to_fit();
@@ -166,12 +166,12 @@ impl Rows {
     }
 
     /// Whether they were spilled.
-    pub(crate) fn spilled(&self) -> bool {
+    pub fn spilled(&self) -> bool {
         matches!(self, Rows::Spilled(_))
     }
 
     /// Every row, in order, [`MATRIX_BLOCK_ROWS`] at a time.
-    pub(crate) fn for_each_block(&self, f: &mut dyn FnMut(&[f32]) -> Result<()>) -> Result<()> {
+    pub fn for_each_block(&self, f: &mut dyn FnMut(&[f32]) -> Result<()>) -> Result<()> {
         match self {
             Rows::Held { x, d, .. } => x
                 .chunks(MATRIX_BLOCK_ROWS * (*d).max(1))

@@ -76,6 +76,18 @@ impl<'a> StatAdapter<'a> {
             .into_par_iter()
             .filter(|&i| pred(m.row(i), y[i]))
             .count() as f64;
+        self.stat_count(label, count, tau)
+    }
+
+    /// [`StatAdapter::stat`] of a predicate whose exact count over the rows is `count`
+    /// (counted by the caller, in one pass over any number of blocks).
+    pub fn stat_count(&mut self, label: &str, count: f64, tau: f64) -> Result<f64> {
+        if !(tau > 0.0 && tau < 1.0) {
+            return Err(Error::param(
+                "tau",
+                format!("accuracy must be in (0, 1), got {tau}"),
+            ));
+        }
         let t = self.repeats(tau);
         let noisy = self.db.release_repeated(label, &[count], UNIT, t)?[0];
         Ok((noisy / self.n).clamp(0.0, 1.0))
@@ -140,6 +152,17 @@ pub struct StumpResult {
     pub guarantee: Guarantee,
 }
 
+/// Per feature `j`, the rows of a block where "+1 when feature `j` is set" (values >= 0.5)
+/// is wrong, added to `counts`: every stump query's exact count, in one pass over the rows
+/// (integers: the same whatever the blocks).
+pub fn stump_counts_into(counts: &mut [u64], x: &[f32], y: &[f32], d: usize) {
+    for (row, &yi) in x.chunks_exact(d.max(1)).zip(y) {
+        for (c, &v) in counts.iter_mut().zip(row) {
+            *c += u64::from((v >= 0.5) != (yi > 0.0));
+        }
+    }
+}
+
 /// The best single binary feature (values >= 0.5 count as set) as a predictor of y.
 pub fn best_stump(m: &Matrix, y: &[f32], adapter: &mut StatAdapter<'_>) -> Result<StumpResult> {
     if y.len() != m.n {
@@ -148,17 +171,22 @@ pub fn best_stump(m: &Matrix, y: &[f32], adapter: &mut StatAdapter<'_>) -> Resul
             "the label column's length differs from the feature columns'".to_string(),
         ));
     }
+    let mut counts = vec![0u64; m.d];
+    stump_counts_into(&mut counts, &m.x, y, m.d);
+    best_stump_of_counts(&m.names, &counts, adapter)
+}
+
+/// [`best_stump`] from the features' names and their [`stump_counts_into`] counts.
+pub fn best_stump_of_counts(
+    names: &[String],
+    counts: &[u64],
+    adapter: &mut StatAdapter<'_>,
+) -> Result<StumpResult> {
     let tau = adapter.accuracy();
-    let mut errors = Vec::with_capacity(m.d);
-    for j in 0..m.d {
-        let e = adapter.stat(
-            &format!("STAT: error of '{}'", m.names[j]),
-            m,
-            y,
-            tau,
-            |x, yi| (x[j] >= 0.5) != (yi > 0.0),
-        )?;
-        errors.push(e);
+    let mut errors = Vec::with_capacity(names.len());
+    for (name, &count) in names.iter().zip(counts) {
+        let label = format!("STAT: error of '{name}'");
+        errors.push(adapter.stat_count(&label, count as f64, tau)?);
     }
     let (mut best, mut pos, mut err) = (0, true, f64::INFINITY);
     for (j, &e) in errors.iter().enumerate() {
@@ -170,7 +198,7 @@ pub fn best_stump(m: &Matrix, y: &[f32], adapter: &mut StatAdapter<'_>) -> Resul
         }
     }
     Ok(StumpResult {
-        feature: m.names[best].clone(),
+        feature: names.get(best).cloned().unwrap_or_default(),
         positive_when_set: pos,
         noisy_error: err,
         errors,
@@ -181,10 +209,20 @@ pub fn best_stump(m: &Matrix, y: &[f32], adapter: &mut StatAdapter<'_>) -> Resul
 
 /// Exact error of "+1 when feature j is set" (NOT private: evaluation).
 pub fn stump_error(m: &Matrix, y: &[f32], j: usize, positive_when_set: bool) -> f64 {
-    let wrong = (0..m.n)
-        .filter(|&i| ((m.row(i)[j] >= 0.5) == positive_when_set) != (y[i] > 0.0))
-        .count();
-    wrong as f64 / m.n as f64
+    let mut counts = vec![0u64; m.d];
+    stump_counts_into(&mut counts, &m.x, y, m.d);
+    stump_error_of_counts(&counts, m.n, j, positive_when_set)
+}
+
+/// [`stump_error`] from the [`stump_counts_into`] counts of `n` rows.
+pub fn stump_error_of_counts(counts: &[u64], n: usize, j: usize, positive_when_set: bool) -> f64 {
+    let wrong = counts.get(j).copied().unwrap_or(0) as f64;
+    let wrong = if positive_when_set {
+        wrong
+    } else {
+        n as f64 - wrong
+    };
+    wrong / n as f64
 }
 
 #[cfg(test)]
