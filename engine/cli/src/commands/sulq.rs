@@ -6,7 +6,6 @@ pub(crate) use super::sulq_perceptron::{PerceptronArgs, run_perceptron};
 use crate::plot::{Chart, Series, XAxis, write_chart};
 use clap::Subcommand;
 use kinsey_core::{Error, Result};
-use kinsey_data::columns::read_numeric;
 use kinsey_data::output::Outputs;
 use kinsey_data::output::write_json;
 use kinsey_data::series::Predicate;
@@ -541,31 +540,38 @@ pub(crate) struct ImplicationArgs {
     pub common: SulqCommon,
 }
 
-/// A 0/1 column or a predicate over a numeric column, as booleans.
+/// A 0/1 column or a predicate over a numeric column, as booleans (one byte a row), read a
+/// block at a time.
 pub(crate) fn read_event(path: &Path, spec: &str) -> Result<Vec<bool>> {
-    if spec.contains(['<', '>', '=', '!']) {
-        let p = Predicate::parse(spec)?;
-        return Ok(read_numeric(path, &p.column)?
-            .iter()
-            .map(|&x| p.holds(x))
-            .collect());
-    }
-    read_numeric(path, spec)?
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| {
-            if v == 0.0 || v == 1.0 {
-                Ok(v == 1.0)
-            } else {
-                Err(Error::Value {
-                    path: path.to_path_buf(),
-                    column: spec.to_string(),
-                    row: i,
-                    msg: format!("the value is not 0 or 1; give a predicate like \"{spec}>=1\""),
-                })
-            }
-        })
-        .collect()
+    let predicate = if spec.contains(['<', '>', '=', '!']) {
+        Some(Predicate::parse(spec)?)
+    } else {
+        None
+    };
+    let column = predicate.as_ref().map_or(spec, |p| p.column.as_str());
+    let mut out = Vec::new();
+    let want = [(column, kinsey_data::blocks::Want::Numeric)];
+    kinsey_data::blocks::for_each_block(path, &want, &mut |cells| {
+        let row0 = out.len();
+        for (i, &v) in cells[0].numeric()?.iter().enumerate() {
+            out.push(match &predicate {
+                Some(p) => p.holds(v),
+                None if v == 0.0 || v == 1.0 => v == 1.0,
+                None => {
+                    return Err(Error::Value {
+                        path: path.to_path_buf(),
+                        column: spec.to_string(),
+                        row: row0 + i,
+                        msg: format!(
+                            "the value is not 0 or 1; give a predicate like \"{spec}>=1\""
+                        ),
+                    });
+                }
+            });
+        }
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 pub(crate) fn run_implication(a: &ImplicationArgs) -> Result<Done> {
