@@ -12,9 +12,13 @@ use arrow::array::{Array, ArrayRef, AsArray, Float32Array, RecordBatch};
 use arrow::datatypes::{DataType, Field, Float64Type, Schema};
 use kinsey_core::{Error, Result};
 use parquet::arrow::ArrowWriter;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -112,6 +116,9 @@ pub(crate) fn parquet_error(path: &Path, source: parquet::errors::ParquetError) 
 }
 
 fn read_one(path: &Path, spec: &ColumnSpec) -> Result<Dataset> {
+    if let Some(ds) = read_groups(path, spec)? {
+        return Ok(ds);
+    }
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let pq = |source| parquet_error(path, source);
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
@@ -317,18 +324,31 @@ pub(crate) fn decode_batch(
     x: &mut Vec<f32>,
     y: &mut Vec<f32>,
 ) -> Result<()> {
+    let (m, d) = (batch.num_rows(), cols.features.len());
+    let (sx, sy) = (x.len(), y.len());
+    x.resize(sx + m * d, 0.0);
+    y.resize(sy + m, 0.0);
+    decode_rows(batch, cols, row0, &mut x[sx..], &mut y[sy..])
+}
+
+/// [`decode_batch`] into `x` and `y` of exactly the batch's rows.
+pub(crate) fn decode_rows(
+    batch: &RecordBatch,
+    cols: &Columns<'_>,
+    row0: usize,
+    x: &mut [f32],
+    y: &mut [f32],
+) -> Result<()> {
     let (path, spec, d) = (cols.path, cols.spec, cols.features.len());
-    let m = batch.num_rows();
     match cols.label {
         Some(li) => {
             let label = as_f64(batch.column(li), path, &spec.label, row0)?;
-            for (i, &v) in label.iter().enumerate() {
-                y.push(map_label(v, spec.labels, path, &spec.label, row0 + i)?);
+            for (i, (&v, out)) in label.iter().zip(y.iter_mut()).enumerate() {
+                *out = map_label(v, spec.labels, path, &spec.label, row0 + i)?;
             }
         }
-        None => y.resize(y.len() + m, 0.0),
+        None => y.fill(0.0),
     }
-    use rayon::prelude::*;
     // Checked side by side; the first bad column in column order is the error.
     let views = cols
         .features
@@ -338,17 +358,14 @@ pub(crate) fn decode_batch(
         .collect::<Vec<_>>()
         .into_iter()
         .collect::<Result<Vec<_>>>()?;
-    let start = x.len();
-    x.resize(start + m * d, 0.0);
     // Columns to rows a tile of rows at a time (tiles side by side), so the rows being
     // written stay in cache (a whole batch's rows are megabytes; one column's stride
     // through them misses on every row).
-    x[start..]
-        .par_chunks_mut(TILE_ROWS * d)
+    x.par_chunks_mut(TILE_ROWS * d.max(1))
         .enumerate()
         .for_each(|(t, tile)| {
             let r0 = t * TILE_ROWS;
-            let r1 = r0 + tile.len() / d;
+            let r1 = r0 + tile.len() / d.max(1);
             for (j, view) in views.iter().enumerate() {
                 match view {
                     FeatureView::F32(v) => {
@@ -616,6 +633,109 @@ impl ParquetRows {
     }
 }
 
+// A file read whole with its row groups decoded side by side: each group has its own
+// reader (its own file handle, the footer parsed once) on the rayon pool, decodes only the
+// label and feature columns, and writes its rows straight into their place in the data set
+// (no second copy). The values, checks and errors are the sequential reader's; where
+// several groups hold a bad cell, the first group's error is returned, as a reader in row
+// order would.
+
+/// Rows per batch a group's reader decodes: small, so that one batch per thread in flight
+/// is a few MiB of Arrow columns, not a copy of the data.
+const GROUP_BATCH_ROWS: usize = 8192;
+
+/// Read `path` (one Parquet file) as [`read_parquet`](crate::parquet_io::read_parquet)
+/// does, its row groups in parallel; `None` when it has a single row group (nothing to
+/// gain).
+pub(crate) fn read_groups(path: &Path, spec: &ColumnSpec) -> Result<Option<Dataset>> {
+    let pq = |source| parquet_error(path, source);
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(pq)?;
+    let groups = meta.metadata().row_groups();
+    if groups.len() < 2 {
+        return Ok(None);
+    }
+    let schema = meta.schema().clone();
+    let (label, features, names) = resolve_columns(path, &schema, spec)?;
+    // Only the label and the features are decoded; a batch holds them in file order.
+    let mut keep: Vec<usize> = features.iter().copied().chain(label).collect();
+    keep.sort_unstable();
+    keep.dedup();
+    let at = |i: usize| keep.binary_search(&i).unwrap_or(0);
+    let (label_at, features_at): (Option<usize>, Vec<usize>) =
+        (label.map(at), features.iter().map(|&i| at(i)).collect());
+    let mask = ProjectionMask::roots(meta.parquet_schema(), keep.iter().copied());
+    let d = features.len();
+    let sizes: Vec<usize> = groups
+        .iter()
+        .map(|g| g.num_rows().max(0) as usize)
+        .collect();
+    let n: usize = sizes.iter().sum();
+    kinsey_core::limits::check_dense(&path.display().to_string(), n, d)?;
+    let (mut x, mut y) = (vec![0f32; n * d], vec![0f32; n]);
+    // Each group's rows, its first row in the file, and its slices of x and y.
+    let mut parts = Vec::with_capacity(sizes.len());
+    let (mut xr, mut yr, mut row0) = (x.as_mut_slice(), y.as_mut_slice(), 0usize);
+    for (g, &m) in sizes.iter().enumerate() {
+        let (xg, xt) = xr.split_at_mut(m * d);
+        let (yg, yt) = yr.split_at_mut(m);
+        parts.push((g, row0, xg, yg));
+        (xr, yr, row0) = (xt, yt, row0 + m);
+    }
+    let cols = Columns {
+        path,
+        spec,
+        label: label_at,
+        features: &features_at,
+        names: &names,
+    };
+    let results: Vec<Result<()>> = parts
+        .into_par_iter()
+        .map(|(g, row0, xg, yg)| {
+            let handle = File::open(path).map_err(|e| Error::io(path, e))?;
+            let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(handle, meta.clone())
+                .with_row_groups(vec![g])
+                .with_projection(mask.clone())
+                .with_batch_size(GROUP_BATCH_ROWS)
+                .build()
+                .map_err(pq)?;
+            let mut r = 0usize;
+            for batch in reader {
+                let batch = batch.map_err(|source| Error::Arrow {
+                    path: path.to_path_buf(),
+                    source: Box::new(source),
+                })?;
+                let m = batch.num_rows();
+                if r + m > yg.len() {
+                    break;
+                }
+                let xs = &mut xg[r * d..(r + m) * d];
+                decode_rows(&batch, &cols, row0 + r, xs, &mut yg[r..r + m])?;
+                r += m;
+            }
+            if r != yg.len() {
+                return Err(Error::format(
+                    path,
+                    format!(
+                        "row group {g} gave {r} rows where its footer promises {} (the file \
+                         changed while it was read, or is damaged)",
+                        yg.len()
+                    ),
+                ));
+            }
+            Ok(())
+        })
+        .collect();
+    results.into_iter().collect::<Result<()>>()?;
+    Ok(Some(Dataset {
+        x,
+        y,
+        d,
+        features: names,
+        source: path.to_path_buf(),
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -805,5 +925,76 @@ mod tests {
         assert_eq!(back.y, ds.y);
         let both = read_parquet(dir.path(), &ColumnSpec::default()).expect("dir");
         assert_eq!(both.n(), 2 * ds.n());
+    }
+
+    mod groups {
+        use super::super::*;
+        use arrow::array::Float64Array;
+        use parquet::file::properties::WriterProperties;
+
+        /// A file of `groups` row groups of `m` rows: f1 (f32), an unused text-free column
+        /// `skip`, f2 (f64) and the label; `bad` rows of f2 are NaN.
+        fn write(path: &Path, groups: usize, m: usize, bad: &[usize]) {
+            let n = groups * m;
+            let f1: Vec<f32> = (0..n).map(|i| (i % 7) as f32 / 10.0).collect();
+            let f2: Vec<f64> = (0..n)
+                .map(|i| {
+                    if bad.contains(&i) {
+                        f64::NAN
+                    } else {
+                        (i % 5) as f64 / 10.0
+                    }
+                })
+                .collect();
+            let y: Vec<f32> = (0..n)
+                .map(|i| if i % 3 == 0 { 1.0 } else { -1.0 })
+                .collect();
+            let cols: Vec<(&str, ArrayRef)> = vec![
+                ("f1", Arc::new(Float32Array::from(f1))),
+                ("skip", Arc::new(Float64Array::from(vec![9.0; n]))),
+                ("f2", Arc::new(Float64Array::from(f2))),
+                ("label", Arc::new(Float32Array::from(y))),
+            ];
+            let batch = RecordBatch::try_from_iter(cols).expect("batch");
+            let props = WriterProperties::builder()
+                .set_max_row_group_row_count(Some(m))
+                .build();
+            let file = File::create(path).expect("file");
+            let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).expect("writer");
+            w.write(&batch).expect("write");
+            w.close().expect("close");
+        }
+
+        /// Groups read side by side give the rows a reader in row order gives (only the
+        /// columns asked for), and of several bad cells the first group's is named.
+        #[test]
+        fn groups_in_parallel_are_the_rows_in_order() {
+            let tmp = tempfile::tempdir().expect("tmp");
+            let p = tmp.path().join("g.parquet");
+            write(&p, 5, 10_000, &[]);
+            let spec = ColumnSpec {
+                features: vec!["f2".into(), "f1".into()],
+                ..ColumnSpec::default()
+            };
+            let par = read_groups(&p, &spec).expect("read").expect("groups");
+            let file = File::open(&p).expect("open");
+            let builder = ParquetRecordBatchReaderBuilder::try_new(file).expect("builder");
+            let schema = builder.schema().clone();
+            let reader = builder.build().expect("reader");
+            let seq = crate::parquet_io::dataset_of_batches(&p, &schema, reader, &spec, 50_000)
+                .expect("sequential");
+            assert_eq!(
+                (&par.x, &par.y, &par.features),
+                (&seq.x, &seq.y, &seq.features)
+            );
+            assert_eq!(par.n(), 50_000);
+            let bad = tmp.path().join("bad.parquet");
+            write(&bad, 5, 10_000, &[47_000, 23_456, 31_000]);
+            let e = read_groups(&bad, &spec).expect_err("NaN").to_string();
+            assert!(e.contains("row 23456") && e.contains("f2"), "{e}");
+            let one = tmp.path().join("one.parquet");
+            write(&one, 1, 100, &[]);
+            assert!(read_groups(&one, &spec).expect("read").is_none());
+        }
     }
 }
