@@ -49,26 +49,68 @@ pub fn perceptron_sums_into(
     Ok(())
 }
 
+/// [`perceptron_sums_into`] of rows of width `d + 1` whose last column is the label (in
+/// {-1, +1}): the same sums, bit for bit, without splitting the rows first.
+pub fn perceptron_sums_labelled_into(
+    acc: &mut (f64, Vec<f64>),
+    rows: &[f32],
+    d: usize,
+    w: &[f64],
+) -> Result<(), KernelError> {
+    crate::rows::whole_rows(rows, d + 1)?;
+    if w.len() != d || acc.1.len() != d {
+        return Err(KernelError::Input(format!(
+            "a weight vector of {} and sums of {} for {d} columns",
+            w.len(),
+            acc.1.len()
+        )));
+    }
+    let partials: Vec<(f64, Vec<f64>)> = rows
+        .par_chunks(BLOCK_ROWS * (d + 1))
+        .map(|group| {
+            let rows = group.chunks_exact(d + 1).map(|r| (&r[..d], r[d]));
+            group_partial(rows, d, w)
+        })
+        .collect();
+    add_in_order(acc, partials);
+    Ok(())
+}
+
 /// The group partials of checked rows, added to `acc` in group order.
 fn add_partials(acc: &mut (f64, Vec<f64>), x: &[f32], y: &[f32], d: usize, w: &[f64]) {
     let partials: Vec<(f64, Vec<f64>)> = x
         .par_chunks(BLOCK_ROWS * d)
         .zip(y.par_chunks(BLOCK_ROWS))
         .map(|(block, labels)| {
-            let mut count = 0.0;
-            let mut sums = vec![0.0; d];
-            for (row, &yi) in block.chunks_exact(d).zip(labels) {
-                let z: f64 = row.iter().zip(w).map(|(&a, b)| a as f64 * b).sum();
-                if yi as f64 * z <= 0.0 {
-                    count += 1.0;
-                    sums.iter_mut()
-                        .zip(row)
-                        .for_each(|(s, &v)| *s += (yi * v) as f64);
-                }
-            }
-            (count, sums)
+            let rows = block.chunks_exact(d).zip(labels.iter().copied());
+            group_partial(rows, d, w)
         })
         .collect();
+    add_in_order(acc, partials);
+}
+
+/// One group's misclassified count and sum of `y x`.
+fn group_partial<'a>(
+    rows: impl Iterator<Item = (&'a [f32], f32)>,
+    d: usize,
+    w: &[f64],
+) -> (f64, Vec<f64>) {
+    let mut count = 0.0;
+    let mut sums = vec![0.0; d];
+    for (row, yi) in rows {
+        let z: f64 = row.iter().zip(w).map(|(&a, b)| a as f64 * b).sum();
+        if yi as f64 * z <= 0.0 {
+            count += 1.0;
+            sums.iter_mut()
+                .zip(row)
+                .for_each(|(s, &v)| *s += (yi * v) as f64);
+        }
+    }
+    (count, sums)
+}
+
+/// Group partials added to `acc`, in order.
+fn add_in_order(acc: &mut (f64, Vec<f64>), partials: Vec<(f64, Vec<f64>)>) {
     for (bc, bs) in partials {
         acc.1.iter_mut().zip(&bs).for_each(|(a, b)| *a += b);
         acc.0 += bc;
@@ -107,6 +149,17 @@ mod tests {
         let mut acc = (0.0, vec![0.0; d]);
         for (xb, yb) in x.chunks(BLOCK_ROWS * d).zip(y.chunks(BLOCK_ROWS)) {
             perceptron_sums_into(&mut acc, xb, yb, d, &w).expect("block");
+        }
+        assert_eq!(acc, (c, s.clone()));
+        // Rows with their label as a last column give the same bits.
+        let labelled: Vec<f32> = x
+            .chunks(d)
+            .zip(&y)
+            .flat_map(|(r, &l)| r.iter().copied().chain([l]))
+            .collect();
+        let mut acc = (0.0, vec![0.0; d]);
+        for block in labelled.chunks(BLOCK_ROWS * (d + 1) * 3) {
+            perceptron_sums_labelled_into(&mut acc, block, d, &w).expect("labelled");
         }
         assert_eq!(acc, (c, s));
     }

@@ -9,7 +9,7 @@ use super::sulq_common::*;
 use kinsey_core::Result;
 use kinsey_data::output::{Outputs, write_json};
 use kinsey_data::table::{MatrixShape, Range};
-use kinsey_kernels::perceptron::perceptron_sums_into;
+use kinsey_kernels::perceptron::perceptron_sums_labelled_into;
 use kinsey_stats::sulq;
 use kinsey_stats::sulq::spill::Rows;
 use serde_json::json;
@@ -86,15 +86,8 @@ impl Labelled {
     fn sums(&self, w: &[f64]) -> Result<(f64, Vec<f64>)> {
         let d = self.shape.d;
         let mut acc = (0.0, vec![0.0; d]);
-        let (mut x, mut y) = (Vec::new(), Vec::new());
         self.rows.for_each_block(&mut |block| {
-            x.clear();
-            y.clear();
-            for row in block.chunks_exact(d + 1) {
-                x.extend_from_slice(&row[..d]);
-                y.push(row[d]);
-            }
-            Ok(perceptron_sums_into(&mut acc, &x, &y, d, w)?)
+            Ok(perceptron_sums_labelled_into(&mut acc, block, d, w)?)
         })?;
         Ok(acc)
     }
