@@ -6,7 +6,7 @@
 
 use crate::Dataset;
 use crate::parquet_io::{
-    ColumnSpec, Columns, decode_batch, parquet_error, parquet_files, resolve_columns,
+    ColumnSpec, Columns, decode_batch, parquet_error, parquet_files, projected, resolve_columns,
 };
 use kinsey_core::{Error, Result};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -170,6 +170,8 @@ impl ParquetParty {
             let builder = ParquetRecordBatchReaderBuilder::try_new(handle).map_err(pq)?;
             let schema = builder.schema().clone();
             let (label, idx, names) = resolve_columns(file, &schema, &self.spec)?;
+            // Only the label and the features are decoded.
+            let (keep, label, idx) = projected(label, &idx);
             let cols = Columns {
                 path: file,
                 spec: &self.spec,
@@ -177,7 +179,9 @@ impl ParquetParty {
                 features: &idx,
                 names: &names,
             };
+            let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), keep);
             let reader = builder
+                .with_projection(mask)
                 .with_batch_size(block_rows.max(1))
                 .build()
                 .map_err(pq)?;
@@ -250,5 +254,22 @@ mod tests {
                 "blocks of {block}"
             );
         }
+        // Some features, out of file order: only they and the label are decoded, each in
+        // its place.
+        let some = ColumnSpec {
+            features: vec!["f3".into(), "f1".into()],
+            ..ColumnSpec::default()
+        };
+        let whole = read_parquet(&dir, &some).expect("read");
+        let party = ParquetParty::open(&dir, &some).expect("open");
+        let mut x = Vec::new();
+        party
+            .for_each_block(300, |ds| {
+                x.extend_from_slice(&ds.x);
+                Ok(())
+            })
+            .expect("blocks");
+        assert_eq!(x, whole.x);
+        assert_eq!((whole.d, whole.x[0], whole.x[1]), (2, a.x[2], a.x[0]));
     }
 }

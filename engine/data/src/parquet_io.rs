@@ -633,6 +633,20 @@ impl ParquetRows {
     }
 }
 
+/// Only the label and the features are decoded: the columns to project (file order), and
+/// where the label and each feature are in a projected batch.
+pub(crate) fn projected(
+    label: Option<usize>,
+    features: &[usize],
+) -> (Vec<usize>, Option<usize>, Vec<usize>) {
+    let mut keep: Vec<usize> = features.iter().copied().chain(label).collect();
+    keep.sort_unstable();
+    keep.dedup();
+    let at = |i: usize| keep.binary_search(&i).unwrap_or(0);
+    let (label_at, features_at) = (label.map(at), features.iter().map(|&i| at(i)).collect());
+    (keep, label_at, features_at)
+}
+
 // A file read whole with its row groups decoded side by side: each group has its own
 // reader (its own file handle, the footer parsed once) on the rayon pool, decodes only the
 // label and feature columns, and writes its rows straight into their place in the data set
@@ -657,14 +671,8 @@ pub(crate) fn read_groups(path: &Path, spec: &ColumnSpec) -> Result<Option<Datas
     }
     let schema = meta.schema().clone();
     let (label, features, names) = resolve_columns(path, &schema, spec)?;
-    // Only the label and the features are decoded; a batch holds them in file order.
-    let mut keep: Vec<usize> = features.iter().copied().chain(label).collect();
-    keep.sort_unstable();
-    keep.dedup();
-    let at = |i: usize| keep.binary_search(&i).unwrap_or(0);
-    let (label_at, features_at): (Option<usize>, Vec<usize>) =
-        (label.map(at), features.iter().map(|&i| at(i)).collect());
-    let mask = ProjectionMask::roots(meta.parquet_schema(), keep.iter().copied());
+    let (keep, label_at, features_at) = projected(label, &features);
+    let mask = ProjectionMask::roots(meta.parquet_schema(), keep);
     let d = features.len();
     let sizes: Vec<usize> = groups
         .iter()

@@ -30,6 +30,19 @@ pub struct SparseDataset {
 }
 
 impl SparseDataset {
+    /// No rows yet, `d` features (`f1 ..= f<d>`), from `source`.
+    pub fn empty(d: usize, source: &Path) -> Self {
+        Self {
+            indptr: vec![0],
+            indices: Vec::new(),
+            values: Vec::new(),
+            y: Vec::new(),
+            d,
+            features: Dataset::default_feature_names(d),
+            source: source.to_path_buf(),
+        }
+    }
+
     /// Rows.
     pub fn n(&self) -> usize {
         self.y.len()
@@ -211,15 +224,7 @@ pub fn read_libsvm_sparse_within(
     within: &mut dyn FnMut(&SparseDataset) -> Result<()>,
 ) -> Result<SparseDataset> {
     let mut lines = LibsvmBlocks::open(path, dim, labels)?;
-    let mut out = SparseDataset {
-        indptr: vec![0],
-        indices: Vec::new(),
-        values: Vec::new(),
-        y: Vec::new(),
-        d: dim,
-        features: Dataset::default_feature_names(dim),
-        source: path.to_path_buf(),
-    };
+    let mut out = SparseDataset::empty(dim, path);
     while let Some(y) = lines.next_sparse_row(&mut out.indices, &mut out.values)? {
         out.y.push(y);
         out.indptr.push(out.values.len());

@@ -11,7 +11,7 @@
 
 use crate::parquet_io::{as_f64, column_index, numeric_column_index, parquet_error, parquet_files};
 use crate::sparse::SparseDataset;
-use crate::{Dataset, LabelEncoding, map_label};
+use crate::{LabelEncoding, map_label};
 use arrow::array::{Array, ArrayRef, AsArray, Float32Array, Int32Array, ListArray};
 use arrow::buffer::OffsetBuffer;
 use arrow::datatypes::{DataType, Field, Int64Type, Schema};
@@ -66,15 +66,7 @@ pub fn read_sparse_parquet_within(
     (label, labels): (&str, LabelEncoding),
     within: &mut dyn FnMut(&SparseDataset) -> Result<()>,
 ) -> Result<SparseDataset> {
-    let mut out = SparseDataset {
-        indptr: vec![0],
-        indices: Vec::new(),
-        values: Vec::new(),
-        y: Vec::new(),
-        d: dim,
-        features: Dataset::default_feature_names(dim),
-        source: path.to_path_buf(),
-    };
+    let mut out = SparseDataset::empty(dim, path);
     for file in parquet_files(path)? {
         let pq = |source| parquet_error(&file, source);
         let handle = File::open(&file).map_err(|e| Error::io(&file, e))?;

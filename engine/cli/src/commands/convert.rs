@@ -81,15 +81,7 @@ fn run_sparse(libsvm: &Path, dim: usize, out: &Path, labels: LabelEncoding) -> R
     let mut lines = LibsvmBlocks::open(libsvm, dim, labels)?;
     let mut o = Outputs::new();
     let mut w = SparseParquetRows::create(&mut o, out, "label")?;
-    let empty = || SparseDataset {
-        indptr: vec![0],
-        indices: Vec::new(),
-        values: Vec::new(),
-        y: Vec::new(),
-        d: dim,
-        features: Vec::new(),
-        source: libsvm.to_path_buf(),
-    };
+    let empty = || SparseDataset::empty(dim, libsvm);
     let (mut block, mut rows, mut nnz) = (empty(), 0usize, 0usize);
     loop {
         let next = lines.next_sparse_row(&mut block.indices, &mut block.values)?;

@@ -140,7 +140,14 @@ impl Rows {
     pub fn append(&mut self, more: &[f32]) -> Result<()> {
         match self {
             Rows::Held { x, d, limit } => {
-                if ((x.len() + more.len()) as u64) * 4 <= *limit {
+                let cap = (*limit / 4) as usize;
+                if x.len() + more.len() <= cap {
+                    // Doubling, but never past the limit: the vector's capacity is what
+                    // the rows take.
+                    if x.capacity() < x.len() + more.len() {
+                        let want = (2 * x.capacity()).clamp(x.len() + more.len(), cap);
+                        x.reserve_exact(want - x.len());
+                    }
                     x.extend_from_slice(more);
                     return Ok(());
                 }
@@ -246,5 +253,15 @@ mod tests {
         assert!(!held && spilled);
         assert_eq!(a, b);
         assert_eq!(a.len(), 3);
+        // Rows held at a limit of exactly their size: their vector never grew past it.
+        let exact = (x.len() * 4) as u64;
+        let mut r = Rows::new(d, exact);
+        for piece in x.chunks(d * 5000) {
+            r.append(piece).expect("append");
+        }
+        match &r {
+            Rows::Held { x: held, .. } => assert!(held.capacity() as u64 * 4 <= exact),
+            Rows::Spilled(_) => panic!("rows that fit the limit were spilled"),
+        }
     }
 }
