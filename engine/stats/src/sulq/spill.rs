@@ -57,14 +57,19 @@ impl RowSpill {
         if self.d == 0 || !x.len().is_multiple_of(self.d) {
             return Err(Error::Numerical("a spill takes whole rows".into()));
         }
-        if cfg!(target_endian = "little") {
-            // The file holds little-endian f32: on such a machine, the values' own bytes.
-            self.pending.extend_from_slice(bytemuck::cast_slice(x));
-        } else {
-            self.pending.extend(x.iter().flat_map(|v| v.to_le_bytes()));
-        }
-        if self.pending.len() >= 1 << 20 {
-            self.flush()?;
+        // A piece at a time, so that the buffer stays about 1 MiB whatever is appended
+        // (the held rows, moved here when they pass the limit, are the limit's size).
+        for piece in x.chunks(1 << 18) {
+            if cfg!(target_endian = "little") {
+                // The file holds little-endian f32: on such a machine, the values' own bytes.
+                self.pending.extend_from_slice(bytemuck::cast_slice(piece));
+            } else {
+                self.pending
+                    .extend(piece.iter().flat_map(|v| v.to_le_bytes()));
+            }
+            if self.pending.len() >= 1 << 20 {
+                self.flush()?;
+            }
         }
         self.rows += x.len() / self.d;
         Ok(())
