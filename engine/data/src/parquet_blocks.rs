@@ -6,7 +6,8 @@
 
 use crate::Dataset;
 use crate::parquet_io::{
-    ColumnSpec, Columns, decode_batch, parquet_error, parquet_files, projected, resolve_columns,
+    ColumnSpec, Columns, arrow_error, decode_batch, parquet_error, parquet_files, projected,
+    resolve_columns,
 };
 use kinsey_core::{Error, Result};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -187,10 +188,7 @@ impl ParquetParty {
                 .map_err(pq)?;
             let mut row0 = 0usize;
             for batch in reader {
-                let batch = batch.map_err(|source| Error::Arrow {
-                    path: file.clone(),
-                    source: Box::new(source),
-                })?;
+                let batch = batch.map_err(arrow_error(file))?;
                 // The caller may have transformed the last block in place (an intercept
                 // widens it): each block starts as read.
                 block.x.clear();

@@ -633,6 +633,14 @@ impl ParquetRows {
     }
 }
 
+/// An Arrow error while reading or writing `path`, for `map_err`.
+pub(crate) fn arrow_error(path: &Path) -> impl Fn(arrow::error::ArrowError) -> Error + '_ {
+    move |source| Error::Arrow {
+        path: path.to_path_buf(),
+        source: Box::new(source),
+    }
+}
+
 /// Only the label and the features are decoded: the columns to project (file order), and
 /// where the label and each feature are in a projected batch.
 pub(crate) fn projected(
@@ -709,10 +717,7 @@ pub(crate) fn read_groups(path: &Path, spec: &ColumnSpec) -> Result<Option<Datas
                 .map_err(pq)?;
             let mut r = 0usize;
             for batch in reader {
-                let batch = batch.map_err(|source| Error::Arrow {
-                    path: path.to_path_buf(),
-                    source: Box::new(source),
-                })?;
+                let batch = batch.map_err(arrow_error(path))?;
                 let m = batch.num_rows();
                 if r + m > yg.len() {
                     break;

@@ -9,7 +9,9 @@
 //! row (counted from 0 in the file). Stored zeros are dropped, as the LIBSVM reader drops
 //! them, so a row is the same CSR row whichever of the three it was read from.
 
-use crate::parquet_io::{as_f64, column_index, numeric_column_index, parquet_error, parquet_files};
+use crate::parquet_io::{
+    arrow_error, as_f64, column_index, numeric_column_index, parquet_error, parquet_files,
+};
 use crate::sparse::SparseDataset;
 use crate::{LabelEncoding, map_label};
 use arrow::array::{Array, ArrayRef, AsArray, Float32Array, Int32Array, ListArray};
@@ -91,10 +93,7 @@ pub fn read_sparse_parquet_within(
             .map_err(pq)?;
         let mut row0 = 0usize;
         for batch in reader {
-            let batch = batch.map_err(|source| Error::Arrow {
-                path: file.clone(),
-                source: Box::new(source),
-            })?;
+            let batch = batch.map_err(arrow_error(&file))?;
             // The projection keeps the file's column order: find each by name.
             let col = |name: &str| -> ArrayRef {
                 let i = batch.schema().index_of(name).unwrap_or(0);
@@ -237,11 +236,7 @@ impl Cells<'_> {
             return Err(schema_error(self.file, name, msg));
         }
         self.no_null_elements(child, offsets, name)?;
-        let cast =
-            arrow::compute::cast(child, &DataType::Int64).map_err(|source| Error::Arrow {
-                path: self.file.to_path_buf(),
-                source: Box::new(source),
-            })?;
+        let cast = arrow::compute::cast(child, &DataType::Int64).map_err(arrow_error(self.file))?;
         Ok(cast.as_primitive::<Int64Type>().values().to_vec())
     }
 
@@ -365,10 +360,7 @@ impl SparseParquetRows {
 
     /// The rows of `ds`, appended.
     pub fn write(&mut self, ds: &SparseDataset) -> Result<()> {
-        let arrow = |source| Error::Arrow {
-            path: self.target.clone(),
-            source: Box::new(source),
-        };
+        let arrow = arrow_error(&self.target);
         let offsets = || {
             let o: Vec<i32> = ds.indptr.iter().map(|&p| p as i32).collect();
             OffsetBuffer::new(o.into())
@@ -388,11 +380,12 @@ impl SparseParquetRows {
         }
         let indices = Int32Array::from_iter_values(ds.indices.iter().map(|&i| i as i32));
         let values = Float32Array::from(ds.values.clone());
-        let li = ListArray::try_new(field(0), offsets(), Arc::new(indices), None).map_err(arrow)?;
-        let lv = ListArray::try_new(field(1), offsets(), Arc::new(values), None).map_err(arrow)?;
+        let li =
+            ListArray::try_new(field(0), offsets(), Arc::new(indices), None).map_err(&arrow)?;
+        let lv = ListArray::try_new(field(1), offsets(), Arc::new(values), None).map_err(&arrow)?;
         let y = Float32Array::from(ds.y.clone());
         let cols: Vec<ArrayRef> = vec![Arc::new(li), Arc::new(lv), Arc::new(y)];
-        let batch = RecordBatch::try_new(self.schema.clone(), cols).map_err(arrow)?;
+        let batch = RecordBatch::try_new(self.schema.clone(), cols).map_err(&arrow)?;
         self.writer
             .write(&batch)
             .map_err(|e| parquet_error(&self.target, e))
