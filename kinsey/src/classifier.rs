@@ -22,6 +22,7 @@
 
 use crate::DevicePref;
 use kinsey_core::{Error, Result, Silent};
+use kinsey_data::ledger::Charge;
 use kinsey_data::parquet_blocks::ParquetParty;
 use kinsey_data::parquet_io::{ColumnSpec, read_parquet};
 use kinsey_data::{Dataset, LabelEncoding, RowTransform};
@@ -118,6 +119,7 @@ pub struct JobBuilder {
     record_seed: bool,
     diagnostics: bool,
     memory: MemoryBudget,
+    ledger: Option<crate::ledger::Ledger>,
 }
 
 impl Default for JobBuilder {
@@ -143,6 +145,7 @@ impl Default for JobBuilder {
             record_seed: false,
             diagnostics: false,
             memory: MemoryBudget::default_for(std::env::temp_dir()),
+            ledger: None,
         }
     }
 }
@@ -327,6 +330,15 @@ impl JobBuilder {
         self
     }
 
+    /// Charge every party's data set the classifier's guarantee in `ledger`, before any
+    /// noise is drawn (refused past a data set's budget: nothing is trained). Parties read
+    /// from files are named by their paths; parties in memory need the ledger's data set
+    /// name, and are charged as `NAME/party 1`, `NAME/party 2`, ...
+    pub fn ledger(mut self, ledger: &crate::ledger::Ledger) -> Self {
+        self.ledger = Some(ledger.clone());
+        self
+    }
+
     /// The job, with every parameter checked and the backend's keys made.
     pub fn build(self) -> Result<Job> {
         let parties = self.parties.ok_or_else(|| {
@@ -390,6 +402,7 @@ impl JobBuilder {
             record_seed: self.record_seed,
             diagnostics: self.diagnostics,
             memory: self.memory,
+            ledger: self.ledger,
         })
     }
 }
@@ -405,6 +418,7 @@ pub struct Job {
     record_seed: bool,
     diagnostics: bool,
     memory: MemoryBudget,
+    ledger: Option<crate::ledger::Ledger>,
 }
 
 impl Job {
@@ -430,6 +444,23 @@ impl Job {
                     .iter()
                     .map(|p| ParquetParty::open(p, &self.columns))
                     .collect::<Result<Vec<_>>>()?;
+                if let Some(l) = &self.ledger {
+                    let d = opened.first().map_or(0, |p| p.features().len());
+                    let (eps, delta) = job_guarantee(&self.spec, paths.len(), d)?;
+                    let name = l.dataset_name();
+                    if name.is_some() && paths.len() > 1 {
+                        return Err(Error::param(
+                            "dataset",
+                            "each party is its own data set: parties read from files are \
+                             named by their paths (leave the ledger's data set name unset)",
+                        ));
+                    }
+                    let charges = paths
+                        .iter()
+                        .map(|p| Charge::of_input(p, name, "train", eps, delta))
+                        .collect::<Result<Vec<_>>>()?;
+                    l.charge_all(&charges)?;
+                }
                 let keys = keys_for(&self.spec, opened.first().map(|p| p.features()), {
                     (self.seed, self.record_seed)
                 });
@@ -458,6 +489,28 @@ impl Job {
                 .map(|t| t.dataset(&self.columns))
                 .collect::<Result<Vec<_>>>()?,
         };
+        if let Some(l) = &self.ledger {
+            let d = parties.first().map_or(0, |p| p.d);
+            let (eps, delta) = job_guarantee(&self.spec, parties.len(), d)?;
+            let name = l.dataset_name().ok_or_else(|| {
+                Error::param(
+                    "dataset",
+                    "parties in memory: name their data set for the ledger \
+                     (Ledger::dataset, or dataset= in Python)",
+                )
+            })?;
+            let charges = parties
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let party = format!("{name}/party {}", i + 1);
+                    let digest = kinsey_data::digest::of_dataset(p);
+                    let input = p.source.display().to_string();
+                    Charge::of_digest(digest, &party, &input, "train", (eps, delta))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            l.charge_all(&charges)?;
+        }
         let test = read_test()?;
         let features = parties.first().map(|p| p.features.as_slice());
         let keys = keys_for(&self.spec, features, (self.seed, self.record_seed));
@@ -473,6 +526,14 @@ impl Job {
             label: self.columns.label,
         })
     }
+}
+
+/// The `(epsilon, delta)` of the release of `k` parties with `features` columns: public,
+/// so it is charged before anything is computed.
+fn job_guarantee(spec: &JobSpec, k: usize, features: usize) -> Result<(f64, f64)> {
+    let d = features + usize::from(spec.intercept.is_some());
+    let g = pipeline::guarantee(spec, k, d)?;
+    Ok((g.epsilon, g.delta))
 }
 
 /// The noise keys of a job over parties with `features`: its description is `kinsey

@@ -58,6 +58,8 @@ pub(crate) fn required_epsilon(epsilon: Option<f64>) -> Result<f64> {
 pub mod classifier;
 #[cfg(feature = "parquet")]
 pub mod data;
+#[cfg(feature = "parquet")]
+pub mod ledger;
 pub mod prelude;
 #[cfg(feature = "stats")]
 pub mod stats;

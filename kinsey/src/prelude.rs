@@ -18,5 +18,7 @@ pub use kinsey_dp::{LaplaceMechanism, Neighbours, NoiseRng};
 
 #[cfg(feature = "classifier")]
 pub use crate::classifier::{Backend, Job, Trained};
+#[cfg(feature = "parquet")]
+pub use crate::ledger::Ledger;
 #[cfg(feature = "stats")]
 pub use crate::stats::{Bound, DecayedSum, Histogram};

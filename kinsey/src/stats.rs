@@ -116,6 +116,7 @@ impl DecayedSum {
             record_seed: false,
             device: DevicePref::Auto,
             online: false,
+            ledger: None,
         }
     }
 
@@ -181,10 +182,13 @@ pub struct DecayedSumBuilder {
     record_seed: bool,
     device: DevicePref,
     online: bool,
+    ledger: Option<crate::ledger::Ledger>,
 }
 
-/// A decayed-sum run: the estimates and the release report.
-#[derive(Debug, Clone)]
+/// A decayed-sum run: the estimates and the release report. Its `Debug` form shows the
+/// release only: the NOT PRIVATE clamped-step count is read by its own method, never
+/// printed with the rest.
+#[derive(Clone)]
 pub struct DecayOutput {
     /// The estimates' column names.
     pub columns: Vec<String>,
@@ -193,6 +197,16 @@ pub struct DecayOutput {
     /// The release report: public parameters, calibration, guarantee.
     pub release: DecayRelease,
     clamped: usize,
+}
+
+impl std::fmt::Debug for DecayOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DecayOutput")
+            .field("columns", &self.columns)
+            .field("values", &self.values)
+            .field("release", &self.release)
+            .finish_non_exhaustive()
+    }
 }
 
 impl DecayOutput {
@@ -315,6 +329,21 @@ impl DecayedSumBuilder {
         self
     }
 
+    /// Charge the release to `ledger` before its noise is drawn (refused past the data
+    /// set's budget: nothing is computed).
+    pub fn ledger(mut self, ledger: &crate::ledger::Ledger) -> Self {
+        self.ledger = Some(ledger.clone());
+        self
+    }
+
+    /// The release's `(epsilon, delta)`, as the ledger charges it.
+    fn budget(&self, query: &Query) -> Result<(f64, f64)> {
+        Ok(match query.zcdp()? {
+            Some(z) => (z.epsilon, z.delta),
+            None => (query.epsilon, 0.0),
+        })
+    }
+
     fn query(&self, column: &str) -> Result<(Query, Bound)> {
         let epsilon = match self.params.rho {
             Some(rho) => {
@@ -395,6 +424,10 @@ impl DecayedSumBuilder {
                 ),
             ));
         }
+        if let Some(l) = &self.ledger {
+            let command = format!("decay {}", query.model);
+            l.charge_file(path, &command, self.budget(&query)?)?;
+        }
         let origin = KeyOrigin::of(self.seed, self.record_seed);
         let key = query.key(origin, || kinsey_data::digest::of_files(path))?;
         let input = path.display().to_string();
@@ -438,6 +471,11 @@ impl DecayedSumBuilder {
             ));
         }
         let xs: Vec<f64> = values.iter().map(|x| x.min(bound.value)).collect();
+        if let Some(l) = &self.ledger {
+            let digest = kinsey_data::digest::of_values(values);
+            let command = format!("decay {}", query.model);
+            l.charge_digest(digest, "<values in memory>", &command, self.budget(&query)?)?;
+        }
         let origin = KeyOrigin::of(self.seed, self.record_seed);
         let key = query.key(origin, || Ok(kinsey_data::digest::of_values(values)))?;
         self.finish(&query, "<values in memory>".into(), &xs, key, over)
@@ -453,6 +491,7 @@ pub struct Histogram {
     neighbours: Option<Neighbours>,
     seed: Option<u64>,
     record_seed: bool,
+    ledger: Option<crate::ledger::Ledger>,
 }
 
 impl Histogram {
@@ -464,7 +503,15 @@ impl Histogram {
             neighbours: None,
             seed: None,
             record_seed: false,
+            ledger: None,
         }
+    }
+
+    /// Charge the release to `ledger` before its noise is drawn (refused past the data
+    /// set's budget: nothing is computed).
+    pub fn ledger(mut self, ledger: &crate::ledger::Ledger) -> Self {
+        self.ledger = Some(ledger.clone());
+        self
     }
 
     /// `bins` equal-width bins on `[lo, hi)`, plus `< lo` and `>= hi`.
@@ -520,7 +567,10 @@ impl Histogram {
     /// The release of `column` of a Parquet or CSV file: the report
     /// `kinsey histogram --input PATH --column COLUMN` writes with the same parameters.
     pub fn of_column(self, path: impl AsRef<Path>, column: &str) -> Result<HistogramReport> {
-        self.of_source(path.as_ref(), column)
+        let path = path.as_ref();
+        self.of_source(path, column, |l, command, eps| {
+            l.charge_file(path, command, (eps, 0.0)).map(drop)
+        })
     }
 
     /// The release of `column` of a table in memory. A seed replays it for the same values
@@ -532,13 +582,19 @@ impl Histogram {
         table: &kinsey_data::memory::ArrowTable,
         column: &str,
     ) -> Result<HistogramReport> {
-        self.of_source(table, column)
+        self.of_source(table, column, |l, command, eps| {
+            use kinsey_data::memory::ColumnSource;
+            let name = table.name().display().to_string();
+            l.charge_digest(table.identity()?, &name, command, (eps, 0.0))
+                .map(drop)
+        })
     }
 
     fn of_source<S: kinsey_data::memory::ColumnSource + ?Sized>(
         self,
         path: &S,
         column: &str,
+        charge: impl FnOnce(&crate::ledger::Ledger, &str, f64) -> Result<()>,
     ) -> Result<HistogramReport> {
         let query = HistogramQuery {
             column: column.into(),
@@ -550,6 +606,14 @@ impl Histogram {
             })?,
         };
         query.check()?;
+        if let Some(l) = &self.ledger {
+            let command = if query.is_count() {
+                "count"
+            } else {
+                "histogram"
+            };
+            charge(l, command, query.epsilon)?;
+        }
         let mut rng: NoiseRng = query.rng(path, self.seed, self.record_seed)?;
         query.release(path, &mut rng)
     }

@@ -36,6 +36,7 @@ __version__: str = _kinsey.__version__
 
 __all__ = [
     "KinseyError",
+    "Ledger",
     "Model",
     "Release",
     "backends",
@@ -58,6 +59,53 @@ def _table(data: Any) -> Any:
     if type(data).__module__.startswith("pandas"):
         return pa.Table.from_pandas(data, preserve_index=False)
     return data  # the engine names what it is not
+
+
+class Ledger:
+    """The privacy-budget ledger every front door charges: ``kinsey --ledger``, the Rust
+    facade and Python write the same keyed file, so a data set's budget spans commands,
+    programs and languages. Pass it as ``ledger=`` to any release: the release is charged
+    *before* its noise is drawn, and refused (``KinseyError``, nothing computed) when the
+    data set's budget would be exceeded.
+
+    ``budget``: the total ``epsilon`` or ``(epsilon, delta)`` of a data set the ledger has
+    not seen (its first release fixes it). ``key``: the ledger's secret key file (default
+    ``PATH.key``, created 0600 with the ledger). ``dataset``: the data set's name (default a
+    file's resolved path; a table in memory needs one). The same bytes under any name are
+    charged to the data set they were first charged to."""
+
+    def __init__(self, path: str | os.PathLike, *,
+                 budget: float | tuple[float, float] | None = None,
+                 key: str | os.PathLike | None = None, dataset: str | None = None) -> None:
+        self.path = os.fspath(path)
+        if budget is None or isinstance(budget, tuple):
+            self.budget = None if budget is None else (float(budget[0]), float(budget[1]))
+        else:
+            self.budget = (float(budget), 0.0)
+        self.key = None if key is None else os.fspath(key)
+        self.dataset = dataset
+
+    def _args(self) -> tuple:
+        return (self.path, self.budget, self.key, self.dataset)
+
+    def init(self) -> None:
+        """Create an empty ledger and its key (refused if either exists)."""
+        _kinsey.ledger_init(self._args())
+
+    def entries(self) -> list[dict]:
+        """Every charge, checked against the key (an edited ledger raises)."""
+        return json.loads(_kinsey.ledger_entries(self._args()))
+
+    def __repr__(self) -> str:
+        return f"kinsey.Ledger({self.path!r}, dataset={self.dataset!r})"
+
+
+def _ledger(ledger: Ledger | None) -> tuple | None:
+    if ledger is None:
+        return None
+    if not isinstance(ledger, Ledger):
+        raise KinseyError("invalid parameter 'ledger': pass a kinsey.Ledger")
+    return ledger._args()
 
 
 def _guarantee(report: dict) -> dict:
@@ -179,7 +227,7 @@ def train(parties: Sequence[Any], *, label: str, epsilon: float, lam: float = 1e
           noise: str = "l2", calibration: str = "tight", device: str = "auto",
           seed: int | None = None, diagnostics: bool = False,
           intercept: float | None = None, memory_limit: int | str | None = None,
-          spill_dir: str | os.PathLike | None = None) -> Model:
+          spill_dir: str | os.PathLike | None = None, ledger: Ledger | None = None) -> Model:
     """Train the DP aggregate classifier across ``parties``, as ``kinsey train`` does: each
     party fits an L2-regularised logistic regression on its own rows, and the secure
     protocol publishes their noisy average.
@@ -196,7 +244,11 @@ def train(parties: Sequence[Any], *, label: str, epsilon: float, lam: float = 1e
     bounds a run whose parties are all Parquet paths: parties that do not fit together are
     read and fitted one by one, each streamed from a private folder under ``spill_dir``
     (default the system's temporary directory) when it does not fit alone. The release is
-    the same bytes."""
+    the same bytes.
+
+    ``ledger``: charge every party's data set the guarantee first (parties given as paths
+    are named by their paths; tables need the ledger's ``dataset``, and are charged as
+    ``NAME/party 1``, ...)."""
     release, model, diag = _kinsey.train(
         [os.fspath(p) if isinstance(p, (str, os.PathLike)) else _table(p) for p in parties], label=label, epsilon=epsilon, lam=lam, labels=labels,
         row_transform=row_transform, row_scale=row_scale,
@@ -204,13 +256,14 @@ def train(parties: Sequence[Any], *, label: str, epsilon: float, lam: float = 1e
         key_bits=key_bits, aggregation=aggregation, noise=noise, calibration=calibration,
         device_name=device, seed=seed, diagnostics=diagnostics, intercept=intercept,
         memory_limit=None if memory_limit is None else str(memory_limit),
-        spill_dir=None if spill_dir is None else os.fspath(spill_dir))
+        spill_dir=None if spill_dir is None else os.fspath(spill_dir), ledger=_ledger(ledger))
     return Model(model, json.loads(release), json.loads(diag) if diag else None)
 
 
 def histogram(data: Any, *, column: str, bins: tuple[float, float, int] | None = None,
               categories: Sequence[str] | None = None, where: str | None = None,
-              epsilon: float, neighbours: str, seed: int | None = None) -> Release:
+              epsilon: float, neighbours: str, seed: int | None = None,
+              ledger: Ledger | None = None) -> Release:
     """A DP histogram of ``column``: numeric ``bins=(lo, hi, n)``, ``categories``, or
     neither (a DP count of the rows). ``data``: a table, or a CSV/Parquet path (read as
     ``kinsey histogram`` reads it: with the same seed, the same bytes)."""
@@ -218,7 +271,7 @@ def histogram(data: Any, *, column: str, bins: tuple[float, float, int] | None =
     report = json.loads(_kinsey.histogram(
         src, column=column, bins=tuple(bins) if bins is not None else None,
         categories=list(categories) if categories is not None else None, where_=where,
-        epsilon=epsilon, neighbours=neighbours, seed=seed))
+        epsilon=epsilon, neighbours=neighbours, seed=seed, ledger=_ledger(ledger)))
     rel = report["release"]
     table = pa.table({"bin": pa.array(rel["labels"], pa.string()),
                       "count": pa.array(rel["noisy"], pa.float64()),
@@ -232,7 +285,8 @@ def decay(values: Any, *, model: str, epsilon: float | None = None,
           c: float | None = None, beta: float | None = None, bound: float | None = None,
           column: str | None = None, seed: int | None = None,
           mechanism: str | None = None, arity: int | None = None,
-          rho: float | None = None, delta: float | None = None) -> Release:
+          rho: float | None = None, delta: float | None = None,
+          ledger: Ledger | None = None) -> Release:
     """A private decayed sum over a series: ``window``, ``allwindow`` (``windows``),
     ``exponential`` (``alpha``), ``polynomial`` (``c``) or ``running``. ``values``: a numpy
     array or any Arrow array (float64 is not copied), or a CSV/Parquet path with
@@ -262,7 +316,7 @@ def decay(values: Any, *, model: str, epsilon: float | None = None,
         src, column=column, model=model, epsilon=epsilon, window=window,
         windows=list(windows) if windows is not None else None, alpha=alpha, c=c,
         beta=beta, bound=bound, seed=seed, mechanism=mechanism, arity=arity, rho=rho,
-        delta=delta)
+        delta=delta, ledger=_ledger(ledger))
     cols = [a.to_numpy(zero_copy_only=False) for a in arrays]
     out = cols[0] if len(cols) == 1 else np.column_stack(cols)
     rel = Release(json.loads(report), values=out)
@@ -273,7 +327,8 @@ def decay(values: Any, *, model: str, epsilon: float | None = None,
 def tree(data: Any, *, label: str, epsilon: float, neighbours: str,
          classes: Sequence[float] = (-1.0, 1.0), attributes: Sequence[str] | None = None,
          depth: int = 5, selection: str = "exponential", score: str = "info_gain",
-         row_bound: int | None = None, seed: int | None = None) -> Release:
+         row_bound: int | None = None, seed: int | None = None,
+         ledger: Ledger | None = None) -> Release:
     """A DP decision tree (seed 002) of a table or a CSV/Parquet file, as ``kinsey tree``
     releases it. ``attributes``: ``NAME`` (0/1) or ``NAME:LO:HI:BINS``; by default every
     numeric column but the label, as binary. ``Release.tree``: the tree (nested dicts, the
@@ -283,7 +338,7 @@ def tree(data: Any, *, label: str, epsilon: float, neighbours: str,
         src, label=label, classes=[float(c) for c in classes],
         attributes=list(attributes) if attributes is not None else [], depth=depth,
         selection=selection, score=score, epsilon=epsilon, neighbours=neighbours,
-        row_bound=row_bound, seed=seed)
+        row_bound=row_bound, seed=seed, ledger=_ledger(ledger))
     rep = json.loads(report)
     rel = Release(rep, table=None)
     rel.tree = json.loads(tree_json)

@@ -37,6 +37,26 @@ class Model:
     def load(cls, path: str | os.PathLike[str]) -> Model:
         """Read and check a model file."""
 
+class Ledger:
+    """The privacy-budget ledger every front door charges (``ledger=`` of any release)."""
+
+    path: str
+    budget: tuple[float, float] | None
+    key: str | None
+    dataset: str | None
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        budget: float | tuple[float, float] | None = None,
+        key: str | os.PathLike[str] | None = None,
+        dataset: str | None = None,
+    ) -> None: ...
+    def init(self) -> None:
+        """Create an empty ledger and its key."""
+    def entries(self) -> list[dict[str, Any]]:
+        """Every charge, checked against the key."""
+
 class Release:
     """A DP release: ``table`` or ``values``, its ``guarantee`` and the full ``report``."""
 
@@ -68,6 +88,7 @@ def train(
     intercept: float | None = None,
     memory_limit: int | str | None = None,
     spill_dir: str | os.PathLike[str] | None = None,
+    ledger: Ledger | None = None,
 ) -> Model:
     """Train the DP aggregate classifier across ``parties`` (one table or Parquet path
     each); parties that are all paths are read within ``memory_limit``."""
@@ -82,6 +103,7 @@ def histogram(
     epsilon: float,
     neighbours: str,
     seed: int | None = None,
+    ledger: Ledger | None = None,
 ) -> Release:
     """A DP histogram (or count) of a table's or a file's column."""
 
@@ -89,7 +111,7 @@ def decay(
     values: Any,
     *,
     model: str,
-    epsilon: float,
+    epsilon: float | None = None,
     window: int | None = None,
     windows: Sequence[int] | None = None,
     alpha: float | None = None,
@@ -100,6 +122,9 @@ def decay(
     seed: int | None = None,
     mechanism: str | None = None,
     arity: int | None = None,
+    rho: float | None = None,
+    delta: float | None = None,
+    ledger: Ledger | None = None,
 ) -> Release:
     """A private decayed sum over a series (numpy, Arrow, or a file's column)."""
 
@@ -122,5 +147,6 @@ def tree(
     score: str = "info_gain",
     row_bound: int | None = None,
     seed: int | None = None,
+    ledger: Ledger | None = None,
 ) -> Release:
     """A DP decision tree of a table's or a file's columns (``Release.tree``)."""

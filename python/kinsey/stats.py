@@ -17,19 +17,19 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from . import Release, _kinsey, _table
+from . import Ledger, Release, _kinsey, _ledger, _table
 
 __all__ = ["sum", "mean", "variance", "quantiles"]
 
 
 def _run(data: Any, statistic: str, column: str, bounds: tuple[float, float], epsilon: float,
-         neighbours: str, seed: int | None, levels: Sequence[float] = (),
-         candidates: int = 1001) -> Release:
+         neighbours: str, seed: int | None, ledger: Ledger | None,
+         levels: Sequence[float] = (), candidates: int = 1001) -> Release:
     src = os.fspath(data) if isinstance(data, (str, os.PathLike)) else _table(data)
     report = json.loads(_kinsey.summary(
         src, column=column, statistic=statistic, levels=[float(q) for q in levels],
         bounds=(float(bounds[0]), float(bounds[1])), epsilon=epsilon, neighbours=neighbours,
-        candidates=candidates, seed=seed))
+        candidates=candidates, seed=seed, ledger=_ledger(ledger)))
     est = report["estimates"]
     table = pa.table({
         "statistic": pa.array([e["name"] for e in est], pa.string()),
@@ -40,27 +40,30 @@ def _run(data: Any, statistic: str, column: str, bounds: tuple[float, float], ep
 
 
 def sum(data: Any, *, column: str, bounds: tuple[float, float], epsilon: float,  # noqa: A001
-        neighbours: str, seed: int | None = None) -> Release:
+        neighbours: str, seed: int | None = None,
+        ledger: Ledger | None = None) -> Release:
     """The DP sum of the column's values clamped to ``bounds``."""
-    return _run(data, "sum", column, bounds, epsilon, neighbours, seed)
+    return _run(data, "sum", column, bounds, epsilon, neighbours, seed, ledger)
 
 
 def mean(data: Any, *, column: str, bounds: tuple[float, float], epsilon: float,
-         neighbours: str, seed: int | None = None) -> Release:
+         neighbours: str, seed: int | None = None,
+        ledger: Ledger | None = None) -> Release:
     """The DP mean of the column's values clamped to ``bounds``."""
-    return _run(data, "mean", column, bounds, epsilon, neighbours, seed)
+    return _run(data, "mean", column, bounds, epsilon, neighbours, seed, ledger)
 
 
 def variance(data: Any, *, column: str, bounds: tuple[float, float], epsilon: float,
-             neighbours: str, seed: int | None = None) -> Release:
+             neighbours: str, seed: int | None = None,
+        ledger: Ledger | None = None) -> Release:
     """The DP sample variance (n - 1) of the column's values clamped to ``bounds``."""
-    return _run(data, "variance", column, bounds, epsilon, neighbours, seed)
+    return _run(data, "variance", column, bounds, epsilon, neighbours, seed, ledger)
 
 
 def quantiles(data: Any, *, column: str, bounds: tuple[float, float], epsilon: float,
               neighbours: str, levels: Sequence[float] = (0.5,), candidates: int = 1001,
-              seed: int | None = None) -> Release:
+              seed: int | None = None, ledger: Ledger | None = None) -> Release:
     """DP quantiles at ``levels`` (epsilon split evenly), each one of ``candidates`` evenly
     spaced points of ``bounds`` (permute-and-flip)."""
-    return _run(data, "quantiles", column, bounds, epsilon, neighbours, seed, levels,
+    return _run(data, "quantiles", column, bounds, epsilon, neighbours, seed, ledger, levels,
                 candidates)

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from . import Release, _kinsey, _table
+from . import Ledger, Release, _kinsey, _ledger, _table
 
 __all__ = ["kmeans", "pca"]
 
@@ -26,22 +26,24 @@ def _source(data: Any) -> Any:
 def _run(data: Any, analysis: str, columns: Sequence[str], epsilon: float, neighbours: str,
          delta: float | None, seed: int | None, calibration: str, clip: bool,
          k: int = 5, iterations: int = 8, components: int = 2, center: bool = True,
-         device: str = "auto") -> dict:
+         device: str = "auto", ledger: Ledger | None = None) -> dict:
     return json.loads(_kinsey.sulq(
         _source(data), analysis=analysis, columns=list(columns), k=k, iterations=iterations,
         components=components, center=center, epsilon=epsilon,
         delta=1e-6 if delta is None else delta, neighbours=neighbours,
-        calibration=calibration, clip=clip, device_name=device, seed=seed))
+        calibration=calibration, clip=clip, device_name=device, seed=seed,
+        ledger=_ledger(ledger)))
 
 
 def kmeans(data: Any, *, columns: Sequence[str], k: int, epsilon: float, neighbours: str,
            delta: float | None = None, seed: int | None = None, iterations: int = 8,
-           calibration: str = "zcdp", clip: bool = False, device: str = "auto") -> Release:
+           calibration: str = "zcdp", clip: bool = False, device: str = "auto",
+           ledger: Ledger | None = None) -> Release:
     """SuLQ k-means. ``Release.table``: one row per centre, its noisy size and coordinates
     in the columns' own units (``LO + c (HI - LO)`` for a column given as ``NAME:LO:HI``;
     the report keeps the centres in the box too, as ``centers``)."""
     report = _run(data, "kmeans", columns, epsilon, neighbours, delta, seed, calibration,
-                  clip, k=k, iterations=iterations, device=device)
+                  clip, k=k, iterations=iterations, device=device, ledger=ledger)
     res = report["result"]
     cols = {"center": pa.array(range(len(res["centers"])), pa.int32()),
             "noisy_size": pa.array(res["sizes"], pa.float64())}
@@ -52,11 +54,12 @@ def kmeans(data: Any, *, columns: Sequence[str], k: int, epsilon: float, neighbo
 
 def pca(data: Any, *, columns: Sequence[str], epsilon: float, neighbours: str,
         delta: float | None = None, seed: int | None = None, components: int = 2,
-        center: bool = True, calibration: str = "zcdp", clip: bool = False) -> Release:
+        center: bool = True, calibration: str = "zcdp", clip: bool = False,
+        ledger: Ledger | None = None) -> Release:
     """SuLQ PCA (``center=False``: SVD of A^T A). ``Release.table``: one row per component,
     its eigenvalue, explained variance ratio and unit vector."""
     report = _run(data, "pca", columns, epsilon, neighbours, delta, seed, calibration, clip,
-                  components=components, center=center)
+                  components=components, center=center, ledger=ledger)
     res = report["result"]
     comps = res["components"]
     cols = {"component": pa.array(range(len(comps)), pa.int32()),

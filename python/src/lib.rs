@@ -21,6 +21,7 @@ use kinsey::classifier::{
 use kinsey::data::{
     ArrowTable, ColumnSpec, LabelEncoding, RowTransform, dataset_of_batches, read_parquet,
 };
+use kinsey::ledger::Ledger;
 use kinsey::stats::{Bound as SumBound, DecayedSum, Histogram};
 use kinsey::{DevicePref, Error};
 use pyo3::create_exception;
@@ -75,6 +76,61 @@ fn detached<T: Send + 'static>(
             }
         }
     }
+}
+
+/// A `kinsey.Ledger` as the Python side passes it: its path, the total budget of a data set
+/// it has not seen, its key file and the data set's name.
+type LedgerArgs = (PathBuf, Option<(f64, f64)>, Option<PathBuf>, Option<String>);
+
+/// The facade's ledger of a call's `ledger` keyword.
+fn ledger_of(args: Option<LedgerArgs>) -> PyResult<Option<Ledger>> {
+    let Some((path, total, key, dataset)) = args else {
+        return Ok(None);
+    };
+    let mut l = Ledger::open(path).map_err(py_err)?;
+    if let Some(k) = key {
+        l = l.key(k).map_err(py_err)?;
+    }
+    if let Some((e, d)) = total {
+        l = l.total(e, d).map_err(py_err)?;
+    }
+    if let Some(n) = dataset {
+        l = l.dataset(&n).map_err(py_err)?;
+    }
+    Ok(Some(l))
+}
+
+/// Charge a release from `src` to the ledger, if any, before its noise is drawn.
+fn charge(
+    ledger: &Option<Ledger>,
+    src: &Source,
+    command: &str,
+    budget: (f64, f64),
+) -> kinsey::Result<()> {
+    match (ledger, src) {
+        (None, _) => Ok(()),
+        (Some(l), Source::File(p)) => l.charge_file(p, command, budget).map(drop),
+        (Some(l), Source::Table(t)) => {
+            use kinsey::data::ColumnSource;
+            let name = t.name().display().to_string();
+            l.charge_digest(t.identity()?, &name, command, budget)
+                .map(drop)
+        }
+    }
+}
+
+/// The ledger's entries, checked against its key (JSON list).
+#[pyfunction]
+fn ledger_entries(ledger: LedgerArgs) -> PyResult<String> {
+    let l = ledger_of(Some(ledger))?.ok_or_else(|| param("ledger", "no ledger"))?;
+    json(&l.entries().map_err(py_err)?)
+}
+
+/// Create an empty ledger and its key.
+#[pyfunction]
+fn ledger_init(ledger: LedgerArgs) -> PyResult<()> {
+    let l = ledger_of(Some(ledger))?.ok_or_else(|| param("ledger", "no ledger"))?;
+    l.init().map_err(py_err)
 }
 
 /// An Arrow C stream (`__arrow_c_stream__`) and the name errors give it.
@@ -145,7 +201,7 @@ fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
 #[pyfunction]
 #[pyo3(signature = (parties, *, label, epsilon, lam, labels, row_transform, row_scale,
     features, backend, key_bits, aggregation, noise, calibration, device_name, seed,
-    diagnostics, intercept, memory_limit, spill_dir))]
+    diagnostics, intercept, memory_limit, spill_dir, ledger=None))]
 #[allow(clippy::too_many_arguments)]
 fn train(
     py: Python<'_>,
@@ -168,6 +224,7 @@ fn train(
     intercept: Option<f64>,
     memory_limit: Option<String>,
     spill_dir: Option<PathBuf>,
+    ledger: Option<LedgerArgs>,
 ) -> PyResult<(String, String, Option<String>)> {
     // Each party streams batch by batch into the engine's row-major buffer on the worker
     // (a producer that needs the GIL takes it): no party is held twice.
@@ -252,6 +309,9 @@ fn train(
     }
     if let Some(d) = spill_dir {
         job = job.spill_dir(d);
+    }
+    if let Some(l) = ledger_of(ledger)? {
+        job = job.ledger(&l);
     }
     // Parties that are all paths are opened by their footers and read whole or party by
     // party within the memory limit, as `kinsey train` reads them.
@@ -340,7 +400,8 @@ fn save_model(model_json: &str, path: PathBuf) -> PyResult<()> {
 
 /// A histogram release's report (JSON).
 #[pyfunction]
-#[pyo3(signature = (data, *, column, bins, categories, where_, epsilon, neighbours, seed))]
+#[pyo3(signature = (data, *, column, bins, categories, where_, epsilon, neighbours, seed,
+    ledger=None))]
 #[allow(clippy::too_many_arguments)]
 fn histogram(
     py: Python<'_>,
@@ -352,6 +413,7 @@ fn histogram(
     epsilon: f64,
     neighbours: &str,
     seed: Option<u64>,
+    ledger: Option<LedgerArgs>,
 ) -> PyResult<String> {
     let h = match (bins, categories) {
         (Some((lo, hi, n)), None) => Histogram::numeric(lo, hi, n).map_err(py_err)?,
@@ -372,6 +434,9 @@ fn histogram(
     if let Some(s) = seed {
         h = h.seed(s);
     }
+    if let Some(l) = ledger_of(ledger)? {
+        h = h.ledger(&l);
+    }
     let src = source(data, "<table>")?;
     let report = detached(py, move || match src {
         Source::File(p) => h.of_column(&p, &column),
@@ -384,7 +449,7 @@ fn histogram(
 /// `report.json` (JSON).
 #[pyfunction]
 #[pyo3(signature = (data, *, column, statistic, levels, bounds, epsilon, neighbours,
-    candidates, seed))]
+    candidates, seed, ledger=None))]
 #[allow(clippy::too_many_arguments)]
 fn summary(
     py: Python<'_>,
@@ -397,6 +462,7 @@ fn summary(
     neighbours: &str,
     candidates: usize,
     seed: Option<u64>,
+    ledger: Option<LedgerArgs>,
 ) -> PyResult<String> {
     use kinsey::stats::{Statistic, SummaryQuery};
     let statistic = match statistic {
@@ -424,7 +490,10 @@ fn summary(
     };
     query.check().map_err(py_err)?;
     let src = source(data, "<table>")?;
+    let ledger = ledger_of(ledger)?;
     let report = detached(py, move || {
+        let command = format!("stats {}", query.statistic.name());
+        charge(&ledger, &src, &command, (query.epsilon, 0.0))?;
         let input: &dyn kinsey::data::ColumnSource = match &src {
             Source::File(p) => p,
             Source::Table(t) => t,
@@ -455,7 +524,7 @@ fn values_of(obj: &Bound<'_, PyAny>) -> PyResult<Float64Array> {
 /// A decayed-sum release: its report (JSON), column names and estimates (pyarrow arrays).
 #[pyfunction]
 #[pyo3(signature = (data, *, column, model, epsilon, window, windows, alpha, c, beta, bound,
-    seed, mechanism, arity, rho, delta))]
+    seed, mechanism, arity, rho, delta, ledger=None))]
 #[allow(clippy::too_many_arguments)]
 fn decay<'py>(
     py: Python<'py>,
@@ -474,6 +543,7 @@ fn decay<'py>(
     arity: Option<u32>,
     rho: Option<f64>,
     delta: Option<f64>,
+    ledger: Option<LedgerArgs>,
 ) -> PyResult<(String, Vec<String>, Vec<Bound<'py, PyAny>>)> {
     let need = |v: Option<f64>, name: &str| {
         v.ok_or_else(|| param(name, format!("model '{model}' needs {name}")))
@@ -518,6 +588,9 @@ fn decay<'py>(
     if let Some(k) = arity {
         b = b.arity(k);
     }
+    if let Some(l) = ledger_of(ledger)? {
+        b = b.ledger(&l);
+    }
     let out = if let Ok(path) = data.extract::<PathBuf>() {
         let column = column.ok_or_else(|| param("column", "a file's series needs column"))?;
         detached(py, move || b.over_file(&path, &column))?
@@ -543,7 +616,7 @@ fn decay<'py>(
 /// `kinsey sulq` writes its `release.json` (JSON).
 #[pyfunction]
 #[pyo3(signature = (data, *, analysis, columns, k, iterations, components, center, epsilon,
-    delta, neighbours, calibration, clip, device_name, seed))]
+    delta, neighbours, calibration, clip, device_name, seed, ledger=None))]
 #[allow(clippy::too_many_arguments)]
 fn sulq(
     py: Python<'_>,
@@ -561,6 +634,7 @@ fn sulq(
     clip: bool,
     device_name: &str,
     seed: Option<u64>,
+    ledger: Option<LedgerArgs>,
 ) -> PyResult<String> {
     use kinsey::stats::sulq as q;
     let budget = q::Budget {
@@ -582,7 +656,12 @@ fn sulq(
     let device = device(device_name, "device")?;
     let analysis = analysis.to_string();
     let src = source(data, "<table>")?;
+    let ledger = ledger_of(ledger)?;
     detached(py, move || {
+        if matches!(analysis.as_str(), "kmeans" | "pca") {
+            let command = format!("sulq {analysis}");
+            charge(&ledger, &src, &command, (budget.epsilon, budget.delta))?;
+        }
         let input: &dyn kinsey::data::ColumnSource = match &src {
             Source::File(p) => p,
             Source::Table(t) => t,
@@ -616,7 +695,7 @@ fn sulq(
 /// diagnostic, and is refused here.
 #[pyfunction]
 #[pyo3(signature = (data, *, label, classes, attributes, depth, selection, score, epsilon,
-    neighbours, row_bound, seed))]
+    neighbours, row_bound, seed, ledger=None))]
 #[allow(clippy::too_many_arguments)]
 fn tree(
     py: Python<'_>,
@@ -631,6 +710,7 @@ fn tree(
     neighbours: &str,
     row_bound: Option<usize>,
     seed: Option<u64>,
+    ledger: Option<LedgerArgs>,
 ) -> PyResult<(String, String)> {
     if selection == "none" {
         return Err(param(
@@ -653,7 +733,9 @@ fn tree(
         row_bound,
     };
     let src = source(data, "<table>")?;
+    let ledger = ledger_of(ledger)?;
     detached(py, move || {
+        charge(&ledger, &src, "tree", (epsilon, 0.0))?;
         let outcome = match &src {
             Source::File(p) => query.train(p.as_path(), seed, false)?,
             Source::Table(t) => query.train(t, seed, false)?,
@@ -717,5 +799,7 @@ fn _kinsey(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tree, m)?)?;
     m.add_function(wrap_pyfunction!(summary, m)?)?;
     m.add_function(wrap_pyfunction!(_buffer_addresses, m)?)?;
+    m.add_function(wrap_pyfunction!(ledger_entries, m)?)?;
+    m.add_function(wrap_pyfunction!(ledger_init, m)?)?;
     Ok(())
 }

@@ -396,6 +396,9 @@ pub(crate) struct PrivacyConfig {
     /// (`--ledger-budget` wins).
     #[serde(default)]
     pub ledger_budget: Option<(f64, f64)>,
+    /// The ledger's key file (`--ledger-key` wins; default LEDGER.key beside it).
+    #[serde(default)]
+    pub ledger_key: Option<std::path::PathBuf>,
 }
 
 impl PrivacyConfig {

@@ -27,10 +27,19 @@ struct Cli {
     /// is refused and the earlier result is kept).
     #[arg(long, global = true)]
     overwrite: bool,
-    /// Privacy-budget ledger (JSON lines): every release is charged against its input's
-    /// digest and refused if that data set's total budget would be exceeded.
+    /// Privacy-budget ledger (keyed JSON lines): every release is charged to its data set
+    /// before its noise is drawn, and refused if the data set's total budget would be
+    /// exceeded.
     #[arg(long, global = true, value_name = "FILE")]
     ledger: Option<std::path::PathBuf>,
+    /// With --ledger: its secret key file (default LEDGER.key, created 0600 with the
+    /// ledger; `kinsey ledger init` creates one where the owner says).
+    #[arg(long, global = true, value_name = "FILE")]
+    ledger_key: Option<std::path::PathBuf>,
+    /// With --ledger: the name of the data set a command's input is charged to (default
+    /// the input's resolved path; the same bytes under any name are one data set).
+    #[arg(long, global = true, value_name = "NAME")]
+    ledger_dataset: Option<String>,
     /// With --ledger: the total budget EPSILON[:DELTA] of a data set the ledger has not
     /// seen yet (its first release fixes it).
     #[arg(long, global = true, value_name = "EPSILON[:DELTA]", value_parser = commands::parse_budget)]
@@ -121,7 +130,12 @@ fn main() {
         .init();
     let cli = parse_args();
     kinsey_data::output::set_overwrite(cli.overwrite);
-    commands::set_ledger(cli.ledger, cli.ledger_budget);
+    commands::set_ledger(commands::LedgerSetting {
+        path: cli.ledger,
+        budget: cli.ledger_budget,
+        key: cli.ledger_key,
+        dataset: cli.ledger_dataset,
+    });
     clean_up_on_signals();
     if let Err(e) = cli.cmd.run() {
         for line in error_lines(&e) {

@@ -206,6 +206,7 @@ impl Shared {
             allow_two_parties: self.allow_two_parties,
             ledger: None,
             ledger_budget: None,
+            ledger_key: None,
         }
     }
 

@@ -73,7 +73,7 @@ LIBSVM text given as Parquet | predict --model FIX/model_other.json --input FIX/
 --dim 2^64 - 1 | convert --libsvm FIX/a.libsvm --dim 18446744073709551615 --out WORK/a.parquet | dim
 a LIBSVM index past --dim | convert --libsvm FIX/bad_index.libsvm --dim 3 --out WORK/a.parquet | bad_index.libsvm ; line 2
 a LIBSVM index past --dim, converted sparse | convert --libsvm FIX/bad_index.libsvm --dim 3 --sparse --out WORK/a.parquet | bad_index.libsvm ; line 2
-a LIBSVM label that is not -1/+1 | convert --libsvm FIX/bad_label.libsvm --dim 3 --out WORK/a.parquet | bad_label.libsvm ; label 7
+a LIBSVM label that is not -1/+1 | convert --libsvm FIX/bad_label.libsvm --dim 3 --out WORK/a.parquet | bad_label.libsvm ; the label is not in
 a NaN value in LIBSVM | convert --libsvm FIX/nan.libsvm --dim 3 --out WORK/a.parquet | nan.libsvm ; line 1
 a missing LIBSVM file | convert --libsvm /nonexistent/file --dim 3 --out WORK/a.parquet | /nonexistent/file
 an unknown label encoding | convert --libsvm FIX/a.libsvm --dim 3 --labels maybe --out WORK/a.parquet | maybe
@@ -102,6 +102,7 @@ window blocks past the limit (arity 256, W = 2^24) | decay --input FIX/series.cs
 blt under pure DP (it adds Gaussian noise) | decay --input FIX/series.csv --model window --window 4 --mechanism blt --epsilon 1 --out WORK/d.csv --bound 2 | blt ; --privacy zcdp ; --rho
 --privacy zcdp without --rho | decay --input FIX/series.csv --model window --window 4 --privacy zcdp --out WORK/d.csv --bound 2 | --rho
 --privacy zcdp with --epsilon (the budget is rho) | decay --input FIX/series.csv --model window --window 4 --privacy zcdp --rho 0.5 --epsilon 1 --out WORK/d.csv --bound 2 | epsilon ; --rho
+a zCDP rho whose epsilon is past 100 | decay --input FIX/series.csv --model window --window 4 --privacy zcdp --rho 1000 --out WORK/d.csv --bound 2 | rho 1000 ; epsilon ; 100
 a zCDP rho of 0 | decay --input FIX/series.csv --model window --window 4 --privacy zcdp --rho 0 --out WORK/d.csv --bound 2 | rho ; 0
 a zCDP delta of 1 | decay --input FIX/series.csv --model window --window 4 --privacy zcdp --rho 0.5 --delta 1 --out WORK/d.csv --bound 2 | delta
 --rho under pure DP | decay --input FIX/series.csv --model window --window 4 --rho 0.5 --epsilon 1 --out WORK/d.csv --bound 2 | --rho ; --privacy zcdp

@@ -165,10 +165,10 @@ fn short(x: f64) -> String {
 
 /// Smallest epsilon any command accepts: below it the exact samplers' integer parameters
 /// would overflow (docs/privacy.md, "Parameter ranges").
-pub(crate) const MIN_EPSILON: f64 = 1e-6;
+pub const MIN_EPSILON: f64 = 1e-6;
 /// Largest epsilon any command accepts: `e^100` is no privacy at all, and larger values make
 /// calibrations degenerate (a Gaussian sigma of 0, noise below the grid).
-pub(crate) const MAX_EPSILON: f64 = 100.0;
+pub const MAX_EPSILON: f64 = 100.0;
 
 /// Check that a delta is in [0, 1).
 pub fn check_delta(name: &str, delta: f64) -> Result<()> {

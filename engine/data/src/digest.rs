@@ -57,23 +57,57 @@ pub fn of_files(path: &Path) -> Result<DataDigest> {
     for f in &files {
         let name = f.file_name().map(|n| n.to_string_lossy().into_owned());
         d.part(name.unwrap_or_default().as_bytes());
-        let mut file = std::fs::File::open(f).map_err(|e| Error::io(f, e))?;
-        let len = file.metadata().map_err(|e| Error::io(f, e))?.len();
-        d.0.update(&len.to_le_bytes());
-        let mut read = 0u64;
-        loop {
-            let got = file.read(&mut buf).map_err(|e| Error::io(f, e))?;
-            if got == 0 {
-                break;
-            }
-            d.0.update(&buf[..got]);
-            read += got as u64;
-        }
-        if read != len {
-            return Err(Error::format(f, "the file changed while it was read"));
-        }
+        bytes_into(&mut d, f, &mut buf)?;
     }
     Ok(d.finish())
+}
+
+/// The identity of the data in `path` for the budget ledger: its bytes and nothing else. A
+/// file is digested with its length; a directory is the set of its `*.parquet` files' own
+/// digests, sorted, so no file name, path or listing order enters it: the same bytes under
+/// any name are the same data set (the noise key, [`of_files`], keeps the names).
+pub fn identity_of_files(path: &Path) -> Result<DataDigest> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    let files = if meta.is_file() {
+        vec![path.to_path_buf()]
+    } else {
+        crate::parquet_io::parquet_files(path)?
+    };
+    let mut buf = vec![0u8; 1 << 20];
+    let mut each = files
+        .iter()
+        .map(|f| {
+            let mut d = Digester::new("kinsey data set file v1");
+            bytes_into(&mut d, f, &mut buf)?;
+            Ok(d.finish().0)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    each.sort_unstable();
+    let mut d = Digester::new("kinsey data set identity v1");
+    for f in &each {
+        d.part(f);
+    }
+    Ok(d.finish())
+}
+
+/// A file's length, then every byte of it (refused if it changes while read).
+fn bytes_into(d: &mut Digester, f: &Path, buf: &mut [u8]) -> Result<()> {
+    let mut file = std::fs::File::open(f).map_err(|e| Error::io(f, e))?;
+    let len = file.metadata().map_err(|e| Error::io(f, e))?.len();
+    d.0.update(&len.to_le_bytes());
+    let mut read = 0u64;
+    loop {
+        let got = file.read(buf).map_err(|e| Error::io(f, e))?;
+        if got == 0 {
+            break;
+        }
+        d.0.update(&buf[..got]);
+        read += got as u64;
+    }
+    if read != len {
+        return Err(Error::format(f, "the file changed while it was read"));
+    }
+    Ok(())
 }
 
 /// [`of_files`] of each input, in order (a command that reads several files).

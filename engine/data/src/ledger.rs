@@ -1,24 +1,44 @@
-//! The privacy-budget ledger: every release charged against its data set's identity (a
-//! digest of every byte of the input) and the total budget declared for that data set, so
-//! that a budget spans commands and runs, not only one command.
+//! The privacy-budget ledger: every release is charged to a data set, against the total
+//! budget declared for that data set, before its noise is drawn. The same ledger serves
+//! every front door (the CLI, the Rust facade, Python): a budget spans commands, runs and
+//! languages.
 //!
-//! The file is JSON lines, one entry per charge. Each entry carries `prev`, the SHA-256 of
-//! every byte before it, so an edited, reordered or truncated ledger is refused when read
-//! (append-only, checked). A data set's budget is fixed by its first entry; a later run
-//! cannot declare another.
+//! # What it holds against
+//! The ledger is a security boundary against the person who runs the commands, so it is
+//! checked, not trusted:
+//! - **Keyed.** Every entry carries an HMAC-SHA256 (`mac`) of its own bytes and of the
+//!   entry before it, under a 256-bit key drawn from the OS when the ledger is created and
+//!   kept in a key file, `0600` from creation (`LEDGER.key`, or a path the owner names).
+//!   An edited, reordered, removed or rewritten entry, the last one included, is refused;
+//!   recomputing the MACs needs the key.
+//! - **A keyed head.** `LEDGER.head` holds the number of entries and a MAC over it and the
+//!   last entry's MAC, so a ledger cut short (its last entries removed) is refused. (A head
+//!   behind the ledger is accepted: a run stopped between the two renames has spent more,
+//!   never less.) Rolling back *both* files to an earlier copy is not detected: only
+//!   storage the analyst cannot rewrite can stop that (docs/privacy.md).
+//! - **One ledger per file.** The path is resolved once, symbolic links included; every
+//!   path naming the same file names one ledger, one key and one lock.
+//! - **Data sets by their owner's name and their bytes.** A charge names its data set
+//!   (the owner's name, or by default the input's resolved path) and carries the digest of
+//!   its bytes ([`crate::digest::identity_of_files`]: no file name enters it). Bytes the
+//!   ledger has seen are charged to the data set they were first charged to, whatever
+//!   their name or path now; changed bytes under a known name are charged to that name,
+//!   and the charge says so.
+//! - A missing ledger whose key or head is still there is refused (it was deleted).
 //!
-//! Concurrency and interruption: a charge takes an exclusive lock on the ledger's folder (an
-//! OS file lock, `flock`, released if the process dies; the ledger itself cannot carry it,
-//! since it is replaced by a rename), reads and checks the whole ledger, and writes
-//! the old bytes plus the new entries to a temporary file that is synced and renamed over
-//! the ledger: all or nothing. Two runs charging the same data set are serialised, so they
-//! cannot both spend the last of a budget. Commands charge *before* drawing noise, so a
-//! run that fails or is stopped after its charge has spent its budget: the conservative
-//! side, since its noise may have been seen.
+//! # Concurrency and interruption
+//! A charge takes an exclusive lock on the ledger's folder (an OS file lock, `flock`,
+//! released if the process dies; the ledger itself cannot carry it, since it is replaced by
+//! a rename), reads and checks the whole ledger, writes the old bytes plus the new entries
+//! to a temporary file that is synced and renamed over the ledger, then does the same for
+//! the head: all or nothing. Two runs charging the same data set are serialised, so they
+//! cannot both spend the last of a budget. Every front door charges *before* drawing
+//! noise, so a run that fails or is stopped after its charge has spent its budget: the
+//! conservative side, since its noise may have been seen.
 
 use kinsey_core::{Error, Result};
 use kinsey_dp::DataDigest;
-use ring::digest::{SHA256, digest};
+use ring::hmac;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -27,6 +47,14 @@ use std::path::{Path, PathBuf};
 pub const MAX_LEDGER_BYTES: u64 = 64 << 20;
 /// Relative slack for float round-off when adding epsilons (0.1 + 0.2 against 0.3).
 const SLACK: f64 = 1e-12;
+/// Domain of an entry's MAC.
+const ENTRY_DOMAIN: &[u8] = b"kinsey ledger entry v2\0";
+/// Domain of the head's MAC.
+const HEAD_DOMAIN: &[u8] = b"kinsey ledger head v2\0";
+/// Where the MAC starts in a line: the entry's last field.
+const MAC_FIELD: &[u8] = b",\"mac\":\"";
+/// The longest data set name.
+pub const MAX_NAME_CHARS: usize = 256;
 
 /// One line of the ledger.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -36,9 +64,11 @@ pub struct Entry {
     pub seq: u64,
     /// Seconds since the Unix epoch when the charge was written.
     pub unix_time: u64,
-    /// The data set's identity: SHA-256 of every byte of the input, hex.
+    /// The data set charged: its owner's name, or its input's resolved path.
     pub dataset: String,
-    /// The input as the command named it (for people; the identity is `dataset`).
+    /// SHA-256 of the bytes released from, hex ([`crate::digest::identity_of_files`]).
+    pub digest: String,
+    /// The input as the command named it (for people).
     pub input: String,
     /// What was released (`stats mean`, `histogram`, ...).
     pub command: String,
@@ -50,15 +80,17 @@ pub struct Entry {
     pub budget_epsilon: f64,
     /// The data set's total delta budget.
     pub budget_delta: f64,
-    /// SHA-256 of every byte of the ledger before this line, hex.
-    pub prev: String,
+    /// HMAC-SHA256 of this line before this field and of the previous entry's MAC, hex.
+    pub mac: String,
 }
 
 /// One release to charge.
 #[derive(Debug, Clone)]
 pub struct Charge {
-    /// The data set's identity ([`crate::digest::of_files`] of the input).
-    pub dataset: DataDigest,
+    /// The digest of the bytes released from ([`crate::digest::identity_of_files`]).
+    pub digest: DataDigest,
+    /// The data set's name (owner-given, or the input's resolved path).
+    pub dataset: String,
     /// The input as named.
     pub input: String,
     /// What is released.
@@ -70,11 +102,44 @@ pub struct Charge {
 }
 
 impl Charge {
-    /// A charge for the file or directory `input`, identified by every byte of it.
-    pub fn of_input(input: &Path, command: &str, epsilon: f64, delta: f64) -> Result<Self> {
+    /// A charge for the file or directory `input`, identified by its bytes and named
+    /// `dataset` (by default the input's resolved path).
+    pub fn of_input(
+        input: &Path,
+        dataset: Option<&str>,
+        command: &str,
+        epsilon: f64,
+        delta: f64,
+    ) -> Result<Self> {
+        let name = match dataset {
+            Some(n) => n.to_string(),
+            None => std::fs::canonicalize(input)
+                .map_err(|e| Error::io(input, e))?
+                .display()
+                .to_string(),
+        };
+        Self::of_digest(
+            crate::digest::identity_of_files(input)?,
+            &name,
+            &input.display().to_string(),
+            command,
+            (epsilon, delta),
+        )
+    }
+
+    /// A charge for data already digested (a table or values in memory), named `dataset`.
+    pub fn of_digest(
+        digest: DataDigest,
+        dataset: &str,
+        input: &str,
+        command: &str,
+        (epsilon, delta): (f64, f64),
+    ) -> Result<Self> {
+        check_name(dataset)?;
         Ok(Self {
-            dataset: crate::digest::of_files(input)?,
-            input: input.display().to_string(),
+            digest,
+            dataset: dataset.into(),
+            input: input.into(),
             command: command.into(),
             epsilon,
             delta,
@@ -82,9 +147,26 @@ impl Charge {
     }
 }
 
+/// A data set name: 1 to [`MAX_NAME_CHARS`] characters, none of them a control character.
+pub fn check_name(name: &str) -> Result<()> {
+    let n = name.chars().count();
+    if n == 0 || n > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+        return Err(Error::param(
+            "ledger-dataset",
+            format!(
+                "a data set name has 1 to {MAX_NAME_CHARS} characters and no control \
+                 characters (got {n} characters)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// What is left of a data set's budget after a charge.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Left {
+    /// The data set charged.
+    pub dataset: String,
     /// The input as named.
     pub input: String,
     /// Epsilon left.
@@ -93,13 +175,20 @@ pub struct Left {
     pub delta: f64,
     /// The total budget.
     pub budget: (f64, f64),
+    /// Why the charge went to another data set than the one named, or that the data set's
+    /// bytes changed (public: the names and the fact of a change, never the data).
+    pub note: Option<String>,
 }
 
-/// A ledger file and the budget this run declares (`None`: the one recorded).
+/// A ledger file, its key and the budget this run declares (`None`: the one recorded).
 #[derive(Debug, Clone)]
 pub struct Ledger {
-    /// The ledger file.
+    /// The ledger file, symbolic links resolved.
     pub path: PathBuf,
+    /// The key file.
+    pub key_path: PathBuf,
+    /// The head file (`LEDGER.head`).
+    pub head_path: PathBuf,
     /// The total `(epsilon, delta)` declared for data sets the ledger has not seen.
     pub budget: Option<(f64, f64)>,
 }
@@ -108,42 +197,202 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-fn sha_hex(b: &[u8]) -> String {
-    hex(digest(&SHA256, b).as_ref())
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) || !s.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
+        .collect()
 }
 
-/// Parse and check every entry of a ledger's bytes.
-pub fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Entry>> {
-    let bad = |line: usize, msg: String| {
-        Error::format(
-            path,
-            format!(
-                "line {line}: {msg}; the ledger is append-only and checked: restore it from \
-                 a backup (kinsey never rewrites an entry)"
-            ),
-        )
-    };
+/// `path` with `suffix` appended to its file name.
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(suffix);
+    path.with_file_name(name)
+}
+
+/// `path` with symbolic links resolved: the file itself when it exists, else its folder
+/// resolved and its name. A link to nothing is refused (where would the ledger be?).
+pub fn resolve(path: &Path) -> Result<PathBuf> {
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => {
+            let real = std::fs::canonicalize(path).map_err(|e| {
+                Error::param(
+                    "ledger",
+                    format!(
+                        "{} is a link to nothing ({e}); name the ledger file itself",
+                        path.display()
+                    ),
+                )
+            })?;
+            if !real.is_file() {
+                return Err(Error::param(
+                    "ledger",
+                    format!("{} is not a file", real.display()),
+                ));
+            }
+            Ok(real)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let name = path.file_name().ok_or_else(|| {
+                Error::param("ledger", format!("{} is not a file path", path.display()))
+            })?;
+            let dir = folder(path);
+            let dir = std::fs::canonicalize(&dir).map_err(|e| Error::io(&dir, e))?;
+            Ok(dir.join(name))
+        }
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+/// The ledger's secret key, read and checked.
+struct Key(hmac::Key);
+
+impl Key {
+    fn read(path: &Path) -> Result<Self> {
+        let bad = |msg: String| Error::format(path, format!("ledger key: {msg}"));
+        let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+        if meta.len() > 1024 {
+            return Err(bad(format!("{} bytes is not a key", meta.len())));
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                return Err(bad(format!(
+                    "mode {mode:03o} lets other users read it; it must be owner-only \
+                     (chmod 600), or anyone who reads it can rewrite the ledger"
+                )));
+            }
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        match unhex(text.trim()) {
+            Some(k) if k.len() == 32 => Ok(Self(hmac::Key::new(hmac::HMAC_SHA256, &k))),
+            _ => Err(bad("not 64 hexadecimal digits".into())),
+        }
+    }
+
+    /// A new key from the OS's generator, written `0600` from creation (never replacing a
+    /// file).
+    fn create(path: &Path) -> Result<Self> {
+        use ring::rand::SecureRandom;
+        let mut k = [0u8; 32];
+        ring::rand::SystemRandom::new()
+            .fill(&mut k)
+            .map_err(|_| Error::Numerical("the OS random generator failed".into()))?;
+        let write = || -> std::io::Result<()> {
+            let mut f = crate::output::create_private_file(path)?;
+            f.write_all(format!("{}\n", hex(&k)).as_bytes())?;
+            f.sync_all()?;
+            std::fs::File::open(folder(path))?.sync_all()
+        };
+        write().map_err(|e| Error::io(path, e))?;
+        Ok(Self(hmac::Key::new(hmac::HMAC_SHA256, &k)))
+    }
+
+    fn entry_mac(&self, prev: &[u8], body: &[u8]) -> Vec<u8> {
+        let mut c = hmac::Context::with_key(&self.0);
+        c.update(ENTRY_DOMAIN);
+        c.update(&(prev.len() as u64).to_le_bytes());
+        c.update(prev);
+        c.update(body);
+        c.sign().as_ref().to_vec()
+    }
+
+    fn head_mac(&self, seq: u64, last: &[u8]) -> Vec<u8> {
+        let mut c = hmac::Context::with_key(&self.0);
+        c.update(HEAD_DOMAIN);
+        c.update(&seq.to_le_bytes());
+        c.update(last);
+        c.sign().as_ref().to_vec()
+    }
+
+    /// Constant-time check of `tag` against the MAC of `parts`.
+    fn verify(&self, parts: &[&[u8]], tag: &[u8]) -> bool {
+        let mut msg = Vec::new();
+        for p in parts {
+            msg.extend_from_slice(p);
+        }
+        hmac::verify(&self.0, &msg, tag).is_ok()
+    }
+}
+
+/// The head file: how many entries the ledger had, keyed.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Head {
+    seq: u64,
+    mac: String,
+}
+
+/// The refusal of a ledger that does not check.
+fn tampered(path: &Path, line: Option<usize>, msg: &str) -> Error {
+    let at = line.map(|l| format!("line {l}: ")).unwrap_or_default();
+    Error::format(
+        path,
+        format!(
+            "{at}{msg}; the ledger is append-only and keyed: restore it (and its .head) from \
+             a backup; kinsey never rewrites an entry"
+        ),
+    )
+}
+
+/// The refusal of a ledger written before entries were keyed.
+fn unkeyed(path: &Path) -> Error {
+    Error::format(
+        path,
+        "an unkeyed ledger written by kinsey before its third privacy audit; it cannot be \
+         checked: keep it as a record and start a new ledger file (declaring each data \
+         set's budget less what the old one lists)",
+    )
+}
+
+/// Parse and check every entry of a ledger's bytes under `key`; the last entry's MAC.
+fn parse(path: &Path, key: &Key, bytes: &[u8]) -> Result<(Vec<Entry>, Vec<u8>)> {
     let mut entries = Vec::new();
-    let mut start = 0;
+    let mut prev: Vec<u8> = Vec::new();
     for (i, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
-        if !line.ends_with(b"\n") {
-            return Err(bad(i + 1, "the last entry is incomplete".into()));
+        let no = Some(i + 1);
+        if !line.ends_with(b"\"}\n") {
+            return Err(tampered(path, no, "the entry is incomplete"));
         }
+        let Some(cut) = line.windows(MAC_FIELD.len()).rposition(|w| w == MAC_FIELD) else {
+            return Err(if line.windows(8).any(|w| w == b"\"prev\":\"") {
+                unkeyed(path)
+            } else {
+                tampered(path, no, "the entry has no MAC")
+            });
+        };
         let e: Entry = serde_json::from_slice(line)
-            .map_err(|e| bad(i + 1, format!("not a ledger entry ({e})")))?;
-        if e.seq != i as u64 + 1 {
-            return Err(bad(i + 1, format!("entry number {} out of order", e.seq)));
-        }
-        if e.prev != sha_hex(&bytes[..start]) {
-            return Err(bad(
-                i + 1,
-                "its digest of the earlier entries does not match them".into(),
+            .map_err(|e| tampered(path, no, &format!("not a ledger entry ({e})")))?;
+        let tag = unhex(&e.mac).filter(|t| t.len() == 32);
+        let len = (prev.len() as u64).to_le_bytes();
+        let ok = tag
+            .as_ref()
+            .is_some_and(|t| key.verify(&[ENTRY_DOMAIN, &len, &prev, &line[..cut]], t));
+        if !ok {
+            return Err(tampered(
+                path,
+                no,
+                "its MAC does not match it and the entries before it (edited, reordered, \
+                 removed or written without the key)",
             ));
         }
-        start += line.len();
+        if e.seq != i as u64 + 1 {
+            return Err(tampered(
+                path,
+                no,
+                &format!("entry number {} out of order", e.seq),
+            ));
+        }
+        prev = tag.unwrap_or_default();
         entries.push(e);
     }
-    Ok(entries)
+    Ok((entries, prev))
 }
 
 /// A budget pair checked.
@@ -152,22 +401,68 @@ fn check_budget(budget: (f64, f64)) -> Result<()> {
     kinsey_core::check_delta("ledger-budget delta", budget.1)
 }
 
+/// The files of a ledger as found on disk.
+struct State {
+    key: Option<Key>,
+    entries: Vec<Entry>,
+    bytes: Vec<u8>,
+    last_mac: Vec<u8>,
+}
+
 impl Ledger {
-    /// The ledger at `path` with the declared budget, checked.
+    /// The ledger at `path` (symbolic links resolved), its key beside it (`LEDGER.key`),
+    /// with the declared budget, checked.
     pub fn new(path: PathBuf, budget: Option<(f64, f64)>) -> Result<Self> {
+        Self::with_key(path, None, budget)
+    }
+
+    /// The ledger at `path` with its key at `key` (default `LEDGER.key` beside it).
+    pub fn with_key(
+        path: PathBuf,
+        key: Option<PathBuf>,
+        budget: Option<(f64, f64)>,
+    ) -> Result<Self> {
         if let Some(b) = budget {
             check_budget(b)?;
         }
-        Ok(Self { path, budget })
+        let path = resolve(&path)?;
+        let key_path = match key {
+            Some(k) => resolve(&k)?,
+            None => sibling(&path, ".key"),
+        };
+        Ok(Self {
+            head_path: sibling(&path, ".head"),
+            key_path,
+            path,
+            budget,
+        })
     }
 
-    /// The entries, checked (none if the file does not exist yet).
+    /// The entries, checked (none if the ledger does not exist yet).
     pub fn entries(&self) -> Result<Vec<Entry>> {
-        parse(&self.path, &self.bytes()?)
+        Ok(self.state()?.entries)
+    }
+
+    /// Create an empty ledger with a new key (refused if any of its files exists): the way
+    /// an owner provisions a ledger whose key lives in a path of their choosing.
+    pub fn init(&self) -> Result<()> {
+        self.locked(|| {
+            for p in [&self.path, &self.key_path, &self.head_path] {
+                if std::fs::symlink_metadata(p).is_ok() {
+                    return Err(Error::param(
+                        "ledger",
+                        format!("{} exists; a ledger is created once", p.display()),
+                    ));
+                }
+            }
+            let key = Key::create(&self.key_path)?;
+            replace_atomically(&self.path, b"")?;
+            self.write_head(&key, 0, &[])
+        })
     }
 
     /// The ledger's bytes (none if it does not exist yet), its size checked before reading.
-    fn bytes(&self) -> Result<Vec<u8>> {
+    fn bytes(&self) -> Result<Option<Vec<u8>>> {
         match std::fs::metadata(&self.path) {
             Ok(m) if m.len() > MAX_LEDGER_BYTES => Err(Error::format(
                 &self.path,
@@ -176,51 +471,170 @@ impl Ledger {
                     m.len()
                 ),
             )),
-            Ok(_) => std::fs::read(&self.path).map_err(|e| Error::io(&self.path, e)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Ok(_) => std::fs::read(&self.path)
+                .map(Some)
+                .map_err(|e| Error::io(&self.path, e)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Error::io(&self.path, e)),
         }
+    }
+
+    /// Read and check the ledger, its key and its head.
+    fn state(&self) -> Result<State> {
+        let exists = |p: &Path| std::fs::symlink_metadata(p).is_ok();
+        let Some(bytes) = self.bytes()? else {
+            if exists(&self.head_path) || exists(&self.key_path) {
+                return Err(tampered(
+                    &self.path,
+                    None,
+                    &format!(
+                        "the ledger is missing but its {} is there (deleted, or a first \
+                         charge died before writing it; remove the key and head only to \
+                         start a new ledger, and every budget with it)",
+                        if exists(&self.head_path) {
+                            "head"
+                        } else {
+                            "key"
+                        }
+                    ),
+                ));
+            }
+            return Ok(State {
+                key: None,
+                entries: Vec::new(),
+                bytes: Vec::new(),
+                last_mac: Vec::new(),
+            });
+        };
+        if !exists(&self.key_path) {
+            let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+            if first.windows(8).any(|w| w == b"\"prev\":\"") {
+                return Err(unkeyed(&self.path));
+            }
+            if !bytes.is_empty()
+                && (serde_json::from_slice::<Entry>(first).is_err()
+                    || !first.windows(MAC_FIELD.len()).any(|w| w == MAC_FIELD))
+            {
+                return Err(tampered(&self.path, Some(1), "not a ledger entry"));
+            }
+            return Err(Error::format(
+                &self.key_path,
+                format!(
+                    "the key of the ledger {} is missing; without it the ledger cannot be \
+                     checked (restore it from a backup)",
+                    self.path.display()
+                ),
+            ));
+        }
+        let key = Key::read(&self.key_path)?;
+        let (entries, last_mac) = parse(&self.path, &key, &bytes)?;
+        self.check_head(&key, &entries)?;
+        Ok(State {
+            key: Some(key),
+            entries,
+            bytes,
+            last_mac,
+        })
+    }
+
+    /// The head must name an entry of the ledger (a ledger cut short is refused).
+    fn check_head(&self, key: &Key, entries: &[Entry]) -> Result<()> {
+        let text = match std::fs::read(&self.head_path) {
+            Ok(t) if t.len() <= 1024 => t,
+            Ok(_) => return Err(tampered(&self.head_path, None, "not a ledger head")),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(tampered(&self.path, None, "its head file is missing"));
+            }
+            Err(e) => return Err(Error::io(&self.head_path, e)),
+        };
+        let head: Head = serde_json::from_slice(&text)
+            .map_err(|e| tampered(&self.head_path, None, &format!("not a ledger head ({e})")))?;
+        let n = entries.len() as u64;
+        if head.seq > n {
+            return Err(tampered(
+                &self.path,
+                None,
+                &format!(
+                    "its head counts {} entries, the ledger has {n} (cut short)",
+                    head.seq
+                ),
+            ));
+        }
+        let last = match head.seq {
+            0 => Vec::new(),
+            s => unhex(&entries[s as usize - 1].mac).unwrap_or_default(),
+        };
+        let tag = unhex(&head.mac).unwrap_or_default();
+        if !key.verify(&[HEAD_DOMAIN, &head.seq.to_le_bytes(), &last], &tag) {
+            return Err(tampered(
+                &self.head_path,
+                None,
+                "its MAC does not match the ledger (written without the key)",
+            ));
+        }
+        Ok(())
+    }
+
+    fn write_head(&self, key: &Key, seq: u64, last: &[u8]) -> Result<()> {
+        let head = Head {
+            seq,
+            mac: hex(&key.head_mac(seq, last)),
+        };
+        let mut b = serde_json::to_vec(&head).map_err(|e| Error::Numerical(e.to_string()))?;
+        b.push(b'\n');
+        replace_atomically(&self.head_path, &b)
+    }
+
+    /// Run `f` holding the exclusive lock of the ledger's folder.
+    fn locked<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let dir = folder(&self.path);
+        let lock = std::fs::File::open(&dir).map_err(|e| Error::io(&dir, e))?;
+        lock.lock().map_err(|e| Error::io(&dir, e))?;
+        let result = f();
+        // Closing the folder releases the lock.
+        drop(lock);
+        result
     }
 
     /// Record `charges` (all or none) if every data set's budget allows them; otherwise
     /// refuse, naming the data set and what is left. Serialised with every other charge to
     /// the same ledger.
     pub fn charge(&self, charges: &[Charge]) -> Result<Vec<Left>> {
-        let dir = folder(&self.path);
-        let lock = std::fs::File::open(&dir).map_err(|e| Error::io(&dir, e))?;
-        lock.lock().map_err(|e| Error::io(&dir, e))?;
-        let result = self.charge_locked(charges);
-        // Closing the folder releases the lock.
-        drop(lock);
-        result
+        self.locked(|| self.charge_locked(charges))
     }
 
     fn charge_locked(&self, charges: &[Charge]) -> Result<Vec<Left>> {
-        let old = self.bytes()?;
-        let mut entries = parse(&self.path, &old)?;
-        let mut bytes = old;
+        let State {
+            key,
+            mut entries,
+            mut bytes,
+            mut last_mac,
+        } = self.state()?;
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
         let mut left = Vec::new();
+        let mut lines: Vec<(Vec<u8>, Entry)> = Vec::new();
         for c in charges {
             kinsey_core::check_epsilon("epsilon", c.epsilon)?;
             kinsey_core::check_delta("delta", c.delta)?;
-            let id = c.dataset.hex();
-            let budget = self.budget_of(&entries, &id, &c.input)?;
+            check_name(&c.dataset)?;
+            let digest = c.digest.hex();
+            let (name, note) = dataset_of(&entries, &digest, &c.dataset);
+            let budget = self.budget_of(&entries, &name, &c.input)?;
             let (se, sd) = entries
                 .iter()
-                .filter(|e| e.dataset == id)
+                .filter(|e| e.dataset == name)
                 .fold((0.0, 0.0), |(a, b), e| (a + e.epsilon, b + e.delta));
-            let count = entries.iter().filter(|e| e.dataset == id).count();
+            let count = entries.iter().filter(|e| e.dataset == name).count();
             if se + c.epsilon > budget.0 * (1.0 + SLACK)
                 || sd + c.delta > budget.1 * (1.0 + SLACK) + f64::MIN_POSITIVE
             {
                 return Err(Error::Budget(format!(
                     "{}: {} asks for epsilon {} (delta {}), but the ledger {} has epsilon {} \
-                     (delta {}) left of this data set's budget {} (delta {}) after {count} \
-                     release(s); nothing was released",
+                     (delta {}) left of data set '{name}''s budget {} (delta {}) after \
+                     {count} release(s); nothing was released",
                     c.input,
                     c.command,
                     c.epsilon,
@@ -235,44 +649,61 @@ impl Ledger {
             let entry = Entry {
                 seq: entries.len() as u64 + 1,
                 unix_time: now,
-                dataset: id,
+                dataset: name.clone(),
+                digest,
                 input: c.input.clone(),
                 command: c.command.clone(),
                 epsilon: c.epsilon,
                 delta: c.delta,
                 budget_epsilon: budget.0,
                 budget_delta: budget.1,
-                prev: sha_hex(&bytes),
+                mac: String::new(),
             };
-            let mut line = serde_json::to_vec(&entry)
-                .map_err(|e| Error::Numerical(format!("ledger entry: {e}")))?;
-            line.push(b'\n');
-            bytes.extend_from_slice(&line);
             left.push(Left {
+                dataset: name,
                 input: c.input.clone(),
                 epsilon: (budget.0 - se - c.epsilon).max(0.0),
                 delta: (budget.1 - sd - c.delta).max(0.0),
                 budget,
+                note,
             });
+            lines.push((Vec::new(), entry.clone()));
             entries.push(entry);
         }
+        let key = match key {
+            Some(k) => k,
+            None => Key::create(&self.key_path)?,
+        };
+        for (_, entry) in &mut lines {
+            let mut body = serde_json::to_vec(&Body::of(entry))
+                .map_err(|e| Error::Numerical(format!("ledger entry: {e}")))?;
+            body.pop(); // the closing brace: the MAC is the last field
+            let mac = key.entry_mac(&last_mac, &body);
+            body.extend_from_slice(MAC_FIELD);
+            body.extend_from_slice(hex(&mac).as_bytes());
+            body.extend_from_slice(b"\"}\n");
+            bytes.extend_from_slice(&body);
+            last_mac = mac;
+        }
         replace_atomically(&self.path, &bytes)?;
+        self.write_head(&key, entries.len() as u64, &last_mac)?;
         Ok(left)
     }
 
-    /// The budget of data set `id`: the recorded one, which a declared one must equal, or
+    /// The budget of data set `name`: the recorded one, which a declared one must equal, or
     /// the declared one for a data set the ledger has not seen.
-    fn budget_of(&self, entries: &[Entry], id: &str, input: &str) -> Result<(f64, f64)> {
+    fn budget_of(&self, entries: &[Entry], name: &str, input: &str) -> Result<(f64, f64)> {
         let recorded = entries
             .iter()
-            .find(|e| e.dataset == id)
+            .find(|e| e.dataset == name)
             .map(|e| (e.budget_epsilon, e.budget_delta));
         match (recorded, self.budget) {
             (Some(r), Some(d)) if r != d => Err(Error::param(
                 "ledger-budget",
                 format!(
-                    "{input}: the ledger {} fixed this data set's budget at epsilon {} (delta \
-                     {}) on its first release; --ledger-budget {} (delta {}) cannot change it",
+                    "{input}: the ledger {} fixed data set '{name}''s budget at epsilon {} \
+                     (delta {}) on its first release; --ledger-budget {} (delta {}) cannot \
+                     change it",
                     self.path.display(),
                     r.0,
                     r.1,
@@ -285,11 +716,66 @@ impl Ledger {
             (None, None) => Err(Error::param(
                 "ledger-budget",
                 format!(
-                    "{input}: the ledger {} has no budget for this data set yet; declare its \
-                     total with --ledger-budget EPSILON[:DELTA] (or [privacy] ledger_budget)",
+                    "{input}: the ledger {} has no budget for data set '{name}' yet; declare \
+                     its total with --ledger-budget EPSILON[:DELTA] (or [privacy] \
+                     ledger_budget)",
                     self.path.display()
                 ),
             )),
+        }
+    }
+}
+
+/// The data set a charge of `digest` named `name` goes to: the one these bytes were first
+/// charged to; else `name`, noting when its bytes changed since its last release.
+fn dataset_of(entries: &[Entry], digest: &str, name: &str) -> (String, Option<String>) {
+    if let Some(e) = entries.iter().find(|e| e.digest == digest) {
+        let note = (e.dataset != name).then(|| {
+            format!(
+                "the same bytes were charged as data set '{}': charged to it",
+                e.dataset
+            )
+        });
+        return (e.dataset.clone(), note);
+    }
+    let known = entries.iter().rev().find(|e| e.dataset == name);
+    let note = known.map(|_| {
+        format!(
+            "data set '{name}' changed since its last release: the new bytes are charged \
+             to its budget"
+        )
+    });
+    (name.to_string(), note)
+}
+
+/// An entry without its MAC, in the field order of [`Entry`].
+#[derive(Serialize)]
+struct Body<'a> {
+    seq: u64,
+    unix_time: u64,
+    dataset: &'a str,
+    digest: &'a str,
+    input: &'a str,
+    command: &'a str,
+    epsilon: f64,
+    delta: f64,
+    budget_epsilon: f64,
+    budget_delta: f64,
+}
+
+impl<'a> Body<'a> {
+    fn of(e: &'a Entry) -> Self {
+        Self {
+            seq: e.seq,
+            unix_time: e.unix_time,
+            dataset: &e.dataset,
+            digest: &e.digest,
+            input: &e.input,
+            command: &e.command,
+            epsilon: e.epsilon,
+            delta: e.delta,
+            budget_epsilon: e.budget_epsilon,
+            budget_delta: e.budget_delta,
         }
     }
 }
@@ -301,36 +787,17 @@ fn folder(path: &Path) -> PathBuf {
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
-/// Owner-only permissions on files this module creates.
-trait PrivateMode {
-    fn mode_private(&mut self) -> &mut Self;
-}
-
-impl PrivateMode for std::fs::OpenOptions {
-    fn mode_private(&mut self) -> &mut Self {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            self.mode(0o600);
-        }
-        self
-    }
-}
-
-/// Write `bytes` to a temporary file beside `path`, sync it, rename it over `path` and
-/// sync the directory: a reader sees the old ledger or the new one, never a mixture.
+/// Write `bytes` to a temporary file (`0600` from creation) beside `path`, sync it, rename
+/// it over `path` and sync the directory: a reader sees the old file or the new one, never
+/// a mixture.
 fn replace_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut name = std::ffi::OsString::from(".");
     name.push(path.file_name().unwrap_or_default());
     name.push(format!(".{}.tmp", std::process::id()));
     let tmp = path.with_file_name(name);
     let write = || -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .mode_private()
-            .open(&tmp)?;
+        let _ = std::fs::remove_file(&tmp);
+        let mut f = crate::output::create_private_file(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)?;

@@ -150,13 +150,12 @@ pub fn map_label(v: f64, enc: LabelEncoding, path: &Path, column: &str, row: usi
         path: path.to_path_buf(),
         column: column.to_string(),
         row,
+        // The cell itself is private: the message names its row and column, never it.
         msg: match enc {
-            LabelEncoding::PlusMinusOne if v == 0.0 => {
-                "label 0 is not in {-1, +1}; declare labels = \"zero_one\" if the labels are 0/1"
-                    .to_string()
-            }
-            LabelEncoding::PlusMinusOne => format!("label {v} is not in {{-1, +1}}"),
-            LabelEncoding::ZeroOne => format!("label {v} is not in {{0, 1}}"),
+            LabelEncoding::PlusMinusOne => "the label is not in {-1, +1}; declare labels = \
+                \"zero_one\" if the labels are 0/1"
+                .to_string(),
+            LabelEncoding::ZeroOne => "the label is not in {0, 1}".to_string(),
         },
     })
 }

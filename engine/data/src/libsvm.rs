@@ -177,19 +177,19 @@ impl<R: BufRead> LibsvmBlocks<R> {
         let label_tok = parts.next().ok_or_else(|| bad("empty line".into()))?;
         let label: f64 = label_tok
             .parse()
-            .map_err(|_| bad(format!("label '{label_tok}' is not a number")))?;
+            .map_err(|_| bad("the label is not a number".into()))?;
         let y = map_label(label, self.labels, path, "label", lineno)?;
         let mut last = 0usize;
         for tok in parts {
             let (i, v) = tok
                 .split_once(':')
-                .ok_or_else(|| bad(format!("'{tok}' is not index:value")))?;
+                .ok_or_else(|| bad(format!("an entry after index {last} is not index:value")))?;
             let i: usize = i
                 .parse()
-                .map_err(|_| bad(format!("index '{i}' is not a positive integer")))?;
+                .map_err(|_| bad(format!("an index after {last} is not a positive integer")))?;
             let v: f64 = v
                 .parse()
-                .map_err(|_| bad(format!("value '{v}' is not a number")))?;
+                .map_err(|_| bad(format!("the value at index {i} is not a number")))?;
             if i == 0 || i > dim {
                 return Err(bad(format!(
                     "index {i} is outside 1..={dim} (the declared dimension)"
@@ -287,17 +287,24 @@ mod tests {
     fn errors_name_the_line() {
         for (content, needle) in [
             ("+1 1:1\n-1 9:1\n", "line 2"),
-            ("+1 1:x\n", "value 'x'"),
+            ("+1 1:x\n", "value at index 1 is not a number"),
             ("+1 3:1 2:1\n", "ascend"),
-            ("abc 1:1\n", "label 'abc'"),
+            ("abc 1:1\n", "the label is not a number"),
             ("+1 1:1\n\n", "empty line"),
             ("", "zero rows"),
+            ("+1 1:1 secret\n", "not index:value"),
+            ("+1 1:1 s3cr3t:1\n", "not a positive integer"),
+            ("7 1:1\n", "the label is not in"),
         ] {
             let (_d, p) = tmp(content);
             let e = read_libsvm(&p, 4, LabelEncoding::PlusMinusOne)
                 .expect_err(content)
                 .to_string();
             assert!(e.contains(needle), "{content:?}: {e}");
+            // Item 7 of the third privacy audit: no cell of the party's data is quoted.
+            for cell in ["'x'", "abc", "secret", "s3cr3t", "label 7"] {
+                assert!(!e.contains(cell), "{content:?} quotes {cell}: {e}");
+            }
         }
     }
 

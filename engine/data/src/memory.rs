@@ -60,6 +60,19 @@ impl ArrowTable {
         &self.schema
     }
 
+    /// The identity of the table's data for the budget ledger: the values of every column
+    /// with its name (as a seeded release's digest takes the columns it reads).
+    pub fn identity(&self) -> Result<DataDigest> {
+        let names: Vec<String> = self
+            .schema
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        ColumnSource::digest(self, &names)
+    }
+
     /// The record batches (the caller's buffers).
     pub fn batches(&self) -> &[RecordBatch] {
         &self.batches

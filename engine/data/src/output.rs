@@ -1,7 +1,7 @@
 //! All-or-nothing output, also under concurrent runs and signals.
 //!
 //! - Files are written into a staging directory private to one run,
-//!   `DIR/.kinsey-tmp.PID.N/NAME` (the file keeps its name and extension, which some writers
+//!   `DIR/.kinsey-tmp.PID-START.N.RAND/NAME` (`PID-START`: [`process_tag`]) (the file keeps its name and extension, which some writers
 //!   read), beside their target `DIR/NAME`, and renamed into place only when every one of
 //!   them is complete ([`Outputs::commit`]).
 //! - Each target is locked while it is staged (`DIR/.NAME.kinsey-lock`, created exclusively
@@ -15,9 +15,12 @@
 //!   removed. Every live `Outputs` is listed in a process-wide registry so that a signal
 //!   handler can do the same ([`abandon_all`]) before the process exits; `commit` holds the
 //!   registry for its renames, so a signal arriving during a commit is served after it: the
-//!   targets hold either the complete previous set or the complete new one. (SIGKILL cannot be
-//!   served: it can leave a staging directory and a stale lock, never a half-written target,
-//!   and only during the microseconds of the renames a mix of old and new files.)
+//!   targets hold either the complete previous set or the complete new one. A run's private
+//!   scratch (a classifier's spill) is registered too ([`register_scratch`]). (SIGKILL
+//!   cannot be served: it can leave a staging or spill directory and a stale lock, never a
+//!   half-written target, and only during the microseconds of the renames a mix of old and
+//!   new files. The next run that stages or spills in that folder removes the directories of
+//!   runs it can prove dead, by pid and start time: [`sweep_stale`].)
 //! - Secrets at rest: a staging directory is created `0700` (its files are never readable
 //!   by other users while staged), and [`Outputs::write_private`] creates a file `0600` at
 //!   open, so a private key is never readable by anyone else at any moment: the rename keeps
@@ -38,6 +41,9 @@ pub const LOCK_SUFFIX: &str = ".kinsey-lock";
 static OVERWRITE: AtomicBool = AtomicBool::new(false);
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 static REGISTRY: Mutex<BTreeMap<u64, Cleanup>> = Mutex::new(BTreeMap::new());
+/// The folders this process has swept for stale scratch ([`sweep_stale`]), once each.
+static SWEPT: Mutex<std::collections::BTreeSet<PathBuf>> =
+    Mutex::new(std::collections::BTreeSet::new());
 
 /// Allow (or forbid, the default) replacing files that exist before a run.
 pub fn set_overwrite(allow: bool) {
@@ -96,6 +102,108 @@ pub fn abandon_all() {
     }
     // Never unlocked: the process is about to exit, and nothing may be staged or committed.
     std::mem::forget(guard);
+}
+
+/// The prefix of a run's private scratch directory (a spill of a party's rows).
+pub const SPILL_PREFIX: &str = ".kinsey-spill-";
+
+/// When process `pid` started (clock ticks since boot, Linux `/proc/PID/stat` field 22);
+/// `None` where that cannot be read.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name, which may hold spaces and parentheses: field 3 onwards.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// This process as scratch names carry it: `PID-START` (its pid and start time), so a later
+/// run can prove the process that made a name is gone even when the pid was reused.
+pub fn process_tag() -> String {
+    let me = std::process::id();
+    format!("{me}-{}", start_time(me).unwrap_or(0))
+}
+
+/// Whether the process of a `PID-START` tag is provably gone: no such pid, or a pid now
+/// held by a process that started at another time. Unprovable (no `/proc`, an unreadable
+/// entry, a tag without a start time) counts as alive.
+fn tag_is_dead(tag: &str) -> bool {
+    let Some((pid, start)) = tag.split_once('-') else {
+        return false;
+    };
+    let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else {
+        return false;
+    };
+    if start == 0 || !Path::new("/proc/self/stat").exists() || pid == std::process::id() {
+        return false;
+    }
+    if !Path::new(&format!("/proc/{pid}")).exists() {
+        return true;
+    }
+    start_time(pid).is_some_and(|s| s != start)
+}
+
+/// Remove the staging and spill directories in `dir` left by runs that are provably dead
+/// (killed with SIGKILL, or by a power cut): `.kinsey-tmp.PID-START.*` and
+/// `.kinsey-spill-PID-START-*`. Each removal is reported as a warning (the names hold no
+/// data). Returns what was removed.
+pub fn sweep_stale(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let tag = if let Some(rest) = name.strip_prefix(TMP_PREFIX) {
+            rest.split('.').next()
+        } else if let Some(rest) = name.strip_prefix(SPILL_PREFIX) {
+            rest.rsplit_once('-').map(|(tag, _)| tag)
+        } else {
+            None
+        };
+        if tag.is_some_and(tag_is_dead) && e.file_type().is_ok_and(|t| t.is_dir()) {
+            let path = e.path();
+            remove_tree(&path);
+            tracing::warn!(
+                "removed {}, left by a kinsey run that was killed (its process is gone)",
+                path.display()
+            );
+            removed.push(path);
+        }
+    }
+    removed
+}
+
+/// [`sweep_stale`] of `dir`, the first time this process uses it.
+pub fn sweep_once(dir: &Path) {
+    let first = SWEPT
+        .lock()
+        .map(|mut g| g.insert(dir.to_path_buf()))
+        .unwrap_or(false);
+    if first {
+        sweep_stale(dir);
+    }
+}
+
+/// Register a private scratch directory (a spill) that exists, or is about to, so that
+/// [`abandon_all`] removes it too; [`unregister_scratch`] when it is gone.
+pub fn register_scratch(dir: &Path) -> u64 {
+    let id = NEXT_ID.fetch_add(1, Ordering::SeqCst);
+    registry().insert(
+        id,
+        Cleanup {
+            staging: vec![dir.to_path_buf()],
+            ..Cleanup::default()
+        },
+    );
+    id
+}
+
+/// Remove scratch directory `id` (see [`register_scratch`]) and forget it.
+pub fn remove_scratch(id: u64) {
+    let c = registry().remove(&id);
+    if let Some(c) = c {
+        c.run();
+    }
 }
 
 /// Whether process `pid` is running (Linux `/proc`; without it every lock counts as live).
@@ -248,9 +356,10 @@ impl Outputs {
                 .finish()
                 & 0xffff_ffff
         };
+        sweep_once(dir);
         let s = dir.join(format!(
             "{TMP_PREFIX}{}.{}.{nonce:08x}",
-            std::process::id(),
+            process_tag(),
             self.id
         ));
         // Registered before it exists, so a signal between the two cannot miss it.
@@ -316,6 +425,15 @@ impl Outputs {
         let mut reg = registry();
         let mut done = Vec::new();
         for (tmp, target) in &self.pending {
+            // A diagnostic holds exact figures: owner-only, as keys and spills are. Set
+            // while it is still in the 0700 staging directory, so it is never readable by
+            // others in place.
+            if is_not_private(target)
+                && let Err(e) = make_owner_only(tmp)
+            {
+                drop(reg);
+                return Err(Error::io(tmp, e));
+            }
             if let Err(e) = std::fs::rename(tmp, target) {
                 drop(reg);
                 return Err(Error::io(target, e));
@@ -342,6 +460,26 @@ impl Drop for Outputs {
             c.run();
         }
     }
+}
+
+/// Whether `target` is a NOT PRIVATE file (diagnostics, non-private baselines and plots:
+/// `NOT-PRIVATE` in its name).
+pub fn is_not_private(target: &Path) -> bool {
+    target
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().contains("NOT-PRIVATE"))
+}
+
+/// Owner read and write only (`0600` on Unix).
+fn make_owner_only(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
 }
 
 /// A directory only its owner can enter (`0700` on Unix, set at creation).
@@ -495,6 +633,59 @@ mod tests {
             0o600,
             "the key in place"
         );
+    }
+
+    /// Item 7 of the third privacy audit: NOT PRIVATE files are owner-only in place,
+    /// whatever the umask and whichever writer made them.
+    #[cfg(unix)]
+    #[test]
+    fn not_private_files_are_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+        let root = tempfile::tempdir().expect("tmp");
+        let mut o = Outputs::new();
+        let diag = diagnostics_path(root.path(), "run");
+        write_diagnostics(&mut o, &diag, &1).expect("w");
+        let plot = root.path().join("a.NOT-PRIVATE.plot.svg");
+        let staged = o.stage(&plot).expect("stage");
+        std::fs::write(&staged, b"<svg/>").expect("plotter");
+        std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        o.write(&root.path().join("report.json"), b"{}").expect("w");
+        o.commit().expect("commit");
+        assert_eq!(mode(&diag), 0o600);
+        assert_eq!(mode(&plot), 0o600);
+        assert_ne!(
+            mode(&root.path().join("report.json")) & 0o044,
+            0,
+            "a release is not"
+        );
+    }
+
+    /// Item 5: a spill left by a dead run (its pid gone) is swept; a live one is not.
+    #[test]
+    fn stale_scratch_of_dead_runs_is_swept_and_live_scratch_kept() {
+        let root = tempfile::tempdir().expect("tmp");
+        let dead = root
+            .path()
+            .join(format!("{SPILL_PREFIX}4294967294-77-abcd"));
+        let live = root
+            .path()
+            .join(format!("{SPILL_PREFIX}{}-ef01", process_tag()));
+        let staging = root
+            .path()
+            .join(format!("{TMP_PREFIX}4294967294-77.3.0000abcd"));
+        let unprovable = root.path().join(format!("{SPILL_PREFIX}0123456789abcdef"));
+        for d in [&dead, &live, &staging, &unprovable] {
+            std::fs::create_dir(d).expect("mkdir");
+            std::fs::write(d.join("x.f32"), b"rows").expect("w");
+        }
+        let removed = sweep_stale(root.path());
+        assert_eq!(removed.len(), 2, "{removed:?}");
+        assert!(!dead.exists() && !staging.exists());
+        assert!(live.exists() && unprovable.exists());
+        if Path::new("/proc/self/stat").exists() {
+            assert!(!process_tag().ends_with("-0"), "{}", process_tag());
+        }
     }
 
     #[test]

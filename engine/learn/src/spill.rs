@@ -23,23 +23,42 @@ use std::path::{Path, PathBuf};
 #[derive(Debug)]
 pub struct SpillDir {
     path: PathBuf,
+    /// Its entry in the process's clean-up registry (removed on a signal too).
+    scratch: u64,
     /// `base`, when this run created it (removed again if it is left empty).
     made_base: Option<PathBuf>,
 }
 
 impl SpillDir {
-    /// A new directory `.kinsey-spill-<random>` under `base` (created `0700`; `base` is
-    /// created if missing, and removed again on drop if it is then empty, so a failed run
-    /// leaves no folder behind).
+    /// A new directory `.kinsey-spill-PID-START-<random>` under `base` (created `0700`;
+    /// `base` is created if missing, and removed again on drop if it is then empty, so a
+    /// failed run leaves no folder behind). It is removed on drop (an error, a panic
+    /// unwinding) and by the signal handler (`kinsey_data::output::abandon_all`); a spill
+    /// left by a run killed with SIGKILL is removed by the next run that spills or stages
+    /// in `base`, once its process is provably gone.
     pub fn create(base: &Path) -> Result<Self> {
         let made_base = (!base.exists()).then(|| base.to_path_buf());
         std::fs::create_dir_all(base).map_err(|e| Error::io(base, e))?;
+        kinsey_data::output::sweep_once(base);
         let mut tag = [0u8; 8];
         kinsey_dp::rng::os_crypto_rng().fill_bytes(&mut tag);
         let name: String = tag.iter().map(|b| format!("{b:02x}")).collect();
-        let path = base.join(format!(".kinsey-spill-{name}"));
-        kinsey_data::output::create_private_dir(&path).map_err(|e| Error::io(&path, e))?;
-        Ok(Self { path, made_base })
+        let path = base.join(format!(
+            "{}{}-{name}",
+            kinsey_data::output::SPILL_PREFIX,
+            kinsey_data::output::process_tag()
+        ));
+        // Registered before it exists, so a signal between the two cannot miss it.
+        let scratch = kinsey_data::output::register_scratch(&path);
+        if let Err(e) = kinsey_data::output::create_private_dir(&path) {
+            kinsey_data::output::remove_scratch(scratch);
+            return Err(Error::io(&path, e));
+        }
+        Ok(Self {
+            path,
+            scratch,
+            made_base,
+        })
     }
 
     /// The directory.
@@ -50,8 +69,9 @@ impl SpillDir {
 
 impl Drop for SpillDir {
     fn drop(&mut self) {
-        if let Err(e) = std::fs::remove_dir_all(&self.path) {
-            tracing::warn!("could not remove {}: {e}", self.path.display());
+        kinsey_data::output::remove_scratch(self.scratch);
+        if self.path.exists() {
+            tracing::warn!("could not remove {}", self.path.display());
         }
         if let Some(base) = &self.made_base {
             // Only if empty: the run's outputs may be there by now.

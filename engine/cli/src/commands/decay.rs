@@ -314,8 +314,11 @@ pub(crate) fn run(a: Args) -> Result<()> {
     }
     let t = Instant::now();
     let diagnostics = a.diagnostics || a.evaluate;
+    let charged = charge(&a)?;
     let series = a.load()?;
     let n = series.values.len() as u64;
+    // The library takes the length as a horizon only where the model needs one, so the
+    // release does not depend on --evaluate (a NOT PRIVATE flag) or on the path taken.
     let (m, device) = a.mechanism(Some(n))?;
     let load_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
@@ -347,7 +350,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         run_s,
         device,
     };
-    finish(&a, m.as_ref(), &run, diag, diagnostics, o)
+    finish(&a, m.as_ref(), &run, diag, diagnostics, (o, charged))
 }
 
 /// What a run did, for its report, diagnostics and summary.
@@ -379,7 +382,7 @@ fn finish(
     run: &Run,
     mut diag: serde_json::Value,
     diagnostics: bool,
-    mut o: Outputs,
+    (mut o, charged): (Outputs, super::ledger::Charged),
 ) -> Result<()> {
     let rep_path = PathBuf::from(format!("{}.report.json", a.out.display()));
     let mut report = release_report(a, m, run)?;
@@ -406,14 +409,8 @@ fn finish(
         diag["steps_per_second"] = (run.n as f64 / run.run_s.max(1e-12)).into();
         kinsey_data::output::write_diagnostics(&mut o, &diag_path, &diag)?;
     }
-    let ledger = super::ledger::charged(
-        String::new(),
-        &[a.input.as_path()],
-        &format!("decay {}", a.model),
-        a.budget()?.0 + a.clamp_check.unwrap_or(0.0),
-        a.budget()?.1,
-    )?;
     o.commit()?;
+    let ledger = charged.summary(String::new());
     summary(a, m, run, &rep_path, &diag_path);
     if let Some(c) = &report.clamp_check {
         let bound = a.bound()?;
@@ -491,10 +488,11 @@ fn run_streaming(a: Args) -> Result<()> {
             format!("must be 1 to 2^28 steps, got {}", a.chunk),
         ));
     }
-    let len = match (a.horizon, a.model.as_str()) {
-        (None, "running" | "polynomial") => Some(count_steps(&a.input, &a.column)?),
-        (None, _) if a.privacy == Privacy::Zcdp => Some(count_steps(&a.input, &a.column)?),
-        _ => None,
+    let charged = charge(&a)?;
+    let len = if a.query()?.takes_length() {
+        Some(count_steps(&a.input, &a.column)?)
+    } else {
+        None
     };
     let (mut m, device) = a.mechanism(len)?;
     let mut reader = SeriesReader::open(&a.input, &a.column, a.bound()?, a.chunk)?;
@@ -544,7 +542,18 @@ fn run_streaming(a: Args) -> Result<()> {
         run_s,
         device,
     };
-    finish(&a, m.as_ref(), &run, diag, a.diagnostics, o)
+    finish(&a, m.as_ref(), &run, diag, a.diagnostics, (o, charged))
+}
+
+/// The ledger's charge of the release (and of its clamp check), before any noise.
+fn charge(a: &Args) -> Result<super::ledger::Charged> {
+    let (epsilon, delta) = a.budget()?;
+    super::ledger::charge(
+        &[a.input.as_path()],
+        &format!("decay {}", a.model),
+        epsilon + a.clamp_check.unwrap_or(0.0),
+        delta,
+    )
 }
 
 /// The release report: public parameters, calibration and guarantee only.

@@ -72,6 +72,13 @@ fn run_histogram(a: &Args) -> Result<Done> {
     if a.seed.is_some() {
         eprintln!("warning: {}", kinsey_dp::rng::USER_SEED_WARNING);
     }
+    // Charge, then draw the noise, then publish.
+    let charged = super::ledger::charge(
+        &[a.input.as_path()],
+        if is_count { "count" } else { "histogram" },
+        a.epsilon,
+        0.0,
+    )?;
     let mut rng = query.rng(a.input.as_path(), a.seed, a.record_seed)?;
     let report = query.release(a.input.as_path(), &mut rng)?;
     let rel = &report.release;
@@ -130,13 +137,7 @@ fn run_histogram(a: &Args) -> Result<Done> {
             " (sum of the noisy bins)"
         }
     );
-    let summary = super::ledger::charged(
-        summary,
-        &[a.input.as_path()],
-        if is_count { "count" } else { "histogram" },
-        a.epsilon,
-        0.0,
-    )?;
+    let summary = charged.summary(summary);
     finish(o, &a.out, &report, summary)
 }
 

@@ -1,30 +1,38 @@
-//! The privacy-budget ledger as the commands use it: `--ledger FILE` and `--ledger-budget`
-//! (global flags, or `[privacy] ledger` / `ledger_budget` in a train config), and [`charged`], which every
-//! releasing command calls once its release is computed in memory and before anything is
-//! written or printed: a refused release is discarded unseen, a bad input costs nothing,
-//! and a run stopped after its charge has spent it (the conservative side).
+//! The privacy-budget ledger as the commands use it: `--ledger FILE`, `--ledger-budget`,
+//! `--ledger-key` and `--ledger-dataset` (global flags, or `[privacy] ledger`,
+//! `ledger_budget`, `ledger_key` in a train config), and [`charge`], which every releasing
+//! command calls *before* its noise is drawn and before anything of its release is written
+//! or printed: charge, then compute, then publish. A refused release never exists; a run
+//! that fails or is stopped after its charge has spent it, and says so (its noise may
+//! have been drawn). The ledger itself is the library's (`kinsey_data::ledger`), the same
+//! one the Rust facade and Python charge.
 
-use kinsey_core::Result;
+use kinsey_core::{Error, Result};
 use kinsey_data::ledger::{Charge, Ledger};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-/// A ledger and the budget declared for data sets it has not seen, either possibly unset.
+/// A ledger, the budget declared for data sets it has not seen, its key and the data set's
+/// name, any of them possibly unset.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct LedgerSetting {
     /// The ledger file.
     pub(crate) path: Option<PathBuf>,
     /// `(epsilon, delta)`.
     pub(crate) budget: Option<(f64, f64)>,
+    /// The key file (default: `LEDGER.key`).
+    pub(crate) key: Option<PathBuf>,
+    /// The data set's name (default: the input's resolved path).
+    pub(crate) dataset: Option<String>,
 }
 
 /// The ledger flags of this process.
 static LEDGER: Mutex<Option<LedgerSetting>> = Mutex::new(None);
 
-/// Record the global `--ledger` and `--ledger-budget` flags.
-pub(crate) fn set_ledger(path: Option<PathBuf>, budget: Option<(f64, f64)>) {
+/// Record the global ledger flags.
+pub(crate) fn set_ledger(setting: LedgerSetting) {
     if let Ok(mut g) = LEDGER.lock() {
-        *g = Some(LedgerSetting { path, budget });
+        *g = Some(setting);
     }
 }
 
@@ -39,64 +47,111 @@ pub(crate) fn parse_budget(s: &str) -> std::result::Result<(f64, f64), String> {
     Ok((num(e)?, num(d)?))
 }
 
-/// The ledger in force: the flags, else the config's.
-fn ledger(config: LedgerSetting) -> Result<Option<Ledger>> {
+/// The ledger in force (the flags, else the config's) and the data set name.
+fn ledger(config: LedgerSetting) -> Result<Option<(Ledger, Option<String>)>> {
     let flags = LEDGER
         .lock()
         .ok()
         .and_then(|g| g.clone())
         .unwrap_or_default();
     match flags.path.or(config.path) {
-        Some(path) => Ok(Some(Ledger::new(path, flags.budget.or(config.budget))?)),
+        Some(path) => Ok(Some((
+            Ledger::with_key(
+                path,
+                flags.key.or(config.key),
+                flags.budget.or(config.budget),
+            )?,
+            flags.dataset.or(config.dataset),
+        ))),
         None => Ok(None),
     }
 }
 
-/// Charge one release of `epsilon` (and `delta`) on each of `inputs` to the ledger, if
-/// one is in force, and add what is left to the command's `summary`.
-pub(crate) fn charged(
-    summary: String,
-    inputs: &[&Path],
-    command: &str,
-    epsilon: f64,
-    delta: f64,
-) -> Result<String> {
-    Ok(
-        match charge_with(inputs, command, epsilon, delta, LedgerSetting::default())? {
-            Some(line) => format!("{summary}\n{line}"),
-            None => summary,
-        },
-    )
+/// A charge recorded before a release: its line for the summary. Dropped before
+/// [`Charged::summary`] (the run failed or panicked after its charge), it says on stderr
+/// that the charge stands.
+#[derive(Debug)]
+pub(crate) struct Charged {
+    line: Option<String>,
+    published: bool,
 }
 
-/// A charge with a config's `[privacy] ledger` and `ledger_budget` under the flags.
+impl Charged {
+    /// `summary` with the ledger's line (what is left) after it.
+    pub(crate) fn summary(mut self, summary: String) -> String {
+        self.published = true;
+        match self.line.take() {
+            Some(line) if summary.is_empty() => line,
+            Some(line) => format!("{summary}\n{line}"),
+            None => summary,
+        }
+    }
+}
+
+impl Drop for Charged {
+    fn drop(&mut self) {
+        if !self.published
+            && let Some(line) = &self.line
+        {
+            eprintln!(
+                "note: this run was charged before it failed, and the charge stands (its \
+                 noise may have been drawn): {line}"
+            );
+        }
+    }
+}
+
+/// Charge one release of `epsilon` (and `delta`) on each of `inputs` to the ledger in force,
+/// if any: before any noise is drawn.
+pub(crate) fn charge(inputs: &[&Path], command: &str, epsilon: f64, delta: f64) -> Result<Charged> {
+    charge_with(inputs, command, epsilon, delta, LedgerSetting::default())
+}
+
+/// A charge with a config's `[privacy]` ledger settings under the flags.
 pub(crate) fn charge_with(
     inputs: &[&Path],
     command: &str,
     epsilon: f64,
     delta: f64,
     config: LedgerSetting,
-) -> Result<Option<String>> {
-    let Some(l) = ledger(config)? else {
-        return Ok(None);
+) -> Result<Charged> {
+    let Some((l, name)) = ledger(config)?.filter(|_| !inputs.is_empty()) else {
+        return Ok(Charged {
+            line: None,
+            published: true,
+        });
     };
+    if name.is_some() && inputs.len() > 1 {
+        return Err(Error::param(
+            "ledger-dataset",
+            format!(
+                "{command} reads {} inputs, each its own data set; --ledger-dataset names \
+                 the data set of a command's one input (these are named by their paths)",
+                inputs.len()
+            ),
+        ));
+    }
     let charges = inputs
         .iter()
-        .map(|p| Charge::of_input(p, command, epsilon, delta))
+        .map(|p| Charge::of_input(p, name.as_deref(), command, epsilon, delta))
         .collect::<Result<Vec<_>>>()?;
     let left = l.charge(&charges)?;
     let parts: Vec<String> = left
         .iter()
         .map(|x| {
+            let note = x
+                .note
+                .as_deref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default();
             format!(
-                "{}: epsilon {:.6} of {} left",
-                x.input, x.epsilon, x.budget.0
+                "data set '{}': epsilon {:.6} of {} left{note}",
+                x.dataset, x.epsilon, x.budget.0
             )
         })
         .collect();
-    Ok(Some(format!(
-        "ledger {}: {}",
-        l.path.display(),
-        parts.join("; ")
-    )))
+    Ok(Charged {
+        line: Some(format!("ledger {}: {}", l.path.display(), parts.join("; "))),
+        published: false,
+    })
 }

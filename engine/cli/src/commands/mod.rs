@@ -8,7 +8,7 @@ mod participant;
 mod sulq_common;
 mod sulq_perceptron;
 
-pub(crate) use ledger::{parse_budget, set_ledger};
+pub(crate) use ledger::{LedgerSetting, parse_budget, set_ledger};
 
 /// Declares each subcommand's module, the clap enum [`Cmd`] and its dispatch.
 macro_rules! subcommands {

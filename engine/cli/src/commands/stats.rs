@@ -121,6 +121,13 @@ fn run_stat(a: &StatArgs, statistic: Statistic, candidates: usize) -> Result<Don
     } else {
         (query.accumulate(a.input.as_path())?, Vec::new())
     };
+    // Charge, then draw the noise, then publish.
+    let charged = super::ledger::charge(
+        &[a.input.as_path()],
+        &format!("stats {}", query.statistic.name()),
+        a.epsilon,
+        0.0,
+    )?;
     let mut o = Outputs::new();
     o.ensure_dir(&a.out)?;
     let mut rng = query.rng(a.input.as_path(), a.seed, a.record_seed)?;
@@ -157,13 +164,7 @@ fn run_stat(a: &StatArgs, statistic: Statistic, candidates: usize) -> Result<Don
         a.epsilon,
         shown.join(", ")
     );
-    let summary = super::ledger::charged(
-        summary,
-        &[a.input.as_path()],
-        &format!("stats {}", query.statistic.name()),
-        a.epsilon,
-        0.0,
-    )?;
+    let summary = charged.summary(summary);
     let diagnostics = a.diagnostics.then(|| {
         let exact = query.exact(&values);
         let mut lines: Vec<String> = exact

@@ -91,6 +91,7 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
     let limit = a
         .memory_limit
         .unwrap_or_else(kinsey_core::limits::default_memory_limit);
+    let charged = charge(c, &[a.input.input.as_path()], "sulq kmeans")?;
     let (analysis, init) = sulq::query::kmeans_within(
         &c.budget(),
         a.input.input.as_path(),
@@ -105,8 +106,8 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
         spilled,
         db,
     } = analysis;
-    if spilled {
-        // Whether the rows fit follows their number: a diagnostic, marked as one.
+    if spilled && c.diagnostics {
+        // Whether the rows fit follows their number: a diagnostic, only when asked.
         crate::term::print_diagnostic(&format!(
             "the rows did not fit the memory limit of {}: each step read them back from a \
              private temporary file (the release is the same)",
@@ -202,14 +203,7 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
         .map(|e| format!("inertia ratio to non-private {:.4}", e["ratio"]))
         .collect();
     run.evaluation = evaluation;
-    finish_sulq(
-        o,
-        c,
-        (&[a.input.input.as_path()], "sulq kmeans"),
-        run,
-        summary,
-        lines,
-    )
+    finish_sulq(o, c, charged, run, summary, lines)
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -259,6 +253,7 @@ pub(crate) fn run_pca(a: &PcaArgs) -> Result<Done> {
         center: !a.no_center,
     };
     warn_seed(c.seed);
+    let charged = charge(c, &[a.input.input.as_path()], "sulq pca")?;
     let sulq::query::Analysis {
         mut run,
         shape: m,
@@ -380,14 +375,7 @@ pub(crate) fn run_pca(a: &PcaArgs) -> Result<Done> {
         })
         .collect();
     run.evaluation = evaluation;
-    finish_sulq(
-        o,
-        c,
-        (&[a.input.input.as_path()], "sulq pca"),
-        run,
-        summary,
-        lines,
-    )
+    finish_sulq(o, c, charged, run, summary, lines)
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -429,6 +417,7 @@ pub(crate) fn run_stat(a: &StatArgs) -> Result<Done> {
         c.calibration,
         c.neighbours,
     )?;
+    let charged = charge(c, &[a.input.input.as_path()], "sulq stat")?;
     let (rng, mut db) = open_db(
         c,
         m.n,
@@ -502,14 +491,7 @@ pub(crate) fn run_stat(a: &StatArgs) -> Result<Done> {
     run.evaluation = evaluation;
     run.about.columns.clear();
     run.clipped = None;
-    finish_sulq(
-        o,
-        c,
-        (&[a.input.input.as_path()], "sulq stat"),
-        run,
-        summary,
-        Vec::new(),
-    )
+    finish_sulq(o, c, charged, run, summary, Vec::new())
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -592,6 +574,7 @@ pub(crate) fn run_implication(a: &ImplicationArgs) -> Result<Done> {
         c.calibration,
         c.neighbours,
     )?;
+    let charged = charge(c, &[a.a.as_path(), a.b.as_path()], "sulq implication")?;
     let (mut rng, mut db_a) = open_db(
         c,
         alpha.len(),
@@ -649,12 +632,5 @@ pub(crate) fn run_implication(a: &ImplicationArgs) -> Result<Done> {
         evaluation,
         test_accuracy: None,
     };
-    finish_sulq(
-        o,
-        c,
-        (&[a.a.as_path(), a.b.as_path()], "sulq implication"),
-        run,
-        summary,
-        lines,
-    )
+    finish_sulq(o, c, charged, run, summary, lines)
 }

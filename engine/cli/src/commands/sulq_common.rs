@@ -19,18 +19,27 @@ pub(crate) fn parse_calibration(s: &str) -> std::result::Result<GaussianCalibrat
     s.parse().map_err(|e: Error| e.to_string())
 }
 
+/// The ledger's charge of a SuLQ release on `inputs`, before its noise is drawn.
+pub(crate) fn charge(
+    c: &SulqCommon,
+    inputs: &[&Path],
+    command: &str,
+) -> Result<super::ledger::Charged> {
+    super::ledger::charge(inputs, command, c.epsilon, c.delta)
+}
+
 /// A SuLQ run written out: the library splits it into release and diagnostics (the exact
 /// row count where private, clipping counts, test accuracy and evaluation figures), and the
 /// diagnostics are written (NOT PRIVATE) only with `--diagnostics`.
 pub(crate) fn finish_sulq<A: serde::Serialize, R: serde::Serialize>(
     o: Outputs,
     c: &SulqCommon,
-    (inputs, command): (&[&std::path::Path], &str),
+    charged: super::ledger::Charged,
     run: SulqRun<A, R>,
     summary: String,
     lines: Vec<String>,
 ) -> Result<Done> {
-    let summary = super::ledger::charged(summary, inputs, command, c.epsilon, c.delta)?;
+    let summary = charged.summary(summary);
     let (release, diag) = run.split();
     let diagnostics = if c.diagnostics {
         let v = serde_json::to_value(&diag).map_err(|e| Error::Numerical(e.to_string()))?;

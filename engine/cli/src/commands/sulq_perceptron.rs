@@ -111,14 +111,6 @@ pub(crate) fn run_perceptron(a: &PerceptronArgs) -> Result<Done> {
     };
     let table = load(&a.input.input)?;
     let test = a.test.as_deref().map(load).transpose()?;
-    if table.rows.spilled() || test.as_ref().is_some_and(|t| t.rows.spilled()) {
-        // Whether the rows fit follows their number: a diagnostic, marked as one.
-        crate::term::print_diagnostic(&format!(
-            "the rows do not fit the memory limit of {}: spilled to a private temporary \
-             file, read back a block at a time each round",
-            kinsey_core::limits::show_bytes(limit)
-        ));
-    }
     let m = &table.shape;
     let c = &a.common;
     let plan = sulq::perceptron::plan(
@@ -129,6 +121,15 @@ pub(crate) fn run_perceptron(a: &PerceptronArgs) -> Result<Done> {
         c.calibration,
         c.neighbours,
     )?;
+    let charged = charge(c, &[a.input.input.as_path()], "sulq perceptron")?;
+    if c.diagnostics && (table.rows.spilled() || test.as_ref().is_some_and(|t| t.rows.spilled())) {
+        // Whether the rows fit follows their number: a diagnostic, only when asked.
+        crate::term::print_diagnostic(&format!(
+            "the rows do not fit the memory limit of {}: spilled to a private temporary \
+             file, read back a block at a time each round",
+            kinsey_core::limits::show_bytes(limit)
+        ));
+    }
     let (rng, mut db) = open_db(
         c,
         m.n,
@@ -202,12 +203,5 @@ pub(crate) fn run_perceptron(a: &PerceptronArgs) -> Result<Done> {
     run.evaluation = evaluation;
     run.about.test = a.test.clone();
     run.test_accuracy = test_acc;
-    finish_sulq(
-        o,
-        c,
-        (&[a.input.input.as_path()], "sulq perceptron"),
-        run,
-        summary,
-        lines,
-    )
+    finish_sulq(o, c, charged, run, summary, lines)
 }

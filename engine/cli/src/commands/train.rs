@@ -68,15 +68,19 @@ pub(crate) fn run(a: Args) -> Result<()> {
         aggregation: cfg.crypto.aggregation()?.into_aggregator(),
         allow_two_parties: cfg.privacy.allow_two_parties,
     };
-    let report = match cfg.data.sparse()? {
-        Some(files) => sparse_report(&cfg, files, &spec, budget.limit, (diagnostics, record_seed))?,
-        None => parquet_report(&cfg, &spec, &budget, (diagnostics, record_seed))?,
-    };
-    // Every party's data set is charged the classifier's guarantee, before anything is
-    // written (the release is computed in memory; a refused one is discarded unseen).
-    let g = &report.release.guarantee;
+    // Charge, then compute, then publish: every party's data set is charged the
+    // classifier's guarantee (public: K, d and the parameters) before any noise is drawn.
+    let sparse = cfg.data.sparse()?;
+    let d = match &sparse {
+        Some((dim, _)) => *dim,
+        None => match cfg.data.parties.first() {
+            Some(p) => ParquetParty::open(p, &cfg.data.columns())?.features().len(),
+            None => 0,
+        },
+    } + usize::from(spec.intercept.is_some());
+    let g = pipeline::guarantee(&spec, cfg.data.parties.len(), d)?;
     let inputs: Vec<&std::path::Path> = cfg.data.parties.iter().map(|p| p.as_path()).collect();
-    let ledger = super::ledger::charge_with(
+    let charged = super::ledger::charge_with(
         &inputs,
         "train",
         g.epsilon,
@@ -84,9 +88,24 @@ pub(crate) fn run(a: Args) -> Result<()> {
         super::ledger::LedgerSetting {
             path: cfg.privacy.ledger.clone(),
             budget: cfg.privacy.ledger_budget,
+            key: cfg.privacy.ledger_key.clone(),
+            dataset: None,
         },
     )?;
-    if let Some(line) = ledger {
+    let report = match sparse {
+        Some(files) => sparse_report(&cfg, files, &spec, budget.limit, (diagnostics, record_seed))?,
+        None => parquet_report(&cfg, &spec, &budget, (diagnostics, record_seed))?,
+    };
+    let r = &report.release.guarantee;
+    if r.epsilon != g.epsilon || r.delta > g.delta {
+        return Err(kinsey_core::Error::Numerical(format!(
+            "the release's guarantee (epsilon {}, delta {}) is not the one charged (epsilon \
+             {}, delta {})",
+            r.epsilon, r.delta, g.epsilon, g.delta
+        )));
+    }
+    let line = charged.summary(String::new());
+    if !line.is_empty() {
         eprintln!("{line}");
     }
     finish_job(&report, &out, &cfg.data.label)
@@ -123,8 +142,8 @@ fn parquet_report(
         .as_ref()
         .map(|p| read_parquet(p, &cols))
         .transpose()?;
-    if !bounded::fits_in_memory(&opened, spec, diagnostics, budget.limit) {
-        // Whether the parties fit follows their sizes: a diagnostic, marked as one.
+    if diagnostics && !bounded::fits_in_memory(&opened, spec, diagnostics, budget.limit) {
+        // Whether the parties fit follows their sizes: a diagnostic, only when asked.
         crate::term::print_diagnostic(&format!(
             "the parties do not fit the memory limit of {} together: training them one by \
              one, streamed through a private spill folder under {}",

@@ -89,6 +89,14 @@ fn run_tree(a: &Args) -> Result<Done> {
         row_bound: a.row_bound,
     };
     warn_seed(a.seed);
+    // Charge, then draw the noise, then publish (the non-private baseline is no release).
+    let config = query.config()?;
+    let inputs: &[&std::path::Path] = if config.selection == Selection::None {
+        &[]
+    } else {
+        &[a.input.as_path()]
+    };
+    let charged = super::ledger::charge(inputs, "tree", config.epsilon, 0.0)?;
     let outcome = query.train(a.input.as_path(), a.seed, a.record_seed)?;
     let tree_file = query.tree_file(&outcome);
     let TreeOutcome {
@@ -178,7 +186,7 @@ fn run_tree(a: &Args) -> Result<Done> {
                 .collect(),
         )
     });
-    let summary = super::ledger::charged(summary, &[a.input.as_path()], "tree", epsilon, 0.0)?;
+    let summary = charged.summary(summary);
     finish_split(o, &a.out, &report, summary, diagnostics)
 }
 

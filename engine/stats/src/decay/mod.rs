@@ -155,7 +155,7 @@ impl Query {
         device: DevicePref,
     ) -> Result<(Box<dyn DecayedSum>, String)> {
         let mut params = self.params.clone();
-        params.horizon = params.horizon.or(n);
+        params.horizon = params.horizon.or(n.filter(|_| self.takes_length()));
         let public = Public {
             epsilon: self.epsilon,
             bound: self.bound,
@@ -174,6 +174,17 @@ impl Query {
 }
 
 impl Query {
+    /// Whether the mechanism takes the series' (public) length as its horizon when none is
+    /// declared: the running and polynomial sums, and every zCDP mechanism (the
+    /// factorization needs one). Every other model builds the same mechanism whatever the
+    /// length offered, so a release cannot depend on whether a caller knew it (a file
+    /// streamed, a series loaded whole for a NOT PRIVATE evaluation, values in memory).
+    pub fn takes_length(&self) -> bool {
+        self.params.horizon.is_none()
+            && (matches!(self.model.as_str(), "running" | "polynomial")
+                || self.params.rho.is_some())
+    }
+
     /// The zCDP budget its parameters declare (`--rho`, stated at `--delta`), or `None`
     /// for pure DP; a delta without a rho is refused.
     pub fn zcdp(&self) -> Result<Option<zcdp::Zcdp>> {

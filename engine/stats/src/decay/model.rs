@@ -381,6 +381,18 @@ impl Zcdp {
         super::gauss::check_rho(rho)?;
         let delta = delta.unwrap_or(DEFAULT_DELTA);
         let epsilon = kinsey_dp::exact::zcdp_epsilon(rho, delta)?;
+        // The epsilon the release states stays in the range every epsilon is held to.
+        if !(kinsey_core::MIN_EPSILON..=kinsey_core::MAX_EPSILON).contains(&epsilon) {
+            return Err(Error::param(
+                "rho",
+                format!(
+                    "rho {rho} at delta {delta} states epsilon {epsilon:.4}, outside [{:e}, \
+                     {}] (the range of every epsilon kinsey releases under)",
+                    kinsey_core::MIN_EPSILON,
+                    kinsey_core::MAX_EPSILON
+                ),
+            ));
+        }
         Ok(Self {
             rho,
             delta,

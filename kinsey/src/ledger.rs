@@ -1,0 +1,131 @@
+//! The privacy-budget ledger every front door charges: `kinsey --ledger`, this facade and
+//! Python write the same keyed file (`kinsey_data::ledger`), so a data set's budget spans
+//! commands, programs and languages. A release is charged *before* its noise is drawn: a
+//! refused one never exists, and one that fails after its charge has spent it.
+//!
+//! ```no_run
+//! use kinsey::prelude::*;
+//!
+//! let ledger = Ledger::open("budget.jsonl")?
+//!     .total(2.0, 0.0)? // the budget of a data set the ledger has not seen yet
+//!     .dataset("hospital-a")?; // by default, the input's resolved path
+//! let hist = Histogram::count()
+//!     .epsilon(0.5)
+//!     .neighbours(Neighbours::Unbounded)
+//!     .ledger(&ledger)
+//!     .of_column("admissions.parquet", "age")?;
+//! # Ok::<(), kinsey::Error>(())
+//! ```
+
+use kinsey_core::{Error, Result};
+use kinsey_data::ledger::Charge;
+pub use kinsey_data::ledger::{Entry, Left};
+use kinsey_dp::DataDigest;
+use std::path::{Path, PathBuf};
+
+/// A ledger file, its key, the total budget declared for data sets it has not seen, and
+/// the name of the data set this program releases from.
+#[derive(Debug, Clone)]
+pub struct Ledger {
+    path: PathBuf,
+    key: Option<PathBuf>,
+    total: Option<(f64, f64)>,
+    dataset: Option<String>,
+}
+
+impl Ledger {
+    /// The ledger at `path` (created with its key, `PATH.key`, `0600`, by its first
+    /// charge).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let l = Self {
+            path: path.as_ref().to_path_buf(),
+            key: None,
+            total: None,
+            dataset: None,
+        };
+        l.inner()?;
+        Ok(l)
+    }
+
+    /// Its key file, where the owner keeps it (default `PATH.key` beside the ledger).
+    pub fn key(mut self, path: impl AsRef<Path>) -> Result<Self> {
+        self.key = Some(path.as_ref().to_path_buf());
+        self.inner()?;
+        Ok(self)
+    }
+
+    /// The total budget of a data set the ledger has not seen yet (its first charge fixes
+    /// it; a different one for a known data set is refused).
+    pub fn total(mut self, epsilon: f64, delta: f64) -> Result<Self> {
+        self.total = Some((epsilon, delta));
+        self.inner()?;
+        Ok(self)
+    }
+
+    /// The data set's name (by default a file's resolved path; a table in memory needs
+    /// one). The same bytes under any name are charged to the data set they were first
+    /// charged to.
+    pub fn dataset(mut self, name: &str) -> Result<Self> {
+        kinsey_data::ledger::check_name(name)?;
+        self.dataset = Some(name.to_string());
+        Ok(self)
+    }
+
+    /// Create an empty ledger and its key (refused if either exists).
+    pub fn init(&self) -> Result<()> {
+        self.inner()?.init()
+    }
+
+    /// Every entry, checked against the key.
+    pub fn entries(&self) -> Result<Vec<Entry>> {
+        self.inner()?.entries()
+    }
+
+    fn inner(&self) -> Result<kinsey_data::ledger::Ledger> {
+        kinsey_data::ledger::Ledger::with_key(self.path.clone(), self.key.clone(), self.total)
+    }
+
+    /// Charge a release of `(epsilon, delta)` from the file or directory `input`.
+    pub fn charge_file(&self, input: &Path, command: &str, budget: (f64, f64)) -> Result<Left> {
+        let c = Charge::of_input(input, self.dataset.as_deref(), command, budget.0, budget.1)?;
+        self.one(c)
+    }
+
+    /// Charge a release from data in memory whose digest is `digest` (the data set needs a
+    /// name: [`dataset`](Self::dataset)).
+    pub fn charge_digest(
+        &self,
+        digest: DataDigest,
+        input: &str,
+        command: &str,
+        budget: (f64, f64),
+    ) -> Result<Left> {
+        let name = self.dataset.as_deref().ok_or_else(|| {
+            Error::param(
+                "dataset",
+                format!(
+                    "{input} is data in memory: name its data set for the ledger \
+                     (Ledger::dataset, or dataset= in Python)"
+                ),
+            )
+        })?;
+        self.one(Charge::of_digest(digest, name, input, command, budget)?)
+    }
+
+    /// Charge several releases at once, all or none (a classifier's parties).
+    pub fn charge_all(&self, charges: &[Charge]) -> Result<Vec<Left>> {
+        self.inner()?.charge(charges)
+    }
+
+    /// The name charges default to (`None`: each input's path).
+    pub fn dataset_name(&self) -> Option<&str> {
+        self.dataset.as_deref()
+    }
+
+    fn one(&self, c: Charge) -> Result<Left> {
+        self.inner()?
+            .charge(&[c])?
+            .pop()
+            .ok_or_else(|| Error::Numerical("the ledger recorded no charge".into()))
+    }
+}
