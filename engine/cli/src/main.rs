@@ -137,6 +137,8 @@ fn main() {
         dataset: cli.ledger_dataset,
     });
     clean_up_on_signals();
+    // Spills and staging left in this folder by runs killed with SIGKILL (provably dead).
+    kinsey_data::output::sweep_once(std::path::Path::new("."));
     if let Err(e) = cli.cmd.run() {
         for line in error_lines(&e) {
             eprintln!("{line}");

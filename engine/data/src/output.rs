@@ -185,13 +185,15 @@ pub fn sweep_once(dir: &Path) {
 }
 
 /// Register a private scratch directory (a spill) that exists, or is about to, so that
-/// [`abandon_all`] removes it too; [`unregister_scratch`] when it is gone.
-pub fn register_scratch(dir: &Path) -> u64 {
+/// [`abandon_all`] removes it too (and `made`, the folder the run created to hold it, if
+/// that is then empty); [`remove_scratch`] removes it.
+pub fn register_scratch(dir: &Path, made: Option<&Path>) -> u64 {
     let id = NEXT_ID.fetch_add(1, Ordering::SeqCst);
     registry().insert(
         id,
         Cleanup {
             staging: vec![dir.to_path_buf()],
+            dirs: made.map(Path::to_path_buf).into_iter().collect(),
             ..Cleanup::default()
         },
     );

@@ -25,8 +25,6 @@ pub struct SpillDir {
     path: PathBuf,
     /// Its entry in the process's clean-up registry (removed on a signal too).
     scratch: u64,
-    /// `base`, when this run created it (removed again if it is left empty).
-    made_base: Option<PathBuf>,
 }
 
 impl SpillDir {
@@ -49,16 +47,12 @@ impl SpillDir {
             kinsey_data::output::process_tag()
         ));
         // Registered before it exists, so a signal between the two cannot miss it.
-        let scratch = kinsey_data::output::register_scratch(&path);
+        let scratch = kinsey_data::output::register_scratch(&path, made_base.as_deref());
         if let Err(e) = kinsey_data::output::create_private_dir(&path) {
             kinsey_data::output::remove_scratch(scratch);
             return Err(Error::io(&path, e));
         }
-        Ok(Self {
-            path,
-            scratch,
-            made_base,
-        })
+        Ok(Self { path, scratch })
     }
 
     /// The directory.
@@ -69,13 +63,11 @@ impl SpillDir {
 
 impl Drop for SpillDir {
     fn drop(&mut self) {
+        // Removes the base too when this run made it and it is empty (the run's outputs
+        // may be there by now).
         kinsey_data::output::remove_scratch(self.scratch);
         if self.path.exists() {
             tracing::warn!("could not remove {}", self.path.display());
-        }
-        if let Some(base) = &self.made_base {
-            // Only if empty: the run's outputs may be there by now.
-            let _ = std::fs::remove_dir(base);
         }
     }
 }
