@@ -100,7 +100,13 @@ impl Ledger {
         command: &str,
         budget: (f64, f64),
     ) -> Result<Left> {
-        let name = self.dataset.as_deref().ok_or_else(|| {
+        let name = self.needs_name(input)?;
+        self.one(Charge::of_digest(digest, name, input, command, budget)?)
+    }
+
+    /// The data set's name, which data in memory needs.
+    fn needs_name(&self, input: &str) -> Result<&str> {
+        self.dataset.as_deref().ok_or_else(|| {
             Error::param(
                 "dataset",
                 format!(
@@ -108,8 +114,21 @@ impl Ledger {
                      (Ledger::dataset, or dataset= in Python)"
                 ),
             )
-        })?;
-        self.one(Charge::of_digest(digest, name, input, command, budget)?)
+        })
+    }
+
+    /// Charge a release from a table in memory (the data set needs a name:
+    /// [`dataset`](Self::dataset); its identity is every cell of every column).
+    pub fn charge_table(
+        &self,
+        table: &kinsey_data::memory::ArrowTable,
+        command: &str,
+        budget: (f64, f64),
+    ) -> Result<Left> {
+        use kinsey_data::memory::ColumnSource;
+        let input = table.name().display().to_string();
+        self.needs_name(&input)?;
+        self.charge_digest(table.identity()?, &input, command, budget)
     }
 
     /// Charge several releases at once, all or none (a classifier's parties).

@@ -583,10 +583,7 @@ impl Histogram {
         column: &str,
     ) -> Result<HistogramReport> {
         self.of_source(table, column, |l, command, eps| {
-            use kinsey_data::memory::ColumnSource;
-            let name = table.name().display().to_string();
-            l.charge_digest(table.identity()?, &name, command, (eps, 0.0))
-                .map(drop)
+            l.charge_table(table, command, (eps, 0.0)).map(drop)
         })
     }
 

@@ -110,12 +110,7 @@ fn charge(
     match (ledger, src) {
         (None, _) => Ok(()),
         (Some(l), Source::File(p)) => l.charge_file(p, command, budget).map(drop),
-        (Some(l), Source::Table(t)) => {
-            use kinsey::data::ColumnSource;
-            let name = t.name().display().to_string();
-            l.charge_digest(t.identity()?, &name, command, budget)
-                .map(drop)
-        }
+        (Some(l), Source::Table(t)) => l.charge_table(t, command, budget).map(drop),
     }
 }
 

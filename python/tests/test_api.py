@@ -375,3 +375,45 @@ def test_stats_equal_the_cli(cli, shared, tmp_path):
     with pytest.raises(kinsey.KinseyError, match="bounds"):
         kinsey.stats.mean(str(path), column="cnt", bounds=(5, 1), epsilon=1.0,
                           neighbours="bounded")
+
+
+def test_one_ledger_for_python_and_the_cli(cli, shared, tmp_path):
+    """Third privacy audit, item 4: a release made from Python is charged to the ledger the
+    CLI charges (the same keyed file), before its noise; past the budget both refuse; a
+    table in memory needs its data set named, and its copy is the same data set."""
+    path = shared / "bike-sharing/hour.csv"
+    ledger = kinsey.Ledger(tmp_path / "budget.jsonl", budget=1.0)
+    kinsey.stats.mean(str(path), column="cnt", bounds=(0, 1000), epsilon=0.6,
+                      neighbours="bounded", ledger=ledger)
+    r = subprocess.run([str(cli), "stats", "sum", "--input", str(path), "--column", "cnt",
+                        "--bounds", "0:1000", "--epsilon", "0.5", "--neighbours", "bounded",
+                        "--out", str(tmp_path / "o"), "--ledger", str(tmp_path / "budget.jsonl")],
+                       capture_output=True, text=True, env={**os.environ, "KINSEY_NO_PROGRESS": "1"})
+    assert r.returncode != 0 and "budget exceeded" in r.stderr, r.stderr
+    with pytest.raises(kinsey.KinseyError, match="budget exceeded"):
+        kinsey.histogram(str(path), column="cnt", epsilon=0.5, neighbours="bounded",
+                         ledger=ledger)
+    entries = ledger.entries()
+    assert [e["command"] for e in entries] == ["stats mean"]
+    assert oct((tmp_path / "budget.jsonl.key").stat().st_mode & 0o777) == "0o600"
+    # A table in memory: named, charged, and its copy charged to the same data set.
+    table = pcsv.read_csv(path)
+    with pytest.raises(kinsey.KinseyError, match="dataset"):
+        kinsey.stats.sum(table, column="cnt", bounds=(0, 1000), epsilon=0.5,
+                         neighbours="bounded", ledger=kinsey.Ledger(tmp_path / "t.jsonl",
+                                                                    budget=1.0))
+    named = kinsey.Ledger(tmp_path / "t.jsonl", budget=1.0, dataset="bikes")
+    kinsey.stats.sum(table, column="cnt", bounds=(0, 1000), epsilon=0.75,
+                     neighbours="bounded", ledger=named)
+    other_name = kinsey.Ledger(tmp_path / "t.jsonl", budget=1.0, dataset="bikes-copy")
+    with pytest.raises(kinsey.KinseyError, match="bikes"):
+        kinsey.sulq.pca(pa.table(table.columns, names=table.column_names),
+                        columns=["temp", "hum"], epsilon=0.5, neighbours="bounded",
+                        ledger=other_name)
+    # Decayed sums too.
+    values = np.ones(100)
+    kinsey.decay(values, model="running", epsilon=0.5, bound=1.0,
+                 ledger=kinsey.Ledger(tmp_path / "d.jsonl", budget=1.0, dataset="ones"))
+    with pytest.raises(kinsey.KinseyError, match="budget exceeded"):
+        kinsey.decay(values, model="running", epsilon=0.6, bound=1.0,
+                     ledger=kinsey.Ledger(tmp_path / "d.jsonl", dataset="ones"))

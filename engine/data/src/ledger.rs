@@ -633,8 +633,8 @@ impl Ledger {
             {
                 return Err(Error::Budget(format!(
                     "{}: {} asks for epsilon {} (delta {}), but the ledger {} has epsilon {} \
-                     (delta {}) left of data set '{name}''s budget {} (delta {}) after \
-                     {count} release(s); nothing was released",
+                     (delta {}) left of the budget {} (delta {}) of data set '{name}' \
+                     after {count} release(s); nothing was released",
                     c.input,
                     c.command,
                     c.epsilon,
@@ -701,9 +701,9 @@ impl Ledger {
             (Some(r), Some(d)) if r != d => Err(Error::param(
                 "ledger-budget",
                 format!(
-                    "{input}: the ledger {} fixed data set '{name}''s budget at epsilon {} \
-                     (delta {}) on its first release; --ledger-budget {} (delta {}) cannot \
-                     change it",
+                    "{input}: the ledger {} fixed the budget of data set '{name}' at \
+                     epsilon {} (delta {}) on its first release; --ledger-budget {} (delta \
+                     {}) cannot change it",
                     self.path.display(),
                     r.0,
                     r.1,

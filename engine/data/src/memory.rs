@@ -10,7 +10,7 @@ use crate::Dataset;
 use crate::blocks::{Cells, Want, cells_of_batch};
 use crate::columns::{categories_of, count_rows, read_categorical, read_numeric};
 use crate::parquet_io::{ColumnSpec, as_f64, dataset_of_batches};
-use arrow::array::{ArrayRef, RecordBatch};
+use arrow::array::{Array, ArrayRef, RecordBatch};
 use arrow::datatypes::SchemaRef;
 use kinsey_core::{Error, Result};
 use kinsey_dp::DataDigest;
@@ -23,6 +23,15 @@ pub struct ArrowTable {
     name: PathBuf,
     schema: SchemaRef,
     batches: Vec<RecordBatch>,
+}
+
+/// A column the ledger cannot digest.
+fn undigestible(table: &Path, column: &str, why: &str) -> Error {
+    Error::Schema {
+        path: table.to_path_buf(),
+        column: column.to_string(),
+        msg: format!("cannot be digested for the ledger ({why})"),
+    }
 }
 
 impl ArrowTable {
@@ -60,17 +69,31 @@ impl ArrowTable {
         &self.schema
     }
 
-    /// The identity of the table's data for the budget ledger: the values of every column
-    /// with its name (as a seeded release's digest takes the columns it reads).
+    /// The identity of the table's data for the budget ledger: every column's name and
+    /// every cell, whatever its type (each cell as Arrow displays it, nulls marked), batch
+    /// boundaries aside.
     pub fn identity(&self) -> Result<DataDigest> {
-        let names: Vec<String> = self
-            .schema
-            .fields()
-            .iter()
-            .map(|f| f.name().clone())
-            .collect();
-        let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        ColumnSource::digest(self, &names)
+        let mut parts = Vec::with_capacity(self.schema.fields().len());
+        for (i, field) in self.schema.fields().iter().enumerate() {
+            let mut cells = Vec::new();
+            for b in &self.batches {
+                let col = arrow::compute::cast(b.column(i), &arrow::datatypes::DataType::Utf8)
+                    .map_err(|e| undigestible(&self.name, field.name(), &e.to_string()))?;
+                let col = col
+                    .as_any()
+                    .downcast_ref::<arrow::array::StringArray>()
+                    .ok_or_else(|| undigestible(&self.name, field.name(), "not text"))?;
+                cells.extend((0..col.len()).map(|r| {
+                    if col.is_null(r) {
+                        "\u{0}null".to_string()
+                    } else {
+                        col.value(r).to_string()
+                    }
+                }));
+            }
+            parts.push((field.name().clone(), crate::digest::of_labels(&cells)));
+        }
+        Ok(crate::digest::of_named(&parts))
     }
 
     /// The record batches (the caller's buffers).
