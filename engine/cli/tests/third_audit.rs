@@ -618,3 +618,51 @@ fn a_run_that_fails_after_its_charge_says_the_charge_stands() {
     let entries = std::fs::read_to_string(&ledger).expect("ledger");
     assert_eq!(entries.lines().count(), 1);
 }
+
+/// The key where the owner names it: `kinsey ledger init` creates the ledger and its key
+/// there, releases charge it with `--ledger-key`, `kinsey ledger show` checks every entry
+/// against it, and without the key the ledger cannot be used.
+#[test]
+fn a_ledger_with_its_key_where_the_owner_says() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let input = toolbox_csv(dir.path(), 500, "t.csv");
+    let keys = dir.path().join("owner-only");
+    std::fs::create_dir(&keys).expect("mkdir");
+    let ledger = dir.path().join("l.jsonl");
+    let key = keys.join("ledger.key");
+    let with_key = ["--ledger", arg(&ledger), "--ledger-key", arg(&key)];
+    let mut init = with_key.to_vec();
+    init.extend(["ledger", "init"]);
+    assert!(ok(&init).contains("created"));
+    assert!(!kinsey(&init).status.success(), "created once");
+    let mut a = stats_sum(
+        &input,
+        &dir.path().join("o"),
+        &ledger,
+        "0.25",
+        &["--ledger-budget", "1"],
+    );
+    a.extend(["--ledger-key".to_string(), arg(&key).to_string()]);
+    ok(&refs(&a));
+    let mut show = with_key.to_vec();
+    show.extend(["ledger", "show"]);
+    let shown = ok(&show);
+    assert!(
+        shown.contains("1 release(s) of 1 data set(s)") && shown.contains("epsilon 0.250000 of 1"),
+        "{shown}"
+    );
+    // Without the owner's key (none beside the ledger) nothing is charged.
+    let o = kinsey(&refs(&stats_sum(
+        &input,
+        &dir.path().join("o2"),
+        &ledger,
+        "0.25",
+        &[],
+    )));
+    assert!(
+        !o.status.success() && text(&o).contains("key"),
+        "{}",
+        text(&o)
+    );
+    assert!(!dir.path().join("o2").exists());
+}

@@ -47,6 +47,11 @@ pub(crate) fn parse_budget(s: &str) -> std::result::Result<(f64, f64), String> {
     Ok((num(e)?, num(d)?))
 }
 
+/// The ledger the global flags name, if any (`kinsey ledger`).
+pub(crate) fn current() -> Result<Option<Ledger>> {
+    Ok(ledger(LedgerSetting::default())?.map(|(l, _)| l))
+}
+
 /// The ledger in force (the flags, else the config's) and the data set name.
 fn ledger(config: LedgerSetting) -> Result<Option<(Ledger, Option<String>)>> {
     let flags = LEDGER

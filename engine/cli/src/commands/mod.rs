@@ -73,4 +73,7 @@ subcommands! {
     Curator => curator,
     /// Set up a network session: CA, certificates, roster and one config per participant.
     Session => session,
+    /// The privacy-budget ledger: create one with its key where the owner says, or show
+    /// what one holds (checked against its key).
+    Ledger => budget,
 }
