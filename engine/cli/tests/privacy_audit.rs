@@ -3,6 +3,9 @@
 //! exact at every accepted epsilon. Each test fails on the code the audit found.
 
 mod common;
+/// The third audit (issue 52).
+#[path = "audit/third.rs"]
+mod third;
 
 use common::{arg, fails, json, ok, toolbox_csv};
 use std::path::Path;
