@@ -1866,38 +1866,7 @@ fn decay_of_daily_events_carries_times_and_a_noisy_clamp_check() {
 #[test]
 fn a_memory_limited_train_publishes_the_same_model() {
     let dir = tempfile::tempdir().expect("tmp");
-    let parties = dir.path().join("parties");
-    ok(&[
-        "generate",
-        "--parties",
-        "3",
-        "--rows",
-        "1500000",
-        "--dim",
-        "3",
-        "--out",
-        arg(&parties),
-        "--seed",
-        "5",
-    ]);
-    let list: Vec<String> = (1..=3)
-        .map(|j| {
-            format!(
-                "\"{}\"",
-                parties.join(format!("party-{j}.parquet")).display()
-            )
-        })
-        .collect();
-    let cfg = dir.path().join("t.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[data]\nparties = [{}]\n[privacy]\nepsilon = 1.0\nseed = 3\n[compute]\n\
-             device = \"cpu\"\n[crypto]\naggregation = \"plaintext\"\n",
-            list.join(", ")
-        ),
-    )
-    .expect("config");
+    let cfg = common::three_parties_config(dir.path(), "1500000", "3", "seed = 3\n");
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     let out = ok(&[
         "train",

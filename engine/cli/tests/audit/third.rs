@@ -287,38 +287,7 @@ fn spills(dir: &Path) -> Vec<String> {
 #[test]
 fn spills_never_outlive_a_run() {
     let dir = tempfile::tempdir().expect("tmp");
-    let parties = dir.path().join("parties");
-    ok(&[
-        "generate",
-        "--parties",
-        "3",
-        "--rows",
-        "1000000",
-        "--dim",
-        "40",
-        "--out",
-        arg(&parties),
-        "--seed",
-        "5",
-    ]);
-    let list: Vec<String> = (1..=3)
-        .map(|j| {
-            format!(
-                "\"{}\"",
-                parties.join(format!("party-{j}.parquet")).display()
-            )
-        })
-        .collect();
-    let cfg = dir.path().join("t.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[data]\nparties = [{}]\n[privacy]\nepsilon = 1.0\n[compute]\ndevice = \"cpu\"\n\
-             [crypto]\naggregation = \"plaintext\"\n",
-            list.join(", ")
-        ),
-    )
-    .expect("config");
+    let cfg = crate::common::three_parties_config(dir.path(), "1000000", "40", "");
     let out = dir.path().join("out");
     let train = || {
         quiet(&[

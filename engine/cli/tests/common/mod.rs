@@ -67,3 +67,42 @@ pub(crate) fn toolbox_csv(dir: &Path, n: usize, name: &str) -> PathBuf {
     std::fs::write(&p, s).expect("write");
     p
 }
+
+/// Three synthetic Parquet parties of `rows` rows and `dim` features (`kinsey generate`,
+/// seed 5) under `dir/parties`, and a `train` config of them in `dir/t.toml`: plaintext
+/// aggregation on the CPU, epsilon 1, and `privacy` (more `[privacy]` lines) added.
+pub(crate) fn three_parties_config(dir: &Path, rows: &str, dim: &str, privacy: &str) -> PathBuf {
+    let parties = dir.join("parties");
+    ok(&[
+        "generate",
+        "--parties",
+        "3",
+        "--rows",
+        rows,
+        "--dim",
+        dim,
+        "--out",
+        arg(&parties),
+        "--seed",
+        "5",
+    ]);
+    let list: Vec<String> = (1..=3)
+        .map(|j| {
+            format!(
+                "\"{}\"",
+                parties.join(format!("party-{j}.parquet")).display()
+            )
+        })
+        .collect();
+    let cfg = dir.join("t.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[data]\nparties = [{}]\n[privacy]\nepsilon = 1.0\n{privacy}[compute]\n\
+             device = \"cpu\"\n[crypto]\naggregation = \"plaintext\"\n",
+            list.join(", ")
+        ),
+    )
+    .expect("config");
+    cfg
+}
