@@ -653,6 +653,13 @@ fn sulq(
     let src = source(data, "<table>")?;
     let ledger = ledger_of(ledger)?;
     detached(py, move || {
+        if analysis == "kmeans" {
+            // Public parameters before the charge.
+            kinsey::stats::engine::sulq::kmeans::check_config(&kinsey::stats::KmeansConfig {
+                k,
+                iters: iterations,
+            })?;
+        }
         if matches!(analysis.as_str(), "kmeans" | "pca") {
             let command = format!("sulq {analysis}");
             charge(&ledger, &src, &command, (budget.epsilon, budget.delta))?;

@@ -344,6 +344,33 @@ fn argmax(v: &[f64]) -> usize {
     best
 }
 
+/// The parameters alone (depth, the bound info_gain needs under unbounded neighbours,
+/// epsilon): public, checked before a front door charges the budget ledger.
+pub fn check_config(cfg: &TreeConfig) -> Result<()> {
+    if cfg.depth > 64 {
+        return Err(Error::param(
+            "depth",
+            format!("at most 64, got {}", cfg.depth),
+        ));
+    }
+    let private = cfg.selection != Selection::None;
+    if private {
+        kinsey_core::check_epsilon("epsilon budget", cfg.epsilon)?;
+    }
+    if cfg.neighbours == Neighbours::Unbounded
+        && cfg.row_bound.is_none()
+        && cfg.score == Score::InfoGain
+        && private
+    {
+        return Err(Error::param(
+            "row_bound",
+            "info_gain's sensitivity needs a public bound on the rows; under unbounded \
+             neighbours n is private, so declare one (or use the max or gini score)",
+        ));
+    }
+    Ok(())
+}
+
 /// Train a tree.
 pub fn train(data: &CatData, cfg: &TreeConfig, rng: &mut NoiseRng) -> Result<TreeResult> {
     data.check()?;
@@ -352,12 +379,7 @@ pub fn train(data: &CatData, cfg: &TreeConfig, rng: &mut NoiseRng) -> Result<Tre
     if data.n == 0 && cfg.neighbours.n_is_public() {
         return Err(Error::param("tree data", "zero rows"));
     }
-    if cfg.depth > 64 {
-        return Err(Error::param(
-            "depth",
-            format!("at most 64, got {}", cfg.depth),
-        ));
-    }
+    check_config(cfg)?;
     let private = cfg.selection != Selection::None;
     // A refusal may depend on public values only. Under bounded neighbours n is public, so a
     // bound below it is refused; under unbounded neighbours n is private (refusing exactly

@@ -63,14 +63,16 @@ impl TreeQuery {
                 return Err(Error::param("epsilon", "a private tree needs --epsilon"));
             }
         };
-        Ok(TreeConfig {
+        let config = TreeConfig {
             depth: self.depth,
             selection,
             score: self.score.parse::<Score>()?,
             epsilon,
             neighbours: self.neighbours,
             row_bound: self.row_bound,
-        })
+        };
+        crate::tree::check_config(&config)?;
+        Ok(config)
     }
 
     /// The attribute specifications.

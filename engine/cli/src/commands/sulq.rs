@@ -91,6 +91,7 @@ pub(crate) fn run_kmeans(a: &KmeansArgs) -> Result<Done> {
     let limit = a
         .memory_limit
         .unwrap_or_else(kinsey_core::limits::default_memory_limit);
+    sulq::kmeans::check_config(&cfg)?;
     let charged = charge(c, &[a.input.input.as_path()], "sulq kmeans")?;
     let (analysis, init) = sulq::query::kmeans_within(
         &c.budget(),

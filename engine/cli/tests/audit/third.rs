@@ -634,3 +634,68 @@ fn a_ledger_with_its_key_where_the_owner_says() {
     );
     assert!(!dir.path().join("o2").exists());
 }
+
+/// A release's own parameters are checked before its charge: a refused parameter costs
+/// nothing (the ledger is not even created).
+#[test]
+fn a_bad_parameter_costs_nothing() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let input = toolbox_csv(dir.path(), 500, "t.csv");
+    let ledger = dir.path().join("l.jsonl");
+    let out = dir.path().join("o");
+    let cases: [&[&str]; 4] = [
+        &[
+            "sulq",
+            "kmeans",
+            "--columns",
+            "a,b",
+            "--k",
+            "0",
+            "--neighbours",
+            "bounded",
+        ],
+        &["tree", "--attributes", "a,b", "--neighbours", "unbounded"],
+        &[
+            "tree",
+            "--attributes",
+            "a,b",
+            "--depth",
+            "100",
+            "--neighbours",
+            "bounded",
+        ],
+        &[
+            "stats",
+            "sum",
+            "--column",
+            "t",
+            "--bounds",
+            "5:1",
+            "--neighbours",
+            "bounded",
+        ],
+    ];
+    for case in cases {
+        let mut a = case.to_vec();
+        a.extend([
+            "--input",
+            arg(&input),
+            "--epsilon",
+            "1",
+            "--out",
+            arg(&out),
+            "--ledger",
+            arg(&ledger),
+            "--ledger-budget",
+            "1",
+        ]);
+        let o = kinsey(&a);
+        assert!(!o.status.success(), "{case:?}");
+        assert!(
+            !text(&o).contains("charge stands"),
+            "{case:?}: {}",
+            text(&o)
+        );
+        assert!(!ledger.exists(), "{case:?} was charged");
+    }
+}

@@ -46,6 +46,21 @@ pub(crate) fn step_sensitivity(k: usize, d: usize, neighbours: Neighbours) -> Se
     }
 }
 
+/// The parameters alone (k, iterations): public, checked before a front door charges the
+/// budget ledger.
+pub fn check_config(cfg: &KmeansConfig) -> Result<()> {
+    if cfg.k == 0 || cfg.k > 10_000 {
+        return Err(Error::param(
+            "k",
+            format!("need 1 <= k <= 10000, got {}", cfg.k),
+        ));
+    }
+    if cfg.iters == 0 {
+        return Err(Error::param("iterations", "need at least one iteration"));
+    }
+    Ok(())
+}
+
 /// The plan for `iters` steps.
 pub fn plan(
     cfg: &KmeansConfig,
@@ -93,15 +108,7 @@ pub fn random_centers(k: usize, d: usize, rng: &mut NoiseRng) -> Vec<f64> {
 }
 
 fn check(m: &MatrixShape, cfg: &KmeansConfig, nb: Neighbours) -> Result<()> {
-    if cfg.k == 0 || cfg.k > 10_000 {
-        return Err(Error::param(
-            "k",
-            format!("need 1 <= k <= 10000, got {}", cfg.k),
-        ));
-    }
-    if cfg.iters == 0 {
-        return Err(Error::param("iterations", "need at least one iteration"));
-    }
+    check_config(cfg)?;
     // Refused only where n is public: under unbounded neighbours an empty table and a
     // one-row table are neighbours, and a refusal would tell them apart.
     if m.n == 0 && nb.n_is_public() {
