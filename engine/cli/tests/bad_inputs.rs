@@ -159,6 +159,9 @@ a ledger without a budget for a new data set | stats mean --input FIX/table.csv 
 a budget that is not a number | stats mean --input FIX/table.csv --column f --bounds 0:10 --epsilon 1 --neighbours bounded --out WORK/s --ledger WORK/l.jsonl --ledger-budget lots | lots ; EPSILON
 a budget of epsilon 0 | stats mean --input FIX/table.csv --column f --bounds 0:10 --epsilon 1 --neighbours bounded --out WORK/s --ledger WORK/l.jsonl --ledger-budget 0 | ledger-budget
 an edited ledger (kept as it is) | stats mean --input FIX/table.csv --column f --bounds 0:10 --epsilon 1 --neighbours bounded --out WORK/s --ledger WORK/l.jsonl --ledger-budget 5 | l.jsonl ; line 1 ; append-only | l.jsonl=not a ledger
+ledger show without --ledger | ledger show | --ledger
+ledger show of an edited ledger | ledger show --ledger WORK/l.jsonl | l.jsonl ; line 1 ; not a ledger entry | l.jsonl=not a ledger
+ledger init over an existing file | ledger init --ledger WORK/l.jsonl | l.jsonl ; exists | l.jsonl=not a ledger
 # tree
 --test without --diagnostics (it would be read for nothing) | tree --input FIX/table.csv --attributes a,b --test FIX/table.csv --epsilon 1 --neighbours bounded --out WORK/t | --test ; --diagnostics
 depth 100000 | tree --input FIX/table.csv --attributes a,b --depth 100000 --epsilon 1 --neighbours bounded --out WORK/t | depth

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{arg, fails, json, kinsey, ok};
+use common::{arg, fails, json, kinsey, numbers, ok};
 use std::path::Path;
 use std::process::Command;
 
@@ -1178,13 +1178,6 @@ fn sulq_commands_run_with_their_guarantee_and_refuse_bad_input() {
 }
 
 // ------------------------------------------------------------ what a release may contain
-
-/// Every number written in `text` (integers, decimals, exponents).
-fn numbers(text: &str) -> Vec<f64> {
-    text.split(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
-        .filter_map(|t| t.trim_matches(|c| c == '.' || c == '+').parse::<f64>().ok())
-        .collect()
-}
 
 /// Scan every release file under `dir` (any file whose name does not say NOT-PRIVATE; PNG
 /// pictures are drawn from the same values as their SVG twins) and every stdout line not

@@ -43,15 +43,21 @@ impl Digester {
     }
 }
 
+/// The files an input is read from: a file, or a directory's `*.parquet` files in name
+/// order.
+fn input_files(path: &Path) -> Result<Vec<std::path::PathBuf>> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if meta.is_file() {
+        Ok(vec![path.to_path_buf()])
+    } else {
+        crate::parquet_io::parquet_files(path)
+    }
+}
+
 /// Every byte of `path`: a file, or a directory's `*.parquet` files in name order (the
 /// files a directory input is read from), each with its name and length.
 pub fn of_files(path: &Path) -> Result<DataDigest> {
-    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
-    let files = if meta.is_file() {
-        vec![path.to_path_buf()]
-    } else {
-        crate::parquet_io::parquet_files(path)?
-    };
+    let files = input_files(path)?;
     let mut d = Digester::new("kinsey input files v1");
     let mut buf = vec![0u8; 1 << 20];
     for f in &files {
@@ -67,12 +73,7 @@ pub fn of_files(path: &Path) -> Result<DataDigest> {
 /// digests, sorted, so no file name, path or listing order enters it: the same bytes under
 /// any name are the same data set (the noise key, [`of_files`], keeps the names).
 pub fn identity_of_files(path: &Path) -> Result<DataDigest> {
-    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
-    let files = if meta.is_file() {
-        vec![path.to_path_buf()]
-    } else {
-        crate::parquet_io::parquet_files(path)?
-    };
+    let files = input_files(path)?;
     let mut buf = vec![0u8; 1 << 20];
     let mut each = files
         .iter()

@@ -485,7 +485,7 @@ impl Ledger {
             .map(|d| d.as_secs())
             .unwrap_or(0);
         let mut left = Vec::new();
-        let mut lines: Vec<(Vec<u8>, Entry)> = Vec::new();
+        let first_new = entries.len();
         for c in charges {
             kinsey_core::check_epsilon("epsilon", c.epsilon)?;
             kinsey_core::check_delta("delta", c.delta)?;
@@ -537,14 +537,13 @@ impl Ledger {
                 budget,
                 note,
             });
-            lines.push((Vec::new(), entry.clone()));
             entries.push(entry);
         }
         let key = match key {
             Some(k) => k,
             None => Key::create(&self.key_path)?,
         };
-        for (_, entry) in &mut lines {
+        for entry in &entries[first_new..] {
             let mut body = serde_json::to_vec(&Body::of(entry))
                 .map_err(|e| Error::Numerical(format!("ledger entry: {e}")))?;
             body.pop(); // the closing brace: the MAC is the last field
@@ -608,8 +607,7 @@ fn dataset_of(entries: &[Entry], digest: &str, name: &str) -> (String, Option<St
         });
         return (e.dataset.clone(), note);
     }
-    let known = entries.iter().rev().find(|e| e.dataset == name);
-    let note = known.map(|_| {
+    let note = entries.iter().any(|e| e.dataset == name).then(|| {
         format!(
             "data set '{name}' changed since its last release: the new bytes are charged \
              to its budget"

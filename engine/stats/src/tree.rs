@@ -362,13 +362,18 @@ pub fn check_config(cfg: &TreeConfig) -> Result<()> {
         && cfg.score == Score::InfoGain
         && private
     {
-        return Err(Error::param(
-            "row_bound",
-            "info_gain's sensitivity needs a public bound on the rows; under unbounded \
-             neighbours n is private, so declare one (or use the max or gini score)",
-        ));
+        return Err(info_gain_needs_a_bound());
     }
     Ok(())
+}
+
+/// The refusal of info_gain without a row bound under unbounded neighbours (a public fact).
+fn info_gain_needs_a_bound() -> Error {
+    Error::param(
+        "row_bound",
+        "info_gain's sensitivity needs a public bound on the rows; under unbounded neighbours \
+         n is private, so declare one (or use the max or gini score)",
+    )
 }
 
 /// Train a tree.
@@ -400,11 +405,7 @@ pub fn train(data: &CatData, cfg: &TreeConfig, rng: &mut NoiseRng) -> Result<Tre
         (Neighbours::Bounded, b) => (b.unwrap_or(data.n), Neighbours::Bounded.factor(), data.n),
         (Neighbours::Unbounded, Some(b)) => (b, Neighbours::Bounded.factor(), data.n.min(b)),
         (Neighbours::Unbounded, None) if cfg.score == Score::InfoGain && private => {
-            return Err(Error::param(
-                "row_bound",
-                "info_gain's sensitivity needs a public bound on the rows; under unbounded \
-                 neighbours n is private, so declare one (or use the max or gini score)",
-            ));
+            return Err(info_gain_needs_a_bound());
         }
         // gini and max: sensitivities that do not depend on n.
         (Neighbours::Unbounded, None) => (data.n, Neighbours::Unbounded.factor(), data.n),

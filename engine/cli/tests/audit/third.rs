@@ -4,7 +4,7 @@
 //! follow n only when asked. Each test fails on the code the audit found. A module of
 //! `privacy_audit.rs`, so the audits share one test binary (one link less in CI).
 
-use crate::common::{arg, kinsey, ok, toolbox_csv};
+use crate::common::{arg, kinsey, numbers, ok, toolbox_csv};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -346,13 +346,6 @@ fn spills_never_outlive_a_run() {
         text(&o)
     );
     assert!(spills(&out).is_empty());
-}
-
-/// Every number in `text`.
-fn numbers(text: &str) -> Vec<f64> {
-    text.split(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
-        .filter_map(|t| t.trim_matches(|c| c == '.' || c == '+').parse::<f64>().ok())
-        .collect()
 }
 
 /// Every number in `text` with half a unit of its last printed digit: the distance within

@@ -106,3 +106,10 @@ pub(crate) fn three_parties_config(dir: &Path, rows: &str, dim: &str, privacy: &
     .expect("config");
     cfg
 }
+
+/// Every number written in `text` (integers, decimals, exponents).
+pub(crate) fn numbers(text: &str) -> Vec<f64> {
+    text.split(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
+        .filter_map(|t| t.trim_matches(|c| c == '.' || c == '+').parse::<f64>().ok())
+        .collect()
+}
