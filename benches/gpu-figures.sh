@@ -15,6 +15,7 @@
 # KINSEY_FIGURES_LIMIT_SCALE multiplies every step's time limit (scripts/test.sh runs the
 # quick sizes with the unoptimised test build of kinsey). KINSEY_FIGURES_STEPS, a list of
 # step names, runs only those (a rerun of the steps a lease did not finish).
+# KINSEY_GPU_PIPELINE and KINSEY_GPU_TRACE are set per decay step (an A/B pair each).
 # KINSEY_GPU_MONTGOMERY (fused or steps), when set, picks the Paillier kernels' GPU program
 # for every step and is named in the table's header.
 set -uo pipefail
@@ -106,8 +107,14 @@ step paillier-gpu-3072 45 $P --device gpu --bits 3072 --count "$P_3072" --thread
 step paillier-cpu 35 $P --device cpu --bits 2048,3072 --count "$P_CPU" --threads 0
 step protocol-gpu 60 bench protocol --json --parties "$PARTIES" --dim "$DIM" --crypto-device gpu
 step protocol-cpu 35 bench protocol --json --parties "$PARTIES" --dim "$DIM" --crypto-device cpu
+# The decayed sums' GPU path pipelined (the default) and serial (the way before issue 53:
+# KINSEY_GPU_PIPELINE=serial), back to back on the same warm device, each with the host's
+# time per stage (KINSEY_GPU_TRACE=1): an A/B pair per sum (the serial run on a quarter of
+# the steps, to keep the run short: a rate either way).
 for m in window exponential running; do
-  step "decay-gpu-$m" 25 bench decay --json --device gpu --model "$m" --steps "$STEPS"
+  KINSEY_GPU_TRACE=1 step "decay-gpu-$m" 25 bench decay --json --device gpu --model "$m" --steps "$STEPS"
+  KINSEY_GPU_TRACE=1 KINSEY_GPU_PIPELINE=serial \
+    step "decay-gpu-serial-$m" 15 bench decay --json --device gpu --model "$m" --steps "$((STEPS / 4))"
   step "decay-cpu-$m" 15 bench decay --json --device cpu --model "$m" --steps "$STEPS"
 done
 step train-gpu 35 bench train --json --device gpu --rows "$ROWS" --dim 123

@@ -146,3 +146,15 @@ fn draw(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
     }
 }
+
+// The host's finished SLOW draws written in one dispatch (`patch_draws`): binding 1 holds pairs
+// of entries (index in `out`, 0) and (value low, high); P.v[11].y pairs, P.v[6].w
+// workgroups in x. Indices are distinct (the host checks), so the order of writes is moot.
+@compute @workgroup_size(64)
+fn patch_draws(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.y * (P.v[6].w * 64u) + gid.x;
+    if i >= P.v[11].y {
+        return;
+    }
+    out[tables[2u * i].x] = tables[2u * i + 1u];
+}

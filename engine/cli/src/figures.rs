@@ -145,13 +145,34 @@ fn figures_of(step: &Step, v: &Value) -> Vec<Figure> {
             );
         }
     } else if v.get("steps_per_second").is_some() {
+        // A GPU run names its pipeline (pipelined, or serial for the A/B pair).
+        let how = match text(v, "pipeline").as_str() {
+            "" | "cpu" => String::new(),
+            p => format!(" ({p})"),
+        };
+        let (model, device) = (text(v, "model"), text(v, "device"));
+        let size = format!("{} steps", num(v, "steps").unwrap_or(0.0));
         push(
-            format!("{} sum, transfers included", text(v, "model")),
+            format!("{model} sum, transfers included{how}"),
             num(v, "steps_per_second"),
             "steps/s",
-            &text(v, "device"),
-            format!("{} steps", num(v, "steps").unwrap_or(0.0)),
+            &device,
+            size.clone(),
         );
+        for st in v
+            .get("host_stages")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            push(
+                format!("{model} sum{how}, host stage {}", text(st, "stage")),
+                num(st, "seconds"),
+                "s",
+                &device,
+                format!("{size}, {} calls", num(st, "calls").unwrap_or(0.0)),
+            );
+        }
     } else if v.get("rows_per_s").is_some() {
         let size = format!(
             "{} x {}",
@@ -321,6 +342,25 @@ mod tests {
         assert_eq!(f.len(), 2);
         assert_eq!(f[1].device, "crypto on GPU");
         assert!(figures_of(&s, &json!({"something": 1})).is_empty());
+        // A decay run on the GPU names its pipeline and gives one figure per traced stage.
+        let d = step("kinsey bench decay --device gpu");
+        let v = json!({"model": "window", "steps": 1e6, "steps_per_second": 2e8,
+            "device": "GPU x", "pipeline": "serial",
+            "host_stages": [{"stage": "patch", "seconds": 0.25, "calls": 3}]});
+        let f = figures_of(&d, &v);
+        assert_eq!(f.len(), 2);
+        assert_eq!(f[0].figure, "window sum, transfers included (serial)");
+        assert_eq!(f[1].figure, "window sum (serial), host stage patch");
+        assert_eq!(
+            (f[1].value, f[1].size.as_str()),
+            (0.25, "1000000 steps, 3 calls")
+        );
+        let cpu = json!({"model": "window", "steps": 1e6, "steps_per_second": 2e8,
+            "device": "CPU", "pipeline": "cpu", "host_stages": []});
+        assert_eq!(
+            figures_of(&d, &cpu)[0].figure,
+            "window sum, transfers included"
+        );
         let c = json!({"bits": 2048, "device": "GPU", "max_batch": 64,
             "ops": [{"op": "encrypt", "crossover": 32}, {"op": "add", "crossover": null}]});
         let f = figures_of(&s, &c);

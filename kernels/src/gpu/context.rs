@@ -207,6 +207,22 @@ pub(crate) fn uniform_entry(binding: u32) -> wgpu::BindGroupLayoutEntry {
     }
 }
 
+/// A compute-visible uniform buffer entry bound at a dynamic offset: one buffer holds the
+/// parameters of every dispatch of a submission ([`GpuContext::params`]), one bind group
+/// serves them all.
+pub(crate) fn uniform_dynamic_entry(binding: u32) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Uniform,
+            has_dynamic_offset: true,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
 /// One WGSL module, its bind group layout and a compute pipeline per entry point, with
 /// validation errors turned into `KernelError::Validation`.
 pub(crate) fn build_pipelines(
@@ -268,6 +284,19 @@ pub(crate) fn read_pod_after<T: bytemuck::Pod>(
     bytes: u64,
     after: Option<wgpu::SubmissionIndex>,
 ) -> Result<Vec<T>, KernelError> {
+    read_with_after(ctx, buf, bytes, after, <[T]>::to_vec)
+}
+
+/// [`read_pod_after`] handing the mapped values to `f` instead of copying them into a new
+/// vector (values the caller copies on, into its own slices). The streaming kernels'
+/// serial way ([`super::stream::serial`]) waits on all submitted work, as before.
+pub(crate) fn read_with_after<T: bytemuck::Pod, R>(
+    ctx: &GpuContext,
+    buf: &wgpu::Buffer,
+    bytes: u64,
+    after: Option<wgpu::SubmissionIndex>,
+    f: impl FnOnce(&[T]) -> R,
+) -> Result<R, KernelError> {
     ctx.healthy()?;
     let device = &ctx.device;
     let (tx, rx) = mpsc::channel();
@@ -277,7 +306,7 @@ pub(crate) fn read_pod_after<T: bytemuck::Pod>(
     // A device lost while the work ran fails the wait or the mapping; the loss (recorded
     // by the callback the wait runs) says why rather than how.
     let waited = device.poll(wgpu::PollType::Wait {
-        submission_index: after,
+        submission_index: after.filter(|_| !super::stream::serial()),
         timeout: None,
     });
     let mapped = waited
@@ -294,7 +323,15 @@ pub(crate) fn read_pod_after<T: bytemuck::Pod>(
         let view = buf
             .get_mapped_range(..bytes)
             .map_err(|e| KernelError::Map(e.to_string()))?;
-        bytemuck::cast_slice::<u8, T>(&view).to_vec()
+        // Mapped ranges are aligned for every plain value on every backend wgpu has; a
+        // misaligned one is copied first rather than trusted.
+        match bytemuck::try_cast_slice::<u8, T>(&view) {
+            Ok(vals) => f(vals),
+            Err(_) => f(&view
+                .chunks_exact(size_of::<T>())
+                .map(bytemuck::pod_read_unaligned)
+                .collect::<Vec<T>>()),
+        }
     };
     buf.unmap();
     Ok(out)
@@ -357,6 +394,56 @@ impl GpuContext {
                 wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             ),
         }
+    }
+
+    /// The bytes between two dispatches' parameters in one uniform buffer (the adapter's
+    /// offset alignment, at least `size`).
+    pub(crate) fn params_stride(&self, size: usize) -> usize {
+        size.next_multiple_of(self.limits.min_uniform_buffer_offset_alignment.max(4) as usize)
+    }
+
+    /// The parameter blocks `blocks` laid out at [`params_stride`](Self::params_stride) in
+    /// one byte vector (uploaded once; dispatch `i` binds offset `i * stride`).
+    pub(crate) fn params<P: bytemuck::Pod>(&self, blocks: &[P]) -> (Vec<u8>, u32) {
+        let stride = self.params_stride(size_of::<P>());
+        let mut bytes = vec![0u8; stride * blocks.len().max(1)];
+        for (i, b) in blocks.iter().enumerate() {
+            bytes[i * stride..][..size_of::<P>()].copy_from_slice(bytemuck::bytes_of(b));
+        }
+        (bytes, stride as u32)
+    }
+
+    /// A bind group with the first `params_size` bytes of `params` at binding 0 (a dynamic
+    /// offset chooses the block) and `buffers[i]` at binding `i + 1`.
+    pub(crate) fn bind_params(
+        &self,
+        label: &str,
+        layout: &wgpu::BindGroupLayout,
+        (params, params_size): (&wgpu::Buffer, u64),
+        buffers: &[&wgpu::Buffer],
+    ) -> wgpu::BindGroup {
+        let mut entries = vec![wgpu::BindGroupEntry {
+            binding: 0,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: params,
+                offset: 0,
+                size: wgpu::BufferSize::new(params_size),
+            }),
+        }];
+        entries.extend(
+            buffers
+                .iter()
+                .enumerate()
+                .map(|(i, b)| wgpu::BindGroupEntry {
+                    binding: i as u32 + 1,
+                    resource: b.as_entire_binding(),
+                }),
+        );
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(label),
+            layout,
+            entries: &entries,
+        })
     }
 
     /// A bind group with `buffers[i]` at binding `i`.
@@ -433,6 +520,24 @@ pub(crate) fn dispatch(
     });
     pass.set_pipeline(pipe);
     pass.set_bind_group(0, bind, &[]);
+    pass.dispatch_workgroups(gx, gy, 1);
+}
+
+/// [`dispatch`] with the parameters at dynamic offset `offset` (see
+/// [`GpuContext::bind_params`]).
+pub(crate) fn dispatch_at(
+    enc: &mut wgpu::CommandEncoder,
+    pipe: &wgpu::ComputePipeline,
+    bind: &wgpu::BindGroup,
+    (gx, gy): (u32, u32),
+    offset: u32,
+) {
+    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+        label: None,
+        timestamp_writes: None,
+    });
+    pass.set_pipeline(pipe);
+    pass.set_bind_group(0, bind, &[offset]);
     pass.dispatch_workgroups(gx, gy, 1);
 }
 

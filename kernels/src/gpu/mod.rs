@@ -5,10 +5,11 @@
 
 mod context;
 mod pool;
+pub mod stream;
 
 pub use context::GpuContext;
 pub(crate) use context::{
-    MAX_WG, Output, build_pipelines, dispatch, grid, grid_256, read_pod, read_pod_after,
-    storage_entry, uniform_entry,
+    MAX_WG, Output, build_pipelines, dispatch, dispatch_at, grid, grid_256, read_pod,
+    read_pod_after, read_with_after, storage_entry, uniform_dynamic_entry, uniform_entry,
 };
 pub(crate) use pool::BufferPool;

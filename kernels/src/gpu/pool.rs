@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 pub(crate) const KEEP_BYTES: u64 = 1 << 30;
 
 /// A pool of buffers on one device.
-#[derive(Clone, Default)]
+#[derive(Clone, Default, Debug)]
 pub(crate) struct BufferPool {
     free: Arc<Mutex<Vec<wgpu::Buffer>>>,
 }
@@ -62,6 +62,44 @@ impl BufferPool {
             padded.resize(bytes.len().next_multiple_of(4), 0);
             queue.write_buffer(&buf, 0, &padded);
         }
+        buf
+    }
+
+    /// [`upload`](Self::upload) with the bytes copied into wgpu's staging memory on every
+    /// core (a large upload; one copy, no intermediate vector). The serial way
+    /// ([`super::stream::serial`]) uses `write_buffer`, as before.
+    pub(crate) fn upload_par(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        label: &str,
+        bytes: &[u8],
+        usage: wgpu::BufferUsages,
+    ) -> wgpu::Buffer {
+        use rayon::prelude::*;
+        /// Bytes per parallel piece.
+        const PIECE: usize = 1 << 20;
+        let size = wgpu::BufferSize::new(bytes.len() as u64);
+        if super::stream::serial() || bytes.len() < 2 * PIECE || !bytes.len().is_multiple_of(4) {
+            return self.upload(device, queue, label, bytes, usage);
+        }
+        let buf = self.take(device, label, bytes.len() as u64, usage);
+        let Some(mut view) = size.and_then(|n| queue.write_buffer_with(&buf, 0, n)) else {
+            // Refused (the error scope of the submission says why): the plain path.
+            queue.write_buffer(&buf, 0, bytes);
+            return buf;
+        };
+        // Whole pieces as sized arrays (which may cross threads), the tail here.
+        let (pieces, mut tail) = view.slice(..).into_chunks::<PIECE>();
+        let whole = bytes.len() / PIECE * PIECE;
+        tail.copy_from_slice(&bytes[whole..]);
+        let pieces: Vec<_> = pieces.into_iter().zip(bytes.chunks_exact(PIECE)).collect();
+        pieces.into_par_iter().for_each(|(dst, src)| {
+            let mut dst: wgpu::WriteOnly<'_, [u8]> = dst.into();
+            dst.copy_from_slice(src);
+        });
+        // Dropping the view schedules the copy into `buf` before the next submission.
+        drop(view);
         buf
     }
 

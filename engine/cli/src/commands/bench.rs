@@ -330,6 +330,20 @@ struct DecayThroughput {
     /// exponential, running; the exponential sum draws only the left ones but reads
     /// every node's keystream); the per-output baselines one.
     counters_per_step: usize,
+    /// How the GPU path ran: `pipelined`, or `serial` under `KINSEY_GPU_PIPELINE=serial`
+    /// (the A/B switch of `kinsey_kernels::gpu::stream`); `cpu` without a GPU.
+    pipeline: String,
+    /// The host's seconds and calls per stage of the GPU path, under `KINSEY_GPU_TRACE=1`
+    /// (empty otherwise).
+    host_stages: Vec<HostStage>,
+}
+
+/// One stage of the GPU path's host work (`kinsey_kernels::gpu::stream::Stage`).
+#[derive(Debug, Clone, serde::Serialize)]
+struct HostStage {
+    stage: &'static str,
+    seconds: f64,
+    calls: u64,
 }
 
 /// The chunked stream (`DecayedSum::stream`) over `steps` generated values in `{0..3}`
@@ -375,6 +389,7 @@ fn decay_throughput(a: &DecayArgs) -> Result<DecayThroughput> {
         .map_or_else(|| "CPU".into(), |g| format!("GPU {g}"));
     let shift: u32 = if a.model == "rr" { 63 } else { 62 };
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    kinsey_kernels::gpu::stream::reset_trace();
     let (mut gen_s, mut done, mut checksum) = (0.0, 0u64, 0.0);
     let (mut xs, mut out) = (Vec::with_capacity(a.chunk), Vec::new());
     let t = Instant::now();
@@ -389,6 +404,23 @@ fn decay_throughput(a: &DecayArgs) -> Result<DecayThroughput> {
     }
     let seconds = t.elapsed().as_secs_f64() - gen_s;
     std::hint::black_box(checksum);
+    let host_stages = kinsey_kernels::gpu::stream::trace()
+        .into_iter()
+        .filter(|s| s.2 > 0)
+        .map(|(stage, seconds, calls)| HostStage {
+            stage,
+            seconds,
+            calls,
+        })
+        .collect();
+    let pipeline = match (
+        device.starts_with("GPU"),
+        kinsey_kernels::gpu::stream::serial(),
+    ) {
+        (false, _) => "cpu",
+        (true, false) => "pipelined",
+        (true, true) => "serial",
+    };
     // Peak memory of the decayed sum, before the floors allocate their own buffers.
     let peak_rss_mib = peak_rss_mib();
     let counters_per_step = match a.model.as_str() {
@@ -408,6 +440,8 @@ fn decay_throughput(a: &DecayArgs) -> Result<DecayThroughput> {
         read_add_steps_per_second: a.steps as f64 / read_add,
         keystream_steps_per_second: a.steps as f64 / keystream,
         counters_per_step,
+        pipeline: pipeline.into(),
+        host_stages,
     })
 }
 

@@ -5,7 +5,7 @@ use super::model::{CalibrationReport, DecayedSum, ModelParams, Public, check_bou
 use super::noise::{Batch, KeyedNoise};
 use super::tree::{Forest, first_id};
 use kinsey_core::{Error, Result, check_epsilon};
-use kinsey_kernels::window::gpu::GpuWindow;
+use kinsey_kernels::window::gpu::{GpuWindow, PendingSums};
 use kinsey_kernels::window::running::RunningChunk;
 use rayon::prelude::*;
 
@@ -340,7 +340,26 @@ impl ExponentialSum {
         let (l, h) = (self.seg_bits, self.h);
         let lu = l as usize;
         let pow = self.pow.clone();
-        for (part, dst) in xs.chunks(GPU_STEPS).zip(out.chunks_mut(GPU_STEPS)) {
+        // Pipelined (unless KINSEY_GPU_PIPELINE=serial): pass p + 1's draws are submitted
+        // before pass p's levels are read, and pass p's sums are read (straight into their
+        // slice) after pass p + 1's levels ran; the host's levels above run in order.
+        let ahead_ok = !kinsey_kernels::gpu::stream::serial();
+        let mut ahead = None;
+        let mut pending: Option<(PendingSums, &mut [f64])> = None;
+        let parts: Vec<(&[f64], &mut [f64])> = xs
+            .chunks(GPU_STEPS)
+            .zip(out.chunks_mut(GPU_STEPS))
+            .collect();
+        let firsts: Vec<u64> = parts
+            .iter()
+            .scan(self.t, |t, (part, _)| {
+                let a = *t;
+                *t += part.len() as u64;
+                Some(a)
+            })
+            .collect();
+        let lens: Vec<usize> = parts.iter().map(|(part, _)| part.len()).collect();
+        for (i, (part, dst)) in parts.into_iter().enumerate() {
             let a = self.t;
             let chunk = RunningChunk {
                 l,
@@ -350,12 +369,24 @@ impl ExponentialSum {
                 from: a,
                 xs: part,
             };
-            let Some(z) = self.noise.fill_device(first_id(a, h), chunk.draws())? else {
+            let drawn = match ahead.take() {
+                Some(p) => Some(p),
+                None => self.noise.submit_draws(first_id(a, h), chunk.draws())?,
+            };
+            if let (Some(&b), Some(&n), true) = (firsts.get(i + 1), lens.get(i + 1), ahead_ok) {
+                let count = (first_id(b + n as u64, h) - first_id(b, h)) as usize;
+                ahead = self.noise.submit_draws(first_id(b, h), count)?;
+            }
+            let Some(drawn) = drawn else {
                 return Err(Error::Numerical(
                     "exponential: GPU sums without GPU noise".into(),
                 ));
             };
+            let z = self.noise.finish_draws(drawn)?;
             let lv = g.running_levels(&chunk, &z)?;
+            if let Some((p, done)) = pending.take() {
+                g.finish_into(p, vec![done])?;
+            }
             let states = self.above(a, &lv.tops.tops);
             let mut last = vec![0.0; h as usize + 1];
             let starts: Vec<[f64; 2]> = states
@@ -369,10 +400,13 @@ impl ExponentialSum {
                     [high, output(&self.pow, &last, h, start + (1 << l) - 1)]
                 })
                 .collect();
-            dst.copy_from_slice(&g.running_sums(&chunk, &lv, &starts)?);
+            pending = Some((g.submit_running_sums(&chunk, &lv, &starts)?, dst));
             self.last_left[..lu].copy_from_slice(&lv.tops.ends);
             self.t = a + part.len() as u64;
             self.next_id = first_id(self.t, h);
+        }
+        if let Some((p, done)) = pending {
+            g.finish_into(p, vec![done])?;
         }
         Ok(())
     }

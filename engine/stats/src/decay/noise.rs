@@ -32,8 +32,9 @@ use kinsey_dp::dyadic::{DyadicLaplace, MAX_EXTRA_WORDS};
 use kinsey_dp::exact::RandomBits;
 use kinsey_kernels::DevicePref;
 use kinsey_kernels::chacha::ChaCha20;
-use kinsey_kernels::dyadic::gpu::{DeviceDraws, GpuDyadic};
+use kinsey_kernels::dyadic::gpu::{DeviceDraws, GpuDyadic, PendingDraws};
 use kinsey_kernels::dyadic::{SLOW, cpu};
+use kinsey_kernels::gpu::stream::{self, Stage, timed};
 use kinsey_kernels::window::gpu::GpuWindow;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -384,17 +385,50 @@ impl KeyedNoise {
     /// there): only the rare slow draws travel, back to be finished by the full sampler
     /// and up again. `None` without a GPU.
     pub fn fill_device(&self, first: u64, count: usize) -> Result<Option<DeviceDraws>> {
+        self.submit_draws(first, count)?
+            .map(|p| self.finish_draws(p))
+            .transpose()
+    }
+
+    /// The first half of [`fill_device`](Self::fill_device): the draws of counters
+    /// `first .. first + count` submitted to the GPU and not waited for, so that the device
+    /// makes them while the host finishes earlier work. `None` without a GPU.
+    pub fn submit_draws(&self, first: u64, count: usize) -> Result<Option<PendingDraws>> {
         let Some(g) = &self.gpu else {
             return Ok(None);
         };
-        let d = g.fill_device(&self.keystream, &self.wide, first, count)?;
-        let fixed: Vec<i64> = d
-            .slow
-            .iter()
-            .map(|&i| self.z(first + u64::from(i)))
-            .collect();
+        Ok(Some(g.submit_device(
+            &self.keystream,
+            &self.wide,
+            first,
+            count,
+        )?))
+    }
+
+    /// The second half: waits for `p`'s list of slow draws, finishes them by the full
+    /// sampler on every core (one thread in the serial way, for A/B runs) and patches them
+    /// in with one upload.
+    pub fn finish_draws(&self, p: PendingDraws) -> Result<DeviceDraws> {
+        let Some(g) = &self.gpu else {
+            return Err(Error::Numerical(
+                "decay: draws on a GPU this noise does not have".into(),
+            ));
+        };
+        let first = p.first();
+        let slow = g.slow(&p)?;
+        let fixed: Vec<i64> = timed(Stage::SlowDraws, || {
+            if stream::serial() {
+                slow.iter().map(|&i| self.z(first + u64::from(i))).collect()
+            } else {
+                slow.par_iter()
+                    .with_min_len(64)
+                    .map(|&i| self.z(first + u64::from(i)))
+                    .collect()
+            }
+        });
+        let d = g.draws(p, slow);
         g.patch(&d, &fixed)?;
-        Ok(Some(d))
+        Ok(d)
     }
 
     /// Prepares counters `first .. first + count` for draws in any order into `b` (its

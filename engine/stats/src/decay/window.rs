@@ -7,6 +7,7 @@ use super::tree::{
     segment_walk, segments,
 };
 use kinsey_core::{Error, Result, check_epsilon};
+use kinsey_kernels::dyadic::gpu::PendingDraws;
 use kinsey_kernels::window::blocks::Blocks;
 use kinsey_kernels::window::{
     WindowChunk,
@@ -16,6 +17,19 @@ use rayon::prelude::*;
 
 /// Output pieces of one GPU group: each piece's first step and its outputs.
 type Group<'a> = Vec<(u64, &'a mut [f64])>;
+
+/// One group of segments of a GPU pass: its outputs, its first output step `lo`, the steps
+/// `from .. hi` its trees rebuild, its draws' counters and whether its sums run on the
+/// device.
+struct Plan<'a> {
+    group: Group<'a>,
+    lo: u64,
+    from: u64,
+    hi: u64,
+    first: u64,
+    count: usize,
+    on_device: bool,
+}
 
 /// The sliding-window sum of the last `W` steps.
 #[derive(Debug, Clone)]
@@ -173,21 +187,12 @@ impl WindowSum {
             return Ok(());
         }
         // GPU: the noise of up to GPU_STEPS steps' segments in one pass on the device, then
-        // those segments in parallel on the CPU.
+        // those segments' sums on the device too, or in parallel on the CPU.
         let per_group = (GPU_STEPS / seg).max(1) as usize;
+        let mut plans = Vec::new();
         let mut pieces = pieces.into_iter().peekable();
-        // A group's sums submitted to the device and not yet read: read after the next
-        // group's draws and sums are submitted, so the device runs while the host copies.
-        let mut pending: Option<(PendingSums, Group<'_>)> = None;
-        let scatter = |sums: Vec<f64>, group: Group<'_>| {
-            let mut at = 0;
-            for (_, dst) in group {
-                dst.copy_from_slice(&sums[at..at + dst.len()]);
-                at += dst.len();
-            }
-        };
         while pieces.peek().is_some() {
-            let group: Vec<(u64, &mut [f64])> = pieces.by_ref().take(per_group).collect();
+            let group: Group<'_> = pieces.by_ref().take(per_group).collect();
             let (lo, hi) = match (group.first(), group.last()) {
                 (Some(f), Some(l)) => (f.0, l.0 + l.1.len() as u64),
                 _ => break,
@@ -195,42 +200,81 @@ impl WindowSum {
             let from = rebuild_from(self.h, lo, base);
             let first = first_id(from, self.h);
             let count = (first_id(hi, self.h) - first) as usize;
-            let steps = &xs[(from - base) as usize..(hi - base) as usize];
-            if let Some(g) = self.sums_gpu.as_ref().filter(|_| steps.len() <= MAX_STEPS) {
-                // The sums on the GPU too: the draws stay there, then the nodes, their
-                // releases and every window.
-                let Some(z) = self.noise.fill_device(first, count)? else {
-                    return Err(Error::Numerical(
-                        "window: GPU sums without GPU noise".into(),
-                    ));
-                };
-                let chunk = WindowChunk {
-                    h: self.h,
-                    w: self.w,
-                    gamma: self.noise.gamma(),
-                    from,
-                    out_from: lo,
-                    xs: steps,
-                    z: &[],
-                };
-                let submitted = g.submit_device(&chunk, &z)?;
-                if let Some((p, done)) = pending.replace((submitted, group)) {
-                    scatter(g.finish(p)?, done);
-                }
+            let on_device = self.sums_gpu.is_some() && (hi - from) as usize <= MAX_STEPS;
+            plans.push(Plan {
+                group,
+                lo,
+                from,
+                hi,
+                first,
+                count,
+                on_device,
+            });
+        }
+        self.groups_gpu(xs, base, plans)
+    }
+
+    /// The groups of [`bulk_offset`](Self::bulk_offset) with GPU noise. Where the sums run
+    /// on the device too, three groups are in flight: group `i + 1`'s draws are submitted
+    /// before group `i`'s slow draws are finished and its sums submitted, and group
+    /// `i - 1`'s sums are read (straight into their slices) only then, so the device
+    /// always has work queued while the host works. `KINSEY_GPU_PIPELINE=serial` runs one
+    /// group at a time (A/B). The draws are a function of their counters only, so the
+    /// order changes no bit.
+    fn groups_gpu(&self, xs: &[f64], base: u64, plans: Vec<Plan<'_>>) -> Result<()> {
+        let ahead_ok = !kinsey_kernels::gpu::stream::serial();
+        let mut ahead: Option<PendingDraws> = None;
+        let mut pending: Option<(PendingSums, Group<'_>)> = None;
+        let next_on_device: Vec<Option<(u64, usize)>> = plans
+            .iter()
+            .skip(1)
+            .map(|p| p.on_device.then_some((p.first, p.count)))
+            .chain([None])
+            .collect();
+        for (plan, next) in plans.into_iter().zip(next_on_device) {
+            let steps = &xs[(plan.from - base) as usize..(plan.hi - base) as usize];
+            let Some(g) = self.sums_gpu.as_ref().filter(|_| plan.on_device) else {
+                let mut z = vec![0i64; plan.count];
+                self.noise.fill(plan.first, &mut z)?;
+                let first = plan.first;
+                plan.group.into_par_iter().try_for_each_init(
+                    || self.scratch.lend(),
+                    |sc, (start, dst)| {
+                        let stop = start + dst.len() as u64;
+                        self.segment(xs, base, (start, stop), dst, sc, Some((first, &z)))
+                    },
+                )?;
                 continue;
+            };
+            let submitted = match ahead.take() {
+                Some(p) => Some(p),
+                None => self.noise.submit_draws(plan.first, plan.count)?,
+            };
+            if let Some((first, count)) = next.filter(|_| ahead_ok) {
+                ahead = self.noise.submit_draws(first, count)?;
             }
-            let mut z = vec![0i64; count];
-            self.noise.fill(first, &mut z)?;
-            group.into_par_iter().try_for_each_init(
-                || self.scratch.lend(),
-                |sc, (start, dst)| {
-                    let stop = start + dst.len() as u64;
-                    self.segment(xs, base, (start, stop), dst, sc, Some((first, &z)))
-                },
-            )?;
+            let Some(p) = submitted else {
+                return Err(Error::Numerical(
+                    "window: GPU sums without GPU noise".into(),
+                ));
+            };
+            let z = self.noise.finish_draws(p)?;
+            let chunk = WindowChunk {
+                h: self.h,
+                w: self.w,
+                gamma: self.noise.gamma(),
+                from: plan.from,
+                out_from: plan.lo,
+                xs: steps,
+                z: &[],
+            };
+            let sums = g.submit_device(&chunk, &z)?;
+            if let Some((p, done)) = pending.replace((sums, plan.group)) {
+                g.finish_into(p, done.into_iter().map(|(_, d)| d).collect())?;
+            }
         }
         if let (Some((p, done)), Some(g)) = (pending, self.sums_gpu.as_ref()) {
-            scatter(g.finish(p)?, done);
+            g.finish_into(p, done.into_iter().map(|(_, d)| d).collect())?;
         }
         Ok(())
     }
