@@ -47,10 +47,12 @@ RAW=$(mktemp -d)
 # at its limit) about 9 minutes.
 if [ "$quick" = 1 ]; then
   P_SMALL=4 P_2048=16 P_3072=2 P_CPU=16 X_MAX=2 X_BUDGET=2 STEPS=2000000 ROWS=100000 PARTIES=3 DIM=8
+  PROBE_BYTES=$((16 << 20))
   DEMO=(--parties 3 --dim 4 --smallest-party 500)
   mode="quick (small sizes)"
 else
   P_SMALL=256 P_2048=16384 P_3072=4096 P_CPU=1024 X_MAX=65536 X_BUDGET=1 STEPS=1000000000 ROWS=10000000 PARTIES=20 DIM=1000
+  PROBE_BYTES=$((256 << 20))
   DEMO=()
   mode="full"
 fi
@@ -59,6 +61,7 @@ fi
   echo "mode: $mode"
   if command -v nvidia-smi > /dev/null; then
     echo "GPU: $(nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+    echo "host link: PCIe gen current/max, width current/max: $(nvidia-smi --query-gpu=pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max --format=csv,noheader 2>/dev/null | head -1)"
   else
     echo "GPU: no NVIDIA driver; the adapter each figure ran on is in its device column"
   fi
@@ -100,6 +103,9 @@ step() {
   tar -czf "$OUT/logs.tgz" -C "$RAW" . 2> /dev/null
 }
 
+# First what the machine can do: the adapter's features and limits, the host link's and
+# device memory's bandwidth (every later figure is read against them).
+step gpu-probe 20 bench gpu-probe --bytes "$PROBE_BYTES"
 P="bench paillier --json"
 step paillier-gpu-2048-small 40 $P --device gpu --bits 2048 --count "$P_SMALL" --threads 0
 step paillier-gpu-2048 70 $P --device gpu --bits 2048 --count "$P_2048" --threads 0

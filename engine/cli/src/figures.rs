@@ -144,6 +144,61 @@ fn figures_of(step: &Step, v: &Value) -> Vec<Figure> {
                 size.clone(),
             );
         }
+    } else if let Some(adapter) = v.get("adapter") {
+        let device = text(adapter, "device");
+        let size = text(adapter, "driver");
+        for f in adapter
+            .get("features")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let has = f.get("has").and_then(Value::as_bool).map(f64::from);
+            push(
+                format!("adapter feature {}", text(f, "feature")),
+                has,
+                "1 = has",
+                &device,
+                size.clone(),
+            );
+        }
+        for k in ["subgroup_min_size", "subgroup_max_size"] {
+            push(
+                format!("adapter {k}"),
+                num(adapter, k),
+                "lanes",
+                &device,
+                size.clone(),
+            );
+        }
+        for l in adapter
+            .get("limits")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            push(
+                format!("adapter limit {}", text(l, "limit")),
+                num(l, "value"),
+                "",
+                &device,
+                size.clone(),
+            );
+        }
+        for t in v
+            .get("transfers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            push(
+                text(t, "what"),
+                num(t, "gb_per_s"),
+                "GB/s",
+                &device,
+                format!("{} bytes", num(t, "bytes").unwrap_or(0.0)),
+            );
+        }
     } else if v.get("steps_per_second").is_some() {
         // A GPU run names its pipeline (pipelined, or serial for the A/B pair).
         let how = match text(v, "pipeline").as_str() {
@@ -342,6 +397,19 @@ mod tests {
         assert_eq!(f.len(), 2);
         assert_eq!(f[1].device, "crypto on GPU");
         assert!(figures_of(&s, &json!({"something": 1})).is_empty());
+        // The probe: a figure per feature, subgroup size, limit and transfer.
+        let g = json!({"adapter": {"device": "GPU x", "driver": "d 1",
+            "features": [{"feature": "SHADER_INT64", "has": true}],
+            "subgroup_min_size": 32, "subgroup_max_size": 32,
+            "limits": [{"limit": "max_buffer_size", "value": 1024}]},
+            "transfers": [{"what": "host to device", "bytes": 64, "seconds": 1.0, "gb_per_s": 25.5}]});
+        let f = figures_of(&s, &g);
+        assert_eq!(f.len(), 5);
+        assert_eq!(
+            (f[0].figure.as_str(), f[0].value),
+            ("adapter feature SHADER_INT64", 1.0)
+        );
+        assert_eq!((f[4].unit, f[4].value), ("GB/s", 25.5));
         // A decay run on the GPU names its pipeline and gives one figure per traced stage.
         let d = step("kinsey bench decay --device gpu");
         let v = json!({"model": "window", "steps": 1e6, "steps_per_second": 2e8,

@@ -19,9 +19,12 @@ pub(crate) const MAX_WG: u64 = 65_535;
 pub struct GpuContext {
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
-    info: wgpu::AdapterInfo,
-    limits: wgpu::Limits,
+    pub(crate) info: wgpu::AdapterInfo,
+    pub(crate) limits: wgpu::Limits,
+    /// What the device was opened with.
     features: wgpu::Features,
+    /// What the adapter offers (a superset).
+    pub(crate) adapter_features: wgpu::Features,
     health: Arc<Health>,
 }
 
@@ -88,7 +91,8 @@ impl GpuContext {
         let limits = adapter.limits();
         // 64-bit floats where the adapter has them (the `window` kernel's f64 sums; H100s
         // and lavapipe do); kernels that need them check `has_f64`.
-        let features = adapter.features() & wgpu::Features::SHADER_F64;
+        let adapter_features = adapter.features();
+        let features = adapter_features & wgpu::Features::SHADER_F64;
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("kinsey"),
             required_features: features,
@@ -113,6 +117,7 @@ impl GpuContext {
             info,
             limits,
             features,
+            adapter_features,
             health,
         })
     }

@@ -5,6 +5,7 @@
 
 mod context;
 mod pool;
+pub mod probe;
 pub mod stream;
 
 pub use context::GpuContext;

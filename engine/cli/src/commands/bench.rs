@@ -36,6 +36,9 @@ enum Which {
     /// Each operation of one crypto backend on a batch (ms each, bootstraps each where the
     /// backend counts them), with its key and ciphertext sizes.
     Backend(BackendArgs),
+    /// The GPU adapter's features, subgroup sizes and limits, and the bandwidth of the
+    /// host link and device memory (one JSON line).
+    GpuProbe(crate::benchmarks::gpu_probe::ProbeArgs),
     /// The table of figures of a `benches/gpu-figures.sh` run: reads each step's JSON lines
     /// from RAW, writes figures.md and figures.jsonl into OUT.
     Figures(FiguresArgs),
@@ -50,6 +53,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         Which::Paillier(x) => paillier(x),
         Which::Protocol(x) => protocol(x),
         Which::Backend(x) => backend(x),
+        Which::GpuProbe(x) => crate::benchmarks::gpu_probe::run(&x),
         Which::Figures(x) => {
             let n = crate::figures::write(&x.raw, &x.out)?;
             println!(
