@@ -89,10 +89,12 @@ impl GpuContext {
         .map_err(|e| KernelError::NoAdapter(e.to_string()))?;
         let info = adapter.get_info();
         let limits = adapter.limits();
-        // 64-bit floats where the adapter has them (the `window` kernel's f64 sums; H100s
-        // and lavapipe do); kernels that need them check `has_f64`.
         let adapter_features = adapter.features();
-        let features = adapter_features & wgpu::Features::SHADER_F64;
+        // 64-bit floats (the window kernels' f64 sums) and 64-bit integers (the Montgomery
+        // kernel's limbs program) where the adapter has them; kernels check `has_f64` and
+        // `has_int64`.
+        let features =
+            adapter_features & (wgpu::Features::SHADER_F64 | wgpu::Features::SHADER_INT64);
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("kinsey"),
             required_features: features,
@@ -165,6 +167,11 @@ impl GpuContext {
     /// Whether shaders may use `f64` (the device was opened with `SHADER_F64`).
     pub fn has_f64(&self) -> bool {
         self.features.contains(wgpu::Features::SHADER_F64)
+    }
+
+    /// Whether shaders may use `u64`/`i64` (the device was opened with `SHADER_INT64`).
+    pub fn has_int64(&self) -> bool {
+        self.features.contains(wgpu::Features::SHADER_INT64)
     }
 
     /// Whether the adapter is a software rasteriser (lavapipe/llvmpipe).

@@ -34,40 +34,64 @@ pub enum Shape {
     Fused,
     /// One dispatch per micro-operation (`step`), for software rasterisers.
     Steps,
+    /// 32-bit limbs with 64-bit products (`limbs_mul`, `limbs_fixed_pow`: the generated
+    /// shader of [`super::limbs`]), on adapters with `SHADER_INT64`.
+    Limbs,
 }
 
-/// The program forced by `KINSEY_GPU_MONTGOMERY` (`fused` or `steps`), read once: for
-/// measuring the two programs against each other on one device. Unset (or any other
-/// value, with a warning) leaves the choice to [`shape`].
+/// The program forced by `KINSEY_GPU_MONTGOMERY` (`fused`, `steps` or `limbs`), read once:
+/// for measuring the programs against each other on one device. Unset (or any other value,
+/// with a warning) leaves the choice to [`shape`].
 fn forced() -> Option<Shape> {
     static FORCED: std::sync::OnceLock<Option<Shape>> = std::sync::OnceLock::new();
     *FORCED.get_or_init(|| match std::env::var("KINSEY_GPU_MONTGOMERY").as_deref() {
         Ok("fused") => Some(Shape::Fused),
         Ok("steps") => Some(Shape::Steps),
+        Ok("limbs") => Some(Shape::Limbs),
         Ok(other) => {
-            tracing::warn!("KINSEY_GPU_MONTGOMERY = '{other}' ignored (fused or steps)");
+            tracing::warn!("KINSEY_GPU_MONTGOMERY = '{other}' ignored (fused, steps or limbs)");
             None
         }
         Err(_) => None,
     })
 }
 
+/// Largest moduli (in 32-bit words) a software rasteriser runs on the limbs program: its
+/// unrolled shader takes llvmpipe's JIT about W^2 / 170 ms per entry point (measured on 2
+/// cores: 20 s for a power at 64 words, 99 s at 128), so lavapipe keeps the 16-bit
+/// programs above p^2 of a 2048-bit key (`limbs` tests run 128 words there explicitly).
+pub(crate) const SOFTWARE_LIMBS: usize = 64;
+
 /// The program for `kind` at moduli of `words` words on an adapter that is (`software`)
-/// or is not a software rasteriser, unless `KINSEY_GPU_MONTGOMERY` forces one (steps
-/// always fit; fused on a software rasteriser only within its loop budget).
+/// or is not a software rasteriser and has (`int64`) or lacks 64-bit integers, unless
+/// `KINSEY_GPU_MONTGOMERY` forces one (steps always fit; fused on a software rasteriser only
+/// within its loop budget; limbs only with `int64`, and on a software rasteriser up to
+/// [`SOFTWARE_LIMBS`] words).
 ///
-/// On hardware, products and fixed-base powers run fused and variable-base powers run as
-/// steps: on an NVIDIA H100 (driver 580.159, Vulkan) `fused_pow` lost the device ("driver
-/// implementation is at fault") at 64 words already, while `fused_mul` and
-/// `fused_fixed_pow` matched the CPU twin at 8 to 256 words and the steps matched it
-/// everywhere (BENCHMARKS.md, GPU runs of 2026-11-26).
-pub(crate) fn shape(software: bool, words: usize, kind: Kind) -> Shape {
+/// Every operation runs on the `limbs` program wherever the adapter has
+/// 64-bit integers (a quarter of the 16-bit programs' limb products, a third of their
+/// private memory; proven on lavapipe, to be measured against `fused` on hardware with
+/// `KINSEY_GPU_MONTGOMERY`). Otherwise, on hardware, products and fixed-base powers run
+/// fused and variable-base powers run as steps: on an NVIDIA H100 (driver 580.159,
+/// Vulkan) `fused_pow` lost the device ("driver implementation is at fault") at 64 words
+/// already, while `fused_mul` and `fused_fixed_pow` matched the CPU twin at 8 to 256 words
+/// and the steps matched it everywhere (BENCHMARKS.md, GPU runs of 2026-11-26).
+pub(crate) fn shape(software: bool, int64: bool, words: usize, kind: Kind) -> Shape {
     let fits = !software || loop_iterations(words, kind) <= LOOP_BUDGET;
+    let limbs = int64 && (!software || words <= SOFTWARE_LIMBS);
     match forced() {
         Some(Shape::Steps) => return Shape::Steps,
         Some(Shape::Fused) if fits => return Shape::Fused,
+        Some(Shape::Fused) => return legacy(software, fits, kind),
+        Some(Shape::Limbs) | None if limbs => return Shape::Limbs,
         _ => {}
     }
+    legacy(software, fits, kind)
+}
+
+/// The 16-bit programs' choice: variable-base powers as steps on hardware, the fused
+/// program where it fits, steps otherwise.
+fn legacy(software: bool, fits: bool, kind: Kind) -> Shape {
     if !software && matches!(kind, Kind::Pow { .. }) {
         Shape::Steps
     } else if fits {
@@ -123,24 +147,37 @@ mod tests {
             } else {
                 Shape::Fused
             };
-            assert_eq!(shape(false, 256, kind), hardware, "{kind:?}");
-            assert_eq!(shape(false, 8, kind), hardware, "{kind:?}");
-            assert_eq!(shape(true, 128, kind), Shape::Steps, "{kind:?}");
+            assert_eq!(shape(false, false, 256, kind), hardware, "{kind:?}");
+            assert_eq!(shape(false, false, 8, kind), hardware, "{kind:?}");
+            assert_eq!(shape(true, false, 128, kind), Shape::Steps, "{kind:?}");
         }
         // p^2 of a 2048-bit key: a product fits lavapipe's budget, a power does not.
-        assert_eq!(shape(true, 64, Kind::Mul), Shape::Fused);
-        assert_eq!(shape(true, 64, Kind::FixedPow { windows: 8 }), Shape::Steps);
-        assert_eq!(shape(true, 8, Kind::Mul), Shape::Fused);
-        assert_eq!(shape(true, 16, Kind::Mul), Shape::Fused);
+        assert_eq!(shape(true, false, 64, Kind::Mul), Shape::Fused);
         assert_eq!(
-            shape(true, 16, Kind::FixedPow { windows: 16 }),
+            shape(true, false, 64, Kind::FixedPow { windows: 8 }),
+            Shape::Steps
+        );
+        assert_eq!(shape(true, false, 8, Kind::Mul), Shape::Fused);
+        assert_eq!(shape(true, false, 16, Kind::Mul), Shape::Fused);
+        assert_eq!(
+            shape(true, false, 16, Kind::FixedPow { windows: 16 }),
             Shape::Fused
         );
         let pow8 = Kind::Pow {
             wide: true,
             windows: 8,
         };
-        assert_eq!(shape(true, 8, pow8), Shape::Fused);
-        assert_eq!(shape(true, 16, pow8), Shape::Steps);
+        assert_eq!(shape(true, false, 8, pow8), Shape::Fused);
+        assert_eq!(shape(true, false, 16, pow8), Shape::Steps);
+        // With 64-bit integers every operation takes the limbs program, on hardware and on
+        // lavapipe alike, up to p^2 of a 2048-bit key there (JIT time).
+        for software in [false, true] {
+            assert_eq!(shape(software, true, 64, Kind::Mul), Shape::Limbs);
+            let fixed = Kind::FixedPow { windows: 112 };
+            assert_eq!(shape(software, true, 64, fixed), Shape::Limbs);
+            assert_eq!(shape(software, true, 64, pow8), Shape::Limbs);
+        }
+        assert_eq!(shape(false, true, 256, Kind::Mul), Shape::Limbs);
+        assert_eq!(shape(true, true, 128, Kind::Mul), Shape::Steps);
     }
 }

@@ -15,6 +15,8 @@
 //! submitted before the current one is read back.
 
 use super::fused::{self, Kind, Shape};
+#[path = "limbs_gpu.rs"]
+mod limbs_gpu;
 use super::numbers::{FixedTable, Modulus};
 use super::steps::{Program, regs};
 use crate::error::KernelError;
@@ -74,9 +76,10 @@ struct Pipeline {
 fn entry_point(shape: Shape, kind: Kind) -> &'static str {
     match (shape, kind) {
         (Shape::Steps, _) => "step",
-        (Shape::Fused, Kind::Mul) => "fused_mul",
-        (Shape::Fused, Kind::FixedPow { .. }) => "fused_fixed_pow",
-        (Shape::Fused, Kind::Pow { .. }) => "fused_pow",
+        // The limbs program has its own pipelines (`limbs_gpu.rs`); `operation` never asks.
+        (Shape::Fused | Shape::Limbs, Kind::Mul) => "fused_mul",
+        (Shape::Fused | Shape::Limbs, Kind::FixedPow { .. }) => "fused_fixed_pow",
+        (Shape::Fused | Shape::Limbs, Kind::Pow { .. }) => "fused_pow",
     }
 }
 
@@ -89,6 +92,12 @@ pub struct GpuMontgomery {
     ctx: GpuContext,
     pipes: Arc<Mutex<Pipelines>>,
     pool: BufferPool,
+    /// Whether the limbs program may run (the device has 64-bit integers).
+    int64: bool,
+    /// Windows per dispatch of the limbs program's powers, when a test sets it.
+    limbs_step: Option<usize>,
+    /// The limbs program at every size, on a software rasteriser too (tests).
+    limbs_anywhere: bool,
 }
 
 impl std::fmt::Debug for GpuMontgomery {
@@ -129,7 +138,7 @@ struct Operation<'a> {
 /// program (its registers are private), the micro-operation program's otherwise.
 fn registers(op: &Operation<'_>) -> usize {
     match (op.shape, op.kind) {
-        (Shape::Fused, _) => 0,
+        (Shape::Fused | Shape::Limbs, _) => 0,
         (Shape::Steps, kind) => regs(op.m.words(), matches!(kind, Kind::Pow { .. })),
     }
 }
@@ -146,9 +155,21 @@ impl GpuMontgomery {
     /// On an opened device.
     pub fn new(ctx: GpuContext) -> Self {
         Self {
+            int64: ctx.has_int64(),
             ctx,
             pipes: Arc::default(),
             pool: BufferPool::default(),
+            limbs_step: None,
+            limbs_anywhere: false,
+        }
+    }
+
+    /// The 16-bit programs only, whatever the device has (their tests on lavapipe).
+    #[cfg(test)]
+    pub(crate) fn legacy(ctx: GpuContext) -> Self {
+        Self {
+            int64: false,
+            ..Self::new(ctx)
         }
     }
 
@@ -159,7 +180,8 @@ impl GpuMontgomery {
 
     /// The program an operation of `kind` at moduli of `words` words runs on this device.
     pub(crate) fn shape(&self, words: usize, kind: Kind) -> Shape {
-        fused::shape(self.ctx.is_software(), words, kind)
+        let software = self.ctx.is_software() && !self.limbs_anywhere;
+        fused::shape(software, self.int64, words, kind)
     }
 
     fn pipeline(&self, words: usize, entry: &'static str) -> Result<Arc<Pipeline>, KernelError> {
@@ -208,7 +230,7 @@ impl GpuMontgomery {
     fn chunk(&self, shape: Shape, per_item_words: usize) -> usize {
         let cap = self.ctx.binding_cap() as usize / 4;
         let most = match shape {
-            Shape::Fused => MAX_ITEMS_FUSED,
+            Shape::Fused | Shape::Limbs => MAX_ITEMS_FUSED,
             Shape::Steps => MAX_ITEMS_STEPS,
         };
         (cap / per_item_words.max(1)).clamp(1, most)
@@ -270,9 +292,13 @@ impl GpuMontgomery {
         shared_exp: bool,
     ) -> Result<Operation<'a>, KernelError> {
         let w = m.words();
-        let shape = self.shape(w, kind);
+        let shape = match self.shape(w, kind) {
+            // Callers route the limbs program before (`limbs_gpu.rs`).
+            Shape::Limbs => fused::shape(self.ctx.is_software(), false, w, kind),
+            s => s,
+        };
         let program = match (shape, kind) {
-            (Shape::Fused, _) => None,
+            (Shape::Fused | Shape::Limbs, _) => None,
             (Shape::Steps, Kind::Mul) => Some(Program::modmul(w)),
             (Shape::Steps, Kind::FixedPow { windows }) => {
                 Some(Program::fixed_pow(w, windows as u32))
@@ -477,6 +503,9 @@ impl GpuMontgomery {
     /// `a_i b_i mod m`.
     pub(crate) fn mul(&self, m: &Modulus, a: &[u32], b: &[u32]) -> Result<Vec<u32>, KernelError> {
         let w = m.words();
+        if self.shape(w, Kind::Mul) == Shape::Limbs {
+            return self.limbs_mul(m, a, b);
+        }
         let op = self.operation(m, Kind::Mul, w, 0, true)?;
         let per = self.items_per_chunk(&op);
         let chunks = a
@@ -507,10 +536,13 @@ impl GpuMontgomery {
                 table.entries.len() * 4
             )));
         }
-        let entries = self.table_on_device(table)?;
         let kind = Kind::FixedPow {
             windows: table.windows,
         };
+        if self.shape(w, kind) == Shape::Limbs {
+            return self.limbs_fixed_pow(m, table, exps, exp_words, factors);
+        }
+        let entries = self.table_on_device(table)?;
         let op = self.operation(m, kind, 0, exp_words, false)?;
         let per = self.items_per_chunk(&op);
         let chunks = factors
@@ -541,6 +573,9 @@ impl GpuMontgomery {
             wide,
             windows: exp_words * 8,
         };
+        if self.shape(w, kind) == Shape::Limbs {
+            return self.limbs_pow(m, bases, wide, exps, exp_words, shared);
+        }
         let op = self.operation(m, kind, iw, exp_words, shared)?;
         let per = self.items_per_chunk(&op);
         let n = bases.len() / iw;
@@ -675,10 +710,11 @@ mod tests {
 
     /// The kernel on the shared device (lavapipe in CI: fails, not skips, without an
     /// adapter) and a seeded generator.
+    /// (The 16-bit programs only: the limbs program has its own tests.)
     fn gpu_and_rng(seed: u64) -> (GpuMontgomery, rand_chacha::ChaCha8Rng) {
         let ctx = GpuContext::shared().expect("a GPU adapter (lavapipe in CI)");
         (
-            GpuMontgomery::new(ctx),
+            GpuMontgomery::legacy(ctx),
             rand_chacha::ChaCha8Rng::seed_from_u64(seed),
         )
     }

@@ -17,6 +17,7 @@ pub mod cpu;
 mod fused;
 #[cfg(feature = "gpu")]
 pub mod gpu;
+pub mod limbs;
 mod numbers;
 #[cfg(feature = "gpu")]
 mod steps;
