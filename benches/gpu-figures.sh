@@ -16,8 +16,9 @@
 # quick sizes with the unoptimised test build of kinsey). KINSEY_FIGURES_STEPS, a list of
 # step names, runs only those (a rerun of the steps a lease did not finish).
 # KINSEY_GPU_PIPELINE and KINSEY_GPU_TRACE are set per decay step (an A/B pair each).
-# KINSEY_GPU_MONTGOMERY (fused or steps), when set, picks the Paillier kernels' GPU program
-# for every step and is named in the table's header.
+# KINSEY_GPU_MONTGOMERY (fused, steps, limbs or legacy), when set, picks the Paillier
+# kernels' GPU program for every step and is named in the table's header; the step
+# paillier-gpu-2048-legacy sets it to legacy (the 16-bit programs) for an A/B pair.
 set -uo pipefail
 quick=0
 for a in "$@"; do
@@ -44,7 +45,8 @@ RAW=$(mktemp -d)
 # Sizes: Paillier batch (small first, then large enough to fill a GPU), the 3072-bit batch,
 # the CPU batch, the crossover's largest batch and its seconds per GPU batch, decayed-sum
 # steps, training rows, protocol K and d, the demo's arguments. Worst case (every step
-# at its limit) about 9 minutes.
+# at its limit) about 11 minutes; a run is usually a third of that, and the most
+# important steps come first.
 if [ "$quick" = 1 ]; then
   P_SMALL=4 P_2048=16 P_3072=2 P_CPU=16 X_MAX=2 X_BUDGET=2 STEPS=2000000 ROWS=100000 PARTIES=3 DIM=8
   PROBE_BYTES=$((16 << 20))
@@ -109,6 +111,10 @@ step gpu-probe 20 bench gpu-probe --bytes "$PROBE_BYTES"
 P="bench paillier --json"
 step paillier-gpu-2048-small 40 $P --device gpu --bits 2048 --count "$P_SMALL" --threads 0
 step paillier-gpu-2048 70 $P --device gpu --bits 2048 --count "$P_2048" --threads 0
+# A/B: the 16-bit programs (the default before the limbs program), on a quarter of the
+# batch to keep the run short (their rates at 4,096 and 16,384 items are in BENCHMARKS.md).
+KINSEY_GPU_MONTGOMERY=legacy \
+  step paillier-gpu-2048-legacy 40 $P --device gpu --bits 2048 --count "$((P_2048 / 4))" --threads 0
 step paillier-gpu-3072 45 $P --device gpu --bits 3072 --count "$P_3072" --threads 0
 step paillier-cpu 35 $P --device cpu --bits 2048,3072 --count "$P_CPU" --threads 0
 step protocol-gpu 60 bench protocol --json --parties "$PARTIES" --dim "$DIM" --crypto-device gpu
@@ -120,12 +126,12 @@ step protocol-cpu 35 bench protocol --json --parties "$PARTIES" --dim "$DIM" --c
 for m in window exponential running; do
   KINSEY_GPU_TRACE=1 step "decay-gpu-$m" 25 bench decay --json --device gpu --model "$m" --steps "$STEPS"
   KINSEY_GPU_TRACE=1 KINSEY_GPU_PIPELINE=serial \
-    step "decay-gpu-serial-$m" 15 bench decay --json --device gpu --model "$m" --steps "$((STEPS / 4))"
+    step "decay-gpu-serial-$m" 12 bench decay --json --device gpu --model "$m" --steps "$((STEPS / 4))"
   step "decay-cpu-$m" 15 bench decay --json --device cpu --model "$m" --steps "$STEPS"
 done
 step train-gpu 35 bench train --json --device gpu --rows "$ROWS" --dim 123
 step train-cpu 35 bench train --json --device cpu --rows "$ROWS" --dim 123
-step paillier-crossover 60 bench paillier --json --crossover --device gpu --bits 2048 --max-batch "$X_MAX" --budget "$X_BUDGET"
+step paillier-crossover 45 bench paillier --json --crossover --device gpu --bits 2048 --max-batch "$X_MAX" --budget "$X_BUDGET"
 demo_out=$(mktemp -d)
 step demo-gpu 40 --overwrite demo --out "$demo_out" --device gpu --crypto-device gpu --no-diagnostics "${DEMO[@]}"
 rm -rf "$demo_out"

@@ -39,17 +39,27 @@ pub enum Shape {
     Limbs,
 }
 
-/// The program forced by `KINSEY_GPU_MONTGOMERY` (`fused`, `steps` or `limbs`), read once:
-/// for measuring the programs against each other on one device. Unset (or any other value,
-/// with a warning) leaves the choice to [`shape`].
-fn forced() -> Option<Shape> {
-    static FORCED: std::sync::OnceLock<Option<Shape>> = std::sync::OnceLock::new();
+/// What `KINSEY_GPU_MONTGOMERY` asks for, read once: a program (`fused`, `steps` or
+/// `limbs`), or `legacy`, the 16-bit programs' own choice (the default before the limbs
+/// program: the A side of an A/B run). Unset (or any other value, with a warning) leaves
+/// the choice to [`shape`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Forced {
+    Program(Shape),
+    Legacy,
+}
+
+fn forced() -> Option<Forced> {
+    static FORCED: std::sync::OnceLock<Option<Forced>> = std::sync::OnceLock::new();
     *FORCED.get_or_init(|| match std::env::var("KINSEY_GPU_MONTGOMERY").as_deref() {
-        Ok("fused") => Some(Shape::Fused),
-        Ok("steps") => Some(Shape::Steps),
-        Ok("limbs") => Some(Shape::Limbs),
+        Ok("fused") => Some(Forced::Program(Shape::Fused)),
+        Ok("steps") => Some(Forced::Program(Shape::Steps)),
+        Ok("limbs") => Some(Forced::Program(Shape::Limbs)),
+        Ok("legacy") => Some(Forced::Legacy),
         Ok(other) => {
-            tracing::warn!("KINSEY_GPU_MONTGOMERY = '{other}' ignored (fused, steps or limbs)");
+            tracing::warn!(
+                "KINSEY_GPU_MONTGOMERY = '{other}' ignored (fused, steps, limbs or legacy)"
+            );
             None
         }
         Err(_) => None,
@@ -80,10 +90,11 @@ pub(crate) fn shape(software: bool, int64: bool, words: usize, kind: Kind) -> Sh
     let fits = !software || loop_iterations(words, kind) <= LOOP_BUDGET;
     let limbs = int64 && (!software || words <= SOFTWARE_LIMBS);
     match forced() {
-        Some(Shape::Steps) => return Shape::Steps,
-        Some(Shape::Fused) if fits => return Shape::Fused,
-        Some(Shape::Fused) => return legacy(software, fits, kind),
-        Some(Shape::Limbs) | None if limbs => return Shape::Limbs,
+        Some(Forced::Program(Shape::Steps)) => return Shape::Steps,
+        Some(Forced::Program(Shape::Fused)) if fits => return Shape::Fused,
+        // Forced, the limbs program runs at any size the device has 64-bit integers for.
+        Some(Forced::Program(Shape::Limbs)) if int64 => return Shape::Limbs,
+        None if limbs => return Shape::Limbs,
         _ => {}
     }
     legacy(software, fits, kind)
