@@ -145,60 +145,7 @@ fn figures_of(step: &Step, v: &Value) -> Vec<Figure> {
             );
         }
     } else if let Some(adapter) = v.get("adapter") {
-        let device = text(adapter, "device");
-        let size = text(adapter, "driver");
-        for f in adapter
-            .get("features")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let has = f.get("has").and_then(Value::as_bool).map(f64::from);
-            push(
-                format!("adapter feature {}", text(f, "feature")),
-                has,
-                "1 = has",
-                &device,
-                size.clone(),
-            );
-        }
-        for k in ["subgroup_min_size", "subgroup_max_size"] {
-            push(
-                format!("adapter {k}"),
-                num(adapter, k),
-                "lanes",
-                &device,
-                size.clone(),
-            );
-        }
-        for l in adapter
-            .get("limits")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            push(
-                format!("adapter limit {}", text(l, "limit")),
-                num(l, "value"),
-                "",
-                &device,
-                size.clone(),
-            );
-        }
-        for t in v
-            .get("transfers")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            push(
-                text(t, "what"),
-                num(t, "gb_per_s"),
-                "GB/s",
-                &device,
-                format!("{} bytes", num(t, "bytes").unwrap_or(0.0)),
-            );
-        }
+        out.extend(probe_figures(step, adapter, v));
     } else if v.get("steps_per_second").is_some() {
         // A GPU run names its pipeline (pipelined, or serial for the A/B pair).
         let how = match text(v, "pipeline").as_str() {
@@ -259,6 +206,53 @@ fn figures_of(step: &Step, v: &Value) -> Vec<Figure> {
         );
     }
     out
+}
+
+/// The figures of a `bench gpu-probe` line: one per adapter feature (1 = has), subgroup
+/// size, limit and transfer.
+fn probe_figures(step: &Step, adapter: &Value, v: &Value) -> Vec<Figure> {
+    let device = text(adapter, "device");
+    let driver = text(adapter, "driver");
+    let list = |v: &Value, key: &str| -> Vec<Value> {
+        v.get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut rows: Vec<(String, Option<f64>, &'static str, String)> = Vec::new();
+    for f in list(adapter, "features") {
+        let has = f.get("has").and_then(Value::as_bool).map(f64::from);
+        let name = format!("adapter feature {}", text(&f, "feature"));
+        rows.push((name, has, "1 = has", driver.clone()));
+    }
+    for k in ["subgroup_min_size", "subgroup_max_size"] {
+        rows.push((
+            format!("adapter {k}"),
+            num(adapter, k),
+            "lanes",
+            driver.clone(),
+        ));
+    }
+    for l in list(adapter, "limits") {
+        let name = format!("adapter limit {}", text(&l, "limit"));
+        rows.push((name, num(&l, "value"), "", driver.clone()));
+    }
+    for t in list(v, "transfers") {
+        let size = format!("{} bytes", num(&t, "bytes").unwrap_or(0.0));
+        rows.push((text(&t, "what"), num(&t, "gb_per_s"), "GB/s", size));
+    }
+    rows.into_iter()
+        .filter_map(|(figure, value, unit, size)| {
+            value.filter(|x| x.is_finite()).map(|value| Figure {
+                step: step.name.clone(),
+                figure,
+                value,
+                unit,
+                device: device.clone(),
+                size,
+            })
+        })
+        .collect()
 }
 
 /// Read every step's file in `raw` (in the order of `raw/steps.txt`).

@@ -183,19 +183,16 @@ fn each(s: &mut String, indent: &str, w: usize, f: &dyn Fn(usize) -> String) {
 /// table entry is read through a full masked scan: exponents are secret.
 #[cfg(feature = "gpu")]
 fn entries(s: &mut String, w: usize) {
-    let w2 = 2 * w;
     let _ = write!(
         s,
         r#"fn item(gid: vec3<u32>) -> u32 {{
     return gid.y * (P.gx * {WG}u) + gid.x;
 }}
 
-// x = (x + y) mod m for x, y < m: every limb read, the subtraction masked.
-fn addmod() {{
-    var c = 0lu;
-    var v = 0lu;
 "#
     );
+    // x = (x + y) mod m for x, y < m: every limb read, the subtraction masked.
+    s.push_str("fn addmod() {\n    var c = 0lu;\n    var v = 0lu;\n");
     each(s, "    ", w, &|j| {
         format!("v = u64(x[{j}]) + u64(y[{j}]) + c; t[{j}] = u32(v); c = v >> 32u;")
     });
@@ -220,7 +217,14 @@ fn addmod() {{
              let i = item(gid);\n    if i >= P.items {{\n        return;\n    }}\n    let n = P.items;\n"
         );
     };
-    // a b mod m: x y R^-1, then times R^2.
+    mul_and_fixed(s, w, &head);
+    pow_entries(s, w, &head);
+    s.push_str("}\n");
+}
+
+/// `limbs_mul` (a b mod m: x y R^-1, then times R^2) and `limbs_fixed_pow`.
+#[cfg(feature = "gpu")]
+fn mul_and_fixed(s: &mut String, w: usize, head: &dyn Fn(&mut String, &str)) {
     head(s, "limbs_mul");
     each(s, "    ", w, &|j| format!("x[{j}] = a[i * {w}u + {j}u];"));
     s.push_str("    for (var p = 0u; p < 2u; p++) {\n        if p == 0u {\n");
@@ -272,6 +276,12 @@ fn addmod() {{
     });
     s.push_str("        return;\n    }\n");
     each(s, "    ", w, &|j| format!("out[i * {w}u + {j}u] = x[{j}];"));
+}
+
+/// `limbs_pow_setup` and `limbs_pow`.
+#[cfg(feature = "gpu")]
+fn pow_entries(s: &mut String, w: usize, head: &dyn Fn(&mut String, &str)) {
+    let w2 = 2 * w;
     // Variable-base power, set-up: products p = 0 (wide: lo R^-1), 1 (wide: + hi, times
     // R^2), 2 (times R^2: entry 1), 3 (1 times R^2: entry 0 and the accumulator), 4 .. 17
     // (entry p - 2 = entry p - 3 times entry 1).
@@ -349,7 +359,6 @@ fn addmod() {{
     });
     s.push_str("        return;\n    }\n");
     each(s, "    ", w, &|j| format!("out[i * {w}u + {j}u] = x[{j}];"));
-    s.push_str("}\n");
 }
 
 /// The `limbs` program on the CPU: the same operations on the same 32-bit limbs as the
