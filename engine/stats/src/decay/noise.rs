@@ -360,7 +360,15 @@ impl KeyedNoise {
         match &self.gpu {
             Some(g) => {
                 g.fill(&self.keystream, &self.wide, first, out)?;
-                self.finish_slow(first, out);
+                // The rare slow draws of millions of counters, on every core (one thread
+                // in the serial way, for A/B runs).
+                timed(Stage::SlowDraws, || {
+                    if stream::serial() {
+                        self.finish_slow(first, out);
+                    } else {
+                        in_pieces(first, out, |at, piece| self.finish_slow(at, piece));
+                    }
+                });
             }
             // Each piece finishes its own slow draws while they are in cache.
             None => in_pieces(first, out, |at, piece| {
