@@ -97,6 +97,14 @@ fn figures_of(step: &Step, v: &Value) -> Vec<Figure> {
                 size.clone(),
             );
         }
+        // First use of every operation, one value each: on a GPU its pipelines' compiles.
+        push(
+            format!("Paillier-{bits} warm-up, every operation once"),
+            num(v, "warmup_seconds"),
+            "s",
+            &device,
+            size.clone(),
+        );
     } else if let Some(ops) = v.get("ops").and_then(Value::as_array) {
         let bits = num(v, "bits").unwrap_or(0.0);
         let device = text(v, "device");
