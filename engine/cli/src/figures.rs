@@ -155,34 +155,7 @@ fn figures_of(step: &Step, v: &Value) -> Vec<Figure> {
     } else if let Some(adapter) = v.get("adapter") {
         out.extend(probe_figures(step, adapter, v));
     } else if v.get("steps_per_second").is_some() {
-        // A GPU run names its pipeline (pipelined, or serial for the A/B pair).
-        let how = match text(v, "pipeline").as_str() {
-            "" | "cpu" => String::new(),
-            p => format!(" ({p})"),
-        };
-        let (model, device) = (text(v, "model"), text(v, "device"));
-        let size = format!("{} steps", num(v, "steps").unwrap_or(0.0));
-        push(
-            format!("{model} sum, transfers included{how}"),
-            num(v, "steps_per_second"),
-            "steps/s",
-            &device,
-            size.clone(),
-        );
-        for st in v
-            .get("host_stages")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            push(
-                format!("{model} sum{how}, host stage {}", text(st, "stage")),
-                num(st, "seconds"),
-                "s",
-                &device,
-                format!("{size}, {} calls", num(st, "calls").unwrap_or(0.0)),
-            );
-        }
+        out.extend(decay_figures(step, v));
     } else if v.get("rows_per_s").is_some() {
         let size = format!(
             "{} x {}",
@@ -212,6 +185,53 @@ fn figures_of(step: &Step, v: &Value) -> Vec<Figure> {
             &device_of_command(&text(v, "command")),
             String::new(),
         );
+    }
+    out
+}
+
+/// A figure of `step`, when its value is a finite number.
+fn figure(
+    step: &Step,
+    (figure, value, unit): (String, Option<f64>, &'static str),
+    device: &str,
+    size: String,
+) -> Option<Figure> {
+    value.filter(|x| x.is_finite()).map(|value| Figure {
+        step: step.name.clone(),
+        figure,
+        value,
+        unit,
+        device: device.to_string(),
+        size,
+    })
+}
+
+/// The figures of a `bench decay` line: the rate, named with its pipeline on a GPU
+/// (pipelined, or serial for the A/B pair), and one per traced host stage.
+fn decay_figures(step: &Step, v: &Value) -> Vec<Figure> {
+    let how = match text(v, "pipeline").as_str() {
+        "" | "cpu" => String::new(),
+        p => format!(" ({p})"),
+    };
+    let (model, device) = (text(v, "model"), text(v, "device"));
+    let size = format!("{} steps", num(v, "steps").unwrap_or(0.0));
+    let rate = (
+        format!("{model} sum, transfers included{how}"),
+        num(v, "steps_per_second"),
+        "steps/s",
+    );
+    let mut out: Vec<Figure> = figure(step, rate, &device, size.clone())
+        .into_iter()
+        .collect();
+    let stages = v.get("host_stages").and_then(Value::as_array);
+    for st in stages.into_iter().flatten() {
+        let f = (
+            format!("{model} sum{how}, host stage {}", text(st, "stage")),
+            num(st, "seconds"),
+            "s",
+        );
+        let calls = format!("{size}, {} calls", num(st, "calls").unwrap_or(0.0));
+        out.extend(figure(step, f, &device, calls));
     }
     out
 }
