@@ -600,19 +600,13 @@ impl GpuMontgomery {
 mod tests {
     use super::*;
     use crate::montgomery::fused::{Kind, Shape};
+    use crate::montgomery::test_numbers::*;
     use crate::montgomery::{BatchArith, MAX_WORDS, cpu};
     use rand::{Rng, SeedableRng};
 
     /// The GPU (lavapipe in CI: fails, not skips, without an adapter).
     fn gpu() -> BatchArith {
         BatchArith::new(crate::DevicePref::Gpu).expect("a GPU adapter (lavapipe in CI)")
-    }
-
-    fn modulus(rng: &mut impl Rng, words: usize) -> Modulus {
-        let mut m: Vec<u32> = (0..words).map(|_| rng.random()).collect();
-        m[0] |= 1;
-        m[words - 1] |= 1 << 31;
-        Modulus::new(m).expect("modulus")
     }
 
     /// Random values below m (top word cleared), and 0, 1, m - 1.

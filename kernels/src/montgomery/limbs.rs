@@ -144,27 +144,29 @@ var<private> y: array<u32, {w}>;
         wm = w - 1,
         w1 = w + 1
     );
-    // t < 2m: subtract m when t >= m, reading every limb either way (the modulus may be
-    // secret: p^2).
-    s.push_str("    var borrow = 0lu;\n    var d = 0lu;\n");
-    for j in 0..w {
-        let _ = writeln!(
-            s,
-            "    d = u64(t[{j}]) - u64(consts[{j}]) - borrow; y[{j}] = u32(d); borrow = d >> 63u;"
-        );
-    }
-    let _ = writeln!(
-        s,
-        "    let keep = select(0u, 0xffffffffu, t[{w}] == 0u && borrow == 1lu);"
-    );
-    for j in 0..w {
-        let _ = writeln!(s, "    x[{j}] = (t[{j}] & keep) | (y[{j}] & ~keep);");
-    }
+    reduce_once(&mut s, w);
     s.push_str("}\n\n");
     // Entry points: each calls `montmul` from one place (a loop over its products), so
     // that the driver compiles one copy of the unrolled product per entry point.
     entries(&mut s, w);
     s
+}
+
+/// `x = t - m` when `t` (of `W + 1` limbs, below `2m`) is at least `m`, else `x = t`: every
+/// limb read and the choice masked (the modulus may be secret: p^2). `y` is scratch.
+#[cfg(feature = "gpu")]
+fn reduce_once(s: &mut String, w: usize) {
+    s.push_str("    var borrow = 0lu;\n    var d = 0lu;\n");
+    each(s, "    ", w, &|j| {
+        format!("d = u64(t[{j}]) - u64(consts[{j}]) - borrow; y[{j}] = u32(d); borrow = d >> 63u;")
+    });
+    let _ = writeln!(
+        s,
+        "    let keep = select(0u, 0xffffffffu, t[{w}] == 0u && borrow == 1lu);"
+    );
+    each(s, "    ", w, &|j| {
+        format!("x[{j}] = (t[{j}] & keep) | (y[{j}] & ~keep);")
+    });
 }
 
 /// Writes `f(j)` for every limb `j`, one line each.
@@ -196,20 +198,8 @@ fn entries(s: &mut String, w: usize) {
     each(s, "    ", w, &|j| {
         format!("v = u64(x[{j}]) + u64(y[{j}]) + c; t[{j}] = u32(v); c = v >> 32u;")
     });
-    let _ = writeln!(
-        s,
-        "    t[{w}] = u32(c);\n    var borrow = 0lu;\n    var d = 0lu;"
-    );
-    each(s, "    ", w, &|j| {
-        format!("d = u64(t[{j}]) - u64(consts[{j}]) - borrow; y[{j}] = u32(d); borrow = d >> 63u;")
-    });
-    let _ = writeln!(
-        s,
-        "    let keep = select(0u, 0xffffffffu, t[{w}] == 0u && borrow == 1lu);"
-    );
-    each(s, "    ", w, &|j| {
-        format!("x[{j}] = (t[{j}] & keep) | (y[{j}] & ~keep);")
-    });
+    let _ = writeln!(s, "    t[{w}] = u32(c);");
+    reduce_once(s, w);
     let head = |s: &mut String, name: &str| {
         let _ = write!(
             s,
@@ -394,17 +384,7 @@ pub mod cpu {
             t[w - 1] = v as u32;
             t[w] = t[w + 1].wrapping_add((v >> 32) as u32);
         }
-        let mut d = vec![0u32; w];
-        let mut borrow = 0u64;
-        for j in 0..w {
-            let v = u64::from(t[j])
-                .wrapping_sub(u64::from(m[j]))
-                .wrapping_sub(borrow);
-            d[j] = v as u32;
-            borrow = v >> 63;
-        }
-        let keep = 0u32.wrapping_sub(u32::from(t[w] == 0 && borrow == 1));
-        (0..w).map(|j| (t[j] & keep) | (d[j] & !keep)).collect()
+        reduce_once(m, &t)
     }
 
     /// `a_i b_i mod m`.
@@ -479,17 +459,10 @@ pub mod cpu {
             .collect()
     }
 
-    /// `(x + y) mod m` for `x, y < m`, the subtraction masked, as the shader's `addmod`.
-    fn addmod(m: &[u32], x: &[u32], y: &[u32]) -> Vec<u32> {
+    /// `t - m` when `t` (`W + 1` limbs, below `2m`) is at least `m`, else `t`: every limb
+    /// read and the choice masked, as the shader's `reduce_once`.
+    fn reduce_once(m: &[u32], t: &[u32]) -> Vec<u32> {
         let w = m.len();
-        let mut t = vec![0u32; w + 1];
-        let mut c = 0u64;
-        for j in 0..w {
-            let v = u64::from(x[j]) + u64::from(y[j]) + c;
-            t[j] = v as u32;
-            c = v >> 32;
-        }
-        t[w] = c as u32;
         let mut d = vec![0u32; w];
         let mut borrow = 0u64;
         for j in 0..w {
@@ -501,6 +474,20 @@ pub mod cpu {
         }
         let keep = 0u32.wrapping_sub(u32::from(t[w] == 0 && borrow == 1));
         (0..w).map(|j| (t[j] & keep) | (d[j] & !keep)).collect()
+    }
+
+    /// `(x + y) mod m` for `x, y < m`, the subtraction masked, as the shader's `addmod`.
+    fn addmod(m: &[u32], x: &[u32], y: &[u32]) -> Vec<u32> {
+        let w = m.len();
+        let mut t = vec![0u32; w + 1];
+        let mut c = 0u64;
+        for j in 0..w {
+            let v = u64::from(x[j]) + u64::from(y[j]) + c;
+            t[j] = v as u32;
+            c = v >> 32;
+        }
+        t[w] = c as u32;
+        reduce_once(m, &t)
     }
 
     /// `f_i * init * prod_w table[w][digit w of e_i] mod m`, as
@@ -540,25 +527,9 @@ pub mod cpu {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::montgomery::{FixedTable, Modulus, cpu as digits_cpu};
+    use crate::montgomery::test_numbers::*;
+    use crate::montgomery::{FixedTable, cpu as digits_cpu};
     use rand::{Rng, SeedableRng};
-
-    fn modulus(rng: &mut impl Rng, words: usize) -> Modulus {
-        let mut m: Vec<u32> = (0..words).map(|_| rng.random()).collect();
-        m[0] |= 1;
-        m[words - 1] |= 1 << 31;
-        Modulus::new(m).expect("modulus")
-    }
-
-    fn below(rng: &mut impl Rng, m: &Modulus, n: usize) -> Vec<u32> {
-        let w = m.words();
-        (0..n * w)
-            .map(|k| {
-                let v: u32 = rng.random();
-                if k % w == w - 1 { v >> 1 } else { v }
-            })
-            .collect()
-    }
 
     /// The 32-bit inverse: m0 * (-n0inv) = 1 mod 2^32.
     #[test]

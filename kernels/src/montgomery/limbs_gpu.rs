@@ -84,11 +84,10 @@ impl GpuMontgomery {
             &entries,
             &ENTRIES,
         )?;
-        let layout = Arc::new(layout);
         let mut wanted = None;
         for (name, pipe) in ENTRIES.iter().zip(pipes) {
             let p = Arc::new(Pipeline {
-                layout: (*layout).clone(),
+                layout: layout.clone(),
                 pipe,
             });
             if *name == entry {
@@ -143,13 +142,15 @@ impl GpuMontgomery {
             }
         };
         let out_bytes = (c.items * w * 4) as u64;
+        // m and R^2 as limbs, uploaded on the first batch of this modulus on this device.
+        let k = self.resident(&m.limbs_on_device, "montgomery limbs modulus", || {
+            [m.m.as_slice(), &m.r2].concat()
+        })?;
         ctx.scoped(
             wgpu::ErrorFilter::OutOfMemory,
             || {
-                let consts = [m.m.as_slice(), &m.r2].concat();
-                let k = pool.upload(dev, queue, "limbs consts", &bytes(&consts), U::STORAGE);
                 let u = pool.upload(dev, queue, "limbs params", &uniforms, U::UNIFORM);
-                let mut pooled = vec![k.clone(), u.clone()];
+                let mut pooled = vec![u.clone()];
                 let a = match (c.a, table) {
                     (Some(v), _) => {
                         let b = pool.upload(dev, queue, "limbs a", &bytes(v), U::STORAGE);
@@ -352,25 +353,9 @@ mod tests {
     use super::*;
     use crate::gpu::GpuContext;
     use crate::montgomery::fused::{Kind, Shape};
+    use crate::montgomery::test_numbers::*;
     use crate::montgomery::{cpu, limbs::cpu as twin};
     use rand::{Rng, SeedableRng};
-
-    fn modulus(rng: &mut impl Rng, words: usize) -> Modulus {
-        let mut m: Vec<u32> = (0..words).map(|_| rng.random()).collect();
-        m[0] |= 1;
-        m[words - 1] |= 1 << 31;
-        Modulus::new(m).expect("modulus")
-    }
-
-    fn below(rng: &mut impl Rng, m: &Modulus, n: usize) -> Vec<u32> {
-        let w = m.words();
-        (0..n * w)
-            .map(|k| {
-                let v: u32 = rng.random();
-                if k % w == w - 1 { v >> 1 } else { v }
-            })
-            .collect()
-    }
 
     /// The limbs program on the device (lavapipe in CI: fails, not skips, without an
     /// adapter or without 64-bit integers) equals its CPU twin and the 16-bit twin word for

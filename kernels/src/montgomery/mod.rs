@@ -196,3 +196,29 @@ fn check_exps(exps: &[u32], exp_words: usize, n: usize) -> Result<(), KernelErro
     }
     Ok(())
 }
+
+/// Numbers for the tests of the Montgomery kernels.
+#[cfg(test)]
+pub(crate) mod test_numbers {
+    use super::Modulus;
+    use rand::Rng;
+
+    /// A random odd modulus of `words` words with its top bit set.
+    pub(crate) fn modulus(rng: &mut impl Rng, words: usize) -> Modulus {
+        let mut m: Vec<u32> = (0..words).map(|_| rng.random()).collect();
+        m[0] |= 1;
+        m[words - 1] |= 1 << 31;
+        Modulus::new(m).expect("modulus")
+    }
+
+    /// `n` random numbers below `m` (top word halved).
+    pub(crate) fn below(rng: &mut impl Rng, m: &Modulus, n: usize) -> Vec<u32> {
+        let w = m.words();
+        (0..n * w)
+            .map(|k| {
+                let v: u32 = rng.random();
+                if k % w == w - 1 { v >> 1 } else { v }
+            })
+            .collect()
+    }
+}

@@ -24,6 +24,9 @@ pub struct Modulus {
     /// of one key no longer upload them per call.
     #[cfg(feature = "gpu")]
     pub(super) on_device: OnDevice,
+    /// The same constants as 32-bit limbs, for the limbs program.
+    #[cfg(feature = "gpu")]
+    pub(super) limbs_on_device: OnDevice,
 }
 
 impl PartialEq for Modulus {
@@ -72,6 +75,8 @@ impl Modulus {
             r2,
             #[cfg(feature = "gpu")]
             on_device: OnDevice::default(),
+            #[cfg(feature = "gpu")]
+            limbs_on_device: OnDevice::default(),
         })
     }
 

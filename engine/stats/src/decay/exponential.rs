@@ -346,20 +346,11 @@ impl ExponentialSum {
         let ahead_ok = !kinsey_kernels::gpu::stream::serial();
         let mut ahead = None;
         let mut pending: Option<(PendingSums, &mut [f64])> = None;
-        let parts: Vec<(&[f64], &mut [f64])> = xs
+        let mut parts = xs
             .chunks(GPU_STEPS)
             .zip(out.chunks_mut(GPU_STEPS))
-            .collect();
-        let firsts: Vec<u64> = parts
-            .iter()
-            .scan(self.t, |t, (part, _)| {
-                let a = *t;
-                *t += part.len() as u64;
-                Some(a)
-            })
-            .collect();
-        let lens: Vec<usize> = parts.iter().map(|(part, _)| part.len()).collect();
-        for (i, (part, dst)) in parts.into_iter().enumerate() {
+            .peekable();
+        while let Some((part, dst)) = parts.next() {
             let a = self.t;
             let chunk = RunningChunk {
                 l,
@@ -373,8 +364,9 @@ impl ExponentialSum {
                 Some(p) => Some(p),
                 None => self.noise.submit_draws(first_id(a, h), chunk.draws())?,
             };
-            if let (Some(&b), Some(&n), true) = (firsts.get(i + 1), lens.get(i + 1), ahead_ok) {
-                let count = (first_id(b + n as u64, h) - first_id(b, h)) as usize;
+            if let (Some((next, _)), true) = (parts.peek(), ahead_ok) {
+                let b = a + part.len() as u64;
+                let count = (first_id(b + next.len() as u64, h) - first_id(b, h)) as usize;
                 ahead = self.noise.submit_draws(first_id(b, h), count)?;
             }
             let Some(drawn) = drawn else {

@@ -225,13 +225,12 @@ impl WindowSum {
         let ahead_ok = !kinsey_kernels::gpu::stream::serial();
         let mut ahead: Option<PendingDraws> = None;
         let mut pending: Option<(PendingSums, Group<'_>)> = None;
-        let next_on_device: Vec<Option<(u64, usize)>> = plans
-            .iter()
-            .skip(1)
-            .map(|p| p.on_device.then_some((p.first, p.count)))
-            .chain([None])
-            .collect();
-        for (plan, next) in plans.into_iter().zip(next_on_device) {
+        let mut plans = plans.into_iter().peekable();
+        while let Some(plan) = plans.next() {
+            let next = plans
+                .peek()
+                .filter(|p| p.on_device)
+                .map(|p| (p.first, p.count));
             let steps = &xs[(plan.from - base) as usize..(plan.hi - base) as usize];
             let Some(g) = self.sums_gpu.as_ref().filter(|_| plan.on_device) else {
                 let mut z = vec![0i64; plan.count];
