@@ -15,7 +15,8 @@
 # KINSEY_FIGURES_LIMIT_SCALE multiplies every step's time limit (scripts/test.sh runs the
 # quick sizes with the unoptimised test build of kinsey). KINSEY_FIGURES_STEPS, a list of
 # step names, runs only those (a rerun of the steps a lease did not finish).
-# KINSEY_GPU_PIPELINE and KINSEY_GPU_TRACE are set per decay step (an A/B pair each).
+# KINSEY_GPU_PIPELINE and KINSEY_GPU_TRACE are set per decay step (an A/B pair each), and
+# KINSEY_GPU_PASSES=cpu for the second training step (its A/B pair).
 # KINSEY_GPU_MONTGOMERY (fused, steps, limbs or legacy), when set, picks the Paillier
 # kernels' GPU program for every step and is named in the table's header; the step
 # paillier-gpu-2048-legacy sets it to legacy (the 16-bit programs) for an A/B pair.
@@ -129,7 +130,12 @@ for m in window exponential running; do
     step "decay-gpu-serial-$m" 12 bench decay --json --device gpu --model "$m" --steps "$((STEPS / 4))"
   step "decay-cpu-$m" 15 bench decay --json --device cpu --model "$m" --steps "$STEPS"
 done
+# Training with its full passes on the device in f64 (the default under --device gpu),
+# then with them on the CPU and only the Hessian subsample on the GPU (KINSEY_GPU_PASSES=cpu,
+# the way before issue 53): an A/B pair on the same rows.
 step train-gpu 35 bench train --json --device gpu --rows "$ROWS" --dim 123
+KINSEY_GPU_PASSES=cpu \
+  step train-gpu-cpu-passes 30 bench train --json --device gpu --rows "$ROWS" --dim 123
 step train-cpu 35 bench train --json --device cpu --rows "$ROWS" --dim 123
 step paillier-crossover 45 bench paillier --json --crossover --device gpu --bits 2048 --max-batch "$X_MAX" --budget "$X_BUDGET"
 demo_out=$(mktemp -d)

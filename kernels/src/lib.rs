@@ -13,6 +13,10 @@
 //! hardware GPU one invocation per whole operation, on a software rasteriser a program of
 //! micro-operations where the whole would pass its loop budget.
 //!
+//! The `passes` kernel is training's full-data passes in f64 on the device (software `exp`
+//! and `log1p`, sums in a fixed order), beside the f32 logistic kernel of the Hessian
+//! subsample.
+//!
 //! The `dyadic` kernel draws the decayed sums' keyed noise (ChaCha20 keystream and alias tables).
 //!
 //! Layout: one folder per kernel with a GPU twin (`logistic/`, `kmeans/`, `montgomery/`, `dyadic/`: the interface in
@@ -30,6 +34,7 @@ pub mod gram;
 pub mod kmeans;
 pub mod logistic;
 pub mod montgomery;
+pub mod passes;
 pub mod perceptron;
 mod rows;
 pub mod window;
@@ -66,8 +71,9 @@ mod tests {
             let module = naga::front::wgsl::parse_str(&src)
                 .unwrap_or_else(|e| panic!("{stem}.wgsl: {}", e.emit_to_string(&src)));
             // 64-bit floats only where a kernel needs them (`window`: the same bits as
-            // the CPU's f64 sums); the device is asked for SHADER_F64 then.
-            let caps = if stem == "window" {
+            // the CPU's f64 sums; `passes`: training's f64 sums); the device is asked for
+            // SHADER_F64 then.
+            let caps = if stem == "window" || stem == "passes" {
                 naga::valid::Capabilities::FLOAT64
             } else {
                 naga::valid::Capabilities::empty()

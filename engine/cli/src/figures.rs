@@ -175,6 +175,32 @@ fn figures_of(step: &Step, v: &Value) -> Vec<Figure> {
             num(v, "rows_per_s"),
             "rows/s",
             &device,
+            size.clone(),
+        );
+        // One full pass alone, where the fit ran it, and the rate at which it reads the
+        // rows' bytes (beside the probe's in-device bandwidth: the pass's bound).
+        let pass_device = text(v, "pass_device");
+        let pass_s = num(v, "pass_seconds");
+        push(
+            "training, one full pass (loss and gradient)".into(),
+            pass_s,
+            "s",
+            &pass_device,
+            size.clone(),
+        );
+        let read = num(v, "pass_bytes").zip(pass_s).map(|(b, s)| b / s / 1e9);
+        push(
+            "training, one full pass: row bytes read".into(),
+            read,
+            "GB/s",
+            &pass_device,
+            size.clone(),
+        );
+        push(
+            "training, rows to the device".into(),
+            num(v, "upload_seconds").filter(|&u| u > 0.0),
+            "s",
+            &pass_device,
             size,
         );
     } else if let Some(s) = num(v, "wall_seconds").filter(|_| v.get("command").is_some()) {

@@ -141,6 +141,9 @@ pub struct Fit {
     /// Total seconds, including the warm start on the Hessian subsample.
     pub seconds: f64,
     pub(crate) warm_start_seconds: f64,
+    /// Seconds spent putting the rows on the device for the full passes (included in
+    /// `seconds`; 0 when the passes run on the CPU).
+    pub upload_seconds: f64,
     /// Rows fitted.
     pub n: usize,
     /// Where the kernel ran (`cpu (rayon, 2 threads)`, `gpu: ...`).
@@ -163,7 +166,8 @@ pub(crate) fn hessian_subsample(n: usize, m: usize) -> Option<Vec<usize>> {
 
 /// Train by (sub-sampled) Newton's method. `hess` provides Hessian sums over its rows (any
 /// device, all rows or a subsample); `exact` provides loss and gradient over all rows in
-/// f64 on the CPU (in memory or streamed: the same bits).
+/// f64: on the CPU (in memory or streamed: the same bits), or on the device
+/// ([`device_passes`]: the same sums within 1e-15 relative, not the same bits).
 pub fn train(
     hess: &dyn Passes,
     exact: &dyn Passes,
@@ -291,6 +295,7 @@ pub fn train(
         hessian_rows: nh,
         seconds: start.elapsed().as_secs_f64(),
         warm_start_seconds: 0.0,
+        upload_seconds: 0.0,
         n,
         device: hess.describe(),
     })
@@ -331,21 +336,82 @@ pub(crate) fn fit_rows(
 
 /// [`fit_rows`] over any [`Passes`]: rows in memory, or streamed from disk (then the
 /// subsample is gathered in one pass, and without a subsample the Hessian is summed by the
-/// streamed passes on the CPU). The same rows give the same model either way.
+/// streamed passes on the CPU). The same rows give the same model either way. Under
+/// `DevicePref::Gpu` with the rows in memory the full-data passes run on the device in f64
+/// ([`device_passes`]; without a subsample the Hessian too): the model then agrees with
+/// the CPU's within the solver's tolerance, not bit for bit.
 pub fn fit_passes(
     exact: &dyn Passes,
     device: kinsey_kernels::DevicePref,
     obj: &Objective,
     cfg: &SolverConfig,
 ) -> Result<Fit> {
+    let t = Instant::now();
+    let on_device = device_passes(exact, device)?;
+    let upload_s = t.elapsed().as_secs_f64();
+    let mut fit = fit_passes_on(exact, on_device.as_ref(), device, obj, cfg)?;
+    if on_device.is_some() {
+        fit.upload_seconds = upload_s;
+        fit.seconds += upload_s;
+    }
+    Ok(fit)
+}
+
+/// Training's full-data passes on the device (in f64: `kinsey_kernels::passes`), when the
+/// preference asks for the GPU, the rows are in memory and the device has 64-bit floats;
+/// `None` where they stay on the CPU (`KINSEY_GPU_PASSES=cpu` keeps them there, one half
+/// of an A/B pair).
+pub fn device_passes<'a>(
+    exact: &'a dyn Passes,
+    device: kinsey_kernels::DevicePref,
+) -> Result<Option<KernelPasses<'a>>> {
+    Ok(match exact.in_memory() {
+        Some(rows) => kinsey_kernels::passes::select(device, rows)?.map(KernelPasses),
+        None => None,
+    })
+}
+
+/// [`fit_passes`] with the full-data passes on `on_device` when given (from
+/// [`device_passes`]: a caller that times passes after the fit reuses the resident rows);
+/// the upload is the caller's to count.
+pub fn fit_passes_on(
+    exact: &dyn Passes,
+    on_device: Option<&KernelPasses<'_>>,
+    device: kinsey_kernels::DevicePref,
+    obj: &Objective,
+    cfg: &SolverConfig,
+) -> Result<Fit> {
+    let mut fit = fit_with(exact, on_device, device, obj, cfg)?;
+    if let Some(k) = on_device
+        && !fit.device.starts_with(&k.describe())
+    {
+        fit.device = format!("{}; full passes: {}", fit.device, k.describe());
+    }
+    Ok(fit)
+}
+
+/// [`fit_passes_on`] before the device is named.
+fn fit_with(
+    exact: &dyn Passes,
+    on_device: Option<&KernelPasses<'_>>,
+    device: kinsey_kernels::DevicePref,
+    obj: &Objective,
+    cfg: &SolverConfig,
+) -> Result<Fit> {
     let (n, d) = exact.shape();
+    let full: &dyn Passes = match on_device {
+        Some(k) => k,
+        None => exact,
+    };
     match hessian_subsample(n, cfg.hessian_rows) {
-        None => match exact.in_memory() {
-            Some(rows) => {
+        None => match (on_device, exact.in_memory()) {
+            // The full Hessian in f64 from the same resident rows.
+            (Some(k), _) => train(k, k, obj, cfg, None),
+            (None, Some(rows)) => {
                 let k = KernelPasses(kinsey_kernels::select(device, rows)?);
                 train(&k, exact, obj, cfg, None)
             }
-            None => {
+            (None, None) => {
                 if device == kinsey_kernels::DevicePref::Gpu {
                     return Err(Error::param(
                         "model.hessian_rows",
@@ -368,7 +434,7 @@ pub fn fit_passes(
             };
             let warm = train(&k, &sub_exact, obj, &warm_cfg, None)?;
             let warm_s = t.elapsed().as_secs_f64();
-            let mut fit = train(&k, exact, obj, cfg, Some(&warm.w))?;
+            let mut fit = train(&k, full, obj, cfg, Some(&warm.w))?;
             fit.warm_start_seconds = warm_s;
             fit.seconds += warm_s;
             fit.hessian_evaluations += warm.hessian_evaluations;
@@ -416,6 +482,38 @@ mod tests {
             w[j] += 1e-3;
             let s = k.sums(&w, false).expect("eval");
             assert!(obj.value(s.loss, ds.n(), &w) > fit.objective);
+        }
+    }
+
+    /// Under `DevicePref::Gpu` the full passes run on the device in f64 (lavapipe in CI):
+    /// the model is the CPU's within what the stopping rule allows (`||g|| / lambda` each,
+    /// by strong convexity), with and without a Hessian subsample; the fit names where its
+    /// passes ran and counts the upload. Must FAIL (not skip) without an adapter.
+    #[test]
+    fn full_passes_on_the_device_fit_the_cpus_model() {
+        use kinsey_kernels::DevicePref::{Cpu, Gpu};
+        let ds = synth::generate_one(20_000, 9, 4.0, 5, "s".into());
+        let obj = Objective::new(1e-3).expect("lambda");
+        for hessian_rows in [0, 2000] {
+            let cfg = SolverConfig {
+                hessian_rows,
+                ..SolverConfig::default()
+            };
+            let rows = ds.rows().expect("rows");
+            let cpu = fit_rows(rows, Cpu, &obj, &cfg).expect("cpu fit");
+            let gpu = fit_rows(rows, Gpu, &obj, &cfg).expect("gpu fit (lavapipe in CI)");
+            assert!(gpu.device.contains("f64 passes"), "{}", gpu.device);
+            assert!(gpu.upload_seconds > 0.0 && gpu.seconds >= gpu.upload_seconds);
+            assert!(gpu.grad_norm <= cfg.tolerance, "{}", gpu.grad_norm);
+            let gap = cpu
+                .w
+                .iter()
+                .zip(&gpu.w)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            let bound = (cpu.grad_norm + gpu.grad_norm) / obj.strong_convexity() + 1e-12;
+            assert!(gap <= bound, "models differ by {gap:e} > {bound:e}");
+            assert!((gpu.objective - cpu.objective).abs() <= 1e-12 * cpu.objective);
         }
     }
 
