@@ -41,6 +41,9 @@ export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp} KINSEY_NO_PROGRESS=1
 export WGPU_BACKEND=${WGPU_BACKEND:-vulkan}
 mkdir -p "$OUT" || exit 2
 RAW=$(mktemp -d)
+# The pipeline cache of this run, empty at its start: the probe's first compiles are cold,
+# every later step (each its own process) reads what the earlier ones compiled.
+export KINSEY_GPU_CACHE=$RAW/pipeline-cache
 : > "$RAW/steps.txt"
 
 # Sizes: Paillier batch (small first, then large enough to fill a GPU), the 3072-bit batch,
@@ -50,12 +53,12 @@ RAW=$(mktemp -d)
 # important steps come first.
 if [ "$quick" = 1 ]; then
   P_SMALL=4 P_2048=16 P_3072=2 P_CPU=16 X_MAX=2 X_BUDGET=2 STEPS=2000000 ROWS=100000 PARTIES=3 DIM=8
-  PROBE_BYTES=$((16 << 20))
+  PROBE_BYTES=$((16 << 20)) COMPILE_WORDS=8
   DEMO=(--parties 3 --dim 4 --smallest-party 500)
   mode="quick (small sizes)"
 else
   P_SMALL=256 P_2048=16384 P_3072=4096 P_CPU=1024 X_MAX=65536 X_BUDGET=1 STEPS=1000000000 ROWS=10000000 PARTIES=20 DIM=1000
-  PROBE_BYTES=$((256 << 20))
+  PROBE_BYTES=$((256 << 20)) COMPILE_WORDS=64,128
   DEMO=()
   mode="full"
 fi
@@ -103,12 +106,14 @@ step() {
   tail -n 4 "$RAW/$name.log"
   # The table and the logs after every step: a run cut short still leaves its figures.
   "$K" bench figures --raw "$RAW" --out "$OUT" > /dev/null 2>> "$RAW/figures.log"
-  tar -czf "$OUT/logs.tgz" -C "$RAW" . 2> /dev/null
+  tar -czf "$OUT/logs.tgz" --exclude=./pipeline-cache -C "$RAW" . 2> /dev/null
 }
 
 # First what the machine can do: the adapter's features and limits, the host link's and
 # device memory's bandwidth (every later figure is read against them).
-step gpu-probe 20 bench gpu-probe --bytes "$PROBE_BYTES"
+step gpu-probe 40 bench gpu-probe --bytes "$PROBE_BYTES" --compile-words "$COMPILE_WORDS"
+# The same compiles in a new process with the cache on disk (an A/B pair with the first).
+step gpu-probe-cached 20 bench gpu-probe --bytes 4096 --reps 1 --compile-words "$COMPILE_WORDS"
 P="bench paillier --json"
 step paillier-gpu-2048-small 40 $P --device gpu --bits 2048 --count "$P_SMALL" --threads 0
 step paillier-gpu-2048 70 $P --device gpu --bits 2048 --count "$P_2048" --threads 0
@@ -143,7 +148,7 @@ step demo-gpu 40 --overwrite demo --out "$demo_out" --device gpu --crypto-device
 rm -rf "$demo_out"
 
 "$K" bench figures --raw "$RAW" --out "$OUT"
-tar -czf "$OUT/logs.tgz" -C "$RAW" . 2> /dev/null
+tar -czf "$OUT/logs.tgz" --exclude=./pipeline-cache -C "$RAW" . 2> /dev/null
 rm -rf "$RAW"
 echo "figures: $OUT/figures.md"
 cat "$OUT/figures.md"

@@ -154,6 +154,30 @@ fn figures_of(step: &Step, v: &Value) -> Vec<Figure> {
         }
     } else if let Some(adapter) = v.get("adapter") {
         out.extend(probe_figures(step, adapter, v));
+    } else if let Some(c) = v.get("compile") {
+        // The first compile in the process (cold, or from the disk cache when a previous
+        // process saved it: the step's name says which), then again (the driver's memory).
+        let (what, device) = (text(c, "what"), text(v, "device"));
+        push(
+            format!("{what}: compile"),
+            num(c, "first_seconds"),
+            "s",
+            &device,
+            String::new(),
+        );
+        let again = format!("{what}: compile again in the process");
+        push(again, num(c, "again_seconds"), "s", &device, String::new());
+    } else if let Some(c) = v.get("pipeline_cache").filter(|c| !c.is_null()) {
+        let (path, device) = (text(c, "path"), text(v, "device"));
+        let read = "pipeline cache read from disk at start".into();
+        push(read, num(c, "loaded_bytes"), "bytes", &device, path.clone());
+        push(
+            "pipeline cache on disk".into(),
+            num(c, "saved_bytes"),
+            "bytes",
+            &device,
+            path,
+        );
     } else if v.get("steps_per_second").is_some() {
         out.extend(decay_figures(step, v));
     } else if v.get("rows_per_s").is_some() {
@@ -295,6 +319,7 @@ fn probe_figures(step: &Step, adapter: &Value, v: &Value) -> Vec<Figure> {
         let size = format!("{} bytes", num(&t, "bytes").unwrap_or(0.0));
         rows.push((text(&t, "what"), num(&t, "gb_per_s"), "GB/s", size));
     }
+
     rows.into_iter()
         .filter_map(|(figure, value, unit, size)| {
             value.filter(|x| x.is_finite()).map(|value| Figure {

@@ -2138,3 +2138,61 @@ fn sulq_kmeans_spilled_rows_give_the_held_centres() {
     );
     assert!(held.is_none());
 }
+
+/// `bench gpu-probe` compiles the heaviest shaders and keeps the driver's pipeline cache in
+/// `KINSEY_GPU_CACHE`: the file is 0600, the next process reads it back, a damaged file is
+/// ignored and rewritten, and `off` keeps none. On lavapipe (CI), which has a pipeline
+/// cache; must FAIL (not skip) without an adapter.
+#[test]
+fn gpu_probe_times_compiles_and_keeps_the_pipeline_cache() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tmp");
+    let cache = dir.path().join("cache");
+    let probe = |cache_env: &str| -> Vec<serde_json::Value> {
+        let o = Command::new(env!("CARGO_BIN_EXE_kinsey"))
+            .args(["bench", "gpu-probe", "--bytes", "4096", "--reps", "1"])
+            .args(["--compile-words", "4"])
+            .env("KINSEY_GPU_CACHE", cache_env)
+            .env("KINSEY_LOG", "warn")
+            .output()
+            .expect("kinsey runs");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json line"))
+            .collect()
+    };
+    let cache_of =
+        |lines: &[serde_json::Value]| lines.last().expect("lines")["pipeline_cache"].clone();
+    let env = cache.to_str().expect("utf-8");
+    let first = probe(env);
+    assert!(first[0].get("adapter").is_some() && first[0].get("transfers").is_some());
+    let compiled: Vec<&str> = first
+        .iter()
+        .filter_map(|l| l["compile"]["what"].as_str())
+        .collect();
+    assert!(
+        compiled
+            .iter()
+            .any(|w| w.starts_with("limbs program, 4 words"))
+            && compiled.iter().any(|w| w.starts_with("training passes")),
+        "{compiled:?}"
+    );
+    let c1 = cache_of(&first);
+    let path = std::path::PathBuf::from(c1["path"].as_str().expect("a cache file"));
+    assert!(path.starts_with(&cache), "{}", path.display());
+    let saved = c1["saved_bytes"].as_u64().expect("bytes");
+    assert!(saved > 0, "{c1}");
+    let mode = std::fs::metadata(&path).expect("file").permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "mode {mode:o}");
+    let c2 = cache_of(&probe(env));
+    assert_eq!(c2["loaded_bytes"].as_u64(), Some(saved), "{c2}");
+    std::fs::write(&path, b"kinsey-gpucache1 but damaged").expect("damage");
+    let c3 = cache_of(&probe(env));
+    assert_eq!(c3["loaded_bytes"].as_u64(), Some(0), "{c3}");
+    assert!(
+        std::fs::read(&path).expect("file").len() as u64 > saved,
+        "rewritten whole"
+    );
+    assert!(cache_of(&probe("off")).is_null());
+}

@@ -26,6 +26,8 @@ pub struct GpuContext {
     /// What the adapter offers (a superset).
     pub(crate) adapter_features: wgpu::Features,
     health: Arc<Health>,
+    /// The pipeline cache kept on disk, where the device and the environment allow one.
+    cache: Option<Arc<super::cache::DiskCache>>,
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -93,8 +95,11 @@ impl GpuContext {
         // 64-bit floats (the window kernels' f64 sums) and 64-bit integers (the Montgomery
         // kernel's limbs program) where the adapter has them; kernels check `has_f64` and
         // `has_int64`.
-        let features =
-            adapter_features & (wgpu::Features::SHADER_F64 | wgpu::Features::SHADER_INT64);
+        // The pipeline cache where the adapter keeps one (`gpu/cache.rs`).
+        let features = adapter_features
+            & (wgpu::Features::SHADER_F64
+                | wgpu::Features::SHADER_INT64
+                | wgpu::Features::PIPELINE_CACHE);
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("kinsey"),
             required_features: features,
@@ -113,6 +118,7 @@ impl GpuContext {
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
             on_error.mark(format!("uncaught wgpu error: {e}"));
         }));
+        let cache = super::cache::open(&device, &info, features).map(Arc::new);
         Ok(Self {
             device,
             queue,
@@ -121,6 +127,7 @@ impl GpuContext {
             features,
             adapter_features,
             health,
+            cache,
         })
     }
 
@@ -162,6 +169,12 @@ impl GpuContext {
             "{} ({:?}, {:?})",
             self.info.name, self.info.backend, self.info.device_type
         )
+    }
+
+    /// What the pipeline cache on disk did in this process (`None`: no cache; see
+    /// `KINSEY_GPU_CACHE`).
+    pub fn pipeline_cache(&self) -> Option<super::cache::CacheFacts> {
+        self.cache.as_ref().map(|c| c.facts())
     }
 
     /// Whether shaders may use `f64` (the device was opened with `SHADER_F64`).
@@ -244,12 +257,62 @@ pub(crate) fn build_pipelines(
     entries: &[wgpu::BindGroupLayoutEntry],
     entry_points: &[&str],
 ) -> Result<(wgpu::BindGroupLayout, Vec<wgpu::ComputePipeline>), KernelError> {
-    let device = &ctx.device;
-    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+    let desc = wgpu::ShaderModuleDescriptor {
         label: Some(label),
         source: wgpu::ShaderSource::Wgsl(wgsl.into()),
-    });
+    };
+    build_module(ctx, label, Module::Checked(desc), entries, entry_points)
+}
+
+/// [`build_pipelines`] for a source whose loops provably end, compiled without wgpu's
+/// per-iteration loop counters (bounds and division checks stay on).
+pub(crate) fn build_bounded_pipelines(
+    ctx: &GpuContext,
+    label: &str,
+    wgsl: &super::bounded::BoundedWgsl,
+    entries: &[wgpu::BindGroupLayoutEntry],
+    entry_points: &[&str],
+) -> Result<(wgpu::BindGroupLayout, Vec<wgpu::ComputePipeline>), KernelError> {
+    let desc = wgpu::ShaderModuleDescriptor {
+        label: Some(label),
+        source: wgpu::ShaderSource::Wgsl(wgsl.source().into()),
+    };
+    build_module(ctx, label, Module::Bounded(desc), entries, entry_points)
+}
+
+/// A shader module to create: with every runtime check, or without loop counters.
+enum Module<'a> {
+    Checked(wgpu::ShaderModuleDescriptor<'a>),
+    Bounded(wgpu::ShaderModuleDescriptor<'a>),
+}
+
+fn build_module(
+    ctx: &GpuContext,
+    label: &str,
+    module: Module<'_>,
+    entries: &[wgpu::BindGroupLayoutEntry],
+    entry_points: &[&str],
+) -> Result<(wgpu::BindGroupLayout, Vec<wgpu::ComputePipeline>), KernelError> {
+    let device = &ctx.device;
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let module = match module {
+        Module::Checked(desc) => device.create_shader_module(desc),
+        // SAFETY: with `force_loop_bounding` off, wgpu requires that no loop of the shader
+        // runs forever. A `Module::Bounded` is made only from a `BoundedWgsl`, whose
+        // constructor runs `gpu/bounded.rs::loops_end` on the source: every loop is
+        // `for (var V = INIT; V < BOUND; V++)` with a fixed bound and `V` untouched in the
+        // body, and there is no `loop` or `while`. Every other check stays on.
+        #[allow(unsafe_code)]
+        Module::Bounded(desc) => unsafe {
+            device.create_shader_module_trusted(
+                desc,
+                wgpu::ShaderRuntimeChecks {
+                    force_loop_bounding: false,
+                    ..wgpu::ShaderRuntimeChecks::checked()
+                },
+            )
+        },
+    };
     let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
         label: Some(label),
         entries,
@@ -268,7 +331,7 @@ pub(crate) fn build_pipelines(
                 module: &module,
                 entry_point: Some(entry),
                 compilation_options: Default::default(),
-                cache: None,
+                cache: ctx.cache.as_deref().map(|c| &c.cache),
             })
         })
         .collect();
@@ -277,6 +340,9 @@ pub(crate) fn build_pipelines(
     }
     // A driver that fails to compile a pipeline reports the device lost (silently in wgpu).
     ctx.healthy()?;
+    if let Some(c) = &ctx.cache {
+        c.save();
+    }
     Ok((layout, pipes))
 }
 

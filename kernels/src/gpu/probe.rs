@@ -200,3 +200,57 @@ mod tests {
         assert!(transfers(&ctx, 6, 1).is_err());
     }
 }
+
+/// One shader compiled and timed.
+#[derive(Debug, Clone)]
+pub struct Compile {
+    /// What was compiled ("limbs program, 128 words (4 entries)").
+    pub what: String,
+    /// Seconds of the first build in this process (from the disk cache when it had the
+    /// pipelines, see [`GpuContext::pipeline_cache`]).
+    pub first_seconds: f64,
+    /// Seconds of a second build of the same source (the driver's in-memory cache).
+    pub again_seconds: f64,
+}
+
+/// Compile kinsey's heaviest shaders and time each twice: the limbs program at each of
+/// `limbs_words` (where the device has 64-bit integers) and the f64 training passes (where
+/// it has 64-bit floats). The first compile in a process with an empty disk cache is what
+/// a first batch pays; the cache saves it for the next process.
+/// Each result goes to `each` as soon as it is measured (a run cut short keeps them).
+pub fn compiles(
+    ctx: &GpuContext,
+    limbs_words: &[usize],
+    each: &mut dyn FnMut(&Compile),
+) -> Result<(), KernelError> {
+    let timed = |f: &dyn Fn() -> Result<(), KernelError>| -> Result<f64, KernelError> {
+        let t = Instant::now();
+        f()?;
+        Ok(t.elapsed().as_secs_f64())
+    };
+    if ctx.has_int64() {
+        for &w in limbs_words {
+            if !(1..=crate::montgomery::MAX_WORDS).contains(&w) {
+                return Err(KernelError::Input(format!(
+                    "limbs program sizes are 1 to {} words, not {w}",
+                    crate::montgomery::MAX_WORDS
+                )));
+            }
+            let build = || crate::montgomery::limbs_build(ctx, w).map(|_| ());
+            each(&Compile {
+                what: format!("limbs program, {w} words (4 entries)"),
+                first_seconds: timed(&build)?,
+                again_seconds: timed(&build)?,
+            });
+        }
+    }
+    if ctx.has_f64() {
+        let build = || crate::passes::gpu::Pipelines::new(ctx).map(|_| ());
+        each(&Compile {
+            what: "training passes, f64 (4 entries)".into(),
+            first_seconds: timed(&build)?,
+            again_seconds: timed(&build)?,
+        });
+    }
+    Ok(())
+}

@@ -21,6 +21,7 @@ use super::numbers::{FixedTable, Modulus};
 use super::steps::{Program, regs};
 use crate::error::KernelError;
 use crate::gpu::{BufferPool, GpuContext, build_pipelines, grid, read_pod_after, storage_entry};
+pub(crate) use limbs_gpu::build as limbs_build;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
@@ -178,10 +179,40 @@ impl GpuMontgomery {
         self.ctx.describe()
     }
 
+    /// Whether the device is a software rasteriser.
+    pub(crate) fn is_software(&self) -> bool {
+        self.ctx.is_software()
+    }
+
     /// The program an operation of `kind` at moduli of `words` words runs on this device.
     pub(crate) fn shape(&self, words: usize, kind: Kind) -> Shape {
         let software = self.ctx.is_software() && !self.limbs_anywhere;
         fused::shape(software, self.int64, words, kind)
+    }
+
+    /// Build now the pipelines that products and powers at moduli of `words` words run on
+    /// this device (the limbs program's four entries, or the 16-bit program's), so that
+    /// the first batch finds them compiled (and the pipeline cache on disk has them).
+    pub(crate) fn warm(&self, words: usize) -> Result<(), KernelError> {
+        let windows = 8 * words;
+        for kind in [
+            Kind::Mul,
+            Kind::FixedPow { windows },
+            Kind::Pow {
+                wide: false,
+                windows,
+            },
+        ] {
+            match self.shape(words, kind) {
+                Shape::Limbs => {
+                    self.limbs_pipeline(words, "limbs_mul")?;
+                }
+                shape => {
+                    self.pipeline(words, entry_point(shape, kind))?;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn pipeline(&self, words: usize, entry: &'static str) -> Result<Arc<Pipeline>, KernelError> {

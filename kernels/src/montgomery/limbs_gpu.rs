@@ -7,7 +7,8 @@
 
 use super::{GpuMontgomery, Pending, Pipeline};
 use crate::error::KernelError;
-use crate::gpu::{build_pipelines, grid, storage_entry, uniform_dynamic_entry};
+use crate::gpu::bounded::BoundedWgsl;
+use crate::gpu::{build_bounded_pipelines, grid, storage_entry, uniform_dynamic_entry};
 use crate::montgomery::limbs;
 use crate::montgomery::numbers::{FixedTable, Modulus};
 use std::collections::VecDeque;
@@ -60,9 +61,24 @@ struct LimbsChunk<'a> {
     items: usize,
 }
 
+/// The limbs program for moduli of `words` limbs compiled without loop counters
+/// ([`BoundedWgsl`]): its layout and one pipeline per entry of [`ENTRIES`] (also what
+/// `bench gpu-probe` times).
+pub(crate) fn build(
+    ctx: &crate::gpu::GpuContext,
+    words: usize,
+) -> Result<(wgpu::BindGroupLayout, Vec<wgpu::ComputePipeline>), KernelError> {
+    let mut entries = vec![uniform_dynamic_entry(0)];
+    entries.extend((1..=4).map(|b| storage_entry(b, true)));
+    entries.extend((5..=6).map(|b| storage_entry(b, false)));
+    // Straight-line limb arithmetic whose few loops provably end: no loop counters.
+    let src = BoundedWgsl::new(limbs::source(words))?;
+    build_bounded_pipelines(ctx, "montgomery limbs", &src, &entries, &ENTRIES)
+}
+
 impl GpuMontgomery {
     /// The `limbs` pipeline `entry` for moduli of `words` limbs.
-    fn limbs_pipeline(
+    pub(super) fn limbs_pipeline(
         &self,
         words: usize,
         entry: &'static str,
@@ -74,16 +90,7 @@ impl GpuMontgomery {
         if let Some(p) = map.get(&(words, entry)) {
             return Ok(p.clone());
         }
-        let mut entries = vec![uniform_dynamic_entry(0)];
-        entries.extend((1..=4).map(|b| storage_entry(b, true)));
-        entries.extend((5..=6).map(|b| storage_entry(b, false)));
-        let (layout, pipes) = build_pipelines(
-            &self.ctx,
-            "montgomery limbs",
-            &limbs::source(words),
-            &entries,
-            &ENTRIES,
-        )?;
+        let (layout, pipes) = build(&self.ctx, words)?;
         let mut wanted = None;
         for (name, pipe) in ENTRIES.iter().zip(pipes) {
             let p = Arc::new(Pipeline {

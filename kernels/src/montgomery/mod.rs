@@ -17,6 +17,8 @@ pub mod cpu;
 mod fused;
 #[cfg(feature = "gpu")]
 pub mod gpu;
+#[cfg(feature = "gpu")]
+pub(crate) use gpu::limbs_build;
 pub mod limbs;
 mod numbers;
 #[cfg(feature = "gpu")]
@@ -104,6 +106,44 @@ impl BatchArith {
             Some(g) => format!("GPU {}", g.describe()),
             None => "CPU".into(),
         }
+    }
+
+    /// On a hardware GPU, build the pipelines for moduli of each of `words` words in a
+    /// background thread, so that their compile overlaps whatever the caller does before
+    /// its first batch (a batch that comes first waits for its own pipeline only). Nothing
+    /// on the CPU, nor on a software rasteriser (it compiles each entry when first used:
+    /// its compiles cost the same cores). A failed build is logged; the first batch that
+    /// needs the pipeline reports it.
+    pub fn warm_in_background(&self, words: &[usize]) {
+        #[cfg(feature = "gpu")]
+        if let Some(g) = self.gpu.clone().filter(|g| !g.is_software()) {
+            let words = words.to_vec();
+            let spawned = std::thread::Builder::new()
+                .name("kinsey-gpu-warm".into())
+                .spawn(move || {
+                    for w in words {
+                        if let Err(e) = g.warm(w) {
+                            tracing::debug!("warming the GPU pipelines for {w} words: {e}");
+                        }
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::debug!("no thread to warm the GPU pipelines: {e}");
+            }
+        }
+        #[cfg(not(feature = "gpu"))]
+        let _ = words;
+    }
+
+    /// Build the pipelines for moduli of `words` words now (on the CPU: nothing).
+    pub fn warm(&self, words: usize) -> Result<(), KernelError> {
+        #[cfg(feature = "gpu")]
+        if let Some(g) = &self.gpu {
+            return g.warm(words);
+        }
+        #[cfg(not(feature = "gpu"))]
+        let _ = words;
+        Ok(())
     }
 
     /// `a_i b_i mod m` for numbers below `m`.

@@ -38,7 +38,7 @@ struct Resident {
 }
 
 /// The shader's pipelines and their bind-group layout.
-struct Pipelines {
+pub(crate) struct Pipelines {
     layout: wgpu::BindGroupLayout,
     margins_gradient: wgpu::ComputePipeline,
     hessian: wgpu::ComputePipeline,
@@ -47,7 +47,8 @@ struct Pipelines {
 }
 
 impl Pipelines {
-    fn new(ctx: &GpuContext) -> Result<Self, KernelError> {
+    /// Compile the shader's four entries.
+    pub(crate) fn new(ctx: &GpuContext) -> Result<Self, KernelError> {
         let mut entries = vec![uniform_entry(0)];
         entries.extend((1..=3).map(|b| storage_entry(b, true)));
         entries.extend((4..=8).map(|b| storage_entry(b, false)));

@@ -67,6 +67,12 @@ impl Device {
         })
     }
 
+    /// Build the GPU pipelines for moduli of these words in the background (hardware only:
+    /// [`BatchArith::warm_in_background`]).
+    pub(crate) fn warm_in_background(&self, words: &[usize]) {
+        self.arith.warm_in_background(words);
+    }
+
     pub(crate) fn cpu() -> Self {
         Self {
             pref: DevicePref::Cpu,

@@ -163,6 +163,10 @@ impl Paillier {
             )));
         }
         self.device = Arc::new(gpu::Device::new(pref, policy)?);
+        // The pipelines for n^2 (encryption, products, powers) and p^2 (CRT decryption)
+        // compile while the caller generates keys and reads data.
+        let w = gpu::words_for(self.key_bits);
+        self.device.warm_in_background(&[2 * w, w]);
         Ok(self)
     }
 

@@ -1,6 +1,7 @@
 //! `kinsey bench gpu-probe`: what the GPU machine can do, as one JSON line (the adapter's
-//! features, subgroup sizes and limits, then the host link's and device memory's
-//! bandwidth), the first step of a GPU figures run.
+//! features, subgroup sizes and limits, the host link's and device memory's bandwidth,
+//! the compile time of the heaviest shaders and what the pipeline cache on disk did), the
+//! first step of a GPU figures run.
 
 use kinsey_core::{Error, Result};
 use kinsey_kernels::gpu::{GpuContext, probe};
@@ -15,6 +16,10 @@ pub(crate) struct ProbeArgs {
     /// Repetitions of each transfer (the best is kept).
     #[arg(long, default_value_t = 3)]
     reps: usize,
+    /// Sizes in 32-bit words of the limbs programs to compile and time (64: the moduli
+    /// p^2 of Paillier-2048's decryption; 128: its n^2). Empty: none.
+    #[arg(long, value_delimiter = ',', default_value = "64,128")]
+    compile_words: Vec<usize>,
 }
 
 /// Prints the probe as one JSON line.
@@ -23,6 +28,7 @@ pub(crate) fn run(a: &ProbeArgs) -> Result<()> {
     let f = ctx.facts();
     let transfers = probe::transfers(&ctx, a.bytes, a.reps)
         .map_err(|e| Error::param("bytes", e.to_string()))?;
+
     let v = json!({
         "adapter": {
             "device": f.describe,
@@ -36,5 +42,22 @@ pub(crate) fn run(a: &ProbeArgs) -> Result<()> {
             "seconds": t.seconds, "gb_per_s": t.gb_per_s})).collect::<Vec<_>>(),
     });
     println!("{v}");
+    // Then one line per compile as it finishes (a compile that runs past the step's limit
+    // leaves the lines before it), and what the disk cache read at start-up and holds now.
+    probe::compiles(&ctx, &a.compile_words, &mut |c| {
+        println!(
+            "{}",
+            json!({"device": f.describe, "compile": {"what": c.what,
+                "first_seconds": c.first_seconds, "again_seconds": c.again_seconds}})
+        );
+    })
+    .map_err(|e| Error::param("compile-words", e.to_string()))?;
+    let cache = ctx.pipeline_cache().map(
+        |c| json!({"path": c.path, "loaded_bytes": c.loaded_bytes, "saved_bytes": c.saved_bytes}),
+    );
+    println!(
+        "{}",
+        json!({ "device": f.describe, "pipeline_cache": cache })
+    );
     Ok(())
 }
