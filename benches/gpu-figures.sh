@@ -48,17 +48,18 @@ export KINSEY_GPU_CACHE=$RAW/pipeline-cache
 
 # Sizes: Paillier batch (small first, then large enough to fill a GPU), the 3072-bit batch,
 # the CPU batch, the crossover's largest batch and its seconds per GPU batch, decayed-sum
-# steps, training rows, protocol K and d, the demo's arguments. Worst case (every step
-# at its limit) about 11 minutes; a run is usually a third of that, and the most
+# steps, training rows, protocol K and d, the demo's arguments, the compiles timed, the
+# private-memory bisection's range. Worst case (every step at its limit) about 13
+# minutes, past the device run's 10 (the bisection, last, is what a cut loses); a run is usually a third of that, and the most
 # important steps come first.
 if [ "$quick" = 1 ]; then
   P_SMALL=4 P_2048=16 P_3072=2 P_CPU=16 X_MAX=2 X_BUDGET=2 STEPS=2000000 ROWS=100000 PARTIES=3 DIM=8
-  PROBE_BYTES=$((16 << 20)) COMPILE_WORDS=8
+  PROBE_BYTES=$((16 << 20)) COMPILE_WORDS=8 BIS_LO=2 BIS_HI=4 BIS_STEPS=1 BIS_ITEMS=4
   DEMO=(--parties 3 --dim 4 --smallest-party 500)
   mode="quick (small sizes)"
 else
   P_SMALL=256 P_2048=16384 P_3072=4096 P_CPU=1024 X_MAX=65536 X_BUDGET=1 STEPS=1000000000 ROWS=10000000 PARTIES=20 DIM=1000
-  PROBE_BYTES=$((256 << 20)) COMPILE_WORDS=64,128
+  PROBE_BYTES=$((256 << 20)) COMPILE_WORDS=64,128 BIS_LO=32 BIS_HI=128 BIS_STEPS=4 BIS_ITEMS=256
   DEMO=()
   mode="full"
 fi
@@ -146,6 +147,27 @@ step paillier-crossover 45 bench paillier --json --crossover --device gpu --bits
 demo_out=$(mktemp -d)
 step demo-gpu 40 --overwrite demo --out "$demo_out" --device gpu --crypto-device gpu --no-diagnostics "${DEMO[@]}"
 rm -rf "$demo_out"
+
+# Last (it may lose the device): where the 16-bit fused program's variable-base power stops
+# working as its private memory per invocation grows (an H100 lost its device at 64 words,
+# 10.2 KB, and not at 8.2 KB). Each size in its own process, so a lost device ends only
+# that one; a binary search over multiples of 4 words between BIS_LO and BIS_HI, at most
+# BIS_STEPS probes after the two ends.
+private_ok() {
+  KINSEY_GPU_MONTGOMERY=fused step "private-$1" 15 bench gpu-private --words "$1" --items "$BIS_ITEMS"
+  grep -q '"ok":true' "$RAW/private-$1.json" 2> /dev/null
+}
+lo=$BIS_LO hi=$BIS_HI
+if private_ok "$lo" && ! private_ok "$hi"; then
+  n=0
+  while [ $((hi - lo)) -gt 4 ] && [ "$n" -lt "$BIS_STEPS" ]; do
+    mid=$(((lo + hi) / 8 * 4))
+    [ "$mid" -le "$lo" ] && mid=$((lo + 4))
+    if private_ok "$mid"; then lo=$mid; else hi=$mid; fi
+    n=$((n + 1))
+  done
+  echo "fused variable-base power: works at $lo words, fails at $hi"
+fi
 
 "$K" bench figures --raw "$RAW" --out "$OUT"
 tar -czf "$OUT/logs.tgz" --exclude=./pipeline-cache -C "$RAW" . 2> /dev/null

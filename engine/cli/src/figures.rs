@@ -167,6 +167,24 @@ fn figures_of(step: &Step, v: &Value) -> Vec<Figure> {
         );
         let again = format!("{what}: compile again in the process");
         push(again, num(c, "again_seconds"), "s", &device, String::new());
+    } else if let Some(p) = v.get("private_memory") {
+        let device = text(v, "device");
+        let size = format!(
+            "{} words, {} bytes private, {} program",
+            num(p, "words").unwrap_or(0.0),
+            num(p, "private_bytes").unwrap_or(0.0),
+            text(p, "program")
+        );
+        let works = p.get("ok").and_then(Value::as_bool).map(f64::from);
+        let what = "variable-base power batch matches the CPU".into();
+        push(what, works, "1 = yes", &device, size.clone());
+        push(
+            "variable-base power batch".into(),
+            num(p, "seconds"),
+            "s",
+            &device,
+            size,
+        );
     } else if let Some(c) = v.get("pipeline_cache").filter(|c| !c.is_null()) {
         let (path, device) = (text(c, "path"), text(v, "device"));
         let read = "pipeline cache read from disk at start".into();

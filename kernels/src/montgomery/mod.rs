@@ -33,6 +33,15 @@ use crate::error::KernelError;
 #[cfg(feature = "gpu")]
 use crate::gpu::GpuContext;
 
+/// Private memory per invocation of the 16-bit fused program's variable-base power at
+/// moduli of `words` words (`shaders/montgomery.wgsl`: `FX`, `FY`, `FZ` and the 16-entry
+/// table `FTB` of `2 words` digits each, `FT` of `2 words + 2`, and `GI`): 10,252 bytes
+/// at 64 words, the size that lost an H100 (`bench gpu-private` bisects the threshold).
+pub fn fused_pow_private_bytes(words: usize) -> usize {
+    let dig = 2 * words;
+    4 * (3 * dig + 16 * dig + dig + 2 + 1)
+}
+
 /// The GPU twin.
 #[cfg(feature = "gpu")]
 type Gpu = gpu::GpuMontgomery;
@@ -133,6 +142,25 @@ impl BatchArith {
         }
         #[cfg(not(feature = "gpu"))]
         let _ = words;
+    }
+
+    /// The program a variable-base power (`pow`, not wide) at moduli of `words` words runs
+    /// on this device: `"limbs"`, `"fused"` or `"steps"` on a GPU, `"cpu"` without one.
+    pub fn pow_program(&self, words: usize) -> &'static str {
+        #[cfg(feature = "gpu")]
+        if let Some(g) = &self.gpu {
+            let kind = fused::Kind::Pow {
+                wide: false,
+                windows: 8 * words,
+            };
+            return match g.shape(words, kind) {
+                fused::Shape::Limbs => "limbs",
+                fused::Shape::Fused => "fused",
+                fused::Shape::Steps => "steps",
+            };
+        }
+        let _ = words;
+        "cpu"
     }
 
     /// Build the pipelines for moduli of `words` words now (on the CPU: nothing).

@@ -61,3 +61,82 @@ pub(crate) fn run(a: &ProbeArgs) -> Result<()> {
     );
     Ok(())
 }
+
+/// Arguments of `kinsey bench gpu-private`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct PrivateArgs {
+    /// Modulus size in 32-bit words (1 to the kernel's largest).
+    #[arg(long)]
+    words: usize,
+    /// Items in the batch.
+    #[arg(long, default_value_t = 256)]
+    items: usize,
+}
+
+/// Words of a generated number: xorshift from `seed` (a probe's operands, not secrets).
+fn words_from(seed: &mut u64, n: usize) -> Vec<u32> {
+    (0..n)
+        .map(|_| {
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            (*seed >> 32) as u32
+        })
+        .collect()
+}
+
+/// `bench gpu-private`: `items` variable-base powers at a `words`-word odd modulus on the
+/// GPU (the program `KINSEY_GPU_MONTGOMERY` picks: `fused` for the bisection), compared
+/// with the CPU twin. A failure, the device lost included, is `"ok": false` with the
+/// reason, not an error exit: the bisection reads it and goes on.
+pub(crate) fn private_memory(a: &PrivateArgs) -> Result<()> {
+    use kinsey_kernels::DevicePref;
+    use kinsey_kernels::montgomery::{BatchArith, MAX_WORDS, Modulus, fused_pow_private_bytes};
+    if !(1..=MAX_WORDS).contains(&a.words) {
+        return Err(Error::param(
+            "words",
+            format!("a modulus of 1 to {MAX_WORDS} words, not {}", a.words),
+        ));
+    }
+    if a.items == 0 {
+        return Err(Error::param("items", "at least one item"));
+    }
+    let w = a.words;
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ w as u64;
+    let mut m = words_from(&mut seed, w);
+    m[0] |= 1;
+    m[w - 1] |= 1 << 31;
+    let bases: Vec<u32> = (0..a.items)
+        .flat_map(|_| {
+            let mut b = words_from(&mut seed, w);
+            b[w - 1] &= 0x3fff_ffff; // below m: m's top bit is set
+            b
+        })
+        .collect();
+    let exps = words_from(&mut seed, a.items * w);
+    let m = Modulus::new(m).map_err(|e| Error::param("words", e.to_string()))?;
+    let gpu =
+        BatchArith::new(DevicePref::Gpu).map_err(|e| Error::param("device", e.to_string()))?;
+    let program = gpu.pow_program(w);
+    let want = BatchArith::cpu()
+        .pow(&m, &bases, false, &exps, w)
+        .map_err(|e| Error::Numerical(e.to_string()))?;
+    let t = std::time::Instant::now();
+    let got = gpu.pow(&m, &bases, false, &exps, w);
+    let seconds = t.elapsed().as_secs_f64();
+    let (ok, error) = match got {
+        Ok(g) if g == want => (true, None),
+        Ok(_) => (
+            false,
+            Some("the GPU's powers differ from the CPU's".to_string()),
+        ),
+        Err(e) => (false, Some(e.to_string())),
+    };
+    println!(
+        "{}",
+        json!({"device": gpu.describe(), "private_memory": {"words": w,
+            "private_bytes": fused_pow_private_bytes(w), "program": program, "items": a.items,
+            "ok": ok, "seconds": seconds, "error": error}})
+    );
+    Ok(())
+}

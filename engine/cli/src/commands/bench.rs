@@ -39,6 +39,10 @@ enum Which {
     /// The GPU adapter's features, subgroup sizes and limits, and the bandwidth of the
     /// host link and device memory (one JSON line).
     GpuProbe(crate::benchmarks::gpu_probe::ProbeArgs),
+    /// One variable-base power batch at a modulus size on the GPU, checked against the
+    /// CPU, with the private memory per invocation of the 16-bit fused program (one JSON
+    /// line; `benches/gpu-figures.sh` bisects where the fused program stops working).
+    GpuPrivate(crate::benchmarks::gpu_probe::PrivateArgs),
     /// The table of figures of a `benches/gpu-figures.sh` run: reads each step's JSON lines
     /// from RAW, writes figures.md and figures.jsonl into OUT.
     Figures(FiguresArgs),
@@ -54,6 +58,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         Which::Protocol(x) => protocol(x),
         Which::Backend(x) => backend(x),
         Which::GpuProbe(x) => crate::benchmarks::gpu_probe::run(&x),
+        Which::GpuPrivate(x) => crate::benchmarks::gpu_probe::private_memory(&x),
         Which::Figures(x) => {
             let n = crate::figures::write(&x.raw, &x.out)?;
             println!(
