@@ -154,97 +154,12 @@ fn figures_of(step: &Step, v: &Value) -> Vec<Figure> {
         }
     } else if let Some(adapter) = v.get("adapter") {
         out.extend(probe_figures(step, adapter, v));
-    } else if let Some(c) = v.get("compile") {
-        // The first compile in the process (cold, or from the disk cache when a previous
-        // process saved it: the step's name says which), then again (the driver's memory).
-        let (what, device) = (text(c, "what"), text(v, "device"));
-        push(
-            format!("{what}: compile"),
-            num(c, "first_seconds"),
-            "s",
-            &device,
-            String::new(),
-        );
-        let again = format!("{what}: compile again in the process");
-        push(again, num(c, "again_seconds"), "s", &device, String::new());
-    } else if let Some(p) = v.get("private_memory") {
-        let device = text(v, "device");
-        let size = format!(
-            "{} words, {} bytes private, {} program",
-            num(p, "words").unwrap_or(0.0),
-            num(p, "private_bytes").unwrap_or(0.0),
-            text(p, "program")
-        );
-        let works = p.get("ok").and_then(Value::as_bool).map(f64::from);
-        let what = "variable-base power batch matches the CPU".into();
-        push(what, works, "1 = yes", &device, size.clone());
-        push(
-            "variable-base power batch".into(),
-            num(p, "seconds"),
-            "s",
-            &device,
-            size,
-        );
-    } else if let Some(c) = v.get("pipeline_cache").filter(|c| !c.is_null()) {
-        let (path, device) = (text(c, "path"), text(v, "device"));
-        let read = "pipeline cache read from disk at start".into();
-        push(read, num(c, "loaded_bytes"), "bytes", &device, path.clone());
-        push(
-            "pipeline cache on disk".into(),
-            num(c, "saved_bytes"),
-            "bytes",
-            &device,
-            path,
-        );
     } else if v.get("steps_per_second").is_some() {
         out.extend(decay_figures(step, v));
     } else if v.get("rows_per_s").is_some() {
-        let size = format!(
-            "{} x {}",
-            num(v, "rows").unwrap_or(0.0),
-            num(v, "dim").unwrap_or(0.0)
-        );
-        let device = text(v, "device");
-        push(
-            "training, Newton to the tolerance".into(),
-            num(v, "seconds"),
-            "s",
-            &device,
-            size.clone(),
-        );
-        push(
-            "training, row passes".into(),
-            num(v, "rows_per_s"),
-            "rows/s",
-            &device,
-            size.clone(),
-        );
-        // One full pass alone, where the fit ran it, and the rate at which it reads the
-        // rows' bytes (beside the probe's in-device bandwidth: the pass's bound).
-        let pass_device = text(v, "pass_device");
-        let pass_s = num(v, "pass_seconds");
-        push(
-            "training, one full pass (loss and gradient)".into(),
-            pass_s,
-            "s",
-            &pass_device,
-            size.clone(),
-        );
-        let read = num(v, "pass_bytes").zip(pass_s).map(|(b, s)| b / s / 1e9);
-        push(
-            "training, one full pass: row bytes read".into(),
-            read,
-            "GB/s",
-            &pass_device,
-            size.clone(),
-        );
-        push(
-            "training, rows to the device".into(),
-            num(v, "upload_seconds").filter(|&u| u > 0.0),
-            "s",
-            &pass_device,
-            size,
-        );
+        out.extend(train_figures(step, v));
+    } else if let Some(more) = device_line_figures(step, v) {
+        out.extend(more);
     } else if let Some(s) = num(v, "wall_seconds").filter(|_| v.get("command").is_some()) {
         push(
             format!("`{}`, wall time", text(v, "command")),
@@ -255,6 +170,121 @@ fn figures_of(step: &Step, v: &Value) -> Vec<Figure> {
         );
     }
     out
+}
+
+/// The figures of a `bench train` line: the fit, its passes, one full pass alone where
+/// the fit ran it and the rate at which it reads the rows' bytes (beside the probe's
+/// in-device bandwidth: the pass's bound), and the upload.
+fn train_figures(step: &Step, v: &Value) -> Vec<Figure> {
+    let size = format!(
+        "{} x {}",
+        num(v, "rows").unwrap_or(0.0),
+        num(v, "dim").unwrap_or(0.0)
+    );
+    let (device, pass_device) = (text(v, "device"), text(v, "pass_device"));
+    let pass_s = num(v, "pass_seconds");
+    let read = num(v, "pass_bytes").zip(pass_s).map(|(b, s)| b / s / 1e9);
+    let upload = num(v, "upload_seconds").filter(|&u| u > 0.0);
+    [
+        (
+            "training, Newton to the tolerance",
+            num(v, "seconds"),
+            "s",
+            &device,
+        ),
+        (
+            "training, row passes",
+            num(v, "rows_per_s"),
+            "rows/s",
+            &device,
+        ),
+        (
+            "training, one full pass (loss and gradient)",
+            pass_s,
+            "s",
+            &pass_device,
+        ),
+        (
+            "training, one full pass: row bytes read",
+            read,
+            "GB/s",
+            &pass_device,
+        ),
+        ("training, rows to the device", upload, "s", &pass_device),
+    ]
+    .into_iter()
+    .filter_map(|(f, value, unit, dev)| figure(step, (f.into(), value, unit), dev, size.clone()))
+    .collect()
+}
+
+/// The figures of the device lines of `bench gpu-probe` after its first (a compile, the
+/// pipeline cache) and of `bench gpu-private`; `None` for any other line.
+fn device_line_figures(step: &Step, v: &Value) -> Option<Vec<Figure>> {
+    let device = text(v, "device");
+    let rows: Vec<(String, Option<f64>, &'static str, String)> = if let Some(c) = v.get("compile") {
+        // The first compile in the process (cold, or from the disk cache when a previous
+        // process saved it: the step's name says which), then again (the driver's memory).
+        let what = text(c, "what");
+        vec![
+            (
+                format!("{what}: compile"),
+                num(c, "first_seconds"),
+                "s",
+                String::new(),
+            ),
+            (
+                format!("{what}: compile again in the process"),
+                num(c, "again_seconds"),
+                "s",
+                String::new(),
+            ),
+        ]
+    } else if let Some(p) = v.get("private_memory") {
+        let size = format!(
+            "{} words, {} bytes private, {} program",
+            num(p, "words").unwrap_or(0.0),
+            num(p, "private_bytes").unwrap_or(0.0),
+            text(p, "program")
+        );
+        let works = p.get("ok").and_then(Value::as_bool).map(f64::from);
+        vec![
+            (
+                "variable-base power batch matches the CPU".into(),
+                works,
+                "1 = yes",
+                size.clone(),
+            ),
+            (
+                "variable-base power batch".into(),
+                num(p, "seconds"),
+                "s",
+                size,
+            ),
+        ]
+    } else if let Some(c) = v.get("pipeline_cache").filter(|c| !c.is_null()) {
+        let path = text(c, "path");
+        vec![
+            (
+                "pipeline cache read from disk at start".into(),
+                num(c, "loaded_bytes"),
+                "bytes",
+                path.clone(),
+            ),
+            (
+                "pipeline cache on disk".into(),
+                num(c, "saved_bytes"),
+                "bytes",
+                path,
+            ),
+        ]
+    } else {
+        return None;
+    };
+    Some(
+        rows.into_iter()
+            .filter_map(|(f, value, unit, size)| figure(step, (f, value, unit), &device, size))
+            .collect(),
+    )
 }
 
 /// A figure of `step`, when its value is a finite number.

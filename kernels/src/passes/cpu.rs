@@ -3,7 +3,7 @@
 //! does); within an ulp per operation where it may round twice (lavapipe). One thread; what the device's passes are checked against, not the CPU's
 //! fast path (that is [`crate::logistic::cpu::CpuLogistic`]).
 
-use super::{Block, CHUNK, RED_GROUP, layout};
+use super::layout::{Block, CHUNK, RED_GROUP, layout};
 use crate::error::KernelError;
 use crate::logistic::LossSums;
 use crate::rows::Rows;

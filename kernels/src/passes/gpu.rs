@@ -3,7 +3,7 @@
 //! `shaders/passes.wgsl`), the groups' sums read back and added in f64 in order.
 
 use super::cpu::mirror_upper;
-use super::{Block, CHUNK, RED_GROUP, layout};
+use super::layout::{Block, CHUNK, RED_GROUP, layout};
 use crate::error::KernelError;
 use crate::gpu::{
     GpuContext, Output, build_pipelines, grid, read_pod, storage_entry, uniform_entry,
