@@ -200,6 +200,8 @@ bench paillier on an unknown device | bench paillier --bits 2048 --count 1 --thr
 a Paillier crossover with no GPU path | bench paillier --crossover --bits 2048 --device cpu | crossover ; GPU
 a Paillier crossover of batches up to 0 | bench paillier --crossover --bits 2048 --device gpu --max-batch 0 | max-batch ; 0
 a GPU probe of transfers that are no whole words | bench gpu-probe --bytes 6 | bytes ; 6 bytes ; multiple of 4
+a GPU probe compiling a limbs program past the largest modulus | bench gpu-probe --bytes 4096 --compile-words 64,9999 | compile-words ; 9999
+a private-memory probe of a 0-word modulus | bench gpu-private --words 0 | words ; 0
 demo with an unknown crypto device | demo --out WORK/d --crypto-device tpu --parties 2 --dim 2 --smallest-party 200 | device ; tpu
 demo with an intercept constant of 0 | demo --out WORK/d --parties 3 --dim 2 --smallest-party 200 --intercept 0 | intercept ; (0, 1)
 demo parties past the disk their spill would take | demo --out WORK/d --parties 3 --dim 1000 --smallest-party 1000000000 | --smallest-party ; GiB ; 1024

@@ -24,6 +24,13 @@ pub(crate) struct ProbeArgs {
 
 /// Prints the probe as one JSON line.
 pub(crate) fn run(a: &ProbeArgs) -> Result<()> {
+    let most = kinsey_kernels::montgomery::MAX_WORDS;
+    if let Some(w) = a.compile_words.iter().find(|&&w| !(1..=most).contains(&w)) {
+        return Err(Error::param(
+            "compile-words",
+            format!("limbs programs of 1 to {most} words, not {w}"),
+        ));
+    }
     let ctx = GpuContext::shared().map_err(|e| Error::param("device", e.to_string()))?;
     let f = ctx.facts();
     let transfers = probe::transfers(&ctx, a.bytes, a.reps)
