@@ -17,9 +17,10 @@
 # step names, runs only those (a rerun of the steps a lease did not finish).
 # KINSEY_GPU_PIPELINE and KINSEY_GPU_TRACE are set per decay step (an A/B pair each), and
 # KINSEY_GPU_PASSES=cpu for the second training step (its A/B pair).
-# KINSEY_GPU_MONTGOMERY (fused, steps, limbs or legacy), when set, picks the Paillier
-# kernels' GPU program for every step and is named in the table's header; the step
-# paillier-gpu-2048-legacy sets it to legacy (the 16-bit programs) for an A/B pair.
+# KINSEY_GPU_MONTGOMERY (fused, steps, limbs, coop or legacy), when set, picks the Paillier
+# kernels' GPU program for every step and is named in the table's header; the steps
+# paillier-gpu-2048-legacy and -coop set it to legacy (the 16-bit programs) and coop (the
+# cooperative products) for A/B pairs.
 set -uo pipefail
 quick=0
 for a in "$@"; do
@@ -122,6 +123,10 @@ step paillier-gpu-2048 70 $P --device gpu --bits 2048 --count "$P_2048" --thread
 # batch to keep the run short (their rates at 4,096 and 16,384 items are in BENCHMARKS.md).
 KINSEY_GPU_MONTGOMERY=legacy \
   step paillier-gpu-2048-legacy 40 $P --device gpu --bits 2048 --count "$((P_2048 / 4))" --threads 0
+# A/B: products (additions, and the products inside no power) over 16 cooperating lanes in
+# workgroup memory against one invocation each (the limbs program runs the powers either way).
+KINSEY_GPU_MONTGOMERY=coop \
+  step paillier-gpu-2048-coop 40 $P --device gpu --bits 2048 --count "$((P_2048 / 4))" --threads 0
 step paillier-gpu-3072 45 $P --device gpu --bits 3072 --count "$P_3072" --threads 0
 step paillier-cpu 35 $P --device cpu --bits 2048,3072 --count "$P_CPU" --threads 0
 step protocol-gpu 60 bench protocol --json --parties "$PARTIES" --dim "$DIM" --crypto-device gpu

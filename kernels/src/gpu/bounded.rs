@@ -75,15 +75,17 @@ fn matching(src: &str, open: usize) -> Option<usize> {
     None
 }
 
-/// Whether `bound` is a literal (`16u`) or a `let` the source never declares as a `var`.
+/// Whether `bound` is a literal (`16u`), a `const`, or a `let` the source never declares
+/// as a `var` (WGSL's `const` and `let` cannot change).
 fn fixed_bound(src: &str, bound: &str) -> bool {
     let literal = bound.trim_end_matches('u');
     if !literal.is_empty() && literal.chars().all(|c| c.is_ascii_digit()) {
         return true;
     }
-    bound.chars().all(is_ident_char)
-        && src.contains(&format!("let {bound} ="))
-        && !src.contains(&format!("var {bound}"))
+    let declared = ["let", "const"]
+        .iter()
+        .any(|k| src.contains(&format!("{k} {bound} =")) || src.contains(&format!("{k} {bound}:")));
+    bound.chars().all(is_ident_char) && declared && !src.contains(&format!("var {bound}"))
 }
 
 /// Whether `body` assigns or addresses `v` (`v =`, `v +=`, `v++`, `&v`, ...).
@@ -154,7 +156,7 @@ mod tests {
 
     #[test]
     fn only_loops_that_end_pass() {
-        let ok = "fn f() {\n  let np = P.a + 1u;\n  for (var i = 0u; i < 4u; i++) { x[i] = 0u; }\n\
+        let ok = "const CPL: u32 = 3u;\nfn f() {\n  for (var k = 0u; k < CPL; k++) { }\n  let np = P.a + 1u;\n  for (var i = 0u; i < 4u; i++) { x[i] = 0u; }\n\
                   for (var p = select(2u, 0u, w); p < np; p++) { let k = p / 5u; \
                   for (var e = 0u; e < 16u; e++) { y[e] = k; } }\n}";
         assert_eq!(loops_end(ok), Ok(()));

@@ -56,14 +56,25 @@ fn forced() -> Option<Forced> {
         Ok("steps") => Some(Forced::Program(Shape::Steps)),
         Ok("limbs") => Some(Forced::Program(Shape::Limbs)),
         Ok("legacy") => Some(Forced::Legacy),
+        // Products on the cooperative program (`coop_products`), powers on the limbs
+        // program: an A/B against `limbs` that differs in the products only.
+        Ok("coop") => Some(Forced::Program(Shape::Limbs)),
         Ok(other) => {
             tracing::warn!(
-                "KINSEY_GPU_MONTGOMERY = '{other}' ignored (fused, steps, limbs or legacy)"
+                "KINSEY_GPU_MONTGOMERY = '{other}' ignored (fused, steps, limbs, coop or legacy)"
             );
             None
         }
         Err(_) => None,
     })
+}
+
+/// Whether `KINSEY_GPU_MONTGOMERY=coop` sends products to the cooperative program
+/// (`coop.rs`: one product over 16 lanes), on devices with 64-bit integers: an A/B against
+/// the limbs program, not a default until a GPU has measured it.
+pub(crate) fn coop_products() -> bool {
+    static COOP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *COOP.get_or_init(|| std::env::var("KINSEY_GPU_MONTGOMERY").is_ok_and(|v| v == "coop"))
 }
 
 /// Largest moduli (in 32-bit words) a software rasteriser runs on the limbs program: its

@@ -99,6 +99,8 @@ pub struct GpuMontgomery {
     limbs_step: Option<usize>,
     /// The limbs program at every size, on a software rasteriser too (tests).
     limbs_anywhere: bool,
+    /// The cooperative product (`KINSEY_GPU_MONTGOMERY=coop`).
+    coop: super::coop::GpuCoop,
 }
 
 impl std::fmt::Debug for GpuMontgomery {
@@ -157,6 +159,7 @@ impl GpuMontgomery {
     pub fn new(ctx: GpuContext) -> Self {
         Self {
             int64: ctx.has_int64(),
+            coop: super::coop::GpuCoop::new(ctx.clone()),
             ctx,
             pipes: Arc::default(),
             pool: BufferPool::default(),
@@ -534,6 +537,9 @@ impl GpuMontgomery {
     /// `a_i b_i mod m`.
     pub(crate) fn mul(&self, m: &Modulus, a: &[u32], b: &[u32]) -> Result<Vec<u32>, KernelError> {
         let w = m.words();
+        if self.int64 && fused::coop_products() {
+            return self.coop.mul(m, a, b);
+        }
         if self.shape(w, Kind::Mul) == Shape::Limbs {
             return self.limbs_mul(m, a, b);
         }

@@ -12,6 +12,7 @@
 //! [`BatchArith`] picks the device; the Paillier backend decides which batches go to it.
 
 mod arith;
+pub mod coop;
 pub mod cpu;
 #[cfg(feature = "gpu")]
 mod fused;
