@@ -576,6 +576,12 @@ impl GpuMontgomery {
         let kind = Kind::FixedPow {
             windows: table.windows,
         };
+        if self.int64 && fused::coop_products() {
+            let resident = self.table_on_device(table)?;
+            return self
+                .coop
+                .fixed_pow(m, &resident, table.windows, exps, exp_words, factors);
+        }
         if self.shape(w, kind) == Shape::Limbs {
             return self.limbs_fixed_pow(m, table, exps, exp_words, factors);
         }

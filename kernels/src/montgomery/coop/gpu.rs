@@ -30,16 +30,30 @@ const JPL: u32 = {jpl}u;
 struct Params {{
     items: u32,
     gx: u32,
+    // fixed-base powers: the windows of this dispatch, the exponents' words, and whether
+    // this dispatch is the last (it multiplies the factor and writes the result)
+    win_from: u32,
+    win_to: u32,
+    exp_words: u32,
+    last: u32,
+    // fixed-base powers: the table's windows
+    windows: u32,
     pad0: u32,
-    pad1: u32,
 }}
 
 @group(0) @binding(0) var<uniform> P: Params;
 // m (W limbs), n' = -m^-1 mod R (W limbs), R^2 mod m (W limbs)
 @group(0) @binding(1) var<storage, read> consts: array<u32>;
+// products: the left operands; fixed-base powers: the table (window-major, 16 entries of
+// W limbs, Montgomery form) and then its initial accumulator
 @group(0) @binding(2) var<storage, read> a: array<u32>;
+// products: the right operands; fixed-base powers: the factors
 @group(0) @binding(3) var<storage, read> b: array<u32>;
-@group(0) @binding(4) var<storage, read_write> out: array<u32>;
+// fixed-base powers: the exponents (item-major, exp_words each)
+@group(0) @binding(4) var<storage, read> exps: array<u32>;
+// fixed-base powers: the accumulators between dispatches (item-major)
+@group(0) @binding(5) var<storage, read_write> acc: array<u32>;
+@group(0) @binding(6) var<storage, read_write> out: array<u32>;
 
 // Per item slot s: x at X[s W ..], y, q; the product P (2 W); the column sums (low and
 // high halves of the partial products, apart).
@@ -179,6 +193,74 @@ fn coop_mul(@builtin(workgroup_id) wid: vec3<u32>,
         }}
     }}
 }}
+
+// Windows win_from .. win_to of init prod_w table[w][digit w of e_i]: the accumulator from
+// `acc` (or the table's init on the first dispatch), each window's entry read by a full
+// masked scan of its 16 (the exponent is secret; lanes read consecutive limbs), one
+// product each; the last dispatch multiplies the factor and writes the result.
+@compute @workgroup_size({wg})
+fn coop_fixed_pow(@builtin(workgroup_id) wid: vec3<u32>,
+                  @builtin(local_invocation_index) li: u32) {{
+    let s = li / L;
+    let l = li % L;
+    let i = (wid.x + wid.y * P.gx) * {ipw}u + s;
+    let live = i < P.items;
+    for (var k = 0u; k < JPL; k++) {{
+        let j = l + k * L;
+        if j < W {{
+            var x = 0u;
+            if live {{
+                x = select(acc[i * W + j], a[P.windows * 16u * W + j], P.win_from == 0u);
+            }}
+            X[s * W + j] = x;
+        }}
+    }}
+    workgroupBarrier();
+    let nwin = P.win_to - P.win_from;
+    for (var p = 0u; p < nwin; p++) {{
+        let win = P.win_from + p;
+        var digit = 0u;
+        if live {{
+            digit = (exps[i * P.exp_words + win / 8u] >> (4u * (win % 8u))) & 15u;
+        }}
+        for (var k = 0u; k < JPL; k++) {{
+            let j = l + k * L;
+            if j < W {{
+                var v = 0u;
+                for (var e = 0u; e < 16u; e++) {{
+                    v |= a[(win * 16u + e) * W + j] & select(0u, 0xffffffffu, e == digit);
+                }}
+                Y[s * W + j] = v;
+            }}
+        }}
+        workgroupBarrier();
+        montmul(s, l);
+    }}
+    if P.last == 1u {{
+        for (var k = 0u; k < JPL; k++) {{
+            let j = l + k * L;
+            if j < W {{
+                var y = 0u;
+                if live {{
+                    y = b[i * W + j];
+                }}
+                Y[s * W + j] = y;
+            }}
+        }}
+        workgroupBarrier();
+        montmul(s, l);
+    }}
+    for (var k = 0u; k < JPL; k++) {{
+        let j = l + k * L;
+        if j < W && live {{
+            if P.last == 1u {{
+                out[i * W + j] = X[s * W + j];
+            }} else {{
+                acc[i * W + j] = X[s * W + j];
+            }}
+        }}
+    }}
+}}
 "#,
         cpl = (2 * w).div_ceil(l),
         jpl = w.div_ceil(l),
@@ -195,15 +277,41 @@ fn coop_mul(@builtin(workgroup_id) wid: vec3<u32>,
 struct Params {
     items: u32,
     gx: u32,
+    win_from: u32,
+    win_to: u32,
+    exp_words: u32,
+    last: u32,
+    windows: u32,
     pad0: u32,
-    pad1: u32,
 }
 
-/// A compiled `coop_mul` for one modulus size.
+/// The compiled entries for one modulus size.
 struct Program {
     layout: wgpu::BindGroupLayout,
-    pipe: wgpu::ComputePipeline,
+    mul: wgpu::ComputePipeline,
+    fixed_pow: wgpu::ComputePipeline,
     ipw: usize,
+}
+
+/// Loop iterations of one lane in one cooperative product at `w` words (its three column
+/// passes, and the carries and subtraction of lane 0): what a software rasteriser's loop
+/// budget is counted against.
+fn montmul_iterations(w: usize) -> usize {
+    let cpl = (2 * w).div_ceil(LANES);
+    3 * cpl * (w + 1) + 3 * 2 * w + 2 * w
+}
+
+/// Windows of a fixed-base power per dispatch: 16 on hardware (no dispatch long enough to
+/// lose a device), what fits llvmpipe's loop budget on a software rasteriser.
+fn windows_per_dispatch(software: bool, w: usize) -> usize {
+    if software {
+        let per_window = montmul_iterations(w) + 16 * w.div_ceil(LANES) + 1;
+        (crate::montgomery::steps::LOOP_BUDGET.saturating_sub(montmul_iterations(w) + 4 * w)
+            / per_window)
+            .max(1)
+    } else {
+        16
+    }
 }
 
 /// The cooperative product on one device, its programs built per modulus size.
@@ -211,6 +319,8 @@ struct Program {
 pub(crate) struct GpuCoop {
     ctx: GpuContext,
     programs: Arc<Mutex<HashMap<usize, Arc<Program>>>>,
+    /// Windows per dispatch, when a test sets it.
+    step: Option<usize>,
 }
 
 impl GpuCoop {
@@ -219,6 +329,16 @@ impl GpuCoop {
         Self {
             ctx,
             programs: Arc::default(),
+            step: None,
+        }
+    }
+
+    /// With `n` windows per dispatch (tests: many dispatches at small sizes).
+    #[cfg(test)]
+    fn with_windows_per_dispatch(self, n: usize) -> Self {
+        Self {
+            step: Some(n),
+            ..self
         }
     }
 
@@ -246,66 +366,152 @@ impl GpuCoop {
         }
         let src = BoundedWgsl::new(source(w, ipw))?;
         let mut entries = vec![uniform_entry(0)];
-        entries.extend((1..=3).map(|b| storage_entry(b, true)));
-        entries.push(storage_entry(4, false));
-        let (layout, mut pipes) =
-            build_bounded_pipelines(&self.ctx, "montgomery coop", &src, &entries, &["coop_mul"])?;
-        let pipe = pipes
-            .pop()
-            .ok_or_else(|| KernelError::Validation("no coop_mul pipeline".into()))?;
-        let p = Arc::new(Program { layout, pipe, ipw });
+        entries.extend((1..=4).map(|b| storage_entry(b, true)));
+        entries.extend((5..=6).map(|b| storage_entry(b, false)));
+        let (layout, pipes) = build_bounded_pipelines(
+            &self.ctx,
+            "montgomery coop",
+            &src,
+            &entries,
+            &["coop_mul", "coop_fixed_pow"],
+        )?;
+        let [mul, fixed_pow]: [wgpu::ComputePipeline; 2] = pipes
+            .try_into()
+            .map_err(|_| KernelError::Validation("expected two coop pipelines".into()))?;
+        let p = Arc::new(Program {
+            layout,
+            mul,
+            fixed_pow,
+            ipw,
+        });
         map.insert(w, p.clone());
         Ok(p)
+    }
+
+    /// The modulus' constants on the device: m, n', R^2.
+    fn consts(&self, m: &Modulus) -> wgpu::Buffer {
+        let mut consts = m.value().to_vec();
+        consts.extend(neg_inverse(m.value()));
+        consts.extend_from_slice(&m.r2);
+        let st = wgpu::BufferUsages::STORAGE;
+        self.ctx
+            .upload("coop consts", bytemuck::cast_slice(&consts), st)
+    }
+
+    /// Items per chunk at `w` words (each binding within the cap).
+    fn per_chunk(&self, w: usize, exp_words: usize) -> usize {
+        (self.ctx.binding_cap() as usize / (4 * w.max(exp_words))).clamp(1, 1 << 20)
+    }
+
+    /// One chunk of `items`: `blocks` dispatches of `pipe` in one submission (one
+    /// parameter block each, bound with the same buffers), the result read back.
+    fn run_chunk(
+        &self,
+        prog: &Program,
+        pipe: &wgpu::ComputePipeline,
+        bufs: [&wgpu::Buffer; 4],
+        (items, w_words): (usize, usize),
+        blocks: &[Params],
+    ) -> Result<Vec<u32>, KernelError> {
+        let ctx = &self.ctx;
+        let (gx, gy) = grid(items.div_ceil(prog.ipw) as u64, 1);
+        let acc = ctx.buffer(
+            "coop acc",
+            (items * w_words * 4) as u64,
+            wgpu::BufferUsages::STORAGE,
+        );
+        let res = ctx.output("coop out", (items * w_words * 4) as u64);
+        let binds: Vec<wgpu::BindGroup> = blocks
+            .iter()
+            .map(|p| {
+                let p = Params {
+                    items: items as u32,
+                    gx,
+                    ..*p
+                };
+                let params = ctx.upload(
+                    "coop params",
+                    bytemuck::bytes_of(&p),
+                    wgpu::BufferUsages::UNIFORM,
+                );
+                let [c, a, b, e] = bufs;
+                ctx.bind("coop", &prog.layout, &[&params, c, a, b, e, &acc, &res.gpu])
+            })
+            .collect();
+        ctx.submit("montgomery coop", |enc| {
+            for bind in &binds {
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("montgomery coop"),
+                    timestamp_writes: None,
+                });
+                pass.set_pipeline(pipe);
+                pass.set_bind_group(0, bind, &[]);
+                pass.dispatch_workgroups(gx, gy, 1);
+            }
+            res.copy_back(enc);
+        })?;
+        read_pod::<u32>(ctx, &res.read)
     }
 
     /// `a_i b_i mod m` (operands checked by the caller), in chunks within the binding cap.
     pub(crate) fn mul(&self, m: &Modulus, a: &[u32], b: &[u32]) -> Result<Vec<u32>, KernelError> {
         let w = m.words();
         let prog = self.program(w)?;
-        let ctx = &self.ctx;
         let st = wgpu::BufferUsages::STORAGE;
-        let mut consts = m.value().to_vec();
-        consts.extend(neg_inverse(m.value()));
-        consts.extend_from_slice(&m.r2);
-        let cbuf = ctx.upload("coop consts", bytemuck::cast_slice(&consts), st);
-        let per_chunk = (ctx.binding_cap() as usize / (4 * w)).clamp(1, 1 << 20);
+        let cbuf = self.consts(m);
+        let none = self.ctx.buffer("coop none", 16, st);
+        let per = self.per_chunk(w, 0);
         let mut out = Vec::with_capacity(a.len());
-        for (ac, bc) in a.chunks(per_chunk * w).zip(b.chunks(per_chunk * w)) {
-            let items = ac.len() / w;
-            let groups = items.div_ceil(prog.ipw) as u64;
-            let (gx, gy) = grid(groups, 1);
-            let p = Params {
-                items: items as u32,
-                gx,
-                pad0: 0,
-                pad1: 0,
-            };
-            let params = ctx.upload(
-                "coop params",
-                bytemuck::bytes_of(&p),
-                wgpu::BufferUsages::UNIFORM,
-            );
-            let abuf = ctx.upload("coop a", bytemuck::cast_slice(ac), st);
-            let bbuf = ctx.upload("coop b", bytemuck::cast_slice(bc), st);
-            let res = ctx.output("coop out", (ac.len() * 4) as u64);
-            let bind = ctx.bind(
-                "coop",
-                &prog.layout,
-                &[&params, &cbuf, &abuf, &bbuf, &res.gpu],
-            );
-            ctx.submit("coop mul", |enc| {
-                {
-                    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                        label: Some("coop mul"),
-                        timestamp_writes: None,
-                    });
-                    pass.set_pipeline(&prog.pipe);
-                    pass.set_bind_group(0, &bind, &[]);
-                    pass.dispatch_workgroups(gx, gy, 1);
-                }
-                res.copy_back(enc);
-            })?;
-            out.extend(read_pod::<u32>(ctx, &res.read)?);
+        for (ac, bc) in a.chunks(per * w).zip(b.chunks(per * w)) {
+            let abuf = self.ctx.upload("coop a", bytemuck::cast_slice(ac), st);
+            let bbuf = self.ctx.upload("coop b", bytemuck::cast_slice(bc), st);
+            let block = bytemuck::Zeroable::zeroed();
+            let bufs = [&cbuf, &abuf, &bbuf, &none];
+            out.extend(self.run_chunk(&prog, &prog.mul, bufs, (ac.len() / w, w), &[block])?);
+        }
+        Ok(out)
+    }
+
+    /// `f_i * init * prod_w table[w][digit w of e_i] mod m` with the table (Montgomery
+    /// form, then its init) resident in `table`, of `windows` windows; each chunk's windows
+    /// over dispatches of a bounded number (one submission), the accumulators on the device
+    /// between them.
+    pub(crate) fn fixed_pow(
+        &self,
+        m: &Modulus,
+        table: &wgpu::Buffer,
+        windows: usize,
+        exps: &[u32],
+        exp_words: usize,
+        factors: &[u32],
+    ) -> Result<Vec<u32>, KernelError> {
+        let w = m.words();
+        let prog = self.program(w)?;
+        let st = wgpu::BufferUsages::STORAGE;
+        let cbuf = self.consts(m);
+        let step = self
+            .step
+            .unwrap_or_else(|| windows_per_dispatch(self.ctx.is_software(), w));
+        let blocks: Vec<Params> = (0..windows)
+            .step_by(step)
+            .map(|from| Params {
+                win_from: from as u32,
+                win_to: (from + step).min(windows) as u32,
+                exp_words: exp_words as u32,
+                last: u32::from(from + step >= windows),
+                windows: windows as u32,
+                ..bytemuck::Zeroable::zeroed()
+            })
+            .collect();
+        let per = self.per_chunk(w, exp_words);
+        let mut out = Vec::with_capacity(factors.len());
+        for (fc, ec) in factors.chunks(per * w).zip(exps.chunks(per * exp_words)) {
+            let fbuf = self
+                .ctx
+                .upload("coop factors", bytemuck::cast_slice(fc), st);
+            let ebuf = self.ctx.upload("coop exps", bytemuck::cast_slice(ec), st);
+            let bufs = [&cbuf, table, &fbuf, &ebuf];
+            out.extend(self.run_chunk(&prog, &prog.fixed_pow, bufs, (fc.len() / w, w), &blocks)?);
         }
         Ok(out)
     }
@@ -334,6 +540,48 @@ mod tests {
             let got = coop.mul(&m, &a, &b).expect("coop mul");
             assert_eq!(got, cpu_mul(&m, &a, &b), "twin at {w} words");
             assert_eq!(got, cpu::mul(&m, &a, &b), "CPU at {w} words");
+        }
+    }
+
+    /// Fixed-base powers on the device equal the CPU's, over several dispatches of three
+    /// windows (the accumulators on the device between them), a partial last dispatch and a
+    /// partial last workgroup.
+    #[test]
+    fn coop_fixed_powers_match_the_cpu() {
+        let ctx = GpuContext::shared().expect("a GPU adapter (lavapipe in CI) must be available");
+        let coop = GpuCoop::new(ctx.clone()).with_windows_per_dispatch(3);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(12);
+        for (w, n, windows) in [(2usize, 5usize, 8usize), (16, 3, 40), (33, 6, 3)] {
+            let m = modulus(&mut rng, w);
+            let entries = below(&mut rng, &m, 16 * windows);
+            let init = below(&mut rng, &m, 1);
+            let table = crate::montgomery::FixedTable::new(&m, &entries, &init).expect("table");
+            let exp_words = windows.div_ceil(8);
+            let exps: Vec<u32> = (0..n * exp_words)
+                .map(|_| rand::Rng::random(&mut rng))
+                .collect();
+            let factors = below(&mut rng, &m, n);
+            let resident = [table.entries.as_slice(), &table.init].concat();
+            let st = wgpu::BufferUsages::STORAGE;
+            let tbuf = ctx.upload("test table", bytemuck::cast_slice(&resident), st);
+            let got = coop
+                .fixed_pow(&m, &tbuf, windows, &exps, exp_words, &factors)
+                .expect("coop fixed pow");
+            let want = cpu::fixed_pow(&m, &table, &exps, exp_words, &factors);
+            assert_eq!(got, want, "{w} words, {windows} windows");
+        }
+        // On a software rasteriser the dispatches stay within its loop budget.
+        let budget = crate::montgomery::steps::LOOP_BUDGET;
+        for w in [1, 64, 128, 256] {
+            let per = windows_per_dispatch(true, w);
+            // Per window a product and the table scan; then the factor's product.
+            let lane = per * (montmul_iterations(w) + 16 * w.div_ceil(LANES) + 1)
+                + montmul_iterations(w)
+                + 4 * w;
+            assert!(
+                lane <= budget || per == 1,
+                "{w} words: {lane} iterations a dispatch"
+            );
         }
     }
 
