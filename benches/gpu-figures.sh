@@ -123,8 +123,8 @@ step paillier-gpu-2048 70 $P --device gpu --bits 2048 --count "$P_2048" --thread
 # batch to keep the run short (their rates at 4,096 and 16,384 items are in BENCHMARKS.md).
 KINSEY_GPU_MONTGOMERY=legacy \
   step paillier-gpu-2048-legacy 40 $P --device gpu --bits 2048 --count "$((P_2048 / 4))" --threads 0
-# A/B: products and fixed-base powers (additions, encryptions) over 16 cooperating lanes in
-# workgroup memory against one invocation each (variable-base powers on limbs either way).
+# A/B: every operation over 16 cooperating lanes in workgroup memory (KINSEY_GPU_MONTGOMERY=coop)
+# against one invocation each.
 KINSEY_GPU_MONTGOMERY=coop \
   step paillier-gpu-2048-coop 40 $P --device gpu --bits 2048 --count "$((P_2048 / 4))" --threads 0
 step paillier-gpu-3072 45 $P --device gpu --bits 3072 --count "$P_3072" --threads 0

@@ -616,6 +616,12 @@ impl GpuMontgomery {
             wide,
             windows: exp_words * 8,
         };
+        if self.int64
+            && fused::coop_products()
+            && super::coop::pow_setup_fits(self.ctx.is_software(), w)
+        {
+            return self.coop.pow(m, bases, wide, exps, exp_words, shared);
+        }
         if self.shape(w, kind) == Shape::Limbs {
             return self.limbs_pow(m, bases, wide, exps, exp_words, shared);
         }

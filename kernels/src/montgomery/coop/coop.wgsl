@@ -25,9 +25,15 @@ struct Params {
     win_to: u32,
     exp_words: u32,
     last: u32,
-    // fixed-base powers: the table's windows
+    // fixed-base powers: the table's windows; variable-base powers: the exponent's
     windows: u32,
+    // variable-base powers: the exponents' stride (0: one shared), and whether the bases
+    // have 2 W limbs (reduced first)
+    exp_stride: u32,
+    wide: u32,
     pad0: u32,
+    pad1: u32,
+    pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
@@ -40,7 +46,9 @@ struct Params {
 @group(0) @binding(3) var<storage, read> b: array<u32>;
 // fixed-base powers: the exponents (item-major, exp_words each)
 @group(0) @binding(4) var<storage, read> exps: array<u32>;
-// fixed-base powers: the accumulators between dispatches (item-major)
+// fixed-base powers: the accumulators between dispatches (item-major); variable-base
+// powers: per item its accumulator (W limbs), then its base's powers 0 to 15 (Montgomery
+// form, W limbs each)
 @group(0) @binding(5) var<storage, read_write> acc: array<u32>;
 @group(0) @binding(6) var<storage, read_write> out: array<u32>;
 
@@ -130,6 +138,11 @@ fn montmul(s: u32, l: u32) {
         carries(s, 0u);
     }
     workgroupBarrier();
+    redc(s, l);
+}
+
+// x = P R^-1 mod m for the 2 W-limb P in PR (below m R).
+fn redc(s: u32, l: u32) {
     columns(s, l, 1u, W);
     workgroupBarrier();
     if l == 0u {
@@ -246,6 +259,164 @@ fn coop_fixed_pow(@builtin(workgroup_id) wid: vec3<u32>,
                 out[i * W + j] = X[s * W + j];
             } else {
                 acc[i * W + j] = X[s * W + j];
+            }
+        }
+    }
+}
+
+// y = x (lane l's limbs), or y = the constant c when `one`: 1 (c = 0) or R^2 (c = 1).
+fn set_y(s: u32, l: u32, from_x: bool, c: u32) {
+    for (var k = 0u; k < JPL; k++) {
+        let j = l + k * L;
+        if j < W {
+            if from_x {
+                Y[s * W + j] = X[s * W + j];
+            } else if c == 1u {
+                Y[s * W + j] = consts[2u * W + j];
+            } else {
+                Y[s * W + j] = select(0u, 1u, j == 0u);
+            }
+        }
+    }
+    workgroupBarrier();
+}
+
+// Item i's slot in `acc`: its accumulator, then its 16 powers.
+fn slot(i: u32) -> u32 {
+    return i * 17u * W;
+}
+
+// x to storage at `at` (lane l's limbs: each lane reads back only what it wrote).
+fn store_x(s: u32, l: u32, at: u32, live: bool) {
+    for (var k = 0u; k < JPL; k++) {
+        let j = l + k * L;
+        if j < W && live {
+            acc[at + j] = X[s * W + j];
+        }
+    }
+}
+
+// The base in Montgomery form (a wide one reduced first: lo R^-1 + hi, then twice times
+// R^2) and its powers 0 to 15 into the item's slot.
+@compute @workgroup_size(WG)
+fn coop_pow_setup(@builtin(workgroup_id) wid: vec3<u32>,
+                  @builtin(local_invocation_index) li: u32) {
+    let s = li / L;
+    let l = li % L;
+    let i = (wid.x + wid.y * P.gx) * IPW + s;
+    let live = i < P.items;
+    let iw = select(W, 2u * W, P.wide == 1u);
+    for (var k = 0u; k < CPL; k++) {
+        let j = l + k * L;
+        if j < 2u * W {
+            var v = 0u;
+            if live && j < iw {
+                v = a[i * iw + j];
+            }
+            if j < W {
+                X[s * W + j] = v;
+            }
+            PR[s * 2u * W + j] = v;
+        }
+    }
+    workgroupBarrier();
+    if P.wide == 1u {
+        redc(s, l);
+        set_y(s, l, false, 1u);
+        montmul(s, l);
+    }
+    set_y(s, l, false, 1u);
+    montmul(s, l);
+    // The base's powers: table[0] = R mod m, table[d + 1] = table[d] base.
+    let base = slot(i) + 2u * W;
+    store_x(s, l, base, live);
+    for (var k = 0u; k < JPL; k++) {
+        let j = l + k * L;
+        if j < W {
+            X[s * W + j] = select(0u, 1u, j == 0u);
+        }
+    }
+    set_y(s, l, false, 1u);
+    montmul(s, l);
+    for (var d = 0u; d < 16u; d++) {
+        store_x(s, l, slot(i) + W + d * W, live);
+        for (var k = 0u; k < JPL; k++) {
+            let j = l + k * L;
+            if j < W {
+                var v = 0u;
+                if live {
+                    v = acc[base + j];
+                }
+                Y[s * W + j] = v;
+            }
+        }
+        workgroupBarrier();
+        montmul(s, l);
+    }
+}
+
+// Windows win_from .. win_to of the exponent from the top: four squarings and a product by
+// the power the window selects (a full masked scan of the 16: the exponent is secret); the
+// accumulator from the item's slot (or its power 0 on the first dispatch); the last
+// dispatch takes the result out of Montgomery form and writes it.
+@compute @workgroup_size(WG)
+fn coop_pow(@builtin(workgroup_id) wid: vec3<u32>,
+            @builtin(local_invocation_index) li: u32) {
+    let s = li / L;
+    let l = li % L;
+    let i = (wid.x + wid.y * P.gx) * IPW + s;
+    let live = i < P.items;
+    let first = select(slot(i), slot(i) + W, P.win_from == 0u);
+    for (var k = 0u; k < JPL; k++) {
+        let j = l + k * L;
+        if j < W {
+            var x = 0u;
+            if live {
+                x = acc[first + j];
+            }
+            X[s * W + j] = x;
+        }
+    }
+    workgroupBarrier();
+    let nwin = P.win_to - P.win_from;
+    for (var p = 0u; p < nwin; p++) {
+        let win = P.windows - 1u - (P.win_from + p);
+        for (var q = 0u; q < 4u; q++) {
+            set_y(s, l, true, 0u);
+            montmul(s, l);
+        }
+        var digit = 0u;
+        if live {
+            digit = (exps[i * P.exp_stride + win / 8u] >> (4u * (win % 8u))) & 15u;
+        }
+        for (var k = 0u; k < JPL; k++) {
+            let j = l + k * L;
+            if j < W {
+                var v = 0u;
+                for (var e = 0u; e < 16u; e++) {
+                    var t = 0u;
+                    if live {
+                        t = acc[slot(i) + W + e * W + j];
+                    }
+                    v |= t & select(0u, 0xffffffffu, e == digit);
+                }
+                Y[s * W + j] = v;
+            }
+        }
+        workgroupBarrier();
+        montmul(s, l);
+    }
+    if P.last == 1u {
+        set_y(s, l, false, 0u);
+        montmul(s, l);
+    }
+    for (var k = 0u; k < JPL; k++) {
+        let j = l + k * L;
+        if j < W && live {
+            if P.last == 1u {
+                out[i * W + j] = X[s * W + j];
+            } else {
+                acc[slot(i) + j] = X[s * W + j];
             }
         }
     }

@@ -51,7 +51,11 @@ struct Params {
     exp_words: u32,
     last: u32,
     windows: u32,
+    exp_stride: u32,
+    wide: u32,
     pad0: u32,
+    pad1: u32,
+    pad2: u32,
 }
 
 /// The compiled entries for one modulus size.
@@ -59,6 +63,8 @@ struct Program {
     layout: wgpu::BindGroupLayout,
     mul: wgpu::ComputePipeline,
     fixed_pow: wgpu::ComputePipeline,
+    pow_setup: wgpu::ComputePipeline,
+    pow: wgpu::ComputePipeline,
     ipw: usize,
 }
 
@@ -68,6 +74,25 @@ struct Program {
 fn montmul_iterations(w: usize) -> usize {
     let cpl = (2 * w).div_ceil(LANES);
     3 * cpl * (w + 1) + 3 * 2 * w + 2 * w
+}
+
+/// Windows of a variable-base power per dispatch (four squarings, the scan and a product
+/// each): 8 on hardware, what fits llvmpipe's loop budget on a software rasteriser.
+fn pow_windows_per_dispatch(software: bool, w: usize) -> usize {
+    if software {
+        let per_window = 5 * montmul_iterations(w) + 4 * w.div_ceil(LANES) + 16 * w.div_ceil(LANES);
+        (crate::montgomery::steps::LOOP_BUDGET.saturating_sub(montmul_iterations(w) + 4 * w)
+            / per_window)
+            .max(1)
+    } else {
+        8
+    }
+}
+
+/// Whether a variable-base power's set-up dispatch (about 20 products) fits a software
+/// rasteriser's loop budget at `w` words (hardware: always).
+pub(crate) fn pow_setup_fits(software: bool, w: usize) -> bool {
+    !software || 20 * montmul_iterations(w) <= crate::montgomery::steps::LOOP_BUDGET
 }
 
 /// Windows of a fixed-base power per dispatch: 16 on hardware (no dispatch long enough to
@@ -142,15 +167,17 @@ impl GpuCoop {
             "montgomery coop",
             &src,
             &entries,
-            &["coop_mul", "coop_fixed_pow"],
+            &["coop_mul", "coop_fixed_pow", "coop_pow_setup", "coop_pow"],
         )?;
-        let [mul, fixed_pow]: [wgpu::ComputePipeline; 2] = pipes
+        let [mul, fixed_pow, pow_setup, pow]: [wgpu::ComputePipeline; 4] = pipes
             .try_into()
-            .map_err(|_| KernelError::Validation("expected two coop pipelines".into()))?;
+            .map_err(|_| KernelError::Validation("expected four coop pipelines".into()))?;
         let p = Arc::new(Program {
             layout,
             mul,
             fixed_pow,
+            pow_setup,
+            pow,
             ipw,
         });
         map.insert(w, p.clone());
@@ -177,22 +204,21 @@ impl GpuCoop {
     fn run_chunk(
         &self,
         prog: &Program,
-        pipe: &wgpu::ComputePipeline,
         bufs: [&wgpu::Buffer; 4],
-        (items, w_words): (usize, usize),
-        blocks: &[Params],
+        (items, w_words, acc_words): (usize, usize, usize),
+        blocks: &[(&wgpu::ComputePipeline, Params)],
     ) -> Result<Vec<u32>, KernelError> {
         let ctx = &self.ctx;
         let (gx, gy) = grid(items.div_ceil(prog.ipw) as u64, 1);
         let acc = ctx.buffer(
             "coop acc",
-            (items * w_words * 4) as u64,
+            (items * acc_words * 4) as u64,
             wgpu::BufferUsages::STORAGE,
         );
         let res = ctx.output("coop out", (items * w_words * 4) as u64);
         let binds: Vec<wgpu::BindGroup> = blocks
             .iter()
-            .map(|p| {
+            .map(|(_, p)| {
                 let p = Params {
                     items: items as u32,
                     gx,
@@ -208,7 +234,7 @@ impl GpuCoop {
             })
             .collect();
         ctx.submit("montgomery coop", |enc| {
-            for bind in &binds {
+            for (bind, (pipe, _)) in binds.iter().zip(blocks) {
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some("montgomery coop"),
                     timestamp_writes: None,
@@ -234,9 +260,9 @@ impl GpuCoop {
         for (ac, bc) in a.chunks(per * w).zip(b.chunks(per * w)) {
             let abuf = self.ctx.upload("coop a", bytemuck::cast_slice(ac), st);
             let bbuf = self.ctx.upload("coop b", bytemuck::cast_slice(bc), st);
-            let block = bytemuck::Zeroable::zeroed();
+            let block = (&prog.mul, bytemuck::Zeroable::zeroed());
             let bufs = [&cbuf, &abuf, &bbuf, &none];
-            out.extend(self.run_chunk(&prog, &prog.mul, bufs, (ac.len() / w, w), &[block])?);
+            out.extend(self.run_chunk(&prog, bufs, (ac.len() / w, w, w), &[block])?);
         }
         Ok(out)
     }
@@ -261,15 +287,18 @@ impl GpuCoop {
         let step = self
             .step
             .unwrap_or_else(|| windows_per_dispatch(self.ctx.is_software(), w));
-        let blocks: Vec<Params> = (0..windows)
+        let blocks: Vec<_> = (0..windows)
             .step_by(step)
-            .map(|from| Params {
-                win_from: from as u32,
-                win_to: (from + step).min(windows) as u32,
-                exp_words: exp_words as u32,
-                last: u32::from(from + step >= windows),
-                windows: windows as u32,
-                ..bytemuck::Zeroable::zeroed()
+            .map(|from| {
+                let p = Params {
+                    win_from: from as u32,
+                    win_to: (from + step).min(windows) as u32,
+                    exp_words: exp_words as u32,
+                    last: u32::from(from + step >= windows),
+                    windows: windows as u32,
+                    ..bytemuck::Zeroable::zeroed()
+                };
+                (&prog.fixed_pow, p)
             })
             .collect();
         let per = self.per_chunk(w, exp_words);
@@ -280,7 +309,70 @@ impl GpuCoop {
                 .upload("coop factors", bytemuck::cast_slice(fc), st);
             let ebuf = self.ctx.upload("coop exps", bytemuck::cast_slice(ec), st);
             let bufs = [&cbuf, table, &fbuf, &ebuf];
-            out.extend(self.run_chunk(&prog, &prog.fixed_pow, bufs, (fc.len() / w, w), &blocks)?);
+            out.extend(self.run_chunk(&prog, bufs, (fc.len() / w, w, w), &blocks)?);
+        }
+        Ok(out)
+    }
+
+    /// `x_i ^ e_i mod m` (bases of `2 W` limbs reduced first when `wide`; one exponent for
+    /// all when `shared`): a set-up dispatch (the base in Montgomery form and its powers 0
+    /// to 15 in device memory), then the windows from the top over dispatches of a bounded
+    /// number, in one submission per chunk.
+    pub(crate) fn pow(
+        &self,
+        m: &Modulus,
+        bases: &[u32],
+        wide: bool,
+        exps: &[u32],
+        exp_words: usize,
+        shared: bool,
+    ) -> Result<Vec<u32>, KernelError> {
+        let w = m.words();
+        let iw = if wide { 2 * w } else { w };
+        let prog = self.program(w)?;
+        let st = wgpu::BufferUsages::STORAGE;
+        let cbuf = self.consts(m);
+        let none = self.ctx.buffer("coop none", 16, st);
+        let windows = 8 * exp_words;
+        let step = self
+            .step
+            .unwrap_or_else(|| pow_windows_per_dispatch(self.ctx.is_software(), w));
+        let stride = if shared { 0 } else { exp_words as u32 };
+        let base = Params {
+            exp_words: exp_words as u32,
+            windows: windows as u32,
+            exp_stride: stride,
+            wide: u32::from(wide),
+            ..bytemuck::Zeroable::zeroed()
+        };
+        let mut blocks = vec![(&prog.pow_setup, base)];
+        blocks.extend((0..windows).step_by(step).map(|from| {
+            let p = Params {
+                win_from: from as u32,
+                win_to: (from + step).min(windows) as u32,
+                last: u32::from(from + step >= windows),
+                ..base
+            };
+            (&prog.pow, p)
+        }));
+        let per = self.per_chunk(17 * w, exp_words);
+        let n = bases.len() / iw;
+        let mut out = Vec::with_capacity(n * w);
+        for start in (0..n).step_by(per) {
+            let items = per.min(n - start);
+            let bbuf = self.ctx.upload(
+                "coop bases",
+                bytemuck::cast_slice(&bases[start * iw..(start + items) * iw]),
+                st,
+            );
+            let e = if shared {
+                exps
+            } else {
+                &exps[start * exp_words..(start + items) * exp_words]
+            };
+            let ebuf = self.ctx.upload("coop exps", bytemuck::cast_slice(e), st);
+            let bufs = [&cbuf, &bbuf, &none, &ebuf];
+            out.extend(self.run_chunk(&prog, bufs, (items, w, 17 * w), &blocks)?);
         }
         Ok(out)
     }
@@ -352,6 +444,44 @@ mod tests {
                 "{w} words: {lane} iterations a dispatch"
             );
         }
+    }
+
+    /// Variable-base powers on the device equal the CPU's: plain and wide bases, one
+    /// exponent each or one shared, over several dispatches of two windows.
+    #[test]
+    fn coop_powers_match_the_cpu() {
+        let ctx = GpuContext::shared().expect("a GPU adapter (lavapipe in CI) must be available");
+        let coop = GpuCoop::new(ctx).with_windows_per_dispatch(2);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(13);
+        for (w, n, exp_words) in [(1usize, 3usize, 1usize), (9, 5, 2), (20, 2, 1)] {
+            let m = modulus(&mut rng, w);
+            let plain = below(&mut rng, &m, n);
+            // Wide bases below m R: the high half below m.
+            let wide: Vec<u32> = below(&mut rng, &m, 2 * n)
+                .chunks(w)
+                .collect::<Vec<_>>()
+                .chunks(2)
+                .flat_map(|p| [p[0], p[1]].concat())
+                .collect();
+            let exps: Vec<u32> = (0..n * exp_words)
+                .map(|_| rand::Rng::random(&mut rng))
+                .collect();
+            for (bases, is_wide) in [(&plain, false), (&wide, true)] {
+                for shared in [false, true] {
+                    let e = if shared {
+                        &exps[..exp_words]
+                    } else {
+                        &exps[..]
+                    };
+                    let got = coop
+                        .pow(&m, bases, is_wide, e, exp_words, shared)
+                        .expect("coop pow");
+                    let want = cpu::pow(&m, bases, is_wide, e, exp_words, shared);
+                    assert_eq!(got, want, "{w} words, wide {is_wide}, shared {shared}");
+                }
+            }
+        }
+        assert!(pow_setup_fits(true, 64) && pow_setup_fits(false, 256));
     }
 
     /// The template is valid WGSL as it is, and every size of it too.

@@ -13,9 +13,10 @@
 //!
 //! CPU twin: [`cpu_mul`] (the same columns, carries and masked subtraction); GPU:
 //! `coop/coop.wgsl` with its sizes set per modulus (entries `coop_mul`, `a b mod m` as
-//! `x y R^-1` then times `R^2`, and `coop_fixed_pow`), run by `gpu::GpuCoop`.
-//! Chosen by `KINSEY_GPU_MONTGOMERY=coop` for products and fixed-base powers (an A/B
-//! against the limbs program); variable-base powers stay on the limbs program.
+//! `x y R^-1` then times `R^2`; `coop_fixed_pow`; `coop_pow_setup` and `coop_pow`), run by `gpu::GpuCoop`.
+//! Chosen by `KINSEY_GPU_MONTGOMERY=coop` for every operation (an A/B against the limbs
+//! program; on a software rasteriser variable-base powers whose set-up would pass its loop
+//! budget stay on the limbs program).
 
 pub mod cpu;
 #[cfg(feature = "gpu")]
@@ -23,4 +24,4 @@ mod gpu;
 
 pub use cpu::cpu_mul;
 #[cfg(feature = "gpu")]
-pub(crate) use gpu::GpuCoop;
+pub(crate) use gpu::{GpuCoop, pow_setup_fits};
