@@ -217,7 +217,8 @@ fn train(a: TrainArgs) -> Result<()> {
     let t = Instant::now();
     let on_device = logreg::device_passes(passes.as_ref(), a.device)?;
     let upload_s = t.elapsed().as_secs_f64();
-    let mut fit = logreg::fit_passes_on(passes.as_ref(), on_device.as_ref(), a.device, &obj, &solver)?;
+    let mut fit =
+        logreg::fit_passes_on(passes.as_ref(), on_device.as_ref(), a.device, &obj, &solver)?;
     if on_device.is_some() {
         fit.upload_seconds = upload_s;
         fit.seconds += upload_s;
