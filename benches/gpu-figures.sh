@@ -15,6 +15,8 @@
 # KINSEY_FIGURES_LIMIT_SCALE multiplies every step's time limit (scripts/test.sh runs the
 # quick sizes with the unoptimised test build of kinsey). KINSEY_FIGURES_STEPS, a list of
 # step names, runs only those (a rerun of the steps a lease did not finish).
+# KINSEY_FIGURES_BUDGET (seconds, default 540) bounds the whole run; steps past it are
+# recorded as skipped.
 # KINSEY_GPU_PIPELINE and KINSEY_GPU_TRACE are set per decay step (an A/B pair each), and
 # KINSEY_GPU_PASSES=cpu for the second training step (its A/B pair).
 # KINSEY_GPU_MONTGOMERY (fused, steps, limbs, coop or legacy), when set, picks the Paillier
@@ -50,9 +52,9 @@ export KINSEY_GPU_CACHE=$RAW/pipeline-cache
 # Sizes: Paillier batch (small first, then large enough to fill a GPU), the 3072-bit batch,
 # the CPU batch, the crossover's largest batch and its seconds per GPU batch, decayed-sum
 # steps, training rows, protocol K and d, the demo's arguments, the compiles timed, the
-# private-memory bisection's range. Worst case (every step at its limit) about 13
-# minutes, past the device run's 10 (the bisection, last, is what a cut loses); a run is usually a third of that, and the most
-# important steps come first.
+# private-memory bisection's range. Every step at its limit would take about 14 minutes;
+# KINSEY_FIGURES_BUDGET (see `step`) holds the run to 9, cutting the last steps (the
+# bisection first); a run usually takes a third of the 14.
 if [ "$quick" = 1 ]; then
   P_SMALL=4 P_2048=16 P_3072=2 P_CPU=16 X_MAX=2 X_BUDGET=2 STEPS=2000000 ROWS=100000 PARTIES=3 DIM=8
   PROBE_BYTES=$((16 << 20)) COMPILE_WORDS=8 BIS_LO=2 BIS_HI=4 BIS_STEPS=1 BIS_ITEMS=4
@@ -83,7 +85,12 @@ cat "$RAW/machine.txt"
 
 # step NAME SECONDS ARGS...: run `kinsey ARGS --json`-style commands under a time limit;
 # their stdout (JSON lines) into raw/NAME.json, then one line describing the step.
+# The whole run stays within KINSEY_FIGURES_BUDGET seconds (default 540: 9 minutes, times
+# the limit scale): a step gets at most what is left, and a step after the budget is spent
+# is recorded as skipped (the most important steps come first).
 scale=${KINSEY_FIGURES_LIMIT_SCALE:-1}
+budget=$((${KINSEY_FIGURES_BUDGET:-540} * scale))
+started=$(date +%s)
 step() {
   local name=$1 limit=$(($2 * scale))
   shift 2
@@ -91,6 +98,13 @@ step() {
     return 0
   fi
   echo "$name" >> "$RAW/steps.txt"
+  local left=$((budget - ($(date +%s) - started)))
+  if [ "$left" -lt 5 ]; then
+    printf '{"kinsey_step": {"command": "kinsey %s", "rc": -2, "seconds": 0, "limit": 0}}\n' "$*" > "$RAW/$name.json"
+    echo "== $name skipped: the run's ${budget} s are spent"
+    return 0
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
   echo "== $name (limit ${limit} s): kinsey $*"
   local t0 rc t1
   t0=$(date +%s.%N)

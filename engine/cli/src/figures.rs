@@ -439,6 +439,7 @@ pub(crate) fn write(raw: &Path, out: &Path) -> Result<usize> {
             let why = match step.rc {
                 124 | 137 => format!("ran out of its {:.0} s", step.limit),
                 -1 => "did not run".to_string(),
+                -2 => "skipped: the run's time budget was spent".to_string(),
                 rc => format!("failed (exit {rc})"),
             };
             let _ = writeln!(notes, "- `{}` {why}: `{}`", step.name, step.command);
@@ -558,7 +559,10 @@ mod tests {
 
         let dir = std::env::temp_dir().join(format!("kinsey-figures-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
-        std::fs::write(dir.join("steps.txt"), "a\nb\n").expect("steps");
+        std::fs::write(dir.join("steps.txt"), "a\nb\nc\n").expect("steps");
+        let skipped = json!({"kinsey_step": {"command": "kinsey bench gpu-private", "rc": -2,
+            "seconds": 0.0, "limit": 0}});
+        std::fs::write(dir.join("c.json"), format!("{skipped}\n")).expect("c");
         std::fs::write(
             dir.join("a.json"),
             format!(
@@ -580,6 +584,10 @@ mod tests {
         let md = std::fs::read_to_string(dir.join("figures.md")).expect("md");
         assert!(md.contains("- GPU: test"), "{md}");
         assert!(md.contains("`b` ran out of its 40 s"), "{md}");
+        assert!(
+            md.contains("`c` skipped: the run's time budget was spent"),
+            "{md}"
+        );
         let jsonl = std::fs::read_to_string(dir.join("figures.jsonl")).expect("jsonl");
         assert_eq!(jsonl.lines().count(), 6);
         std::fs::remove_dir_all(&dir).expect("clean");
