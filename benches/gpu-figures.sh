@@ -21,8 +21,8 @@
 # KINSEY_GPU_PASSES=cpu for the second training step (its A/B pair).
 # KINSEY_GPU_MONTGOMERY (fused, steps, limbs, coop or legacy), when set, picks the Paillier
 # kernels' GPU program for every step and is named in the table's header; the steps
-# paillier-gpu-2048-legacy and -coop set it to legacy (the 16-bit programs) and coop (the
-# cooperative products) for A/B pairs.
+# paillier-gpu-2048-legacy and -coop set it to legacy (the 16-bit programs) and coop (one
+# bignum over cooperating lanes; -coop-workgroup adds KINSEY_GPU_COOP=workgroup) for A/B.
 set -uo pipefail
 quick=0
 for a in "$@"; do
@@ -137,10 +137,13 @@ step paillier-gpu-2048 70 $P --device gpu --bits 2048 --count "$P_2048" --thread
 # batch to keep the run short (their rates at 4,096 and 16,384 items are in BENCHMARKS.md).
 KINSEY_GPU_MONTGOMERY=legacy \
   step paillier-gpu-2048-legacy 40 $P --device gpu --bits 2048 --count "$((P_2048 / 4))" --threads 0
-# A/B: every operation over 16 cooperating lanes in workgroup memory (KINSEY_GPU_MONTGOMERY=coop)
-# against one invocation each.
+# A/B: every operation with one item over cooperating lanes (KINSEY_GPU_MONTGOMERY=coop: a
+# subgroup, registers and shuffles; then 16 lanes in workgroup memory) against one
+# invocation each.
 KINSEY_GPU_MONTGOMERY=coop \
   step paillier-gpu-2048-coop 40 $P --device gpu --bits 2048 --count "$((P_2048 / 4))" --threads 0
+KINSEY_GPU_MONTGOMERY=coop KINSEY_GPU_COOP=workgroup \
+  step paillier-gpu-2048-coop-workgroup 30 $P --device gpu --bits 2048 --count "$((P_2048 / 4))" --threads 0
 step paillier-gpu-3072 45 $P --device gpu --bits 3072 --count "$P_3072" --threads 0
 step paillier-cpu 35 $P --device cpu --bits 2048,3072 --count "$P_CPU" --threads 0
 step protocol-gpu 60 bench protocol --json --parties "$PARTIES" --dim "$DIM" --crypto-device gpu

@@ -93,7 +93,7 @@ fn touches(body: &str, v: &str) -> bool {
     occurrences(body, v).any(|at| {
         let after = body[at + v.len()..].trim_start();
         let before = body[..at].trim_end();
-        before.ends_with('&')
+        (before.ends_with('&') && !before.ends_with("&&"))
             || after.starts_with("++")
             || after.starts_with("--")
             || (after.starts_with('=') && !after.starts_with("=="))
@@ -191,6 +191,11 @@ mod tests {
                 "{bad}: {got:?} (wanted `{why}`)"
             );
         }
+        // `&&` before the counter is a logical and, not its address.
+        assert_eq!(
+            loops_end("fn f() { for (var i = 0u; i < 4u; i++) { let b = a && i < 2u; } }"),
+            Ok(())
+        );
         // Comments and names that contain `for` or `loop` do not count.
         assert_eq!(
             loops_end("// a loop, while\nfn before_loop_x() { let format = 1u; }"),

@@ -95,10 +95,12 @@ impl GpuContext {
         // 64-bit floats (the window kernels' f64 sums) and 64-bit integers (the Montgomery
         // kernel's limbs program) where the adapter has them; kernels check `has_f64` and
         // `has_int64`.
-        // The pipeline cache where the adapter keeps one (`gpu/cache.rs`).
+        // Subgroup operations (the cooperative Montgomery programs' subgroup form); the
+        // pipeline cache where the adapter keeps one (`gpu/cache.rs`).
         let features = adapter_features
             & (wgpu::Features::SHADER_F64
                 | wgpu::Features::SHADER_INT64
+                | wgpu::Features::SUBGROUP
                 | wgpu::Features::PIPELINE_CACHE);
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("kinsey"),
@@ -180,6 +182,11 @@ impl GpuContext {
     /// Whether shaders may use `f64` (the device was opened with `SHADER_F64`).
     pub fn has_f64(&self) -> bool {
         self.features.contains(wgpu::Features::SHADER_F64)
+    }
+
+    /// Whether shaders may use subgroup operations (the device was opened with `SUBGROUP`).
+    pub fn has_subgroups(&self) -> bool {
+        self.features.contains(wgpu::Features::SUBGROUP)
     }
 
     /// Whether shaders may use `u64`/`i64` (the device was opened with `SHADER_INT64`).

@@ -30,15 +30,58 @@ pub(crate) fn source(w: usize, ipw: usize) -> String {
         ("IW2", ipw * 2 * w),
         ("WG", ipw * l),
     ];
+    with_sizes(COOP_WGSL, &sizes)
+}
+
+/// The subgroup form's WGSL template (valid as it is, at 8 limbs and 8 lanes).
+const SUBGROUP_WGSL: &str = include_str!("subgroup.wgsl");
+
+/// The subgroup form for moduli of `w` words on subgroups of `lanes` lanes: one item per
+/// subgroup, workgroups of 64 invocations.
+pub(crate) fn subgroup_source(w: usize, lanes: usize) -> String {
+    let sizes = [
+        ("W", w),
+        ("S", lanes),
+        ("K", w.div_ceil(lanes)),
+        ("IPW", 64 / lanes),
+        ("WG", 64),
+    ];
+    with_sizes(SUBGROUP_WGSL, &sizes)
+}
+
+/// `template` with the constants between its `@sizes` markers set to `sizes`.
+fn with_sizes(template: &str, sizes: &[(&str, usize)]) -> String {
     let mut block = String::new();
     for (name, v) in sizes {
         let _ = writeln!(block, "const {name}: u32 = {v}u;");
     }
-    let (head, rest) = COOP_WGSL
+    let (head, rest) = template
         .split_once("// @sizes begin\n")
-        .unwrap_or((COOP_WGSL, ""));
+        .unwrap_or((template, ""));
     let tail = rest.split_once("// @sizes end\n").map_or("", |(_, t)| t);
     format!("{head}// @sizes begin\n{block}// @sizes end\n{tail}")
+}
+
+/// Which form of the cooperative programs runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// One item per subgroup of this many lanes, operands in registers, shuffles.
+    Subgroup(usize),
+    /// One item per [`LANES`] lanes, operands in workgroup memory, barriers.
+    Workgroup,
+}
+
+/// The form for a device: subgroups where the adapter has them at one fixed size of 4 to 64
+/// lanes (a shader is generated for one size), workgroup memory otherwise or when
+/// `KINSEY_GPU_COOP=workgroup` asks for it (an A/B).
+pub(crate) fn form_for(ctx: &GpuContext) -> Form {
+    let (min, max) = (ctx.info.subgroup_min_size, ctx.info.subgroup_max_size);
+    let forced = std::env::var("KINSEY_GPU_COOP").is_ok_and(|v| v == "workgroup");
+    if ctx.has_subgroups() && min == max && (4..=64).contains(&min) && !forced {
+        Form::Subgroup(min as usize)
+    } else {
+        Form::Workgroup
+    }
 }
 
 #[repr(C)]
@@ -115,15 +158,33 @@ pub(crate) struct GpuCoop {
     programs: Arc<Mutex<HashMap<usize, Arc<Program>>>>,
     /// Windows per dispatch, when a test sets it.
     step: Option<usize>,
+    /// Subgroups or workgroup memory.
+    form: Form,
 }
 
 impl GpuCoop {
     /// On an opened device (it needs 64-bit integers).
     pub(crate) fn new(ctx: GpuContext) -> Self {
         Self {
+            form: form_for(&ctx),
             ctx,
             programs: Arc::default(),
             step: None,
+        }
+    }
+
+    /// The form in use.
+    pub(crate) fn form(&self) -> Form {
+        self.form
+    }
+
+    /// With the form `form` (tests: both forms on one device).
+    #[cfg(test)]
+    fn with_form(self, form: Form) -> Self {
+        Self {
+            form,
+            programs: Arc::default(),
+            ..self
         }
     }
 
@@ -150,15 +211,21 @@ impl GpuCoop {
                 self.ctx.describe()
             )));
         }
-        let limit = self.ctx.limits.max_compute_workgroup_storage_size as usize;
-        let ipw = items_per_group(w, limit);
-        if ipw == 0 {
-            return Err(KernelError::Input(format!(
-                "a cooperative product of {w} words needs more than the device's {limit} \
-                 bytes of workgroup memory"
-            )));
-        }
-        let src = BoundedWgsl::new(source(w, ipw))?;
+        let (src, ipw) = match self.form {
+            Form::Subgroup(lanes) => (subgroup_source(w, lanes), 64 / lanes),
+            Form::Workgroup => {
+                let limit = self.ctx.limits.max_compute_workgroup_storage_size as usize;
+                let ipw = items_per_group(w, limit);
+                if ipw == 0 {
+                    return Err(KernelError::Input(format!(
+                        "a cooperative product of {w} words needs more than the device's \
+                         {limit} bytes of workgroup memory"
+                    )));
+                }
+                (source(w, ipw), ipw)
+            }
+        };
+        let src = BoundedWgsl::new(src)?;
         let mut entries = vec![uniform_entry(0)];
         entries.extend((1..=4).map(|b| storage_entry(b, true)));
         entries.extend((5..=6).map(|b| storage_entry(b, false)));
@@ -386,21 +453,39 @@ mod tests {
     use crate::montgomery::test_numbers::{below, modulus};
     use rand::SeedableRng;
 
+    /// Both forms on the test device: the subgroup form (lavapipe has 8-lane subgroups:
+    /// the test fails, not skips, where it has none) and the workgroup-memory form.
+    fn forms(ctx: &GpuContext) -> Vec<GpuCoop> {
+        let coop = GpuCoop::new(ctx.clone());
+        let (min, max) = (ctx.info.subgroup_min_size, ctx.info.subgroup_max_size);
+        assert!(
+            ctx.has_subgroups() && min == max,
+            "{}: subgroups of one size expected (lavapipe has 8 lanes)",
+            ctx.describe()
+        );
+        vec![
+            coop.clone().with_form(Form::Subgroup(min as usize)),
+            coop.with_form(Form::Workgroup),
+        ]
+    }
+
     /// The cooperative product on the device equals its twin and the CPU's product, at
     /// sizes below, at and past the lane count, with a partial last workgroup. Must FAIL
     /// (not skip) without an adapter with 64-bit integers: CI's lavapipe has them.
     #[test]
     fn coop_matches_its_twin_and_the_cpu() {
         let ctx = GpuContext::shared().expect("a GPU adapter (lavapipe in CI) must be available");
-        let coop = GpuCoop::new(ctx);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
-        for (w, n) in [(1usize, 5usize), (7, 9), (16, 4), (33, 7), (64, 6)] {
-            let m = modulus(&mut rng, w);
-            let a = below(&mut rng, &m, n);
-            let b = below(&mut rng, &m, n);
-            let got = coop.mul(&m, &a, &b).expect("coop mul");
-            assert_eq!(got, cpu_mul(&m, &a, &b), "twin at {w} words");
-            assert_eq!(got, cpu::mul(&m, &a, &b), "CPU at {w} words");
+        for coop in forms(&ctx) {
+            for (w, n) in [(1usize, 5usize), (7, 9), (16, 4), (33, 7), (64, 6)] {
+                let m = modulus(&mut rng, w);
+                let a = below(&mut rng, &m, n);
+                let b = below(&mut rng, &m, n);
+                let got = coop.mul(&m, &a, &b).expect("coop mul");
+                let at = format!("{w} words, {:?}", coop.form());
+                assert_eq!(got, cpu_mul(&m, &a, &b), "twin at {at}");
+                assert_eq!(got, cpu::mul(&m, &a, &b), "CPU at {at}");
+            }
         }
     }
 
@@ -410,9 +495,11 @@ mod tests {
     #[test]
     fn coop_fixed_powers_match_the_cpu() {
         let ctx = GpuContext::shared().expect("a GPU adapter (lavapipe in CI) must be available");
-        let coop = GpuCoop::new(ctx.clone()).with_windows_per_dispatch(3);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(12);
-        for (w, n, windows) in [(2usize, 5usize, 8usize), (16, 3, 40), (33, 6, 3)] {
+        for (coop, (w, n, windows)) in forms(&ctx).into_iter().flat_map(|c| {
+            let c = c.with_windows_per_dispatch(3);
+            [(2usize, 5usize, 8usize), (16, 3, 40), (33, 6, 3)].map(|x| (c.clone(), x))
+        }) {
             let m = modulus(&mut rng, w);
             let entries = below(&mut rng, &m, 16 * windows);
             let init = below(&mut rng, &m, 1);
@@ -429,7 +516,7 @@ mod tests {
                 .fixed_pow(&m, &tbuf, windows, &exps, exp_words, &factors)
                 .expect("coop fixed pow");
             let want = cpu::fixed_pow(&m, &table, &exps, exp_words, &factors);
-            assert_eq!(got, want, "{w} words, {windows} windows");
+            assert_eq!(got, want, "{w} words, {windows} windows, {:?}", coop.form());
         }
         // On a software rasteriser the dispatches stay within its loop budget.
         let budget = crate::montgomery::steps::LOOP_BUDGET;
@@ -451,9 +538,11 @@ mod tests {
     #[test]
     fn coop_powers_match_the_cpu() {
         let ctx = GpuContext::shared().expect("a GPU adapter (lavapipe in CI) must be available");
-        let coop = GpuCoop::new(ctx).with_windows_per_dispatch(2);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(13);
-        for (w, n, exp_words) in [(1usize, 3usize, 1usize), (9, 5, 2), (20, 2, 1)] {
+        for (coop, (w, n, exp_words)) in forms(&ctx).into_iter().flat_map(|c| {
+            let c = c.with_windows_per_dispatch(2);
+            [(1usize, 3usize, 1usize), (9, 5, 2), (20, 2, 1)].map(|x| (c.clone(), x))
+        }) {
             let m = modulus(&mut rng, w);
             let plain = below(&mut rng, &m, n);
             // Wide bases below m R: the high half below m.
@@ -477,7 +566,11 @@ mod tests {
                         .pow(&m, bases, is_wide, e, exp_words, shared)
                         .expect("coop pow");
                     let want = cpu::pow(&m, bases, is_wide, e, exp_words, shared);
-                    assert_eq!(got, want, "{w} words, wide {is_wide}, shared {shared}");
+                    let form = coop.form();
+                    assert_eq!(
+                        got, want,
+                        "{w} words, wide {is_wide}, shared {shared}, {form:?}"
+                    );
                 }
             }
         }
@@ -487,8 +580,17 @@ mod tests {
     /// The template is valid WGSL as it is, and every size of it too.
     #[test]
     fn the_template_validates() {
-        let caps = naga::valid::Capabilities::SHADER_INT64;
-        for src in [COOP_WGSL.to_string(), source(64, 4), source(3, 1)] {
+        let caps = naga::valid::Capabilities::SHADER_INT64
+            | naga::valid::Capabilities::SUBGROUP
+            | naga::valid::Capabilities::SUBGROUP_BARRIER;
+        for src in [
+            COOP_WGSL.to_string(),
+            source(64, 4),
+            source(3, 1),
+            SUBGROUP_WGSL.to_string(),
+            subgroup_source(128, 32),
+            subgroup_source(5, 8),
+        ] {
             let module = naga::front::wgsl::parse_str(&src)
                 .unwrap_or_else(|e| panic!("{}", e.emit_to_string(&src)));
             naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
@@ -501,6 +603,10 @@ mod tests {
     fn every_loop_of_the_shader_ends() {
         for (w, ipw) in [(1, 4), (64, 4), (128, 2), (256, 1)] {
             assert!(BoundedWgsl::new(source(w, ipw)).is_ok(), "{w} words");
+            assert!(
+                BoundedWgsl::new(subgroup_source(w, 32)).is_ok(),
+                "{w} words"
+            );
         }
     }
 }
