@@ -174,7 +174,8 @@ impl GpuCoop {
     }
 
     /// The form in use.
-    pub(crate) fn form(&self) -> Form {
+    #[cfg(test)]
+    fn form(&self) -> Form {
         self.form
     }
 
