@@ -39,7 +39,7 @@ export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
 cargo fmt --all -- --check
 # The subcommand and decayed-sum modules are declared by macros (one registration line each), which
 # `cargo fmt` does not follow: check them by name.
-rustfmt --edition 2024 --check engine/cli/src/commands/*.rs engine/stats/src/decay/*.rs
+rustfmt --edition 2024 --check engine/cli/src/commands/*.rs engine/decay/src/*.rs
 # Clippy runs inside the test build: clippy-driver is the compiler of the workspace's own
 # crates (RUSTC_WORKSPACE_WRAPPER, what `cargo clippy` sets too), with the lints and
 # `-D warnings` of `cargo clippy --workspace --all-targets -- -D warnings`, so the

@@ -23,15 +23,15 @@
 use crate::DevicePref;
 use kinsey_core::{Error, Result};
 use kinsey_data::output::{Outputs, write_json};
+use kinsey_decay::release::Path as RunPath;
+use kinsey_decay::{KeyOrigin, ModelParams, Query, SeriesSource};
 use kinsey_dp::{Neighbours, NoiseRng};
-use kinsey_stats::decay::release::Path as RunPath;
-use kinsey_stats::decay::{KeyOrigin, ModelParams, Query, SeriesSource};
 use kinsey_stats::histogram::Binning;
 use kinsey_stats::histogram_query::{Bins, HistogramQuery};
 use std::path::{Path, PathBuf};
 
+pub use kinsey_decay::DecayRelease;
 pub use kinsey_stats as engine;
-pub use kinsey_stats::decay::DecayRelease;
 pub use kinsey_stats::histogram_query::HistogramReport;
 /// SuLQ releases (k-means, PCA) of a file's or a table's columns, as `kinsey sulq` makes
 /// them: [`sulq::Budget`], [`sulq::Columns`], [`sulq::kmeans`], [`sulq::pca`].
@@ -286,7 +286,7 @@ impl DecayedSumBuilder {
     /// least stated error, from public parameters only), or under [`zcdp`](Self::zcdp)
     /// also `blt`.
     pub fn mechanism(mut self, mechanism: &str) -> Self {
-        self.params.mechanism = kinsey_stats::decay::mechanism_param(Some(mechanism));
+        self.params.mechanism = kinsey_decay::mechanism_param(Some(mechanism));
         self
     }
 
@@ -354,7 +354,7 @@ impl DecayedSumBuilder {
                          not both",
                     ));
                 }
-                kinsey_stats::decay::zcdp::Zcdp::new(rho, self.params.delta)?.epsilon
+                kinsey_decay::zcdp::Zcdp::new(rho, self.params.delta)?.epsilon
             }
             None => crate::required_epsilon(self.epsilon)?,
         };

@@ -1,5 +1,5 @@
 //! The `window` kernel's CPU twin: the shader's two passes written plainly (the decayed
-//! sums' own CPU path, `kinsey_stats::decay::window`, is a faster rebuild of the same
+//! sums' own CPU path, `kinsey_decay::window`, is a faster rebuild of the same
 //! numbers; tests compare all three).
 
 use super::spec::WindowChunk;

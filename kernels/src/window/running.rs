@@ -1,4 +1,4 @@
-//! The segments of the decayed running sums (`kinsey_stats::decay`'s binary mechanism,
+//! The segments of the decayed running sums (`kinsey_decay`'s binary mechanism,
 //! weights 1, and its exponential sums, weights `alpha^(2^k)`), the part that is the same
 //! for every segment: one chunk of whole segments of `2^l` steps, each segment's levels
 //! `0..=l` formed (a node is its left child times the level's weight plus its right

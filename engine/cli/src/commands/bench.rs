@@ -372,7 +372,7 @@ struct HostStage {
 /// The chunked stream (`DecayedSum::stream`) over `steps` generated values in `{0..3}`
 /// (bits for `rr`), chunk by chunk: memory is one chunk, whatever the length.
 fn decay_throughput(a: &DecayArgs) -> Result<DecayThroughput> {
-    use kinsey_stats::decay::{self, ModelParams, Public};
+    use kinsey_decay::{self as decay, ModelParams, Public};
     if a.steps == 0 {
         return Err(Error::param("steps", "must be at least 1"));
     }
@@ -489,7 +489,7 @@ fn machine_limits(
     counters: usize,
 ) -> Result<(f64, f64)> {
     use rayon::prelude::*;
-    let noise = kinsey_stats::decay::noise::KeyedNoise::new(*key, 1, 1.0, 1, 1.0)?;
+    let noise = kinsey_decay::noise::KeyedNoise::new(*key, 1, 1.0, 1, 1.0)?;
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
     let (mut add_s, mut key_s, mut done, mut acc) = (0.0, 0.0, 0u64, 0.0);
     let mut xs = Vec::with_capacity(a.chunk);

@@ -1,5 +1,5 @@
 //! `kinsey decay`: private decayed sums of a time series (seed 004). The mechanism comes
-//! from `kinsey_stats::decay::build` (a registry of [`DecayedSum`] implementations); this
+//! from `kinsey_decay::build` (a registry of [`DecayedSum`] implementations); this
 //! file only reads the series, writes the release and, when asked, the diagnostics.
 //!
 //! A column series streams: read a chunk, run the mechanism's chunked path on it, write its
@@ -12,11 +12,11 @@ use kinsey_core::{Error, Result};
 use kinsey_data::output::{Outputs, write_json};
 use kinsey_data::series::{self, EventSpec, Predicate, Series};
 use kinsey_data::stream::{SeriesReader, SeriesWriter, count_steps};
-use kinsey_dp::release::NOT_PRIVATE_PREFIX;
-use kinsey_stats::decay::release::{ClampCheck, Path};
-use kinsey_stats::decay::{
+use kinsey_decay::release::{ClampCheck, Path};
+use kinsey_decay::{
     DecayRelease, DecayedSum, KeyOrigin, ModelParams, Query, SeriesSource, evaluate,
 };
+use kinsey_dp::release::NOT_PRIVATE_PREFIX;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -178,7 +178,7 @@ impl Args {
                 beta: self.beta,
                 horizon: self.horizon,
                 // The tree is the default: naming it keeps the default's label and bytes.
-                mechanism: kinsey_stats::decay::mechanism_param(self.mechanism.as_deref()),
+                mechanism: kinsey_decay::mechanism_param(self.mechanism.as_deref()),
                 arity: self.arity,
                 rho: self.rho,
                 delta: self.delta,
@@ -223,7 +223,7 @@ impl Args {
                 let rho = self
                     .rho
                     .ok_or_else(|| Error::param("rho", "--privacy zcdp needs --rho"))?;
-                let z = kinsey_stats::decay::zcdp::Zcdp::new(rho, self.delta)?;
+                let z = kinsey_decay::zcdp::Zcdp::new(rho, self.delta)?;
                 Ok((z.epsilon, z.delta))
             }
         }
@@ -520,7 +520,7 @@ fn run_streaming(a: Args) -> Result<()> {
         io_s += t.elapsed().as_secs_f64();
         t = Instant::now();
         if a.online {
-            kinsey_stats::decay::push_each(m.as_mut(), &xs, &mut est)?;
+            kinsey_decay::push_each(m.as_mut(), &xs, &mut est)?;
         } else {
             m.stream_into(&xs, &mut est)?;
         }

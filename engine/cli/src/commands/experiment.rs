@@ -45,7 +45,7 @@ struct MechanismsArgs {
 /// lengths and decays.
 fn mechanisms(a: MechanismsArgs) -> Result<()> {
     use crate::plot::{Chart, Series, XAxis, write_chart};
-    use kinsey_stats::decay::{self, ModelParams, Public, kary};
+    use kinsey_decay::{self as decay, ModelParams, Public, kary};
     kinsey_core::check_epsilon("epsilon", a.epsilon)?;
     let public = Public {
         epsilon: a.epsilon,

@@ -3,7 +3,7 @@
 //! the choice of arity and weights by stated error. Everything here is a function of
 //! public parameters only.
 
-use crate::decay::model::DecayedSum;
+use crate::model::DecayedSum;
 use kinsey_core::{Error, Result};
 
 /// The arities `--mechanism kary` chooses among (without `--arity`).
@@ -144,7 +144,7 @@ pub(super) fn levels_of(kind: Kind, k: u64) -> Result<u32> {
             digits_for(k, horizon)
         }
         Kind::Exponential { alpha, horizon } => {
-            crate::decay::model::check_alpha(alpha)?;
+            crate::model::check_alpha(alpha)?;
             match horizon {
                 Some(0) => return Err(Error::param("horizon", "must be >= 1 step")),
                 Some(h) => digits_for(k, h).min(unbounded_levels(k)),

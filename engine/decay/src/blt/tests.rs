@@ -4,8 +4,8 @@
 //! variant rejected), and its stated error against the Gaussian tree's.
 
 use super::*;
-use crate::decay::kary::{KarySum, mean_variance};
-use crate::decay::tests::{assert_paths_agree, mean_z2, small_series as series};
+use crate::kary::{KarySum, mean_variance};
+use crate::tests::{assert_paths_agree, mean_z2, small_series as series};
 
 fn zcdp() -> Zcdp {
     Zcdp::new(0.5, None).expect("valid")

@@ -3,8 +3,8 @@
 //! errors (with a 30%-too-small variant rejected), and the error against the binary tree.
 
 use super::*;
-use crate::decay::tests::{assert_paths_agree, mean_z2, small_series as series};
-use crate::decay::{ExponentialSum, WindowSum};
+use crate::tests::{assert_paths_agree, mean_z2, small_series as series};
+use crate::{ExponentialSum, WindowSum};
 
 fn key(i: u8) -> [u8; 32] {
     [i; 32]

@@ -3,7 +3,7 @@
 //! sensitivity over the horizon, and the stated variance of every estimate. Everything here
 //! is a function of public parameters only (the model, `W` or `alpha`, the horizon).
 
-use crate::decay::kary::Kind;
+use crate::kary::Kind;
 use kinsey_core::{Error, Result};
 
 /// Fraction bits of the encoder's `omega` (`omega = w / 2^24`).
