@@ -1,7 +1,8 @@
 // The cooperative Montgomery programs (kinsey_kernels::montgomery::coop): one product over
 // L lanes of a workgroup in workgroup memory, IPW items per workgroup. `coop::gpu::source`
-// replaces the sizes between the two markers for each modulus size; the ones here (4 limbs)
-// let naga check the file as it is.
+// replaces the sizes between the two markers for each modulus size and appends
+// bindings.wgsl; the sizes here (4 limbs)
+// let naga check it with bindings.wgsl appended.
 // @sizes begin
 const W: u32 = 4u;
 const W2: u32 = 8u;
@@ -16,41 +17,7 @@ const WG: u32 = 64u;
 // W: limbs; W2 = 2 W; L: lanes per item; CPL, JPL: columns of a 2 W-limb product and limbs
 // of W per lane (rounded up); IPW: items per workgroup; IW, IW2 = IPW W, IPW 2 W; WG = IPW L.
 
-struct Params {
-    items: u32,
-    gx: u32,
-    // fixed-base powers: the windows of this dispatch, the exponents' words, and whether
-    // this dispatch is the last (it multiplies the factor and writes the result)
-    win_from: u32,
-    win_to: u32,
-    exp_words: u32,
-    last: u32,
-    // fixed-base powers: the table's windows; variable-base powers: the exponent's
-    windows: u32,
-    // variable-base powers: the exponents' stride (0: one shared), and whether the bases
-    // have 2 W limbs (reduced first)
-    exp_stride: u32,
-    wide: u32,
-    pad0: u32,
-    pad1: u32,
-    pad2: u32,
-}
-
-@group(0) @binding(0) var<uniform> P: Params;
-// m (W limbs), n' = -m^-1 mod R (W limbs), R^2 mod m (W limbs)
-@group(0) @binding(1) var<storage, read> consts: array<u32>;
-// products: the left operands; fixed-base powers: the table (window-major, 16 entries of
-// W limbs, Montgomery form) and then its initial accumulator
-@group(0) @binding(2) var<storage, read> a: array<u32>;
-// products: the right operands; fixed-base powers: the factors
-@group(0) @binding(3) var<storage, read> b: array<u32>;
-// fixed-base powers: the exponents (item-major, exp_words each)
-@group(0) @binding(4) var<storage, read> exps: array<u32>;
-// fixed-base powers: the accumulators between dispatches (item-major); variable-base
-// powers: per item its accumulator (W limbs), then its base's powers 0 to 15 (Montgomery
-// form, W limbs each)
-@group(0) @binding(5) var<storage, read_write> acc: array<u32>;
-@group(0) @binding(6) var<storage, read_write> out: array<u32>;
+// Params and the bindings: bindings.wgsl.
 
 // Per item slot s: x at X[s W ..], y, q; the product P (2 W); the column sums (low and
 // high halves of the partial products, apart).

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 use std::sync::{Arc, Mutex};
 
-/// The programs' WGSL template (valid as it is, at 4 limbs).
+/// The programs' WGSL template (valid with `bindings.wgsl` appended, at 4 limbs).
 const COOP_WGSL: &str = include_str!("coop.wgsl");
 
 /// The WGSL of `coop_mul` and `coop_fixed_pow` for moduli of `w` words, `ipw` items per
@@ -33,7 +33,8 @@ pub(crate) fn source(w: usize, ipw: usize) -> String {
     with_sizes(COOP_WGSL, &sizes)
 }
 
-/// The subgroup form's WGSL template (valid as it is, at 8 limbs and 8 lanes).
+/// The subgroup form's WGSL template (valid with `bindings.wgsl` appended, at 8 limbs and
+/// 8 lanes).
 const SUBGROUP_WGSL: &str = include_str!("subgroup.wgsl");
 
 /// The subgroup form for moduli of `w` words on subgroups of `lanes` lanes: one item per
@@ -59,8 +60,12 @@ fn with_sizes(template: &str, sizes: &[(&str, usize)]) -> String {
         .split_once("// @sizes begin\n")
         .unwrap_or((template, ""));
     let tail = rest.split_once("// @sizes end\n").map_or("", |(_, t)| t);
-    format!("{head}// @sizes begin\n{block}// @sizes end\n{tail}")
+    format!("{head}// @sizes begin\n{block}// @sizes end\n{tail}\n{BINDINGS_WGSL}")
 }
+
+/// The parameters and bindings both templates share (WGSL's declarations may come in any
+/// order, so they are appended).
+const BINDINGS_WGSL: &str = include_str!("bindings.wgsl");
 
 /// Which form of the cooperative programs runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -578,17 +583,17 @@ mod tests {
         assert!(pow_setup_fits(true, 64) && pow_setup_fits(false, 256));
     }
 
-    /// The template is valid WGSL as it is, and every size of it too.
+    /// Each template is valid WGSL with the shared bindings, and every size of it too.
     #[test]
     fn the_template_validates() {
         let caps = naga::valid::Capabilities::SHADER_INT64
             | naga::valid::Capabilities::SUBGROUP
             | naga::valid::Capabilities::SUBGROUP_BARRIER;
         for src in [
-            COOP_WGSL.to_string(),
+            format!("{COOP_WGSL}\n{BINDINGS_WGSL}"),
             source(64, 4),
             source(3, 1),
-            SUBGROUP_WGSL.to_string(),
+            format!("{SUBGROUP_WGSL}\n{BINDINGS_WGSL}"),
             subgroup_source(128, 32),
             subgroup_source(5, 8),
         ] {

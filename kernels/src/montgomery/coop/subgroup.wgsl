@@ -4,7 +4,8 @@
 // running sum kept as two u64 accumulators per limb (the low and high halves of the
 // partial products) and shifted down one limb per step by shuffles; no workgroup memory,
 // no barrier. The same bindings and entry points as coop.wgsl; `coop::gpu::source`
-// replaces the sizes between the two markers; the ones here let naga check the file.
+// replaces the sizes between the two markers and appends bindings.wgsl; the sizes here let
+// naga check the file with it.
 // @sizes begin
 const W: u32 = 8u;
 const S: u32 = 8u;
@@ -15,29 +16,7 @@ const WG: u32 = 64u;
 // W: limbs; S: lanes of a subgroup (one item each); K = ceil(W / S) registers per lane;
 // IPW = WG / S items per workgroup.
 
-struct Params {
-    items: u32,
-    gx: u32,
-    win_from: u32,
-    win_to: u32,
-    exp_words: u32,
-    last: u32,
-    windows: u32,
-    exp_stride: u32,
-    wide: u32,
-    pad0: u32,
-    pad1: u32,
-    pad2: u32,
-}
-
-@group(0) @binding(0) var<uniform> P: Params;
-// m (W limbs), n' = -m^-1 mod R (W limbs), R^2 mod m (W limbs)
-@group(0) @binding(1) var<storage, read> consts: array<u32>;
-@group(0) @binding(2) var<storage, read> a: array<u32>;
-@group(0) @binding(3) var<storage, read> b: array<u32>;
-@group(0) @binding(4) var<storage, read> exps: array<u32>;
-@group(0) @binding(5) var<storage, read_write> acc: array<u32>;
-@group(0) @binding(6) var<storage, read_write> out: array<u32>;
+// Params and the bindings: bindings.wgsl.
 
 var<private> x: array<u32, K>;
 var<private> y: array<u32, K>;
