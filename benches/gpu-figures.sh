@@ -148,6 +148,8 @@ step paillier-gpu-3072 45 $P --device gpu --bits 3072 --count "$P_3072" --thread
 step paillier-cpu 35 $P --device cpu --bits 2048,3072 --count "$P_CPU" --threads 0
 step protocol-gpu 60 bench protocol --json --parties "$PARTIES" --dim "$DIM" --crypto-device gpu
 step protocol-cpu 35 bench protocol --json --parties "$PARTIES" --dim "$DIM" --crypto-device cpu
+# Each batch where this machine's measured crossover sends it (what a deployment runs).
+step protocol-auto 60 bench protocol --json --parties "$PARTIES" --dim "$DIM" --crypto-device auto
 # The decayed sums' GPU path pipelined (the default) and serial (the way before issue 53:
 # KINSEY_GPU_PIPELINE=serial), back to back on the same warm device, each with the host's
 # time per stage (KINSEY_GPU_TRACE=1): an A/B pair per sum (the serial run on a quarter of
@@ -162,10 +164,14 @@ done
 # then with them on the CPU and only the Hessian subsample on the GPU (KINSEY_GPU_PASSES=cpu,
 # the way before issue 53): an A/B pair on the same rows.
 step train-gpu 35 bench train --json --device gpu --rows "$ROWS" --dim 123
+# A/B: the rows sent through write_buffer from one thread (KINSEY_GPU_PIPELINE=serial)
+# rather than staged on every core.
+KINSEY_GPU_PIPELINE=serial \
+  step train-gpu-serial-upload 35 bench train --json --device gpu --rows "$ROWS" --dim 123
 KINSEY_GPU_PASSES=cpu \
   step train-gpu-cpu-passes 30 bench train --json --device gpu --rows "$ROWS" --dim 123
 step train-cpu 35 bench train --json --device cpu --rows "$ROWS" --dim 123
-step paillier-crossover 45 bench paillier --json --crossover --device gpu --bits 2048 --max-batch "$X_MAX" --budget "$X_BUDGET"
+step paillier-crossover 90 bench paillier --json --crossover --device gpu --bits 2048 --max-batch "$X_MAX" --budget "$X_BUDGET"
 demo_out=$(mktemp -d)
 step demo-gpu 40 --overwrite demo --out "$demo_out" --device gpu --crypto-device gpu --no-diagnostics "${DEMO[@]}"
 rm -rf "$demo_out"

@@ -574,6 +574,18 @@ impl GpuContext {
         )
     }
 
+    /// Wait until the submission `index` has run on the device (a lost device is an
+    /// error naming why).
+    pub(crate) fn wait(&self, index: wgpu::SubmissionIndex) -> Result<(), KernelError> {
+        self.device
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(index),
+                timeout: None,
+            })
+            .map_err(|e| KernelError::Map(e.to_string()))?;
+        self.healthy()
+    }
+
     /// Run `f` (buffer creation, command recording and submission) inside a wgpu error
     /// scope of `filter`; an error the device reports becomes `err(message)`.
     pub(crate) fn scoped<T>(

@@ -6,7 +6,7 @@ use super::cpu::mirror_upper;
 use super::layout::{Block, CHUNK, RED_GROUP, layout};
 use crate::error::KernelError;
 use crate::gpu::{
-    GpuContext, Output, build_pipelines, grid, read_pod, storage_entry, uniform_entry,
+    BufferPool, GpuContext, Output, build_pipelines, grid, read_pod, storage_entry, uniform_entry,
 };
 use crate::logistic::{LogisticKernel, LossSums};
 use crate::rows::Rows;
@@ -124,6 +124,7 @@ impl GpuPasses {
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
         let w_buf = ctx.buffer("passes w", (d * 8) as u64, usage);
         let st = wgpu::BufferUsages::STORAGE;
+        let (dev, queue, staged) = (&ctx.device, &ctx.queue, BufferPool::default());
         let upload = |b: Block| {
             let p = Params {
                 rows: b.rows as u32,
@@ -140,10 +141,13 @@ impl GpuPasses {
                 bytemuck::bytes_of(&p),
                 wgpu::BufferUsages::UNIFORM,
             );
+            // The rows through wgpu's staging memory filled on every core, then sent
+            // and waited for block by block: one block's staging alive at a time, and
+            // the upload's time is the transfer's, not the copy into staging's alone.
             let xs = &x[b.start * d..(b.start + b.rows) * d];
-            let xb = ctx.upload("passes x", bytemuck::cast_slice(xs), st);
+            let xb = staged.upload_par(dev, queue, "passes x", bytemuck::cast_slice(xs), st);
             let ys = &y[b.start..b.start + b.rows];
-            let yb = ctx.upload("passes y", bytemuck::cast_slice(ys), st);
+            let yb = staged.upload_par(dev, queue, "passes y", bytemuck::cast_slice(ys), st);
             let dws = ctx.buffer("passes dws", b.rows as u64 * 8, st);
             let gpart = ctx.buffer("passes gpart", (b.chunks() * (d + 1) * 8) as u64, st);
             let hpart = ctx.buffer("passes hpart", (b.hess_chunks() * d * d * 8) as u64, st);
@@ -166,9 +170,18 @@ impl GpuPasses {
         };
         let blocks = ctx.scoped(
             wgpu::ErrorFilter::OutOfMemory,
-            || shapes.into_iter().map(upload).collect::<Vec<_>>(),
+            || {
+                shapes
+                    .into_iter()
+                    .map(|b| {
+                        let block = upload(b);
+                        ctx.wait(ctx.submit("passes upload", |_| {})?)?;
+                        Ok(block)
+                    })
+                    .collect::<Result<Vec<_>, KernelError>>()
+            },
             |e| KernelError::Device(format!("uploading {n} x {d} rows: {e}")),
-        )?;
+        )??;
         Ok(Self {
             ctx,
             pipes,
