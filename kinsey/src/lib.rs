@@ -41,7 +41,7 @@
 
 #![warn(rustdoc::broken_intra_doc_links)]
 
-pub use kinsey_core::{Error, Result};
+pub use kinsey_core::{Error, ErrorKind, Result};
 pub use kinsey_dp as dp;
 pub use kinsey_kernels::DevicePref;
 

@@ -30,12 +30,28 @@ if "MESA_VK_DEVICE_SELECT" not in os.environ:
     os.environ.setdefault("NODEVICE_SELECT", "1")
 
 from . import _kinsey  # noqa: E402
-from ._kinsey import KinseyError  # noqa: E402
+from ._kinsey import (  # noqa: E402
+    BackendError,
+    BudgetExhausted,
+    FileError,
+    InputError,
+    KinseyError,
+    NumericalError,
+    ParameterError,
+    PrivacyRefused,
+)
 
 __version__: str = _kinsey.__version__
 
 __all__ = [
+    "BackendError",
+    "BudgetExhausted",
+    "FileError",
+    "InputError",
     "KinseyError",
+    "NumericalError",
+    "ParameterError",
+    "PrivacyRefused",
     "Ledger",
     "Model",
     "Release",

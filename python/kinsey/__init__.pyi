@@ -13,6 +13,27 @@ class KinseyError(ValueError):
     """Every error kinsey raises, with the CLI's message (table, column, row, parameter,
     participant or stage named)."""
 
+class ParameterError(KinseyError):
+    """A parameter out of range, missing or contradicting another (CLI exit code 2)."""
+
+class InputError(KinseyError):
+    """The data: a malformed file, a missing or mistyped column, an unusable value (exit 3)."""
+
+class BudgetExhausted(KinseyError):
+    """The ledger's budget for the data set would be exceeded; nothing released (exit 4)."""
+
+class PrivacyRefused(KinseyError):
+    """Refused for privacy: two parties without consent, a ledger that does not check (exit 5)."""
+
+class BackendError(KinseyError):
+    """A crypto backend, the protocol, its transport or a compute device failed (exit 6)."""
+
+class NumericalError(KinseyError):
+    """A numerical procedure did not reach its target (exit 7)."""
+
+class FileError(KinseyError):
+    """A file that cannot be opened, read or written (exit 8)."""
+
 class Model:
     """The published classifier."""
 

@@ -39,9 +39,68 @@ create_exception!(
      participant or stage, with the CLI's message."
 );
 
-/// A kinsey error as the Python exception, with the CLI's message.
+create_exception!(
+    _kinsey,
+    ParameterError,
+    KinseyError,
+    "A parameter out of range, missing or contradicting another (the CLI's exit code 2)."
+);
+create_exception!(
+    _kinsey,
+    InputError,
+    KinseyError,
+    "The data: a malformed file, a missing or mistyped column, an unusable value; the \
+     message names the file, column and row (exit code 3)."
+);
+create_exception!(
+    _kinsey,
+    BudgetExhausted,
+    KinseyError,
+    "The ledger's budget for the data set would be exceeded; nothing was released (exit \
+     code 4)."
+);
+create_exception!(
+    _kinsey,
+    PrivacyRefused,
+    KinseyError,
+    "Refused for privacy: two parties without consent, a ledger whose integrity does not \
+     check (exit code 5)."
+);
+create_exception!(
+    _kinsey,
+    BackendError,
+    KinseyError,
+    "A crypto backend, the secure protocol, its transport or a compute device failed; the \
+     message names the participant and stage, or the device (exit code 6)."
+);
+create_exception!(
+    _kinsey,
+    NumericalError,
+    KinseyError,
+    "A numerical procedure did not reach its target (exit code 7)."
+);
+create_exception!(
+    _kinsey,
+    FileError,
+    KinseyError,
+    "A file that cannot be opened, read or written (exit code 8)."
+);
+
+/// A kinsey error as the Python exception of its kind (`docs/errors.md`), with the CLI's
+/// message.
 fn py_err(e: Error) -> PyErr {
-    KinseyError::new_err(e.to_string())
+    use kinsey::ErrorKind as K;
+    let msg = e.to_string();
+    match e.kind() {
+        K::Parameter => ParameterError::new_err(msg),
+        K::Input => InputError::new_err(msg),
+        K::BudgetExhausted => BudgetExhausted::new_err(msg),
+        K::PrivacyRefused => PrivacyRefused::new_err(msg),
+        K::Backend => BackendError::new_err(msg),
+        K::Numerical => NumericalError::new_err(msg),
+        K::Io => FileError::new_err(msg),
+        _ => KinseyError::new_err(msg),
+    }
 }
 
 /// A parameter error (`name`: the Python argument).
@@ -789,6 +848,13 @@ fn backends() -> Vec<(String, String)> {
 #[pymodule]
 fn _kinsey(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("KinseyError", m.py().get_type::<KinseyError>())?;
+    m.add("ParameterError", m.py().get_type::<ParameterError>())?;
+    m.add("InputError", m.py().get_type::<InputError>())?;
+    m.add("BudgetExhausted", m.py().get_type::<BudgetExhausted>())?;
+    m.add("PrivacyRefused", m.py().get_type::<PrivacyRefused>())?;
+    m.add("BackendError", m.py().get_type::<BackendError>())?;
+    m.add("NumericalError", m.py().get_type::<NumericalError>())?;
+    m.add("FileError", m.py().get_type::<FileError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(train, m)?)?;
     m.add_function(wrap_pyfunction!(score, m)?)?;

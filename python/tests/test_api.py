@@ -390,7 +390,7 @@ def test_one_ledger_for_python_and_the_cli(cli, shared, tmp_path):
                         "--out", str(tmp_path / "o"), "--ledger", str(tmp_path / "budget.jsonl")],
                        capture_output=True, text=True, env={**os.environ, "KINSEY_NO_PROGRESS": "1"})
     assert r.returncode != 0 and "budget exceeded" in r.stderr, r.stderr
-    with pytest.raises(kinsey.KinseyError, match="budget exceeded"):
+    with pytest.raises(kinsey.BudgetExhausted, match="budget exceeded"):
         kinsey.histogram(str(path), column="cnt", epsilon=0.5, neighbours="bounded",
                          ledger=ledger)
     entries = ledger.entries()
@@ -417,3 +417,24 @@ def test_one_ledger_for_python_and_the_cli(cli, shared, tmp_path):
     with pytest.raises(kinsey.KinseyError, match="budget exceeded"):
         kinsey.decay(values, model="running", epsilon=0.6, bound=1.0,
                      ledger=kinsey.Ledger(tmp_path / "d.jsonl", dataset="ones"))
+
+
+def test_errors_are_classes_of_their_kind(shared, tmp_path):
+    """Issue 54, item 4: every error is a KinseyError subclass of its kind (docs/errors.md),
+    the kinds the CLI's exit codes are."""
+    path = shared / "bike-sharing/hour.csv"
+    kinds = [kinsey.ParameterError, kinsey.InputError, kinsey.BudgetExhausted,
+             kinsey.PrivacyRefused, kinsey.BackendError, kinsey.NumericalError,
+             kinsey.FileError]
+    assert all(issubclass(k, kinsey.KinseyError) for k in kinds)
+    assert len(set(kinds)) == len(kinds)
+    with pytest.raises(kinsey.ParameterError, match="epsilon"):
+        kinsey.histogram(str(path), column="cnt", epsilon=0.0, neighbours="bounded")
+    with pytest.raises(kinsey.InputError, match="nope"):
+        kinsey.histogram(str(path), column="nope", epsilon=0.5, neighbours="bounded")
+    with pytest.raises(kinsey.FileError):
+        kinsey.histogram(str(tmp_path / "missing.csv"), column="cnt", epsilon=0.5,
+                         neighbours="bounded")
+    # Caught as the base class too (code written before the kinds still works).
+    with pytest.raises(kinsey.KinseyError):
+        kinsey.histogram(str(path), column="cnt", epsilon=0.0, neighbours="bounded")

@@ -143,7 +143,8 @@ fn main() {
         for line in error_lines(&e) {
             eprintln!("{line}");
         }
-        std::process::exit(1);
+        // The error's kind as the exit code (docs/errors.md): a script can branch on it.
+        std::process::exit(e.kind().exit_code());
     }
 }
 

@@ -163,7 +163,8 @@ fn a_budget_spans_commands_and_a_release_past_it_is_refused() {
         &refused,
         &["--epsilon", "0.5", "--ledger", &l],
     )));
-    assert!(!o.status.success());
+    // The exit code is the error's kind (docs/errors.md): 4, a spent budget.
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
     let t = text(&o);
     assert!(
         t.contains("budget exceeded") && t.contains("epsilon 0.25"),

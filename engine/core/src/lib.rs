@@ -4,9 +4,11 @@
 //! libraries report long steps without drawing anything themselves.
 
 pub mod device;
+mod kind;
 pub mod limits;
 
 pub use device::DevicePref;
+pub use kind::ErrorKind;
 
 use std::path::PathBuf;
 
@@ -74,6 +76,15 @@ pub enum Error {
     /// The privacy accountant refused a spend.
     #[error("privacy budget exceeded: {0}")]
     Budget(String),
+    /// Refused for privacy: a release its guarantee would not cover (two parties without
+    /// consent, a ledger whose integrity does not check).
+    #[error("refused for privacy ({name}): {msg}")]
+    Refused {
+        /// The parameter that would accept the risk, or the file refused.
+        name: String,
+        /// Why, and what to do.
+        msg: String,
+    },
     /// A numerical procedure did not reach its target.
     #[error("numerical failure: {0}")]
     Numerical(String),
@@ -123,6 +134,13 @@ impl Error {
             msg: msg.into(),
         }
     }
+    /// Shorthand for a refusal for privacy.
+    pub fn refused(name: impl Into<String>, msg: impl Into<String>) -> Self {
+        Error::Refused {
+            name: name.into(),
+            msg: msg.into(),
+        }
+    }
     /// Shorthand for an I/O error on a path.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
@@ -135,6 +153,25 @@ impl Error {
         Error::Format {
             path: path.into(),
             msg: msg.into(),
+        }
+    }
+}
+
+impl Error {
+    /// What kind of failure this is (see [`ErrorKind`]: the exit code and Python class).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Param { .. } | Error::Config { .. } => ErrorKind::Parameter,
+            Error::Format { .. }
+            | Error::Schema { .. }
+            | Error::Value { .. }
+            | Error::Parquet { .. }
+            | Error::Arrow { .. } => ErrorKind::Input,
+            Error::Budget(_) => ErrorKind::BudgetExhausted,
+            Error::Refused { .. } => ErrorKind::PrivacyRefused,
+            Error::Kernel(_) | Error::Crypto(_) | Error::Protocol { .. } => ErrorKind::Backend,
+            Error::Numerical(_) => ErrorKind::Numerical,
+            Error::Io { .. } => ErrorKind::Io,
         }
     }
 }

@@ -202,8 +202,8 @@ struct Head {
 /// The refusal of a ledger that does not check.
 fn tampered(path: &Path, line: Option<usize>, msg: &str) -> Error {
     let at = line.map(|l| format!("line {l}: ")).unwrap_or_default();
-    Error::format(
-        path,
+    Error::refused(
+        path.display().to_string(),
         format!(
             "{at}{msg}; the ledger is append-only and keyed: restore it (and its .head) from \
              a backup; kinsey never rewrites an entry"
@@ -213,8 +213,8 @@ fn tampered(path: &Path, line: Option<usize>, msg: &str) -> Error {
 
 /// The refusal of a ledger written before entries were keyed.
 fn unkeyed(path: &Path) -> Error {
-    Error::format(
-        path,
+    Error::refused(
+        path.display().to_string(),
         "an unkeyed ledger written by kinsey before its third privacy audit; it cannot be \
          checked: keep it as a record and start a new ledger file (declaring each data \
          set's budget less what the old one lists)",

@@ -45,7 +45,7 @@ pub struct JobSpec {
 /// are refused unless the job accepts this (`allow_two_parties`).
 pub fn check_parties(k: usize, allow_two_parties: bool) -> Result<()> {
     if k == 2 && !allow_two_parties {
-        return Err(Error::param(
+        return Err(Error::refused(
             "allow_two_parties",
             "with K = 2 parties the smaller party knows its own noise and can compute the \
              other party's exact (non-private) model from the published one; set \

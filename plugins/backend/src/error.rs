@@ -41,13 +41,42 @@ pub enum BackendError {
     /// Two batches of different lengths.
     #[error("batch length mismatch: {0} vs {1}")]
     Length(usize, usize),
+    /// A backend option out of range (`name`: the config key).
+    #[error("invalid parameter '{name}': {msg}")]
+    Param {
+        /// The option, as the config names it.
+        name: String,
+        /// What is wrong with it.
+        msg: String,
+    },
+    /// A backend that gives no secrecy, refused without the option (`name`) that accepts it.
+    #[error("{msg}")]
+    Insecure {
+        /// The option that accepts the risk.
+        name: String,
+        /// What it does not protect, and how to accept it.
+        msg: String,
+    },
     /// Anything else (a transport failure inside a comparison, a poisoned lock).
     #[error("{0}")]
     Other(String),
 }
 
 impl From<BackendError> for kinsey_core::Error {
+    /// A parameter stays a parameter error and a refusal a refusal (their kinds:
+    /// `docs/errors.md`); everything else is the crypto layer's failure.
     fn from(e: BackendError) -> Self {
-        kinsey_core::Error::Crypto(Box::new(e))
+        use kinsey_core::Error;
+        match e {
+            BackendError::Param { name, msg } => Error::param(name, msg),
+            BackendError::Unknown { .. } | BackendError::Disabled { .. } => {
+                Error::param("backend", e.to_string())
+            }
+            BackendError::Insecure { name, msg } => Error::refused(name, msg),
+            BackendError::WeakKey { .. } => {
+                Error::refused("allow_insecure_test_keys", e.to_string())
+            }
+            other => Error::Crypto(Box::new(other)),
+        }
     }
 }

@@ -31,11 +31,12 @@ pub fn register(registry: &mut Registry) {
 
 fn create(opts: &BackendOptions) -> Result<Arc<dyn AdditiveHe>, BackendError> {
     if !opts.allow_insecure {
-        return Err(BackendError::Other(
-            "the 'mock' backend does not encrypt anything; set allow_insecure = true in [crypto] \
-             to use it (tests only)"
+        return Err(BackendError::Insecure {
+            name: "allow_insecure".into(),
+            msg: "the 'mock' backend does not encrypt anything; set allow_insecure = true in \
+                  [crypto] to use it (tests only)"
                 .into(),
-        ));
+        });
     }
     Ok(Arc::new(Mock))
 }

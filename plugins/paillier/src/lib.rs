@@ -65,11 +65,11 @@ pub fn register(registry: &mut Registry) {
 
 fn create(opts: &BackendOptions) -> Result<Arc<dyn AdditiveHe>, BackendError> {
     if opts.gpu_min_batch == Some(0) {
-        return Err(BackendError::Other(
-            "crypto.gpu_min_batch must be >= 1 (the smallest batch device = \"auto\" sends to \
-             the GPU), got 0"
+        return Err(BackendError::Param {
+            name: "crypto.gpu_min_batch".into(),
+            msg: "must be >= 1 (the smallest batch device = \"auto\" sends to the GPU), got 0"
                 .into(),
-        ));
+        });
     }
     let p = Paillier::new(
         opts.key_bits.unwrap_or(MIN_KEY_BITS),
