@@ -341,3 +341,206 @@ fn the_size_checks_catch_a_long_function() {
     let with_tests = "fn a() {}\n#[cfg(test)]\nmod tests {\n    fn b() {}\n}\n";
     assert_eq!(non_test(with_tests).lines().count(), 1);
 }
+
+/// The crates' layers, lowest first (ARCHITECTURE.md's diagram): a crate depends only on
+/// crates of lower layers, so the three product lines (`kinsey-learn`, `kinsey-stats`,
+/// `kinsey-decay`) sit side by side and none reaches another or up.
+const LAYERS: &[&[&str]] = &[
+    &["kinsey-core", "kinsey-fuzz"],
+    &["kinsey-kernels", "kinsey-backend"],
+    &[
+        "kinsey-dp",
+        "kinsey-backend-mock",
+        "kinsey-backend-tfhe",
+        "kinsey-backend-paillier",
+    ],
+    &["kinsey-data"],
+    &["kinsey-learn", "kinsey-stats", "kinsey-decay"],
+    &["kinsey-protocol"],
+    &["kinsey"],
+    &["kinsey-cli", "kinsey-python"],
+];
+
+/// The layer of crate `name`, if it is one of the workspace's.
+fn layer(name: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&name))
+}
+
+/// A manifest's package name and its `[dependencies]` on kinsey crates (not the dev- or
+/// build-dependencies: tests may reach anywhere).
+fn manifest_deps(toml: &str) -> (String, Vec<String>) {
+    let mut name = String::new();
+    let mut deps = Vec::new();
+    let mut section = "";
+    for line in toml.lines() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            section = t;
+            continue;
+        }
+        if section == "[package]" && t.starts_with("name") && name.is_empty() {
+            name = t.split('"').nth(1).unwrap_or("").to_string();
+        }
+        if section == "[dependencies]" && t.starts_with("kinsey") {
+            let dep = t.split(['.', ' ', '=']).next().unwrap_or("");
+            deps.push(dep.to_string());
+        }
+    }
+    (name, deps)
+}
+
+/// Each dependency that does not point to a lower layer: `crate -> dep`.
+fn upward(manifests: &[(String, Vec<String>)]) -> Vec<String> {
+    let mut bad = Vec::new();
+    for (name, deps) in manifests {
+        for d in deps {
+            match (layer(name), layer(d)) {
+                (Some(a), Some(b)) if b < a => {}
+                _ => bad.push(format!("{name} -> {d}")),
+            }
+        }
+    }
+    bad
+}
+
+/// Every workspace manifest with its kinsey dependencies.
+fn manifests() -> Vec<(String, Vec<String>)> {
+    let root = workspace();
+    let mut dirs = vec![
+        root.join("kernels"),
+        root.join("kinsey"),
+        root.join("python"),
+    ];
+    for group in ["engine", "plugins"] {
+        let Ok(rd) = std::fs::read_dir(root.join(group)) else {
+            continue;
+        };
+        dirs.extend(
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.join("Cargo.toml").is_file()),
+        );
+    }
+    dirs.iter()
+        .filter_map(|d| std::fs::read_to_string(d.join("Cargo.toml")).ok())
+        .map(|t| manifest_deps(&t))
+        .collect()
+}
+
+#[test]
+fn crates_depend_only_downwards_and_the_product_lines_side_by_side() {
+    let m = manifests();
+    assert!(m.len() >= 15, "{m:?}");
+    for (name, _) in &m {
+        assert!(layer(name).is_some(), "{name}: add it to LAYERS");
+    }
+    assert_eq!(upward(&m), Vec::<String>::new());
+    // The check fails on a line reaching another, and on an upward dependency.
+    let broken = vec![
+        ("kinsey-decay".to_string(), vec!["kinsey-stats".to_string()]),
+        ("kinsey-dp".to_string(), vec!["kinsey-data".to_string()]),
+    ];
+    assert_eq!(upward(&broken).len(), 2);
+}
+
+/// The CLI is to hold argument parsing, terminal output and plots only, over the facade
+/// (issue 54). A ratchet until it does: only the files listed here may still import an
+/// engine crate of a product line; a file moved onto the facade leaves the list, and no
+/// new file joins it.
+const CLI_ENGINE_IMPORTS: &[&str] = &[
+    "benchmarks/opbench.rs",
+    "benchmarks/protocol.rs",
+    "commands/backends.rs",
+    "commands/bench.rs",
+    "commands/common.rs",
+    "commands/curator.rs",
+    "commands/decay.rs",
+    "commands/demo.rs",
+    "commands/experiment.rs",
+    "commands/histogram.rs",
+    "commands/participant.rs",
+    "commands/party.rs",
+    "commands/predict.rs",
+    "commands/session.rs",
+    "commands/stats.rs",
+    "commands/sulq.rs",
+    "commands/sulq_common.rs",
+    "commands/sulq_perceptron.rs",
+    "commands/train.rs",
+    "commands/tree.rs",
+    "config.rs",
+    "experiment/figure2.rs",
+    "keyfiles.rs",
+    "session_config.rs",
+];
+
+/// The files of the CLI that import `kinsey_learn`, `kinsey_stats`, `kinsey_protocol` or
+/// `kinsey_decay`, relative to its `src`.
+fn cli_engine_imports(src: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let mut out: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).unwrap_or_default();
+            [
+                "kinsey_learn",
+                "kinsey_stats",
+                "kinsey_protocol",
+                "kinsey_decay",
+            ]
+            .iter()
+            .any(|k| text.contains(k))
+        })
+        .filter_map(|f| f.strip_prefix(src).ok())
+        .map(|f| f.display().to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn no_new_cli_file_imports_a_product_line_crate() {
+    let src = workspace().join("engine/cli/src");
+    let now = cli_engine_imports(&src);
+    let new: Vec<&String> = now
+        .iter()
+        .filter(|f| !CLI_ENGINE_IMPORTS.contains(&f.as_str()))
+        .collect();
+    assert!(
+        new.is_empty(),
+        "{new:?}: the CLI calls the facade (`kinsey::`), not the engine crates"
+    );
+    let gone: Vec<&&str> = CLI_ENGINE_IMPORTS
+        .iter()
+        .filter(|f| !now.iter().any(|n| n == *f))
+        .collect();
+    assert!(
+        gone.is_empty(),
+        "{gone:?} no longer import an engine crate: remove them from CLI_ENGINE_IMPORTS"
+    );
+}
+
+/// ARCHITECTURE.md stays a map (at most 250 lines), and each product line's README a
+/// screen (at most 40 lines).
+#[test]
+fn the_map_and_the_product_lines_readmes_stay_short() {
+    let root = workspace();
+    let lines = |p: &str| {
+        std::fs::read_to_string(root.join(p))
+            .map(|t| t.lines().count())
+            .unwrap_or(usize::MAX)
+    };
+    assert!(
+        lines("ARCHITECTURE.md") <= 250,
+        "{}",
+        lines("ARCHITECTURE.md")
+    );
+    for readme in [
+        "engine/stats/README.md",
+        "engine/decay/README.md",
+        "engine/learn/README.md",
+    ] {
+        assert!(lines(readme) <= 40, "{readme}: {}", lines(readme));
+    }
+}
