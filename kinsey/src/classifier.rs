@@ -29,7 +29,7 @@ use kinsey_data::{Dataset, LabelEncoding, RowTransform};
 use kinsey_learn::aggregate::{Aggregator, PlaintextAggregator, PrivacySpec};
 use kinsey_learn::bounded::{self, MemoryBudget};
 use kinsey_learn::logreg::{Objective, SolverConfig};
-use kinsey_learn::pipeline::{self, JobSpec, Report};
+use kinsey_learn::pipeline::{self, JobSpec};
 use kinsey_learn::seeding::NoiseKeys;
 use kinsey_protocol::{ProtocolConfig, SecureAggregator};
 use std::path::{Path, PathBuf};
@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 pub use kinsey_core::limits::parse_bytes;
 pub use kinsey_learn::aggregate::{NoiseKind, SensitivityDerivation};
 pub use kinsey_learn::model_file::ModelFile;
-pub use kinsey_learn::pipeline::{Diagnostics, Release};
+pub use kinsey_learn::pipeline::{Diagnostics, Release, Report};
 pub use kinsey_learn::publish::Written;
 pub use kinsey_protocol::registry::describe_backends;
 

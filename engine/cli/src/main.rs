@@ -12,6 +12,7 @@ mod figures;
 mod keyfiles;
 mod plot;
 mod session_config;
+mod summary;
 mod term;
 
 use clap::Parser;

@@ -120,12 +120,13 @@ pub struct NoiseCalibration {
     /// Dimension d.
     pub dim: usize,
     /// L2 sensitivity of the published vector (including the inexactness slack).
-    pub(crate) l2_sensitivity: f64,
+    pub l2_sensitivity: f64,
     /// The slack part of it (from the solver tolerance).
     pub slack: f64,
     /// L2-Laplace: the norm scale s (E||eta|| = d s). Laplace: the per-coordinate scale b.
     pub scale: f64,
-    pub(crate) expected_noise_norm: f64,
+    /// The noise's expected L2 norm.
+    pub expected_noise_norm: f64,
     /// The draw, in units of `1 / (K 2^f)`.
     #[serde(skip)]
     pub law: NoiseLaw,
@@ -359,9 +360,6 @@ pub struct Aggregate {
     /// depends on the parties' data sizes, so it belongs to the diagnostics only.
     #[serde(skip)]
     pub report: Option<serde_json::Value>,
-    /// The same report as lines for the terminal (diagnostics only).
-    #[serde(skip)]
-    pub summary: Vec<String>,
 }
 
 /// Computes `(1/K) sum_j w_j + eta_smallest`. Implemented by [`PlaintextAggregator`] (the
@@ -473,7 +471,6 @@ impl Aggregator for PlaintextAggregator {
             aggregator: self.name(),
             backend: None,
             report: None,
-            summary: Vec::new(),
         })
     }
 

@@ -16,4 +16,3 @@ mod report;
 pub mod seeding;
 pub mod sparse_job;
 pub mod spill;
-mod summary;

@@ -76,7 +76,7 @@ pub struct Release {
     pub privacy: PrivacySpec,
     /// The public bound g on every party's `||grad J||` (`model.tolerance`); it enters the
     /// sensitivity, and a party that cannot reach it ends the run with an error.
-    pub(crate) gradient_bound: f64,
+    pub gradient_bound: f64,
     /// The row transform every party applied.
     pub row_transform: RowTransform,
     /// The intercept's public constant `c`, when the job has one: `w`'s last weight
@@ -427,7 +427,6 @@ pub(crate) fn conclude<P: Passes>(
         transformed: local.transformed,
         smallest,
         protocol: agg.report,
-        protocol_summary: agg.summary,
         matches: noisy.matches,
     };
     let timings = Timings {
@@ -599,7 +598,6 @@ pub(crate) struct AggregationFacts {
     pub(crate) transformed: Vec<usize>,
     pub(crate) smallest: usize,
     pub(crate) protocol: Option<serde_json::Value>,
-    pub(crate) protocol_summary: Vec<String>,
     pub(crate) matches: Option<bool>,
 }
 
@@ -681,7 +679,6 @@ pub(crate) fn diagnose(
         parties: party_reports,
         published_noise,
         protocol: facts.protocol,
-        protocol_summary: facts.protocol_summary,
         matches_plaintext_reference: facts.matches,
         compute_device: fits[0].device.clone(),
         test_rows: test.map(Dataset::n),

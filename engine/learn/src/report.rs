@@ -46,7 +46,8 @@ pub struct ModelEval {
     pub(crate) excess_objective: f64,
     /// Test error, when a test set was given.
     pub test_error: Option<f64>,
-    pub(crate) train_error: f64,
+    /// Training error (misclassified fraction of the pooled training rows).
+    pub train_error: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -72,10 +73,12 @@ pub struct Timings {
     pub local_training_s: f64,
     /// SensitivityDerivation, noise and aggregation.
     pub aggregation_s: f64,
-    pub(crate) baselines_s: f64,
+    /// The non-private baselines.
+    pub baselines_s: f64,
     /// Evaluating the models.
     pub evaluation_s: f64,
-    pub(crate) total_s: f64,
+    /// The whole run.
+    pub total_s: f64,
 }
 
 /// Diagnostics (written only when asked, NOT PRIVATE): every figure computed from the
@@ -87,15 +90,13 @@ pub struct Diagnostics {
     /// Every party's figures.
     pub parties: Vec<PartyReport>,
     /// The calibration of the noise that was published (it holds n_(1)).
-    pub(crate) published_noise: NoiseCalibration,
+    pub published_noise: NoiseCalibration,
     /// The secure protocol's report (per-stage time, operations, traffic).
     pub protocol: Option<serde_json::Value>,
-    /// The protocol's report as terminal lines.
-    #[serde(skip)]
-    pub(crate) protocol_summary: Vec<String>,
     /// The secure result equals the plaintext reference with the same noise, bit for bit.
     pub matches_plaintext_reference: Option<bool>,
-    pub(crate) compute_device: String,
+    /// Where the local fits ran.
+    pub compute_device: String,
     /// The published model and both non-private baselines.
     pub models: Vec<ModelEval>,
     /// Theorem 4.2 on this run.

@@ -71,26 +71,6 @@ pub struct ProtocolReport {
     pub participants: Vec<ParticipantReport>,
 }
 
-impl ProtocolReport {
-    /// One line per stage: wall time, crypto time, traffic and operation counts.
-    pub fn stage_lines(&self, indent: &str) -> String {
-        self.stages
-            .iter()
-            .map(|st| {
-                format!(
-                    "{indent}{:<40} {:>8.3} s wall {:>8.3} s crypto {:>10.1} KiB {:>5} rounds  {:?}\n",
-                    st.stage,
-                    st.wall_seconds,
-                    st.crypto_seconds,
-                    st.bytes as f64 / 1024.0,
-                    st.rounds.map_or("-".to_string(), |r| r.to_string()),
-                    st.operations
-                )
-            })
-            .collect()
-    }
-}
-
 /// The result of a run.
 #[derive(Debug, Clone)]
 pub struct SecureOutcome {

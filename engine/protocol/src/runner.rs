@@ -91,21 +91,11 @@ impl kinsey_learn::aggregate::Aggregator for SecureAggregator {
         let out = self.run_with_progress(parties, progress)?;
         let report = serde_json::to_value(&out.report)
             .map_err(|e| Error::Numerical(format!("protocol report: {e}")))?;
-        let pr = &out.report;
-        let mut summary = vec![format!(
-            "protocol: {:.2} s, {} homomorphic operations, {:.1} KiB sent in all; {}",
-            pr.wall_seconds,
-            pr.homomorphic_operations,
-            pr.total_bytes as f64 / 1024.0,
-            pr.comparison
-        )];
-        summary.extend(pr.stage_lines("  ").lines().map(str::to_string));
         Ok(aggregate::Aggregate {
             w: out.w,
             aggregator: self.name(),
             backend: Some(out.report.backend),
             report: Some(report),
-            summary,
         })
     }
 }

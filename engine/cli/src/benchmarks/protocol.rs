@@ -276,7 +276,9 @@ pub(crate) fn protocol_table(r: &ProtocolReport) -> String {
     if let Some(b) = r.bootstraps {
         s.push_str(&format!("  programmable bootstraps: {b}\n"));
     }
-    s.push_str(&r.stage_lines("  "));
+    if let Ok(json) = serde_json::to_value(r) {
+        s.push_str(&crate::summary::stage_lines(&json, "  "));
+    }
     for p in &r.participants {
         s.push_str(&format!(
             "  {:<12} sent {:>10.1} KiB  received {:>10.1} KiB  crypto {:.3} s\n",

@@ -97,7 +97,7 @@ pub(crate) fn load(path: &Path, spec: &ColumnSpec, dim: Option<usize>) -> Result
 
 pub(crate) fn finish_job(report: &pipeline::Report, out: &Path, label: &str) -> Result<()> {
     let written = report.write(out, label)?;
-    print!("{}", report.summary());
+    print!("{}", crate::summary::classifier(report));
     println!(
         "  wrote {} and {}",
         written.report.display(),
