@@ -22,6 +22,7 @@ use kinsey_data::ledger::Charge;
 pub use kinsey_data::ledger::{Entry, Left};
 use kinsey_dp::DataDigest;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// A ledger file, its key, the total budget declared for data sets it has not seen, and
 /// the name of the data set this program releases from.
@@ -31,6 +32,9 @@ pub struct Ledger {
     key: Option<PathBuf>,
     total: Option<(f64, f64)>,
     dataset: Option<String>,
+    /// What this handle and its clones charged, in order (for a front door to say what is
+    /// left, or that a failed run's charge stands).
+    charged: Arc<Mutex<Vec<Left>>>,
 }
 
 impl Ledger {
@@ -42,6 +46,7 @@ impl Ledger {
             key: None,
             total: None,
             dataset: None,
+            charged: Arc::default(),
         };
         l.inner()?;
         Ok(l)
@@ -133,7 +138,24 @@ impl Ledger {
 
     /// Charge several releases at once, all or none (a classifier's parties).
     pub fn charge_all(&self, charges: &[Charge]) -> Result<Vec<Left>> {
-        self.inner()?.charge(charges)
+        let left = self.inner()?.charge(charges)?;
+        if let Ok(mut c) = self.charged.lock() {
+            c.extend(left.iter().cloned());
+        }
+        Ok(left)
+    }
+
+    /// What this handle and its clones have charged so far, oldest first: a builder given
+    /// `.ledger(&l)` charges through a clone, so the caller reads here what is left.
+    pub fn charged(&self) -> Vec<Left> {
+        self.charged.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// The ledger file, symbolic links resolved (as given if it cannot be).
+    pub fn path(&self) -> PathBuf {
+        self.inner()
+            .map(|l| l.path)
+            .unwrap_or_else(|_| self.path.clone())
     }
 
     /// The name charges default to (`None`: each input's path).
@@ -142,8 +164,7 @@ impl Ledger {
     }
 
     fn one(&self, c: Charge) -> Result<Left> {
-        self.inner()?
-            .charge(&[c])?
+        self.charge_all(&[c])?
             .pop()
             .ok_or_else(|| Error::Numerical("the ledger recorded no charge".into()))
     }

@@ -521,6 +521,12 @@ impl Histogram {
         ))?)))
     }
 
+    /// Bins written as `LO:HI:BINS` (`kinsey histogram --bins`): `BINS` equal-width bins
+    /// on `[LO, HI)`, plus `< LO` and `>= HI`.
+    pub fn numeric_spec(spec: &str) -> Result<Self> {
+        Ok(Self::of(Bins::Binned(Binning::numeric(spec)?)))
+    }
+
     /// One bin per declared category, plus "(other)".
     pub fn categories<S: AsRef<str>>(list: &[S]) -> Result<Self> {
         let list: Vec<String> = list.iter().map(|s| s.as_ref().to_string()).collect();

@@ -457,7 +457,6 @@ const CLI_ENGINE_IMPORTS: &[&str] = &[
     "commands/decay.rs",
     "commands/demo.rs",
     "commands/experiment.rs",
-    "commands/histogram.rs",
     "commands/participant.rs",
     "commands/party.rs",
     "commands/predict.rs",

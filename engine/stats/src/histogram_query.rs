@@ -57,6 +57,19 @@ pub struct HistogramReport {
     pub predicate: Option<String>,
 }
 
+impl HistogramReport {
+    /// `histogram.csv`: one line per bin with its label, its noisy count and the count
+    /// released for it (both noisy), as every front door writes it.
+    pub fn csv(&self) -> Vec<u8> {
+        let r = &self.release;
+        let mut s = String::from("bin,noisy_count,count\n");
+        for ((l, v), c) in r.labels.iter().zip(&r.noisy).zip(&r.counts) {
+            s.push_str(&format!("\"{l}\",{v},{c}\n"));
+        }
+        s.into_bytes()
+    }
+}
+
 impl HistogramQuery {
     /// The report's kind.
     pub const KIND: &'static str = "kinsey.histogram.v1";

@@ -2,11 +2,10 @@
 
 use super::common::*;
 use crate::plot::{Chart, Series, XAxis, write_chart};
+use kinsey::dp::Neighbours;
+use kinsey::stats::Histogram;
 use kinsey_core::Result;
 use kinsey_data::output::Outputs;
-use kinsey_dp::Neighbours;
-use kinsey_stats::histogram::Binning;
-use kinsey_stats::histogram_query::{Bins, HistogramQuery};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug, Clone)]
@@ -44,57 +43,47 @@ pub(crate) struct Args {
 }
 
 impl Args {
-    /// The query's public parameters; bad ones are refused before any file is read.
-    fn query(&self) -> Result<HistogramQuery> {
-        let bins = match (&self.bins, &self.categories) {
-            (Some(spec), _) => Bins::Binned(Binning::numeric(spec)?),
-            (None, Some(cats)) => Bins::Binned(Binning::categories(cats)?),
-            (None, None) => Bins::Count,
+    /// The facade's builder for these flags (its parameters are checked before any file
+    /// is read).
+    fn builder(&self) -> Result<Histogram> {
+        let h = match (&self.bins, &self.categories) {
+            (Some(spec), _) => Histogram::numeric_spec(spec)?,
+            (None, Some(cats)) => Histogram::categories(cats)?,
+            (None, None) => Histogram::count(),
         };
-        let q = HistogramQuery {
-            column: self.column.clone(),
-            bins,
-            predicate: self.predicate.clone(),
-            epsilon: self.epsilon,
-            neighbours: self.neighbours,
-        };
-        q.check()?;
-        Ok(q)
+        let mut h = h.epsilon(self.epsilon).neighbours(self.neighbours);
+        if let Some(p) = &self.predicate {
+            h = h.filter(p);
+        }
+        if let Some(seed) = self.seed {
+            h = h.seed(seed);
+        }
+        if self.record_seed {
+            h = h.record_seed();
+        }
+        Ok(h)
     }
 }
 
-/// The release of `kinsey histogram`: the noisy counts, written with their guarantee.
+/// The release of `kinsey histogram` through the facade (which charges the ledger, draws
+/// the noise and makes the report): written with its plot.
 fn run_histogram(a: &Args) -> Result<Done> {
-    // Parameters before data: an absurd epsilon is refused before any file is read.
-    let query = a.query()?;
+    let mut h = a.builder()?;
     crate::plot::check_fonts()?;
-    let is_count = query.is_count();
     if a.seed.is_some() {
-        eprintln!("warning: {}", kinsey_dp::rng::USER_SEED_WARNING);
+        eprintln!("warning: {}", kinsey::dp::rng::USER_SEED_WARNING);
     }
-    // Charge, then draw the noise, then publish.
-    let charged = super::ledger::charge(
-        &[a.input.as_path()],
-        if is_count { "count" } else { "histogram" },
-        a.epsilon,
-        0.0,
-    )?;
-    let mut rng = query.rng(a.input.as_path(), a.seed, a.record_seed)?;
-    let report = query.release(a.input.as_path(), &mut rng)?;
+    let ledger = super::ledger::facade()?;
+    if let Some(l) = &ledger {
+        h = h.ledger(l);
+    }
+    let (report, ledger_line) =
+        super::ledger::settle(ledger.as_ref(), h.of_column(&a.input, &a.column))?;
     let rel = &report.release;
+    let is_count = a.bins.is_none() && a.categories.is_none();
     let mut o = Outputs::new();
     o.ensure_dir(&a.out)?;
-    o.write(
-        &a.out.join("histogram.csv"),
-        &csv(
-            "bin,noisy_count,count",
-            rel.labels
-                .iter()
-                .zip(&rel.noisy)
-                .zip(&rel.counts)
-                .map(|((l, v), c)| format!("\"{l}\",{v},{c}")),
-        ),
-    )?;
+    o.write(&a.out.join("histogram.csv"), &report.csv())?;
     if !is_count {
         let chart = Chart {
             title: format!(
@@ -122,7 +111,7 @@ fn run_histogram(a: &Args) -> Result<Done> {
         };
         write_chart(&mut o, &a.out.join("histogram"), &chart)?;
     }
-    let summary = format!(
+    let mut summary = format!(
         "{} of '{}' under {} neighbours (sensitivity {}), eps = {}: noise std {:.2} per bin; total {}{}",
         if is_count { "count" } else { "histogram" },
         a.column,
@@ -137,7 +126,9 @@ fn run_histogram(a: &Args) -> Result<Done> {
             " (sum of the noisy bins)"
         }
     );
-    let summary = charged.summary(summary);
+    if let Some(line) = ledger_line {
+        summary = format!("{summary}\n{line}");
+    }
     finish(o, &a.out, &report, summary)
 }
 

@@ -141,6 +141,14 @@ pub(crate) fn charge_with(
         .map(|p| Charge::of_input(p, name.as_deref(), command, epsilon, delta))
         .collect::<Result<Vec<_>>>()?;
     let left = l.charge(&charges)?;
+    Ok(Charged {
+        line: Some(left_line(&l.path, &left)),
+        published: false,
+    })
+}
+
+/// The summary's line: what is left of each data set charged.
+fn left_line(path: &Path, left: &[kinsey_data::ledger::Left]) -> String {
     let parts: Vec<String> = left
         .iter()
         .map(|x| {
@@ -155,8 +163,54 @@ pub(crate) fn charge_with(
             )
         })
         .collect();
-    Ok(Charged {
-        line: Some(format!("ledger {}: {}", l.path.display(), parts.join("; "))),
-        published: false,
-    })
+    format!("ledger {}: {}", path.display(), parts.join("; "))
+}
+
+/// The ledger the global flags name as the facade's type, for a command that releases
+/// through the facade (which charges it before drawing any noise).
+pub(crate) fn facade() -> Result<Option<kinsey::ledger::Ledger>> {
+    let flags = LEDGER
+        .lock()
+        .ok()
+        .and_then(|g| g.clone())
+        .unwrap_or_default();
+    let Some(path) = flags.path else {
+        return Ok(None);
+    };
+    let mut l = kinsey::ledger::Ledger::open(path)?;
+    if let Some(k) = flags.key {
+        l = l.key(k)?;
+    }
+    if let Some((e, d)) = flags.budget {
+        l = l.total(e, d)?;
+    }
+    if let Some(n) = flags.dataset {
+        l = l.dataset(&n)?;
+    }
+    Ok(Some(l))
+}
+
+/// A facade call's result and the ledger's line: on success, what is left after the
+/// charge; on a failure after the charge, the note that it stands.
+pub(crate) fn settle<T>(
+    ledger: Option<&kinsey::ledger::Ledger>,
+    result: Result<T>,
+) -> Result<(T, Option<String>)> {
+    let charged = ledger.map(|l| (l.path(), l.charged()));
+    let line = charged
+        .as_ref()
+        .filter(|(_, left)| !left.is_empty())
+        .map(|(path, left)| left_line(path, left));
+    match result {
+        Ok(t) => Ok((t, line)),
+        Err(e) => {
+            if let Some(line) = line {
+                eprintln!(
+                    "note: this run was charged before it failed, and the charge stands (its \
+                     noise may have been drawn): {line}"
+                );
+            }
+            Err(e)
+        }
+    }
 }
