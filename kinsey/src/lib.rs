@@ -63,3 +63,5 @@ pub mod ledger;
 pub mod prelude;
 #[cfg(feature = "stats")]
 pub mod stats;
+#[cfg(feature = "stats")]
+mod summary;

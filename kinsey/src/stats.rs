@@ -30,6 +30,7 @@ use kinsey_stats::histogram::Binning;
 use kinsey_stats::histogram_query::{Bins, HistogramQuery};
 use std::path::{Path, PathBuf};
 
+pub use crate::summary::{Summary, SummaryOutput};
 pub use kinsey_decay::DecayRelease;
 pub use kinsey_stats as engine;
 pub use kinsey_stats::histogram_query::HistogramReport;
@@ -38,6 +39,7 @@ pub use kinsey_stats::histogram_query::HistogramReport;
 pub use kinsey_stats::sulq::query as sulq;
 /// The SuLQ analyses' parameters.
 pub use kinsey_stats::sulq::{GaussianCalibration, kmeans::KmeansConfig, pca::PcaConfig};
+pub use kinsey_stats::summary::ExactSummary;
 /// DP decision trees (seed 002), as `kinsey tree` releases them.
 pub use kinsey_stats::summary::{Statistic, SummaryQuery, SummaryReport};
 pub use kinsey_stats::tree_release::{TreeOutcome, TreeQuery};

@@ -518,42 +518,30 @@ fn summary(
     seed: Option<u64>,
     ledger: Option<LedgerArgs>,
 ) -> PyResult<String> {
-    use kinsey::stats::{Statistic, SummaryQuery};
-    let statistic = match statistic {
-        "sum" => Statistic::Sum,
-        "mean" => Statistic::Mean,
-        "variance" => Statistic::Variance,
-        "quantiles" => Statistic::Quantiles(levels),
-        other => {
-            return Err(param(
-                "statistic",
-                format!("'{other}' is not one of sum, mean, variance, quantiles"),
-            ));
-        }
-    };
-    let query = SummaryQuery {
-        column,
-        statistic,
-        lo: bounds.0,
-        hi: bounds.1,
-        epsilon,
-        neighbours: neighbours
-            .parse()
-            .map_err(|e: Error| param("neighbours", e.to_string()))?,
-        candidates,
-    };
-    query.check().map_err(py_err)?;
+    use kinsey::stats::Summary;
+    let mut s = Summary::named(statistic, &levels)
+        .map_err(py_err)?
+        .bounds(bounds.0, bounds.1)
+        .epsilon(epsilon)
+        .neighbours(
+            neighbours
+                .parse()
+                .map_err(|e: Error| param("neighbours", e.to_string()))?,
+        )
+        .candidates(candidates);
+    if let Some(seed) = seed {
+        s = s.seed(seed);
+    }
+    if let Some(l) = ledger_of(ledger)? {
+        s = s.ledger(&l);
+    }
     let src = source(data, "<table>")?;
-    let ledger = ledger_of(ledger)?;
     let report = detached(py, move || {
-        let command = format!("stats {}", query.statistic.name());
-        charge(&ledger, &src, &command, (query.epsilon, 0.0))?;
-        let input: &dyn kinsey::data::ColumnSource = match &src {
-            Source::File(p) => p,
-            Source::Table(t) => t,
+        let out = match &src {
+            Source::File(p) => s.of_column(p, &column)?,
+            Source::Table(t) => s.of_table(t, &column)?,
         };
-        let mut rng = query.rng(input, seed, false)?;
-        query.release(input, &mut rng)
+        Ok(out.report)
     })?;
     json(&report)
 }

@@ -461,7 +461,6 @@ const CLI_ENGINE_IMPORTS: &[&str] = &[
     "commands/party.rs",
     "commands/predict.rs",
     "commands/session.rs",
-    "commands/stats.rs",
     "commands/sulq.rs",
     "commands/sulq_common.rs",
     "commands/sulq_perceptron.rs",

@@ -77,7 +77,7 @@ fn run_histogram(a: &Args) -> Result<Done> {
     if let Some(l) = &ledger {
         h = h.ledger(l);
     }
-    let (report, ledger_line) =
+    let (report, charged) =
         super::ledger::settle(ledger.as_ref(), h.of_column(&a.input, &a.column))?;
     let rel = &report.release;
     let is_count = a.bins.is_none() && a.categories.is_none();
@@ -111,7 +111,7 @@ fn run_histogram(a: &Args) -> Result<Done> {
         };
         write_chart(&mut o, &a.out.join("histogram"), &chart)?;
     }
-    let mut summary = format!(
+    let summary = format!(
         "{} of '{}' under {} neighbours (sensitivity {}), eps = {}: noise std {:.2} per bin; total {}{}",
         if is_count { "count" } else { "histogram" },
         a.column,
@@ -126,9 +126,7 @@ fn run_histogram(a: &Args) -> Result<Done> {
             " (sum of the noisy bins)"
         }
     );
-    if let Some(line) = ledger_line {
-        summary = format!("{summary}\n{line}");
-    }
+    let summary = charged.summary(summary);
     finish(o, &a.out, &report, summary)
 }
 

@@ -190,27 +190,20 @@ pub(crate) fn facade() -> Result<Option<kinsey::ledger::Ledger>> {
     Ok(Some(l))
 }
 
-/// A facade call's result and the ledger's line: on success, what is left after the
-/// charge; on a failure after the charge, the note that it stands.
+/// A facade call's result and its charge: on success a [`Charged`] that puts what is left
+/// into the summary (and, dropped before that, says the charge stands); on a failure after
+/// the charge, that note at once.
 pub(crate) fn settle<T>(
     ledger: Option<&kinsey::ledger::Ledger>,
     result: Result<T>,
-) -> Result<(T, Option<String>)> {
-    let charged = ledger.map(|l| (l.path(), l.charged()));
-    let line = charged
-        .as_ref()
+) -> Result<(T, Charged)> {
+    let line = ledger
+        .map(|l| (l.path(), l.charged()))
         .filter(|(_, left)| !left.is_empty())
-        .map(|(path, left)| left_line(path, left));
-    match result {
-        Ok(t) => Ok((t, line)),
-        Err(e) => {
-            if let Some(line) = line {
-                eprintln!(
-                    "note: this run was charged before it failed, and the charge stands (its \
-                     noise may have been drawn): {line}"
-                );
-            }
-            Err(e)
-        }
-    }
+        .map(|(path, left)| left_line(&path, &left));
+    let charged = Charged {
+        published: line.is_none(),
+        line,
+    };
+    result.map(|t| (t, charged))
 }

@@ -2,10 +2,10 @@
 
 use super::common::*;
 use clap::Subcommand;
+use kinsey::dp::Neighbours;
+use kinsey::stats::Summary;
 use kinsey_core::Result;
 use kinsey_data::output::Outputs;
-use kinsey_dp::Neighbours;
-use kinsey_stats::summary::{Statistic, SummaryQuery};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -91,61 +91,43 @@ pub(crate) fn parse_bounds(s: &str) -> std::result::Result<(f64, f64), String> {
 /// Runs `kinsey stats`.
 pub(crate) fn run(a: Args) -> Result<()> {
     report_done(match a.cmd {
-        Which::Sum(a) => run_stat(&a, Statistic::Sum, 2)?,
-        Which::Mean(a) => run_stat(&a, Statistic::Mean, 2)?,
-        Which::Variance(a) => run_stat(&a, Statistic::Variance, 2)?,
-        Which::Quantiles(q) => run_stat(&q.common, Statistic::Quantiles(q.levels), q.candidates)?,
+        Which::Sum(a) => run_stat(&a, Summary::sum())?,
+        Which::Mean(a) => run_stat(&a, Summary::mean())?,
+        Which::Variance(a) => run_stat(&a, Summary::variance())?,
+        Which::Quantiles(q) => run_stat(
+            &q.common,
+            Summary::quantiles(&q.levels).candidates(q.candidates),
+        )?,
     })
 }
 
-fn run_stat(a: &StatArgs, statistic: Statistic, candidates: usize) -> Result<Done> {
-    let query = SummaryQuery {
-        column: a.column.clone(),
-        statistic,
-        lo: a.bounds.0,
-        hi: a.bounds.1,
-        epsilon: a.epsilon,
-        neighbours: a.neighbours,
-        candidates,
-    };
-    // Parameters before data.
-    query.check()?;
+/// One statistic through the facade's [`Summary`] (which checks the parameters before
+/// any data, charges the ledger before the noise and makes the report), written.
+fn run_stat(a: &StatArgs, builder: Summary) -> Result<Done> {
+    let mut s = builder
+        .bounds(a.bounds.0, a.bounds.1)
+        .epsilon(a.epsilon)
+        .neighbours(a.neighbours);
+    if let Some(seed) = a.seed {
+        s = s.seed(seed);
+    }
+    if a.record_seed {
+        s = s.record_seed();
+    }
+    if a.diagnostics {
+        s = s.diagnostics();
+    }
     warn_seed(a.seed);
-    // The release reads the column in blocks; only the exact values (NOT PRIVATE), when
-    // asked for, need it whole, and then it is read once for both.
-    let (sums, values) = if a.diagnostics {
-        let values = query.values(a.input.as_path())?;
-        let mut sums = query.sums();
-        sums.add(&values);
-        (sums, values)
-    } else {
-        (query.accumulate(a.input.as_path())?, Vec::new())
-    };
-    // Charge, then draw the noise, then publish.
-    let charged = super::ledger::charge(
-        &[a.input.as_path()],
-        &format!("stats {}", query.statistic.name()),
-        a.epsilon,
-        0.0,
-    )?;
+    let ledger = super::ledger::facade()?;
+    if let Some(l) = &ledger {
+        s = s.ledger(l);
+    }
+    let (out, charged) =
+        super::ledger::settle(ledger.as_ref(), s.of_column(&a.input, &a.column))?;
+    let report = &out.report;
     let mut o = Outputs::new();
     o.ensure_dir(&a.out)?;
-    let mut rng = query.rng(a.input.as_path(), a.seed, a.record_seed)?;
-    let report = query.release_sums(&sums, a.input.clone(), &mut rng)?;
-    o.write(
-        &a.out.join("stats.csv"),
-        &csv(
-            "statistic,value,noise_std",
-            report.estimates.iter().map(|e| {
-                format!(
-                    "{},{},{}",
-                    e.name,
-                    e.value,
-                    e.noise_std.map(|s| s.to_string()).unwrap_or_default()
-                )
-            }),
-        ),
-    )?;
+    o.write(&a.out.join("stats.csv"), &report.csv())?;
     let shown: Vec<String> = report
         .estimates
         .iter()
@@ -156,7 +138,7 @@ fn run_stat(a: &StatArgs, statistic: Statistic, candidates: usize) -> Result<Don
         .collect();
     let summary = format!(
         "{} of '{}' clamped to [{}, {}], {} neighbours, eps = {}: {}",
-        query.statistic.name(),
+        report.statistic,
         a.column,
         a.bounds.0,
         a.bounds.1,
@@ -165,8 +147,7 @@ fn run_stat(a: &StatArgs, statistic: Statistic, candidates: usize) -> Result<Don
         shown.join(", ")
     );
     let summary = charged.summary(summary);
-    let diagnostics = a.diagnostics.then(|| {
-        let exact = query.exact(&values);
+    let diagnostics = out.exact_not_private.map(|exact| {
         let mut lines: Vec<String> = exact
             .values
             .iter()
@@ -178,7 +159,7 @@ fn run_stat(a: &StatArgs, statistic: Statistic, candidates: usize) -> Result<Don
         ));
         (json!(exact), lines)
     });
-    finish_split(o, &a.out, &report, summary, diagnostics)
+    finish_split(o, &a.out, report, summary, diagnostics)
 }
 
 #[cfg(test)]

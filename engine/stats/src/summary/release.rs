@@ -39,6 +39,19 @@ pub struct SummaryReport {
     pub rng: RngRecord,
 }
 
+impl SummaryReport {
+    /// `stats.csv`: one line per released value with its noise std where it is public, as
+    /// every front door writes it.
+    pub fn csv(&self) -> Vec<u8> {
+        let mut s = String::from("statistic,value,noise_std\n");
+        for e in &self.estimates {
+            let std = e.noise_std.map(|s| s.to_string()).unwrap_or_default();
+            s.push_str(&format!("{},{},{std}\n", e.name, e.value));
+        }
+        s.into_bytes()
+    }
+}
+
 /// What a release accumulates from its column, a block at a time.
 #[derive(Debug, Clone)]
 pub enum SummarySums {
