@@ -65,3 +65,5 @@ pub mod prelude;
 pub mod stats;
 #[cfg(feature = "stats")]
 mod summary;
+#[cfg(feature = "stats")]
+mod tree;

@@ -31,6 +31,7 @@ use kinsey_stats::histogram_query::{Bins, HistogramQuery};
 use std::path::{Path, PathBuf};
 
 pub use crate::summary::{Summary, SummaryOutput};
+pub use crate::tree::{Tree, TreeOutput};
 pub use kinsey_decay::DecayRelease;
 pub use kinsey_stats as engine;
 pub use kinsey_stats::histogram_query::HistogramReport;

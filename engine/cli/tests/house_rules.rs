@@ -465,7 +465,6 @@ const CLI_ENGINE_IMPORTS: &[&str] = &[
     "commands/sulq_common.rs",
     "commands/sulq_perceptron.rs",
     "commands/train.rs",
-    "commands/tree.rs",
     "config.rs",
     "experiment/figure2.rs",
     "keyfiles.rs",

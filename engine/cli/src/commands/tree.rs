@@ -1,13 +1,12 @@
 //! `kinsey tree`: DP decision trees (seed 002).
 
 use super::common::*;
+use kinsey::dp::Neighbours;
+use kinsey::dp::release::NOT_PRIVATE_PREFIX;
+use kinsey::stats::{Tree, TreeOutput};
 use kinsey_core::Result;
-use kinsey_data::attributes::{AttributeSpec, read_categorical_data};
 use kinsey_data::output::Outputs;
 use kinsey_data::output::write_json;
-use kinsey_dp::Neighbours;
-use kinsey_stats::tree::{self, Selection};
-use kinsey_stats::tree_release::{TreeOutcome, TreeQuery};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -70,73 +69,45 @@ pub(crate) struct Args {
 }
 
 fn run_tree(a: &Args) -> Result<Done> {
-    if a.test.is_some() && !a.diagnostics && a.selection != "none" {
-        return Err(kinsey_core::Error::param(
-            "test",
-            "--test is read only for the test accuracy, a NOT PRIVATE diagnostic: add \
-             --diagnostics, or leave --test out",
-        ));
+    let mut t = Tree::new(&a.label, a.neighbours)
+        .classes(&a.classes)
+        .attributes(&a.attributes)
+        .depth(a.depth)
+        .selection(&a.selection)
+        .score(&a.score);
+    if let Some(e) = a.epsilon {
+        t = t.epsilon(e);
     }
-    let query = TreeQuery {
-        label: a.label.clone(),
-        classes: a.classes.clone(),
-        attributes: a.attributes.clone(),
-        depth: a.depth,
-        selection: a.selection.clone(),
-        score: a.score.clone(),
-        epsilon: a.epsilon,
-        neighbours: a.neighbours,
-        row_bound: a.row_bound,
-    };
+    if let Some(b) = a.row_bound {
+        t = t.row_bound(b);
+    }
+    if let Some(p) = &a.test {
+        t = t.test(p);
+    }
+    if a.diagnostics {
+        t = t.diagnostics();
+    }
+    if let Some(seed) = a.seed {
+        t = t.seed(seed);
+    }
+    if a.record_seed {
+        t = t.record_seed();
+    }
     warn_seed(a.seed);
-    // Charge, then draw the noise, then publish (the non-private baseline is no release).
-    let config = query.config()?;
-    let inputs: &[&std::path::Path] = if config.selection == Selection::None {
-        &[]
-    } else {
-        &[a.input.as_path()]
-    };
-    let charged = super::ledger::charge(inputs, "tree", config.epsilon, 0.0)?;
-    let outcome = query.train(a.input.as_path(), a.seed, a.record_seed)?;
-    let tree_file = query.tree_file(&outcome);
-    let TreeOutcome {
-        specs,
-        result: res,
-        data: train,
-        config: cfg,
-        report,
-    } = outcome;
-    let (selection, epsilon) = (cfg.selection, cfg.epsilon);
-    let test = match &a.test {
-        Some(t) => {
-            let specs: Vec<AttributeSpec> = if specs.is_empty() {
-                train
-                    .names
-                    .iter()
-                    .map(|n| AttributeSpec {
-                        name: n.clone(),
-                        bins: None,
-                    })
-                    .collect()
-            } else {
-                specs.clone()
-            };
-            Some(read_categorical_data(
-                t.as_path(),
-                &specs,
-                &a.label,
-                &a.classes,
-            )?)
-        }
-        None => None,
-    };
-    let test_acc = match (&test, a.diagnostics) {
-        (Some(t), true) => Some(tree::accuracy(&res.root, t)),
-        _ => None,
-    };
+    let ledger = super::ledger::facade()?;
+    if let Some(l) = &ledger {
+        t = t.ledger(l);
+    }
+    let (out, charged) = super::ledger::settle(ledger.as_ref(), t.of_file(&a.input))?;
+    let test_acc = out.test_accuracy_not_private;
+    let private = out.is_private();
+    let TreeOutput {
+        outcome, tree_file, ..
+    } = out;
+    let (res, cfg, report) = (&outcome.result, &outcome.config, &outcome.report);
     let mut o = Outputs::new();
     o.ensure_dir(&a.out)?;
-    if selection == Selection::None {
+    if !private {
         // The non-private tree is exact data: it is a diagnostic, never a release.
         kinsey_data::output::write_diagnostics(
             &mut o,
@@ -145,7 +116,8 @@ fn run_tree(a: &Args) -> Result<Done> {
         )?;
         let report = json!({
             "kind": "kinsey.tree_non_private.v1",
-            "input": a.input, "attributes": train.names, "classes": train.class_labels,
+            "input": a.input, "attributes": outcome.data.names,
+            "classes": outcome.data.class_labels,
             "config": res.config, "leaves": res.leaves, "test": a.test,
             "test_accuracy": test_acc,
         });
@@ -157,7 +129,7 @@ fn run_tree(a: &Args) -> Result<Done> {
         let written = o.commit()?;
         let summary = format!(
             "{} non-private tree (--selection none), depth {}, {} leaves: written as NOT PRIVATE diagnostics{}",
-            kinsey_dp::release::NOT_PRIVATE_PREFIX,
+            NOT_PRIVATE_PREFIX,
             a.depth,
             res.leaves,
             test_acc
@@ -168,13 +140,14 @@ fn run_tree(a: &Args) -> Result<Done> {
     }
     write_json(&mut o, &a.out.join("tree.json"), &tree_file)?;
     let summary = format!(
-        "{} tree, depth {}, {} leaves, score {}, {} neighbours, eps = {epsilon} ({} per \
+        "{} tree, depth {}, {} leaves, score {}, {} neighbours, eps = {} ({} per \
          mechanism)",
         a.selection,
         a.depth,
         res.leaves,
         toml_name(&cfg.score),
         a.neighbours.as_str(),
+        cfg.epsilon,
         res.epsilon_per_mechanism
     );
     let diagnostics = a.diagnostics.then(|| {
@@ -187,7 +160,7 @@ fn run_tree(a: &Args) -> Result<Done> {
         )
     });
     let summary = charged.summary(summary);
-    finish_split(o, &a.out, &report, summary, diagnostics)
+    finish_split(o, &a.out, report, summary, diagnostics)
 }
 
 /// Runs `kinsey tree`.
