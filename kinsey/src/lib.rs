@@ -60,6 +60,8 @@ pub mod classifier;
 pub mod data;
 #[cfg(feature = "parquet")]
 pub mod ledger;
+#[cfg(all(feature = "classifier", feature = "stats"))]
+pub mod predict;
 pub mod prelude;
 #[cfg(feature = "stats")]
 pub mod stats;

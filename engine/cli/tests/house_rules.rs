@@ -459,7 +459,6 @@ const CLI_ENGINE_IMPORTS: &[&str] = &[
     "commands/experiment.rs",
     "commands/participant.rs",
     "commands/party.rs",
-    "commands/predict.rs",
     "commands/session.rs",
     "commands/sulq.rs",
     "commands/sulq_common.rs",
