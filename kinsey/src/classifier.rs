@@ -39,6 +39,9 @@ use std::time::{Duration, Instant};
 /// A size in bytes from text such as `512MiB`, `4GiB` or `1e9`, as `--memory-limit` reads
 /// it (for [`JobBuilder::memory_limit`]).
 pub use kinsey_core::limits::parse_bytes;
+/// The models' fixed point on the wire (`W = round(w 2^FIXED_POINT_BITS)`), as
+/// python-paillier key files and ciphertexts exchanged with other tools need it.
+pub use kinsey_learn::aggregate::{FIXED_POINT_BITS, encode_fixed};
 pub use kinsey_learn::aggregate::{NoiseKind, SensitivityDerivation};
 pub use kinsey_learn::model_file::ModelFile;
 pub use kinsey_learn::pipeline::{Diagnostics, Release, Report};

@@ -15,7 +15,7 @@ use kinsey_data::output::Outputs;
 use std::path::{Path, PathBuf};
 
 /// The base-16 exponent of kinsey's 2^-32 fixed point in python-paillier's encoding.
-pub(crate) const PHE_EXPONENT: i32 = -(kinsey_learn::aggregate::FIXED_POINT_BITS as i32) / 4;
+pub(crate) const PHE_EXPONENT: i32 = -(kinsey::classifier::FIXED_POINT_BITS as i32) / 4;
 
 /// The text of a key or number file, at most [`MAX_KEY_FILE`] bytes. A path that is JSON
 /// itself (a number pasted on the command line) gets an error that says so.
@@ -114,7 +114,7 @@ pub(crate) fn encrypt(
     }
     let pk = phe::public_key_from_jwk(&read(public)?, rng).map_err(in_file(public))?;
     let b = backend_for(public_key_bits(&pk)?, allow_insecure_test_keys)?;
-    let m = kinsey_learn::aggregate::encode_fixed(value)?;
+    let m = kinsey::classifier::encode_fixed(value)?;
     let c = b.encrypt(&pk, m, rng)?;
     Ok(phe::encrypted_to_json(&pk, &c, PHE_EXPONENT)?)
 }

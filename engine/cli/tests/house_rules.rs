@@ -450,9 +450,7 @@ fn crates_depend_only_downwards_and_the_product_lines_side_by_side() {
 const CLI_ENGINE_IMPORTS: &[&str] = &[
     "benchmarks/opbench.rs",
     "benchmarks/protocol.rs",
-    "commands/backends.rs",
     "commands/bench.rs",
-    "commands/common.rs",
     "commands/curator.rs",
     "commands/decay.rs",
     "commands/demo.rs",
@@ -466,7 +464,6 @@ const CLI_ENGINE_IMPORTS: &[&str] = &[
     "commands/train.rs",
     "config.rs",
     "experiment/figure2.rs",
-    "keyfiles.rs",
     "session_config.rs",
 ];
 

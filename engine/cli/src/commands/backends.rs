@@ -8,7 +8,7 @@ pub(crate) struct Args {}
 
 /// Prints every registered backend and its description.
 pub(crate) fn run(_: Args) -> Result<()> {
-    for (name, d) in kinsey_protocol::registry::describe_backends() {
+    for (name, d) in kinsey::classifier::describe_backends() {
         println!("{name}\n  {d}");
     }
     Ok(())

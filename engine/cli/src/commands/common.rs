@@ -9,8 +9,7 @@ use kinsey_data::synth::{Planted, SynthParty};
 use kinsey_data::{Dataset, LabelEncoding};
 use kinsey_dp::Neighbours;
 
-use kinsey_learn::aggregate::NoiseKind;
-use kinsey_learn::pipeline;
+use kinsey::classifier::NoiseKind;
 use std::path::{Path, PathBuf};
 
 /// The `[crypto]` section as command-line flags (demo).
@@ -95,7 +94,11 @@ pub(crate) fn load(path: &Path, spec: &ColumnSpec, dim: Option<usize>) -> Result
     }
 }
 
-pub(crate) fn finish_job(report: &pipeline::Report, out: &Path, label: &str) -> Result<()> {
+pub(crate) fn finish_job(
+    report: &kinsey::classifier::Report,
+    out: &Path,
+    label: &str,
+) -> Result<()> {
     let written = report.write(out, label)?;
     print!("{}", crate::summary::classifier(report));
     println!(
