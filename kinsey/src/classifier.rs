@@ -26,11 +26,12 @@ use kinsey_data::ledger::Charge;
 use kinsey_data::parquet_blocks::ParquetParty;
 use kinsey_data::parquet_io::{ColumnSpec, read_parquet};
 use kinsey_data::{Dataset, LabelEncoding, RowTransform};
-use kinsey_learn::aggregate::{Aggregator, PlaintextAggregator, PrivacySpec};
+use kinsey_learn::aggregate::{PlaintextAggregator, PrivacySpec};
 use kinsey_learn::bounded::{self, MemoryBudget};
 use kinsey_learn::logreg::{Objective, SolverConfig};
 use kinsey_learn::pipeline::{self, JobSpec};
 use kinsey_learn::seeding::NoiseKeys;
+use kinsey_learn::sparse_job::{SparseInput, run_sparse};
 use kinsey_protocol::{ProtocolConfig, SecureAggregator};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -39,6 +40,7 @@ use std::time::{Duration, Instant};
 /// A size in bytes from text such as `512MiB`, `4GiB` or `1e9`, as `--memory-limit` reads
 /// it (for [`JobBuilder::memory_limit`]).
 pub use kinsey_core::limits::parse_bytes;
+pub use kinsey_learn::aggregate::Aggregator;
 /// The models' fixed point on the wire (`W = round(w 2^FIXED_POINT_BITS)`), as
 /// python-paillier key files and ciphertexts exchanged with other tools need it.
 pub use kinsey_learn::aggregate::{FIXED_POINT_BITS, encode_fixed};
@@ -46,7 +48,14 @@ pub use kinsey_learn::aggregate::{NoiseKind, SensitivityDerivation};
 pub use kinsey_learn::model_file::ModelFile;
 pub use kinsey_learn::pipeline::{Diagnostics, Release, Report};
 pub use kinsey_learn::publish::Written;
+/// How sparse parties' files store their rows (LIBSVM, or Parquet list or map columns).
+pub use kinsey_learn::sparse_job::SparseFiles;
 pub use kinsey_protocol::registry::describe_backends;
+
+/// The memory a job may use unless told otherwise: half this machine's.
+pub fn default_memory_limit() -> u64 {
+    MemoryBudget::default_limit()
+}
 
 /// How the parties' models are averaged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,6 +105,18 @@ enum Parties {
     Loaded(Vec<Dataset>),
     /// Arrow tables in memory, read as their files would be when the job runs.
     Tables(Vec<kinsey_data::memory::ArrowTable>),
+    /// Sparse files of `dim` features, kept as CSR, party by party.
+    Sparse(Vec<PathBuf>, SparseFiles, usize),
+}
+
+/// A caller's progress reporting (the CLI's bars), shared by the job's steps.
+#[derive(Clone)]
+struct Reporter(Arc<dyn kinsey_core::Progress>);
+
+impl std::fmt::Debug for Reporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Reporter")
+    }
 }
 
 /// Builds a [`Job`]; every parameter has the default `kinsey train` has, except epsilon,
@@ -123,6 +144,8 @@ pub struct JobBuilder {
     diagnostics: bool,
     memory: MemoryBudget,
     ledger: Option<crate::ledger::Ledger>,
+    aggregator: Option<Arc<dyn Aggregator>>,
+    progress: Option<Reporter>,
 }
 
 impl Default for JobBuilder {
@@ -149,6 +172,8 @@ impl Default for JobBuilder {
             diagnostics: false,
             memory: MemoryBudget::default_for(std::env::temp_dir()),
             ledger: None,
+            aggregator: None,
+            progress: None,
         }
     }
 }
@@ -167,6 +192,39 @@ impl JobBuilder {
             .collect();
         self.parties = Some(Parties::Parquet(paths));
         self.columns.label = label.into();
+        self
+    }
+
+    /// One sparse file (LIBSVM, or Parquet with each row's non-zeros in list or map
+    /// columns: `files` says which) per party, of `dim` features, kept as CSR and trained
+    /// party by party; labels as [`labels`](Self::labels) says (LIBSVM: +1/-1 by default).
+    pub fn sparse_parties<P: AsRef<Path>>(
+        mut self,
+        paths: impl IntoIterator<Item = P>,
+        files: SparseFiles,
+        dim: usize,
+    ) -> Self {
+        let paths = paths
+            .into_iter()
+            .map(|p| p.as_ref().to_path_buf())
+            .collect();
+        if let SparseFiles::Parquet { label, .. } = &files {
+            self.columns.label = label.clone();
+        }
+        self.parties = Some(Parties::Sparse(paths, files, dim));
+        self
+    }
+
+    /// Aggregate with `aggregator` instead of [`backend`](Self::backend)'s (a backend
+    /// made with options the [`Backend`] names do not carry, e.g. a GPU batch threshold).
+    pub fn aggregator(mut self, aggregator: Arc<dyn Aggregator>) -> Self {
+        self.aggregator = Some(aggregator);
+        self
+    }
+
+    /// Report the job's long steps to `progress` (reading, fitting, the protocol's stages).
+    pub fn progress(mut self, progress: Arc<dyn kinsey_core::Progress>) -> Self {
+        self.progress = Some(Reporter(progress));
         self
     }
 
@@ -342,6 +400,34 @@ impl JobBuilder {
         self
     }
 
+    /// The aggregator a [`Backend`] names.
+    fn backend_aggregator(
+        backend: Backend,
+        allow_insecure_test_keys: bool,
+        crypto_device: DevicePref,
+        timeout: Option<Duration>,
+    ) -> Result<Arc<dyn Aggregator>> {
+        let (name, key_bits, allow_insecure) = match backend {
+            Backend::PlaintextReference => return Ok(Arc::new(PlaintextAggregator)),
+            Backend::Paillier { key_bits } => ("paillier", Some(key_bits), false),
+            Backend::Tfhe => ("tfhe", None, false),
+            _ => ("mock", None, true),
+        };
+        let options = kinsey_protocol::registry::BackendOptions {
+            key_bits,
+            allow_insecure_test_keys,
+            allow_insecure,
+            device: Some(crypto_device),
+            gpu_min_batch: None,
+        };
+        let backend = kinsey_protocol::registry::registry().create(name, &options)?;
+        let mut config = ProtocolConfig::default();
+        if let Some(t) = timeout {
+            config = config.with_timeout(t);
+        }
+        Ok(Arc::new(SecureAggregator::new(backend, config)))
+    }
+
     /// The job, with every parameter checked and the backend's keys made.
     pub fn build(self) -> Result<Job> {
         let parties = self.parties.ok_or_else(|| {
@@ -351,28 +437,14 @@ impl JobBuilder {
             )
         })?;
         let epsilon = crate::required_epsilon(self.epsilon)?;
-        let aggregation: Arc<dyn Aggregator> = match self.backend {
-            Backend::PlaintextReference => Arc::new(PlaintextAggregator),
-            b => {
-                let (name, key_bits, allow_insecure) = match b {
-                    Backend::Paillier { key_bits } => ("paillier", Some(key_bits), false),
-                    Backend::Tfhe => ("tfhe", None, false),
-                    _ => ("mock", None, true),
-                };
-                let options = kinsey_protocol::registry::BackendOptions {
-                    key_bits,
-                    allow_insecure_test_keys: self.allow_insecure_test_keys,
-                    allow_insecure,
-                    device: Some(self.crypto_device),
-                    gpu_min_batch: None,
-                };
-                let backend = kinsey_protocol::registry::registry().create(name, &options)?;
-                let mut config = ProtocolConfig::default();
-                if let Some(t) = self.timeout {
-                    config = config.with_timeout(t);
-                }
-                Arc::new(SecureAggregator::new(backend, config))
-            }
+        let aggregation: Arc<dyn Aggregator> = match (self.aggregator, self.backend) {
+            (Some(a), _) => a,
+            (None, b) => Self::backend_aggregator(
+                b,
+                self.allow_insecure_test_keys,
+                self.crypto_device,
+                self.timeout,
+            )?,
         };
         let spec = JobSpec {
             objective: Objective::new(self.lambda)?,
@@ -393,6 +465,7 @@ impl JobBuilder {
                 Parties::Parquet(p) => p.len(),
                 Parties::Loaded(p) => p.len(),
                 Parties::Tables(p) => p.len(),
+                Parties::Sparse(p, _, _) => p.len(),
             },
             spec.allow_two_parties,
         )?;
@@ -406,6 +479,7 @@ impl JobBuilder {
             diagnostics: self.diagnostics,
             memory: self.memory,
             ledger: self.ledger,
+            progress: self.progress,
         })
     }
 }
@@ -422,6 +496,7 @@ pub struct Job {
     diagnostics: bool,
     memory: MemoryBudget,
     ledger: Option<crate::ledger::Ledger>,
+    progress: Option<Reporter>,
 }
 
 impl Job {
@@ -430,10 +505,54 @@ impl Job {
         JobBuilder::default()
     }
 
+    /// The feature columns every party will be read with (public: the schema; for Parquet
+    /// parties their footers are read, no row), so a caller can show them before the
+    /// model is published.
+    pub fn features(&self) -> Result<Vec<String>> {
+        Ok(match &self.parties {
+            Parties::Parquet(paths) => match paths.first() {
+                Some(p) => ParquetParty::open(p, &self.columns)?.features().to_vec(),
+                None => Vec::new(),
+            },
+            Parties::Loaded(p) => p.first().map(|d| d.features.clone()).unwrap_or_default(),
+            Parties::Tables(t) => match t.first() {
+                Some(t) => t.dataset(&self.columns)?.features,
+                None => Vec::new(),
+            },
+            Parties::Sparse(_, _, dim) => Dataset::default_feature_names(*dim),
+        })
+    }
+
+    /// Whether Parquet parties fit the memory limit together (else they are trained one
+    /// by one, each streamed through a private spill). NOT PRIVATE: it follows their sizes.
+    pub fn fits_in_memory_not_private(&self) -> Result<bool> {
+        let Parties::Parquet(paths) = &self.parties else {
+            return Ok(true);
+        };
+        let opened = paths
+            .iter()
+            .map(|p| ParquetParty::open(p, &self.columns))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(bounded::fits_in_memory(
+            &opened,
+            &self.spec,
+            self.diagnostics,
+            self.memory.limit,
+        ))
+    }
+
+    /// The memory limit and the folder spills go under.
+    pub fn memory(&self) -> (u64, &Path) {
+        (self.memory.limit, &self.memory.spill_base)
+    }
+
     /// Read the parties, fit every local model, aggregate under the chosen backend and
     /// return the release (and the diagnostics, when asked for).
     pub fn run(self) -> Result<Trained> {
         let t = Instant::now();
+        let silent = Reporter(Arc::new(Silent));
+        let progress = self.progress.clone().unwrap_or(silent);
+        let progress: &dyn kinsey_core::Progress = progress.0.as_ref();
         let read_test = || {
             self.test
                 .as_ref()
@@ -447,23 +566,8 @@ impl Job {
                     .iter()
                     .map(|p| ParquetParty::open(p, &self.columns))
                     .collect::<Result<Vec<_>>>()?;
-                if let Some(l) = &self.ledger {
-                    let d = opened.first().map_or(0, |p| p.features().len());
-                    let (eps, delta) = job_guarantee(&self.spec, paths.len(), d)?;
-                    let name = l.dataset_name();
-                    if name.is_some() && paths.len() > 1 {
-                        return Err(Error::param(
-                            "dataset",
-                            "each party is its own data set: parties read from files are \
-                             named by their paths (leave the ledger's data set name unset)",
-                        ));
-                    }
-                    let charges = paths
-                        .iter()
-                        .map(|p| Charge::of_input(p, name, "train", eps, delta))
-                        .collect::<Result<Vec<_>>>()?;
-                    l.charge_all(&charges)?;
-                }
+                let d = opened.first().map_or(0, |p| p.features().len());
+                charge_files(&self.ledger, &self.spec, &paths, d)?;
                 let keys = keys_for(&self.spec, opened.first().map(|p| p.features()), {
                     (self.seed, self.record_seed)
                 });
@@ -479,7 +583,37 @@ impl Job {
                     ctx,
                     self.diagnostics,
                     &self.memory,
-                    &Silent,
+                    progress,
+                )?;
+                return Ok(Trained {
+                    report,
+                    label: self.columns.label,
+                });
+            }
+            Parties::Sparse(paths, files, dim) => {
+                charge_files(&self.ledger, &self.spec, &paths, dim)?;
+                let features = Dataset::default_feature_names(dim);
+                let keys = keys_for(&self.spec, Some(&features), (self.seed, self.record_seed));
+                let test = self
+                    .test
+                    .as_ref()
+                    .map(|p| files.read_test(p, dim, self.columns.labels))
+                    .transpose()?;
+                let input = SparseInput {
+                    command: "train",
+                    parties: paths,
+                    files,
+                    dim,
+                    labels: self.columns.labels,
+                    test,
+                };
+                let report = run_sparse(
+                    input,
+                    &self.spec,
+                    &keys,
+                    self.diagnostics,
+                    self.memory.limit,
+                    progress,
                 )?;
                 return Ok(Trained {
                     report,
@@ -523,12 +657,44 @@ impl Job {
             test,
             ingest_s: t.elapsed().as_secs_f64(),
         };
-        let report = pipeline::run(input, &self.spec, &keys, self.diagnostics, &Silent)?;
+        let report = pipeline::run(input, &self.spec, &keys, self.diagnostics, progress)?;
         Ok(Trained {
             report,
             label: self.columns.label,
         })
     }
+}
+
+/// Charge one release on each party file (named by its path, or by the ledger's data set
+/// name when there is one party) before anything is computed.
+fn charge_files(
+    ledger: &Option<crate::ledger::Ledger>,
+    spec: &JobSpec,
+    paths: &[PathBuf],
+    d: usize,
+) -> Result<()> {
+    let Some(l) = ledger else {
+        return Ok(());
+    };
+    let (eps, delta) = job_guarantee(spec, paths.len(), d)?;
+    let name = l.dataset_name();
+    if name.is_some() && paths.len() > 1 {
+        return Err(Error::param(
+            "ledger-dataset",
+            format!(
+                "train reads {} inputs, each its own data set; a ledger's data set name \
+                 (--ledger-dataset, Ledger::dataset, dataset= in Python) names the data \
+                 set of a command's one input (these are named by their paths)",
+                paths.len()
+            ),
+        ));
+    }
+    let charges = paths
+        .iter()
+        .map(|p| Charge::of_input(p, name, "train", eps, delta))
+        .collect::<Result<Vec<_>>>()?;
+    l.charge_all(&charges)?;
+    Ok(())
 }
 
 /// The `(epsilon, delta)` of the release of `k` parties with `features` columns: public,
@@ -566,6 +732,11 @@ impl Trained {
     /// What may not (NOT PRIVATE), when asked for.
     pub fn diagnostics(&self) -> Option<&Diagnostics> {
         self.report.diagnostics.as_ref()
+    }
+
+    /// The whole report: the release and the diagnostics (for a front door's summary).
+    pub fn report(&self) -> &Report {
+        &self.report
     }
 
     /// The model file (`model.json`, what `kinsey predict` reads).

@@ -461,7 +461,6 @@ const CLI_ENGINE_IMPORTS: &[&str] = &[
     "commands/sulq.rs",
     "commands/sulq_common.rs",
     "commands/sulq_perceptron.rs",
-    "commands/train.rs",
     "config.rs",
     "experiment/figure2.rs",
     "session_config.rs",

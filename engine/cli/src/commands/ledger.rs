@@ -169,22 +169,27 @@ fn left_line(path: &Path, left: &[kinsey_data::ledger::Left]) -> String {
 /// The ledger the global flags name as the facade's type, for a command that releases
 /// through the facade (which charges it before drawing any noise).
 pub(crate) fn facade() -> Result<Option<kinsey::ledger::Ledger>> {
+    facade_with(LedgerSetting::default())
+}
+
+/// [`facade`] with a config's `[privacy]` ledger settings under the flags.
+pub(crate) fn facade_with(config: LedgerSetting) -> Result<Option<kinsey::ledger::Ledger>> {
     let flags = LEDGER
         .lock()
         .ok()
         .and_then(|g| g.clone())
         .unwrap_or_default();
-    let Some(path) = flags.path else {
+    let Some(path) = flags.path.or(config.path) else {
         return Ok(None);
     };
     let mut l = kinsey::ledger::Ledger::open(path)?;
-    if let Some(k) = flags.key {
+    if let Some(k) = flags.key.or(config.key) {
         l = l.key(k)?;
     }
-    if let Some((e, d)) = flags.budget {
+    if let Some((e, d)) = flags.budget.or(config.budget) {
         l = l.total(e, d)?;
     }
-    if let Some(n) = flags.dataset {
+    if let Some(n) = flags.dataset.or(config.dataset) {
         l = l.dataset(&n)?;
     }
     Ok(Some(l))
