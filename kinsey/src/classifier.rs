@@ -23,8 +23,9 @@
 use crate::DevicePref;
 use kinsey_core::{Error, Result, Silent};
 use kinsey_data::ledger::Charge;
-use kinsey_data::parquet_blocks::ParquetParty;
+use kinsey_data::parquet_blocks::{ParquetParty, PartyBlocks};
 use kinsey_data::parquet_io::{ColumnSpec, read_parquet};
+use kinsey_data::synth::SynthParty;
 use kinsey_data::{Dataset, LabelEncoding, RowTransform};
 use kinsey_learn::aggregate::{PlaintextAggregator, PrivacySpec};
 use kinsey_learn::bounded::{self, MemoryBudget};
@@ -107,6 +108,8 @@ enum Parties {
     Tables(Vec<kinsey_data::memory::ArrowTable>),
     /// Sparse files of `dim` features, kept as CSR, party by party.
     Sparse(Vec<PathBuf>, SparseFiles, usize),
+    /// Synthetic parties, generated as they are read, and their test set.
+    Synthetic(Vec<SynthParty>, Box<Dataset>),
 }
 
 /// A caller's progress reporting (the CLI's bars), shared by the job's steps.
@@ -146,6 +149,7 @@ pub struct JobBuilder {
     ledger: Option<crate::ledger::Ledger>,
     aggregator: Option<Arc<dyn Aggregator>>,
     progress: Option<Reporter>,
+    name: &'static str,
 }
 
 impl Default for JobBuilder {
@@ -174,6 +178,7 @@ impl Default for JobBuilder {
             ledger: None,
             aggregator: None,
             progress: None,
+            name: "train",
         }
     }
 }
@@ -212,6 +217,21 @@ impl JobBuilder {
             self.columns.label = label.clone();
         }
         self.parties = Some(Parties::Sparse(paths, files, dim));
+        self
+    }
+
+    /// Synthetic parties, each generated as it is read (whole, or a block at a time past
+    /// the memory limit), with their test set: `kinsey demo`'s (`kinsey_data::synth`).
+    /// Their data is public, so nothing is charged to a ledger.
+    pub fn synthetic_parties(mut self, parties: Vec<SynthParty>, test: Dataset) -> Self {
+        self.parties = Some(Parties::Synthetic(parties, Box::new(test)));
+        self
+    }
+
+    /// The job's name in the release and in its noise keys' description (`train` by
+    /// default; `kinsey demo` runs `demo`).
+    pub fn name(mut self, name: &'static str) -> Self {
+        self.name = name;
         self
     }
 
@@ -466,6 +486,7 @@ impl JobBuilder {
                 Parties::Loaded(p) => p.len(),
                 Parties::Tables(p) => p.len(),
                 Parties::Sparse(p, _, _) => p.len(),
+                Parties::Synthetic(p, _) => p.len(),
             },
             spec.allow_two_parties,
         )?;
@@ -480,6 +501,7 @@ impl JobBuilder {
             memory: self.memory,
             ledger: self.ledger,
             progress: self.progress,
+            name: self.name,
         })
     }
 }
@@ -497,6 +519,7 @@ pub struct Job {
     memory: MemoryBudget,
     ledger: Option<crate::ledger::Ledger>,
     progress: Option<Reporter>,
+    name: &'static str,
 }
 
 impl Job {
@@ -520,14 +543,26 @@ impl Job {
                 None => Vec::new(),
             },
             Parties::Sparse(_, _, dim) => Dataset::default_feature_names(*dim),
+            Parties::Synthetic(p, _) => {
+                p.first().map(|p| p.features().to_vec()).unwrap_or_default()
+            }
         })
     }
 
     /// Whether Parquet parties fit the memory limit together (else they are trained one
     /// by one, each streamed through a private spill). NOT PRIVATE: it follows their sizes.
     pub fn fits_in_memory_not_private(&self) -> Result<bool> {
-        let Parties::Parquet(paths) = &self.parties else {
-            return Ok(true);
+        let paths = match &self.parties {
+            Parties::Parquet(paths) => paths,
+            Parties::Synthetic(p, _) => {
+                return Ok(bounded::fits_in_memory(
+                    p,
+                    &self.spec,
+                    self.diagnostics,
+                    self.memory.limit,
+                ));
+            }
+            _ => return Ok(true),
         };
         let opened = paths
             .iter()
@@ -568,11 +603,14 @@ impl Job {
                     .collect::<Result<Vec<_>>>()?;
                 let d = opened.first().map_or(0, |p| p.features().len());
                 charge_files(&self.ledger, &self.spec, &paths, d)?;
-                let keys = keys_for(&self.spec, opened.first().map(|p| p.features()), {
-                    (self.seed, self.record_seed)
-                });
+                let keys = keys_for(
+                    self.name,
+                    &self.spec,
+                    opened.first().map(|p| p.features()),
+                    (self.seed, self.record_seed),
+                );
                 let input = bounded::FilesInput {
-                    command: "train",
+                    command: self.name,
                     parties: opened,
                     test: read_test()?,
                 };
@@ -593,14 +631,19 @@ impl Job {
             Parties::Sparse(paths, files, dim) => {
                 charge_files(&self.ledger, &self.spec, &paths, dim)?;
                 let features = Dataset::default_feature_names(dim);
-                let keys = keys_for(&self.spec, Some(&features), (self.seed, self.record_seed));
+                let keys = keys_for(
+                    self.name,
+                    &self.spec,
+                    Some(&features),
+                    (self.seed, self.record_seed),
+                );
                 let test = self
                     .test
                     .as_ref()
                     .map(|p| files.read_test(p, dim, self.columns.labels))
                     .transpose()?;
                 let input = SparseInput {
-                    command: "train",
+                    command: self.name,
                     parties: paths,
                     files,
                     dim,
@@ -615,6 +658,48 @@ impl Job {
                     self.memory.limit,
                     progress,
                 )?;
+                return Ok(Trained {
+                    report,
+                    label: self.columns.label,
+                });
+            }
+            Parties::Synthetic(parties, test) => {
+                let features = parties.first().map(|p| p.features().to_vec());
+                let keys = keys_for(
+                    self.name,
+                    &self.spec,
+                    features.as_deref(),
+                    (self.seed, self.record_seed),
+                );
+                let fits = bounded::fits_in_memory(
+                    &parties,
+                    &self.spec,
+                    self.diagnostics,
+                    self.memory.limit,
+                );
+                let report = if fits {
+                    let input = pipeline::RunInput {
+                        command: self.name,
+                        parties: parties.iter().map(SynthParty::generate).collect(),
+                        test: Some(*test),
+                        ingest_s: t.elapsed().as_secs_f64(),
+                    };
+                    pipeline::run(input, &self.spec, &keys, self.diagnostics, progress)?
+                } else {
+                    let input = bounded::FilesInput {
+                        command: self.name,
+                        parties,
+                        test: Some(*test),
+                    };
+                    bounded::run_bounded(
+                        input,
+                        &self.spec,
+                        &keys,
+                        self.diagnostics,
+                        &self.memory,
+                        progress,
+                    )?
+                };
                 return Ok(Trained {
                     report,
                     label: self.columns.label,
@@ -650,9 +735,14 @@ impl Job {
         }
         let test = read_test()?;
         let features = parties.first().map(|p| p.features.as_slice());
-        let keys = keys_for(&self.spec, features, (self.seed, self.record_seed));
+        let keys = keys_for(
+            self.name,
+            &self.spec,
+            features,
+            (self.seed, self.record_seed),
+        );
         let input = pipeline::RunInput {
-            command: "train",
+            command: self.name,
             parties,
             test,
             ingest_s: t.elapsed().as_secs_f64(),
@@ -708,11 +798,12 @@ fn job_guarantee(spec: &JobSpec, k: usize, features: usize) -> Result<(f64, f64)
 /// The noise keys of a job over parties with `features`: its description is `kinsey
 /// train`'s, so the same job replays the same noise.
 fn keys_for(
+    name: &str,
     spec: &JobSpec,
     features: Option<&[String]>,
     (seed, record_seed): (Option<u64>, bool),
 ) -> NoiseKeys {
-    let job = pipeline::job_description("train", spec, features.unwrap_or_default());
+    let job = pipeline::job_description(name, spec, features.unwrap_or_default());
     NoiseKeys::new(seed, record_seed, job)
 }
 

@@ -453,7 +453,6 @@ const CLI_ENGINE_IMPORTS: &[&str] = &[
     "commands/bench.rs",
     "commands/curator.rs",
     "commands/decay.rs",
-    "commands/demo.rs",
     "commands/experiment.rs",
     "commands/participant.rs",
     "commands/party.rs",

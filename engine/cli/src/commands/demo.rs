@@ -4,18 +4,10 @@ use super::common::*;
 use super::session::{self, InitArgs};
 use crate::config::{self};
 use crate::term;
+use kinsey::DevicePref;
+use kinsey::classifier::{Job, NoiseKind, SensitivityDerivation};
 use kinsey_core::{Error, Result};
-use kinsey_data::RowTransform;
-use kinsey_data::parquet_blocks::PartyBlocks;
-use kinsey_data::synth::SynthParty;
-use kinsey_kernels::DevicePref;
-use kinsey_learn::aggregate::{NoiseKind, PrivacySpec, SensitivityDerivation};
-use kinsey_learn::bounded::{self, MemoryBudget};
-use kinsey_learn::logreg::{Objective, SolverConfig};
-use kinsey_learn::pipeline::{self, JobSpec};
-use kinsey_learn::seeding::NoiseKeys;
 use std::path::PathBuf;
-use std::time::Instant;
 
 /// The main job on built-in synthetic data: 5 parties, train, aggregate privately, evaluate.
 #[derive(clap::Args, Debug)]
@@ -130,61 +122,54 @@ pub(crate) fn run(a: Args) -> Result<()> {
             "need parties >= 1, dim >= 1, smallest-party >= 2",
         ));
     }
-    let t = Instant::now();
     let (parties, test) = demo_data(k, d, rows)?;
-    let spec = JobSpec {
-        objective: Objective::new(1e-3)?,
-        solver: SolverConfig::default(),
-        privacy: PrivacySpec {
-            epsilon,
-            calibration: SensitivityDerivation::Tight,
-            noise: NoiseKind::L2,
-        },
-        device: dev,
-        transform: RowTransform::None,
-        intercept,
-        aggregation: match (crypto.config().aggregation()?, inject_fault) {
-            (config::Aggregation::Secure(a), Some(f)) => {
-                config::Aggregation::Secure(a.dangerous_with_fault(f.parse()?))
-            }
-            (a, _) => a,
+    let aggregator = match (crypto.config().aggregation()?, inject_fault) {
+        (config::Aggregation::Secure(a), Some(f)) => {
+            config::Aggregation::Secure(a.dangerous_with_fault(f.parse()?))
         }
-        .into_aggregator(),
-        allow_two_parties,
-    };
-    let budget = MemoryBudget {
-        limit: memory_limit.unwrap_or_else(MemoryBudget::default_limit),
-        spill_base: out.clone(),
-    };
-    let job = pipeline::job_description("demo", &spec, parties[0].features());
-    let keys = NoiseKeys::new(seed, record_seed, job);
-    let diagnostics = !no_diagnostics;
-    let bars = term::Bars::default();
-    let report = if bounded::fits_in_memory(&parties, &spec, diagnostics, budget.limit) {
-        let input = pipeline::RunInput {
-            command: "demo",
-            parties: parties.iter().map(SynthParty::generate).collect(),
-            test: Some(test),
-            ingest_s: t.elapsed().as_secs_f64(),
-        };
-        pipeline::run(input, &spec, &keys, diagnostics, &bars)?
-    } else {
+        (a, _) => a,
+    }
+    .into_aggregator();
+    let limit = memory_limit.unwrap_or_else(kinsey::classifier::default_memory_limit);
+    let mut b = Job::builder()
+        .synthetic_parties(parties, test)
+        .name("demo")
+        .epsilon(epsilon)
+        .sensitivity(SensitivityDerivation::Tight)
+        .noise(NoiseKind::L2)
+        .device(dev)
+        .aggregator(aggregator)
+        .memory_limit(limit)
+        .spill_dir(out.clone())
+        .progress(std::sync::Arc::new(term::Bars::default()));
+    if let Some(c) = intercept {
+        b = b.intercept(c);
+    }
+    if allow_two_parties {
+        b = b.allow_two_parties();
+    }
+    if let Some(seed) = seed {
+        b = b.seed(seed);
+    }
+    if record_seed {
+        b = b.record_seed();
+    }
+    if !no_diagnostics {
+        b = b.diagnostics();
+    }
+    let job = b.build()?;
+    if !job.fits_in_memory_not_private()? {
         // The parties' sizes are public here (the demo's parameters), but the message
         // follows them: a diagnostic, as `train`'s.
         term::print_diagnostic(&format!(
             "the parties do not fit the memory limit of {} together: generating and training \
              them one by one, streamed through a private spill folder under {}",
-            kinsey_core::limits::show_bytes(budget.limit),
-            budget.spill_base.display()
+            kinsey_core::limits::show_bytes(limit),
+            out.display()
         ));
-        let input = bounded::FilesInput {
-            command: "demo",
-            parties,
-            test: Some(test),
-        };
-        bounded::run_bounded(input, &spec, &keys, diagnostics, &budget, &bars)?
-    };
-    finish_job(&report, &out, "label")
+    }
+    let trained = job.run()?;
+    finish_job(trained.report(), &out, "label")
 }
 
 /// `--processes`: write a session under OUT/session and run one child process per
