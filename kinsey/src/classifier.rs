@@ -27,13 +27,21 @@ use kinsey_data::parquet_blocks::{ParquetParty, PartyBlocks};
 use kinsey_data::parquet_io::{ColumnSpec, read_parquet};
 use kinsey_data::synth::SynthParty;
 use kinsey_data::{Dataset, LabelEncoding, RowTransform};
-use kinsey_learn::aggregate::{PlaintextAggregator, PrivacySpec};
+/// The reference aggregation (no secrecy) and a job's privacy parameters.
+pub use kinsey_learn::aggregate::{PlaintextAggregator, PrivacySpec};
 use kinsey_learn::bounded::{self, MemoryBudget};
-use kinsey_learn::logreg::{Objective, SolverConfig};
+/// The local objective (its lambda is checked by [`Objective::new`]) and the solver's
+/// settings.
+pub use kinsey_learn::logreg::{Objective, SolverConfig};
 use kinsey_learn::pipeline::{self, JobSpec};
 use kinsey_learn::seeding::NoiseKeys;
 use kinsey_learn::sparse_job::{SparseInput, run_sparse};
-use kinsey_protocol::{ProtocolConfig, SecureAggregator};
+/// Backends by name with their options (what a config file's `[crypto]` section names).
+pub use kinsey_protocol::registry::{BackendOptions, registry};
+/// A bounded read of a small text file (configs, rosters).
+pub use kinsey_protocol::session::roster::read_bounded;
+/// The secure 3-stage protocol as an aggregator, and its settings.
+pub use kinsey_protocol::{ProtocolConfig, SecureAggregator};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

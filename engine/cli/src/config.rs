@@ -2,13 +2,14 @@
 //! Unknown keys are errors (a typo must not silently fall back to a default). Relative
 //! paths are resolved against the config file's directory.
 
+use kinsey::classifier::{
+    Aggregator, NoiseKind, PlaintextAggregator, PrivacySpec, ProtocolConfig, SecureAggregator,
+    SensitivityDerivation, SolverConfig, SparseFiles,
+};
 use kinsey_core::{Error, Result};
 use kinsey_data::parquet_io::ColumnSpec;
 use kinsey_data::sparse_parquet::SparseLayout;
 use kinsey_data::{LabelEncoding, RowTransform};
-use kinsey_learn::aggregate::{NoiseKind, PrivacySpec, SensitivityDerivation};
-use kinsey_learn::logreg::SolverConfig;
-use kinsey_learn::sparse_job::SparseFiles;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -84,14 +85,14 @@ pub(crate) enum Aggregation {
     /// The reference computation in one place (no secrecy between parties).
     Plaintext,
     /// The secure 3-stage protocol over a crypto backend.
-    Secure(kinsey_protocol::SecureAggregator),
+    Secure(SecureAggregator),
 }
 
 impl Aggregation {
     /// The aggregator the job runs.
-    pub(crate) fn into_aggregator(self) -> std::sync::Arc<dyn kinsey_learn::aggregate::Aggregator> {
+    pub(crate) fn into_aggregator(self) -> std::sync::Arc<dyn Aggregator> {
         match self {
-            Self::Plaintext => std::sync::Arc::new(kinsey_learn::aggregate::PlaintextAggregator),
+            Self::Plaintext => std::sync::Arc::new(PlaintextAggregator),
             Self::Secure(s) => std::sync::Arc::new(s),
         }
     }
@@ -104,9 +105,9 @@ impl CryptoConfig {
         match self.aggregation.as_str() {
             "plaintext" => Ok(Aggregation::Plaintext),
             "secure" => {
-                let backend = kinsey_protocol::registry::registry().create(
+                let backend = kinsey::classifier::registry().create(
                     &self.backend,
-                    &kinsey_backend::registry::BackendOptions {
+                    &kinsey::classifier::BackendOptions {
                         key_bits: self.key_bits,
                         allow_insecure_test_keys: self.allow_insecure_test_keys,
                         allow_insecure: self.allow_insecure,
@@ -118,9 +119,9 @@ impl CryptoConfig {
                         gpu_min_batch: self.gpu_min_batch,
                     },
                 )?;
-                Ok(Aggregation::Secure(kinsey_protocol::SecureAggregator::new(
+                Ok(Aggregation::Secure(SecureAggregator::new(
                     backend,
-                    kinsey_protocol::ProtocolConfig::default(),
+                    ProtocolConfig::default(),
                 )))
             }
             other => Err(Error::param(
@@ -523,7 +524,7 @@ impl TrainConfig {
             ));
         }
         kinsey_core::check_epsilon("privacy.epsilon", self.privacy.epsilon)?;
-        kinsey_learn::logreg::Objective::new(self.model.lambda)?;
+        kinsey::classifier::Objective::new(self.model.lambda)?;
         if !(self.model.tolerance.is_finite() && self.model.tolerance > 0.0) {
             return Err(Error::param("model.tolerance", "must be > 0"));
         }

@@ -6,9 +6,9 @@
 //! the parameter and the peer.
 
 use crate::config::{ComputeConfig, CryptoConfig, DataConfig, ModelConfig, PrivacyConfig};
+use kinsey::classifier::{NoiseKind, SensitivityDerivation};
 use kinsey_core::{Error, Result};
 use kinsey_data::LabelEncoding;
-use kinsey_learn::aggregate::{NoiseKind, SensitivityDerivation};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -277,7 +277,7 @@ impl Shared {
 impl ParticipantConfig {
     /// Parse, resolve paths and validate.
     pub(crate) fn load(path: &Path) -> Result<Self> {
-        let text = kinsey_protocol::session::roster::read_bounded(path, 1 << 20)?;
+        let text = kinsey::classifier::read_bounded(path, 1 << 20)?;
         let mut cfg: Self = toml::from_str(&text).map_err(|e| Error::Config {
             path: path.to_path_buf(),
             msg: e.to_string(),
@@ -316,7 +316,7 @@ impl ParticipantConfig {
         }
         let s = &self.shared;
         kinsey_core::check_epsilon("shared.epsilon", s.epsilon)?;
-        kinsey_learn::logreg::Objective::new(s.lambda)?;
+        kinsey::classifier::Objective::new(s.lambda)?;
         if !(s.tolerance.is_finite() && s.tolerance > 0.0) {
             return Err(Error::param("shared.tolerance", "must be > 0"));
         }

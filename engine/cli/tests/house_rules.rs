@@ -460,9 +460,7 @@ const CLI_ENGINE_IMPORTS: &[&str] = &[
     "commands/sulq.rs",
     "commands/sulq_common.rs",
     "commands/sulq_perceptron.rs",
-    "config.rs",
     "experiment/figure2.rs",
-    "session_config.rs",
 ];
 
 /// The files of the CLI that import `kinsey_learn`, `kinsey_stats`, `kinsey_protocol` or
