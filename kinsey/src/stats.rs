@@ -1,6 +1,7 @@
 //! DP statistics with one curator: private decayed sums of a series under continual
-//! observation (seed 004) and DP histograms and counts (seed 002). Trees and the SuLQ
-//! algorithms are in [`kinsey_stats`], re-exported as [`engine`].
+//! observation (seed 004), DP histograms and counts, summary statistics ([`Summary`]) and
+//! decision trees ([`Tree`]) (seed 002). The SuLQ algorithms are in [`kinsey_stats`],
+//! re-exported as [`engine`] and [`sulq`].
 //!
 //! ```no_run
 //! use kinsey::prelude::*;
