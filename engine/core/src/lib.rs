@@ -191,8 +191,8 @@ pub fn check_epsilon(name: &str, eps: f64) -> Result<()> {
     Ok(())
 }
 
-/// A number as a user would write it: `1e308`, not 309 digits.
-fn short(x: f64) -> String {
+/// A number as a user would write it: `1e308`, not 309 digits (nor `2.3e-60` as 60).
+pub fn short(x: f64) -> String {
     if x != 0.0 && x.is_finite() && !(1e-4..1e6).contains(&x.abs()) {
         format!("{x:e}")
     } else {

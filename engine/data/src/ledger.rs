@@ -501,19 +501,28 @@ impl Ledger {
             if se + c.epsilon > budget.0 * (1.0 + SLACK)
                 || sd + c.delta > budget.1 * (1.0 + SLACK) + f64::MIN_POSITIVE
             {
+                let n = kinsey_core::short;
+                let hint = if budget.1 == 0.0 && c.delta > 0.0 {
+                    "; the data set's budget has no delta and this release's guarantee has \
+                     one: declare the budget as EPSILON:DELTA (--ledger-budget, \
+                     ledger_budget, budget=(epsilon, delta) in Python) when the data set is \
+                     first charged"
+                } else {
+                    ""
+                };
                 return Err(Error::Budget(format!(
                     "{}: {} asks for epsilon {} (delta {}), but the ledger {} has epsilon {} \
                      (delta {}) left of the budget {} (delta {}) of data set '{name}' \
-                     after {count} release(s); nothing was released",
+                     after {count} release(s); nothing was released{hint}",
                     c.input,
                     c.command,
-                    c.epsilon,
-                    c.delta,
+                    n(c.epsilon),
+                    n(c.delta),
                     self.path.display(),
-                    (budget.0 - se).max(0.0),
-                    (budget.1 - sd).max(0.0),
-                    budget.0,
-                    budget.1
+                    n((budget.0 - se).max(0.0)),
+                    n((budget.1 - sd).max(0.0)),
+                    n(budget.0),
+                    n(budget.1)
                 )));
             }
             let entry = Entry {

@@ -122,8 +122,7 @@ fn run_stat(a: &StatArgs, builder: Summary) -> Result<Done> {
     if let Some(l) = &ledger {
         s = s.ledger(l);
     }
-    let (out, charged) =
-        super::ledger::settle(ledger.as_ref(), s.of_column(&a.input, &a.column))?;
+    let (out, charged) = super::ledger::settle(ledger.as_ref(), s.of_column(&a.input, &a.column))?;
     let report = &out.report;
     let mut o = Outputs::new();
     o.ensure_dir(&a.out)?;

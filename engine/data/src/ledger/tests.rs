@@ -46,6 +46,23 @@ fn a_charge_over_the_budget_is_refused_naming_what_is_left_and_writes_nothing() 
     }
 }
 
+/// A release with a delta (a classifier's L2 noise states one of about 1e-60) against a
+/// budget without one is refused saying so, its numbers short (not 60 decimals).
+#[test]
+fn a_delta_without_a_delta_budget_is_refused_with_the_fix() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let l = Ledger::new(dir.path().join("l"), Some((2.0, 0.0))).expect("ledger");
+    let c = Charge::of_digest(digest_of("a"), "a", "a", "train", (1.0, 2.3e-60)).expect("c");
+    let msg = l.charge(&[c]).expect_err("no delta budget").to_string();
+    assert!(
+        msg.contains("delta 2.3e-60") && msg.contains("EPSILON:DELTA"),
+        "{msg}"
+    );
+    let ok = Ledger::new(dir.path().join("m"), Some((2.0, 1e-9))).expect("ledger");
+    let c = Charge::of_digest(digest_of("a"), "a", "a", "train", (1.0, 2.3e-60)).expect("c");
+    ok.charge(&[c]).expect("a delta budget covers it");
+}
+
 #[test]
 fn the_first_entry_fixes_a_data_sets_budget() {
     let dir = tempfile::tempdir().expect("tmp");
