@@ -96,6 +96,31 @@ impl Ledger {
         self.one(c)
     }
 
+    /// Charge one release from several files or directories, each its own data set, all
+    /// or none (a data set's name, when set, names one input only).
+    pub fn charge_files(
+        &self,
+        inputs: &[&Path],
+        command: &str,
+        budget: (f64, f64),
+    ) -> Result<Vec<Left>> {
+        if self.dataset.is_some() && inputs.len() > 1 {
+            return Err(Error::param(
+                "ledger-dataset",
+                format!(
+                    "{command} reads {} inputs, each its own data set; --ledger-dataset names \
+                     the data set of a command's one input (these are named by their paths)",
+                    inputs.len()
+                ),
+            ));
+        }
+        let charges = inputs
+            .iter()
+            .map(|p| Charge::of_input(p, self.dataset.as_deref(), command, budget.0, budget.1))
+            .collect::<Result<Vec<_>>>()?;
+        self.charge_all(&charges)
+    }
+
     /// Charge a release from data in memory whose digest is `digest` (the data set needs a
     /// name: [`dataset`](Self::dataset)).
     pub fn charge_digest(

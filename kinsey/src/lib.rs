@@ -2,9 +2,9 @@
 //!
 //! The library behind the `kinsey` command. Several parties (hospitals, banks, agencies)
 //! train one differentially private classifier without revealing their data, their sizes
-//! or their models ([`classifier`]); one curator publishes DP histograms and private
-//! decayed sums of long series ([`stats`]); the exact samplers and the accountant underneath
-//! are [`dp`].
+//! or their models ([`classifier`]); one curator publishes DP histograms, summary
+//! statistics and trees ([`stats`]), the SuLQ analyses ([`sulq`]) and private decayed sums
+//! of long series ([`decay`]); the exact samplers and the accountant underneath are [`dp`].
 //!
 //! Every entry point returns a typed release: the values, their guarantee (epsilon, delta,
 //! neighbours, sensitivity, mechanism) and public parameters, nothing computed from exact
@@ -33,7 +33,7 @@
 //! | `classifier` | [`classifier`] with the plaintext reference and the mock backend | rustls |
 //! | `paillier` | the Paillier + DGK backend | GMP (rug) |
 //! | `tfhe` | the TFHE backend | tfhe-rs |
-//! | `stats` | [`stats`]: histograms, trees, SuLQ, decayed sums | wgpu |
+//! | `stats` | [`stats`], [`sulq`], [`decay`]: histograms, trees, SuLQ, decayed sums | wgpu |
 //! | `gpu` | GPU twins of the heavy loops | wgpu |
 //!
 //! All are on by default. `default-features = false` builds the samplers alone: neither
@@ -58,6 +58,8 @@ pub(crate) fn required_epsilon(epsilon: Option<f64>) -> Result<f64> {
 pub mod classifier;
 #[cfg(feature = "parquet")]
 pub mod data;
+#[cfg(feature = "stats")]
+pub mod decay;
 #[cfg(feature = "parquet")]
 pub mod ledger;
 #[cfg(all(feature = "classifier", feature = "stats"))]
@@ -65,6 +67,8 @@ pub mod predict;
 pub mod prelude;
 #[cfg(feature = "stats")]
 pub mod stats;
+#[cfg(feature = "stats")]
+pub mod sulq;
 #[cfg(feature = "stats")]
 mod summary;
 #[cfg(feature = "stats")]

@@ -452,14 +452,10 @@ const CLI_ENGINE_IMPORTS: &[&str] = &[
     "benchmarks/protocol.rs",
     "commands/bench.rs",
     "commands/curator.rs",
-    "commands/decay.rs",
     "commands/experiment.rs",
     "commands/participant.rs",
     "commands/party.rs",
     "commands/session.rs",
-    "commands/sulq.rs",
-    "commands/sulq_common.rs",
-    "commands/sulq_perceptron.rs",
     "experiment/figure2.rs",
 ];
 

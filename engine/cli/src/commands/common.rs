@@ -139,16 +139,6 @@ pub(crate) fn parse_neighbours(s: &str) -> std::result::Result<Neighbours, Strin
     s.parse().map_err(|e: Error| e.to_string())
 }
 
-pub(crate) fn csv(header: &str, rows: impl Iterator<Item = String>) -> Vec<u8> {
-    let mut s = String::from(header);
-    s.push('\n');
-    for r in rows {
-        s.push_str(&r);
-        s.push('\n');
-    }
-    s.into_bytes()
-}
-
 /// What every command prints and returns.
 #[derive(Debug, Clone)]
 pub(crate) struct Done {

@@ -1,24 +1,14 @@
-//! `kinsey decay`: private decayed sums of a time series (seed 004). The mechanism comes
-//! from `kinsey_decay::build` (a registry of [`DecayedSum`] implementations); this
-//! file only reads the series, writes the release and, when asked, the diagnostics.
-//!
-//! A column series streams: read a chunk, run the mechanism's chunked path on it, write its
-//! rows to the staged output, so memory is bounded by `--chunk`, not the series. Event
-//! input (`--time-column`, `--where`) and `--evaluate` (which needs the true sums and a
-//! chart over the whole series) load the series into memory.
+//! `kinsey decay`: private decayed sums of a time series (seed 004). The flags become the
+//! facade's [`DecayedSum`] builder, which charges the ledger, streams the series (or
+//! reads events whole), draws the noise and writes the release; this file prints, and
+//! draws the NOT PRIVATE evaluation chart.
 
 use crate::term::print_diagnostic;
-use kinsey_core::{Error, Result};
-use kinsey_data::output::{Outputs, write_json};
-use kinsey_data::series::{self, EventSpec, Predicate, Series};
-use kinsey_data::stream::{SeriesReader, SeriesWriter, count_steps};
-use kinsey_decay::release::{ClampCheck, Path};
-use kinsey_decay::{
-    DecayRelease, DecayedSum, KeyOrigin, ModelParams, Query, SeriesSource, evaluate,
-};
-use kinsey_dp::release::NOT_PRIVATE_PREFIX;
+use kinsey::dp::release::NOT_PRIVATE_PREFIX;
+use kinsey::stats::{Bound, DecayFiles, DecayWritten, DecayedSum, DecayedSumBuilder, Events};
+use kinsey::{Error, Result};
+use kinsey_data::output::Outputs;
 use std::path::PathBuf;
-use std::time::Instant;
 
 /// Private window, exponentially decayed or running sums of a time series (seed 004).
 #[derive(clap::Args, Debug)]
@@ -133,7 +123,7 @@ pub(crate) struct Args {
     /// Where the bulk noise is drawn: auto (a hardware GPU if any), cpu or gpu (window,
     /// polynomial, exponential, running and laplace; the same numbers bit for bit).
     #[arg(long, default_value = "auto")]
-    device: kinsey_kernels::DevicePref,
+    device: kinsey::DevicePref,
     /// Derive the noise key from a seed and the release's parameters (NOT private
     /// against whoever knows the seed).
     #[arg(long)]
@@ -153,52 +143,31 @@ enum Privacy {
 }
 
 impl Args {
-    /// Every public parameter of the release (the input enters a seeded key through its
-    /// digest, not its path). The event range and step are parsed here, so a bad one is
-    /// refused before any data is read.
-    fn query(&self) -> Result<Query> {
-        if let Some(e) = self.clamp_check {
-            kinsey_core::check_epsilon("clamp-check", e)?;
-        }
-        let events = self.time_column.is_some();
-        let range = match (&self.start, &self.end) {
-            (Some(s), Some(e)) if events => Some((
-                series::parse_time("start", s)?,
-                series::parse_time("end", e)?,
-            )),
-            _ => None,
+    /// The flags as the facade's builder. Flags of the other privacy kind are refused, and
+    /// so is a missing bound (except for bits).
+    fn builder(&self) -> Result<DecayedSumBuilder> {
+        let events = (self.time_column.is_some() || self.predicate.is_some()).then(|| Events {
+            time_column: self.time_column.clone(),
+            step: self.step.clone(),
+            start: self.start.clone(),
+            end: self.end.clone(),
+            predicate: self.predicate.clone(),
+        });
+        let params = kinsey::decay::ModelParams {
+            window: self.window,
+            windows: self.windows.clone(),
+            alpha: self.alpha,
+            c: self.c,
+            beta: self.beta,
+            horizon: self.horizon,
+            arity: self.arity,
+            ..Default::default()
         };
-        Ok(Query {
-            model: self.model.clone(),
-            params: ModelParams {
-                window: self.window,
-                windows: self.windows.clone(),
-                alpha: self.alpha,
-                c: self.c,
-                beta: self.beta,
-                horizon: self.horizon,
-                // The tree is the default: naming it keeps the default's label and bytes.
-                mechanism: kinsey_decay::mechanism_param(self.mechanism.as_deref()),
-                arity: self.arity,
-                rho: self.rho,
-                delta: self.delta,
-            },
-            epsilon: self.budget()?.0,
-            bound: self.bound()?,
-            source: SeriesSource {
-                column: self.column.clone(),
-                time_column: self.time_column.clone(),
-                step_seconds: events.then(|| series::parse_step(&self.step)).transpose()?,
-                range,
-                predicate: self.predicate.clone(),
-            },
-        })
-    }
-
-    /// The release's (epsilon, delta): `--epsilon` under pure DP, or what `--rho` implies
-    /// at `--delta` under zCDP. Flags of the other kind are refused.
-    fn budget(&self) -> Result<(f64, f64)> {
-        match self.privacy {
+        let mut b = DecayedSum::named(&self.model, params).device(self.device);
+        if let Some(m) = &self.mechanism {
+            b = b.mechanism(m);
+        }
+        b = match self.privacy {
             Privacy::Pure => {
                 if self.rho.is_some() || self.delta.is_some() {
                     return Err(Error::param(
@@ -209,8 +178,7 @@ impl Args {
                 let e = self.epsilon.ok_or_else(|| {
                     Error::param("epsilon", "give --epsilon (or --privacy zcdp --rho R)")
                 })?;
-                kinsey_core::check_epsilon("epsilon", e)?;
-                Ok((e, 0.0))
+                b.epsilon(e)
             }
             Privacy::Zcdp => {
                 if self.epsilon.is_some() {
@@ -223,379 +191,84 @@ impl Args {
                 let rho = self
                     .rho
                     .ok_or_else(|| Error::param("rho", "--privacy zcdp needs --rho"))?;
-                let z = kinsey_decay::zcdp::Zcdp::new(rho, self.delta)?;
-                Ok((z.epsilon, z.delta))
+                b.zcdp(rho, self.delta)
             }
+        };
+        if let Some(ev) = &events {
+            ev.check()?;
         }
-    }
-
-    /// The per-step bound: declared, or 1 where every step is a bit.
-    fn bound(&self) -> Result<f64> {
-        let bits = kinsey_data::stream::is_bit_file(&self.input)
-            || (self.predicate.is_some() && self.time_column.is_none());
-        match (self.bound, bits) {
-            (Some(b), _) => Ok(b),
-            (None, true) => Ok(1.0),
-            (None, false) => Err(Error::param(
-                "bound",
-                "--bound is required: declare the largest value one step may hold (values \
-                 above it are clamped, and the guarantee covers changing one step by up to \
-                 it), e.g. --bound 1000; add --clamp-check 0.01 to be warned, on a noisy \
-                 count, when clamping is frequent",
-            )),
-        }
-    }
-
-    /// The public clock of a time-bucketed series (its output's `time` column).
-    fn clock(&self) -> Result<Option<series::Clock>> {
-        match (&self.time_column, &self.start) {
-            (Some(_), Some(start)) => Ok(Some(series::Clock {
-                start: series::parse_time("start", start)?,
-                step: series::parse_step(&self.step)?,
-            })),
-            _ => Ok(None),
-        }
-    }
-
-    /// How the noise key is made.
-    fn origin(&self) -> KeyOrigin {
-        KeyOrigin::of(self.seed, self.record_seed)
-    }
-
-    /// The mechanism for a series of `n` steps (when known), its noise on `--device`, and
-    /// the device used, in words. A seeded key binds every byte of the input file (read
-    /// once more, before the run): a seed replays the same series only.
-    fn mechanism(&self, n: Option<u64>) -> Result<(Box<dyn DecayedSum>, String)> {
-        if self.seed.is_some() {
-            eprintln!("warning: {}", kinsey_dp::rng::USER_SEED_WARNING);
-        }
-        let query = self.query()?;
-        let key = query.key(self.origin(), || kinsey_data::digest::of_files(&self.input))?;
-        query.mechanism(n, key, self.device)
-    }
-
-    /// The series: one column's values, or events bucketed into steps.
-    fn load(&self) -> Result<Series> {
-        if self.time_column.is_none() && self.predicate.is_none() {
-            return series::load(&self.input, &self.column, self.bound()?);
-        }
-        let range = match (&self.time_column, &self.start, &self.end) {
-            (Some(_), Some(s), Some(e)) => Some((
-                series::parse_time("start", s)?,
-                series::parse_time("end", e)?,
-            )),
-            (Some(_), _, _) => {
+        match (
+            self.bound,
+            kinsey::decay::steps_are_bits(&self.input, events.as_ref()),
+        ) {
+            (Some(v), _) => b = b.bound(Bound::clamp(v)?),
+            (None, true) => {}
+            (None, false) => {
                 return Err(Error::param(
-                    "start",
-                    "--time-column needs a public --start and --end (the first and last events \
-                     are private, and the output length must not depend on them)",
+                    "bound",
+                    "--bound is required: declare the largest value one step may hold (values \
+                     above it are clamped, and the guarantee covers changing one step by up to \
+                     it), e.g. --bound 1000; add --clamp-check 0.01 to be warned, on a noisy \
+                     count, when clamping is frequent",
                 ));
             }
-            (None, _, _) => None,
-        };
-        let spec = EventSpec {
-            time_column: self.time_column.clone(),
-            step_seconds: series::parse_step(&self.step)?,
-            predicate: self
-                .predicate
-                .as_deref()
-                .map(Predicate::parse)
-                .transpose()?,
-            range,
-        };
-        series::load_events(&self.input, &spec, self.bound()?)
+        }
+        if let Some(ev) = events {
+            b = b.events(ev);
+        }
+        if let Some(e) = self.clamp_check {
+            b = b.clamp_check(e);
+        }
+        if let Some(s) = self.seed {
+            b = b.seed(s);
+        }
+        if self.record_seed {
+            b = b.record_seed();
+        }
+        if self.online {
+            b = b.online();
+        }
+        Ok(b)
     }
 }
 
 /// Runs `kinsey decay`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    if a.time_column.is_none() && a.predicate.is_none() && !a.evaluate {
-        return run_streaming(a);
+    let mut b = a.builder()?;
+    let ledger = super::ledger::facade()?;
+    if let Some(l) = &ledger {
+        b = b.ledger(l);
     }
-    let t = Instant::now();
-    let diagnostics = a.diagnostics || a.evaluate;
-    let charged = charge(&a)?;
-    let series = a.load()?;
-    let n = series.values.len() as u64;
-    // The library takes the length as a horizon only where the model needs one, so the
-    // release does not depend on --evaluate (a NOT PRIVATE flag) or on the path taken.
-    let (m, device) = a.mechanism(Some(n))?;
-    let load_s = t.elapsed().as_secs_f64();
-    let t = Instant::now();
-    let bar = crate::term::spinner("private decayed sums");
-    let est = if a.online {
-        m.online(&series.values)
-    } else {
-        m.bulk(&series.values)
-    };
-    bar.finish_and_clear();
-    let est = est?;
-    let run_s = t.elapsed().as_secs_f64();
-    let mut diag = serde_json::json!({
-        "seconds": {"load": load_s, "mechanism": run_s},
-        "input": "loaded whole",
-    });
-    let names = m.columns();
-    let mut o = outputs(&a)?;
-    if a.evaluate {
-        diag["evaluation"] = evaluation(&a, m.as_ref(), &series.values, &est, &mut o)?;
+    if a.seed.is_some() {
+        eprintln!("warning: {}", kinsey::dp::rng::USER_SEED_WARNING);
     }
-    o.write(
-        &a.out,
-        &series::encode_columns(&a.out, &names, &est, a.clock()?)?,
-    )?;
-    let run = Run {
-        n,
-        clamped: series.clamped,
-        run_s,
-        device,
-    };
-    finish(&a, m.as_ref(), &run, diag, diagnostics, (o, charged))
-}
-
-/// What a run did, for its report, diagnostics and summary.
-struct Run {
-    /// Steps released.
-    n: u64,
-    /// Steps clamped to the bound (NOT PRIVATE).
-    clamped: usize,
-    /// Seconds in the mechanism.
-    run_s: f64,
-    /// Where the noise was drawn.
-    device: String,
-}
-
-/// An output set with the output's folder created.
-fn outputs(a: &Args) -> Result<Outputs> {
-    let mut o = Outputs::new();
-    if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        o.ensure_dir(dir)?;
-    }
-    Ok(o)
-}
-
-/// The end of both paths: the release report, the diagnostics when asked (`diag` and the
-/// run's NOT PRIVATE figures), everything moved into place at once, then the summary.
-fn finish(
-    a: &Args,
-    m: &dyn DecayedSum,
-    run: &Run,
-    mut diag: serde_json::Value,
-    diagnostics: bool,
-    (mut o, charged): (Outputs, super::ledger::Charged),
-) -> Result<()> {
-    let rep_path = PathBuf::from(format!("{}.report.json", a.out.display()));
-    let mut report = release_report(a, m, run)?;
-    if let Some(eps) = a.clamp_check {
-        let label = format!(
-            "kinsey.decay.clamp_check.v1|{}",
-            serde_json::to_string(&a.query()?).map_err(|e| Error::Numerical(e.to_string()))?
+    let bars = crate::term::Bars::default();
+    let chart = |o: &mut Outputs, c: &kinsey::decay::EvaluationChart<'_>| {
+        let chart = crate::plot::truth_vs_private(
+            format!(
+                "NOT PRIVATE: {} (eps = {}) against the true sums",
+                c.model, c.epsilon
+            ),
+            c.column,
+            c.estimates,
+            c.truths,
+            c.range,
         );
-        let mut rng = kinsey_dp::NoiseRng::for_release(a.seed, &label, || {
-            kinsey_data::digest::of_files(&a.input)
-        })?;
-        report.clamp_check = Some(ClampCheck::new(
-            run.clamped,
-            run.n,
-            eps,
-            a.budget()?.0,
-            &mut rng,
-        )?);
-    }
-    write_json(&mut o, &rep_path, &report)?;
-    let diag_path = PathBuf::from(format!("{}.NOT-PRIVATE.diagnostics.json", a.out.display()));
-    if diagnostics {
-        diag["clamped_steps"] = run.clamped.into();
-        diag["steps_per_second"] = (run.n as f64 / run.run_s.max(1e-12)).into();
-        kinsey_data::output::write_diagnostics(&mut o, &diag_path, &diag)?;
-    }
-    o.commit()?;
-    let ledger = charged.summary(String::new());
-    summary(a, m, run, &rep_path, &diag_path);
-    if let Some(c) = &report.clamp_check {
-        let bound = a.bound()?;
-        if c.frequent {
-            eprintln!(
-                "warning: about {:.0} of {} steps held more than --bound {bound} and were \
-                 clamped (a noisy count, epsilon {}): the sums undercount; a larger --bound \
-                 keeps more of each step at more noise",
-                c.noisy_clamped_steps.max(0.0),
-                run.n,
-                c.epsilon
-            );
-        } else {
-            println!(
-                "clamping: about {:.0} of {} steps clamped to --bound {bound} (a noisy count, \
-                 epsilon {}; total epsilon {})",
-                c.noisy_clamped_steps.max(0.0),
-                run.n,
-                c.epsilon,
-                c.total_epsilon
-            );
-        }
-    }
-    if !ledger.is_empty() {
-        println!("{}", ledger.trim_start());
-    }
-    Ok(())
-}
-
-/// The lines a run prints: the release's public figures, then (asked for) the diagnostics.
-fn summary(
-    a: &Args,
-    m: &dyn DecayedSum,
-    run: &Run,
-    rep_path: &std::path::Path,
-    diag_path: &std::path::Path,
-) {
-    let Run {
-        n, clamped, run_s, ..
-    } = *run;
-    let diagnostics = a.diagnostics || a.evaluate;
-    let cal = m.calibration();
-    println!(
-        "{}: {n} steps, counter noise std {:.3}, estimate std {:.3} ({}); wrote {} and {}",
-        cal.model,
-        cal.counter_std,
-        m.noise_std(0, n - 1),
-        if a.online {
-            "online".to_string()
-        } else {
-            format!("bulk, noise on {}", run.device)
-        },
-        a.out.display(),
-        rep_path.display()
-    );
-    if diagnostics {
-        print_diagnostic(&format!(
-            "{clamped} steps clamped to the bound; {:.3e} steps/s; wrote {}",
-            n as f64 / run_s.max(1e-12),
-            diag_path.display()
-        ));
-    }
-}
-
-/// A column series in chunks: read, run, write as it goes; the output is staged and moved
-/// into place only when every chunk is written (an error midway leaves nothing).
-fn run_streaming(a: Args) -> Result<()> {
-    // The running sum's and polynomial sum's horizon defaults to the series' (public)
-    // length, and so does every zCDP mechanism's (the factorization needs one): counted
-    // first (Parquet metadata, or one pass over the text).
-    // A chunk of 2^28 steps already holds 2 GiB per column.
-    if !(1..=1 << 28).contains(&a.chunk) {
-        return Err(Error::param(
-            "chunk",
-            format!("must be 1 to 2^28 steps, got {}", a.chunk),
-        ));
-    }
-    let charged = charge(&a)?;
-    let len = if a.query()?.takes_length() {
-        Some(count_steps(&a.input, &a.column)?)
-    } else {
-        None
+        crate::plot::write_chart(o, &c.stem, &chart).map(drop)
     };
-    let (mut m, device) = a.mechanism(len)?;
-    let mut reader = SeriesReader::open(&a.input, &a.column, a.bound()?, a.chunk)?;
-    let names = m.columns();
-    let mut o = outputs(&a)?;
-    let staged = o.stage(&a.out)?;
-    let mut w = SeriesWriter::create(&staged, &a.out, &names)?;
-    // The online path runs a step at a time (minutes on millions of steps): a bar with
-    // an ETA over the public number of steps, counted first when not known yet.
-    let bar = if a.online {
-        let total = match len {
-            Some(n) => n,
-            None => count_steps(&a.input, &a.column)?,
-        };
-        crate::term::bar(total, "private decayed sums, online")
-    } else {
-        crate::term::spinner("private decayed sums")
+    let files = DecayFiles {
+        diagnostics: a.diagnostics,
+        evaluate: a.evaluate,
+        plot_range: a.plot_range.clone(),
+        chunk: Some(a.chunk),
+        progress: Some(&bars),
+        chart: Some(&chart),
     };
-    let mut xs = Vec::with_capacity(a.chunk.min(1 << 24));
-    // The estimates' buffers, reused from chunk to chunk.
-    let mut est: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
-    let (mut run_s, mut io_s) = (0.0, 0.0);
-    let mut t = Instant::now();
-    while reader.next_chunk(&mut xs)? {
-        io_s += t.elapsed().as_secs_f64();
-        t = Instant::now();
-        if a.online {
-            kinsey_decay::push_each(m.as_mut(), &xs, &mut est)?;
-        } else {
-            m.stream_into(&xs, &mut est)?;
-        }
-        run_s += t.elapsed().as_secs_f64();
-        t = Instant::now();
-        w.write(&est)?;
-        bar.inc(xs.len() as u64);
-    }
-    let n = w.finish()?;
-    io_s += t.elapsed().as_secs_f64();
-    bar.finish_and_clear();
-    let diag = serde_json::json!({
-        "seconds": {"read_and_write": io_s, "mechanism": run_s},
-        "input": format!("streamed in chunks of {} steps", a.chunk),
-    });
-    let run = Run {
-        n,
-        clamped: reader.clamped,
-        run_s,
-        device,
-    };
-    finish(&a, m.as_ref(), &run, diag, a.diagnostics, (o, charged))
-}
-
-/// The ledger's charge of the release (and of its clamp check), before any noise.
-fn charge(a: &Args) -> Result<super::ledger::Charged> {
-    let (epsilon, delta) = a.budget()?;
-    super::ledger::charge(
-        &[a.input.as_path()],
-        &format!("decay {}", a.model),
-        epsilon + a.clamp_check.unwrap_or(0.0),
-        delta,
-    )
-}
-
-/// The release report: public parameters, calibration and guarantee only.
-fn release_report(a: &Args, m: &dyn DecayedSum, run: &Run) -> Result<DecayRelease> {
-    let path = if a.online { Path::Online } else { Path::Bulk };
-    Ok(DecayRelease::new(
-        m,
-        &a.query()?,
-        a.input.display().to_string(),
-        run.n,
-        path,
-        &run.device,
-        a.origin(),
-    ))
-}
-
-/// `--evaluate`: the errors against the true sums (printed as NOT PRIVATE) and the chart.
-fn evaluation(
-    a: &Args,
-    m: &dyn DecayedSum,
-    xs: &[f64],
-    est: &[Vec<f64>],
-    o: &mut Outputs,
-) -> Result<serde_json::Value> {
-    let names = m.columns();
-    let cal = m.calibration();
-    let range = evaluate::plot_range(a.plot_range.as_deref(), est[0].len())?;
-    let (stats, truths) = evaluate::errors(m, xs, est);
-    let chart = crate::plot::truth_vs_private(
-        format!(
-            "NOT PRIVATE: {} (eps = {}) against the true sums",
-            cal.model, cal.epsilon
-        ),
-        &names[0],
-        &est[0],
-        &truths[0],
-        range,
-    );
-    // `<out>.NOT-PRIVATE.plot.svg` and `.png`.
-    let stem = PathBuf::from(format!("{}.NOT-PRIVATE.plot", a.out.display()));
-    crate::plot::write_chart(o, &stem, &chart)?;
-    for e in &stats {
+    let (run, charged) = super::ledger::settle(
+        ledger.as_ref(),
+        b.write_file(&a.input, &a.column, &a.out, &files),
+    )?;
+    for e in run.evaluation_not_private() {
         println!(
             "{NOT_PRIVATE_PREFIX} evaluation ({}): RMSE {:.3}, mean |error| {:.3}, max {:.3} \
              (theory: std {:.3} at the last step; mean true value {:.3})",
@@ -607,10 +280,58 @@ fn evaluation(
             e.mean_true_value
         );
     }
-    if stats.len() == 1 {
-        serde_json::to_value(&stats[0])
-    } else {
-        serde_json::to_value(&stats)
+    let ledger_line = charged.summary(String::new());
+    summary(&a, &run);
+    if let Some(c) = &run.release.clamp_check {
+        let bound = run.release.calibration.bound;
+        if c.frequent {
+            eprintln!(
+                "warning: about {:.0} of {} steps held more than --bound {bound} and were \
+                 clamped (a noisy count, epsilon {}): the sums undercount; a larger --bound \
+                 keeps more of each step at more noise",
+                c.noisy_clamped_steps.max(0.0),
+                run.steps,
+                c.epsilon
+            );
+        } else {
+            println!(
+                "clamping: about {:.0} of {} steps clamped to --bound {bound} (a noisy count, \
+                 epsilon {}; total epsilon {})",
+                c.noisy_clamped_steps.max(0.0),
+                run.steps,
+                c.epsilon,
+                c.total_epsilon
+            );
+        }
     }
-    .map_err(|e| Error::Numerical(e.to_string()))
+    if !ledger_line.is_empty() {
+        println!("{}", ledger_line.trim_start());
+    }
+    Ok(())
+}
+
+/// The lines a run prints: the release's public figures, then (asked for) the diagnostics.
+fn summary(a: &Args, run: &DecayWritten) {
+    println!(
+        "{}: {} steps, counter noise std {:.3}, estimate std {:.3} ({}); wrote {} and {}",
+        run.model,
+        run.steps,
+        run.counter_std,
+        run.estimate_std,
+        if a.online {
+            "online".to_string()
+        } else {
+            format!("bulk, noise on {}", run.device)
+        },
+        a.out.display(),
+        run.report_path.display()
+    );
+    if let Some(p) = &run.diagnostics_path {
+        print_diagnostic(&format!(
+            "{} steps clamped to the bound; {:.3e} steps/s; wrote {}",
+            run.clamped_steps_not_private(),
+            run.steps_per_second_not_private(),
+            p.display()
+        ));
+    }
 }

@@ -7,8 +7,8 @@
 //! have been drawn). The ledger itself is the library's (`kinsey_data::ledger`), the same
 //! one the Rust facade and Python charge.
 
-use kinsey_core::{Error, Result};
-use kinsey_data::ledger::{Charge, Ledger};
+use kinsey_core::Result;
+use kinsey_data::ledger::Ledger;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -104,47 +104,6 @@ impl Drop for Charged {
             );
         }
     }
-}
-
-/// Charge one release of `epsilon` (and `delta`) on each of `inputs` to the ledger in force,
-/// if any: before any noise is drawn.
-pub(crate) fn charge(inputs: &[&Path], command: &str, epsilon: f64, delta: f64) -> Result<Charged> {
-    charge_with(inputs, command, epsilon, delta, LedgerSetting::default())
-}
-
-/// A charge with a config's `[privacy]` ledger settings under the flags.
-pub(crate) fn charge_with(
-    inputs: &[&Path],
-    command: &str,
-    epsilon: f64,
-    delta: f64,
-    config: LedgerSetting,
-) -> Result<Charged> {
-    let Some((l, name)) = ledger(config)?.filter(|_| !inputs.is_empty()) else {
-        return Ok(Charged {
-            line: None,
-            published: true,
-        });
-    };
-    if name.is_some() && inputs.len() > 1 {
-        return Err(Error::param(
-            "ledger-dataset",
-            format!(
-                "{command} reads {} inputs, each its own data set; --ledger-dataset names \
-                 the data set of a command's one input (these are named by their paths)",
-                inputs.len()
-            ),
-        ));
-    }
-    let charges = inputs
-        .iter()
-        .map(|p| Charge::of_input(p, name.as_deref(), command, epsilon, delta))
-        .collect::<Result<Vec<_>>>()?;
-    let left = l.charge(&charges)?;
-    Ok(Charged {
-        line: Some(left_line(&l.path, &left)),
-        published: false,
-    })
 }
 
 /// The summary's line: what is left of each data set charged.
