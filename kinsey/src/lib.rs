@@ -35,8 +35,9 @@
 //! | `tfhe` | the TFHE backend | tfhe-rs |
 //! | `stats` | [`stats`], [`sulq`], [`decay`]: histograms, trees, SuLQ, decayed sums | wgpu |
 //! | `gpu` | GPU twins of the heavy loops | wgpu |
+//! | `bench` | [`bench`]: the measurements of `kinsey bench` and `kinsey experiment` | |
 //!
-//! All are on by default. `default-features = false` builds the samplers alone: neither
+//! All but `bench` are on by default. `default-features = false` builds the samplers alone: neither
 //! wgpu, arrow, parquet, GMP nor TFHE.
 
 #![warn(rustdoc::broken_intra_doc_links)]
@@ -54,6 +55,10 @@ pub(crate) fn required_epsilon(epsilon: Option<f64>) -> Result<f64> {
     Ok(e)
 }
 
+/// The measurements behind `kinsey bench` and `kinsey experiment` (feature `bench`): each
+/// returns its figures, the CLI prints them.
+#[cfg(feature = "bench")]
+pub use kinsey_bench as bench;
 #[cfg(feature = "classifier")]
 pub mod classifier;
 #[cfg(feature = "parquet")]
@@ -62,6 +67,8 @@ pub mod data;
 pub mod decay;
 #[cfg(feature = "parquet")]
 pub mod ledger;
+#[cfg(feature = "classifier")]
+pub mod network;
 #[cfg(all(feature = "classifier", feature = "stats"))]
 pub mod predict;
 pub mod prelude;

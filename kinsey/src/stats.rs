@@ -1,8 +1,7 @@
 //! DP statistics with one curator: private decayed sums of a series under continual
 //! observation (seed 004), DP histograms and counts, summary statistics ([`Summary`]) and
 //! decision trees ([`Tree`]) (seed 002). The decayed sums are [`crate::decay`]'s, re-exported
-//! here; the SuLQ analyses as `kinsey sulq` makes them are [`crate::sulq`] (the engine's
-//! query layer, which Python's `kinsey.sulq` calls on tables in memory, is [`sulq`]).
+//! here; the SuLQ analyses are [`crate::sulq`]'s.
 //!
 //! ```no_run
 //! use kinsey::prelude::*;
@@ -34,13 +33,7 @@ pub use crate::decay::{
 };
 pub use crate::summary::{Summary, SummaryOutput};
 pub use crate::tree::{Tree, TreeOutput};
-pub use kinsey_stats as engine;
 pub use kinsey_stats::histogram_query::HistogramReport;
-/// SuLQ releases (k-means, PCA) of a file's or a table's columns, as `kinsey sulq` makes
-/// them: [`sulq::Budget`], [`sulq::Columns`], [`sulq::kmeans`], [`sulq::pca`].
-pub use kinsey_stats::sulq::query as sulq;
-/// The SuLQ analyses' parameters.
-pub use kinsey_stats::sulq::{GaussianCalibration, kmeans::KmeansConfig, pca::PcaConfig};
 pub use kinsey_stats::summary::ExactSummary;
 /// DP decision trees (seed 002), as `kinsey tree` releases them.
 pub use kinsey_stats::summary::{Statistic, SummaryQuery, SummaryReport};

@@ -3,6 +3,7 @@
 
 use kinsey_core::{Error, Result};
 use kinsey_data::attributes::{AttributeSpec, read_categorical_data};
+use kinsey_data::memory::{ArrowTable, ColumnSource};
 use kinsey_dp::Neighbours;
 use kinsey_stats::tree::{self, Selection};
 use kinsey_stats::tree_release::{TreeOutcome, TreeQuery};
@@ -154,6 +155,25 @@ impl Tree {
     /// The release of a tree trained on the Parquet or CSV file `path`.
     pub fn of_file(self, path: impl AsRef<Path>) -> Result<TreeOutput> {
         let path = path.as_ref();
+        self.release(path, &|l, e| {
+            l.charge_file(path, "tree", (e, 0.0)).map(drop)
+        })
+    }
+
+    /// The release of a tree trained on a table in memory (a ledger charges it under its
+    /// data set's name, which a table needs).
+    pub fn of_table(self, table: &ArrowTable) -> Result<TreeOutput> {
+        self.release(table, &|l, e| {
+            l.charge_table(table, "tree", (e, 0.0)).map(drop)
+        })
+    }
+
+    /// Charge, train on `source`, and make the tree file (and the test accuracy, asked).
+    fn release<S: ColumnSource + ?Sized>(
+        self,
+        source: &S,
+        charge: &dyn Fn(&crate::ledger::Ledger, f64) -> Result<()>,
+    ) -> Result<TreeOutput> {
         let config = self.query.config()?;
         let private = config.selection != Selection::None;
         if self.test.is_some() && !self.diagnostics && private {
@@ -166,9 +186,9 @@ impl Tree {
         // Charge, then draw the noise, then publish (the non-private baseline is no
         // release and is not charged).
         if let (Some(l), true) = (&self.ledger, private) {
-            l.charge_file(path, "tree", (config.epsilon, 0.0))?;
+            charge(l, config.epsilon)?;
         }
-        let outcome = self.query.train(path, self.seed, self.record_seed)?;
+        let outcome = self.query.train(source, self.seed, self.record_seed)?;
         let tree_file = self.query.tree_file(&outcome);
         // A test file given is read (and refused if unreadable); its accuracy is computed
         // only under diagnostics.

@@ -678,7 +678,7 @@ fn sulq(
     seed: Option<u64>,
     ledger: Option<LedgerArgs>,
 ) -> PyResult<String> {
-    use kinsey::stats::sulq as q;
+    use kinsey::sulq as q;
     let budget = q::Budget {
         epsilon,
         delta,
@@ -691,10 +691,6 @@ fn sulq(
         seed,
         record_seed: false,
     };
-    let cols = q::Columns {
-        specs: columns,
-        clip,
-    };
     let device = device(device_name, "device")?;
     let analysis = analysis.to_string();
     let src = source(data, "<table>")?;
@@ -702,10 +698,7 @@ fn sulq(
     detached(py, move || {
         if analysis == "kmeans" {
             // Public parameters before the charge.
-            kinsey::stats::engine::sulq::kmeans::check_config(&kinsey::stats::KmeansConfig {
-                k,
-                iters: iterations,
-            })?;
+            q::check_kmeans(k, iterations)?;
         }
         if matches!(analysis.as_str(), "kmeans" | "pca") {
             let command = format!("sulq {analysis}");
@@ -719,17 +712,12 @@ fn sulq(
             |v: serde_json::Result<String>| v.map_err(|e| Error::Numerical(format!("JSON: {e}")));
         match analysis.as_str() {
             "kmeans" => {
-                let cfg = kinsey::stats::KmeansConfig {
-                    k,
-                    iters: iterations,
-                };
-                let (a, _) = q::kmeans(&budget, input, &cols, &cfg, device)?;
-                text(serde_json::to_string(&a.run.split().0))
+                let r = q::kmeans_release(input, &columns, clip, (k, iterations), &budget, device)?;
+                text(serde_json::to_string(&r))
             }
             "pca" => {
-                let cfg = kinsey::stats::PcaConfig { components, center };
-                let a = q::pca(&budget, input, &cols, &cfg)?;
-                text(serde_json::to_string(&a.run.split().0))
+                let r = q::pca_release(input, &columns, clip, (components, center), &budget)?;
+                text(serde_json::to_string(&r))
             }
             other => Err(Error::param(
                 "analysis",
@@ -768,32 +756,36 @@ fn tree(
              --selection none writes it as a NOT PRIVATE diagnostic)",
         ));
     }
-    let query = kinsey::stats::TreeQuery {
-        label,
-        classes,
-        attributes,
-        depth,
-        selection,
-        score,
-        epsilon: Some(epsilon),
-        neighbours: neighbours
-            .parse()
-            .map_err(|e: Error| param("neighbours", e.to_string()))?,
-        row_bound,
-    };
+    let neighbours = neighbours
+        .parse()
+        .map_err(|e: Error| param("neighbours", e.to_string()))?;
+    let mut b = kinsey::stats::Tree::new(&label, neighbours)
+        .classes(&classes)
+        .attributes(&attributes)
+        .depth(depth)
+        .selection(&selection)
+        .score(&score)
+        .epsilon(epsilon);
+    if let Some(r) = row_bound {
+        b = b.row_bound(r);
+    }
+    if let Some(s) = seed {
+        b = b.seed(s);
+    }
+    if let Some(l) = ledger_of(ledger)? {
+        b = b.ledger(&l);
+    }
     let src = source(data, "<table>")?;
-    let ledger = ledger_of(ledger)?;
     detached(py, move || {
-        charge(&ledger, &src, "tree", (epsilon, 0.0))?;
-        let outcome = match &src {
-            Source::File(p) => query.train(p.as_path(), seed, false)?,
-            Source::Table(t) => query.train(t, seed, false)?,
+        let out = match &src {
+            Source::File(p) => b.of_file(p)?,
+            Source::Table(t) => b.of_table(t)?,
         };
         let text =
             |v: serde_json::Result<String>| v.map_err(|e| Error::Numerical(format!("JSON: {e}")));
         Ok((
-            text(serde_json::to_string(&outcome.report))?,
-            text(serde_json::to_string(&query.tree_file(&outcome)))?,
+            text(serde_json::to_string(&out.outcome.report))?,
+            text(serde_json::to_string(&out.tree_file))?,
         ))
     })
 }

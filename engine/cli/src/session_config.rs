@@ -243,20 +243,6 @@ impl Shared {
         }
     }
 
-    /// The model's dimension: the features, and the intercept's constant when there is one.
-    pub(crate) fn dim(&self) -> usize {
-        self.features.len() + usize::from(self.intercept.is_some())
-    }
-
-    /// The model's feature names (with `(intercept)` last when there is one).
-    pub(crate) fn model_features(&self) -> Vec<String> {
-        let mut f = self.features.clone();
-        if self.intercept.is_some() {
-            f.push(kinsey_data::INTERCEPT_FEATURE.into());
-        }
-        f
-    }
-
     /// The canonical `name = value` lines hashed in the handshake (sorted names, JSON
     /// values), with K and the roster's digest appended by the caller.
     pub(crate) fn canonical(&self) -> Result<String> {

@@ -25,12 +25,15 @@
 
 mod analyses;
 mod common;
+mod of_source;
 mod perceptron;
 mod tests_of_tables;
 
 pub use analyses::{Kmeans, KmeansRun, Pca, PcaRun};
 pub use common::{Budget, Input, Options, SulqOutput, Written};
 pub use kinsey_stats::sulq::GaussianCalibration;
+pub use kinsey_stats::sulq::release::{OneTable, SulqRelease, TwoTables};
+pub use of_source::{check_kmeans, kmeans_release, pca_release};
 pub use perceptron::{Perceptron, PerceptronRun};
 pub use tests_of_tables::{Implication, ImplicationRun, Stat, StatRun, read_event};
 

@@ -1,9 +1,5 @@
-//! The benchmark drivers behind `kinsey bench` (moved out of `kinsey-protocol`, which now
-//! holds only the protocol): Paillier throughput and the protocol end to end, in process
-//! and over TLS ([`protocol`]); the Paillier GPU crossovers ([`crossover`]); each backend
-//! operation's cost ([`opbench`]); what a GPU machine can do ([`gpu_probe`]).
+//! What `kinsey bench` adds to the measurements of `kinsey::bench`: what a GPU machine can
+//! do ([`gpu_probe`]) and the measurements as terminal tables ([`tables`]).
 
-pub(crate) mod crossover;
 pub(crate) mod gpu_probe;
-pub(crate) mod opbench;
-pub(crate) mod protocol;
+pub(crate) mod tables;

@@ -1,17 +1,15 @@
 //! `kinsey bench`: throughput benchmarks (training, Paillier, the protocol, decayed sums, SuLQ).
 
 use super::common::*;
+use crate::benchmarks::tables;
 use crate::config::{self};
 use clap::Subcommand;
+use kinsey::DevicePref;
+use kinsey::bench::decay::{DecayBench, decay_throughput};
+use kinsey::bench::train::TrainBench;
+use kinsey::classifier::SolverConfig;
 use kinsey_core::{Error, Result};
-use kinsey_data::parquet_io::{ColumnSpec, read_parquet};
-use kinsey_data::{RowTransform, synth};
-use kinsey_kernels::DevicePref;
-use kinsey_kernels::logistic::csr::CsrRows;
-use kinsey_learn::logreg::{self, Objective, SolverConfig};
-use kinsey_learn::passes::{CsrPasses, MemoryPasses, Passes};
 use std::path::PathBuf;
-use std::time::Instant;
 
 /// Throughput benchmarks.
 #[derive(clap::Args, Debug)]
@@ -117,7 +115,7 @@ fn sulq(a: SulqArgs) -> Result<()> {
         delta,
         device: dev,
     } = a;
-    let v = kinsey_stats::sulq::bench::run(&input, k, iterations, components, epsilon, delta, dev)?;
+    let v = kinsey::bench::sulq::run(&input, k, iterations, components, epsilon, delta, dev)?;
     println!("{v}");
     Ok(())
 }
@@ -157,111 +155,44 @@ struct TrainArgs {
     hessian_rows: usize,
 }
 
-/// The rows `bench train` fits: dense, or sparse.
-enum BenchRows {
-    Dense(kinsey_data::Dataset),
-    Sparse(kinsey_data::sparse::SparseDataset),
-}
-
-/// The rows of `bench train`, scaled when asked.
-fn bench_rows(a: &TrainArgs) -> Result<BenchRows> {
-    let labels = kinsey_data::LabelEncoding::PlusMinusOne;
-    let mut rows = match (&a.input, &a.libsvm) {
-        (Some(p), _) => BenchRows::Dense(read_parquet(p, &ColumnSpec::default())?),
-        (None, Some(p)) if a.sparse => {
-            BenchRows::Sparse(kinsey_data::sparse::read_libsvm_sparse(p, a.dim, labels)?)
-        }
-        (None, Some(p)) => BenchRows::Dense(kinsey_data::libsvm::read_libsvm(p, a.dim, labels)?),
-        (None, None) => {
-            kinsey_core::limits::check_dense("--rows", a.rows, a.dim)?;
-            BenchRows::Dense(synth::generate(a.rows, a.dim, 16.0, 1, 1, "bench".into()))
-        }
-    };
-    if let Some(c) = a.row_scale {
-        let t = RowTransform::Scale(c);
-        match &mut rows {
-            BenchRows::Dense(ds) => t.apply(ds)?,
-            BenchRows::Sparse(sp) => sp.apply(t)?,
-        };
-    }
-    Ok(rows)
-}
-
 /// `kinsey bench train`: Newton to the tolerance on generated or given rows, then one
 /// full pass (loss and gradient at the optimum) timed alone: the median of five.
 fn train(a: TrainArgs) -> Result<()> {
-    let t = Instant::now();
-    let data = bench_rows(&a)?;
-    let load_s = t.elapsed().as_secs_f64();
-    let obj = Objective::new(a.lambda)?;
-    let solver = SolverConfig {
+    let f = TrainBench {
+        rows: a.rows,
+        dim: a.dim,
+        device: a.device,
+        lambda: a.lambda,
+        input: a.input.clone(),
+        libsvm: a.libsvm.clone(),
+        sparse: a.sparse,
+        row_scale: a.row_scale,
         hessian_rows: a.hessian_rows,
-        ..SolverConfig::default()
-    };
-    let (passes, nnz): (Box<dyn Passes + '_>, usize) = match &data {
-        BenchRows::Dense(ds) => (Box::new(MemoryPasses::new(ds.rows()?)), ds.n() * ds.d),
-        BenchRows::Sparse(sp) => (
-            Box::new(CsrPasses::new(CsrRows::new(
-                &sp.indptr,
-                &sp.indices,
-                &sp.values,
-                &sp.y,
-                sp.d,
-            )?)),
-            sp.nnz(),
-        ),
-    };
-    let (n, d) = passes.shape();
-    // The full passes where the fit runs them (on the device under --device gpu, unless
-    // KINSEY_GPU_PASSES=cpu), uploaded once: the fit and the timed pass share the rows.
-    let t = Instant::now();
-    let on_device = logreg::device_passes(passes.as_ref(), a.device)?;
-    let upload_s = t.elapsed().as_secs_f64();
-    let mut fit =
-        logreg::fit_passes_on(passes.as_ref(), on_device.as_ref(), a.device, &obj, &solver)?;
-    if on_device.is_some() {
-        fit.upload_seconds = upload_s;
-        fit.seconds += upload_s;
     }
-    let timed: &dyn Passes = match &on_device {
-        Some(k) => k,
-        None => passes.as_ref(),
-    };
-    let mut times = (0..5)
-        .map(|_| {
-            let t = Instant::now();
-            timed.sums(&fit.w, false)?;
-            Ok(t.elapsed().as_secs_f64())
-        })
-        .collect::<Result<Vec<f64>>>()?;
-    times.sort_by(f64::total_cmp);
-    let pass_s = times[2];
-    let rows_per_s = (n * fit.passes) as f64 / fit.seconds;
-    let layout = if matches!(data, BenchRows::Sparse(_)) {
-        "csr"
-    } else {
-        "dense"
-    };
+    .run()?;
     if a.json {
         println!(
             "{}",
-            serde_json::json!({"rows": n, "dim": d, "layout": layout, "stored_values": nnz, "lambda": a.lambda, "device": fit.device, "seconds": fit.seconds, "load_seconds": load_s, "iterations": fit.iterations, "passes": fit.passes, "pass_seconds": pass_s, "hessian_evaluations": fit.hessian_evaluations, "hessian_rows": fit.hessian_rows, "objective": fit.objective, "grad_norm": fit.grad_norm, "rows_per_s": rows_per_s, "threads": rayon::current_num_threads(), "upload_seconds": fit.upload_seconds, "pass_device": timed.describe(), "pass_bytes": n * d * 4 + n * 4})
+            serde_json::to_string(&f).map_err(|e| Error::Numerical(e.to_string()))?
         );
     } else {
-        println!("device: {}", fit.device);
-        println!("rows: {n} x {d}, {layout}, {nnz} stored values  (data ready in {load_s:.2} s)");
+        println!("device: {}", f.device);
+        println!(
+            "rows: {} x {}, {}, {} stored values  (data ready in {:.2} s)",
+            f.rows, f.dim, f.layout, f.stored_values, f.load_seconds
+        );
         println!(
             "time to ||grad J|| <= {:.0e}: {:.3} s  ({} Newton iterations, {} passes)",
-            solver.tolerance, fit.seconds, fit.iterations, fit.passes
+            f.tolerance, f.seconds, f.iterations, f.passes
         );
         println!(
             "objective {:.12}  ||grad J|| = {:.2e}",
-            fit.objective, fit.grad_norm
+            f.objective, f.grad_norm
         );
         println!(
             "one pass (loss and gradient, median of 5): {:.3} ms; throughput {:.3e} rows/s",
-            pass_s * 1e3,
-            rows_per_s
+            f.pass_seconds * 1e3,
+            f.rows_per_s
         );
     }
     Ok(())
@@ -304,7 +235,17 @@ struct DecayArgs {
 
 /// `kinsey bench decay`: the chunked stream of a decayed sum on a generated series.
 fn decay(a: DecayArgs) -> Result<()> {
-    let r = decay_throughput(&a)?;
+    let r = decay_throughput(&DecayBench {
+        steps: a.steps,
+        model: a.model.clone(),
+        window: a.window,
+        alpha: a.alpha,
+        mechanism: a.mechanism.clone(),
+        arity: a.arity,
+        rho: a.rho,
+        chunk: a.chunk,
+        device: a.device,
+    })?;
     if a.json {
         println!(
             "{}",
@@ -328,214 +269,6 @@ fn decay(a: DecayArgs) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// Throughput of a decayed sum's chunked stream on a generated series.
-#[derive(Debug, Clone, serde::Serialize)]
-struct DecayThroughput {
-    model: String,
-    steps: u64,
-    seconds: f64,
-    steps_per_second: f64,
-    peak_rss_mib: f64,
-    threads: usize,
-    /// Where the noise was drawn.
-    device: String,
-    /// Time generating the input (not included in `seconds`).
-    generate_seconds: f64,
-    /// One pass over the same chunks that only reads the values and adds them (all
-    /// threads): the memory-bound floor of any decayed sum.
-    read_add_steps_per_second: f64,
-    /// The ChaCha20 keystream alone, two 64-bit words per counter, all threads: the floor
-    /// of the noise.
-    keystream_steps_per_second: f64,
-    /// Noise counters per step: a tree releases `2 - 2^-h` nodes per step (window,
-    /// exponential, running; the exponential sum draws only the left ones but reads
-    /// every node's keystream); the per-output baselines one.
-    counters_per_step: usize,
-    /// How the GPU path ran: `pipelined`, or `serial` under `KINSEY_GPU_PIPELINE=serial`
-    /// (the A/B switch of `kinsey_kernels::gpu::stream`); `cpu` without a GPU.
-    pipeline: String,
-    /// The host's seconds and calls per stage of the GPU path, under `KINSEY_GPU_TRACE=1`
-    /// (empty otherwise).
-    host_stages: Vec<HostStage>,
-}
-
-/// One stage of the GPU path's host work (`kinsey_kernels::gpu::stream::Stage`).
-#[derive(Debug, Clone, serde::Serialize)]
-struct HostStage {
-    stage: &'static str,
-    seconds: f64,
-    calls: u64,
-}
-
-/// The chunked stream (`DecayedSum::stream`) over `steps` generated values in `{0..3}`
-/// (bits for `rr`), chunk by chunk: memory is one chunk, whatever the length.
-fn decay_throughput(a: &DecayArgs) -> Result<DecayThroughput> {
-    use kinsey_decay::{self as decay, ModelParams, Public};
-    if a.steps == 0 {
-        return Err(Error::param("steps", "must be at least 1"));
-    }
-    // A chunk of 0 steps would never advance; one past 2^28 values is 2 GiB.
-    if !(1..=1 << 28).contains(&a.chunk) {
-        return Err(Error::param(
-            "chunk",
-            format!("must be 1 to 2^28 steps, got {}", a.chunk),
-        ));
-    }
-    let params = ModelParams {
-        window: Some(a.window),
-        windows: Some(vec![60, a.window]),
-        alpha: Some(a.alpha),
-        c: Some(1.5),
-        horizon: Some(a.steps),
-        mechanism: Some(a.mechanism.clone()),
-        arity: a.arity,
-        ..ModelParams::default()
-    };
-    let zcdp = a
-        .rho
-        .map(|rho| decay::zcdp::Zcdp::new(rho, None))
-        .transpose()?;
-    let public = Public {
-        zcdp,
-        epsilon: 1.0,
-        bound: 3.0,
-        // OS-keyed: no data digest is ever asked for.
-        key: decay::noise::key(None, "bench", || {
-            Err(Error::param("seed", "the benchmark is not seeded"))
-        })?,
-    };
-    let mut m = decay::build(&a.model, &params, &public)?;
-    let device = m
-        .use_device(a.device)?
-        .map_or_else(|| "CPU".into(), |g| format!("GPU {g}"));
-    let shift: u32 = if a.model == "rr" { 63 } else { 62 };
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    kinsey_kernels::gpu::stream::reset_trace();
-    let (mut gen_s, mut done, mut checksum) = (0.0, 0u64, 0.0);
-    let (mut xs, mut out) = (Vec::with_capacity(a.chunk), Vec::new());
-    let t = Instant::now();
-    while done < a.steps {
-        let len = (a.steps - done).min(a.chunk as u64) as usize;
-        let g = Instant::now();
-        generate(&mut state, shift, len, &mut xs);
-        gen_s += g.elapsed().as_secs_f64();
-        m.stream_into(&xs, &mut out)?;
-        checksum += out.first().and_then(|c| c.last()).copied().unwrap_or(0.0);
-        done += len as u64;
-    }
-    let seconds = t.elapsed().as_secs_f64() - gen_s;
-    std::hint::black_box(checksum);
-    let host_stages = kinsey_kernels::gpu::stream::trace()
-        .into_iter()
-        .filter(|s| s.2 > 0)
-        .map(|(stage, seconds, calls)| HostStage {
-            stage,
-            seconds,
-            calls,
-        })
-        .collect();
-    let pipeline = match (
-        device.starts_with("GPU"),
-        kinsey_kernels::gpu::stream::serial(),
-    ) {
-        (false, _) => "cpu",
-        (true, false) => "pipelined",
-        (true, true) => "serial",
-    };
-    // Peak memory of the decayed sum, before the floors allocate their own buffers.
-    let peak_rss_mib = peak_rss_mib();
-    let counters_per_step = match a.model.as_str() {
-        "laplace" | "rr" => 1,
-        _ => 2,
-    };
-    let (read_add, keystream) = machine_limits(a, &public.key, shift, counters_per_step)?;
-    Ok(DecayThroughput {
-        model: m.calibration().model,
-        steps: a.steps,
-        seconds,
-        steps_per_second: a.steps as f64 / seconds,
-        peak_rss_mib,
-        threads: rayon::current_num_threads(),
-        device,
-        generate_seconds: gen_s,
-        read_add_steps_per_second: a.steps as f64 / read_add,
-        keystream_steps_per_second: a.steps as f64 / keystream,
-        counters_per_step,
-        pipeline: pipeline.into(),
-        host_stages,
-    })
-}
-
-/// The next `len` values of the bench's input (xorshift64, values `state >> shift`) into `xs`.
-fn generate(state: &mut u64, shift: u32, len: usize, xs: &mut Vec<f64>) {
-    xs.clear();
-    xs.extend((0..len).map(|_| {
-        *state ^= *state << 13;
-        *state ^= *state >> 7;
-        *state ^= *state << 17;
-        (*state >> shift) as f64
-    }));
-}
-
-/// Seconds of the two floors on the same generated chunks: reading and adding the values,
-/// and the keystream of `counters` noise counters (two words each) per step, both on all
-/// threads.
-fn machine_limits(
-    a: &DecayArgs,
-    key: &[u8; 32],
-    shift: u32,
-    counters: usize,
-) -> Result<(f64, f64)> {
-    use rayon::prelude::*;
-    let noise = kinsey_decay::noise::KeyedNoise::new(*key, 1, 1.0, 1, 1.0)?;
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let (mut add_s, mut key_s, mut done, mut acc) = (0.0, 0.0, 0u64, 0.0);
-    let mut xs = Vec::with_capacity(a.chunk);
-    // Pieces of 4,096 counters (64 KiB) into a buffer per thread that stays in cache, as
-    // the mechanisms' batches do: the keystream's cost, not the memory's.
-    const PIECE: usize = 1 << 12;
-    while done < a.steps {
-        let len = (a.steps - done).min(a.chunk as u64) as usize;
-        generate(&mut state, shift, len, &mut xs);
-        let t = Instant::now();
-        acc += xs
-            .par_chunks(1 << 16)
-            .map(|c| c.iter().sum::<f64>())
-            .sum::<f64>();
-        add_s += t.elapsed().as_secs_f64();
-        let t = Instant::now();
-        let (first, total) = (counters as u64 * done, counters * len);
-        let last = (0..total.div_ceil(PIECE))
-            .into_par_iter()
-            .map_init(
-                || vec![[0u64; 2]; PIECE],
-                |buf, i| {
-                    let n = PIECE.min(total - i * PIECE);
-                    noise.words(first + (i * PIECE) as u64, &mut buf[..n]);
-                    buf[n - 1][0]
-                },
-            )
-            .reduce(|| 0, u64::wrapping_add);
-        key_s += t.elapsed().as_secs_f64();
-        acc += last as f64;
-        done += len as u64;
-    }
-    std::hint::black_box(acc);
-    Ok((add_s, key_s))
-}
-
-/// Peak resident memory of this process (Linux), MiB.
-fn peak_rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 #[derive(clap::Args, Debug)]
@@ -589,18 +322,25 @@ fn paillier(a: PaillierArgs) -> Result<()> {
             ));
         }
         for b in bits {
-            let r = crate::benchmarks::crossover::paillier_crossover(
-                b, false, max_batch, &device, budget, &mut rng,
+            // One line per operation on stderr as it finishes: a run stopped by a time
+            // limit keeps what it measured (the table and the JSON come only at the end).
+            let r = kinsey::bench::crossover::paillier_crossover(
+                b,
+                false,
+                max_batch,
+                &device,
+                budget,
+                &mut rng,
+                &mut |o| eprintln!("{}", tables::crossover_line(o, b)),
             )?;
-            json_or_table(json, &r, crate::benchmarks::crossover::Crossover::table)?;
+            json_or_table(json, &r, tables::crossover_table)?;
         }
         return Ok(());
     }
     for b in bits {
         for &t in &threads {
-            let r =
-                crate::benchmarks::protocol::paillier_throughput(b, count, t, &device, &mut rng)?;
-            json_or_table(json, &r, crate::benchmarks::protocol::PaillierRates::table)?;
+            let r = kinsey::bench::protocol::paillier_throughput(b, count, t, &device, &mut rng)?;
+            json_or_table(json, &r, tables::paillier_table)?;
         }
     }
     Ok(())
@@ -649,15 +389,11 @@ fn protocol(a: ProtocolArgs) -> Result<()> {
     };
     if compare_tls {
         let runs =
-            crate::benchmarks::protocol::transport_comparison(agg.backend(), parties, dim, repeat)?;
-        return json_or_table(
-            json,
-            runs.as_slice(),
-            crate::benchmarks::protocol::transport_table,
-        );
+            kinsey::bench::protocol::transport_comparison(agg.backend(), parties, dim, repeat)?;
+        return json_or_table(json, runs.as_slice(), tables::transport_table);
     }
-    let r = crate::benchmarks::protocol::protocol_run(&agg, parties, dim)?;
-    json_or_table(json, &r, crate::benchmarks::protocol::protocol_table)
+    let r = kinsey::bench::protocol::protocol_run(&agg, parties, dim)?;
+    json_or_table(json, &r, tables::protocol_table)
 }
 
 #[derive(clap::Args, Debug)]
@@ -678,16 +414,16 @@ struct BackendArgs {
 
 /// `kinsey bench backend`: per-operation costs of one backend.
 fn backend(a: BackendArgs) -> Result<()> {
-    let opts = kinsey_backend::registry::BackendOptions {
+    let opts = kinsey::classifier::BackendOptions {
         key_bits: a.key_bits,
         ..Default::default()
     };
-    let he = kinsey_protocol::registry::registry()
+    let he = kinsey::classifier::registry()
         .create(&a.backend, &opts)
         .map_err(|e| Error::param("backend", e.to_string()))?;
     let mut rng = kinsey_dp::rng::os_crypto_rng();
-    let t = crate::benchmarks::opbench::operations(he.as_ref(), a.count, &mut rng)?;
-    json_or_table(a.json, &t, crate::benchmarks::opbench::op_table)
+    let t = kinsey::bench::ops::operations(he.as_ref(), a.count, &mut rng)?;
+    json_or_table(a.json, &t, tables::op_table)
 }
 
 /// Print a measurement as one JSON line, or as its table.

@@ -2,9 +2,9 @@
 
 use super::common::*;
 use clap::Subcommand;
+use kinsey::classifier::NoiseKind;
 use kinsey_core::Result;
 use kinsey_data::parquet_io::ColumnSpec;
-use kinsey_learn::aggregate::NoiseKind;
 use std::path::{Path, PathBuf};
 
 /// Reproduce an experiment of the seeds.
@@ -45,69 +45,8 @@ struct MechanismsArgs {
 /// lengths and decays.
 fn mechanisms(a: MechanismsArgs) -> Result<()> {
     use crate::plot::{Chart, Series, XAxis, write_chart};
-    use kinsey_decay::{self as decay, ModelParams, Public, kary};
-    kinsey_core::check_epsilon("epsilon", a.epsilon)?;
-    let public = Public {
-        epsilon: a.epsilon,
-        bound: a.bound,
-        key: [0; 32],
-        zcdp: None,
-    };
-    // The zCDP family at the rho pure eps-DP implies (eps^2 / 2), the same scale of noise.
-    let gauss = Public {
-        zcdp: Some(decay::zcdp::Zcdp::new(a.epsilon * a.epsilon / 2.0, None)?),
-        ..public.clone()
-    };
-    let rmse = |model: &str, params: &ModelParams, mech: &str, zcdp: bool| {
-        let mut p = params.clone();
-        p.horizon = Some(a.steps);
-        p.mechanism = Some(mech.into());
-        let m = decay::build(model, &p, if zcdp { &gauss } else { &public })?;
-        let name = m.calibration().model;
-        Ok::<_, kinsey_core::Error>((kary::mean_variance(m.as_ref(), a.steps).sqrt(), name))
-    };
-    // Per point: the tree, the best pure mechanism, the Gaussian tree, the best zCDP one.
-    let four = |model: &str, p: &ModelParams, label: String, csv: &mut String| {
-        let (t, _) = rmse(model, p, "tree", false)?;
-        let (b, name) = rmse(model, p, "best", false)?;
-        let (gt, _) = rmse(model, p, "tree", true)?;
-        let (gb, gname) = rmse(model, p, "best", true)?;
-        csv.push_str(&format!(
-            "{model},{label},{t},{b},\"{name}\",{gt},{gb},\"{gname}\"\n"
-        ));
-        Ok::<_, kinsey_core::Error>([t, b, gt, gb])
-    };
-    let mut csv = String::from(
-        "sum,parameter,tree_rmse,best_rmse,best_mechanism,gaussian_tree_rmse,\
-         zcdp_best_rmse,zcdp_best_mechanism\n",
-    );
-    let (mut win, mut exp) = (vec![Vec::new(); 4], vec![Vec::new(); 4]);
-    for e in 3..=16 {
-        let w = 1u64 << e;
-        let p = ModelParams {
-            window: Some(w),
-            ..ModelParams::default()
-        };
-        for (s, v) in win
-            .iter_mut()
-            .zip(four("window", &p, w.to_string(), &mut csv)?)
-        {
-            s.push((w as f64, v));
-        }
-    }
-    for alpha in [0.5, 0.8, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999] {
-        let p = ModelParams {
-            alpha: Some(alpha),
-            ..ModelParams::default()
-        };
-        let horizon = 1.0 / (1.0 - alpha);
-        for (s, v) in exp
-            .iter_mut()
-            .zip(four("exponential", &p, alpha.to_string(), &mut csv)?)
-        {
-            s.push((horizon, v));
-        }
-    }
+    let m = kinsey::bench::mechanisms::mechanisms(a.steps, a.epsilon, a.bound)?;
+    let (csv, win, exp) = (m.csv, m.window, m.exponential);
     let mut o = kinsey_data::output::Outputs::new();
     o.ensure_dir(&a.out)?;
     o.write(&a.out.join("mechanisms.csv"), csv.as_bytes())?;
@@ -221,7 +160,8 @@ fn figure2(a: Figure2Args) -> Result<()> {
     };
     let tr = load(&train, &spec, dim(&train))?;
     let te = load(&test, &spec, dim(&test))?;
-    let mut cfg = crate::experiment::figure2::Figure2Config {
+    crate::plot::check_fonts()?;
+    let mut cfg = kinsey::bench::figure2::Figure2Config {
         runs,
         seed,
         noise,
@@ -230,8 +170,8 @@ fn figure2(a: Figure2Args) -> Result<()> {
     if let Some(l) = lambdas {
         cfg.lambdas = l;
     }
-    let r = crate::experiment::figure2::run(&tr, &te, &cfg)?;
-    let files = r.write(&out)?;
+    let r = kinsey::bench::figure2::run(&tr, &te, &cfg, &crate::term::Bars::default())?;
+    let files = crate::experiment::figure2::write(&r, &out)?;
     for f in files
         .iter()
         .filter(|f| f.extension().is_some_and(|e| e == "md"))

@@ -6,16 +6,11 @@
 
 use super::common::{CryptoArgs, demo_data};
 use crate::session_config::*;
+use kinsey::classifier::{NoiseKind, SensitivityDerivation};
+use kinsey::network::{MAX_PARTIES, Peer, TrialSession};
 use kinsey_core::{Error, Result};
 use kinsey_data::output::Outputs;
 use kinsey_data::parquet_blocks::PartyBlocks;
-use kinsey_learn::aggregate::{NoiseKind, SensitivityDerivation};
-use kinsey_protocol::session::local::free_ports;
-use kinsey_protocol::session::pki::TestCa;
-use kinsey_protocol::session::roster::{
-    Member, PROTOCOL_VERSION, Roster, member_name, new_session_id,
-};
-use kinsey_protocol::transport::Peer;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -132,18 +127,15 @@ fn toml_text<T: serde::Serialize>(what: &str, v: &T) -> Result<String> {
 /// Write the session; returns the configs, the curator's first.
 pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
     let k = i.parties;
-    if k == 0 || k > kinsey_protocol::MAX_PARTIES || i.dim == 0 || i.rows < 2 {
+    if k == 0 || k > MAX_PARTIES || i.dim == 0 || i.rows < 2 {
         return Err(Error::param(
             "parties",
-            format!(
-                "need 1 to {} parties, dim >= 1, smallest-party >= 2",
-                kinsey_protocol::MAX_PARTIES
-            ),
+            format!("need 1 to {MAX_PARTIES} parties, dim >= 1, smallest-party >= 2"),
         ));
     }
     kinsey_core::check_epsilon("epsilon", i.epsilon)?;
     // Refused here, before anything is written, as every participant would refuse it.
-    kinsey_learn::pipeline::check_parties(k, i.allow_two_parties)?;
+    kinsey::network::check_parties(k, i.allow_two_parties)?;
     if let Some(c) = i.intercept {
         kinsey_data::check_intercept("intercept", c)?;
     }
@@ -158,48 +150,29 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
             ),
         ));
     }
-    let ports: Vec<u16> = match i.base_port {
-        Some(p) if usize::from(p) + k <= usize::from(u16::MAX) => {
-            (0..=k).map(|j| p + j as u16).collect()
-        }
-        Some(p) => {
-            return Err(Error::param(
-                "base_port",
-                format!("{p} + {k} is past port 65535"),
-            ));
-        }
-        None => free_ports(k + 1)?,
-    };
-    let ca = TestCa::new(&format!("kinsey session CA ({})", dir.display()))?;
+    let trial = TrialSession::new(
+        k,
+        i.base_port,
+        &format!("kinsey session CA ({})", dir.display()),
+    )?;
     let (parties, _) = demo_data(k, i.dim, i.rows)?;
     let sh = shared(i, parties[0].features().to_vec());
     let mut o = Outputs::new();
     o.ensure_dir(dir)?;
-    o.write(&dir.join("ca.pem"), ca.cert_pem().as_bytes())?;
-    let mut members = Vec::new();
+    o.write(&dir.join("ca.pem"), trial.ca_pem.as_bytes())?;
     let mut configs = Vec::new();
-    for (slot, port) in ports.iter().enumerate() {
-        let peer = if slot == 0 {
-            Peer::Curator
-        } else {
-            Peer::Party(slot - 1)
-        };
-        let name = member_name(peer);
-        let subject = format!("{name}.kinsey.local");
-        let issued = ca.issue(&subject)?;
+    for (slot, member) in trial.members.iter().enumerate() {
+        let (peer, name) = (member.peer, member.name.clone());
         o.ensure_dir(&dir.join(&name))?;
         o.write(
             &dir.join(&name).join("cert.pem"),
-            issued.cert_pem.as_bytes(),
+            member.cert_pem.as_bytes(),
         )?;
         // 0600 from creation (never chmod-ed after the rename: no window).
-        o.write_private(&dir.join(&name).join("key.pem"), issued.key_pem.as_bytes())?;
-        members.push(Member {
-            name: name.clone(),
-            address: format!("127.0.0.1:{port}"),
-            subject,
-            fingerprint: Some(issued.fingerprint),
-        });
+        o.write_private(
+            &dir.join(&name).join("key.pem"),
+            member.key_pem().as_bytes(),
+        )?;
         let (data, privacy, out) = match peer {
             Peer::Curator => (
                 None,
@@ -263,16 +236,11 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
         )?;
         configs.push(path);
     }
-    let roster = Roster {
-        session_id: new_session_id(),
-        protocol_version: PROTOCOL_VERSION,
-        participant: members,
-    };
     o.write(
         &dir.join("roster.toml"),
         format!(
             "# kinsey session roster: identical at every participant.\n\n{}",
-            toml_text("roster", &roster)?
+            trial.roster_toml()?
         )
         .as_bytes(),
     )?;

@@ -1,477 +1,93 @@
-//! Figure 2 of seed 001 (Pathak, Rane & Raj, NIPS 2010) on a9a.
-//!
-//! 5 parties, three splits of the training set (6512 x 5 / 4884,6512,6512,6512,8141 /
-//! 3256,6512,6512,6512,9769), lambda = 1 (the paper's) and lambda in {1e-2, 1e-3, 1e-4}
-//! (where the classifier is informative, see calibration.md section 7), epsilon from 0.05
-//! to 0.4 in steps of 0.05 plus a wider sweep, `runs` noise draws per point, both
-//! calibrations. Rows are scaled by 1/sqrt(14) (a9a rows have at most 14 ones) so that
-//! they lie in the unit ball. Series: non-private on all data (w*), DP on all data (output
-//! perturbation of w* with the pooled sensitivity), and the DP aggregate per split.
-//! Each split is one seeded shuffle; the local classifiers are trained once per split and
-//! lambda, and the noise is redrawn `runs` times per point.
+//! Figure 2 of seed 001 on disk: the figures `kinsey::bench::figure2` computes as CSV,
+//! JSON, a markdown summary and one chart per (lambda, calibration).
 
 use crate::plot::{Chart, Series, write_chart};
+use kinsey::bench::figure2::{Figure2Result, Point};
 use kinsey_core::{Error, Result};
 use kinsey_data::output::Outputs;
-use kinsey_data::split::{SplitSpec, split};
-use kinsey_data::{Dataset, RowTransform};
-use kinsey_dp::NoiseRng;
-use kinsey_learn::aggregate::{self, NoiseKind, PrivacySpec, SensitivityDerivation};
-use kinsey_learn::logreg::{self, Objective, SolverConfig};
-use rayon::prelude::*;
-use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// The paper's three splits.
-pub(crate) const PAPER_SPLITS: [(&str, [usize; 5]); 3] = [
-    ("even 6512x5", [6512, 6512, 6512, 6512, 6512]),
-    ("n(1)=4884", [4884, 6512, 6512, 6512, 8141]),
-    ("n(1)=3256", [3256, 6512, 6512, 6512, 9769]),
-];
-
-/// Experiment settings.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Figure2Config {
-    pub lambdas: Vec<f64>,
-    pub epsilons: Vec<f64>,
-    pub runs: usize,
-    pub noise: NoiseKind,
-    pub seed: Option<u64>,
-    pub row_scale: f64,
-}
-
-impl Default for Figure2Config {
-    fn default() -> Self {
-        let mut epsilons: Vec<f64> = (1..=8).map(|i| i as f64 * 5.0 / 100.0).collect();
-        epsilons.extend([0.6, 0.8, 1.0, 2.0, 4.0, 8.0]);
-        Self {
-            lambdas: vec![1.0, 1e-2, 1e-3, 1e-4],
-            epsilons,
-            runs: 200,
-            noise: NoiseKind::L2,
-            seed: None,
-            row_scale: 1.0 / 14f64.sqrt(),
+/// Write CSV, JSON, a markdown summary and one chart per (lambda, calibration) into `dir`.
+pub(crate) fn write(r: &Figure2Result, dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Outputs::new();
+    out.ensure_dir(dir)?;
+    out.write(&dir.join("figure2.csv"), r.to_csv().as_bytes())?;
+    let json = serde_json::to_vec_pretty(r).map_err(|e| Error::Numerical(e.to_string()))?;
+    out.write(&dir.join("figure2.json"), &json)?;
+    let mut md = String::from("# Figure 2 (seed 001) on a9a: mean test error over noise draws\n\n");
+    for &lambda in &r.config.lambdas {
+        for cal in ["paper", "tight"] {
+            let _ = writeln!(md, "## lambda = {lambda}, calibration = {cal}\n");
+            md.push_str(&r.markdown(lambda, cal, f64::INFINITY));
+            md.push('\n');
+            let narrow = chart(r, lambda, cal, 0.4, false);
+            let stem = dir.join(format!("figure2_lambda{lambda:e}_{cal}"));
+            write_chart(&mut out, &stem, &narrow)?;
+            let wide = chart(r, lambda, cal, f64::INFINITY, true);
+            let stem = dir.join(format!("figure2_wide_lambda{lambda:e}_{cal}"));
+            write_chart(&mut out, &stem, &wide)?;
         }
     }
-}
-
-/// One point of the figure.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Point {
-    pub lambda: f64,
-    pub series: String,
-    pub calibration: String,
-    pub epsilon: Option<f64>,
-    pub mean_test_error: f64,
-    pub std_test_error: f64,
-    pub runs: usize,
-}
-
-/// Theorem 4.2 check per (lambda, split).
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct BoundCheck {
-    pub lambda: f64,
-    pub split: String,
-    pub distance: f64,
-    pub bound: f64,
-    pub ratio: f64,
-    pub average_test_error: f64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Figure2Result {
-    pub config: Figure2Config,
-    pub rng: kinsey_dp::RngRecord,
-    pub points: Vec<Point>,
-    pub theorem_4_2: Vec<BoundCheck>,
-    pub seconds: f64,
-}
-
-fn mean_std(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    let m = v.iter().sum::<f64>() / n;
-    let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0).max(1.0);
-    (m, var.sqrt())
-}
-
-/// Test error of `center + noise_r` over `runs` noise draws (parallel, each run its own stream).
-fn noisy_errors(
-    center: &[f64],
-    cal: &aggregate::NoiseCalibration,
-    runs: usize,
-    rng: &mut NoiseRng,
-    test: &Dataset,
-) -> Vec<f64> {
-    let rngs: Vec<NoiseRng> = (0..runs).map(|_| rng.fork()).collect();
-    rngs.into_par_iter()
-        .map(|mut r| {
-            let w: Vec<f64> = center
-                .iter()
-                .zip(cal.sample_published(&mut r))
-                .map(|(a, b)| a + b)
-                .collect();
-            logreg::error_rate(&w, &test.x, &test.y, test.d)
-        })
-        .collect()
-}
-
-/// The points of one series: both calibrations x every epsilon, noise calibrated to
-/// `(n, k, g)` (smallest party size, parties, gradient bound) around `center`.
-fn sweep(
-    obj: &Objective,
-    cfg: &Figure2Config,
-    test: &Dataset,
-    center: &[f64],
-    series: &str,
-    (n, k, g): (usize, usize, f64),
-    rng: &mut NoiseRng,
-) -> Result<Vec<Point>> {
-    let mut points = Vec::new();
-    for calibration in [SensitivityDerivation::Tight, SensitivityDerivation::Paper] {
-        for &epsilon in &cfg.epsilons {
-            let spec = PrivacySpec {
-                epsilon,
-                calibration,
-                noise: cfg.noise,
-            };
-            let cal = aggregate::calibrate(obj, &spec, n, k, test.d, g)?;
-            let (m, s) = mean_std(&noisy_errors(center, &cal, cfg.runs, rng, test));
-            points.push(Point {
-                lambda: obj.lambda,
-                series: series.to_string(),
-                calibration: format!("{calibration:?}").to_lowercase(),
-                epsilon: Some(epsilon),
-                mean_test_error: m,
-                std_test_error: s,
-                runs: cfg.runs,
-            });
-        }
+    md.push_str("## Theorem 4.2: ||w_hat - w*|| <= (K-1)/(n(1) lambda)\n\n| lambda | split | distance | bound | ratio | test error of the unperturbed average |\n|---|---|---|---|---|---|\n");
+    for c in &r.theorem_4_2 {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {:.3e} | {:.3e} | {:.4} | {:.4} |",
+            c.lambda, c.split, c.distance, c.bound, c.ratio, c.average_test_error
+        );
     }
-    Ok(points)
+    out.write(&dir.join("figure2.md"), md.as_bytes())?;
+    out.commit()
 }
 
-/// Run the experiment (pure computation; `write` puts it on disk).
-pub(crate) fn run(train: &Dataset, test: &Dataset, cfg: &Figure2Config) -> Result<Figure2Result> {
-    let start = std::time::Instant::now();
-    if cfg.runs < 2 {
-        return Err(Error::param("runs", "need at least 2 runs per point"));
-    }
-    crate::plot::check_fonts()?;
-    for &e in &cfg.epsilons {
-        kinsey_core::check_epsilon("epsilon", e)?;
-    }
-    let mut train = train.clone();
-    let mut test = test.clone();
-    train.check_same_features(&test)?;
-    RowTransform::Scale(cfg.row_scale).apply(&mut train)?;
-    RowTransform::Scale(cfg.row_scale).apply(&mut test)?;
-    let mut rng = NoiseRng::for_release(
-        cfg.seed,
-        &format!(
-            "experiment figure2|lambdas={:?}|epsilons={:?}|runs={}|noise={}|row_scale={}",
-            cfg.lambdas,
-            cfg.epsilons,
-            cfg.runs,
-            cfg.noise.name(),
-            cfg.row_scale
-        ),
-        || Ok(kinsey_data::digest::of_dataset(&train)),
-    )?;
-    let solver = SolverConfig::default();
-    let k = 5;
-    let mut points = Vec::new();
-    let mut checks = Vec::new();
-    let splits: Vec<(String, Vec<Dataset>)> = PAPER_SPLITS
+fn chart(r: &Figure2Result, lambda: f64, calibration: &str, eps_max: f64, log_x: bool) -> Chart {
+    let mut series: Vec<Series> = Vec::new();
+    let eps_max = eps_max + 1e-12;
+    if let Some(np) = r
+        .points
         .iter()
-        .map(|(name, sizes)| {
-            let parts = split(&train, &SplitSpec::Sizes(sizes.to_vec()), &mut rng.fork())?;
-            Ok((name.to_string(), parts))
-        })
-        .collect::<Result<_>>()?;
-    let total = cfg.lambdas.len() as u64 * (1 + PAPER_SPLITS.len() as u64);
-    let bar = crate::term::bar(total, "figure 2");
-    for &lambda in &cfg.lambdas {
-        let obj = Objective::new(lambda)?;
-        let star = logreg::train_cpu(train.rows()?, &obj, &solver)?;
-        let star_err = logreg::error_rate(&star.w, &test.x, &test.y, test.d);
-        points.push(Point {
-            lambda,
-            series: "non-private, all data".into(),
-            calibration: "-".into(),
-            epsilon: None,
-            mean_test_error: star_err,
-            std_test_error: 0.0,
-            runs: 1,
-        });
-        let g_star =
-            kinsey_learn::pipeline::public_gradient_bound(std::slice::from_ref(&star), &solver)?;
-        points.extend(sweep(
-            &obj,
-            cfg,
-            &test,
-            &star.w,
-            "DP, all data",
-            (train.n(), 1, g_star),
-            &mut rng,
-        )?);
-        bar.inc(1);
-        for (name, parts) in &splits {
-            let fits = parts
-                .iter()
-                .map(|p| logreg::train_cpu(p.rows()?, &obj, &solver))
-                .collect::<Result<Vec<_>>>()?;
-            let ws: Vec<&[f64]> = fits.iter().map(|f| f.w.as_slice()).collect();
-            let avg = aggregate::average(&ws);
-            let n_min = parts.iter().map(Dataset::n).min().unwrap_or(1);
-            let dist = aggregate::distance(&avg, &star.w);
-            let bound = aggregate::theorem_4_2_bound(k, n_min, lambda);
-            checks.push(BoundCheck {
-                lambda,
-                split: name.clone(),
-                distance: dist,
-                bound,
-                ratio: dist / bound,
-                average_test_error: logreg::error_rate(&avg, &test.x, &test.y, test.d),
-            });
-            let g = kinsey_learn::pipeline::public_gradient_bound(&fits, &solver)?;
-            let series = format!("DP aggregate, {name}");
-            points.extend(sweep(
-                &obj,
-                cfg,
-                &test,
-                &avg,
-                &series,
-                (n_min, k, g),
-                &mut rng,
-            )?);
-            bar.inc(1);
-        }
-    }
-    bar.finish_and_clear();
-    Ok(Figure2Result {
-        config: cfg.clone(),
-        rng: rng.record(),
-        points,
-        theorem_4_2: checks,
-        seconds: start.elapsed().as_secs_f64(),
-    })
-}
-
-impl Figure2Result {
-    pub(crate) fn to_csv(&self) -> String {
-        let mut s =
-            String::from("lambda,series,calibration,epsilon,mean_test_error,std_test_error,runs\n");
-        for p in &self.points {
-            let _ = writeln!(
-                s,
-                "{},\"{}\",{},{},{:.6},{:.6},{}",
-                p.lambda,
-                p.series.replace('"', "'"),
-                p.calibration,
-                p.epsilon.map(|e| format!("{e}")).unwrap_or_default(),
-                p.mean_test_error,
-                p.std_test_error,
-                p.runs
-            );
-        }
-        s
-    }
-
-    /// The series of one (lambda, calibration) panel, in the order they were computed.
-    fn series_names(&self, lambda: f64, calibration: &str) -> Vec<String> {
-        let mut names: Vec<String> = Vec::new();
-        for p in self
-            .points
-            .iter()
-            .filter(|p| p.lambda == lambda && p.calibration == calibration)
-        {
-            if !names.contains(&p.series) {
-                names.push(p.series.clone());
-            }
-        }
-        names
-    }
-
-    /// Markdown table (epsilon in columns) for one lambda and calibration.
-    pub(crate) fn markdown(&self, lambda: f64, calibration: &str, max_eps: f64) -> String {
-        let eps: Vec<f64> = self
+        .find(|p| p.lambda == lambda && p.epsilon.is_none())
+    {
+        let xs: Vec<f64> = r
             .config
             .epsilons
             .iter()
             .copied()
-            .filter(|&e| e <= max_eps + 1e-12)
+            .filter(|&e| e <= eps_max)
             .collect();
-        let mut s = format!(
-            "| series \\ epsilon | {} |\n|---|{}\n",
-            eps.iter()
-                .map(|e| format!("{e}"))
-                .collect::<Vec<_>>()
-                .join(" | "),
-            "---|".repeat(eps.len())
-        );
-        let names = self.series_names(lambda, calibration);
-        if let Some(np) = self
+        series.push(Series {
+            name: np.series.clone(),
+            points: xs.iter().map(|&e| (e, np.mean_test_error)).collect(),
+            err: None,
+            dashed: true,
+        });
+    }
+    let names = r.series_names(lambda, calibration);
+    for name in names {
+        let pts: Vec<&Point> = r
             .points
             .iter()
-            .find(|p| p.lambda == lambda && p.epsilon.is_none())
-        {
-            let _ = writeln!(
-                s,
-                "| {} | {} |",
-                np.series,
-                vec![format!("{:.4}", np.mean_test_error); eps.len()].join(" | ")
-            );
-        }
-        for name in names {
-            let row: Vec<String> = eps
+            .filter(|p| p.lambda == lambda && p.calibration == calibration && p.series == name)
+            .filter(|p| p.epsilon.is_some_and(|e| e <= eps_max))
+            .collect();
+        series.push(Series {
+            name,
+            points: pts
                 .iter()
-                .map(|&e| {
-                    self.points
-                        .iter()
-                        .find(|p| {
-                            p.lambda == lambda
-                                && p.calibration == calibration
-                                && p.series == name
-                                && p.epsilon == Some(e)
-                        })
-                        .map(|p| format!("{:.4} ± {:.4}", p.mean_test_error, p.std_test_error))
-                        .unwrap_or_default()
-                })
-                .collect();
-            let _ = writeln!(s, "| {} | {} |", name, row.join(" | "));
-        }
-        s
+                .map(|p| (p.epsilon.unwrap_or(0.0), p.mean_test_error))
+                .collect(),
+            err: Some(pts.iter().map(|p| p.std_test_error).collect()),
+            dashed: false,
+        });
     }
-
-    /// Write CSV, JSON, a markdown summary and one chart per (lambda, calibration) into `dir`.
-    pub(crate) fn write(&self, dir: &Path) -> Result<Vec<PathBuf>> {
-        let mut out = Outputs::new();
-        out.ensure_dir(dir)?;
-        out.write(&dir.join("figure2.csv"), self.to_csv().as_bytes())?;
-        let json = serde_json::to_vec_pretty(self).map_err(|e| Error::Numerical(e.to_string()))?;
-        out.write(&dir.join("figure2.json"), &json)?;
-        let mut md =
-            String::from("# Figure 2 (seed 001) on a9a: mean test error over noise draws\n\n");
-        for &lambda in &self.config.lambdas {
-            for cal in ["paper", "tight"] {
-                let _ = writeln!(md, "## lambda = {lambda}, calibration = {cal}\n");
-                md.push_str(&self.markdown(lambda, cal, f64::INFINITY));
-                md.push('\n');
-                let chart = self.chart(lambda, cal, 0.4, false);
-                let stem = dir.join(format!("figure2_lambda{lambda:e}_{cal}"));
-                write_chart(&mut out, &stem, &chart)?;
-                let wide = self.chart(lambda, cal, f64::INFINITY, true);
-                let stem = dir.join(format!("figure2_wide_lambda{lambda:e}_{cal}"));
-                write_chart(&mut out, &stem, &wide)?;
-            }
-        }
-        md.push_str("## Theorem 4.2: ||w_hat - w*|| <= (K-1)/(n(1) lambda)\n\n| lambda | split | distance | bound | ratio | test error of the unperturbed average |\n|---|---|---|---|---|---|\n");
-        for c in &self.theorem_4_2 {
-            let _ = writeln!(
-                md,
-                "| {} | {} | {:.3e} | {:.3e} | {:.4} | {:.4} |",
-                c.lambda, c.split, c.distance, c.bound, c.ratio, c.average_test_error
-            );
-        }
-        out.write(&dir.join("figure2.md"), md.as_bytes())?;
-        out.commit()
-    }
-
-    fn chart(&self, lambda: f64, calibration: &str, eps_max: f64, log_x: bool) -> Chart {
-        let mut series: Vec<Series> = Vec::new();
-        let eps_max = eps_max + 1e-12;
-        if let Some(np) = self
-            .points
-            .iter()
-            .find(|p| p.lambda == lambda && p.epsilon.is_none())
-        {
-            let xs: Vec<f64> = self
-                .config
-                .epsilons
-                .iter()
-                .copied()
-                .filter(|&e| e <= eps_max)
-                .collect();
-            series.push(Series {
-                name: np.series.clone(),
-                points: xs.iter().map(|&e| (e, np.mean_test_error)).collect(),
-                err: None,
-                dashed: true,
-            });
-        }
-        let names = self.series_names(lambda, calibration);
-        for name in names {
-            let pts: Vec<&Point> = self
-                .points
-                .iter()
-                .filter(|p| p.lambda == lambda && p.calibration == calibration && p.series == name)
-                .filter(|p| p.epsilon.is_some_and(|e| e <= eps_max))
-                .collect();
-            series.push(Series {
-                name,
-                points: pts
-                    .iter()
-                    .map(|p| (p.epsilon.unwrap_or(0.0), p.mean_test_error))
-                    .collect(),
-                err: Some(pts.iter().map(|p| p.std_test_error).collect()),
-                dashed: false,
-            });
-        }
-        Chart {
-            title: format!("a9a, K = 5, lambda = {lambda}, {calibration} calibration"),
-            x_label: "epsilon".into(),
-            y_label: "test error".into(),
-            series,
-            log_x,
-            x_axis: crate::plot::XAxis::Numbers,
-            bars: false,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A reduced run on the real a9a: the non-private optimum at lambda = 1 predicts the
-    /// majority class (test error = share of +1 = 0.2362, calibration.md section 7), the
-    /// DP error falls with epsilon, and Theorem 4.2 holds on every split.
-    #[test]
-    fn figure2_on_a9a_reduced() {
-        let (tr, te) = kinsey_data::testdata::a9a().expect("a9a in ../shared/data");
-        let cfg = Figure2Config {
-            lambdas: vec![1.0, 1e-3],
-            epsilons: vec![0.05, 0.4, 8.0],
-            runs: 20,
-            seed: Some(5),
-            ..Default::default()
-        };
-        let r = run(&tr, &te, &cfg).expect("runs");
-        let np = |l: f64| {
-            r.points
-                .iter()
-                .find(|p| p.lambda == l && p.epsilon.is_none())
-                .expect("np")
-                .mean_test_error
-        };
-        assert!((np(1.0) - 0.2362).abs() < 5e-4, "{}", np(1.0));
-        assert!((np(1e-3) - 0.1639).abs() < 3e-3, "{}", np(1e-3));
-        for c in &r.theorem_4_2 {
-            assert!(c.ratio <= 1.0, "{c:?}");
-        }
-        let at = |e: f64| {
-            r.points
-                .iter()
-                .find(|p| {
-                    p.lambda == 1e-3
-                        && p.calibration == "paper"
-                        && p.series.contains("3256")
-                        && p.epsilon == Some(e)
-                })
-                .expect("point")
-                .mean_test_error
-        };
-        assert!(at(0.05) > at(8.0), "error falls with epsilon");
+    Chart {
+        title: format!("a9a, K = 5, lambda = {lambda}, {calibration} calibration"),
+        x_label: "epsilon".into(),
+        y_label: "test error".into(),
+        series,
+        log_x,
+        x_axis: crate::plot::XAxis::Numbers,
+        bars: false,
     }
 }

@@ -13,128 +13,49 @@ use serde::Serialize;
 
 /// One batch size of one operation: seconds per batch on each path.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
-pub(crate) struct Point {
+pub struct Point {
     /// Items in the batch.
-    pub(crate) batch: usize,
+    pub batch: usize,
     /// Seconds for the batch on the CPU path (all threads).
-    pub(crate) cpu_seconds: f64,
+    pub cpu_seconds: f64,
     /// Seconds for the batch on the GPU path.
-    pub(crate) gpu_seconds: f64,
+    pub gpu_seconds: f64,
 }
 
 /// One operation's measurements and crossover.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct OpCrossover {
+pub struct OpCrossover {
     /// The operation.
-    pub(crate) op: String,
+    pub op: String,
     /// Batches measured, smallest first.
-    pub(crate) points: Vec<Point>,
+    pub points: Vec<Point>,
     /// The smallest batch from which the GPU was faster at every batch measured; `None`
     /// when it lost at the largest.
-    pub(crate) crossover: Option<usize>,
+    pub crossover: Option<usize>,
 }
 
 /// Every operation's crossover at one key size.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct Crossover {
+pub struct Crossover {
     /// Key size.
-    pub(crate) bits: u32,
+    pub bits: u32,
     /// CPU threads of the CPU path.
-    pub(crate) threads: usize,
+    pub threads: usize,
     /// The GPU path's device, in words.
-    pub(crate) device: String,
+    pub device: String,
     /// Largest batch asked for.
-    pub(crate) max_batch: usize,
+    pub max_batch: usize,
     /// Per operation.
-    pub(crate) ops: Vec<OpCrossover>,
+    pub ops: Vec<OpCrossover>,
     /// `gpu_min_batch` to use: the largest crossover, when every operation has one.
-    pub(crate) suggested_min_batch: Option<usize>,
-}
-
-impl OpCrossover {
-    /// One line: the operation, its crossover and every batch's rates on both paths.
-    pub(crate) fn line(&self, bits: u32) -> String {
-        let points: Vec<String> = self
-            .points
-            .iter()
-            .map(|p| {
-                format!(
-                    "{}: {:.0} / {:.0}",
-                    p.batch,
-                    p.batch as f64 / p.cpu_seconds,
-                    p.batch as f64 / p.gpu_seconds
-                )
-            })
-            .collect();
-        format!(
-            "crossover {bits} bits, {}: from {} (batch: CPU / GPU items/s; {})",
-            self.op,
-            self.crossover
-                .map_or_else(|| "none".to_string(), |c| c.to_string()),
-            points.join(", ")
-        )
-    }
+    pub suggested_min_batch: Option<usize>,
 }
 
 /// The largest crossover, when every operation has one.
-#[cfg_attr(not(feature = "paillier"), allow(dead_code))]
-pub(crate) fn suggest(ops: &[OpCrossover]) -> Option<usize> {
+pub fn suggest(ops: &[OpCrossover]) -> Option<usize> {
     ops.iter()
         .map(|o| o.crossover)
         .try_fold(1usize, |m, c| c.map(|c| m.max(c)))
-}
-
-impl Crossover {
-    /// An aligned text table with the suggestion.
-    pub(crate) fn table(&self) -> String {
-        let mut s = format!(
-            "Paillier {} bits: the batch from which the GPU path beats the CPU path ({} CPU \
-             thread(s)), GPU: {}\n  {:<34} {:>10} {:>8} {:>14} {:>14}\n",
-            self.bits,
-            self.threads,
-            self.device,
-            "operation",
-            "crossover",
-            "batch",
-            "CPU items/s",
-            "GPU items/s"
-        );
-        for o in &self.ops {
-            let last = o.points.last();
-            let rate = |sec: f64, b: usize| b as f64 / sec;
-            s.push_str(&format!(
-                "  {:<34} {:>10} {:>8} {:>14.0} {:>14.0}\n",
-                o.op,
-                o.crossover
-                    .map_or_else(|| "none".to_string(), |c| c.to_string()),
-                last.map_or(0, |p| p.batch),
-                last.map_or(0.0, |p| rate(p.cpu_seconds, p.batch)),
-                last.map_or(0.0, |p| rate(p.gpu_seconds, p.batch)),
-            ));
-        }
-        match self.suggested_min_batch {
-            Some(b) => s.push_str(&format!(
-                "  suggested [crypto] gpu_min_batch = {b} (the largest crossover: from there \
-                 every operation was faster on the GPU)\n"
-            )),
-            None => {
-                let lost: Vec<&str> = self
-                    .ops
-                    .iter()
-                    .filter(|o| o.crossover.is_none())
-                    .map(|o| o.op.as_str())
-                    .collect();
-                s.push_str(&format!(
-                    "  no gpu_min_batch to suggest: the GPU did not beat the CPU on {} at the \
-                     largest batch measured (up to {}); keep device = \"cpu\", or measure \
-                     larger batches (--max-batch)\n",
-                    lost.join(", "),
-                    self.max_batch
-                ));
-            }
-        }
-        s
-    }
 }
 
 /// Measure every operation at `bits` on batches of 1, 2, 4, ... up to `max_batch` items,
@@ -145,13 +66,14 @@ impl Crossover {
 /// The measurement is the Paillier backend's own ([`kinsey_backend_paillier::calibrate`],
 /// what `device = "auto"` runs, shorter, when no `gpu_min_batch` is set).
 #[cfg(feature = "paillier")]
-pub(crate) fn paillier_crossover(
+pub fn paillier_crossover(
     bits: u32,
     allow_insecure_test_keys: bool,
     max_batch: usize,
     device: &str,
     budget_s: f64,
     rng: &mut dyn rand_core::CryptoRng,
+    on_op: &mut dyn FnMut(&OpCrossover),
 ) -> Result<Crossover> {
     use kinsey_backend_paillier::{DevicePref, MeasurementPlan, Paillier, calibrate, parse_device};
     let pref = parse_device(device).map_err(|e| Error::param("device", e.to_string()))?;
@@ -194,11 +116,9 @@ pub(crate) fn paillier_crossover(
             .collect(),
         crossover: o.crossover,
     };
-    // One line per operation on stderr as it finishes: a run stopped by a time limit keeps
-    // what it measured (the table and the JSON come only at the end).
-    let c = calibrate::measure_reporting(&cpu, &gpu, bits, &plan, rng, &mut |o| {
-        eprintln!("{}", of(o).line(bits))
-    })?;
+    // Each operation to `on_op` as it finishes: a run stopped by a time limit keeps what
+    // it reported (the whole measurement comes only at the end).
+    let c = calibrate::measure_reporting(&cpu, &gpu, bits, &plan, rng, &mut |o| on_op(&of(o)))?;
     let ops: Vec<OpCrossover> = c.ops.iter().map(of).collect();
     Ok(Crossover {
         bits,
@@ -212,13 +132,14 @@ pub(crate) fn paillier_crossover(
 
 /// Without the Paillier backend there is nothing to measure.
 #[cfg(not(feature = "paillier"))]
-pub(crate) fn paillier_crossover(
+pub fn paillier_crossover(
     _bits: u32,
     _allow_insecure_test_keys: bool,
     _max_batch: usize,
     _device: &str,
     _budget_s: f64,
     _rng: &mut dyn rand_core::CryptoRng,
+    _on_op: &mut dyn FnMut(&OpCrossover),
 ) -> Result<Crossover> {
     Err(Error::param(
         "backend",
@@ -241,19 +162,6 @@ mod tests {
         };
         assert_eq!(suggest(&[op(Some(4)), op(Some(64)), op(Some(1))]), Some(64));
         assert_eq!(suggest(&[op(Some(4)), op(None)]), None);
-        let o = OpCrossover {
-            op: "add".into(),
-            points: vec![Point {
-                batch: 4,
-                cpu_seconds: 0.5,
-                gpu_seconds: 0.25,
-            }],
-            crossover: Some(4),
-        };
-        assert_eq!(
-            o.line(2048),
-            "crossover 2048 bits, add: from 4 (batch: CPU / GPU items/s; 4: 8 / 16)"
-        );
     }
 
     /// On the CI's adapter (lavapipe) the measurement runs end to end at a small key: every
@@ -263,8 +171,11 @@ mod tests {
     #[test]
     fn crossover_runs_on_the_ci_adapter() {
         let mut rng = kinsey_dp::rng::os_crypto_rng();
-        let r = paillier_crossover(1024, true, 2, "gpu", 60.0, &mut rng).expect("a GPU adapter");
+        let mut reported = 0;
+        let r = paillier_crossover(1024, true, 2, "gpu", 60.0, &mut rng, &mut |_| reported += 1)
+            .expect("a GPU adapter");
         assert_eq!(r.ops.len(), 7);
+        assert_eq!(reported, 7);
         for o in &r.ops {
             assert!(!o.points.is_empty() && o.points.len() <= 2, "{o:?}");
             assert!(
@@ -273,12 +184,12 @@ mod tests {
                     .all(|p| p.cpu_seconds > 0.0 && p.gpu_seconds > 0.0)
             );
         }
-        let t = r.table();
         assert!(
-            t.contains("multiply one by many") && t.contains("gpu_min_batch"),
-            "{t}"
+            r.ops.iter().any(|o| o.op.contains("multiply one by many")),
+            "{r:?}"
         );
-        let e = paillier_crossover(1024, true, 2, "cpu", 1.0, &mut rng).expect_err("cpu");
+        let e =
+            paillier_crossover(1024, true, 2, "cpu", 1.0, &mut rng, &mut |_| {}).expect_err("cpu");
         assert!(e.to_string().contains("GPU"), "{e}");
     }
 }

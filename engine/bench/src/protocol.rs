@@ -4,77 +4,52 @@
 use kinsey_core::{Error, Result};
 use kinsey_dp::NoiseRng;
 use kinsey_learn::aggregate::fixed_point_sum;
+pub use kinsey_protocol::ProtocolReport;
+use kinsey_protocol::SecureAggregator;
 use kinsey_protocol::inputs::synthetic_inputs;
-use kinsey_protocol::{ProtocolReport, SecureAggregator};
 use serde::Serialize;
 
 /// Paillier operations per second at one key size and thread count.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct PaillierRates {
+pub struct PaillierRates {
     /// Key size.
-    pub(crate) bits: u32,
+    pub bits: u32,
     /// Threads (0: all cores).
-    pub(crate) threads: usize,
+    pub threads: usize,
     /// Values per operation.
-    pub(crate) count: usize,
-    pub(crate) keygen_seconds: f64,
+    pub count: usize,
+    /// Seconds generating the key pair.
+    pub keygen_seconds: f64,
     /// One-off per key: the fixed-base tables for encryption.
-    pub(crate) table_seconds: f64,
+    pub table_seconds: f64,
     /// One-off per process: every other operation run once on one value before any is
     /// timed (on a GPU, its pipelines built and compiled: the limbs program's unrolled
     /// shaders take the driver a while), so that no rate includes a compile.
-    pub(crate) warmup_seconds: f64,
-    pub(crate) encrypt_per_s: f64,
-    pub(crate) encrypt_key_holder_per_s: f64,
-    pub(crate) decrypt_per_s: f64,
-    pub(crate) add_per_s: f64,
-    pub(crate) mul_plain_per_s: f64,
-    pub(crate) rerandomize_per_s: f64,
+    pub warmup_seconds: f64,
+    /// Encryptions per second.
+    pub encrypt_per_s: f64,
+    /// Encryptions per second by the key holder (CRT).
+    pub encrypt_key_holder_per_s: f64,
+    /// Decryptions per second.
+    pub decrypt_per_s: f64,
+    /// Homomorphic additions per second.
+    pub add_per_s: f64,
+    /// Multiplications by a 32-bit plaintext per second.
+    pub mul_plain_per_s: f64,
+    /// Re-randomisations per second.
+    pub rerandomize_per_s: f64,
     /// Where the batches ran (the backend's description).
-    pub(crate) device: String,
+    pub device: String,
     /// Off the CPU: values per operation checked against the CPU path with the same
     /// randomness (identical ciphertexts and plaintexts); 0 on the CPU.
-    pub(crate) checked_against_cpu: usize,
-}
-
-impl PaillierRates {
-    /// The rates as an aligned text table.
-    pub(crate) fn table(&self) -> String {
-        format!(
-            "Paillier {} bits, {} thread(s), {} values, {}: keygen {:.2} s, tables {:.2} s, \
-             warm-up {:.2} s\n  \
-             encrypt {:>10.0}/s  encrypt (key holder) {:>10.0}/s  decrypt {:>9.0}/s\n  \
-             add {:>14.0}/s  multiply by 32-bit plaintext {:>9.0}/s  re-randomise {:>6.0}/s\n{}",
-            self.bits,
-            self.threads,
-            self.count,
-            self.device,
-            self.keygen_seconds,
-            self.table_seconds,
-            self.warmup_seconds,
-            self.encrypt_per_s,
-            self.encrypt_key_holder_per_s,
-            self.decrypt_per_s,
-            self.add_per_s,
-            self.mul_plain_per_s,
-            self.rerandomize_per_s,
-            if self.checked_against_cpu > 0 {
-                format!(
-                    "  identical to the CPU path on {} values per operation (same randomness)\n",
-                    self.checked_against_cpu
-                )
-            } else {
-                String::new()
-            }
-        )
-    }
+    pub checked_against_cpu: usize,
 }
 
 /// Measure Paillier at `bits` on `threads` threads (0 = all cores), its batches on
 /// `device` (`cpu`, `gpu` or `auto`; off the CPU every batch goes to the device, and a
 /// sample of each operation is checked against the CPU path).
 #[cfg(feature = "paillier")]
-pub(crate) fn paillier_throughput(
+pub fn paillier_throughput(
     bits: u32,
     count: usize,
     threads: usize,
@@ -229,7 +204,7 @@ fn same_as_cpu(
 
 /// Without the Paillier backend there is nothing to measure.
 #[cfg(not(feature = "paillier"))]
-pub(crate) fn paillier_throughput(
+pub fn paillier_throughput(
     _bits: u32,
     _count: usize,
     _threads: usize,
@@ -243,11 +218,7 @@ pub(crate) fn paillier_throughput(
 }
 
 /// One protocol run on synthetic inputs; checks the result against the plaintext sum.
-pub(crate) fn protocol_run(
-    agg: &SecureAggregator,
-    parties: usize,
-    dim: usize,
-) -> Result<ProtocolReport> {
+pub fn protocol_run(agg: &SecureAggregator, parties: usize, dim: usize) -> Result<ProtocolReport> {
     let mut rng = NoiseRng::from_os();
     let inputs = synthetic_inputs(parties, dim, &mut rng);
     let out = agg.run(&inputs)?;
@@ -259,58 +230,26 @@ pub(crate) fn protocol_run(
     Ok(out.report)
 }
 
-/// Human-readable protocol report.
-pub(crate) fn protocol_table(r: &ProtocolReport) -> String {
-    let mut s = format!(
-        "secure protocol: K = {}, d = {}, backend {} ({} bits{}), {:.2} s, {:.2} MiB, {} homomorphic operations\n  comparison: {}\n",
-        r.parties,
-        r.dim,
-        r.backend.name,
-        r.backend.key_bits,
-        if r.backend.insecure { ", INSECURE" } else { "" },
-        r.wall_seconds,
-        r.total_bytes as f64 / (1 << 20) as f64,
-        r.homomorphic_operations,
-        r.comparison
-    );
-    if let Some(b) = r.bootstraps {
-        s.push_str(&format!("  programmable bootstraps: {b}\n"));
-    }
-    if let Ok(json) = serde_json::to_value(r) {
-        s.push_str(&crate::summary::stage_lines(&json, "  "));
-    }
-    for p in &r.participants {
-        s.push_str(&format!(
-            "  {:<12} sent {:>10.1} KiB  received {:>10.1} KiB  crypto {:.3} s\n",
-            p.participant,
-            p.bytes_sent as f64 / 1024.0,
-            p.bytes_received as f64 / 1024.0,
-            p.crypto_seconds
-        ));
-    }
-    s
-}
-
 /// One run of the same inputs through the in-process transport and through a TLS mesh
 /// (one thread per participant, each with its own TLS connections over loopback TCP).
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct TransportRun {
+pub struct TransportRun {
     /// The in-process run's report (with rounds per stage).
-    pub(crate) in_process: ProtocolReport,
+    pub in_process: ProtocolReport,
     /// Seconds per stage over TLS (the latest participant's end of each stage).
-    pub(crate) tls_stage_seconds: Vec<f64>,
+    pub tls_stage_seconds: Vec<f64>,
     /// Seconds of the TLS run after the connections were up, goodbyes included.
-    pub(crate) tls_wall_seconds: f64,
+    pub tls_wall_seconds: f64,
     /// Seconds until the last participant had all its connections up (TCP, TLS handshakes
     /// and hellos; every participant started at once).
-    pub(crate) tls_connect_seconds: f64,
+    pub tls_connect_seconds: f64,
     /// Per participant: protocol payload bytes sent, and bytes written to the network
     /// (TLS records with frame headers).
-    pub(crate) tls_bytes: Vec<(String, usize, u64)>,
+    pub tls_bytes: Vec<(String, usize, u64)>,
 }
 
 /// `repeat` comparison runs, alternating which transport goes first.
-pub(crate) fn transport_comparison(
+pub fn transport_comparison(
     backend: &std::sync::Arc<dyn kinsey_backend::AdditiveHe>,
     parties: usize,
     dim: usize,
@@ -389,110 +328,12 @@ pub(crate) fn transport_comparison(
     Ok(runs)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The median (NaN of nothing).
+pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     match v.len() {
         0 => f64::NAN,
         n if n % 2 == 1 => v[n / 2],
         n => 0.5 * (v[n / 2 - 1] + v[n / 2]),
     }
-}
-
-/// The comparison as a table: medians per stage, rounds, bytes, and the time at 1 ms and
-/// 50 ms round trip (computation as measured in process, plus one one-way latency per
-/// sequential round; bandwidth not modelled).
-pub(crate) fn transport_table(runs: &[TransportRun]) -> String {
-    let Some(first) = runs.first() else {
-        return String::new();
-    };
-    let r0 = &first.in_process;
-    let mut s = format!(
-        "K = {}, d = {}, {} ({} bits), {} runs (medians)\n{:<40} {:>10} {:>10} {:>8} {:>7} {:>10} {:>10}\n",
-        r0.parties,
-        r0.dim,
-        r0.backend.name,
-        r0.backend.key_bits,
-        runs.len(),
-        "stage",
-        "in-proc s",
-        "TLS s",
-        "TLS/in",
-        "rounds",
-        "@1ms s",
-        "@50ms s"
-    );
-    let mut tot = (0.0, 0.0, 0usize);
-    for (i, st) in r0.stages.iter().enumerate() {
-        let ip = median(
-            runs.iter()
-                .map(|r| r.in_process.stages[i].wall_seconds)
-                .collect(),
-        );
-        let tl = median(runs.iter().map(|r| r.tls_stage_seconds[i]).collect());
-        let rounds = st.rounds.unwrap_or(0);
-        tot = (tot.0 + ip, tot.1 + tl, tot.2 + rounds);
-        s.push_str(&format!(
-            "{:<40} {:>10.3} {:>10.3} {:>8.3} {:>7} {:>10.3} {:>10.3}\n",
-            st.stage,
-            ip,
-            tl,
-            tl / ip,
-            rounds,
-            ip + rounds as f64 * 0.0005,
-            ip + rounds as f64 * 0.025
-        ));
-    }
-    let ip13: f64 = (1..4)
-        .map(|i| {
-            median(
-                runs.iter()
-                    .map(|r| r.in_process.stages[i].wall_seconds)
-                    .collect(),
-            )
-        })
-        .sum();
-    let tl13: f64 = (1..4)
-        .map(|i| median(runs.iter().map(|r| r.tls_stage_seconds[i]).collect()))
-        .sum();
-    s.push_str(&format!(
-        "{:<40} {:>10.3} {:>10.3} {:>8.3} {:>7} {:>10.3} {:>10.3}\n",
-        "all stages",
-        tot.0,
-        tot.1,
-        tot.1 / tot.0,
-        tot.2,
-        tot.0 + tot.2 as f64 * 0.0005,
-        tot.0 + tot.2 as f64 * 0.025
-    ));
-    s.push_str(&format!(
-        "stages 1-3 (without key generation): TLS/in-process = {:.3}\n",
-        tl13 / ip13
-    ));
-    let conn = median(runs.iter().map(|r| r.tls_connect_seconds).collect());
-    s.push_str(&format!(
-        "connections (TCP, TLS 1.3 handshakes, hellos; all dials and accepts in parallel): \
-         {conn:.3} s on loopback, about 3 round trips more at a given RTT; with them TLS/in-process \
-         = {:.3} over all stages\n",
-        (tot.1 + conn) / tot.0
-    ));
-    let payload: Vec<f64> = first.tls_bytes.iter().map(|b| b.1 as f64).collect();
-    let wire: Vec<f64> = first.tls_bytes.iter().map(|b| b.2 as f64).collect();
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
-    let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
-    s.push_str(&format!(
-        "bytes sent per participant: payload mean {:.1} KiB, max {:.1} KiB; on the wire (TLS \
-         records, frame headers) mean {:.1} KiB, max {:.1} KiB\n",
-        mean(&payload) / 1024.0,
-        max(&payload) / 1024.0,
-        mean(&wire) / 1024.0,
-        max(&wire) / 1024.0
-    ));
-    for (name, p, w) in &first.tls_bytes {
-        s.push_str(&format!(
-            "  {name:<12} payload {:>10.1} KiB  wire {:>10.1} KiB\n",
-            *p as f64 / 1024.0,
-            *w as f64 / 1024.0
-        ));
-    }
-    s
 }

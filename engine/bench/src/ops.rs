@@ -10,30 +10,30 @@ use std::time::Instant;
 
 /// One operation's cost.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct OpCost {
+pub struct OpCost {
     /// What was measured.
-    pub(crate) op: String,
+    pub op: String,
     /// Elements in the batch.
-    pub(crate) count: usize,
+    pub count: usize,
     /// Seconds per element (wall clock, all cores).
-    pub(crate) seconds_each: f64,
+    pub seconds_each: f64,
     /// Bootstraps per element, where the backend counts them.
-    pub(crate) bootstraps_each: Option<f64>,
+    pub bootstraps_each: Option<f64>,
 }
 
 /// Every operation's cost, and the sizes of what travels.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct OpTable {
+pub struct OpTable {
     /// The backend's description.
-    pub(crate) backend: String,
+    pub backend: String,
     /// Serialized public key, bytes.
-    pub(crate) public_key_bytes: usize,
+    pub public_key_bytes: usize,
     /// Serialized secret key, bytes.
-    pub(crate) secret_key_bytes: usize,
+    pub secret_key_bytes: usize,
     /// Serialized ciphertext, bytes.
-    pub(crate) ciphertext_bytes: usize,
+    pub ciphertext_bytes: usize,
     /// Per operation.
-    pub(crate) ops: Vec<OpCost>,
+    pub ops: Vec<OpCost>,
 }
 
 fn be(e: kinsey_backend::BackendError) -> Error {
@@ -42,7 +42,7 @@ fn be(e: kinsey_backend::BackendError) -> Error {
 
 /// Time each operation on `count` elements (general multiplication and the comparison on
 /// at most 2), checking every result against the plaintext.
-pub(crate) fn operations(
+pub fn operations(
     he: &dyn AdditiveHe,
     count: usize,
     rng: &mut dyn rand_core::CryptoRng,
@@ -222,31 +222,4 @@ fn selection(
         check(he.decrypt_batch(sk, &s).map_err(be)?, &noise, "sanitise")
     })?;
     Ok(())
-}
-
-/// The table as text.
-pub(crate) fn op_table(t: &OpTable) -> String {
-    let mut s = format!(
-        "{}\n  public key {:.1} KiB, secret key {:.1} KiB, ciphertext {:.1} KiB\n",
-        t.backend,
-        t.public_key_bytes as f64 / 1024.0,
-        t.secret_key_bytes as f64 / 1024.0,
-        t.ciphertext_bytes as f64 / 1024.0
-    );
-    s.push_str(&format!(
-        "  {:<48} {:>6} {:>12} {:>12} {:>11}\n",
-        "operation", "batch", "ms each", "per second", "PBS each"
-    ));
-    for o in &t.ops {
-        s.push_str(&format!(
-            "  {:<48} {:>6} {:>12.3} {:>12.1} {:>11}\n",
-            o.op,
-            o.count,
-            o.seconds_each * 1e3,
-            1.0 / o.seconds_each.max(1e-12),
-            o.bootstraps_each
-                .map_or("-".to_string(), |b| format!("{b:.1}"))
-        ));
-    }
-    s
 }
