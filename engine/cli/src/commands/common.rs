@@ -5,7 +5,6 @@ use kinsey_core::{Error, Result};
 use kinsey_data::libsvm::read_libsvm;
 use kinsey_data::output::{Outputs, write_json};
 use kinsey_data::parquet_io::{ColumnSpec, read_parquet};
-use kinsey_data::synth::{Planted, SynthParty};
 use kinsey_data::{Dataset, LabelEncoding};
 use kinsey_dp::Neighbours;
 
@@ -110,29 +109,6 @@ pub(crate) fn finish_job(
         crate::term::print_diagnostic(&format!("wrote {}", d.display()));
     }
     Ok(())
-}
-
-/// The demo's synthetic parties: K parties of `rows`, 1.5 `rows`, 2 `rows`, ... rows in
-/// dimension d (the same planted model and data seed as `kinsey demo` has always used), and
-/// its 20,000-row test set. Nothing is generated yet but the test set: a party's rows are
-/// made when it is read, all at once or a block at a time (`demo --memory-limit`).
-pub(crate) fn demo_data(k: usize, d: usize, rows: usize) -> Result<(Vec<SynthParty>, Dataset)> {
-    kinsey_core::limits::check_dim("--dim", d)?;
-    // Streamed, the rows are limited by the disk their spill (or a session's files) takes.
-    let total = (0..k).fold(0usize, |acc, j| {
-        acc.saturating_add(rows.saturating_add(j.saturating_mul(rows) / 2))
-    });
-    super::generate::check_size("--smallest-party", total, 20_000, d)?;
-    let data_seed = 2010;
-    let parties = (0..k)
-        .map(|j| {
-            let n = rows.saturating_add(j.saturating_mul(rows) / 2);
-            let model = Planted::new(d, 8.0, 0.0, data_seed, j as u64 + 1);
-            SynthParty::new(model, n, format!("synthetic party {}", j + 1).into())
-        })
-        .collect();
-    let test = kinsey_data::synth::generate(20_000, d, 8.0, data_seed, 0, "synthetic test".into());
-    Ok((parties, test))
 }
 
 pub(crate) fn parse_neighbours(s: &str) -> std::result::Result<Neighbours, String> {

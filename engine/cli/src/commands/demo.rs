@@ -122,7 +122,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
             "need parties >= 1, dim >= 1, smallest-party >= 2",
         ));
     }
-    let (parties, test) = demo_data(k, d, rows)?;
+    let (parties, test) = kinsey::data::demo_parties(k, d, rows)?;
     let aggregator = match (crypto.config().aggregation()?, inject_fault) {
         (config::Aggregation::Secure(a), Some(f)) => {
             config::Aggregation::Secure(a.dangerous_with_fault(f.parse()?))

@@ -4,7 +4,7 @@
 //! synthetic parties). Also the local runner behind `kinsey demo --processes`: one child
 //! process per participant.
 
-use super::common::{CryptoArgs, demo_data};
+use super::common::CryptoArgs;
 use crate::session_config::*;
 use kinsey::classifier::{NoiseKind, SensitivityDerivation};
 use kinsey::network::{MAX_PARTIES, Peer, TrialSession};
@@ -155,7 +155,7 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
         i.base_port,
         &format!("kinsey session CA ({})", dir.display()),
     )?;
-    let (parties, _) = demo_data(k, i.dim, i.rows)?;
+    let (parties, _) = kinsey::data::demo_parties(k, i.dim, i.rows)?;
     let sh = shared(i, parties[0].features().to_vec());
     let mut o = Outputs::new();
     o.ensure_dir(dir)?;
@@ -183,7 +183,7 @@ pub(crate) fn init(i: &InitArgs) -> Result<Vec<PathBuf>> {
             ),
             Peer::Party(j) => {
                 let path = PathBuf::from(&name).join("data.parquet");
-                super::generate::write_party(&mut o, &dir.join(&path), &parties[j])?;
+                kinsey::data::write_party(&mut o, &dir.join(&path), &parties[j])?;
                 (
                     Some(PartyData {
                         path,

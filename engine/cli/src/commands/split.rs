@@ -1,11 +1,8 @@
 //! `kinsey split`: shuffle a data set and split it into one Parquet file per party.
 
 use super::common::*;
+use kinsey::data::SplitSpec;
 use kinsey_core::Result;
-use kinsey_data::output::{Outputs, write_json};
-use kinsey_data::parquet_io::write_parquet;
-use kinsey_data::split::{SplitSpec, split};
-use kinsey_dp::NoiseRng;
 use std::path::PathBuf;
 
 /// Shuffle a data set (recorded seed) and split it into one Parquet file per party.
@@ -56,26 +53,12 @@ pub(crate) fn run(a: Args) -> Result<()> {
         SplitSpec::Sizes(sizes)
     };
     // The shuffle seed is always recorded: drawn from the OS when not given.
-    let seed = seed.unwrap_or_else(|| NoiseRng::from_os().next_u64());
-    let parts = split(&ds, &spec, &mut NoiseRng::from_seed_quiet(seed))?;
-    let mut o = Outputs::new();
-    o.ensure_dir(&out)?;
-    let mut files = Vec::new();
-    for (j, p) in parts.iter().enumerate() {
-        let f = out.join(format!("party-{}.parquet", j + 1));
-        write_parquet(&mut o, &f, p, &cols.label)?;
-        files.push(serde_json::json!({"file": f, "rows": p.n()}));
-    }
-    write_json(
-        &mut o,
-        &out.join("split.json"),
-        &serde_json::json!({"input": input, "seed": seed, "rows_in": ds.n(), "parties": files}),
-    )?;
-    o.commit()?;
+    let done = kinsey::data::split_into_parties(&ds, &input, spec, seed, &out, &cols.label)?;
+    let seed = done.seed;
     println!(
         "split {} rows into {} parties (seed {seed}) in {}",
         ds.n(),
-        parts.len(),
+        done.files.len(),
         out.display()
     );
     Ok(())

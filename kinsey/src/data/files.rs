@@ -1,9 +1,4 @@
-//! Tables in: Parquet and CSV readers, the in-memory [`Dataset`], and synthetic parties for
-//! trials.
-
-pub use kinsey_data::memory::{ArrowTable, ColumnSource};
-pub use kinsey_data::parquet_io::{ColumnSpec, dataset_of_batches, read_parquet};
-pub use kinsey_data::{Dataset, LabelEncoding, RowTransform};
+//! Synthetic parties for trials and kinsey's way of writing a JSON file.
 
 use kinsey_core::Result;
 use kinsey_data::output::Outputs;
