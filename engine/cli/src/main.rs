@@ -7,7 +7,6 @@ mod benchmarks;
 mod commands;
 mod config;
 mod experiment;
-mod figures;
 #[cfg(feature = "paillier")]
 mod keyfiles;
 mod plot;

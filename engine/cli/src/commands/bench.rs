@@ -58,7 +58,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         Which::GpuProbe(x) => crate::benchmarks::gpu_probe::run(&x),
         Which::GpuPrivate(x) => crate::benchmarks::gpu_probe::private_memory(&x),
         Which::Figures(x) => {
-            let n = crate::figures::write(&x.raw, &x.out)?;
+            let n = kinsey::bench::figures::write(&x.raw, &x.out)?;
             println!(
                 "{n} figures in {} and {}",
                 x.out.join("figures.md").display(),

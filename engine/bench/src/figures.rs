@@ -423,7 +423,7 @@ fn show(x: f64) -> String {
 }
 
 /// The markdown table and the JSON lines of every step in `raw`, written into `out`.
-pub(crate) fn write(raw: &Path, out: &Path) -> Result<usize> {
+pub fn write(raw: &Path, out: &Path) -> Result<usize> {
     let steps = read_steps(raw)?;
     let machine = std::fs::read_to_string(raw.join("machine.txt")).unwrap_or_default();
     let mut md = String::from("# kinsey figures\n\n");
