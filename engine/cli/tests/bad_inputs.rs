@@ -131,6 +131,8 @@ the GPU for a model without a GPU path | decay --input FIX/series.csv --model al
 epsilon 1e308 | histogram --input FIX/table.csv --column f --bins 0:10:5 --epsilon 1e308 --neighbours bounded --out WORK/h | epsilon
 epsilon 1e-308 | histogram --input FIX/table.csv --column f --bins 0:10:5 --epsilon 1e-308 --neighbours bounded --out WORK/h | epsilon
 a CSV separated by ';' | histogram --input FIX/semicolons.csv --column f --epsilon 1 --neighbours bounded --out WORK/h | semicolons.csv ; ';' ; comma-separated
+a row with an unquoted comma (more cells than the header) | histogram --input FIX/ragged.csv --column f --epsilon 1 --neighbours bounded --out WORK/h | ragged.csv ; row 1 ; 3 cells ; double quotes
+a quote left open to the end of the file | stats sum --input FIX/open_quote.csv --column f --bounds 0:10 --epsilon 1 --neighbours bounded --out WORK/s | open_quote.csv ; row 1 ; not closed
 an output path through a file | histogram --input FIX/table.csv --column f --epsilon 1 --neighbours bounded --out FIX/table.csv/h | table.csv ; is a file, not a directory
 a negative epsilon (a value, not an unknown flag) | histogram --input FIX/table.csv --column f --bins 0:10:5 --epsilon -1 --neighbours bounded --out WORK/h | epsilon ; got -1
 epsilon inf in count mode | histogram --input FIX/table.csv --column f --epsilon inf --neighbours bounded --out WORK/h | epsilon
@@ -661,6 +663,8 @@ fn text_fixtures(fix: &Path) {
     }
     write(&fix.join("table.csv"), &table);
     write(&fix.join("semicolons.csv"), &table.replace(',', ";"));
+    write(&fix.join("ragged.csv"), "f,g\n1,2\nSmith, J,3\n");
+    write(&fix.join("open_quote.csv"), "f,g\n1,2\n\"3,4\n5,6\n");
     write(
         &fix.join("table_nan.csv"),
         &table.replacen("0.5,0,0", "NaN,0,0", 1),

@@ -2196,3 +2196,69 @@ fn gpu_probe_times_compiles_and_keeps_the_pipeline_cache() {
     );
     assert!(cache_of(&probe("off")).is_null());
 }
+
+/// CSV as pandas, R and Excel write it (issue 55): a byte-order mark, quoted names, quoted
+/// categories, a quoted cell with a comma or a doubled quote, CRLF line ends. Each read as
+/// its text: a histogram over the quoted "Lyon" counts Lyon, not "(other)" (before, a silent
+/// wrong release), and the numeric column next to the quoted cells reads as numbers.
+#[test]
+fn csv_from_pandas_r_and_excel_reads_as_written() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let csv = dir.path().join("q.csv");
+    let mut text = String::from("\u{feff}\"city\",\"note\",\"age\"\r\n");
+    for i in 0..200 {
+        let (city, note) = match i % 4 {
+            0 => ("\"Paris\"", "\"a, b\""),
+            1 => ("\"Lyon\"", "\"\"\"quoted\"\"\""),
+            2 => ("Lyon", "plain"),
+            _ => ("\"Nice\"", "\"two\nlines\""),
+        };
+        text.push_str(&format!("{city},{note},{}\r\n", 20 + i % 50));
+    }
+    std::fs::write(&csv, text).expect("csv");
+    let out = dir.path().join("h");
+    ok(&[
+        "histogram",
+        "--input",
+        arg(&csv),
+        "--column",
+        "city",
+        "--categories",
+        "Paris,Lyon",
+        "--epsilon",
+        "50",
+        "--neighbours",
+        "bounded",
+        "--out",
+        arg(&out),
+    ]);
+    let h = std::fs::read_to_string(out.join("histogram.csv")).expect("histogram.csv");
+    let noisy = |bin: &str| -> f64 {
+        h.lines()
+            .find(|l| l.starts_with(&format!("\"{bin}\",")))
+            .and_then(|l| l.split(',').nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(f64::NAN)
+    };
+    // Noise std 0.06 per bin at eps 50: a count off by 1 would be 17 standard deviations.
+    assert!((noisy("Paris") - 50.0).abs() < 1.0, "{h}");
+    assert!((noisy("Lyon") - 100.0).abs() < 1.0, "{h}");
+    assert!((noisy("(other)") - 50.0).abs() < 1.0, "{h}");
+    let s = ok(&[
+        "stats",
+        "mean",
+        "--input",
+        arg(&csv),
+        "--column",
+        "age",
+        "--bounds",
+        "0:100",
+        "--epsilon",
+        "50",
+        "--neighbours",
+        "bounded",
+        "--out",
+        arg(&dir.path().join("s")),
+    ]);
+    assert!(s.contains("mean of 'age'"), "{s}");
+}

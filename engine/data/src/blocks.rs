@@ -10,7 +10,8 @@
 //! A Parquet input may be a directory of `*.parquet` files, read in name order; an error
 //! names the file and its row there.
 
-use crate::columns::{categories_of, csv_column_index, is_parquet, non_finite};
+use crate::columns::{categories_of, is_parquet, non_finite};
+use crate::csv_file::{CsvFile, column_index, header_of_line, ragged};
 use crate::parquet_io::{as_f64, parquet_error, parquet_files};
 use crate::stream::{next_line, not_utf8};
 use arrow::array::ArrayRef;
@@ -21,7 +22,7 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use rayon::prelude::*;
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 /// Rows per block when the caller has no reason to choose: 64Ki rows of a few columns is a
@@ -155,17 +156,34 @@ fn cells_of_array(path: &Path, name: &str, a: &ArrayRef, want: Want, row0: usize
     }
 }
 
+/// The rest of a CSV file from a line's start: that line, then the file.
+type QuotedRest = std::io::Chain<std::io::Cursor<Vec<u8>>, BufReader<File>>;
+
 /// Where the rows come from.
 enum Source {
+    /// A CSV file's lines, split on commas (exact while no line holds a double quote),
+    /// the cells parsed in parallel.
     Csv {
         lines: BufReader<File>,
         /// Each wanted column's index in the header.
         idx: Vec<usize>,
+        /// The header's names.
+        header: Vec<String>,
         /// The block's lines, back to back, and where each ends.
         text: String,
         ends: Vec<usize>,
         line: Vec<u8>,
     },
+    /// A CSV file from its first line with a double quote: CSV records (quoted cells may
+    /// hold commas and line ends).
+    Quoted {
+        file: Box<CsvFile<QuotedRest>>,
+        idx: Vec<usize>,
+        /// The block's rows (reused).
+        recs: Vec<csv::StringRecord>,
+    },
+    /// Between the two (never seen by a caller).
+    Switching,
     Parquet {
         /// The files not opened yet, last first.
         rest: Vec<PathBuf>,
@@ -208,18 +226,20 @@ impl ColumnBlocks {
             let file = File::open(path).map_err(|e| Error::io(path, e))?;
             let mut lines = BufReader::with_capacity(1 << 20, file);
             let mut line = Vec::new();
+            // The header as CSV: quoted names, a byte-order mark.
             let header = if next_line(&mut lines, &mut line).map_err(|e| Error::io(path, e))? {
-                Some(std::str::from_utf8(&line).map_err(|e| not_utf8(path, e))?)
+                header_of_line(path, &line)?
             } else {
-                None
+                return Err(Error::format(path, "empty file: expected a header line"));
             };
             let idx = columns
                 .iter()
-                .map(|(c, _)| csv_column_index(path, header, c))
+                .map(|(c, _)| column_index(path, &header, c))
                 .collect::<Result<Vec<_>>>()?;
             Source::Csv {
                 lines,
                 idx,
+                header,
                 text: String::new(),
                 ends: Vec::new(),
                 line,
@@ -309,47 +329,125 @@ fn next_csv_block(
     block_rows: usize,
     row: &mut usize,
 ) -> Result<Option<Vec<Cells>>> {
+    // Errors about a row as a whole (its number of cells) name the first wanted column.
+    let first = wanted.first().map_or("", |w| w.0);
+    let quote_at = match src {
+        Source::Csv {
+            lines,
+            header,
+            text,
+            ends,
+            line,
+            ..
+        } => {
+            text.clear();
+            ends.clear();
+            let mut quote = false;
+            while ends.len() < block_rows
+                && next_line(lines, line).map_err(|e| Error::io(path, e))?
+            {
+                if memchr::memchr(b'"', line).is_some() {
+                    quote = true;
+                    break;
+                }
+                let l = std::str::from_utf8(line).map_err(|e| not_utf8(path, e))?;
+                if l.trim().is_empty() {
+                    continue;
+                }
+                let n = memchr::memchr_iter(b',', line).count() + 1;
+                if n != header.len() {
+                    let at = *row + ends.len();
+                    return Err(ragged(path, first, at, (n, header.len()), false));
+                }
+                text.push_str(l);
+                ends.push(text.len());
+            }
+            quote
+        }
+        Source::Quoted { file, recs, .. } => {
+            let mut n = 0;
+            while n < block_rows {
+                if n == recs.len() {
+                    recs.push(csv::StringRecord::new());
+                }
+                if !file.read(&mut recs[n], first)? {
+                    break;
+                }
+                n += 1;
+            }
+            if n == 0 {
+                return Ok(None);
+            }
+            let Source::Quoted { idx, recs, .. } = &*src else {
+                return Ok(None);
+            };
+            let row0 = *row;
+            *row += n;
+            let cells = wanted
+                .iter()
+                .zip(idx.iter())
+                .map(|(&(name, want), &j)| {
+                    let cell = |i: usize| recs[i][j].trim();
+                    csv_block(path, name, want, n, row0, &cell)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(Some(cells));
+        }
+        _ => return Ok(None),
+    };
     let Source::Csv {
-        lines,
-        idx,
-        text,
-        ends,
-        line,
-    } = src
+        idx, text, ends, ..
+    } = &*src
     else {
         return Ok(None);
     };
-    text.clear();
-    ends.clear();
-    while ends.len() < block_rows && next_line(lines, line).map_err(|e| Error::io(path, e))? {
-        let l = std::str::from_utf8(line).map_err(|e| not_utf8(path, e))?;
-        if !l.trim().is_empty() {
-            text.push_str(l);
-            ends.push(text.len());
+    let block = if ends.is_empty() {
+        None
+    } else {
+        let row0 = *row;
+        *row += ends.len();
+        let (text, ends) = (&**text, &**ends);
+        let line_at = |i: usize| &text[if i == 0 { 0 } else { ends[i - 1] }..ends[i]];
+        let cells = wanted
+            .iter()
+            .zip(idx.iter())
+            .map(|(&(name, want), &j)| {
+                let cell = |i: usize| {
+                    line_at(i)
+                        .split(',')
+                        .nth(j)
+                        .map(str::trim)
+                        .unwrap_or_default()
+                };
+                csv_block(path, name, want, ends.len(), row0, &cell)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Some(cells)
+    };
+    if quote_at {
+        // From the line with the quote on, the file is read as CSV records.
+        if let Source::Csv {
+            lines,
+            idx,
+            header,
+            line,
+            ..
+        } = std::mem::replace(src, Source::Switching)
+        {
+            let mut first_line = line;
+            first_line.push(b'\n');
+            let rest = std::io::Cursor::new(first_line).chain(lines);
+            *src = Source::Quoted {
+                file: Box::new(CsvFile::continue_from(path, rest, header, *row)),
+                idx,
+                recs: Vec::new(),
+            };
+        }
+        if block.is_none() {
+            return next_csv_block(path, src, wanted, block_rows, row);
         }
     }
-    if ends.is_empty() {
-        return Ok(None);
-    }
-    let row0 = *row;
-    *row += ends.len();
-    let (text, ends) = (&*text, &*ends);
-    let line_at = |i: usize| &text[if i == 0 { 0 } else { ends[i - 1] }..ends[i]];
-    let cells = wanted
-        .iter()
-        .zip(idx.iter())
-        .map(|(&(name, want), &j)| {
-            let cell = |i: usize| {
-                line_at(i)
-                    .split(',')
-                    .nth(j)
-                    .map(str::trim)
-                    .unwrap_or_default()
-            };
-            csv_block(path, name, want, ends.len(), row0, &cell)
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(Some(cells))
+    Ok(block)
 }
 
 /// One column of a CSV block of `n` lines from row `row0`, parsed in parallel; the first

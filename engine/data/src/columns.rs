@@ -2,6 +2,7 @@
 //! numeric columns as f64 and categorical columns (text, integers, booleans) as strings.
 //! Only the named column is decoded.
 
+use crate::csv_file::CsvFile;
 use arrow::array::{Array, AsArray};
 use arrow::datatypes::DataType;
 use kinsey_core::{Error, Result};
@@ -146,58 +147,28 @@ pub fn count_rows(path: &Path, column: &str) -> Result<usize> {
     }
 }
 
-/// The index of `column` in a CSV header line (`None`: the file is empty).
-pub(crate) fn csv_column_index(path: &Path, header: Option<&str>, column: &str) -> Result<usize> {
-    let header = header.ok_or_else(|| Error::format(path, "empty file: expected a header line"))?;
-    let names: Vec<&str> = header.split(',').map(str::trim).collect();
-    names.iter().position(|n| *n == column).ok_or_else(|| {
-        // One "column" holding another separator: say so, rather than list one long name.
-        let sep = [';', '\t', '|']
-            .into_iter()
-            .find(|&c| names.len() == 1 && header.contains(c));
-        let msg = match sep {
-            Some(c) => format!(
-                "column not found: the header has one column, '{}', and looks separated \
-                     by {:?}; kinsey reads comma-separated CSV (convert the file, e.g. \
-                     with `tr '{}' ','`)",
-                names[0],
-                c,
-                c.escape_default()
-            ),
-            None => format!("column not found; the columns are: {}", names.join(", ")),
-        };
-        Error::Schema {
-            path: path.to_path_buf(),
-            column: column.to_string(),
-            msg,
-        }
-    })
-}
-
-/// The cells of one column of a CSV file with a header, parsed; `row` in errors counts the
-/// non-empty data lines from 0.
+/// The cells of one column of a CSV file with a header (read as CSV: quoting, a byte-order
+/// mark, CRLF), parsed; `row` in errors counts the data rows from 0.
 pub(crate) fn csv_cells<T>(
     path: &Path,
     column: &str,
     parse: impl Fn(&str) -> Option<T>,
     expected: &str,
 ) -> Result<Vec<T>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let mut lines = text.lines();
-    let idx = csv_column_index(path, lines.next(), column)?;
-    lines
-        .filter(|l| !l.trim().is_empty())
-        .enumerate()
-        .map(|(row, line)| {
-            let cell = line.split(',').nth(idx).map(str::trim).unwrap_or_default();
-            parse(cell).ok_or_else(|| Error::Value {
-                path: path.to_path_buf(),
-                column: column.to_string(),
-                row,
-                msg: format!("the cell is not {expected}"),
-            })
-        })
-        .collect()
+    let mut f = CsvFile::open(path)?;
+    let idx = f.column_index(column)?;
+    let mut rec = csv::StringRecord::new();
+    let mut out = Vec::new();
+    while f.read(&mut rec, column)? {
+        let v = parse(rec[idx].trim()).ok_or_else(|| Error::Value {
+            path: path.to_path_buf(),
+            column: column.to_string(),
+            row: out.len(),
+            msg: format!("the cell is not {expected}"),
+        })?;
+        out.push(v);
+    }
+    Ok(out)
 }
 
 /// The names of a file's columns (Parquet schema or CSV header).
@@ -216,12 +187,7 @@ pub(crate) fn column_names(path: &Path) -> Result<Vec<String>> {
         )?;
         Ok(numeric_field_names(b.schema()))
     } else {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        let header = text
-            .lines()
-            .next()
-            .ok_or_else(|| Error::format(path, "empty file: expected a header line"))?;
-        Ok(header.split(',').map(|c| c.trim().to_string()).collect())
+        Ok(CsvFile::open(path)?.header().to_vec())
     }
 }
 

@@ -7,6 +7,7 @@
 pub mod attributes;
 pub mod blocks;
 pub mod columns;
+pub(crate) mod csv_file;
 pub mod digest;
 pub mod ledger;
 pub mod libsvm;

@@ -7,7 +7,8 @@
 //! to a staged path that [`Outputs`](crate::output::Outputs) moves into place only when
 //! the run succeeds.
 
-use crate::columns::{csv_column_index, is_parquet, non_finite};
+use crate::columns::{is_parquet, non_finite};
+use crate::csv_file::{CsvFile, column_index, header_of_line};
 use arrow::array::{ArrayRef, Float64Array, UInt64Array};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
@@ -20,11 +21,16 @@ use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// The rest of a CSV file from a line's start: the bytes already read, then the file.
+type QuotedRest = std::io::Chain<std::io::Cursor<Vec<u8>>, BufReader<File>>;
+
 /// Where the values come from.
 enum Source {
     Csv {
         lines: BufReader<File>,
         idx: usize,
+        /// The header's names (for a switch to [`Source::Quoted`]).
+        header: Vec<String>,
         /// Bytes read from the file in blocks (reused): whole lines, then part of one.
         block: Vec<u8>,
         /// Where the lines not yet parsed start in `block`.
@@ -34,6 +40,15 @@ enum Source {
         /// Where each line of the batch being parsed ends, from `start`.
         ends: Vec<usize>,
     },
+    /// A CSV file past its first double quote: read as CSV records from there (quoted
+    /// cells may hold commas and line ends), one at a time.
+    Quoted {
+        csv: Box<CsvFile<QuotedRest>>,
+        idx: usize,
+        rec: csv::StringRecord,
+    },
+    /// Between a [`Source::Csv`] and its [`Source::Quoted`] (never seen by a caller).
+    Switching,
     Parquet(ParquetRecordBatchReader),
     Bits(std::io::Bytes<BufReader<File>>),
 }
@@ -94,16 +109,21 @@ impl SeriesReader {
         } else {
             let mut lines = BufReader::with_capacity(1 << 20, file()?);
             let mut line = Vec::new();
+            // The header line as CSV (quoted names, a byte-order mark); the rows split
+            // on commas by lines in parallel while no double quote is seen, then as CSV.
             let header = match next_line(&mut lines, &mut line) {
-                Ok(true) => Some(std::str::from_utf8(&line).map_err(|e| not_utf8(path, e))?),
-                Ok(false) => None,
+                Ok(true) => header_of_line(path, &line)?,
+                Ok(false) => {
+                    return Err(Error::format(path, "empty file: expected a header line"));
+                }
                 Err(e) => return Err(Error::io(path, e)),
             };
-            let idx = csv_column_index(path, header, column)?;
+            let idx = column_index(path, &header, column)?;
             line.clear();
             Source::Csv {
                 lines,
                 idx,
+                header,
                 block: line,
                 start: 0,
                 eof: false,
@@ -131,10 +151,41 @@ impl SeriesReader {
     /// `false` at the end of the series.
     pub fn next_chunk(&mut self, out: &mut Vec<f64>) -> Result<bool> {
         out.clear();
+        while self.fill(out)? {
+            // A double quote ahead: the rest of the file is read as CSV records.
+            self.switch_to_records(out.len());
+        }
+        for (i, v) in out.iter_mut().enumerate() {
+            if *v < 0.0 {
+                return Err(Error::Value {
+                    path: self.path.clone(),
+                    column: self.column.clone(),
+                    row: self.row + i,
+                    msg: "the value is not a finite non-negative number".into(),
+                });
+            }
+            if *v > self.bound {
+                self.clamped += 1;
+                *v = self.bound;
+            }
+        }
+        self.row += out.len();
+        if self.row == 0 && out.is_empty() {
+            return Err(Error::format(&self.path, "the series is empty"));
+        }
+        Ok(!out.is_empty())
+    }
+}
+
+impl SeriesReader {
+    /// Values into `out` from the source, up to `chunk`; `true` when a CSV file's lines
+    /// ahead hold a double quote (nothing of them read): the caller switches to records.
+    fn fill(&mut self, out: &mut Vec<f64>) -> Result<bool> {
         match &mut self.src {
             Source::Csv {
                 lines,
                 idx,
+                header: _,
                 block,
                 start,
                 eof,
@@ -186,7 +237,11 @@ impl SeriesReader {
                         ends.push(block.len() - *start);
                     }
                     let lines_at = &block[*start..];
-                    *start += ends.last().copied().unwrap_or(0);
+                    let upto = ends.last().copied().unwrap_or(0);
+                    if memchr::memchr(b'"', &lines_at[..upto]).is_some() {
+                        return Ok(true);
+                    }
+                    *start += upto;
                     if let Err((k, e)) = parse_lines(lines_at, ends, *idx, out) {
                         // The bad line's row: the values before it in the file.
                         let row = self.row + k;
@@ -205,6 +260,30 @@ impl SeriesReader {
                         });
                     }
                 }
+            }
+            Source::Quoted { csv, idx, rec } => {
+                while out.len() < self.chunk {
+                    if !csv.read(rec, &self.column)? {
+                        break;
+                    }
+                    let row = csv.rows() - 1;
+                    let v = rec[*idx].trim().parse::<f64>().map_err(|_| Error::Value {
+                        path: self.path.clone(),
+                        column: self.column.clone(),
+                        row,
+                        msg: "the cell is not a number".into(),
+                    })?;
+                    if !v.is_finite() {
+                        return Err(non_finite(&self.path, &self.column, row));
+                    }
+                    out.push(v);
+                }
+            }
+            Source::Switching => {
+                return Err(Error::format(
+                    &self.path,
+                    "the reader stopped at an earlier error",
+                ));
             }
             Source::Parquet(batches) => {
                 if let Some(b) = batches.next() {
@@ -241,25 +320,31 @@ impl SeriesReader {
                 }
             }
         }
-        for (i, v) in out.iter_mut().enumerate() {
-            if *v < 0.0 {
-                return Err(Error::Value {
-                    path: self.path.clone(),
-                    column: self.column.clone(),
-                    row: self.row + i,
-                    msg: "the value is not a finite non-negative number".into(),
-                });
-            }
-            if *v > self.bound {
-                self.clamped += 1;
-                *v = self.bound;
-            }
+        Ok(false)
+    }
+
+    /// From the first line with a double quote on, read the CSV file as records: the bytes
+    /// read from that line's start, then the rest of the file; `consumed` values of this
+    /// chunk are already out.
+    fn switch_to_records(&mut self, consumed: usize) {
+        let old = std::mem::replace(&mut self.src, Source::Switching);
+        if let Source::Csv {
+            lines,
+            idx,
+            header,
+            block,
+            start,
+            ..
+        } = old
+        {
+            let rest = std::io::Cursor::new(block[start..].to_vec()).chain(lines);
+            let csv = CsvFile::continue_from(&self.path, rest, header, self.row + consumed);
+            self.src = Source::Quoted {
+                csv: Box::new(csv),
+                idx,
+                rec: csv::StringRecord::new(),
+            };
         }
-        self.row += out.len();
-        if self.row == 0 && out.is_empty() {
-            return Err(Error::format(&self.path, "the series is empty"));
-        }
-        Ok(!out.is_empty())
     }
 }
 
@@ -377,7 +462,7 @@ pub(crate) fn next_line(r: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Re
     Ok(true)
 }
 
-/// The error of a line that is not UTF-8 (what `BufRead::lines` reports).
+/// A line that is not UTF-8, as an I/O error of `path`.
 pub(crate) fn not_utf8(path: &Path, e: std::str::Utf8Error) -> Error {
     Error::io(
         path,
@@ -1151,6 +1236,57 @@ mod tests {
                     "column {i}: a dictionary"
                 );
             }
+        }
+    }
+
+    /// A series CSV with a quoted text column (a comma and a line end inside a cell, as
+    /// pandas writes them) reads the same values whether the quote comes at once or after
+    /// thousands of plain lines, in any chunk, as the whole-column reader reads them; a bad
+    /// cell after the switch is named at its row.
+    #[test]
+    fn quoted_cells_switch_the_stream_to_records_without_losing_a_row() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let csv = dir.path().join("q.csv");
+        for plain in [0usize, 3, 5000] {
+            let mut text = String::from("\u{feff}\"note\",\"value\"\r\n");
+            let mut want = Vec::new();
+            for i in 0..plain {
+                text.push_str(&format!("n{i},{}\r\n", i % 4));
+                want.push((i % 4) as f64);
+            }
+            for i in 0..300 {
+                text.push_str(&format!("\"a, \"\"b\"\"\nc {i}\",{}\n", i % 3));
+                want.push((i % 3) as f64);
+            }
+            std::fs::write(&csv, &text).expect("w");
+            assert_eq!(
+                series::load(&csv, "value", 4.0).expect("whole").values,
+                want
+            );
+            for chunk in [1, 7, 64, 1 << 16] {
+                let mut r = SeriesReader::open(&csv, "value", 4.0, chunk).expect("open");
+                let (mut got, mut buf) = (Vec::new(), Vec::new());
+                while r.next_chunk(&mut buf).expect("chunk") {
+                    got.extend_from_slice(&buf);
+                }
+                assert_eq!(got, want, "plain {plain}, chunk {chunk}");
+            }
+            let bad = format!("{text}\"x\",oops\n");
+            std::fs::write(&csv, bad).expect("w");
+            let mut r = SeriesReader::open(&csv, "value", 4.0, 100).expect("open");
+            let mut buf = Vec::new();
+            let e = loop {
+                match r.next_chunk(&mut buf) {
+                    Ok(true) => {}
+                    Ok(false) => panic!("the bad row was read"),
+                    Err(e) => break e,
+                }
+            };
+            let msg = e.to_string();
+            assert!(
+                msg.contains(&format!("row {}", want.len())) && msg.contains("not a number"),
+                "{msg}"
+            );
         }
     }
 }
