@@ -54,8 +54,9 @@ impl PublishedModel {
         })
     }
 
-    /// Apply the model to `input` (Parquet or CSV; LIBSVM of dimension `dim` for the
-    /// classifier), with the column `id` copied into each prediction's row when given.
+    /// Apply the model to `input` (Parquet; CSV for a tree or a SuLQ model; LIBSVM of
+    /// dimension `dim` for the classifier), with the column `id` copied into each
+    /// prediction's row when given.
     pub fn apply(&self, input: &Path, dim: Option<usize>, id: Option<&str>) -> Result<Applied> {
         match self {
             Self::Classifier(m) => classifier(m, input, dim, id),

@@ -28,6 +28,7 @@ a negative lambda | train --out WORK/out --config FIX/cfg/lambda.toml | lambda
 a config that is not TOML | train --out WORK/out --config FIX/cfg/not_toml.toml | not_toml.toml
 a missing config file | train --out WORK/out --config FIX/cfg/absent.toml | absent.toml
 a missing party file | train --out WORK/out --config FIX/cfg/missing_party.toml | party-9.parquet
+a CSV party (the classifier reads Parquet) | train --out WORK/out --config FIX/cfg/csv_party.toml | table.csv ; a CSV file ; to_parquet
 a party file that is not Parquet | train --out WORK/out --config FIX/cfg/garbage_party.toml | garbage.parquet
 a truncated Parquet file | train --out WORK/out --config FIX/cfg/truncated.toml | truncated.parquet
 parties with different columns | train --out WORK/out --config FIX/cfg/schema.toml | party-1.parquet
@@ -67,6 +68,7 @@ an unknown model kind | predict --model FIX/model_kind.json --input FIX/table.cs
 an --id column that does not exist | predict --model FIX/tree_ok.json --input FIX/table.csv --id nope --out WORK/p.csv | nope
 a tree given LIBSVM rows (--dim) | predict --model FIX/tree_ok.json --input FIX/a.libsvm --dim 3 --out WORK/p.csv | dim ; Parquet or CSV
 LIBSVM text given as Parquet | predict --model FIX/model_other.json --input FIX/a.libsvm --out WORK/p.csv | a.libsvm ; not a Parquet file ; --dim
+CSV rows for the classifier | predict --model FIX/model_other.json --input FIX/table.csv --out WORK/p.csv | table.csv ; a CSV file ; to_parquet
 # convert
 --dim 0 | convert --libsvm FIX/a.libsvm --dim 0 --out WORK/a.parquet | dim
 --dim 1e8 (past the limit, before allocating) | convert --libsvm FIX/a.libsvm --dim 100000000 --out WORK/a.parquet | dim ; 1048576
@@ -468,6 +470,13 @@ fn train_configs(fix: &Path) {
         "[model]\nlambda = -0.5\n[crypto]\naggregation = \"plaintext\"",
     );
     write(&fix.join("cfg").join("not_toml.toml"), "[data\nparties = ");
+    train_cfg(
+        fix,
+        "csv_party.toml",
+        &["parties/party-1.parquet", "table.csv"],
+        "epsilon = 1.0",
+        plain,
+    );
     train_cfg(
         fix,
         "missing_party.toml",

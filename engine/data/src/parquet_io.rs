@@ -106,6 +106,19 @@ pub(crate) fn parquet_error(path: &Path, source: parquet::errors::ParquetError) 
             path: path.to_path_buf(),
             source: Box::new(source),
         }
+    } else if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+    {
+        // The classifier's parties and the rows a classifier scores are Parquet (or
+        // LIBSVM): a CSV there is named as one, with the way to Parquet.
+        Error::format(
+            path,
+            "a CSV file, where the aggregate classifier reads Parquet (or LIBSVM text with \
+             --dim D): write the table as Parquet first (pandas: \
+             pd.read_csv(path).to_parquet(out); polars: pl.read_csv(path).write_parquet(out)); \
+             histograms, statistics, trees, SuLQ and decayed sums read CSV as it is",
+        )
     } else {
         Error::format(
             path,

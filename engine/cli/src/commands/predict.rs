@@ -15,7 +15,8 @@ pub(crate) struct Args {
     /// tree.json of tree.
     #[arg(long)]
     model: PathBuf,
-    /// Rows to score: Parquet or CSV (LIBSVM text with --dim, for the classifier).
+    /// Rows to score: Parquet; CSV for a tree's or a SuLQ model; LIBSVM text with --dim for
+    /// the classifier (which reads no CSV: write it as Parquet first).
     #[arg(long)]
     input: PathBuf,
     /// CSV of each row's prediction: row, the --id column, then the model's score,
