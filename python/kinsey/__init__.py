@@ -16,8 +16,11 @@ holds it; without one, noise comes from the operating system.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
+import re
 from typing import Any, Sequence
 
 import numpy as np
@@ -29,7 +32,7 @@ import pyarrow as pa
 if "MESA_VK_DEVICE_SELECT" not in os.environ:
     os.environ.setdefault("NODEVICE_SELECT", "1")
 
-from . import _kinsey  # noqa: E402
+from . import _kinsey as _engine  # noqa: E402
 from ._kinsey import (  # noqa: E402
     BackendError,
     BudgetExhausted,
@@ -41,7 +44,109 @@ from ._kinsey import (  # noqa: E402
     PrivacyRefused,
 )
 
-__version__: str = _kinsey.__version__
+__version__: str = _engine.__version__
+
+# PyO3's messages for an argument it cannot convert name it as "argument 'NAME'".
+_ARGUMENT = re.compile(r"argument '([A-Za-z_]+)'")
+# The engine's names of arguments the Python API calls otherwise.
+_PYTHON_NAMES = {"device_name": "device", "where_": "where", "src": "data"}
+
+
+def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call the engine; an argument it cannot take (text for a number, a float for a
+    count, a table where a list is expected) becomes a ``ParameterError`` naming the
+    parameter, as every other bad parameter is, not a bare ``TypeError``."""
+    try:
+        return fn(*args, **kwargs)
+    except KinseyError:
+        raise
+    except (TypeError, OverflowError, ValueError) as e:
+        m = _ARGUMENT.search(str(e))
+        name = _PYTHON_NAMES.get(m.group(1), m.group(1)) if m else "argument"
+        raise ParameterError(f"invalid parameter '{name}': {e}") from e
+
+
+_NUMBER = (int, float, np.integer, np.floating)
+_KINDS = {
+    "float": (_NUMBER, "a number"),
+    "int": ((int, np.integer), "an integer"),
+    "str": ((str,), "text"),
+    "bool": ((bool, np.bool_), "True or False"),
+}
+
+
+def _expect(ann: str) -> tuple[list, bool] | None:
+    """What an annotation (text, as ``from __future__ import annotations`` keeps it) asks
+    of a value: per position for a tuple, and whether None is allowed; None when it is not
+    one of the simple kinds checked here."""
+    parts = [p.strip() for p in ann.split("|")]
+    optional = "None" in parts
+    parts = [p for p in parts if p != "None"]
+    if len(parts) != 1:
+        return None
+    t = parts[0]
+    if t in _KINDS:
+        return [_KINDS[t]], optional
+    if t.startswith("tuple[") and t.endswith("]"):
+        inner = [x.strip() for x in t[6:-1].split(",")]
+        if all(x in _KINDS for x in inner):
+            return [_KINDS[x] for x in inner], optional
+    return None
+
+
+def _bad_kind(value: Any, kind: tuple) -> bool:
+    types, _ = kind
+    if isinstance(value, (bool, np.bool_)) and bool not in types:
+        return True
+    return not isinstance(value, types)
+
+
+def _checked(fn: Any) -> Any:
+    """Check a public function's arguments against its annotations before the engine sees
+    them: a wrong kind (text for a number, a float for a count, an unknown keyword) is a
+    ``ParameterError`` naming the parameter."""
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            m = re.search(r"'([A-Za-z_]+)'", str(e))
+            name = m.group(1) if m else "argument"
+            raise ParameterError(f"invalid parameter '{name}': {e}") from e
+        for name, value in bound.arguments.items():
+            ann = sig.parameters[name].annotation
+            want = _expect(ann) if isinstance(ann, str) else None
+            if want is None or (value is None and want[1]):
+                continue
+            kinds, _ = want
+            if len(kinds) == 1:
+                bad = _bad_kind(value, kinds[0])
+                what = kinds[0][1]
+            else:
+                bad = (not isinstance(value, (tuple, list)) or len(value) != len(kinds)
+                       or any(_bad_kind(v, k) for v, k in zip(value, kinds)))
+                what = "(" + ", ".join(k[1] for k in kinds) + ")"
+            if bad:
+                raise ParameterError(
+                    f"invalid parameter '{name}': expected {what}, got {value!r}")
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+class _Engine:
+    """The compiled module, each function called through ``_call``."""
+
+    def __getattr__(self, name: str) -> Any:
+        fn = getattr(_engine, name)
+        if not callable(fn):
+            return fn
+        return lambda *a, **k: _call(fn, *a, **k)
+
+
+_kinsey = _Engine()
 
 __all__ = [
     "BackendError",
@@ -73,8 +178,17 @@ def _table(data: Any) -> Any:
     if hasattr(data, "__arrow_c_stream__"):
         return data
     if type(data).__module__.startswith("pandas"):
-        return pa.Table.from_pandas(data, preserve_index=False)
+        try:
+            return pa.Table.from_pandas(data, preserve_index=False)
+        except (pa.ArrowException, TypeError, ValueError) as e:
+            raise InputError(f"the DataFrame cannot be read as a table: {e}") from e
     return data  # the engine names what it is not
+
+
+def _is_one_table(x: Any) -> bool:
+    """A single table or path, where a list of them was expected."""
+    return (isinstance(x, (str, bytes, os.PathLike)) or hasattr(x, "__arrow_c_stream__")
+            or type(x).__module__.startswith(("pandas", "polars")))
 
 
 class Ledger:
@@ -236,6 +350,7 @@ class Release:
         return f"kinsey.Release({what}, epsilon={self.guarantee['epsilon']})"
 
 
+@_checked
 def train(parties: Sequence[Any], *, label: str, epsilon: float, lam: float = 1e-3,
           labels: str = "plus_minus_one", row_transform: str = "none",
           row_scale: float | None = None, features: Sequence[str] | None = None,
@@ -265,6 +380,10 @@ def train(parties: Sequence[Any], *, label: str, epsilon: float, lam: float = 1e
     ``ledger``: charge every party's data set the guarantee first (parties given as paths
     are named by their paths; tables need the ledger's ``dataset``, and are charged as
     ``NAME/party 1``, ...)."""
+    if _is_one_table(parties):
+        raise ParameterError(
+            "invalid parameter 'parties': a list of parties is expected, one table or path "
+            "each (e.g. train([a, b, c], ...)); got one")
     release, model, diag = _kinsey.train(
         [os.fspath(p) if isinstance(p, (str, os.PathLike)) else _table(p) for p in parties], label=label, epsilon=epsilon, lam=lam, labels=labels,
         row_transform=row_transform, row_scale=row_scale,
@@ -276,6 +395,7 @@ def train(parties: Sequence[Any], *, label: str, epsilon: float, lam: float = 1e
     return Model(model, json.loads(release), json.loads(diag) if diag else None)
 
 
+@_checked
 def histogram(data: Any, *, column: str, bins: tuple[float, float, int] | None = None,
               categories: Sequence[str] | None = None, where: str | None = None,
               epsilon: float, neighbours: str, seed: int | None = None,
@@ -295,6 +415,7 @@ def histogram(data: Any, *, column: str, bins: tuple[float, float, int] | None =
     return Release(report, table=table)
 
 
+@_checked
 def decay(values: Any, *, model: str, epsilon: float | None = None,
           window: int | None = None,
           windows: Sequence[int] | None = None, alpha: float | None = None,
@@ -327,7 +448,15 @@ def decay(values: Any, *, model: str, epsilon: float | None = None,
     elif hasattr(values, "__arrow_c_array__"):
         src = values
     else:
-        src = pa.array(np.asarray(values, dtype=np.float64))
+        try:
+            arr = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise ParameterError(f"invalid parameter 'values': not numbers ({e})") from e
+        if arr.ndim != 1:
+            raise ParameterError(
+                f"invalid parameter 'values': a series is one-dimensional, got shape "
+                f"{arr.shape}: pass one column")
+        src = pa.array(arr)
     report, names, arrays = _kinsey.decay(
         src, column=column, model=model, epsilon=epsilon, window=window,
         windows=list(windows) if windows is not None else None, alpha=alpha, c=c,
@@ -340,6 +469,7 @@ def decay(values: Any, *, model: str, epsilon: float | None = None,
     return rel
 
 
+@_checked
 def tree(data: Any, *, label: str, epsilon: float, neighbours: str,
          classes: Sequence[float] = (-1.0, 1.0), attributes: Sequence[str] | None = None,
          depth: int = 5, selection: str = "exponential", score: str = "info_gain",

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from . import Ledger, Release, _kinsey, _ledger, _table
+from . import Ledger, Release, _checked, _kinsey, _ledger, _table
 
 __all__ = ["sum", "mean", "variance", "quantiles"]
 
@@ -39,6 +39,7 @@ def _run(data: Any, statistic: str, column: str, bounds: tuple[float, float], ep
     return Release(report, table=table)
 
 
+@_checked
 def sum(data: Any, *, column: str, bounds: tuple[float, float], epsilon: float,  # noqa: A001
         neighbours: str, seed: int | None = None,
         ledger: Ledger | None = None) -> Release:
@@ -46,6 +47,7 @@ def sum(data: Any, *, column: str, bounds: tuple[float, float], epsilon: float, 
     return _run(data, "sum", column, bounds, epsilon, neighbours, seed, ledger)
 
 
+@_checked
 def mean(data: Any, *, column: str, bounds: tuple[float, float], epsilon: float,
          neighbours: str, seed: int | None = None,
         ledger: Ledger | None = None) -> Release:
@@ -53,6 +55,7 @@ def mean(data: Any, *, column: str, bounds: tuple[float, float], epsilon: float,
     return _run(data, "mean", column, bounds, epsilon, neighbours, seed, ledger)
 
 
+@_checked
 def variance(data: Any, *, column: str, bounds: tuple[float, float], epsilon: float,
              neighbours: str, seed: int | None = None,
         ledger: Ledger | None = None) -> Release:
@@ -60,6 +63,7 @@ def variance(data: Any, *, column: str, bounds: tuple[float, float], epsilon: fl
     return _run(data, "variance", column, bounds, epsilon, neighbours, seed, ledger)
 
 
+@_checked
 def quantiles(data: Any, *, column: str, bounds: tuple[float, float], epsilon: float,
               neighbours: str, levels: Sequence[float] = (0.5,), candidates: int = 1001,
               seed: int | None = None, ledger: Ledger | None = None) -> Release:

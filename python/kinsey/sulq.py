@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from . import Ledger, Release, _kinsey, _ledger, _table
+from . import Ledger, Release, _checked, _kinsey, _ledger, _table
 
 __all__ = ["kmeans", "pca"]
 
@@ -35,6 +35,7 @@ def _run(data: Any, analysis: str, columns: Sequence[str], epsilon: float, neigh
         ledger=_ledger(ledger)))
 
 
+@_checked
 def kmeans(data: Any, *, columns: Sequence[str], k: int, epsilon: float, neighbours: str,
            delta: float | None = None, seed: int | None = None, iterations: int = 8,
            calibration: str = "zcdp", clip: bool = False, device: str = "auto",
@@ -52,6 +53,7 @@ def kmeans(data: Any, *, columns: Sequence[str], k: int, epsilon: float, neighbo
     return Release(report, table=pa.table(cols))
 
 
+@_checked
 def pca(data: Any, *, columns: Sequence[str], epsilon: float, neighbours: str,
         delta: float | None = None, seed: int | None = None, components: int = 2,
         center: bool = True, calibration: str = "zcdp", clip: bool = False,

@@ -438,3 +438,24 @@ def test_errors_are_classes_of_their_kind(shared, tmp_path):
     # Caught as the base class too (code written before the kinds still works).
     with pytest.raises(kinsey.KinseyError):
         kinsey.histogram(str(path), column="cnt", epsilon=0.0, neighbours="bounded")
+
+
+def test_every_bad_argument_is_a_kinsey_error_naming_it(shared):
+    """Issue 55, item 3: a wrong type reaches Python as a ParameterError naming the
+    parameter, never as a bare TypeError or an Arrow C Data error."""
+    path = shared / "bike-sharing/hour.csv"
+    table = pa.table({"x": [0.1, 0.2], "label": [1.0, -1.0]})
+    with pytest.raises(kinsey.ParameterError, match="'parties'"):
+        kinsey.train(table, label="label", epsilon=1.0)
+    with pytest.raises(kinsey.ParameterError, match="'epsilon'"):
+        kinsey.histogram(str(path), column="cnt", epsilon="0.5", neighbours="bounded")
+    with pytest.raises(kinsey.ParameterError, match="'bins'"):
+        kinsey.histogram(str(path), column="cnt", bins=(0, 1000, 10.5), epsilon=0.5,
+                         neighbours="bounded")
+    with pytest.raises(kinsey.ParameterError, match="'values'"):
+        kinsey.decay(np.ones((10, 2)), model="running", epsilon=1.0, bound=1.0)
+    with pytest.raises(kinsey.ParameterError, match="'values'"):
+        kinsey.decay(["a", "b"], model="running", epsilon=1.0, bound=1.0)
+    with pytest.raises(kinsey.ParameterError, match="'k'"):
+        kinsey.sulq.kmeans(str(path), columns=["temp"], k="3", epsilon=1.0,
+                           neighbours="bounded")
