@@ -459,3 +459,44 @@ def test_every_bad_argument_is_a_kinsey_error_naming_it(shared):
     with pytest.raises(kinsey.ParameterError, match="'k'"):
         kinsey.sulq.kmeans(str(path), columns=["temp"], k="3", epsilon=1.0,
                            neighbours="bounded")
+
+
+def test_the_stubs_match_the_runtime_signatures():
+    """Issue 55, item 6: the .pyi stubs name every parameter the runtime takes, in order,
+    of the same kind and with the same default (decay's rho and delta were missing)."""
+    import ast
+    import inspect
+
+    import kinsey.stats
+    import kinsey.sulq
+
+    root = pathlib.Path(kinsey.__file__).parent
+    checked = 0
+    for stub, module in [("__init__.pyi", kinsey), ("stats.pyi", kinsey.stats),
+                         ("sulq.pyi", kinsey.sulq)]:
+        tree = ast.parse((root / stub).read_text())
+        for node in tree.body:
+            if not isinstance(node, ast.FunctionDef) or node.name.startswith("_"):
+                continue
+            runtime = inspect.signature(getattr(module, node.name))
+            a = node.args
+            stub_params = [(p.arg, "positional") for p in a.posonlyargs + a.args]
+            stub_params += [(p.arg, "keyword") for p in a.kwonlyargs]
+            kinds = {inspect.Parameter.KEYWORD_ONLY: "keyword"}
+            run_params = [(n, kinds.get(p.kind, "positional"))
+                          for n, p in runtime.parameters.items()]
+            assert stub_params == run_params, f"{stub} {node.name}"
+            defaults = dict(zip([p.arg for p in a.kwonlyargs], a.kw_defaults))
+            pos = a.posonlyargs + a.args
+            defaults.update(zip([p.arg for p in pos[len(pos) - len(a.defaults):]],
+                                a.defaults))
+            for n, p in runtime.parameters.items():
+                d = defaults.get(n)
+                if p.default is inspect.Parameter.empty:
+                    assert d is None, f"{stub} {node.name}: {n} has no default at runtime"
+                else:
+                    assert d is not None, f"{stub} {node.name}: {n} needs its default"
+                    if not isinstance(d, ast.Constant) or d.value is not ...:
+                        assert ast.literal_eval(d) == p.default, f"{stub} {node.name}: {n}"
+            checked += 1
+    assert checked >= 10
