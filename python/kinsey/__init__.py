@@ -21,6 +21,7 @@ import inspect
 import json
 import os
 import re
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -65,6 +66,16 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
         name = _PYTHON_NAMES.get(m.group(1), m.group(1)) if m else "argument"
         raise ParameterError(f"invalid parameter '{name}': {e}") from e
 
+
+class KinseyWarning(UserWarning):
+    """What kinsey says where Python users look (``warnings``): a seeded release, whose noise
+    whoever knows the seed can remove. Filter it as any warning category."""
+
+
+# The CLI's words for a seeded release (kinsey_dp::rng::USER_SEED_WARNING; a test holds the
+# two the same).
+_SEED_WARNING = ("a user seed was given: the noise is reproducible, so the release is NOT "
+                 "differentially private against anyone who knows the seed")
 
 _NUMBER = (int, float, np.integer, np.floating)
 _KINDS = {
@@ -131,6 +142,9 @@ def _checked(fn: Any) -> Any:
             if bad:
                 raise ParameterError(
                     f"invalid parameter '{name}': expected {what}, got {value!r}")
+        if bound.arguments.get("seed") is not None:
+            # Once per call, where the caller's code is.
+            warnings.warn(_SEED_WARNING, KinseyWarning, stacklevel=2)
         return fn(*args, **kwargs)
 
     return wrapper
@@ -149,6 +163,7 @@ class _Engine:
 _kinsey = _Engine()
 
 __all__ = [
+    "KinseyWarning",
     "BackendError",
     "BudgetExhausted",
     "FileError",

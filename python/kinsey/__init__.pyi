@@ -9,6 +9,8 @@ import pyarrow as pa
 
 __version__: str
 
+class KinseyWarning(UserWarning): ...
+
 class KinseyError(ValueError):
     """Every error kinsey raises, with the CLI's message (table, column, row, parameter,
     participant or stage named)."""

@@ -55,3 +55,9 @@ def a9a(cli, shared, tmp_path_factory) -> dict:
     assert len(parties) == 5, parties
     return {"dir": d, "parties": parties, "test": d / "test.parquet",
             "tables": [pq.read_table(p) for p in parties]}
+
+
+def pytest_configure(config) -> None:
+    # Many tests seed on purpose (to compare bytes with the CLI): their KinseyWarning is
+    # expected, and the test of the warning records it with pytest.warns all the same.
+    config.addinivalue_line("filterwarnings", "ignore::kinsey.KinseyWarning")

@@ -500,3 +500,23 @@ def test_the_stubs_match_the_runtime_signatures():
                         assert ast.literal_eval(d) == p.default, f"{stub} {node.name}: {n}"
             checked += 1
     assert checked >= 10
+
+
+def test_a_seeded_release_warns_where_python_users_look(shared, cli, tmp_path):
+    """Issue 55, item 5: a seed says, through ``warnings`` (KinseyWarning), what the CLI
+    says on stderr, once a call; no seed, no warning."""
+    import warnings
+
+    path = str(shared / "bike-sharing/hour.csv")
+    with pytest.warns(kinsey.KinseyWarning) as caught:
+        kinsey.histogram(path, column="cnt", epsilon=0.5, neighbours="bounded", seed=3)
+    assert len(caught) == 1
+    r = subprocess.run([str(cli), "histogram", "--input", path, "--column", "cnt",
+                        "--epsilon", "0.5", "--neighbours", "bounded", "--seed", "3",
+                        "--out", str(tmp_path / "h")], capture_output=True, text=True,
+                       env={**os.environ, "KINSEY_NO_PROGRESS": "1"})
+    assert r.returncode == 0, r.stderr
+    assert f"warning: {caught[0].message}" in r.stderr, r.stderr
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kinsey.histogram(path, column="cnt", epsilon=0.5, neighbours="bounded")
