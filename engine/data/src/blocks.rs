@@ -11,7 +11,7 @@
 //! names the file and its row there.
 
 use crate::columns::{categories_of, is_parquet, non_finite};
-use crate::csv_file::{CsvFile, column_index, header_of_line, ragged};
+use crate::csv_file::{CsvFile, QuotedRest, column_index, header_of_line, ragged};
 use crate::parquet_io::{as_f64, parquet_error, parquet_files};
 use crate::stream::{next_line, not_utf8};
 use arrow::array::ArrayRef;
@@ -22,7 +22,7 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use rayon::prelude::*;
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 /// Rows per block when the caller has no reason to choose: 64Ki rows of a few columns is a
@@ -155,9 +155,6 @@ fn cells_of_array(path: &Path, name: &str, a: &ArrayRef, want: Want, row0: usize
         }
     }
 }
-
-/// The rest of a CSV file from a line's start: that line, then the file.
-type QuotedRest = std::io::Chain<std::io::Cursor<Vec<u8>>, BufReader<File>>;
 
 /// Where the rows come from.
 enum Source {
@@ -434,11 +431,10 @@ fn next_csv_block(
             ..
         } = std::mem::replace(src, Source::Switching)
         {
-            let mut first_line = line;
-            first_line.push(b'\n');
-            let rest = std::io::Cursor::new(first_line).chain(lines);
+            let mut pending = line;
+            pending.push(b'\n');
             *src = Source::Quoted {
-                file: Box::new(CsvFile::continue_from(path, rest, header, *row)),
+                file: Box::new(CsvFile::from_line(path, pending, lines, header, *row)),
                 idx,
                 recs: Vec::new(),
             };

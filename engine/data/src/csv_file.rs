@@ -6,7 +6,7 @@
 
 use kinsey_core::{Error, Result};
 use std::fs::File;
-use std::io::Read;
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 /// The reader's settings: a header, rows of any length (checked here, with the row named).
@@ -18,6 +18,10 @@ fn builder(has_headers: bool) -> csv::ReaderBuilder {
         .buffer_capacity(1 << 20);
     b
 }
+
+/// The rest of a CSV file from a line's start: the bytes already read from that line on,
+/// then the file.
+pub(crate) type QuotedRest = std::io::Chain<std::io::Cursor<Vec<u8>>, BufReader<File>>;
 
 /// A CSV file being read a record at a time.
 pub(crate) struct CsvFile<R: Read = File> {
@@ -57,18 +61,27 @@ impl CsvFile {
     }
 }
 
-impl<R: Read> CsvFile<R> {
-    /// The rows of `source` after a header already read (`header`), the next data row
-    /// being `row`: how a reader that began on its own continues past a quote.
-    pub(crate) fn continue_from(path: &Path, source: R, header: Vec<String>, row: usize) -> Self {
+impl CsvFile<QuotedRest> {
+    /// How a reader that split lines on commas continues at its first double quote: as
+    /// records from `pending` (the bytes read from that line's start on), then the rest of
+    /// `file`; `header` already read, the next data row being `row`.
+    pub(crate) fn from_line(
+        path: &Path,
+        pending: Vec<u8>,
+        file: BufReader<File>,
+        header: Vec<String>,
+        row: usize,
+    ) -> Self {
         Self {
-            reader: builder(false).from_reader(source),
+            reader: builder(false).from_reader(std::io::Cursor::new(pending).chain(file)),
             header,
             path: path.to_path_buf(),
             row,
         }
     }
+}
 
+impl<R: Read> CsvFile<R> {
     /// The column names, trimmed.
     pub(crate) fn header(&self) -> &[String] {
         &self.header

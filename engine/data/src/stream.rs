@@ -8,7 +8,7 @@
 //! the run succeeds.
 
 use crate::columns::{is_parquet, non_finite};
-use crate::csv_file::{CsvFile, column_index, header_of_line};
+use crate::csv_file::{CsvFile, QuotedRest, column_index, header_of_line};
 use arrow::array::{ArrayRef, Float64Array, UInt64Array};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
@@ -20,9 +20,6 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// The rest of a CSV file from a line's start: the bytes already read, then the file.
-type QuotedRest = std::io::Chain<std::io::Cursor<Vec<u8>>, BufReader<File>>;
 
 /// Where the values come from.
 enum Source {
@@ -337,8 +334,8 @@ impl SeriesReader {
             ..
         } = old
         {
-            let rest = std::io::Cursor::new(block[start..].to_vec()).chain(lines);
-            let csv = CsvFile::continue_from(&self.path, rest, header, self.row + consumed);
+            let pending = block[start..].to_vec();
+            let csv = CsvFile::from_line(&self.path, pending, lines, header, self.row + consumed);
             self.src = Source::Quoted {
                 csv: Box::new(csv),
                 idx,

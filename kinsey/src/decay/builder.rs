@@ -202,10 +202,7 @@ impl DecayOutput {
     /// release to `<out>.report.json`, both or neither: the files `kinsey decay` writes.
     pub fn write(&self, out: impl AsRef<Path>) -> Result<()> {
         let out = out.as_ref();
-        let mut o = Outputs::new();
-        if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-            o.ensure_dir(dir)?;
-        }
+        let mut o = output_set(out)?;
         let bytes = kinsey_data::series::encode_columns(out, &self.columns, &self.values, None)?;
         o.write(out, &bytes)?;
         let report = PathBuf::from(format!("{}.report.json", out.display()));
@@ -622,4 +619,13 @@ impl DecayedSumBuilder {
         let key = query.key(origin, || kinsey_data::digest::of_files(input))?;
         query.mechanism(n, key, self.device)
     }
+}
+
+/// An output set with `out`'s folder created: what a decayed-sum release is written into.
+pub(super) fn output_set(out: &Path) -> Result<Outputs> {
+    let mut o = Outputs::new();
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        o.ensure_dir(dir)?;
+    }
+    Ok(o)
 }

@@ -1,7 +1,7 @@
 //! A decayed-sum release from a file to files, as `kinsey decay` makes it: a column
 //! streamed in chunks, or a series read whole (events, an evaluation).
 
-use super::builder::{DecayedSumBuilder, Events, OutOfBound};
+use super::builder::{DecayedSumBuilder, Events, OutOfBound, output_set};
 use kinsey_core::{Error, Progress, Result};
 use kinsey_data::output::{Outputs, write_json};
 use kinsey_data::series;
@@ -126,15 +126,6 @@ struct Run {
     evaluation: Vec<ColumnError>,
 }
 
-/// An output set with `out`'s folder created.
-fn outputs(out: &Path) -> Result<Outputs> {
-    let mut o = Outputs::new();
-    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        o.ensure_dir(dir)?;
-    }
-    Ok(o)
-}
-
 impl DecayedSumBuilder {
     /// Run over `column` of `input` (CSV with a header, Parquet, or a `.txt` file of 0/1
     /// characters) and write the estimates to `out` (CSV, or Parquet when it ends in
@@ -220,7 +211,7 @@ impl DecayedSumBuilder {
             "input": "loaded whole",
         });
         let names = m.columns();
-        let mut o = outputs(out)?;
+        let mut o = output_set(out)?;
         let mut evaluation = Vec::new();
         if files.evaluate {
             let (stats, truths) = evaluate::errors(m.as_ref(), &series.values, &est);
@@ -297,7 +288,7 @@ impl DecayedSumBuilder {
         let (mut m, device) = self.mechanism_for(query, input, len)?;
         let mut reader = SeriesReader::open(input, column, query.bound, chunk)?;
         let names = m.columns();
-        let mut o = outputs(out)?;
+        let mut o = output_set(out)?;
         let staged = o.stage(out)?;
         let mut w = SeriesWriter::create(&staged, out, &names)?;
         // The online path runs a step at a time (minutes on millions of steps): its

@@ -39,8 +39,7 @@ pub struct PartyOutcome {
     pub model: PathBuf,
     /// `<out>/party.NOT-PRIVATE.diagnostics.json`, when written.
     pub diagnostics: Option<PathBuf>,
-    /// Bytes this party sent (NOT PRIVATE only in the sense that it is measured; it is a
-    /// public function of K, d and the key size).
+    /// Bytes this party sent (a public function of K, d and the key size).
     pub bytes_sent: usize,
     /// Protocol messages it sent.
     pub messages_sent: usize,
