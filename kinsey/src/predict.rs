@@ -182,9 +182,8 @@ fn toolbox(
         csv.push_str(&(row.join(",") + "\n"));
     }
     let (name, error_rate) = match model {
-        Published::Tree(t) => ("decision tree", tree_error_rate(input, &t.label, &p)?),
-        Published::Perceptron(_) => ("SuLQ perceptron", None),
-        Published::Kmeans(_) => ("SuLQ k-means", None),
+        Published::Tree(t) => (model.what(), tree_error_rate(input, &t.label, &p)?),
+        Published::Perceptron(_) | Published::Kmeans(_) => (model.what(), None),
     };
     Ok(Applied {
         model: name,

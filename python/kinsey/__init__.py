@@ -112,6 +112,21 @@ def _bad_kind(value: Any, kind: tuple) -> bool:
     return not isinstance(value, types)
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _outside_kinsey() -> int:
+    """The ``stacklevel`` of the first caller outside this package (a warning raised
+    inside ``kinsey.sklearn``'s ``fit`` points at the user's ``fit`` call)."""
+    frame = inspect.currentframe()
+    level = 0
+    while frame is not None and os.path.dirname(
+            os.path.abspath(frame.f_code.co_filename)) == _PACKAGE_DIR:
+        frame = frame.f_back
+        level += 1
+    return max(level, 1)
+
+
 def _checked(fn: Any) -> Any:
     """Check a public function's arguments against its annotations before the engine sees
     them: a wrong kind (text for a number, a float for a count, an unknown keyword) is a
@@ -143,8 +158,8 @@ def _checked(fn: Any) -> Any:
                 raise ParameterError(
                     f"invalid parameter '{name}': expected {what}, got {value!r}")
         if bound.arguments.get("seed") is not None:
-            # Once per call, where the caller's code is.
-            warnings.warn(_SEED_WARNING, KinseyWarning, stacklevel=2)
+            # Once per call, at the caller's line (the first frame outside kinsey).
+            warnings.warn(_SEED_WARNING, KinseyWarning, stacklevel=_outside_kinsey())
         return fn(*args, **kwargs)
 
     return wrapper
@@ -319,9 +334,30 @@ class Model:
         return (f"kinsey.Model({len(self.w)} features, epsilon={self.guarantee['epsilon']}, "
                 f"label={self.label!r})")
 
+    def _input(self, data: Any) -> Any:
+        """Rows to score: a table (the model's features read by name), a 2-D numpy array
+        (its columns the model's features, in order), or a Parquet path (read by the
+        engine as ``kinsey predict`` reads it)."""
+        if isinstance(data, (str, os.PathLike)):
+            return os.fspath(data)
+        if isinstance(data, np.ndarray):
+            names = [f for f in self.features if f != "(intercept)"]
+            if data.ndim != 2 or data.shape[1] != len(names):
+                raise ParameterError(
+                    f"invalid parameter 'data': the model reads {len(names)} features "
+                    f"({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}); a numpy "
+                    f"array needs shape (rows, {len(names)}), got {data.shape}")
+            try:
+                x = np.asarray(data, dtype=np.float64)
+            except (TypeError, ValueError) as e:
+                raise ParameterError(f"invalid parameter 'data': not numbers ({e})") from e
+            return pa.table({n: np.ascontiguousarray(x[:, j]) for j, n in enumerate(names)})
+        return _table(data)
+
     def decision_function(self, data: Any) -> np.ndarray:
-        """The score ``x . w`` of each row (numpy float64)."""
-        scores = _kinsey.score(self._json, _table(data))
+        """The score ``x . w`` of each row (numpy float64). ``data``: a table, a 2-D numpy
+        array whose columns are the model's features in order, or a Parquet path."""
+        scores = _kinsey.score(self._json, self._input(data))
         return scores.to_numpy(zero_copy_only=False)
 
     def predict(self, data: Any) -> np.ndarray:
@@ -333,9 +369,10 @@ class Model:
         z = self.decision_function(data)
         return 0.5 * (1.0 + np.tanh(0.5 * z))
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the model as ``kinsey train`` writes ``model.json`` (all or nothing)."""
-        _kinsey.save_model(self._json, os.fspath(path))
+    def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> None:
+        """Write the model as ``kinsey train`` writes ``model.json`` (all or nothing). An
+        existing file is refused unless ``overwrite``."""
+        _kinsey.save_model(self._json, os.fspath(path), overwrite=overwrite)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Model":
@@ -373,7 +410,8 @@ def train(parties: Sequence[Any], *, label: str, epsilon: float, lam: float = 1e
           noise: str = "l2", calibration: str = "tight", device: str = "auto",
           seed: int | None = None, diagnostics: bool = False,
           intercept: float | None = None, memory_limit: int | str | None = None,
-          spill_dir: str | os.PathLike | None = None, ledger: Ledger | None = None) -> Model:
+          spill_dir: str | os.PathLike | None = None, ledger: Ledger | None = None,
+          allow_two_parties: bool = False) -> Model:
     """Train the DP aggregate classifier across ``parties``, as ``kinsey train`` does: each
     party fits an L2-regularised logistic regression on its own rows, and the secure
     protocol publishes their noisy average.
@@ -394,7 +432,13 @@ def train(parties: Sequence[Any], *, label: str, epsilon: float, lam: float = 1e
 
     ``ledger``: charge every party's data set the guarantee first (parties given as paths
     are named by their paths; tables need the ledger's ``dataset``, and are charged as
-    ``NAME/party 1``, ...)."""
+    ``NAME/party 1``, ...).
+
+    ``allow_two_parties``: two parties are refused unless this is True: the smaller one
+    knows its own noise and can compute the other's exact model from the published one
+    (``docs/protocol-deployment.md``).
+
+    ``kinsey.sklearn.DPLogisticRegression`` is this function as a scikit-learn estimator."""
     if _is_one_table(parties):
         raise ParameterError(
             "invalid parameter 'parties': a list of parties is expected, one table or path "
@@ -406,7 +450,8 @@ def train(parties: Sequence[Any], *, label: str, epsilon: float, lam: float = 1e
         key_bits=key_bits, aggregation=aggregation, noise=noise, calibration=calibration,
         device_name=device, seed=seed, diagnostics=diagnostics, intercept=intercept,
         memory_limit=None if memory_limit is None else str(memory_limit),
-        spill_dir=None if spill_dir is None else os.fspath(spill_dir), ledger=_ledger(ledger))
+        spill_dir=None if spill_dir is None else os.fspath(spill_dir), ledger=_ledger(ledger),
+        allow_two_parties=allow_two_parties)
     return Model(model, json.loads(release), json.loads(diag) if diag else None)
 
 

@@ -54,7 +54,7 @@ class Model:
         """-1 or +1 per row."""
     def predict_proba(self, data: Any) -> npt.NDArray[np.float64]:
         """P(y = +1) per row."""
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
         """Write ``model.json`` as ``kinsey train`` does (all or nothing)."""
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Model:
@@ -112,6 +112,7 @@ def train(
     memory_limit: int | str | None = None,
     spill_dir: str | os.PathLike[str] | None = None,
     ledger: Ledger | None = None,
+    allow_two_parties: bool = False,
 ) -> Model:
     """Train the DP aggregate classifier across ``parties`` (one table or Parquet path
     each); parties that are all paths are read within ``memory_limit``."""

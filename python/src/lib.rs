@@ -255,7 +255,7 @@ fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
 #[pyfunction]
 #[pyo3(signature = (parties, *, label, epsilon, lam, labels, row_transform, row_scale,
     features, backend, key_bits, aggregation, noise, calibration, device_name, seed,
-    diagnostics, intercept, memory_limit, spill_dir, ledger=None))]
+    diagnostics, intercept, memory_limit, spill_dir, ledger=None, allow_two_parties=false))]
 #[allow(clippy::too_many_arguments)]
 fn train(
     py: Python<'_>,
@@ -279,6 +279,7 @@ fn train(
     memory_limit: Option<String>,
     spill_dir: Option<PathBuf>,
     ledger: Option<LedgerArgs>,
+    allow_two_parties: bool,
 ) -> PyResult<(String, String, Option<String>)> {
     // Each party streams batch by batch into the engine's row-major buffer on the worker
     // (a producer that needs the GIL takes it): no party is held twice.
@@ -358,6 +359,9 @@ fn train(
     if diagnostics {
         job = job.diagnostics();
     }
+    if allow_two_parties {
+        job = job.allow_two_parties();
+    }
     if let Some(m) = memory_limit {
         job = job.memory_limit(parse_bytes(&m).map_err(|e| param("memory_limit", e))?);
     }
@@ -416,7 +420,8 @@ fn model_of(text: &str, where_: &str) -> PyResult<ModelFile> {
     ModelFile::parse(Path::new(where_), text).map_err(py_err)
 }
 
-/// The scores `x . w` of a table's rows under a model (its features read by name, its
+/// The scores `x . w` of a table's rows, or of a Parquet file's (read as `kinsey predict`
+/// reads it: a CSV path gets its advice), under a model (its features read by name, its
 /// row transform and intercept applied), as a pyarrow float64 array.
 #[pyfunction]
 fn score<'py>(
@@ -425,31 +430,58 @@ fn score<'py>(
     data: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let m = model_of(model_json, "<model>")?;
-    let t = table(data, "<table>")?;
+    let t = source(data, "<table>")?;
     let spec = ColumnSpec {
         label: String::new(),
         features: m.input_features().to_vec(),
         labels: LabelEncoding::PlusMinusOne,
     };
     let scores = detached(py, move || {
-        let mut ds = t.dataset(&spec)?;
+        let mut ds = match t {
+            Source::Table(t) => t.dataset(&spec)?,
+            Source::File(path) => read_parquet(&path, &spec)?,
+        };
         m.prepare(&mut ds)?;
         Ok(m.scores(&ds))
     })?;
     Float64Array::from(scores).into_data().to_pyarrow(py)
 }
 
-/// A model file read from `path` and checked (as JSON).
+/// A model file read from `path` and checked (as JSON). A tree's or a SuLQ model's file
+/// is refused by name, with where it is applied.
 #[pyfunction]
 fn load_model(path: PathBuf) -> PyResult<String> {
-    json(&ModelFile::load(&path).map_err(py_err)?)
+    match kinsey::predict::PublishedModel::open(&path).map_err(py_err)? {
+        kinsey::predict::PublishedModel::Classifier(m) => json(&m),
+        kinsey::predict::PublishedModel::Toolbox(p) => Err(param(
+            "path",
+            format!(
+                "{} is a {}, not the aggregate classifier's model.json that kinsey.Model \
+                 loads; apply it with `kinsey predict --model {} --input DATA`",
+                path.display(),
+                p.what(),
+                path.display()
+            ),
+        )),
+    }
 }
 
-/// Write a model file to `path` as `kinsey train` writes `model.json`, all or nothing.
+/// Write a model file to `path` as `kinsey train` writes `model.json`, all or nothing; an
+/// existing file is replaced only when `overwrite`.
 #[pyfunction]
-fn save_model(model_json: &str, path: PathBuf) -> PyResult<()> {
+#[pyo3(signature = (model_json, path, overwrite=false))]
+fn save_model(model_json: &str, path: PathBuf, overwrite: bool) -> PyResult<()> {
     let m = model_of(model_json, "<model>")?;
-    kinsey::data::write_json_file(&path, &m).map_err(py_err)
+    if !overwrite && path.exists() {
+        return Err(param(
+            "path",
+            format!(
+                "{} exists; pass overwrite=True to replace it, or choose another path",
+                path.display()
+            ),
+        ));
+    }
+    kinsey::data::write_json_to(&path, &m, overwrite).map_err(py_err)
 }
 
 /// A histogram release's report (JSON).
@@ -477,11 +509,9 @@ fn histogram(
             return Err(param("bins", "give bins or categories, not both"));
         }
     };
-    let mut h = h.epsilon(epsilon).neighbours(
-        neighbours
-            .parse()
-            .map_err(|e: Error| param("neighbours", e.to_string()))?,
-    );
+    let mut h = h
+        .epsilon(epsilon)
+        .neighbours(neighbours.parse().map_err(py_err)?);
     if let Some(w) = &where_ {
         h = h.filter(w);
     }
@@ -523,11 +553,7 @@ fn summary(
         .map_err(py_err)?
         .bounds(bounds.0, bounds.1)
         .epsilon(epsilon)
-        .neighbours(
-            neighbours
-                .parse()
-                .map_err(|e: Error| param("neighbours", e.to_string()))?,
-        )
+        .neighbours(neighbours.parse().map_err(py_err)?)
         .candidates(candidates);
     if let Some(seed) = seed {
         s = s.seed(seed);
@@ -682,9 +708,7 @@ fn sulq(
     let budget = q::Budget {
         epsilon,
         delta,
-        neighbours: neighbours
-            .parse()
-            .map_err(|e: Error| param("neighbours", e.to_string()))?,
+        neighbours: neighbours.parse().map_err(py_err)?,
         calibration: calibration
             .parse()
             .map_err(|e: Error| param("calibration", e.to_string()))?,
@@ -756,9 +780,7 @@ fn tree(
              --selection none writes it as a NOT PRIVATE diagnostic)",
         ));
     }
-    let neighbours = neighbours
-        .parse()
-        .map_err(|e: Error| param("neighbours", e.to_string()))?;
+    let neighbours = neighbours.parse().map_err(py_err)?;
     let mut b = kinsey::stats::Tree::new(&label, neighbours)
         .classes(&classes)
         .attributes(&attributes)

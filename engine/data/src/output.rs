@@ -225,6 +225,9 @@ pub struct Outputs {
     /// target directory -> its staging directory
     staging: BTreeMap<PathBuf, PathBuf>,
     committed: bool,
+    /// Replace existing targets whatever [`overwrite_allowed`] says (a library caller's
+    /// explicit choice for this set only, e.g. Python's `Model.save(overwrite=True)`).
+    overwrite: bool,
 }
 
 impl Default for Outputs {
@@ -243,7 +246,15 @@ impl Outputs {
             pending: Vec::new(),
             staging: BTreeMap::new(),
             committed: false,
+            overwrite: false,
         }
+    }
+
+    /// This set replaces existing targets (for this set only; the process-wide choice is
+    /// [`set_overwrite`]).
+    pub fn overwriting(mut self) -> Self {
+        self.overwrite = true;
+        self
     }
 
     fn with_cleanup<T>(&self, f: impl FnOnce(&mut Cleanup) -> T) -> T {
@@ -334,7 +345,7 @@ impl Outputs {
                 Err(e) => return Err(Error::io(&lock, e)),
             }
         }
-        if target.exists() && !overwrite_allowed() {
+        if target.exists() && !self.overwrite && !overwrite_allowed() {
             return Err(Error::param(
                 "output",
                 format!(

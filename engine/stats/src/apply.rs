@@ -109,6 +109,15 @@ pub fn to_original(columns: &[ColumnBounds], centre: &[f64]) -> Vec<f64> {
 }
 
 impl Published {
+    /// What the model is, in words: `decision tree`, `SuLQ perceptron`, `SuLQ k-means`.
+    pub fn what(&self) -> &'static str {
+        match self {
+            Published::Tree(_) => "decision tree",
+            Published::Perceptron(_) => "SuLQ perceptron",
+            Published::Kmeans(_) => "SuLQ k-means",
+        }
+    }
+
     /// Parse a toolbox model file's text by its `kind`, and check it.
     pub fn parse(path: &Path, text: &str) -> Result<Self> {
         let bad = |m: String| Error::format(path, m);

@@ -27,7 +27,17 @@ pub fn synthetic_parties(dir: &Path, k: usize, rows: usize, d: usize) -> Result<
 /// (pretty-printed, staged and renamed into place: all or nothing; an existing file is
 /// replaced only when overwriting was allowed, as `kinsey --overwrite` allows it).
 pub fn write_json_file<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
-    let mut o = Outputs::new();
+    write_json_to(path, value, false)
+}
+
+/// [`write_json_file`], replacing an existing `path` when `overwrite` (for this file only,
+/// whatever the process-wide `--overwrite` says); refused as there otherwise.
+pub fn write_json_to<T: serde::Serialize>(path: &Path, value: &T, overwrite: bool) -> Result<()> {
+    let mut o = if overwrite {
+        Outputs::new().overwriting()
+    } else {
+        Outputs::new()
+    };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         o.ensure_dir(dir)?;
     }

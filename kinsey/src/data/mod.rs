@@ -8,7 +8,7 @@ mod split;
 mod synthetic;
 
 pub use convert::{Converted, convert_libsvm};
-pub use files::{synthetic_parties, write_json_file};
+pub use files::{synthetic_parties, write_json_file, write_json_to};
 pub use kinsey_data::memory::{ArrowTable, ColumnSource};
 pub use kinsey_data::output::Outputs;
 pub use kinsey_data::parquet_io::{ColumnSpec, dataset_of_batches, read_parquet};
