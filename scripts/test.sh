@@ -100,7 +100,7 @@ done
 # `pip install ./python` (a release build of the same crate) is what users run.
 venv="${KINSEY_TEST_VENV:-target/python-venv}"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check numpy pyarrow pytest polars pandas
+"$venv/bin/python" -m pip install -q --disable-pip-version-check numpy pyarrow pytest polars pandas scikit-learn
 cp "${CARGO_TARGET_DIR:-target}/debug/lib_kinsey.so" python/kinsey/_kinsey.abi3.so
 KINSEY_BIN="${CARGO_TARGET_DIR:-target}/debug/kinsey" KINSEY_SHARED_DATA="$data" PYTHONPATH=python \
   "$venv/bin/python" -m pytest -q python/tests
@@ -108,6 +108,10 @@ if ! out="$(PYTHONPATH=python "$venv/bin/python" python/examples/quickstart.py "
   echo "python/examples/quickstart.py failed:"; echo "$out"; exit 1
 fi
 echo "python/examples/quickstart.py: $(grep 'test accuracy' <<<"$out")"
+if ! out="$(PYTHONPATH=python "$venv/bin/python" python/examples/sklearn_pipeline.py "$data" 2>&1)"; then
+  echo "python/examples/sklearn_pipeline.py failed:"; echo "$out"; exit 1
+fi
+echo "python/examples/sklearn_pipeline.py: $(grep 'test accuracy' <<<"$out")"
 
 # The GPU figures script (benches/gpu-figures.sh) at its quick sizes on lavapipe, with the
 # test build of kinsey (unoptimised, so its step limits are tripled): every step must give
