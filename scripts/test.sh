@@ -100,7 +100,7 @@ done
 # `pip install ./python` (a release build of the same crate) is what users run.
 venv="${KINSEY_TEST_VENV:-target/python-venv}"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check numpy pyarrow pytest polars pandas scikit-learn
+"$venv/bin/python" -m pip install -q --disable-pip-version-check numpy pyarrow pytest polars pandas scikit-learn matplotlib
 cp "${CARGO_TARGET_DIR:-target}/debug/lib_kinsey.so" python/kinsey/_kinsey.abi3.so
 KINSEY_BIN="${CARGO_TARGET_DIR:-target}/debug/kinsey" KINSEY_SHARED_DATA="$data" PYTHONPATH=python \
   "$venv/bin/python" -m pytest -q python/tests

@@ -465,6 +465,15 @@ impl JobBuilder {
             )
         })?;
         let epsilon = crate::required_epsilon(self.epsilon)?;
+        if self.test.is_some() && !self.diagnostics {
+            // Read only for its error rate, a diagnostic: without one asked for it would be
+            // read for nothing.
+            return Err(Error::param(
+                "test",
+                "a test set is read only for its error rate, a NOT PRIVATE diagnostic: ask \
+                 for diagnostics (--diagnostics), or leave the test set out",
+            ));
+        }
         let aggregation: Arc<dyn Aggregator> = match (self.aggregator, self.backend) {
             (Some(a), _) => a,
             (None, b) => Self::backend_aggregator(

@@ -65,6 +65,7 @@ pub mod classifier;
 pub mod data;
 #[cfg(feature = "stats")]
 pub mod decay;
+pub mod guarantee;
 #[cfg(feature = "parquet")]
 pub mod ledger;
 #[cfg(feature = "classifier")]

@@ -12,8 +12,8 @@
 //! # Ok::<(), kinsey::Error>(())
 //! ```
 
+pub use crate::guarantee::{Guarantee, Released};
 pub use crate::{DevicePref, Error, Result};
-pub use kinsey_dp::release::Guarantee;
 pub use kinsey_dp::{LaplaceMechanism, Neighbours, NoiseRng};
 
 #[cfg(feature = "classifier")]

@@ -16,6 +16,7 @@ holds it; without one, noise comes from the operating system.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import json
@@ -69,7 +70,8 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
 
 class KinseyWarning(UserWarning):
     """What kinsey says where Python users look (``warnings``): a seeded release, whose noise
-    whoever knows the seed can remove. Filter it as any warning category."""
+    whoever knows the seed can remove; a decayed sum whose stated error makes it say little.
+    Filter it as any warning category."""
 
 
 # The CLI's words for a seeded release (kinsey_dp::rng::USER_SEED_WARNING; a test holds the
@@ -179,6 +181,7 @@ _kinsey = _Engine()
 
 __all__ = [
     "KinseyWarning",
+    "Guarantee",
     "BackendError",
     "BudgetExhausted",
     "FileError",
@@ -268,31 +271,43 @@ def _ledger(ledger: Ledger | None) -> tuple | None:
     return ledger._args()
 
 
-def _guarantee(report: dict) -> dict:
-    """epsilon, delta, neighbours, mechanism, sensitivity of a report."""
-    if report.get("kind") == "kinsey.dp_tree.v1":
-        cfg = report["config"]
-        return {"epsilon": cfg["epsilon"], "delta": 0.0, "neighbours": cfg["neighbours"],
-                "mechanism": f"{cfg['selection']} selection of splits, Laplace leaf counts "
-                             f"({report['epsilon_per_mechanism']} per mechanism)",
-                "sensitivity": {"score": report["score_sensitivity"],
-                                "count": report["count_sensitivity"]}}
-    if "guarantee" in report.get("result", {}):  # SuLQ
-        g = report["result"]["guarantee"]
-        plan = g["plan"]
-        return {"epsilon": g["epsilon_spent"], "delta": g["delta"],
-                "neighbours": plan["neighbours"],
-                "mechanism": f"Gaussian (SuLQ, {plan['calibration']} calibration, sigma "
-                             f"{plan['sigma']:.4g} per unit query)",
-                "sensitivity": "1 per row and query, in the declared box"}
-    if "guarantee" in report:
-        g = dict(report["guarantee"])
-        g.pop("kind", None)
-        return g
-    rel = report["release"]
-    return {"epsilon": rel["epsilon"], "delta": rel.get("delta", 0.0),
-            "neighbours": rel["neighbours"], "mechanism": rel["mechanism"],
-            "sensitivity": rel["sensitivity"]}
+@dataclasses.dataclass(frozen=True)
+class Guarantee:
+    """What a release guarantees, the same on every release (the engine's one guarantee
+    type): the classifier, a histogram, summary statistics, a tree, SuLQ and a decayed sum.
+
+    ``g["epsilon"]`` reads a field as ``g.epsilon`` does."""
+
+    #: ``pure``, ``approximate`` or ``zcdp-converted`` (then ``epsilon``, ``delta`` state
+    #: ``rho``).
+    kind: str
+    epsilon: float
+    delta: float
+    #: The neighbouring data sets, in words (``bounded: replace one row ...``).
+    neighbours: str
+    #: The mechanism and its noise law.
+    mechanism: str
+    #: The sensitivity's formula.
+    sensitivity: str
+    #: Its value, where it is public (None where it depends on a secret, as the
+    #: classifier's smallest party size).
+    sensitivity_value: float | None = None
+    #: zCDP's rho, where the mechanism is stated in zCDP.
+    rho: float | None = None
+    #: The noise std of one released value, where one number states it (None where each
+    #: value states its own, or it depends on a secret).
+    noise_std: float | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            return getattr(self, key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+    @classmethod
+    def _of(cls, text: str) -> "Guarantee":
+        d = json.loads(text)
+        return cls(**{f.name: d.get(f.name) for f in dataclasses.fields(cls)})
 
 
 class Model:
@@ -303,7 +318,7 @@ class Model:
     """
 
     def __init__(self, model_json: str, release: dict | None = None,
-                 diagnostics: dict | None = None) -> None:
+                 diagnostics: dict | None = None, guarantee: Guarantee | None = None) -> None:
         self._json = model_json
         m = json.loads(model_json)
         #: The weights (numpy float64), one per feature.
@@ -323,15 +338,16 @@ class Model:
         #: The bias c * w[-1] (0.0 without an intercept).
         self.bias: float = c * float(self.w[-1]) if self.intercept is not None else 0.0
         self.release: dict | None = release
-        #: epsilon, delta, neighbours, mechanism, sensitivity.
-        self.guarantee: dict = (
-            _guarantee(release) if release is not None else {"epsilon": m["epsilon"]}
-        )
+        #: The model's epsilon (in the model file too).
+        self.epsilon: float = m["epsilon"]
+        #: The release's guarantee; None for a model loaded from its file (which states
+        #: only epsilon: the guarantee is in the release's report).
+        self.guarantee: Guarantee | None = guarantee
         #: None unless asked for; a dict whose first key is "NOT PRIVATE".
         self.diagnostics: dict | None = diagnostics
 
     def __repr__(self) -> str:
-        return (f"kinsey.Model({len(self.w)} features, epsilon={self.guarantee['epsilon']}, "
+        return (f"kinsey.Model({len(self.w)} features, epsilon={self.epsilon}, "
                 f"label={self.label!r})")
 
     def _input(self, data: Any) -> Any:
@@ -374,6 +390,12 @@ class Model:
         existing file is refused unless ``overwrite``."""
         _kinsey.save_model(self._json, os.fspath(path), overwrite=overwrite)
 
+    def plot(self, top: int = 30) -> Any:
+        """A matplotlib figure of the published weights (the ``top`` largest in magnitude):
+        the release, nothing else. Needs matplotlib."""
+        from . import plot as _plot
+        return _plot.weights(self, top)
+
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Model":
         """A model file (``model.json`` of ``kinsey train``, or ``Model.save``), checked."""
@@ -381,19 +403,61 @@ class Model:
 
 
 class Release:
-    """A DP release: ``table`` (pyarrow) or ``values`` (numpy), its ``guarantee`` (dict)
-    and the full ``report`` (dict: the CLI's report, public parameters included)."""
+    """A DP release: ``table`` (pyarrow) or ``values`` (numpy), its ``guarantee``
+    (:class:`Guarantee`) and the full ``report`` (dict: the CLI's report, public parameters
+    included)."""
 
-    def __init__(self, report: dict, table: pa.Table | None = None,
+    def __init__(self, report: dict, guarantee: Guarantee, table: pa.Table | None = None,
                  values: np.ndarray | None = None) -> None:
         self.report = report
-        self.guarantee: dict = _guarantee(report)
+        self.guarantee: Guarantee = guarantee
         self.table = table
         self.values = values
         #: The estimates' column names (decayed sums).
         self.columns: list[str] = []
         #: The released tree (``kinsey.tree``), nested dicts as in ``tree.json``.
         self.tree: dict | None = None
+        #: A decayed sum's stated std at each step (public: a function of the parameters).
+        self.stds: np.ndarray | None = None
+
+    def plot(self, **kwargs: Any) -> Any:
+        """A matplotlib figure of the release with its stated error (publishable: it shows
+        released values and public functions of the parameters, never exact data): a
+        decayed sum's estimates in a band of two stated stds (``steps=(lo, hi)``, default
+        the last 1,440), a histogram's or statistics' bars with error bars, a tree as a
+        diagram, SuLQ k-means' noisy cluster sizes and PCA's eigenvalues. Needs matplotlib."""
+        from . import plot as _plot
+        if self.tree is not None:
+            return _plot.tree(self)
+        if self.values is not None:
+            return _plot.decay(self, **kwargs)
+        t = self.table
+        names = t.column_names if t is not None else []
+        std = self.guarantee.noise_std
+        if "noisy_count" in names:
+            n = t.num_rows
+            return _plot.bars(self, t["bin"].to_pylist(), t["noisy_count"].to_numpy(),
+                              np.full(n, std if std is not None else np.nan),
+                              f"DP histogram of '{self.report.get('column', '')}'", "count")
+        if "statistic" in names:
+            return _plot.bars(self, t["statistic"].to_pylist(), t["value"].to_numpy(),
+                              t["noise_std"].to_numpy(zero_copy_only=False),
+                              f"DP {self.report['statistic']} of '{self.report['column']}' "
+                              f"in [{self.report['bounds'][0]:g}, {self.report['bounds'][1]:g}]",
+                              "value", points=True)
+        if "noisy_size" in names:
+            n = t.num_rows
+            return _plot.bars(self, [f"centre {i}" for i in range(n)],
+                              t["noisy_size"].to_numpy(),
+                              # a size is one unit query: its noise std is sigma
+                              np.full(n, std if std is not None else np.nan),
+                              "SuLQ k-means: noisy cluster sizes", "rows")
+        if "eigenvalue" in names:
+            n = t.num_rows
+            return _plot.bars(self, [f"PC {i + 1}" for i in range(n)],
+                              t["eigenvalue"].to_numpy(), np.full(n, np.nan),
+                              "SuLQ PCA: noisy eigenvalues", "eigenvalue")
+        raise ParameterError("invalid parameter 'release': no picture for this release")
 
     def __repr__(self) -> str:
         what = (f"table of {self.table.num_rows} rows" if self.table is not None
@@ -443,7 +507,7 @@ def train(parties: Sequence[Any], *, label: str, epsilon: float, lam: float = 1e
         raise ParameterError(
             "invalid parameter 'parties': a list of parties is expected, one table or path "
             "each (e.g. train([a, b, c], ...)); got one")
-    release, model, diag = _kinsey.train(
+    release, model, diag, guarantee = _kinsey.train(
         [os.fspath(p) if isinstance(p, (str, os.PathLike)) else _table(p) for p in parties], label=label, epsilon=epsilon, lam=lam, labels=labels,
         row_transform=row_transform, row_scale=row_scale,
         features=list(features) if features is not None else None, backend=backend,
@@ -452,7 +516,8 @@ def train(parties: Sequence[Any], *, label: str, epsilon: float, lam: float = 1e
         memory_limit=None if memory_limit is None else str(memory_limit),
         spill_dir=None if spill_dir is None else os.fspath(spill_dir), ledger=_ledger(ledger),
         allow_two_parties=allow_two_parties)
-    return Model(model, json.loads(release), json.loads(diag) if diag else None)
+    return Model(model, json.loads(release), json.loads(diag) if diag else None,
+                 Guarantee._of(guarantee))
 
 
 @_checked
@@ -464,15 +529,17 @@ def histogram(data: Any, *, column: str, bins: tuple[float, float, int] | None =
     neither (a DP count of the rows). ``data``: a table, or a CSV/Parquet path (read as
     ``kinsey histogram`` reads it: with the same seed, the same bytes)."""
     src = os.fspath(data) if isinstance(data, (str, os.PathLike)) else _table(data)
-    report = json.loads(_kinsey.histogram(
+    report, guarantee = _kinsey.histogram(
         src, column=column, bins=tuple(bins) if bins is not None else None,
         categories=list(categories) if categories is not None else None, where_=where,
-        epsilon=epsilon, neighbours=neighbours, seed=seed, ledger=_ledger(ledger)))
+        epsilon=epsilon, neighbours=neighbours, seed=seed, ledger=_ledger(ledger))
+    report = json.loads(report)
     rel = report["release"]
+    # The columns of the CLI's histogram.csv, with the same meaning.
     table = pa.table({"bin": pa.array(rel["labels"], pa.string()),
-                      "count": pa.array(rel["noisy"], pa.float64()),
-                      "rounded": pa.array(rel["counts"], pa.uint64())})
-    return Release(report, table=table)
+                      "noisy_count": pa.array(rel["noisy"], pa.float64()),
+                      "count": pa.array(rel["counts"], pa.uint64())})
+    return Release(report, Guarantee._of(guarantee), table=table)
 
 
 @_checked
@@ -517,15 +584,20 @@ def decay(values: Any, *, model: str, epsilon: float | None = None,
                 f"invalid parameter 'values': a series is one-dimensional, got shape "
                 f"{arr.shape}: pass one column")
         src = pa.array(arr)
-    report, names, arrays = _kinsey.decay(
+    report, names, arrays, advice, guarantee, stds = _kinsey.decay(
         src, column=column, model=model, epsilon=epsilon, window=window,
         windows=list(windows) if windows is not None else None, alpha=alpha, c=c,
         beta=beta, bound=bound, seed=seed, mechanism=mechanism, arity=arity, rho=rho,
         delta=delta, ledger=_ledger(ledger))
     cols = [a.to_numpy(zero_copy_only=False) for a in arrays]
     out = cols[0] if len(cols) == 1 else np.column_stack(cols)
-    rel = Release(json.loads(report), values=out)
+    rel = Release(json.loads(report), Guarantee._of(guarantee), values=out)
     rel.columns = names
+    sd = [a.to_numpy(zero_copy_only=False) for a in stds]
+    rel.stds = sd[0] if len(sd) == 1 else np.column_stack(sd)
+    if advice is not None:
+        # Public (the stated std against the largest possible sum): where users look.
+        warnings.warn(advice, KinseyWarning, stacklevel=_outside_kinsey())
     return rel
 
 
@@ -540,13 +612,13 @@ def tree(data: Any, *, label: str, epsilon: float, neighbours: str,
     numeric column but the label, as binary. ``Release.tree``: the tree (nested dicts, the
     CLI's ``tree.json``); ``Release.report``: its ``report.json``."""
     src = os.fspath(data) if isinstance(data, (str, os.PathLike)) else _table(data)
-    report, tree_json = _kinsey.tree(
+    report, tree_json, guarantee = _kinsey.tree(
         src, label=label, classes=[float(c) for c in classes],
         attributes=list(attributes) if attributes is not None else [], depth=depth,
         selection=selection, score=score, epsilon=epsilon, neighbours=neighbours,
         row_bound=row_bound, seed=seed, ledger=_ledger(ledger))
     rep = json.loads(report)
-    rel = Release(rep, table=None)
+    rel = Release(rep, Guarantee._of(guarantee), table=None)
     rel.tree = json.loads(tree_json)
     return rel
 

@@ -1,5 +1,6 @@
 """Type stubs of kinsey's Python API (the contract: extended, never renamed)."""
 
+import dataclasses
 import os
 from typing import Any, Sequence
 
@@ -36,6 +37,21 @@ class NumericalError(KinseyError):
 class FileError(KinseyError):
     """A file that cannot be opened, read or written (exit 8)."""
 
+@dataclasses.dataclass(frozen=True)
+class Guarantee:
+    """What a release guarantees, the same type on every release."""
+
+    kind: str
+    epsilon: float
+    delta: float
+    neighbours: str
+    mechanism: str
+    sensitivity: str
+    sensitivity_value: float | None = None
+    rho: float | None = None
+    noise_std: float | None = None
+    def __getitem__(self, key: str) -> Any: ...
+
 class Model:
     """The published classifier."""
 
@@ -46,7 +62,8 @@ class Model:
     coef: npt.NDArray[np.float64]
     bias: float
     release: dict[str, Any] | None
-    guarantee: dict[str, Any]
+    epsilon: float
+    guarantee: Guarantee | None
     diagnostics: dict[str, Any] | None
     def decision_function(self, data: Any) -> npt.NDArray[np.float64]:
         """The score ``x . w`` of each row."""
@@ -56,6 +73,8 @@ class Model:
         """P(y = +1) per row."""
     def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
         """Write ``model.json`` as ``kinsey train`` does (all or nothing)."""
+    def plot(self, top: int = 30) -> Any:
+        """A matplotlib figure of the published weights."""
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Model:
         """Read and check a model file."""
@@ -84,11 +103,14 @@ class Release:
     """A DP release: ``table`` or ``values``, its ``guarantee`` and the full ``report``."""
 
     report: dict[str, Any]
-    guarantee: dict[str, Any]
+    guarantee: Guarantee
     table: pa.Table | None
     values: npt.NDArray[np.float64] | None
     columns: list[str]
     tree: dict[str, Any] | None
+    stds: npt.NDArray[np.float64] | None
+    def plot(self, **kwargs: Any) -> Any:
+        """A matplotlib figure of the release and its stated error (publishable)."""
 
 def train(
     parties: Sequence[Any],

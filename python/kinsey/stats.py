@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from . import Ledger, Release, _checked, _kinsey, _ledger, _table
+from . import Guarantee, Ledger, Release, _checked, _kinsey, _ledger, _table
 
 __all__ = ["sum", "mean", "variance", "quantiles"]
 
@@ -26,17 +26,18 @@ def _run(data: Any, statistic: str, column: str, bounds: tuple[float, float], ep
          neighbours: str, seed: int | None, ledger: Ledger | None,
          levels: Sequence[float] = (), candidates: int = 1001) -> Release:
     src = os.fspath(data) if isinstance(data, (str, os.PathLike)) else _table(data)
-    report = json.loads(_kinsey.summary(
+    report, guarantee = _kinsey.summary(
         src, column=column, statistic=statistic, levels=[float(q) for q in levels],
         bounds=(float(bounds[0]), float(bounds[1])), epsilon=epsilon, neighbours=neighbours,
-        candidates=candidates, seed=seed, ledger=_ledger(ledger)))
+        candidates=candidates, seed=seed, ledger=_ledger(ledger))
+    report = json.loads(report)
     est = report["estimates"]
     table = pa.table({
         "statistic": pa.array([e["name"] for e in est], pa.string()),
         "value": pa.array([e["value"] for e in est], pa.float64()),
         "noise_std": pa.array([e["noise_std"] for e in est], pa.float64()),
     })
-    return Release(report, table=table)
+    return Release(report, Guarantee._of(guarantee), table=table)
 
 
 @_checked

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from . import Ledger, Release, _checked, _kinsey, _ledger, _table
+from . import Guarantee, Ledger, Release, _checked, _kinsey, _ledger, _table
 
 __all__ = ["kmeans", "pca"]
 
@@ -26,13 +26,14 @@ def _source(data: Any) -> Any:
 def _run(data: Any, analysis: str, columns: Sequence[str], epsilon: float, neighbours: str,
          delta: float | None, seed: int | None, calibration: str, clip: bool,
          k: int = 5, iterations: int = 8, components: int = 2, center: bool = True,
-         device: str = "auto", ledger: Ledger | None = None) -> dict:
-    return json.loads(_kinsey.sulq(
+         device: str = "auto", ledger: Ledger | None = None) -> tuple[dict, Guarantee]:
+    report, guarantee = _kinsey.sulq(
         _source(data), analysis=analysis, columns=list(columns), k=k, iterations=iterations,
         components=components, center=center, epsilon=epsilon,
         delta=1e-6 if delta is None else delta, neighbours=neighbours,
         calibration=calibration, clip=clip, device_name=device, seed=seed,
-        ledger=_ledger(ledger)))
+        ledger=_ledger(ledger))
+    return json.loads(report), Guarantee._of(guarantee)
 
 
 @_checked
@@ -43,14 +44,15 @@ def kmeans(data: Any, *, columns: Sequence[str], k: int, epsilon: float, neighbo
     """SuLQ k-means. ``Release.table``: one row per centre, its noisy size and coordinates
     in the columns' own units (``LO + c (HI - LO)`` for a column given as ``NAME:LO:HI``;
     the report keeps the centres in the box too, as ``centers``)."""
-    report = _run(data, "kmeans", columns, epsilon, neighbours, delta, seed, calibration,
-                  clip, k=k, iterations=iterations, device=device, ledger=ledger)
+    report, guarantee = _run(data, "kmeans", columns, epsilon, neighbours, delta, seed,
+                             calibration, clip, k=k, iterations=iterations, device=device,
+                             ledger=ledger)
     res = report["result"]
     cols = {"center": pa.array(range(len(res["centers"])), pa.int32()),
             "noisy_size": pa.array(res["sizes"], pa.float64())}
     for j, name in enumerate(report["columns"]):
         cols[name] = pa.array([c[j] for c in res["centers_original"]], pa.float64())
-    return Release(report, table=pa.table(cols))
+    return Release(report, guarantee, table=pa.table(cols))
 
 
 @_checked
@@ -60,8 +62,9 @@ def pca(data: Any, *, columns: Sequence[str], epsilon: float, neighbours: str,
         ledger: Ledger | None = None) -> Release:
     """SuLQ PCA (``center=False``: SVD of A^T A). ``Release.table``: one row per component,
     its eigenvalue, explained variance ratio and unit vector."""
-    report = _run(data, "pca", columns, epsilon, neighbours, delta, seed, calibration, clip,
-                  components=components, center=center, ledger=ledger)
+    report, guarantee = _run(data, "pca", columns, epsilon, neighbours, delta, seed,
+                             calibration, clip, components=components, center=center,
+                             ledger=ledger)
     res = report["result"]
     comps = res["components"]
     cols = {"component": pa.array(range(len(comps)), pa.int32()),
@@ -70,4 +73,4 @@ def pca(data: Any, *, columns: Sequence[str], epsilon: float, neighbours: str,
                 pa.array(res["explained_variance_ratio"][:len(comps)], pa.float64())}
     for j, name in enumerate(report["columns"]):
         cols[name] = pa.array([c[j] for c in comps], pa.float64())
-    return Release(report, table=pa.table(cols))
+    return Release(report, guarantee, table=pa.table(cols))

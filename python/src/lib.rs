@@ -21,6 +21,7 @@ use kinsey::classifier::{
 use kinsey::data::{
     ArrowTable, ColumnSpec, LabelEncoding, RowTransform, dataset_of_batches, read_parquet,
 };
+use kinsey::guarantee::Released;
 use kinsey::ledger::Ledger;
 use kinsey::stats::{Bound as SumBound, DecayedSum, Histogram};
 use kinsey::{DevicePref, Error};
@@ -251,7 +252,11 @@ fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
     serde_json::to_string(v).map_err(|e| KinseyError::new_err(format!("JSON: {e}")))
 }
 
-/// The trained classifier's release, model file and diagnostics, as JSON texts.
+/// What `train` returns: the release, the model file, the NOT PRIVATE diagnostics (when
+/// asked) and the guarantee, as JSON texts.
+type Trainings = (String, String, Option<String>, String);
+
+/// The trained classifier's release, model file, diagnostics and guarantee, as JSON texts.
 #[pyfunction]
 #[pyo3(signature = (parties, *, label, epsilon, lam, labels, row_transform, row_scale,
     features, backend, key_bits, aggregation, noise, calibration, device_name, seed,
@@ -280,7 +285,7 @@ fn train(
     spill_dir: Option<PathBuf>,
     ledger: Option<LedgerArgs>,
     allow_two_parties: bool,
-) -> PyResult<(String, String, Option<String>)> {
+) -> PyResult<Trainings> {
     // Each party streams batch by batch into the engine's row-major buffer on the worker
     // (a producer that needs the GIL takes it): no party is held twice.
     // A path is read by the engine's Parquet reader, as `kinsey train` reads it.
@@ -403,8 +408,9 @@ fn train(
     outputs(&trained)
 }
 
-/// A trained job's release, model file and NOT PRIVATE diagnostics, as JSON texts.
-fn outputs(trained: &Trained) -> PyResult<(String, String, Option<String>)> {
+/// A trained job's release, model file, NOT PRIVATE diagnostics and guarantee, as JSON
+/// texts.
+fn outputs(trained: &Trained) -> PyResult<Trainings> {
     Ok((
         json(trained.release())?,
         json(&trained.model())?,
@@ -412,6 +418,7 @@ fn outputs(trained: &Trained) -> PyResult<(String, String, Option<String>)> {
             .diagnostics()
             .map(|d| json(&kinsey::dp::release::NotPrivate::new(d)))
             .transpose()?,
+        json(&trained.guarantee())?,
     ))
 }
 
@@ -500,7 +507,7 @@ fn histogram(
     neighbours: &str,
     seed: Option<u64>,
     ledger: Option<LedgerArgs>,
-) -> PyResult<String> {
+) -> PyResult<(String, String)> {
     let h = match (bins, categories) {
         (Some((lo, hi, n)), None) => Histogram::numeric(lo, hi, n).map_err(py_err)?,
         (None, Some(c)) => Histogram::categories(&c).map_err(py_err)?,
@@ -526,7 +533,7 @@ fn histogram(
         Source::File(p) => h.of_column(&p, &column),
         Source::Table(t) => h.of_table(&t, &column),
     })?;
-    json(&report)
+    Ok((json(&report)?, json(&report.guarantee())?))
 }
 
 /// A DP sum, mean, variance or quantiles release of one bounded column: `kinsey stats`'s
@@ -547,7 +554,7 @@ fn summary(
     candidates: usize,
     seed: Option<u64>,
     ledger: Option<LedgerArgs>,
-) -> PyResult<String> {
+) -> PyResult<(String, String)> {
     use kinsey::stats::Summary;
     let mut s = Summary::named(statistic, &levels)
         .map_err(py_err)?
@@ -567,9 +574,9 @@ fn summary(
             Source::File(p) => s.of_column(p, &column)?,
             Source::Table(t) => s.of_table(t, &column)?,
         };
-        Ok(out.report)
+        Ok(out)
     })?;
-    json(&report)
+    Ok((json(&report.report)?, json(&report.guarantee())?))
 }
 
 /// The f64 values of an Arrow array (`__arrow_c_array__`: pyarrow arrays, and numpy arrays
@@ -589,7 +596,20 @@ fn values_of(obj: &Bound<'_, PyAny>) -> PyResult<Float64Array> {
     Ok(array.as_primitive::<Float64Type>().clone())
 }
 
-/// A decayed-sum release: its report (JSON), column names and estimates (pyarrow arrays).
+/// What `decay` returns: the report (JSON), column names, estimates (pyarrow arrays), the
+/// advice when the stated error makes them say little, the guarantee (JSON) and each
+/// estimate's stated std (pyarrow arrays, as the estimates).
+type Decayed<'py> = (
+    String,
+    Vec<String>,
+    Vec<Bound<'py, PyAny>>,
+    Option<String>,
+    String,
+    Vec<Bound<'py, PyAny>>,
+);
+
+/// A decayed-sum release: its report (JSON), column names, estimates (pyarrow arrays), the
+/// advice when the stated error makes them say little, and its guarantee.
 #[pyfunction]
 #[pyo3(signature = (data, *, column, model, epsilon, window, windows, alpha, c, beta, bound,
     seed, mechanism, arity, rho, delta, ledger=None))]
@@ -612,7 +632,7 @@ fn decay<'py>(
     rho: Option<f64>,
     delta: Option<f64>,
     ledger: Option<LedgerArgs>,
-) -> PyResult<(String, Vec<String>, Vec<Bound<'py, PyAny>>)> {
+) -> PyResult<Decayed<'py>> {
     let need = |v: Option<f64>, name: &str| {
         v.ok_or_else(|| param(name, format!("model '{model}' needs {name}")))
     };
@@ -660,7 +680,13 @@ fn decay<'py>(
         b = b.ledger(&l);
     }
     let out = if let Ok(path) = data.extract::<PathBuf>() {
-        let column = column.ok_or_else(|| param("column", "a file's series needs column"))?;
+        // A file of bits has one series: its column is named as the CLI names it.
+        let bits = path.extension().is_some_and(|e| e == "txt");
+        let column = match column {
+            Some(c) => c,
+            None if bits => "value".into(),
+            None => return Err(param("column", "a file's series needs column")),
+        };
         detached(py, move || b.over_file(&path, &column))?
     } else {
         if column.is_some() {
@@ -672,12 +698,25 @@ fn decay<'py>(
         let values = values_of(data)?;
         detached(py, move || b.over_values(values.values()))?
     };
+    let guarantee = json(&out.guarantee())?;
+    let stds = out
+        .stds
+        .into_iter()
+        .map(|v| Float64Array::from(v).into_data().to_pyarrow(py))
+        .collect::<PyResult<Vec<_>>>()?;
     let arrays = out
         .values
         .into_iter()
         .map(|v| Float64Array::from(v).into_data().to_pyarrow(py))
         .collect::<PyResult<Vec<_>>>()?;
-    Ok((json(&out.release)?, out.columns, arrays))
+    Ok((
+        json(&out.release)?,
+        out.columns,
+        arrays,
+        out.advice,
+        guarantee,
+        stds,
+    ))
 }
 
 /// A SuLQ release (`analysis`: kmeans or pca) of a table's or a file's columns, as
@@ -703,7 +742,7 @@ fn sulq(
     device_name: &str,
     seed: Option<u64>,
     ledger: Option<LedgerArgs>,
-) -> PyResult<String> {
+) -> PyResult<(String, String)> {
     use kinsey::sulq as q;
     let budget = q::Budget {
         epsilon,
@@ -737,11 +776,17 @@ fn sulq(
         match analysis.as_str() {
             "kmeans" => {
                 let r = q::kmeans_release(input, &columns, clip, (k, iterations), &budget, device)?;
-                text(serde_json::to_string(&r))
+                Ok((
+                    text(serde_json::to_string(&r))?,
+                    text(serde_json::to_string(&r.guarantee()))?,
+                ))
             }
             "pca" => {
                 let r = q::pca_release(input, &columns, clip, (components, center), &budget)?;
-                text(serde_json::to_string(&r))
+                Ok((
+                    text(serde_json::to_string(&r))?,
+                    text(serde_json::to_string(&r.guarantee()))?,
+                ))
             }
             other => Err(Error::param(
                 "analysis",
@@ -772,7 +817,7 @@ fn tree(
     row_bound: Option<usize>,
     seed: Option<u64>,
     ledger: Option<LedgerArgs>,
-) -> PyResult<(String, String)> {
+) -> PyResult<(String, String, String)> {
     if selection == "none" {
         return Err(param(
             "selection",
@@ -808,6 +853,7 @@ fn tree(
         Ok((
             text(serde_json::to_string(&out.outcome.report))?,
             text(serde_json::to_string(&out.tree_file))?,
+            text(serde_json::to_string(&out.guarantee()))?,
         ))
     })
 }

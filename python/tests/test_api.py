@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 
 import numpy as np
 import pyarrow as pa
@@ -66,7 +67,7 @@ def test_train_publishes_the_clis_model_byte_for_byte(cli, a9a, tmp_path):
     assert m.w.dtype == np.float64 and m.w.shape == (123,)
     assert m.features == cli_model.features and len(m.features) == 123
     g = m.guarantee
-    assert g["epsilon"] == 1.0 and {"delta", "neighbours", "mechanism", "sensitivity"} <= set(g)
+    assert g["epsilon"] == 1.0 and {"delta", "neighbours", "mechanism", "sensitivity"} <= set(vars(g))
     assert m.diagnostics is None
 
 
@@ -159,8 +160,13 @@ def test_histogram_equals_the_cli(cli, shared, flights, tmp_path):
     cli_report = json.loads(next((tmp_path / "h").glob("*.json")).read_text())
     r = kinsey.histogram(str(path), **args)
     assert r.report == cli_report
-    assert r.table.num_rows == 26 and r.table.column_names == ["bin", "count", "rounded"]
-    assert r.guarantee["epsilon"] == 0.5
+    assert r.table.num_rows == 26
+    # The CLI's histogram.csv columns, meaning the same: count is the published count.
+    assert r.table.column_names == ["bin", "noisy_count", "count"]
+    csv = pcsv.read_csv(tmp_path / "h/histogram.csv")
+    assert csv.column("count").to_pylist() == r.table.column("count").to_pylist()
+    assert csv.column("noisy_count").to_pylist() == r.table.column("noisy_count").to_pylist()
+    assert r.guarantee["epsilon"] == 0.5 and r.guarantee.noise_std > 0
     t = kinsey.histogram(flights, **args)
     assert t.table.column("bin") == r.table.column("bin")
     polars = pytest.importorskip("polars")
@@ -316,7 +322,7 @@ def test_sulq_equals_the_cli(cli, shared, tmp_path):
     assert km.table.num_rows == 4
     assert km.table.column_names == ["center", "noisy_size", "temp", "atemp", "hum",
                                      "windspeed", "hr", "cnt"]
-    assert km.guarantee["epsilon"] <= 1.0 and km.guarantee["neighbours"] == "bounded"
+    assert km.guarantee["epsilon"] <= 1.0 and km.guarantee.neighbours.startswith("bounded")
     # Centres in the columns' own units, as the CLI's centers.csv: hours, not [0, 1].
     assert max(km.table["hr"].to_pylist()) > 1.0
     assert km.table["hr"].to_pylist() == [
@@ -505,7 +511,6 @@ def test_the_stubs_match_the_runtime_signatures():
 def test_a_seeded_release_warns_where_python_users_look(shared, cli, tmp_path):
     """Issue 55, item 5: a seed says, through ``warnings`` (KinseyWarning), what the CLI
     says on stderr, once a call; no seed, no warning."""
-    import warnings
 
     path = str(shared / "bike-sharing/hour.csv")
     with pytest.warns(kinsey.KinseyWarning) as caught:
@@ -517,6 +522,97 @@ def test_a_seeded_release_warns_where_python_users_look(shared, cli, tmp_path):
                        env={**os.environ, "KINSEY_NO_PROGRESS": "1"})
     assert r.returncode == 0, r.stderr
     assert f"warning: {caught[0].message}" in r.stderr, r.stderr
+    # once a run on the CLI too, not once per layer
+    assert r.stderr.count(str(caught[0].message)) == 1, r.stderr
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         kinsey.histogram(path, column="cnt", epsilon=0.5, neighbours="bounded")
+
+
+def test_a_decayed_sum_that_says_little_warns_and_names_the_fix(shared):
+    """Issue 55, item 5: a window sum whose stated std is most of the largest possible sum
+    (24 hours of rentals at bound 1000, epsilon 1) warns, naming what lowers it; the
+    README's window over flights' late-arrival bits does not."""
+    rentals = np.loadtxt(shared / "bike-sharing/hour.csv", delimiter=",", skiprows=1,
+                         usecols=16)
+    with pytest.warns(kinsey.KinseyWarning, match="say little") as caught:
+        kinsey.decay(rentals, model="window", window=24, epsilon=1, bound=1000)
+    msg = str(caught[0].message)
+    assert "79%" in msg and "raise epsilon" in msg and "mechanism best" in msg, msg
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        late = kinsey.decay(shared / "flights-3m/arrival_delayed15_bits.txt", model="window",
+                            window=1440, epsilon=1, mechanism="best")
+    assert late.report["std_at_last_step"] < 0.1 * 1440
+
+
+def test_every_release_states_one_guarantee(shared, a9a):
+    """Issue 55, item 6: the classifier, a histogram, statistics, a tree, SuLQ and a decayed
+    sum each state a kinsey.Guarantee (frozen), with rho where zCDP and the noise std where
+    one number states it."""
+    import dataclasses
+    hour = shared / "bike-sharing/hour.csv"
+    releases = {
+        "classifier": kinsey.train(a9a["tables"], label="label", epsilon=1.0, backend="mock",
+                                   row_transform="scale", row_scale=1 / math.sqrt(14)),
+        "histogram": kinsey.histogram(hour, column="cnt", epsilon=1.0, neighbours="bounded"),
+        "stats": kinsey.stats.sum(hour, column="cnt", bounds=(0, 1000), epsilon=1.0,
+                                  neighbours="bounded"),
+        "tree": kinsey.tree(a9a["tables"][0], label="label", epsilon=1.0,
+                            neighbours="bounded", attributes=["f1", "f2", "f3"]),
+        "sulq": kinsey.sulq.kmeans(hour, columns=["temp", "hum"], k=2, epsilon=1.0,
+                                   neighbours="bounded", device="cpu"),
+        "decay": kinsey.decay(np.ones(100), model="running", epsilon=1.0, bound=1),
+        "decay zcdp": kinsey.decay(np.ones(100), model="window", window=10, rho=0.5, bound=1),
+    }
+    for name, r in releases.items():
+        g = r.guarantee
+        assert isinstance(g, kinsey.Guarantee), name
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            g.epsilon = 99.0
+        assert g.epsilon > 0 and g.delta >= 0 and g.mechanism and g.sensitivity, name
+        assert (g.noise_std is None) == (name == "classifier"), name
+    assert releases["decay zcdp"].guarantee.rho == 0.5
+    assert releases["decay zcdp"].guarantee.kind == "zcdp-converted"
+    assert releases["decay"].guarantee.noise_std == releases["decay"].report["std_at_last_step"]
+    # One value states one std: the sum's
+    assert releases["stats"].guarantee.noise_std == releases["stats"].table["noise_std"][0].as_py()
+    # The classifier's sensitivity depends on the smallest party's size: secret.
+    assert releases["classifier"].guarantee.sensitivity_value is None
+
+
+def test_every_release_has_a_picture(shared, a9a, tmp_path):
+    """Issue 55, item 7: Release.plot() and Model.plot() draw the release and its stated
+    error (public) with matplotlib: a decayed sum in a band of two stated stds at each step,
+    a histogram's and a statistic's error bars, a tree as a diagram."""
+    import matplotlib
+    matplotlib.use("Agg")
+    hour = shared / "bike-sharing/hour.csv"
+    d = kinsey.decay(np.ones(3000), model="window", window=100, epsilon=1.0, bound=1,
+                     mechanism="kary")
+    fig = d.plot(steps=(0, 3000))
+    band = fig.axes[0].collections[0].get_paths()[0].vertices[:, 1]
+    # The band spans 2 stated stds either side of the estimates (the largest std: at most
+    # a few times the last step's).
+    width = band.max() - band.min()
+    assert width > 4 * d.stds.max() and np.all(d.stds > 0), (width, d.stds.max())
+    assert d.stds.shape == d.values.shape and d.stds[-1] == d.report["std_at_last_step"]
+    h = kinsey.histogram(hour, column="cnt", bins=(0, 1000, 10), epsilon=1.0,
+                         neighbours="bounded")
+    ax = h.plot().axes[0]
+    assert "eps = 1" in ax.get_title() and "'cnt'" in ax.get_title()
+    bar = ax.containers[1]  # the error bars
+    seg = bar.lines[2][0].get_segments()[0]
+    assert abs((seg[1][1] - seg[0][1]) - 4 * h.guarantee.noise_std) < 1e-6
+    m = kinsey.stats.mean(hour, column="cnt", bounds=(0, 1000), epsilon=1.0,
+                          neighbours="bounded")
+    t = kinsey.tree(a9a["tables"][0], label="label", epsilon=2.0, neighbours="bounded",
+                    attributes=["f1", "f2", "f3"], depth=2)
+    model = kinsey.train(a9a["tables"], label="label", epsilon=1.0, backend="mock",
+                         row_transform="scale", row_scale=1 / math.sqrt(14))
+    for name, fig in [("decay", fig), ("histogram", ax.figure), ("mean", m.plot()),
+                      ("tree", t.plot()), ("weights", model.plot(top=10))]:
+        out = tmp_path / f"{name}.png"
+        fig.savefig(out)
+        assert out.stat().st_size > 5000, name
+    assert len(t.plot().axes[0].texts) >= 3  # the root, its branches, its leaves

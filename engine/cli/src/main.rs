@@ -130,6 +130,10 @@ fn main() {
         .init();
     let cli = parse_args();
     kinsey_data::output::set_overwrite(cli.overwrite);
+    let ledger_given = cli.ledger.is_some()
+        || cli.ledger_budget.is_some()
+        || cli.ledger_key.is_some()
+        || cli.ledger_dataset.is_some();
     commands::set_ledger(commands::LedgerSetting {
         path: cli.ledger,
         budget: cli.ledger_budget,
@@ -139,7 +143,18 @@ fn main() {
     clean_up_on_signals();
     // Spills and staging left in this folder by runs killed with SIGKILL (provably dead).
     kinsey_data::output::sweep_once(std::path::Path::new("."));
-    if let Err(e) = cli.cmd.run() {
+    // A ledger given to a command that releases nothing would be silently ignored.
+    let result = if ledger_given && !cli.cmd.charges_releases() {
+        Err(kinsey_core::Error::param(
+            "ledger",
+            "this command releases nothing to charge: --ledger, --ledger-key, \
+             --ledger-dataset and --ledger-budget are for train, histogram, stats, tree, sulq, \
+             decay and ledger; remove them",
+        ))
+    } else {
+        cli.cmd.run()
+    };
+    if let Err(e) = result {
         for line in error_lines(&e) {
             eprintln!("{line}");
         }

@@ -23,7 +23,16 @@ pub(crate) fn classifier(report: &Report) -> String {
         r.gradient_bound
     ));
     s.push_str(&format!("  aggregation: {}\n", r.aggregator));
-    for w in [&r.security_warning, &r.rng.warning].into_iter().flatten() {
+    if let Some(w) = &r.security_warning {
+        s.push_str(&format!("  WARNING: {w}\n"));
+    }
+    // The seed's warning, unless this run has shown it already (once a run, not per layer).
+    if let Some(w) = r
+        .rng
+        .warning
+        .as_ref()
+        .filter(|_| kinsey_dp::rng::first_seed_warning())
+    {
         s.push_str(&format!("  WARNING: {w}\n"));
     }
     let Some(dg) = &report.diagnostics else {

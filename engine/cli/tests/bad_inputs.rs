@@ -28,6 +28,7 @@ a negative lambda | train --out WORK/out --config FIX/cfg/lambda.toml | lambda
 a config that is not TOML | train --out WORK/out --config FIX/cfg/not_toml.toml | not_toml.toml
 a missing config file | train --out WORK/out --config FIX/cfg/absent.toml | absent.toml
 a missing party file | train --out WORK/out --config FIX/cfg/missing_party.toml | party-9.parquet
+a test set without diagnostics (read for nothing) | train --out WORK/out --config FIX/cfg/test_no_diag.toml | test ; diagnostics
 a CSV party (the classifier reads Parquet) | train --out WORK/out --config FIX/cfg/csv_party.toml | table.csv ; a CSV file ; to_parquet
 a party file that is not Parquet | train --out WORK/out --config FIX/cfg/garbage_party.toml | garbage.parquet
 a truncated Parquet file | train --out WORK/out --config FIX/cfg/truncated.toml | truncated.parquet
@@ -69,6 +70,7 @@ an --id column that does not exist | predict --model FIX/tree_ok.json --input FI
 a tree given LIBSVM rows (--dim) | predict --model FIX/tree_ok.json --input FIX/a.libsvm --dim 3 --out WORK/p.csv | dim ; Parquet or CSV
 LIBSVM text given as Parquet | predict --model FIX/model_other.json --input FIX/a.libsvm --out WORK/p.csv | a.libsvm ; not a Parquet file ; --dim
 CSV rows for the classifier | predict --model FIX/model_other.json --input FIX/table.csv --out WORK/p.csv | table.csv ; a CSV file ; to_parquet
+a ledger for predict (it releases nothing) | predict --model FIX/model_other.json --input FIX/parties/test.parquet --out WORK/p.csv --ledger WORK/l.jsonl | ledger ; releases nothing
 # convert
 --dim 0 | convert --libsvm FIX/a.libsvm --dim 0 --out WORK/a.parquet | dim
 --dim 1e8 (past the limit, before allocating) | convert --libsvm FIX/a.libsvm --dim 100000000 --out WORK/a.parquet | dim ; 1048576
@@ -127,6 +129,9 @@ a step width that is not one | decay --input FIX/events.csv --time-column date -
 a predicate that does not parse | decay --input FIX/events.csv --time-column date --start 2020-01-01T00:00 --end 2020-01-02T00:00 --where delay=>15 --model window --window 4 --epsilon 1 --out WORK/d.csv --bound 2 | delay= ; not found
 chunks of 0 steps | decay --input FIX/series.csv --model window --window 4 --epsilon 1 --chunk 0 --out WORK/d.csv --bound 2 | chunk ; 1 to 2^28
 chunks past 2^28 steps (2 GiB a column) | decay --input FIX/series.csv --model window --window 4 --epsilon 1 --chunk 300000000 --out WORK/d.csv --bound 2 | chunk ; 2^28
+exponential's --alpha given to a window | decay --input FIX/series.csv --model window --window 4 --alpha 0.5 --epsilon 1 --bound 2 --out WORK/d.csv | alpha ; exponential ; 'window'
+a --window given to a running sum | decay --input FIX/series.csv --model running --window 4 --epsilon 1 --bound 2 --out WORK/d.csv | window ; 'running'
+a --horizon given to a window on the tree | decay --input FIX/series.csv --model window --window 4 --horizon 100 --epsilon 1 --bound 2 --out WORK/d.csv | horizon ; 'window'
 a device that is not auto, cpu or gpu | decay --input FIX/series.csv --model window --window 4 --epsilon 1 --device tpu --out WORK/d.csv --bound 2 | tpu ; auto, cpu or gpu
 the GPU for a model without a GPU path | decay --input FIX/series.csv --model allwindow --windows 2,4 --epsilon 1 --device gpu --out WORK/d.csv --bound 2 | allwindow ; no GPU path
 # histogram
@@ -178,6 +183,7 @@ a non-binary attribute declared 0/1 | tree --input FIX/table.csv --attributes f 
 # sulq
 k-means with k = 0 | sulq kmeans --input FIX/table.csv --columns a,b --k 0 --epsilon 1 --neighbours bounded --out WORK/k | k
 k-means on values outside [0, 1] without --clip | sulq kmeans --input FIX/table.csv --columns f --epsilon 1 --neighbours bounded --out WORK/k | f
+a perceptron's --test without --diagnostics (read for nothing) | sulq perceptron --input FIX/table.csv --columns f:0:10,a --test FIX/table.csv --epsilon 1 --neighbours bounded --out WORK/pc | test ; diagnostics
 PCA with delta 1 | sulq pca --input FIX/table.csv --columns a,b --delta 1 --epsilon 1 --neighbours bounded --out WORK/p | delta
 PCA with more components than columns | sulq pca --input FIX/table.csv --columns a,b --components 5 --epsilon 1 --neighbours bounded --out WORK/p | components
 # keys
@@ -476,6 +482,16 @@ fn train_configs(fix: &Path) {
         &["parties/party-1.parquet", "table.csv"],
         "epsilon = 1.0",
         plain,
+    );
+    train_cfg(
+        fix,
+        "test_no_diag.toml",
+        &two,
+        "epsilon = 1.0",
+        &format!(
+            "test = \"{}\"\n{plain}",
+            fix.join("parties/test.parquet").display()
+        ),
     );
     train_cfg(
         fix,

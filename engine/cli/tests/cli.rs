@@ -202,7 +202,6 @@ fn generate_train_predict_round_trip() {
         r#"
 [data]
 parties = ["parties/party-1.parquet", "parties/party-2.parquet", "parties/party-3.parquet"]
-test = "parties/test.parquet"
 [model]
 lambda = 0.001
 [privacy]

@@ -108,6 +108,53 @@ pub fn build(model: &str, params: &ModelParams, public: &Public) -> Result<Box<d
     }
 }
 
+/// Refuse a parameter that `model` would ignore (`--alpha` with a window, `--window` with
+/// a running sum), rather than release something the caller did not ask for. The horizon
+/// applies to the running and polynomial sums, to every zCDP mechanism and to `best` (its
+/// choice weighs the public number of steps). Unknown models are left to [`build`].
+pub fn check_params_apply(model: &str, p: &ModelParams) -> Result<()> {
+    const OWNERS: [(&str, &[&str]); 4] = [
+        ("window", &["window", "laplace", "rr"]),
+        ("windows", &["allwindow"]),
+        ("alpha", &["exponential"]),
+        ("c", &["polynomial"]),
+    ];
+    if !MODELS.iter().any(|(name, _)| *name == model) {
+        return Ok(());
+    }
+    let given = [
+        ("window", p.window.is_some()),
+        ("windows", p.windows.is_some()),
+        ("alpha", p.alpha.is_some()),
+        ("c", p.c.is_some()),
+    ];
+    for ((name, owners), (_, is_given)) in OWNERS.iter().zip(given) {
+        if is_given && !owners.contains(&model) {
+            return Err(Error::param(
+                *name,
+                format!(
+                    "{name} is a parameter of model {}, not of model '{model}': remove it \
+                     (or choose that model)",
+                    owners.join(" or ")
+                ),
+            ));
+        }
+    }
+    let horizon_applies = matches!(model, "running" | "polynomial")
+        || p.rho.is_some()
+        || p.mechanism.as_deref() == Some("best");
+    if p.horizon.is_some() && !horizon_applies {
+        return Err(Error::param(
+            "horizon",
+            format!(
+                "model '{model}' does not read a horizon (it is for the running and \
+                 polynomial sums, zCDP mechanisms and --mechanism best): remove it"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// `--mechanism best`: among the tree and the k-ary tree (each at its best arity), the one
 /// with the least stated mean variance over the public number of steps; for models the
 /// k-ary tree does not compute, the tree. Public parameters only decide.
@@ -201,3 +248,5 @@ impl Query {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_params;

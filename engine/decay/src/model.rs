@@ -358,6 +358,9 @@ pub(super) fn laplace_guarantee(cal: &CalibrationReport, noised: &str, units: &s
         ),
         sensitivity: format!("{} (L1, over all {units})", cal.sensitivity),
         sensitivity_value: Some(cal.sensitivity),
+        rho: None,
+        // The release states it per step (`std_at_last_step`, the report's figures).
+        noise_std: None,
     }
 }
 
@@ -425,6 +428,8 @@ pub(super) fn zcdp_guarantee(cal: &CalibrationReport, z: Zcdp, noised: &str) -> 
         ),
         sensitivity: format!("{} (L2, over everything noised)", cal.sensitivity),
         sensitivity_value: Some(cal.sensitivity),
+        rho: Some(z.rho),
+        noise_std: None,
     }
 }
 

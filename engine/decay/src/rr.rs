@@ -186,6 +186,8 @@ impl DecayedSum for RandomizedResponse {
             ),
             sensitivity: "1 (each step is in one report)".into(),
             sensitivity_value: Some(1.0),
+            rho: None,
+            noise_std: None,
         }
     }
 }

@@ -121,6 +121,15 @@ pub struct Guarantee {
     /// The sensitivity's value, where it is public (`None`: it depends on a secret).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sensitivity_value: Option<f64>,
+    /// zCDP's rho, where the mechanism is stated in zCDP (`epsilon` and `delta` are then its
+    /// conversion).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rho: Option<f64>,
+    /// The standard deviation of the noise on one released value, where one number states
+    /// it (a histogram's count, a decayed sum's last estimate, a SuLQ unit query); `None`
+    /// where it differs by value (each value then states its own) or depends on a secret.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise_std: Option<f64>,
 }
 
 impl Guarantee {
@@ -148,6 +157,8 @@ mod tests {
             mechanism: String::new(),
             sensitivity: String::new(),
             sensitivity_value: Some(1.0),
+            rho: None,
+            noise_std: None,
         };
         assert_eq!(g.short(), "pure 1-DP");
         g.delta = 2.3e-60;

@@ -60,6 +60,16 @@ impl RngRecord {
 pub const USER_SEED_WARNING: &str = "a user seed was given: the noise is reproducible, so the \
 release is NOT differentially private against anyone who knows the seed";
 
+/// Whether a process has shown [`USER_SEED_WARNING`] yet.
+static SEED_WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// True for the first caller in this process, false after: every place that shows the seed
+/// warning (the library's `tracing` line, a front door's own) asks first, so a run shows it
+/// once, not once per layer. The reports still state it in every release.
+pub fn first_seed_warning() -> bool {
+    !SEED_WARNED.swap(true, std::sync::atomic::Ordering::SeqCst)
+}
+
 /// A 256-bit digest (SHA-256) of exactly the data a release reads, bound into a seeded
 /// release's key (`kinsey_data::digest` computes it: every byte of the input files, or every
 /// value of a party's data set). Only seeded runs compute one.
@@ -140,7 +150,9 @@ impl NoiseRng {
     ) -> kinsey_core::Result<Self> {
         Ok(match seed {
             Some(s) => {
-                tracing::warn!("{USER_SEED_WARNING}");
+                if first_seed_warning() {
+                    tracing::warn!("{USER_SEED_WARNING}");
+                }
                 Self::from_derived_key(derive_key(s, &bound_label(release, &data()?)))
             }
             None => Self::from_os(),

@@ -232,8 +232,10 @@ pub fn guarantee(spec: &JobSpec, k: usize, d: usize) -> Result<Guarantee> {
             mechanism.into()
         },
         sensitivity: formula,
-        // It depends on n_(1), which no participant learns.
+        // It depends on n_(1), which no participant learns; so does the noise's scale.
         sensitivity_value: None,
+        rho: None,
+        noise_std: None,
     })
 }
 

@@ -39,7 +39,7 @@ impl NoiseKeys {
     /// OS-keyed noise (the only private setting), or, with `seed`, reproducible noise bound
     /// to `job` and the data; `record_seed` writes the seed's value into the report.
     pub fn new(seed: Option<u64>, record_seed: bool, job: String) -> Self {
-        if seed.is_some() {
+        if seed.is_some() && kinsey_dp::rng::first_seed_warning() {
             tracing::warn!("{}", kinsey_dp::rng::USER_SEED_WARNING);
         }
         Self {

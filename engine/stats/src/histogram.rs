@@ -18,6 +18,7 @@
 //! post-processing too; both the raw and the post-processed counts are released.
 
 use kinsey_core::{Error, Result};
+use kinsey_dp::release::{Guarantee, GuaranteeKind};
 use kinsey_dp::{LaplaceMechanism, Neighbours, NoiseRng};
 use serde::Serialize;
 
@@ -165,6 +166,8 @@ pub struct HistogramRelease {
     /// Whether the total is released exactly (bounded neighbours without a filter: n is
     /// public).
     pub total_is_exact: bool,
+    /// What the release guarantees, as every release states it.
+    pub guarantee: Guarantee,
 }
 
 /// Release `exact` bin counts under `neighbours` with budget `epsilon`; `filtered` says
@@ -189,11 +192,36 @@ pub fn release(
     } else {
         (noisy.iter().sum(), false)
     };
+    let noise_std = std::f64::consts::SQRT_2 * mech.scale();
+    let guarantee = Guarantee {
+        kind: GuaranteeKind::Pure,
+        epsilon,
+        delta: 0.0,
+        neighbours: neighbours.relation(),
+        mechanism: format!(
+            "exact discrete Laplace (two-sided geometric on the grid of 2^{}) on each bin's \
+             count, scale {}",
+            mech.grid_exp,
+            mech.scale()
+        ),
+        sensitivity: format!(
+            "{sensitivity} (L1 over the bins: {})",
+            if sensitivity > 1.0 {
+                "replacing one row moves one count down and another up"
+            } else {
+                "adding or removing one row changes one count by 1"
+            }
+        ),
+        sensitivity_value: Some(sensitivity),
+        rho: None,
+        noise_std: Some(noise_std),
+    };
     Ok(HistogramRelease {
         neighbours,
         sensitivity,
         epsilon,
-        noise_std: std::f64::consts::SQRT_2 * mech.scale(),
+        guarantee,
+        noise_std,
         mechanism: mech,
         labels,
         noisy,

@@ -50,6 +50,8 @@ pub struct TreeOutcome {
     /// `report.json` of `kinsey tree` (without `test` and `test_accuracy`, which only the
     /// non-private report carries).
     pub report: serde_json::Value,
+    /// A private tree's guarantee (also in the report); `None` for the non-private baseline.
+    pub guarantee: Option<kinsey_dp::release::Guarantee>,
 }
 
 impl TreeQuery {
@@ -103,7 +105,8 @@ impl TreeQuery {
         let mut rng =
             NoiseRng::for_release_recorded(seed, record_seed, &label, || input.digest(&columns))?;
         let result = tree::train(&data, &config, &mut rng)?;
-        let report = json!({
+        let guarantee = (config.selection != Selection::None).then(|| stated(&result, self));
+        let mut report = json!({
             "kind": "kinsey.dp_tree.v1",
             "input": input.name(), "attributes": data.names, "classes": data.class_labels,
             "config": result.config, "epsilon_per_mechanism": result.epsilon_per_mechanism,
@@ -118,12 +121,17 @@ impl TreeQuery {
             },
             "leaves": result.leaves, "accountant": result.accountant, "rng": rng.record(),
         });
+        if let Some(g) = &guarantee {
+            report["guarantee"] = serde_json::to_value(g)
+                .map_err(|e| Error::Numerical(format!("tree guarantee: {e}")))?;
+        }
         Ok(TreeOutcome {
             specs,
             result,
             data,
             config,
             report,
+            guarantee,
         })
     }
 }
@@ -153,5 +161,30 @@ impl TreeQuery {
             "attributes": attributes,
             "root": outcome.result.root,
         })
+    }
+}
+
+/// A private tree's guarantee, as every release states it: the selections and the leaf
+/// counts compose to epsilon; the noise std stated is a leaf count's.
+fn stated(result: &TreeResult, q: &TreeQuery) -> kinsey_dp::release::Guarantee {
+    let eps1 = result.epsilon_per_mechanism;
+    let scale = result.count_sensitivity / eps1;
+    kinsey_dp::release::Guarantee {
+        kind: kinsey_dp::release::GuaranteeKind::Pure,
+        epsilon: result.config.epsilon,
+        delta: 0.0,
+        neighbours: q.neighbours.relation(),
+        mechanism: format!(
+            "{} selection of each split by {} score, Laplace noise on each leaf's class \
+             counts; epsilon {eps1} per mechanism, composed over the tree",
+            q.selection, q.score
+        ),
+        sensitivity: format!(
+            "split score {}, leaf counts {} (L1)",
+            result.score_sensitivity, result.count_sensitivity
+        ),
+        sensitivity_value: None,
+        rho: None,
+        noise_std: Some(std::f64::consts::SQRT_2 * scale),
     }
 }

@@ -172,8 +172,14 @@ pub struct DecayOutput {
     pub columns: Vec<String>,
     /// One vector of estimates per column, one estimate per step.
     pub values: Vec<Vec<f64>>,
+    /// The stated noise std of each estimate, as `values` (public: a function of the
+    /// parameters and the step, never of the data).
+    pub stds: Vec<Vec<f64>>,
     /// The release report: public parameters, calibration, guarantee.
     pub release: DecayRelease,
+    /// A line for the summary when the stated error makes the estimates say little, with
+    /// the parameters that lower it (public: [`usefulness`](super::usefulness)).
+    pub advice: Option<String>,
     clamped: usize,
 }
 
@@ -346,6 +352,7 @@ impl DecayedSumBuilder {
     /// digest, not its path). An event range and step are parsed here, so a bad one is
     /// refused before any data is read.
     pub(super) fn query_with(&self, column: &str, bound: Bound) -> Result<Query> {
+        kinsey_decay::check_params_apply(&self.model, &self.params)?;
         if let Some(e) = self.clamp_check {
             kinsey_core::check_epsilon("clamp-check", e)?;
         }
@@ -411,9 +418,14 @@ impl DecayedSumBuilder {
         };
         let origin = KeyOrigin::of(self.seed, self.record_seed);
         let release = DecayRelease::new(m.as_ref(), query, input, n, path, &device, origin);
+        let stds = (0..values.len())
+            .map(|c| (0..n).map(|j| m.noise_std(c, j)).collect())
+            .collect();
         Ok(DecayOutput {
             columns: m.columns(),
             values,
+            stds,
+            advice: super::usefulness(query, &release),
             release,
             clamped,
         })

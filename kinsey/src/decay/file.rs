@@ -84,6 +84,9 @@ pub struct DecayWritten {
     pub estimate_std: f64,
     /// Where the noise was drawn, in words.
     pub device: String,
+    /// A line for the summary when the stated error makes the estimates say little, with
+    /// the parameters that lower it (public: [`usefulness`](super::usefulness)).
+    pub advice: Option<String>,
     clamped: usize,
     seconds: f64,
     evaluation: Vec<ColumnError>,
@@ -393,6 +396,7 @@ impl DecayedSumBuilder {
         o.commit()?;
         let cal = m.calibration();
         Ok(DecayWritten {
+            advice: super::usefulness(query, &release),
             release,
             report_path,
             diagnostics_path,

@@ -5,9 +5,11 @@
 //! ([`DecayedSumBuilder::write_file`]: a column streamed in chunks in bounded memory, or
 //! events bucketed into steps of time).
 
+mod advice;
 mod builder;
 mod file;
 
+pub use advice::{USEFUL_STD_FRACTION, usefulness};
 pub use builder::{
     Bound, DecayOutput, DecayedSum, DecayedSumBuilder, Events, OutOfBound, steps_are_bits,
 };

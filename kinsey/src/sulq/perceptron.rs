@@ -4,7 +4,7 @@
 //! them in the kernel's fixed order (the same sums, the same release, held or spilled).
 
 use super::common::{Input, Options, SulqOutput, json_bytes};
-use kinsey_core::Result;
+use kinsey_core::{Error, Result};
 use kinsey_data::table::{MatrixShape, Range};
 use kinsey_kernels::perceptron::perceptron_sums_labelled_into;
 use kinsey_stats::sulq;
@@ -113,6 +113,13 @@ impl Labelled {
 impl Perceptron {
     /// Read the rows, charge the ledger, run, and make the files.
     pub fn run(&self) -> Result<PerceptronRun> {
+        if self.test.is_some() && !self.options.diagnostics {
+            return Err(Error::param(
+                "test",
+                "--test is read only for the test accuracy, a NOT PRIVATE diagnostic: add \
+                 --diagnostics, or leave --test out",
+            ));
+        }
         let limit = self
             .memory_limit
             .unwrap_or_else(kinsey_core::limits::default_memory_limit);

@@ -161,7 +161,7 @@ pub(crate) fn finish_split(
 /// Say once on stderr that a user seed makes the release reproducible (and so NOT private
 /// against whoever knows the seed).
 pub(crate) fn warn_seed(seed: Option<u64>) {
-    if seed.is_some() {
+    if seed.is_some() && kinsey_dp::rng::first_seed_warning() {
         eprintln!("warning: {}", kinsey_dp::rng::USER_SEED_WARNING);
     }
 }

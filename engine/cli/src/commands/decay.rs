@@ -239,9 +239,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     if let Some(l) = &ledger {
         b = b.ledger(l);
     }
-    if a.seed.is_some() {
-        eprintln!("warning: {}", kinsey::dp::rng::USER_SEED_WARNING);
-    }
+    super::common::warn_seed(a.seed);
     let bars = crate::term::Bars::default();
     let chart = |o: &mut Outputs, c: &kinsey::decay::EvaluationChart<'_>| {
         let chart = crate::plot::truth_vs_private(
@@ -326,6 +324,9 @@ fn summary(a: &Args, run: &DecayWritten) {
         a.out.display(),
         run.report_path.display()
     );
+    if let Some(advice) = &run.advice {
+        println!("note: {advice}");
+    }
     if let Some(p) = &run.diagnostics_path {
         print_diagnostic(&format!(
             "{} steps clamped to the bound; {:.3e} steps/s; wrote {}",

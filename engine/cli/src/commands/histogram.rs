@@ -70,9 +70,7 @@ impl Args {
 fn run_histogram(a: &Args) -> Result<Done> {
     let mut h = a.builder()?;
     crate::plot::check_fonts()?;
-    if a.seed.is_some() {
-        eprintln!("warning: {}", kinsey::dp::rng::USER_SEED_WARNING);
-    }
+    super::common::warn_seed(a.seed);
     let ledger = super::ledger::facade()?;
     if let Some(l) = &ledger {
         h = h.ledger(l);

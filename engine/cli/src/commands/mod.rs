@@ -24,6 +24,21 @@ macro_rules! subcommands {
         }
 
         impl Cmd {
+            /// Whether the subcommand releases what a ledger charges (or manages the
+            /// ledger itself): the global `--ledger` flags are refused elsewhere.
+            pub(crate) fn charges_releases(&self) -> bool {
+                matches!(
+                    self,
+                    Cmd::Train(_)
+                        | Cmd::Decay(_)
+                        | Cmd::Histogram(_)
+                        | Cmd::Stats(_)
+                        | Cmd::Tree(_)
+                        | Cmd::Sulq(_)
+                        | Cmd::Ledger(_)
+                )
+            }
+
             /// Run the chosen subcommand.
             pub(crate) fn run(self) -> kinsey_core::Result<()> {
                 match self {

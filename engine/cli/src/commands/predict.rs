@@ -53,6 +53,11 @@ pub(crate) fn run(a: Args) -> Result<()> {
         o.write(out, &p.csv)?;
         o.commit()?;
         println!("wrote {}", out.display());
+    } else {
+        println!(
+            "predictions not written: give --out FILE.csv for each row's score, probability \
+             and prediction"
+        );
     }
     Ok(())
 }

@@ -102,6 +102,12 @@ pub struct KmeansResult {
     pub guarantee: Guarantee,
 }
 
+impl super::Stated for KmeansResult {
+    fn sulq_guarantee(&self) -> &Guarantee {
+        &self.guarantee
+    }
+}
+
 /// Uniform random centres in the unit box (public randomness).
 pub fn random_centers(k: usize, d: usize, rng: &mut NoiseRng) -> Vec<f64> {
     (0..k * d).map(|_| rng.uniform_open0()).collect()

@@ -372,6 +372,48 @@ pub struct Guarantee {
     pub queries: usize,
 }
 
+impl Guarantee {
+    /// The guarantee as every release states it (one type across kinsey): (epsilon,
+    /// delta)-DP of Gaussian noise on every unit query, with sigma per unit query as its
+    /// noise std, and rho where the calibration is zCDP.
+    pub fn stated(&self) -> kinsey_dp::release::Guarantee {
+        let p = &self.plan;
+        kinsey_dp::release::Guarantee {
+            kind: if p.rho.is_some() {
+                kinsey_dp::release::GuaranteeKind::ZcdpConverted
+            } else {
+                kinsey_dp::release::GuaranteeKind::Approximate
+            },
+            epsilon: self.epsilon_spent,
+            delta: self.delta,
+            neighbours: p.neighbours.relation(),
+            mechanism: format!(
+                "SuLQ {}: Gaussian noise (sigma {:.6} per unit query, {} calibration) on {} \
+                 queries of {} units in all",
+                self.analysis,
+                p.sigma,
+                match p.calibration {
+                    GaussianCalibration::Zcdp => "zCDP",
+                    GaussianCalibration::Paper => "the seed's",
+                },
+                self.queries,
+                self.units_used
+            ),
+            sensitivity: "1 per row and unit query (L2, values clipped into the declared box)"
+                .into(),
+            sensitivity_value: Some(1.0),
+            rho: p.rho,
+            noise_std: Some(p.sigma),
+        }
+    }
+}
+
+/// A SuLQ result, which carries its guarantee.
+pub trait Stated {
+    /// The result's guarantee.
+    fn sulq_guarantee(&self) -> &Guarantee;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -96,6 +96,12 @@ pub struct PcaResult {
     pub guarantee: Guarantee,
 }
 
+impl super::Stated for PcaResult {
+    fn sulq_guarantee(&self) -> &Guarantee {
+        &self.guarantee
+    }
+}
+
 fn upper(m: &[f64], d: usize) -> Vec<f64> {
     let mut v = Vec::with_capacity(d * (d + 1) / 2);
     for i in 0..d {

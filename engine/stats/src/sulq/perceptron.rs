@@ -71,6 +71,12 @@ pub struct PerceptronResult {
     pub guarantee: Guarantee,
 }
 
+impl super::Stated for PerceptronResult {
+    fn sulq_guarantee(&self) -> &Guarantee {
+        &self.guarantee
+    }
+}
+
 /// Check the labels are in {-1, +1}.
 fn check_labels(y: &[f32], m: &Matrix) -> Result<()> {
     if y.len() != m.n {

@@ -152,6 +152,12 @@ pub struct StumpResult {
     pub guarantee: Guarantee,
 }
 
+impl super::Stated for StumpResult {
+    fn sulq_guarantee(&self) -> &Guarantee {
+        &self.guarantee
+    }
+}
+
 /// Per feature `j`, the rows of a block where "+1 when feature `j` is set" (values >= 0.5)
 /// is wrong, added to `counts`: every stump query's exact count, in one pass over the rows
 /// (integers: the same whatever the blocks).

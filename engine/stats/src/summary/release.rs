@@ -183,6 +183,9 @@ impl SummaryQuery {
                 mechanism: released.mechanism,
                 sensitivity: released.sensitivity,
                 sensitivity_value: released.sensitivity_value,
+                rho: None,
+                // Each estimate states its own.
+                noise_std: None,
             },
             parts: released.parts,
             notes,
