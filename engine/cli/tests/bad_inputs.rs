@@ -72,6 +72,7 @@ LIBSVM text given as Parquet | predict --model FIX/model_other.json --input FIX/
 CSV rows for the classifier | predict --model FIX/model_other.json --input FIX/table.csv --out WORK/p.csv | table.csv ; a CSV file ; to_parquet
 a ledger for predict (it releases nothing) | predict --model FIX/model_other.json --input FIX/parties/test.parquet --out WORK/p.csv --ledger WORK/l.jsonl | ledger ; releases nothing
 # convert
+a CSV given as --libsvm | convert --libsvm FIX/table.csv --dim 3 --out WORK/a.parquet | table.csv ; line 1 ; looks like CSV ; to_parquet
 --dim 0 | convert --libsvm FIX/a.libsvm --dim 0 --out WORK/a.parquet | dim
 --dim 1e8 (past the limit, before allocating) | convert --libsvm FIX/a.libsvm --dim 100000000 --out WORK/a.parquet | dim ; 1048576
 --dim 2^64 - 1 | convert --libsvm FIX/a.libsvm --dim 18446744073709551615 --out WORK/a.parquet | dim
@@ -151,6 +152,7 @@ NaN at row 1, count mode | histogram --input FIX/table_nan.csv --column f --epsi
 inf at row 3, with bins | histogram --input FIX/table_inf.csv --column f --bins 0:10:5 --epsilon 1 --neighbours bounded --out WORK/h | table_inf.csv ; row 2
 a bad cell past the first block | histogram --input FIX/long_bad.csv --column f --bins 0:10:5 --epsilon 1 --neighbours bounded --out WORK/h | long_bad.csv ; row 69999 ; not a number
 a filter column with a bad cell past the first block | histogram --input FIX/long_bad.csv --column g --where f>1 --epsilon 1 --neighbours unbounded --out WORK/h | long_bad.csv ; row 69999 ; column 'f'
+LIBSVM text named .csv given to histogram | histogram --input FIX/libsvm_named.csv --column f --epsilon 1 --neighbours bounded --out WORK/h | libsvm_named.csv ; looks like LIBSVM ; kinsey convert --libsvm
 a missing input | histogram --input FIX/absent.csv --column f --epsilon 1 --neighbours bounded --out WORK/h | absent.csv
 # stats
 bounds without a colon | stats mean --input FIX/table.csv --column f --bounds 10 --epsilon 1 --neighbours bounded --out WORK/s | LO:HI ; 10
@@ -672,6 +674,7 @@ fn text_fixtures(fix: &Path) {
     );
 
     write(&fix.join("a.libsvm"), "+1 1:0.5 3:0.2\n-1 2:0.1\n");
+    write(&fix.join("libsvm_named.csv"), "+1 1:0.5 3:0.2\n-1 2:0.1\n");
     write(&fix.join("bad_index.libsvm"), "+1 1:0.5\n-1 9:0.1\n");
     write(&fix.join("bad_label.libsvm"), "7 1:0.5\n");
     write(&fix.join("nan.libsvm"), "+1 1:nan\n");

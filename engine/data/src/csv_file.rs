@@ -173,6 +173,17 @@ pub(crate) fn header_of_line(path: &Path, line: &[u8]) -> Result<Vec<String>> {
     Ok(rec.iter().map(|n| n.trim().to_string()).collect())
 }
 
+/// Whether a line reads as LIBSVM: a number, then at least one `index:value` pair.
+pub(crate) fn looks_like_libsvm(line: &str) -> bool {
+    let mut parts = line.split_ascii_whitespace();
+    parts.next().is_some_and(|l| l.parse::<f64>().is_ok())
+        && parts.clone().next().is_some()
+        && parts.all(|t| {
+            t.split_once(':')
+                .is_some_and(|(i, v)| i.parse::<usize>().is_ok() && v.parse::<f64>().is_ok())
+        })
+}
+
 /// The index of `column` among `names` (a CSV header), or an error listing the names, or
 /// saying the file looks separated by something other than commas.
 pub(crate) fn column_index(path: &Path, names: &[String], column: &str) -> Result<usize> {
@@ -181,7 +192,16 @@ pub(crate) fn column_index(path: &Path, names: &[String], column: &str) -> Resul
         let sep = [';', '\t', '|']
             .into_iter()
             .find(|&c| names.len() == 1 && names[0].contains(c));
+        // A LIBSVM line read as a header: "+1 1:0.5 3:1" is one "column".
+        let libsvm = names.len() == 1 && looks_like_libsvm(&names[0]);
         let msg = match sep {
+            _ if libsvm => format!(
+                "column not found: the first line, '{}', looks like LIBSVM text (label then \
+                 index:value pairs), not CSV: convert it with `kinsey convert --libsvm {} \
+                 --dim D --out FILE.parquet`",
+                names[0],
+                path.display()
+            ),
             Some(c) => format!(
                 "column not found: the header has one column, '{}', and looks separated by \
                  {:?}; kinsey reads comma-separated CSV (convert the file, e.g. with `tr '{}' \

@@ -175,9 +175,17 @@ impl<R: BufRead> LibsvmBlocks<R> {
         let bad = |msg: String| Error::format(path, format!("line {}: {msg}", lineno + 1));
         let mut parts = line.split_ascii_whitespace();
         let label_tok = parts.next().ok_or_else(|| bad("empty line".into()))?;
-        let label: f64 = label_tok
-            .parse()
-            .map_err(|_| bad("the label is not a number".into()))?;
+        let label: f64 = label_tok.parse().map_err(|_| {
+            bad(if line.contains(',') {
+                "the label is not a number, and the line holds commas: this looks like CSV, \
+                 not LIBSVM text (label then index:value pairs); histograms, statistics, \
+                 trees, SuLQ and decayed sums read CSV as it is, and the classifier reads it \
+                 once written as Parquet (pandas: pd.read_csv(path).to_parquet(out))"
+                    .into()
+            } else {
+                "the label is not a number".into()
+            })
+        })?;
         let y = map_label(label, self.labels, path, "label", lineno)?;
         let mut last = 0usize;
         for tok in parts {
