@@ -603,14 +603,26 @@ def decay(values: Any, *, model: str, epsilon: float | None = None,
 
 @_checked
 def tree(data: Any, *, label: str, epsilon: float, neighbours: str,
-         classes: Sequence[float] = (-1.0, 1.0), attributes: Sequence[str] | None = None,
+         classes: Sequence[float] | None = None, labels: str | None = None,
+         attributes: Sequence[str] | None = None,
          depth: int = 5, selection: str = "exponential", score: str = "info_gain",
          row_bound: int | None = None, seed: int | None = None,
          ledger: Ledger | None = None) -> Release:
     """A DP decision tree (seed 002) of a table or a CSV/Parquet file, as ``kinsey tree``
     releases it. ``attributes``: ``NAME`` (0/1) or ``NAME:LO:HI:BINS``; by default every
     numeric column but the label, as binary. ``Release.tree``: the tree (nested dicts, the
-    CLI's ``tree.json``); ``Release.report``: its ``report.json``."""
+    CLI's ``tree.json``); ``Release.report``: its ``report.json``. ``classes``: the
+    label's declared values (default -1 and 1); or ``labels``, the binary spelling of
+    ``train`` and the CLI: ``"plus_minus_one"`` (-1, 1) or ``"zero_one"`` (0, 1)."""
+    if classes is not None and labels is not None:
+        raise ParameterError("invalid parameter 'labels': give classes or labels, not both")
+    if labels is not None:
+        known = {"plus_minus_one": (-1.0, 1.0), "zero_one": (0.0, 1.0)}
+        if labels not in known:
+            raise ParameterError(f"invalid parameter 'labels': '{labels}' is not one of "
+                                 "plus_minus_one, zero_one")
+        classes = known[labels]
+    classes = (-1.0, 1.0) if classes is None else classes
     src = os.fspath(data) if isinstance(data, (str, os.PathLike)) else _table(data)
     report, tree_json, guarantee = _kinsey.tree(
         src, label=label, classes=[float(c) for c in classes],

@@ -616,3 +616,17 @@ def test_every_release_has_a_picture(shared, a9a, tmp_path):
         fig.savefig(out)
         assert out.stat().st_size > 5000, name
     assert len(t.plot().axes[0].texts) >= 3  # the root, its branches, its leaves
+
+
+def test_binary_labels_are_declared_one_way():
+    """Issue 55, item 6: tree takes train's labels= spelling (zero_one is classes 0, 1),
+    and refuses both spellings at once."""
+    t = pa.table({"a": [i % 2 for i in range(200)], "label": [i % 3 == 0 for i in range(200)]})
+    t = t.set_column(1, "label", pa.array([float(i % 3 == 0) for i in range(200)]))
+    kw = dict(label="label", epsilon=1.0, neighbours="bounded", attributes=["a"], seed=4)
+    assert (kinsey.tree(t, labels="zero_one", **kw).tree
+            == kinsey.tree(t, classes=(0, 1), **kw).tree)
+    with pytest.raises(kinsey.ParameterError, match="not both"):
+        kinsey.tree(t, labels="zero_one", classes=(0, 1), **kw)
+    with pytest.raises(kinsey.ParameterError, match="plus_minus_one, zero_one"):
+        kinsey.tree(t, labels="01x", **kw)

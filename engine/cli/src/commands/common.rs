@@ -54,8 +54,9 @@ pub(crate) struct ColumnArgs {
     #[arg(long, default_value = "label")]
     /// The label column.
     pub(crate) label: String,
-    #[arg(long, value_parser = parse_labels, default_value = "pm1")]
-    /// How labels are written: pm1 (-1/+1) or 01 (0/1, mapped to -1/+1).
+    #[arg(long, value_parser = parse_labels, default_value = "plus_minus_one")]
+    /// How the labels are written: plus_minus_one (-1/+1) or zero_one (0/1, mapped to
+    /// -1/+1), as `labels` in a train config and `labels=` in Python (pm1 and 01 also read).
     pub(crate) labels: LabelEncoding,
 }
 
@@ -73,7 +74,9 @@ pub(crate) fn parse_labels(s: &str) -> std::result::Result<LabelEncoding, String
     match s {
         "pm1" | "plus_minus_one" => Ok(LabelEncoding::PlusMinusOne),
         "01" | "zero_one" => Ok(LabelEncoding::ZeroOne),
-        o => Err(format!("unknown label encoding '{o}' (pm1 or zero_one)")),
+        o => Err(format!(
+            "unknown label encoding '{o}' (plus_minus_one or zero_one, as everywhere else)"
+        )),
     }
 }
 

@@ -17,8 +17,9 @@ pub(crate) struct Args {
     #[arg(long)]
     /// The Parquet file to write (columns f1..fD and label).
     out: PathBuf,
-    #[arg(long, value_parser = parse_labels, default_value = "pm1")]
-    /// How the labels are written: pm1 (-1/+1) or 01 (0/1, mapped to -1/+1).
+    #[arg(long, value_parser = parse_labels, default_value = "plus_minus_one")]
+    /// How the labels are written: plus_minus_one (-1/+1) or zero_one (0/1, mapped to
+    /// -1/+1), as `labels` in a train config and `labels=` in Python (pm1 and 01 also read).
     labels: LabelEncoding,
     /// Keep the rows sparse: list columns `indices` (0-based) and `values` of each row's
     /// non-zeros, and `label` (what `[data] format = "sparse-parquet"` reads).

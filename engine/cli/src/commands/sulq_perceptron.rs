@@ -15,8 +15,12 @@ pub(crate) struct PerceptronArgs {
     #[arg(long, default_value = "label")]
     /// The label column (values -1 and +1).
     pub label: String,
-    /// Labels are 0/1 (mapped to -1/+1) instead of -1/+1.
-    #[arg(long)]
+    #[arg(long, value_parser = super::common::parse_labels, default_value = "plus_minus_one")]
+    /// How the labels are written: plus_minus_one (-1/+1) or zero_one (0/1, mapped to
+    /// -1/+1), as `labels` in a train config and `labels=` in Python (pm1 and 01 also read).
+    pub labels: kinsey::data::LabelEncoding,
+    /// The same as --labels zero_one (kept for scripts that use it).
+    #[arg(long, hide = true)]
     pub zero_one: bool,
     #[arg(long, default_value_t = 10)]
     /// Training rounds (each spends budget).
@@ -41,7 +45,7 @@ pub(crate) fn run_perceptron(a: &PerceptronArgs) -> Result<Done> {
     let p = Perceptron {
         input: a.input.input(),
         label: a.label.clone(),
-        zero_one: a.zero_one,
+        zero_one: a.zero_one || a.labels == kinsey::data::LabelEncoding::ZeroOne,
         rounds: a.rounds,
         intercept: a.intercept,
         test: a.test.clone(),

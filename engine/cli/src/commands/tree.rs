@@ -26,6 +26,10 @@ pub(crate) struct Args {
         default_value = "-1,1"
     )]
     pub classes: Vec<f64>,
+    /// The binary spelling every other command uses: plus_minus_one (classes -1,1) or
+    /// zero_one (classes 0,1); instead of --classes.
+    #[arg(long, conflicts_with = "classes", value_parser = super::common::parse_labels)]
+    pub labels: Option<kinsey::data::LabelEncoding>,
     /// Attributes: NAME (0/1) or NAME:LO:HI:BINS; default every other column, as 0/1.
     #[arg(long, value_delimiter = ',')]
     pub attributes: Vec<String>,
@@ -69,8 +73,13 @@ pub(crate) struct Args {
 }
 
 fn run_tree(a: &Args) -> Result<Done> {
+    let classes = match a.labels {
+        Some(kinsey::data::LabelEncoding::ZeroOne) => vec![0.0, 1.0],
+        Some(kinsey::data::LabelEncoding::PlusMinusOne) => vec![-1.0, 1.0],
+        None => a.classes.clone(),
+    };
     let mut t = Tree::new(&a.label, a.neighbours)
-        .classes(&a.classes)
+        .classes(&classes)
         .attributes(&a.attributes)
         .depth(a.depth)
         .selection(&a.selection)
