@@ -1,6 +1,7 @@
 //! `kinsey stats`: DP sum, mean, variance and quantiles of a bounded column.
 
 use super::common::*;
+use crate::plot::{Chart, Series, XAxis, write_chart};
 use clap::Subcommand;
 use kinsey::dp::Neighbours;
 use kinsey::stats::Summary;
@@ -127,6 +128,7 @@ fn run_stat(a: &StatArgs, builder: Summary) -> Result<Done> {
     let mut o = Outputs::new();
     o.ensure_dir(&a.out)?;
     o.write(&a.out.join("stats.csv"), &report.csv())?;
+    write_chart(&mut o, &a.out.join("stats"), &chart(report, &a.column))?;
     let shown: Vec<String> = report
         .estimates
         .iter()
@@ -159,6 +161,47 @@ fn run_stat(a: &StatArgs, builder: Summary) -> Result<Done> {
         (json!(exact), lines)
     });
     finish_split(o, &a.out, report, summary, diagnostics)
+}
+
+/// The released values with two stated noise stds either side where one is stated
+/// (publishable: the release and public functions of its parameters, no exact data).
+fn chart(report: &kinsey::stats::SummaryReport, column: &str) -> Chart {
+    let est = &report.estimates;
+    let names = est.iter().map(|e| e.name.clone()).collect();
+    let stated = est.iter().all(|e| e.noise_std.is_some());
+    Chart {
+        title: format!(
+            "DP {} of '{column}' in [{}, {}], eps = {}{}",
+            report.statistic,
+            report.bounds[0],
+            report.bounds[1],
+            report.guarantee.epsilon,
+            if stated {
+                ": +/- 2 stated noise std"
+            } else {
+                " (no single noise std is stated for these values)"
+            }
+        ),
+        x_label: "released value".into(),
+        y_label: column.into(),
+        series: vec![Series {
+            name: "released".into(),
+            points: est
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (i as f64, e.value))
+                .collect(),
+            err: stated.then(|| {
+                est.iter()
+                    .map(|e| 2.0 * e.noise_std.unwrap_or(0.0))
+                    .collect()
+            }),
+            dashed: false,
+        }],
+        log_x: false,
+        x_axis: XAxis::Categories(names),
+        bars: false,
+    }
 }
 
 #[cfg(test)]
