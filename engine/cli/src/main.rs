@@ -13,6 +13,7 @@ mod plot;
 mod session_config;
 mod summary;
 mod term;
+mod tree_chart;
 
 use clap::Parser;
 

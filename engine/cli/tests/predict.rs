@@ -71,6 +71,19 @@ fn every_toolbox_model_applies_with_ids() {
     args.extend(["--attributes", "a,age:0:100:4", "--out", s(&tree)]);
     args.extend(common);
     ok(&args);
+    // The diagram beside tree.json (issue 55): every leaf's class, the title's guarantee.
+    let svg = std::fs::read_to_string(tree.join("tree.svg")).expect("diagram");
+    assert!(tree.join("tree.png").exists());
+    let leaves = std::fs::read_to_string(tree.join("tree.json"))
+        .expect("tree")
+        .matches("\"leaf\"")
+        .count();
+    let drawn = svg.matches("class ").count();
+    assert!(
+        leaves >= 1 && drawn == leaves,
+        "{leaves} leaves, {drawn} drawn"
+    );
+    assert!(svg.contains("DP tree of &apos;cls&apos;"), "{svg}");
     let out = dir.path().join("tree.csv");
     let said = ok(&[
         "predict",

@@ -73,6 +73,8 @@ pub(crate) struct Args {
 }
 
 fn run_tree(a: &Args) -> Result<Done> {
+    // The diagram needs a font: refused before the ledger is charged, not after.
+    crate::plot::check_fonts()?;
     let classes = match a.labels {
         Some(kinsey::data::LabelEncoding::ZeroOne) => vec![0.0, 1.0],
         Some(kinsey::data::LabelEncoding::PlusMinusOne) => vec![-1.0, 1.0],
@@ -148,6 +150,17 @@ fn run_tree(a: &Args) -> Result<Done> {
         return Ok(Done { summary, written });
     }
     write_json(&mut o, &a.out.join("tree.json"), &tree_file)?;
+    crate::tree_chart::write_tree_chart(
+        &mut o,
+        &a.out.join("tree"),
+        &tree_file,
+        &format!(
+            "DP tree of '{}' (noisy counts), eps = {}, {} neighbours",
+            a.label,
+            cfg.epsilon,
+            a.neighbours.as_str()
+        ),
+    )?;
     let summary = format!(
         "{} tree, depth {}, {} leaves, score {}, {} neighbours, eps = {} ({} per \
          mechanism)",
