@@ -354,6 +354,42 @@ pub(crate) fn truth_vs_private(
     }
 }
 
+/// A decayed sum's release over its range, between two dashed lines two stated noise stds
+/// either side (publishable: no exact data).
+pub(crate) fn release_band(c: &kinsey::decay::ReleaseChart<'_>) -> Chart {
+    let (from, _) = c.range;
+    let line = |name: &str, sign: f64, dashed: bool| Series {
+        name: name.into(),
+        points: c
+            .estimates
+            .iter()
+            .zip(c.stds)
+            .enumerate()
+            .map(|(i, (e, s))| ((from + i) as f64, e + sign * 2.0 * s))
+            .collect(),
+        err: None,
+        dashed,
+    };
+    Chart {
+        title: {
+            // The model's name and parameters, without the mechanism's details.
+            let name = c.model.split(':').next().unwrap_or("");
+            let short = name.split(", level").next().unwrap_or(name);
+            format!("{short} ({}): release +/- 2 stated std", c.guarantee)
+        },
+        x_label: "step".into(),
+        y_label: c.column.into(),
+        series: vec![
+            line("released estimate", 0.0, false),
+            line("+ 2 stated std (public)", 1.0, true),
+            line("- 2 stated std (public)", -1.0, true),
+        ],
+        log_x: false,
+        x_axis: XAxis::Integers,
+        bars: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,6 +31,74 @@ pub struct DecayFiles<'a> {
     /// or not at all).
     #[allow(clippy::type_complexity)]
     pub chart: Option<&'a dyn Fn(&mut Outputs, &EvaluationChart<'_>) -> Result<()>>,
+    /// Draws the release over `plot_range` with its stated error into the same output set
+    /// (publishable: released estimates and stated stds only).
+    #[allow(clippy::type_complexity)]
+    pub release_chart: Option<&'a dyn Fn(&mut Outputs, &ReleaseChart<'_>) -> Result<()>>,
+}
+
+/// The first column's released estimates over a range of steps with their stated noise
+/// std, for a chart that may be published with the release (no exact data).
+#[derive(Debug)]
+pub struct ReleaseChart<'a> {
+    /// The mechanism's model, in words.
+    pub model: &'a str,
+    /// The release's guarantee in a few words (`pure 1-DP`).
+    pub guarantee: String,
+    /// The first output column's name.
+    pub column: &'a str,
+    /// The estimates of the steps `range.0..range.1`.
+    pub estimates: &'a [f64],
+    /// Their stated noise stds.
+    pub stds: &'a [f64],
+    /// The steps shown, `from..to`.
+    pub range: (usize, usize),
+    /// The chart's path without its extension: `<out>.plot`.
+    pub stem: PathBuf,
+}
+
+/// The estimates a release chart shows, kept as the steps pass (the whole series is never
+/// held for it): an explicit `FROM:TO`, or the last 1,440 steps in a ring.
+struct Shown {
+    explicit: Option<(usize, usize)>,
+    values: std::collections::VecDeque<f64>,
+    seen: usize,
+}
+
+impl Shown {
+    /// `range` parsed (checked against the series' length at the end).
+    fn new(range: Option<&str>) -> Result<Self> {
+        let explicit = range
+            .map(|r| evaluate::plot_range(Some(r), usize::MAX))
+            .transpose()?;
+        Ok(Self {
+            explicit,
+            values: std::collections::VecDeque::new(),
+            seen: 0,
+        })
+    }
+
+    fn push(&mut self, chunk: &[f64]) {
+        for &v in chunk {
+            match self.explicit {
+                Some((a, b)) if (a..b).contains(&self.seen) => self.values.push_back(v),
+                Some(_) => {}
+                None => {
+                    self.values.push_back(v);
+                    if self.values.len() > 1440 {
+                        self.values.pop_front();
+                    }
+                }
+            }
+            self.seen += 1;
+        }
+    }
+
+    /// The range within the `n` steps released, and its estimates.
+    fn finish(self, range: Option<&str>) -> Result<((usize, usize), Vec<f64>)> {
+        let r = evaluate::plot_range(range, self.seen)?;
+        Ok((r, self.values.into_iter().collect()))
+    }
 }
 
 impl std::fmt::Debug for DecayFiles<'_> {
@@ -127,6 +195,8 @@ struct Run {
     device: String,
     diag: serde_json::Value,
     evaluation: Vec<ColumnError>,
+    /// The range a release chart shows and its estimates, when one is drawn.
+    shown: Option<((usize, usize), Vec<f64>)>,
 }
 
 impl DecayedSumBuilder {
@@ -164,7 +234,7 @@ impl DecayedSumBuilder {
         let (m, o, run) = if whole {
             self.write_whole(input, &query, out, files, progress)?
         } else {
-            self.write_streaming(input, &query, out, files.chunk, progress)?
+            self.write_streaming(input, &query, out, files, progress)?
         };
         if bound.policy() == OutOfBound::Refuse && run.clamped > 0 {
             return Err(Error::param(
@@ -249,6 +319,14 @@ impl DecayedSumBuilder {
             .transpose()?
             .flatten();
         o.write(out, &series::encode_columns(out, &names, &est, clock)?)?;
+        let shown = match files.release_chart {
+            Some(_) => {
+                let mut s = Shown::new(files.plot_range.as_deref())?;
+                s.push(&est[0]);
+                Some(s.finish(files.plot_range.as_deref())?)
+            }
+            None => None,
+        };
         let run = Run {
             n,
             clamped: series.clamped,
@@ -256,6 +334,7 @@ impl DecayedSumBuilder {
             device,
             diag,
             evaluation,
+            shown,
         };
         Ok((m, o, run))
     }
@@ -267,10 +346,10 @@ impl DecayedSumBuilder {
         input: &Path,
         query: &Query,
         out: &Path,
-        chunk: Option<usize>,
+        files: &DecayFiles<'_>,
         progress: &dyn Progress,
     ) -> Result<(Box<dyn Mechanism>, Outputs, Run)> {
-        let chunk = chunk.unwrap_or(1 << 20);
+        let chunk = files.chunk.unwrap_or(1 << 20);
         // A chunk of 2^28 steps already holds 2 GiB per column.
         if !(1..=1 << 28).contains(&chunk) {
             return Err(Error::param(
@@ -308,6 +387,10 @@ impl DecayedSumBuilder {
         let mut xs = Vec::with_capacity(chunk.min(1 << 24));
         // The estimates' buffers, reused from chunk to chunk.
         let mut est: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+        let mut shown = files
+            .release_chart
+            .map(|_| Shown::new(files.plot_range.as_deref()))
+            .transpose()?;
         let (mut run_s, mut io_s) = (0.0, 0.0);
         let mut t = Instant::now();
         let streamed = (|| {
@@ -322,6 +405,9 @@ impl DecayedSumBuilder {
                 run_s += t.elapsed().as_secs_f64();
                 t = Instant::now();
                 w.write(&est)?;
+                if let Some(s) = shown.as_mut() {
+                    s.push(&est[0]);
+                }
                 progress.advance(xs.len() as u64);
             }
             Ok::<(), Error>(())
@@ -341,6 +427,9 @@ impl DecayedSumBuilder {
             device,
             diag,
             evaluation: Vec::new(),
+            shown: shown
+                .map(|s| s.finish(files.plot_range.as_deref()))
+                .transpose()?,
         };
         Ok((m, o, run))
     }
@@ -393,8 +482,26 @@ impl DecayedSumBuilder {
             diag["steps_per_second"] = (run.n as f64 / run.run_s.max(1e-12)).into();
             kinsey_data::output::write_diagnostics(&mut o, p, &diag)?;
         }
-        o.commit()?;
         let cal = m.calibration();
+        if let (Some(draw), Some((range, estimates))) = (files.release_chart, &run.shown) {
+            let stds: Vec<f64> = (range.0..range.1)
+                .map(|j| m.noise_std(0, j as u64))
+                .collect();
+            let names = m.columns();
+            draw(
+                &mut o,
+                &ReleaseChart {
+                    model: &cal.model,
+                    guarantee: release.guarantee.short(),
+                    column: &names[0],
+                    estimates,
+                    stds: &stds,
+                    range: *range,
+                    stem: PathBuf::from(format!("{}.plot", out.display())),
+                },
+            )?;
+        }
+        o.commit()?;
         Ok(DecayWritten {
             advice: super::usefulness(query, &release),
             release,
@@ -430,6 +537,53 @@ mod tests {
             .bound(Bound::clamp(3.0).expect("bound"))
             .seed(9)
             .device(crate::DevicePref::Cpu)
+    }
+
+    /// The release chart sees the estimates written, over its range, streamed (a ring of
+    /// the last steps, or an explicit range) or read whole, with their stated stds.
+    #[test]
+    fn the_release_chart_shows_the_estimates_written() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let csv = series(dir.path());
+        for (range, chunk, evaluate, want) in [
+            (None, Some(7), false, (0, 500)),
+            (Some("100:130"), Some(7), false, (100, 130)),
+            (Some("100:130"), None, true, (100, 130)),
+        ] {
+            let seen = std::cell::RefCell::new(None);
+            let draw = |_: &mut Outputs, c: &ReleaseChart<'_>| {
+                *seen.borrow_mut() = Some((c.range, c.estimates.to_vec(), c.stds.to_vec()));
+                Ok(())
+            };
+            let out = dir.path().join(format!("r{}-{evaluate}.csv", want.0));
+            let files = DecayFiles {
+                chunk,
+                evaluate,
+                plot_range: range.map(String::from),
+                release_chart: Some(&draw),
+                ..DecayFiles::default()
+            };
+            window()
+                .write_file(&csv, "value", &out, &files)
+                .expect("run");
+            let (r, est, stds) = seen.borrow_mut().take().expect("drawn");
+            assert_eq!(r, want);
+            let written: Vec<f64> = std::fs::read_to_string(&out)
+                .expect("csv")
+                .lines()
+                .skip(1 + r.0)
+                .take(r.1 - r.0)
+                .map(|l| {
+                    l.split(',')
+                        .nth(1)
+                        .expect("estimate")
+                        .parse()
+                        .expect("number")
+                })
+                .collect();
+            assert_eq!(est, written);
+            assert!(stds.len() == est.len() && stds.iter().all(|s| *s > 0.0));
+        }
     }
 
     #[test]

@@ -13,6 +13,6 @@ pub use advice::{USEFUL_STD_FRACTION, usefulness};
 pub use builder::{
     Bound, DecayOutput, DecayedSum, DecayedSumBuilder, Events, OutOfBound, steps_are_bits,
 };
-pub use file::{DecayFiles, DecayWritten, EvaluationChart};
+pub use file::{DecayFiles, DecayWritten, EvaluationChart, ReleaseChart};
 pub use kinsey_decay::evaluate::ColumnError;
 pub use kinsey_decay::{DecayRelease, ModelParams};

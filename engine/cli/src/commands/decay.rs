@@ -110,9 +110,14 @@ pub(crate) struct Args {
     /// true vs private over `--plot-range` to `<out>.NOT-PRIVATE.plot.svg` and `.png`.
     #[arg(long)]
     evaluate: bool,
-    /// Steps to plot with --evaluate, FROM:TO (default: the last 1,440 steps).
+    /// Steps to plot with --plot or --evaluate, FROM:TO (default: the last 1,440 steps).
     #[arg(long)]
     plot_range: Option<String>,
+    /// Draw the release over --plot-range with two stated noise stds either side to
+    /// `<out>.plot.svg` and `.png`: released estimates and public stds only, publishable
+    /// with the release.
+    #[arg(long)]
+    plot: bool,
     /// Run the online path (one step at a time) instead of bulk: the same numbers.
     #[arg(long)]
     online: bool,
@@ -254,7 +259,14 @@ pub(crate) fn run(a: Args) -> Result<()> {
         );
         crate::plot::write_chart(o, &c.stem, &chart).map(drop)
     };
+    let release_chart = |o: &mut Outputs, c: &kinsey::decay::ReleaseChart<'_>| {
+        crate::plot::write_chart(o, &c.stem, &crate::plot::release_band(c)).map(drop)
+    };
+    if a.plot {
+        crate::plot::check_fonts()?;
+    }
     let files = DecayFiles {
+        release_chart: a.plot.then_some(&release_chart as _),
         diagnostics: a.diagnostics,
         evaluate: a.evaluate,
         plot_range: a.plot_range.clone(),
@@ -324,6 +336,12 @@ fn summary(a: &Args, run: &DecayWritten) {
         a.out.display(),
         run.report_path.display()
     );
+    if a.plot {
+        println!(
+            "wrote {0}.plot.svg and {0}.plot.png (the release and its stated error: publishable)",
+            a.out.display()
+        );
+    }
     if let Some(advice) = &run.advice {
         println!("note: {advice}");
     }
