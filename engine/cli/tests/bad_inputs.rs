@@ -133,6 +133,7 @@ chunks past 2^28 steps (2 GiB a column) | decay --input FIX/series.csv --model w
 exponential's --alpha given to a window | decay --input FIX/series.csv --model window --window 4 --alpha 0.5 --epsilon 1 --bound 2 --out WORK/d.csv | alpha ; exponential ; 'window'
 a --window given to a running sum | decay --input FIX/series.csv --model running --window 4 --epsilon 1 --bound 2 --out WORK/d.csv | window ; 'running'
 a --horizon given to a window on the tree | decay --input FIX/series.csv --model window --window 4 --horizon 100 --epsilon 1 --bound 2 --out WORK/d.csv | horizon ; 'window'
+a --beta given to a window (polynomial's) | decay --input FIX/series.csv --model window --window 4 --beta 0.2 --epsilon 1 --bound 2 --out WORK/d.csv | beta ; polynomial ; 'window'
 a release chart past the series' end | decay --input FIX/series.csv --model window --window 4 --epsilon 1 --bound 2 --plot --plot-range 0:99999 --out WORK/d.csv | plot-range ; 0:99999
 a device that is not auto, cpu or gpu | decay --input FIX/series.csv --model window --window 4 --epsilon 1 --device tpu --out WORK/d.csv --bound 2 | tpu ; auto, cpu or gpu
 the GPU for a model without a GPU path | decay --input FIX/series.csv --model allwindow --windows 2,4 --epsilon 1 --device gpu --out WORK/d.csv --bound 2 | allwindow ; no GPU path

@@ -87,6 +87,7 @@ impl DecayedSum {
             ledger: None,
             events: None,
             clamp_check: None,
+            beta_given: false,
         }
     }
 
@@ -161,6 +162,9 @@ pub struct DecayedSumBuilder {
     pub(super) ledger: Option<crate::ledger::Ledger>,
     pub(super) events: Option<Events>,
     pub(super) clamp_check: Option<f64>,
+    /// Whether [`beta`](Self::beta) was called (it has a default, so only the call tells
+    /// a parameter the model ignores from one left alone).
+    pub(super) beta_given: bool,
 }
 
 /// A decayed-sum run: the estimates and the release report. Its `Debug` form shows the
@@ -240,6 +244,7 @@ impl DecayedSumBuilder {
     /// The polynomial sum's approximation parameter in (0, 1).
     pub fn beta(mut self, beta: f64) -> Self {
         self.params.beta = beta;
+        self.beta_given = true;
         self
     }
 
@@ -353,6 +358,16 @@ impl DecayedSumBuilder {
     /// refused before any data is read.
     pub(super) fn query_with(&self, column: &str, bound: Bound) -> Result<Query> {
         kinsey_decay::check_params_apply(&self.model, &self.params)?;
+        if self.beta_given && self.model != "polynomial" {
+            return Err(Error::param(
+                "beta",
+                format!(
+                    "beta is a parameter of model polynomial, not of model '{}': remove it \
+                     (or choose that model)",
+                    self.model
+                ),
+            ));
+        }
         if let Some(e) = self.clamp_check {
             kinsey_core::check_epsilon("clamp-check", e)?;
         }

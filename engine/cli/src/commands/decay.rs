@@ -81,9 +81,10 @@ pub(crate) struct Args {
     /// Decay exponent c > 1 of g(i) = (i + 1)^-c (model polynomial).
     #[arg(long)]
     c: Option<f64>,
-    /// Approximation parameter in (0, 1): estimates F' with (1 - beta) F <= F' <= F.
-    #[arg(long, default_value_t = 0.1)]
-    beta: f64,
+    /// Approximation parameter in (0, 1) of model polynomial: estimates F' with
+    /// (1 - beta) F <= F' <= F (default 0.1).
+    #[arg(long)]
+    beta: Option<f64>,
     /// Longest stream the running sum is calibrated for (default: the series length,
     /// which is public: a column's length, or --start..--end).
     #[arg(long)]
@@ -163,12 +164,14 @@ impl Args {
             windows: self.windows.clone(),
             alpha: self.alpha,
             c: self.c,
-            beta: self.beta,
             horizon: self.horizon,
             arity: self.arity,
             ..Default::default()
         };
         let mut b = DecayedSum::named(&self.model, params).device(self.device);
+        if let Some(beta) = self.beta {
+            b = b.beta(beta);
+        }
         if let Some(m) = &self.mechanism {
             b = b.mechanism(m);
         }
