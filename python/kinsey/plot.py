@@ -14,22 +14,12 @@ import numpy as np
 
 def _pyplot() -> Any:
     try:
-        import matplotlib
-
-        if matplotlib.get_backend().lower() not in ("agg", "pdf", "svg") and not _has_display():
-            matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as e:  # pragma: no cover - depends on the environment
         from . import KinseyError
 
         raise KinseyError("Release.plot() needs matplotlib: pip install matplotlib") from e
     return plt
-
-
-def _has_display() -> bool:
-    import os
-
-    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 def _title(release: Any, what: str) -> str:

@@ -148,10 +148,10 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
             y_type = type_of_target(y, input_name="y")
             said = ("Only binary classification is supported. The type of the target is "
                     f"{y_type}: " if y_type != "binary" else "")
+            # The number of classes only: the label values are the caller's data.
             raise InvalidInput(
                 f"invalid parameter 'y': {said}the classifier needs exactly 2 classes; y "
-                f"has {len(classes)} class{'es' if len(classes) != 1 else ''} "
-                f"({', '.join(map(str, classes[:5]))}{', ...' if len(classes) > 5 else ''})")
+                f"has {len(classes)} class{'es' if len(classes) != 1 else ''}")
         if groups is None:
             party_of = np.zeros(len(y), dtype=np.intp)
         else:
@@ -197,10 +197,7 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
         """The score of each row (positive: ``classes_[1]``), computed by the engine as
         ``kinsey predict`` computes it."""
         self._fitted()
-        X = self._rows(X, reset=False)
-        names = self._names(X.shape[1])
-        table = pa.table({n: np.ascontiguousarray(X[:, j]) for j, n in enumerate(names)})
-        return self.model_.decision_function(table)
+        return self.model_.decision_function(self._rows(X, reset=False))
 
     def predict(self, X: Any) -> np.ndarray:
         """The predicted label of each row, one of ``classes_``."""

@@ -2,20 +2,10 @@
 //! the same in `convert`, `tree` and `sulq perceptron` as `labels` in a train config and in
 //! Python, and gives the same release as each command's older spelling.
 
-use std::path::Path;
-use std::process::Command;
+mod common;
 
-fn ok(args: &[&str]) -> String {
-    let o = Command::new(env!("CARGO_BIN_EXE_kinsey"))
-        .args(args)
-        .env("KINSEY_NO_PROGRESS", "1")
-        .env("KINSEY_LOG", "warn")
-        .output()
-        .expect("run");
-    let text = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "kinsey {args:?}: {text}");
-    text
-}
+use common::ok;
+use std::path::Path;
 
 fn read(p: &Path) -> String {
     std::fs::read_to_string(p).expect("read")

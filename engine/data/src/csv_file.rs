@@ -195,11 +195,11 @@ pub(crate) fn column_index(path: &Path, names: &[String], column: &str) -> Resul
         // A LIBSVM line read as a header: "+1 1:0.5 3:1" is one "column".
         let libsvm = names.len() == 1 && looks_like_libsvm(&names[0]);
         let msg = match sep {
+            // The line is a data row: named for its form, never echoed.
             _ if libsvm => format!(
-                "column not found: the first line, '{}', looks like LIBSVM text (label then \
+                "column not found: the first line looks like LIBSVM text (label then \
                  index:value pairs), not CSV: convert it with `kinsey convert --libsvm {} \
                  --dim D --out FILE.parquet`",
-                names[0],
                 path.display()
             ),
             Some(c) => format!(

@@ -321,9 +321,8 @@ impl DecayedSumBuilder {
         o.write(out, &series::encode_columns(out, &names, &est, clock)?)?;
         let shown = match files.release_chart {
             Some(_) => {
-                let mut s = Shown::new(files.plot_range.as_deref())?;
-                s.push(&est[0]);
-                Some(s.finish(files.plot_range.as_deref())?)
+                let (a, b) = evaluate::plot_range(files.plot_range.as_deref(), est[0].len())?;
+                Some(((a, b), est[0][a..b].to_vec()))
             }
             None => None,
         };

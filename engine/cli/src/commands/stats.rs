@@ -105,6 +105,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
 /// One statistic through the facade's [`Summary`] (which checks the parameters before
 /// any data, charges the ledger before the noise and makes the report), written.
 fn run_stat(a: &StatArgs, builder: Summary) -> Result<Done> {
+    // The chart needs a font: refused before the ledger is charged, not after.
+    crate::plot::check_fonts()?;
     let mut s = builder
         .bounds(a.bounds.0, a.bounds.1)
         .epsilon(a.epsilon)
