@@ -120,20 +120,111 @@ pub fn of_inputs(paths: &[&Path]) -> Result<DataDigest> {
     Ok(d.finish())
 }
 
-/// Every value of a data set as read: dimensions, feature names, rows, labels.
+/// Rows per group of the data set digest: the rows are digested in groups of this many
+/// (the last may be shorter), each group on its own, and the data set's digest is taken
+/// over the groups' digests in order. Groups make the digest computable where the rows
+/// are: a cluster's executors digest the groups they hold and the driver combines them
+/// ([`combine`]), with the digest one machine takes over the same rows.
+pub const GROUP_ROWS: usize = 4096;
+
+/// Every value of a data set as read: dimensions, feature names, then each group of
+/// [`GROUP_ROWS`] rows (its rows' values, then its labels), the groups digested side by
+/// side.
 pub fn of_dataset(ds: &Dataset) -> DataDigest {
-    let mut d = DatasetDigest::new(ds.n(), ds.d, &ds.features);
-    d.rows(&ds.x);
-    d.labels(&ds.y);
-    d.finish()
+    use rayon::prelude::*;
+    let d = ds.d;
+    let groups: Vec<[u8; 32]> =
+        ds.y.par_chunks(GROUP_ROWS)
+            .enumerate()
+            .map(|(g, y)| {
+                let r0 = g * GROUP_ROWS;
+                group_digest(g as u64, &ds.x[r0 * d..(r0 + y.len()) * d], y)
+            })
+            .collect();
+    combine(ds.n(), d, &ds.features, &groups)
 }
 
-/// [`of_dataset`] of a data set that arrives in blocks (a party read from disk a block of
-/// rows at a time): the shape first, then every row's bits in order, then every label.
-/// Blocks of any size give the digest of the whole.
-pub struct DatasetDigest {
-    d: Digester,
+/// The digest of group `g` of a data set: its rows' values (row-major, as read), then its
+/// labels.
+pub fn group_digest(g: u64, x: &[f32], y: &[f32]) -> [u8; 32] {
+    let mut h = GroupHasher::new(g);
+    h.rows(x, y);
+    h.finish()
+}
+
+/// The data set's digest from its shape and its groups' digests ([`group_digest`]), in
+/// group order.
+pub fn combine(n: usize, d: usize, features: &[String], groups: &[[u8; 32]]) -> DataDigest {
+    let mut dg = head(n, d, features);
+    for g in groups {
+        dg.part(g);
+    }
+    dg.finish()
+}
+
+/// The data set digest's start: its domain, shape and feature names.
+fn head(n: usize, d: usize, features: &[String]) -> Digester {
+    let mut dg = Digester::new("kinsey data set v2");
+    dg.part(&(n as u64).to_le_bytes());
+    dg.part(&(d as u64).to_le_bytes());
+    for f in features {
+        dg.part(f.as_bytes());
+    }
+    dg
+}
+
+/// One group's digest as its rows arrive: the rows' values go in as they come, the labels
+/// are held (at most a group's) and go in at the end.
+struct GroupHasher {
+    ctx: Context,
+    labels: Vec<f32>,
     bytes: Vec<u8>,
+}
+
+impl GroupHasher {
+    fn new(g: u64) -> Self {
+        let mut ctx = Digester::new("kinsey data set group v2");
+        ctx.part(&g.to_le_bytes());
+        Self {
+            ctx: ctx.0,
+            labels: Vec::new(),
+            bytes: Vec::new(),
+        }
+    }
+
+    fn rows(&mut self, x: &[f32], y: &[f32]) {
+        for chunk in x.chunks(1 << 14) {
+            self.bytes.clear();
+            self.bytes
+                .extend(chunk.iter().flat_map(|v| v.to_bits().to_le_bytes()));
+            self.ctx.update(&self.bytes);
+        }
+        self.labels.extend_from_slice(y);
+    }
+
+    fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    fn finish(mut self) -> [u8; 32] {
+        self.ctx.update(&(self.labels.len() as u64).to_le_bytes());
+        self.bytes.clear();
+        self.bytes
+            .extend(self.labels.iter().flat_map(|v| v.to_bits().to_le_bytes()));
+        self.ctx.update(&self.bytes);
+        let mut out = [0u8; 32];
+        out.copy_from_slice(self.ctx.finish().as_ref());
+        out
+    }
+}
+
+/// [`of_dataset`] of a data set that arrives in blocks of rows with their labels (a party
+/// read from disk a block at a time): blocks of any size give the digest of the whole.
+pub struct DatasetDigest {
+    head: Digester,
+    d: usize,
+    next: u64,
+    group: Option<GroupHasher>,
 }
 
 impl std::fmt::Debug for DatasetDigest {
@@ -145,40 +236,41 @@ impl std::fmt::Debug for DatasetDigest {
 impl DatasetDigest {
     /// A digest of `n` rows of the columns `features`.
     pub fn new(n: usize, d: usize, features: &[String]) -> Self {
-        let mut dg = Digester::new("kinsey data set v1");
-        dg.part(&(n as u64).to_le_bytes());
-        dg.part(&(d as u64).to_le_bytes());
-        for f in features {
-            dg.part(f.as_bytes());
-        }
         Self {
-            d: dg,
-            bytes: Vec::with_capacity(1 << 16),
+            head: head(n, d, features),
+            d,
+            next: 0,
+            group: None,
         }
     }
 
-    /// The next rows' values (row-major, as read); all rows come before any label.
-    pub fn rows(&mut self, x: &[f32]) {
-        self.values(x);
-    }
-
-    /// The next labels.
-    pub fn labels(&mut self, y: &[f32]) {
-        self.values(y);
-    }
-
-    fn values(&mut self, v: &[f32]) {
-        for chunk in v.chunks(1 << 14) {
-            self.bytes.clear();
-            self.bytes
-                .extend(chunk.iter().flat_map(|v| v.to_bits().to_le_bytes()));
-            self.d.0.update(&self.bytes);
+    /// The next rows (row-major values, as read) and their labels.
+    pub fn block(&mut self, x: &[f32], y: &[f32]) {
+        let d = self.d;
+        let mut r = 0;
+        while r < y.len() {
+            let g = self.group.get_or_insert_with(|| {
+                let h = GroupHasher::new(self.next);
+                self.next += 1;
+                h
+            });
+            let take = (GROUP_ROWS - g.len()).min(y.len() - r);
+            g.rows(&x[r * d..(r + take) * d], &y[r..r + take]);
+            r += take;
+            if g.len() == GROUP_ROWS
+                && let Some(full) = self.group.take()
+            {
+                self.head.part(&full.finish());
+            }
         }
     }
 
     /// The digest.
-    pub fn finish(self) -> DataDigest {
-        self.d.finish()
+    pub fn finish(mut self) -> DataDigest {
+        if let Some(last) = self.group.take() {
+            self.head.part(&last.finish());
+        }
+        self.head.finish()
     }
 }
 
@@ -262,13 +354,29 @@ mod tests {
             .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
             .collect();
         let whole = ds(x.clone(), y.clone());
-        let mut b = DatasetDigest::new(1500, 2, &whole.features);
-        for c in x.chunks(998) {
-            b.rows(c);
+        for block in [1, 77, 998, 1500] {
+            let mut b = DatasetDigest::new(1500, 2, &whole.features);
+            for (xc, yc) in x.chunks(2 * block).zip(y.chunks(block)) {
+                b.block(xc, yc);
+            }
+            assert_eq!(b.finish(), of_dataset(&whole), "blocks of {block}");
         }
-        for c in y.chunks(77) {
-            b.labels(c);
-        }
-        assert_eq!(b.finish(), of_dataset(&whole));
+        // Groups digested apart (a cluster's executors) and combined: the same digest.
+        let n = 3 * GROUP_ROWS + 5;
+        let x: Vec<f32> = (0..2 * n).map(|i| i as f32 * 1e-4).collect();
+        let y: Vec<f32> = (0..n).map(|i| (i % 2) as f32).collect();
+        let whole = ds(x.clone(), y.clone());
+        let groups: Vec<[u8; 32]> = y
+            .chunks(GROUP_ROWS)
+            .enumerate()
+            .map(|(g, yg)| {
+                let r0 = g * GROUP_ROWS;
+                group_digest(g as u64, &x[2 * r0..2 * (r0 + yg.len())], yg)
+            })
+            .collect();
+        assert_eq!(combine(n, 2, &whole.features, &groups), of_dataset(&whole));
+        let mut swapped = groups.clone();
+        swapped.swap(0, 1);
+        assert_ne!(combine(n, 2, &whole.features, &swapped), of_dataset(&whole));
     }
 }

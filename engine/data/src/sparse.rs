@@ -165,9 +165,8 @@ impl SparseDataset {
                     x[(i - r0) * d + self.indices[k] as usize] = self.values[k];
                 }
             }
-            dg.rows(x);
+            dg.block(x, &self.y[r0..r1]);
         }
-        dg.labels(&self.y);
         dg.finish()
     }
 

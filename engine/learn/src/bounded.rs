@@ -211,7 +211,7 @@ fn spill_party(
     let (mut row0, mut transformed) = (0usize, 0usize);
     party.for_each_block(block_rows, &mut |block| {
         if let Some(dg) = digest.as_mut() {
-            dg.rows(&block.x);
+            dg.block(&block.x, &block.y);
         }
         transformed += spec
             .transform
@@ -226,10 +226,7 @@ fn spill_party(
     })?;
     let part = out.finish()?;
     let tag = match digest {
-        Some(mut dg) => {
-            part.for_each_label_block(block_rows, |y| dg.labels(y))?;
-            keys.tag_of(k, d, j, || dg.finish())
-        }
+        Some(dg) => keys.tag_of(k, d, j, || dg.finish()),
         // Unseeded, the tag is 32 bytes from the OS and no digest is read.
         None => keys.tag_of(k, d, j, || kinsey_dp::DataDigest([0; 32])),
     };

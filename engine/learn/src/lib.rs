@@ -12,6 +12,7 @@ pub mod model_file;
 pub mod passes;
 pub mod pipeline;
 pub mod publish;
+pub mod remote;
 mod report;
 pub mod seeding;
 pub mod sparse_job;

@@ -287,6 +287,35 @@ impl LogisticSums {
         Ok(())
     }
 
+    /// Add one group's partial sums computed elsewhere ([`group_sums`]: an executor of a
+    /// cluster), the next group in the fixed order: adding every group's sums in order
+    /// gives the bits [`LogisticSums::add_block`] gives over the same rows.
+    pub fn add_group(&mut self, g: &GroupSums) -> Result<(), KernelError> {
+        let d = self.d;
+        if g.grad.len() != d || g.hessian_lower.as_ref().is_some_and(|h| h.len() != d * d) {
+            return Err(KernelError::Input(format!(
+                "a group's sums have {} gradient entries, not {d}",
+                g.grad.len()
+            )));
+        }
+        if g.hessian_lower.is_some() != self.hessian {
+            return Err(KernelError::Input(
+                "a group's sums and the pass disagree on the Hessian".into(),
+            ));
+        }
+        let part = Part {
+            loss: g.loss,
+            grad: Mat::from_fn(d, 1, |j, _| g.grad[j]),
+            hess: g
+                .hessian_lower
+                .as_ref()
+                .map(|h| Mat::from_fn(d, d, |j, k| h[j * d + k])),
+        };
+        self.total.add(&part);
+        self.rows += g.rows;
+        Ok(())
+    }
+
     /// The sums (the Hessian mirrored to full `d x d`).
     pub fn finish(self) -> LossSums {
         let d = self.d;
@@ -307,6 +336,53 @@ impl LogisticSums {
             hess,
         }
     }
+}
+
+/// One group's partial sums (at most [`GROUP_ROWS`] rows, the group's rows in order),
+/// computed exactly as [`LogisticSums::add_block`] computes each group's: what an executor
+/// of a cluster returns for the groups it holds, to be added in order by
+/// [`LogisticSums::add_group`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupSums {
+    /// Rows summed.
+    pub rows: usize,
+    /// Sum of the losses.
+    pub loss: f64,
+    /// Sum of the gradients, length `d`.
+    pub grad: Vec<f64>,
+    /// With the Hessian: its lower triangle, row-major `d x d` (the upper triangle zero).
+    pub hessian_lower: Option<Vec<f64>>,
+}
+
+/// The partial sums of one group of rows at `w` ([`GroupSums`]).
+pub fn group_sums(
+    x: &[f32],
+    y: &[f32],
+    w: &[f64],
+    hessian: bool,
+) -> Result<GroupSums, KernelError> {
+    let d = w.len();
+    if x.len() != y.len() * d || y.len() > GROUP_ROWS || d == 0 {
+        return Err(KernelError::Input(format!(
+            "a group of {} rows of {d} columns has {} values (at most {GROUP_ROWS} rows)",
+            y.len(),
+            x.len()
+        )));
+    }
+    let wm = MatRef::from_column_major_slice(w, d, 1);
+    let mut acc = Acc::new(d, hessian);
+    for (xc, yc) in x.chunks(CHUNK_ROWS * d).zip(y.chunks(CHUNK_ROWS)) {
+        acc.add_chunk(xc, yc, wm, d);
+    }
+    let part = acc.take();
+    Ok(GroupSums {
+        rows: y.len(),
+        loss: part.loss,
+        grad: (0..d).map(|j| part.grad[(j, 0)]).collect(),
+        hessian_lower: part
+            .hess
+            .map(|h| (0..d * d).map(|i| h[(i / d, i % d)]).collect()),
+    })
 }
 
 #[cfg(test)]
@@ -331,6 +407,34 @@ mod tests {
             }
         }
         (loss, g, h)
+    }
+
+    /// Groups summed one by one (as a cluster's executors do) and added in order give
+    /// the bits of one pass over the same rows, with and without the Hessian.
+    #[test]
+    fn groups_added_in_order_are_the_pass() {
+        let d = 5;
+        let n = 3 * GROUP_ROWS + 777;
+        let x: Vec<f32> = (0..n * d)
+            .map(|i| ((i * 53 % 97) as f32 / 97.0) - 0.5)
+            .collect();
+        let y: Vec<f32> = (0..n).map(|i| if i % 5 < 2 { 1.0 } else { -1.0 }).collect();
+        let w: Vec<f64> = (0..d).map(|j| 0.2 * j as f64 - 0.4).collect();
+        for hessian in [false, true] {
+            let mut whole = LogisticSums::new(&w, d, hessian).expect("new");
+            whole.add_block(&x, &y).expect("block");
+            let mut grouped = LogisticSums::new(&w, d, hessian).expect("new");
+            for (xg, yg) in x.chunks(GROUP_ROWS * d).zip(y.chunks(GROUP_ROWS)) {
+                let g = group_sums(xg, yg, &w, hessian).expect("group");
+                grouped.add_group(&g).expect("add");
+            }
+            assert_eq!(grouped.rows(), n);
+            assert_eq!(grouped.finish(), whole.finish());
+        }
+        let g = group_sums(&x[..d], &y[..1], &w, false).expect("group");
+        let mut with_h = LogisticSums::new(&w, d, true).expect("new");
+        assert!(with_h.add_group(&g).is_err());
+        assert!(group_sums(&x[..d + 1], &y[..1], &w, false).is_err());
     }
 
     #[test]
