@@ -34,6 +34,9 @@ use kinsey_learn::bounded::{self, MemoryBudget};
 /// settings.
 pub use kinsey_learn::logreg::{Objective, SolverConfig};
 use kinsey_learn::pipeline::{self, JobSpec};
+/// A party whose rows are on a cluster (see [`JobBuilder::remote_parties`]), and what its
+/// executors run on each partition.
+pub use kinsey_learn::remote::{GroupWorker, RemoteParty};
 use kinsey_learn::seeding::NoiseKeys;
 use kinsey_learn::sparse_job::{SparseInput, run_sparse};
 /// Backends by name with their options (what a config file's `[crypto]` section names).
@@ -118,6 +121,19 @@ enum Parties {
     Sparse(Vec<PathBuf>, SparseFiles, usize),
     /// Synthetic parties, generated as they are read, and their test set.
     Synthetic(Vec<SynthParty>, Box<Dataset>),
+    /// Parties whose rows are on clusters (`kinsey.spark`): every pass a job there.
+    Remote(RemoteParties),
+}
+
+/// Parties on clusters ([`RemoteParty`]), named in `Debug`.
+#[derive(Clone)]
+struct RemoteParties(Vec<Arc<dyn RemoteParty>>);
+
+impl std::fmt::Debug for RemoteParties {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.0.iter().map(|p| p.name()).collect();
+        write!(f, "RemoteParties({names:?})")
+    }
 }
 
 /// A caller's progress reporting (the CLI's bars), shared by the job's steps.
@@ -233,6 +249,16 @@ impl JobBuilder {
     /// Their data is public, so nothing is charged to a ledger.
     pub fn synthetic_parties(mut self, parties: Vec<SynthParty>, test: Dataset) -> Self {
         self.parties = Some(Parties::Synthetic(parties, Box::new(test)));
+        self
+    }
+
+    /// One party per cluster (`kinsey.spark`'s DataFrames), with the label column `label`:
+    /// each party's rows stay on its cluster, every pass of its solver is a job there, and
+    /// the release is the one the same rows give on one machine, byte for byte
+    /// ([`kinsey_learn::remote`]).
+    pub fn remote_parties(mut self, parties: Vec<Arc<dyn RemoteParty>>, label: &str) -> Self {
+        self.parties = Some(Parties::Remote(RemoteParties(parties)));
+        self.columns.label = label.into();
         self
     }
 
@@ -504,6 +530,7 @@ impl JobBuilder {
                 Parties::Tables(p) => p.len(),
                 Parties::Sparse(p, _, _) => p.len(),
                 Parties::Synthetic(p, _) => p.len(),
+                Parties::Remote(p) => p.0.len(),
             },
             spec.allow_two_parties,
         )?;
@@ -563,6 +590,7 @@ impl Job {
             Parties::Synthetic(p, _) => {
                 p.first().map(|p| p.features().to_vec()).unwrap_or_default()
             }
+            Parties::Remote(p) => kinsey_learn::remote::features(&p.0, &self.columns)?,
         })
     }
 
@@ -717,6 +745,39 @@ impl Job {
                         progress,
                     )?
                 };
+                return Ok(Trained {
+                    report,
+                    label: self.columns.label,
+                });
+            }
+            Parties::Remote(parties) => {
+                if self.ledger.is_some() {
+                    return Err(Error::param(
+                        "ledger",
+                        "parties on clusters are not charged to a ledger yet: leave the ledger out \
+                         (a later version charges them by their digests)",
+                    ));
+                }
+                let features = kinsey_learn::remote::features(&parties.0, &self.columns)?;
+                let keys = keys_for(
+                    self.name,
+                    &self.spec,
+                    Some(&features),
+                    (self.seed, self.record_seed),
+                );
+                let input = kinsey_learn::remote::RemoteInput {
+                    command: self.name,
+                    parties: parties.0,
+                    columns: self.columns.clone(),
+                    test: read_test()?,
+                };
+                let report = kinsey_learn::remote::run(
+                    input,
+                    &self.spec,
+                    &keys,
+                    self.diagnostics,
+                    progress,
+                )?;
                 return Ok(Trained {
                     report,
                     label: self.columns.label,

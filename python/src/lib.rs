@@ -29,8 +29,11 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
+
+mod remote;
 
 create_exception!(
     _kinsey,
@@ -289,14 +292,22 @@ fn train(
     // Each party streams batch by batch into the engine's row-major buffer on the worker
     // (a producer that needs the GIL takes it): no party is held twice.
     // A path is read by the engine's Parquet reader, as `kinsey train` reads it.
-    let readers = parties
+    let remote = parties
         .iter()
-        .enumerate()
-        .map(|(i, t)| match t.extract::<PathBuf>() {
-            Ok(path) => Ok(Party::File(path)),
-            Err(_) => stream(t, &format!("<party {}>", i + 1)).map(Party::Stream),
-        })
-        .collect::<PyResult<Vec<_>>>()?;
+        .map(|p| p.hasattr("_kinsey_remote"))
+        .collect::<PyResult<Vec<bool>>>()?;
+    let readers = if remote.iter().any(|&r| r) {
+        Vec::new()
+    } else {
+        parties
+            .iter()
+            .enumerate()
+            .map(|(i, t)| match t.extract::<PathBuf>() {
+                Ok(path) => Ok(Party::File(path)),
+                Err(_) => stream(t, &format!("<party {}>", i + 1)).map(Party::Stream),
+            })
+            .collect::<PyResult<Vec<_>>>()?
+    };
     let spec = ColumnSpec {
         label: label.clone(),
         features: features.clone().unwrap_or_default(),
@@ -375,6 +386,30 @@ fn train(
     }
     if let Some(l) = ledger_of(ledger)? {
         job = job.ledger(&l);
+    }
+    // Parties on clusters (`kinsey.spark`): every pass a job there, run from this call.
+    if remote.iter().any(|&r| r) {
+        if !remote.iter().all(|&r| r) {
+            return Err(param(
+                "parties",
+                "parties on a cluster and parties here cannot be mixed in one call: run each \
+                 as a network party (kinsey.spark.party and kinsey party) instead",
+            ));
+        }
+        let parties = parties
+            .iter()
+            .map(remote::PyRemoteParty::of)
+            .collect::<PyResult<Vec<_>>>()?;
+        let failures: Vec<remote::Failure> = parties.iter().map(|p| p.failure.clone()).collect();
+        let parties: Vec<Arc<dyn kinsey::classifier::RemoteParty>> = parties
+            .into_iter()
+            .map(|p| Arc::new(p) as Arc<dyn kinsey::classifier::RemoteParty>)
+            .collect();
+        let job = job.remote_parties(parties, &label);
+        return match detached(py, move || job.build()?.run()) {
+            Ok(trained) => outputs(&trained),
+            Err(e) => Err(remote::first_failure(&failures).unwrap_or(e)),
+        };
     }
     // Parties that are all paths are opened by their footers and read whole or party by
     // party within the memory limit, as `kinsey train` reads them.
@@ -905,6 +940,7 @@ fn _kinsey(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FileError", m.py().get_type::<FileError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(train, m)?)?;
+    m.add_class::<remote::GroupWorker>()?;
     m.add_function(wrap_pyfunction!(score, m)?)?;
     m.add_function(wrap_pyfunction!(load_model, m)?)?;
     m.add_function(wrap_pyfunction!(save_model, m)?)?;

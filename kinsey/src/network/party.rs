@@ -10,6 +10,7 @@ use kinsey_data::parquet_io::{ColumnSpec, read_parquet};
 use kinsey_learn::aggregate::{self, PartyInput};
 use kinsey_learn::bounded::{self, MemoryBudget};
 use kinsey_learn::pipeline;
+use kinsey_learn::remote::{self, RemoteParty};
 use kinsey_learn::seeding::NoiseKeys;
 use kinsey_protocol::session::{Binding, Seat, run_participant};
 use kinsey_protocol::transport::Peer;
@@ -17,10 +18,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// A party's local fit: its noise tag, fit, rows and rows the transform changed.
+type Fitted = (
+    kinsey_learn::seeding::Tag,
+    kinsey_learn::logreg::Fit,
+    usize,
+    usize,
+);
+
 /// A party's data and outputs.
 #[derive(Debug, Clone)]
 pub struct PartyData {
-    /// Its Parquet file or directory.
+    /// Its Parquet file or directory (not read for a party on a cluster).
     pub path: PathBuf,
     /// The columns read (the session's features and label, and the label encoding).
     pub columns: ColumnSpec,
@@ -51,20 +60,36 @@ impl Joined {
     /// `trained` is told the training time (NOT PRIVATE: it follows the party's size)
     /// before the protocol starts.
     pub fn run_party(&self, data: &PartyData, trained: &dyn Fn(f64)) -> Result<PartyOutcome> {
-        let t0 = Instant::now();
-        let Peer::Party(idx) = self.me else {
-            return Err(Error::param("session.me", "not a party"));
-        };
-        // The TLS files are checked before any row is read.
-        let mesh = self.mesh()?;
-        let job = &self.p.job;
-        let k = self.session.parties;
-        let d = job.features.len();
+        self.run_fitted(data, trained, &|keys, idx, k| {
+            self.fit_local(data, keys, idx, k)
+        })
+    }
+
+    /// [`run_party`](Self::run_party) for a party whose rows are on a cluster
+    /// (`kinsey.spark.party`): every pass of its fit is a job there, and what it sends is
+    /// what a party on one machine sends (`data.path` is not read).
+    pub fn run_remote_party(
+        &self,
+        party: Arc<dyn RemoteParty>,
+        data: &PartyData,
+        trained: &dyn Fn(f64),
+    ) -> Result<PartyOutcome> {
+        self.run_fitted(data, trained, &|keys, idx, k| {
+            let p = remote::fit_party(idx, k, party.clone(), &data.columns, (&self.spec, keys))?;
+            Ok((p.tag, p.fit, p.n, p.transformed))
+        })
+    }
+
+    /// This party's local fit from its Parquet data: its tag, fit, rows and transformed rows.
+    fn fit_local(
+        &self,
+        data: &PartyData,
+        keys: &NoiseKeys,
+        idx: usize,
+        k: usize,
+    ) -> Result<Fitted> {
+        let d = self.p.job.features.len();
         let cols = &data.columns;
-        // The noise keys: the OS, or a seed bound to the job and, through the tags the
-        // parties exchange before the protocol, to every party's data (as in-process).
-        let description = pipeline::job_description(&job.name, &self.spec, &job.features);
-        let keys = NoiseKeys::new(data.seed, false, description);
         // A party larger than half this machine's memory is spilled once and streamed (the
         // same model); the footers decide, before any row is read.
         let opened = ParquetParty::open(&data.path, cols)?;
@@ -75,7 +100,7 @@ impl Joined {
             false,
             budget.limit,
         );
-        let (tag, fit, n, transformed) = if fits {
+        Ok(if fits {
             let mut ds = read_parquet(&data.path, cols)?;
             ds.check_nonempty()?;
             let tag = keys.tag(k, d, idx, &ds);
@@ -85,9 +110,32 @@ impl Joined {
             }
             (tag, pipeline::fit(&ds, &self.spec)?, ds.n(), transformed)
         } else {
-            let p = bounded::fit_party(idx, k, &opened, (&self.spec, &keys), &budget)?;
+            let p = bounded::fit_party(idx, k, &opened, (&self.spec, keys), &budget)?;
             (p.tag, p.fit, p.n, p.transformed)
+        })
+    }
+
+    /// Fit this party (`fit`: its tag, local fit, rows and transformed rows), then run the
+    /// protocol and write the published model.
+    fn run_fitted(
+        &self,
+        data: &PartyData,
+        trained: &dyn Fn(f64),
+        fit: &dyn Fn(&NoiseKeys, usize, usize) -> Result<Fitted>,
+    ) -> Result<PartyOutcome> {
+        let t0 = Instant::now();
+        let Peer::Party(idx) = self.me else {
+            return Err(Error::param("session.me", "not a party"));
         };
+        // The TLS files are checked before any row is read.
+        let mesh = self.mesh()?;
+        let job = &self.p.job;
+        let k = self.session.parties;
+        // The noise keys: the OS, or a seed bound to the job and, through the tags the
+        // parties exchange before the protocol, to every party's data (as in-process).
+        let description = pipeline::job_description(&job.name, &self.spec, &job.features);
+        let keys = NoiseKeys::new(data.seed, false, description);
+        let (tag, fit, n, transformed) = fit(&keys, idx, k)?;
         // The model's dimension (the tag above binds the data as read).
         let d = self.dim();
         let solver = &self.spec.solver;
