@@ -22,7 +22,9 @@ built by a shuffle): a pass that sees other rows stops with a named error.
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from typing import Any, Sequence
 
 import numpy as np
@@ -91,9 +93,29 @@ def _cut_rows(layout: list[tuple[int, int, int, int]]):
     return run
 
 
+def _test_hook_die(marker: str | None) -> None:
+    """Test hook: ``KINSEY_SPARK_TEST_DIE=FILE`` in the driver's environment kills the
+    executor's Python worker in a pass while FILE exists (the file holding ``once`` is
+    removed first, so the retry lives): how the tests show what an executor lost mid-pass
+    does. The driver reads the variable; the task carries it."""
+    if not marker or not os.path.exists(marker):
+        return
+    with open(marker) as f:
+        once = f.read().strip() == "once"
+    if once:
+        try:
+            os.remove(marker)
+        except FileNotFoundError:
+            return  # another task took the one death
+    os._exit(17)
+
+
 def _whole_pass(task: str, layout: list[tuple[int, int, int, int]], name: str):
     """A job's work on each partition's whole groups."""
+    die = os.environ.get("KINSEY_SPARK_TEST_DIE")
+
     def run(batches):
+        _test_hook_die(die)
         p = _partition_id()
         a, b, first, last = layout[p]
         w = _kinsey.GroupWorker(task)
@@ -129,19 +151,16 @@ def _cut_pass(task: str):
     return run
 
 
-_ENGINE_ERROR = re.compile(r"kinsey\._kinsey\.(\w+): (.*)")
+_ENGINE_ERROR = re.compile(r"(?:kinsey\.)?_kinsey\.(\w+): (.*)")
 
 
 def _named(e: Exception, name: str) -> KinseyError:
-    """A Spark failure as the kinsey error an executor raised (its class and message), or
-    a ``BackendError`` naming the party."""
+    """A Spark failure as the kinsey error an executor raised (its class and message, from
+    the worker's traceback), or a ``BackendError`` naming the party."""
     text = str(e)
     m = _ENGINE_ERROR.search(text)
-    if m is None:
-        m2 = re.search(r"kinsey\.\w*\.?(InputError|ParameterError|KinseyError): (.*)", text)
-        m = m2
     if m is not None:
-        cls = getattr(_kinsey, m.group(1), KinseyError)
+        cls = getattr(sys.modules[__package__], m.group(1), None)
         if isinstance(cls, type) and issubclass(cls, KinseyError):
             return cls(m.group(2).strip())
     first = next((ln for ln in text.splitlines() if ln.strip()), type(e).__name__)
