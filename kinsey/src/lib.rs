@@ -61,6 +61,8 @@ pub(crate) fn required_epsilon(epsilon: Option<f64>) -> Result<f64> {
 pub use kinsey_bench as bench;
 #[cfg(feature = "classifier")]
 pub mod classifier;
+#[cfg(feature = "classifier")]
+pub mod config;
 #[cfg(feature = "parquet")]
 pub mod data;
 #[cfg(feature = "stats")]

@@ -39,7 +39,7 @@ GROUP_ROWS = 4096
 #: The column that carries a row's position while the rows of cut groups are regrouped.
 _ROW = "__kinsey_row"
 
-__all__ = ["GROUP_ROWS", "SparkParty", "train"]
+__all__ = ["GROUP_ROWS", "SparkParty", "party", "train"]
 
 
 def _spark():
@@ -175,19 +175,22 @@ class SparkParty:
 
     _kinsey_remote = True
 
-    def __init__(self, df: Any, *, label: str, name: str = "spark party") -> None:
+    def __init__(self, df: Any, *, label: str | None = None,
+                 name: str = "spark party") -> None:
         functions, types = _spark()
         from pyspark.sql.pandas.types import to_arrow_schema
         from pyspark import StorageLevel
         self.df = df
         self.name = name
-        if label not in df.columns:
+        if label is not None and label not in df.columns:
             raise InputError(
                 f"{name}: column '{label}': label column not found; the columns are: "
                 f"{', '.join(df.columns)}")
         self.schema = to_arrow_schema(df.schema)
         try:
-            counts = df.select(label).mapInArrow(_count_rows, "p long, n long").collect()
+            # One column is read (any: the engine checks the columns by the schema).
+            one = label if label is not None else df.columns[0]
+            counts = df.select(one).mapInArrow(_count_rows, "p long, n long").collect()
         except Exception as e:  # noqa: BLE001  (Spark raises many kinds)
             raise _named(e, name) from None
         per = dict((int(r["p"]), int(r["n"])) for r in counts)
@@ -281,3 +284,28 @@ def train(parties: Sequence[Any], *, label: str, epsilon: float, **kwargs: Any) 
         for p, given in zip(made, parties):
             if p is not given:
                 p.release()
+
+
+def party(df: Any, *, config: str | os.PathLike, label: str | None = None,
+          name: str | None = None) -> Model:
+    """Run one party of a network session (``kinsey party``'s config file, written by
+    ``kinsey session init``) whose rows are a Spark DataFrame: the fit runs on the cluster,
+    and this process draws the party's noise, computes its tag and takes part in the
+    3-stage protocol over the session's mutual TLS, exactly as ``kinsey party`` does; the
+    other participants may be ``kinsey party`` processes on other machines. The config's
+    ``[data] path`` is not read (the DataFrame is the data); the published model is written
+    to its ``[output] dir`` and returned.
+
+    ``label``: when given, it must be the session's label column (``[shared] label``)."""
+    from . import ParameterError as _P  # noqa: N814
+    if label is not None and not hasattr(df, "mapInArrow") and not isinstance(df, SparkParty):
+        raise _P("invalid parameter 'df': a Spark DataFrame is expected")
+    made = df if isinstance(df, SparkParty) else SparkParty(
+        df, label=label, name=name or f"spark party ({os.path.basename(os.fspath(config))})")
+    try:
+        model_path, _diag, _sent, _messages = _kinsey.remote_party(
+            made, config=os.fspath(config), label=label)
+    finally:
+        if made is not df:
+            made.release()
+    return Model.load(model_path)

@@ -108,13 +108,13 @@ fn py_err(e: Error) -> PyErr {
 }
 
 /// A parameter error (`name`: the Python argument).
-fn param(name: &str, msg: impl Into<String>) -> PyErr {
+pub(crate) fn param(name: &str, msg: impl Into<String>) -> PyErr {
     py_err(Error::param(name, msg.into()))
 }
 
 /// Run `f` on a worker thread with the GIL released, waking to run Python's signal
 /// handlers: Ctrl-C raises `KeyboardInterrupt` here without waiting for `f`.
-fn detached<T: Send + 'static>(
+pub(crate) fn detached<T: Send + 'static>(
     py: Python<'_>,
     f: impl FnOnce() -> kinsey::Result<T> + Send + 'static,
 ) -> PyResult<T> {
@@ -941,6 +941,7 @@ fn _kinsey(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(train, m)?)?;
     m.add_class::<remote::GroupWorker>()?;
+    m.add_function(wrap_pyfunction!(remote::remote_party, m)?)?;
     m.add_function(wrap_pyfunction!(score, m)?)?;
     m.add_function(wrap_pyfunction!(load_model, m)?)?;
     m.add_function(wrap_pyfunction!(save_model, m)?)?;

@@ -181,3 +181,49 @@ impl RemoteParty for PyRemoteParty {
         self.description.clone()
     }
 }
+
+/// What a network party on a cluster returns: its published model's path, its NOT
+/// PRIVATE report's path (when asked for), and the bytes and messages it sent.
+type PartyOutcome = (String, Option<String>, usize, usize);
+
+/// Run one party of a network session (`kinsey party`'s config file) whose rows are on a
+/// cluster: its fit runs there, its noise, tag and protocol messages here.
+#[pyfunction]
+#[pyo3(signature = (party, *, config, label=None))]
+pub(crate) fn remote_party(
+    py: Python<'_>,
+    party: &Bound<'_, PyAny>,
+    config: std::path::PathBuf,
+    label: Option<String>,
+) -> PyResult<PartyOutcome> {
+    use kinsey::network::{Role, config::ParticipantConfig};
+    let cfg = ParticipantConfig::load(&config).map_err(py_err)?;
+    let data = cfg.party_data().map_err(py_err)?;
+    let participant = cfg.participant().map_err(py_err)?;
+    if let Some(l) = label
+        && l != participant.job.label
+    {
+        return Err(crate::param(
+            "label",
+            format!(
+                "'{l}' is not the session's label column '{}' ({})",
+                participant.job.label,
+                config.display()
+            ),
+        ));
+    }
+    let remote = PyRemoteParty::of(party)?;
+    let failure = remote.failure.clone();
+    let remote: Arc<dyn RemoteParty> = Arc::new(remote);
+    let done = crate::detached(py, move || {
+        let joined = participant.join(Role::Party)?;
+        let o = joined.run_remote_party(remote, &data, &|_| {})?;
+        Ok((
+            o.model.display().to_string(),
+            o.diagnostics.map(|d| d.display().to_string()),
+            o.bytes_sent,
+            o.messages_sent,
+        ))
+    });
+    done.map_err(|e| first_failure(&[failure]).unwrap_or(e))
+}

@@ -166,3 +166,45 @@ def test_a_standalone_cluster(parties, tmp_path):
                        timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert json.loads(out.read_text()) == local.release
+
+
+def test_a_party_on_spark_in_a_tls_session_with_parties_on_one_machine(spark, cli, tmp_path):
+    """Party 2 of a three-party session runs on Spark (kinsey.spark.party), parties 1 and 3
+    and the curator are `kinsey party` / `kinsey curator` processes, over the session's
+    mutual TLS: everyone publishes the model `kinsey demo` publishes in one process with the
+    same seed, byte for byte."""
+    import tomllib
+    s = tmp_path / "s"
+    common = ["--dim", "4", "--smallest-party", "5000", "--seed", "5", "--key-bits", "512",
+              "--allow-insecure-test-keys"]
+    subprocess.run([str(cli), "session", "init", "--parties", "3", "--out", str(s), *common,
+                    "--connect-window", "300"], check=True, capture_output=True)
+    env = {**os.environ, "KINSEY_NO_PROGRESS": "1"}
+    procs = [subprocess.Popen([str(cli), role, "--config", str(s / f"{name}.toml")],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+             for role, name in [("party", "party-1"), ("party", "party-3"),
+                                ("curator", "curator")]]
+    try:
+        cfg = tomllib.loads((s / "party-2.toml").read_text())
+        data = pathlib.Path(cfg["data"]["path"])
+        data = data if data.is_absolute() else s / data
+        spark.conf.set("spark.sql.files.maxPartitionBytes", "20000")
+        df = spark.read.parquet(str(data))
+        assert df.rdd.getNumPartitions() > 1
+        model = kinsey.spark.party(df, config=s / "party-2.toml", label="label")
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+        outs = [p.communicate(timeout=300)[0].decode() for p in procs]
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out
+    demo = tmp_path / "demo"
+    subprocess.run([str(cli), "demo", "--out", str(demo), "--parties", "3", *common,
+                    "--no-diagnostics"], check=True, capture_output=True, env=env)
+    want = (demo / "model.json").read_bytes()
+    published = json.loads(want)["w"]
+    assert list(model.w) == published
+    for who in ["curator", "party-1", "party-2", "party-3"]:
+        got = json.loads((s / who / "out" / "model.json").read_text())["w"]
+        assert got == published, who
+    with pytest.raises(kinsey.ParameterError, match="not the session's label column"):
+        kinsey.spark.party(df, config=s / "party-2.toml", label="f1")

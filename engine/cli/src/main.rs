@@ -5,12 +5,12 @@
 
 mod benchmarks;
 mod commands;
-mod config;
+use kinsey::config;
 mod experiment;
 #[cfg(feature = "paillier")]
 mod keyfiles;
 mod plot;
-mod session_config;
+use kinsey::network::config as session_config;
 mod summary;
 mod term;
 mod tree_chart;

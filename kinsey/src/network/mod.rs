@@ -9,6 +9,7 @@
 //! What leaves a party is the protocol's messages only: their number, sizes and
 //! destinations are a public function of K, d and the key size.
 
+pub mod config;
 mod curator;
 mod participant;
 mod party;

@@ -2,7 +2,7 @@
 //! facade's [`Participant`], the test hooks, and the stage lines each prints.
 
 use crate::session_config::ParticipantConfig;
-use kinsey::network::{Joined, Participant, Peer, Role, SessionJob, Stage};
+use kinsey::network::{Joined, Participant, Peer, Role, Stage};
 use kinsey::{Error, Result};
 use std::path::Path;
 use std::sync::Arc;
@@ -63,18 +63,6 @@ type TestHooks = (Option<(kinsey::network::Tamper, Stage)>, Option<Stage>);
 /// facade reads the roster and checks K before anything connects.
 pub(crate) fn join(path: &Path, role: Role, hooks: &Hooks) -> Result<(ParticipantConfig, Joined)> {
     let cfg = ParticipantConfig::load(path)?;
-    let backend = match cfg.shared.crypto(&cfg.crypto).aggregation()? {
-        crate::config::Aggregation::Secure(s) => s,
-        crate::config::Aggregation::Plaintext => {
-            return Err(Error::param(
-                "shared.backend",
-                "a session needs a crypto backend",
-            ));
-        }
-    };
-    let shared = &cfg.shared;
-    let data = shared.data(Default::default(), Default::default());
-    let (connect_window, timeout) = cfg.durations();
     let (tamper, hold_at) = hooks.parse()?;
     // Each stage is named on the participant's own terminal as it starts, with the time
     // since the session began (stages and their order are public). The hold hook lives
@@ -95,30 +83,9 @@ pub(crate) fn join(path: &Path, role: Role, hooks: &Hooks) -> Result<(Participan
         }
     });
     let p = Participant {
-        roster: cfg.session.roster.clone(),
-        me: cfg.session.me.clone(),
-        ca: cfg.tls.ca.clone(),
-        cert: cfg.tls.cert.clone(),
-        key: cfg.tls.key.clone(),
-        connect_window,
-        timeout,
-        backend,
-        device: cfg.compute.device,
-        job: SessionJob {
-            name: shared.job.clone(),
-            features: shared.features.clone(),
-            label: shared.label.clone(),
-            lambda: shared.lambda,
-            solver: shared.model().solver(),
-            privacy: shared.privacy().spec(),
-            epsilon: shared.epsilon,
-            transform: data.transform()?,
-            intercept: data.intercept()?,
-            allow_two_parties: shared.allow_two_parties,
-            params: shared.canonical()?,
-        },
         on_stage: Some(on_stage),
         tamper,
+        ..cfg.participant()?
     };
     // The roster names the role first: a party's config given to `kinsey curator` says so.
     let joined = p.join(role)?;

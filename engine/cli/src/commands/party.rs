@@ -4,8 +4,8 @@
 //! It writes the published model, and (when asked) its own NOT PRIVATE report.
 
 use super::participant::{Hooks, join};
-use kinsey::network::{PartyData, Role};
-use kinsey::{Error, Result};
+use kinsey::network::Role;
+use kinsey::Result;
 use std::path::PathBuf;
 
 /// Run one party of a session from its TOML config (see `kinsey session init`).
@@ -21,17 +21,7 @@ pub(crate) struct Args {
 /// Runs `kinsey party`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let (cfg, j) = join(&a.config, Role::Party, &a.hooks)?;
-    let data = cfg
-        .data
-        .as_ref()
-        .ok_or_else(|| Error::param("data", "a party's config needs [data] path = ..."))?;
-    let party = PartyData {
-        path: data.path.clone(),
-        columns: cfg.shared.data(data.path.clone(), data.labels).columns(),
-        seed: cfg.privacy.as_ref().and_then(|p| p.seed),
-        out: cfg.output.dir.clone(),
-        diagnostics: cfg.output.diagnostics,
-    };
+    let party = cfg.party_data()?;
     let me = j.me();
     let device = j.backend_device();
     let outcome = j.run_party(&party, &|train_s| {

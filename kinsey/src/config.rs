@@ -2,7 +2,7 @@
 //! Unknown keys are errors (a typo must not silently fall back to a default). Relative
 //! paths are resolved against the config file's directory.
 
-use kinsey::classifier::{
+use crate::classifier::{
     Aggregator, NoiseKind, PlaintextAggregator, PrivacySpec, ProtocolConfig, SecureAggregator,
     SensitivityDerivation, SolverConfig, SparseFiles,
 };
@@ -15,23 +15,30 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct TrainConfig {
+/// `kinsey train`'s config file.
+pub struct TrainConfig {
+    /// `[data]`: the parties' files and how their rows are read.
     pub data: DataConfig,
     #[serde(default)]
+    /// `[model]`: the regulariser and the solver.
     pub model: ModelConfig,
+    /// `[privacy]`: the guarantee and its calibration.
     pub privacy: PrivacyConfig,
     #[serde(default)]
+    /// `[compute]`: where the local fits run, and in how much memory.
     pub compute: ComputeConfig,
     #[serde(default)]
+    /// `[output]`: where the release (and the diagnostics) go.
     pub output: OutputConfig,
     #[serde(default)]
+    /// `[crypto]`: how the aggregate is computed.
     pub crypto: CryptoConfig,
 }
 
 /// `[crypto]`: how the aggregate is computed.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct CryptoConfig {
+pub struct CryptoConfig {
     /// "secure" (the 3-stage protocol) or "plaintext" (the reference, no secrecy between
     /// parties: for experiments).
     #[serde(default = "default_aggregation")]
@@ -81,7 +88,7 @@ impl Default for CryptoConfig {
 
 /// How the noisy average is computed, as the config chose it.
 #[derive(Debug, Clone)]
-pub(crate) enum Aggregation {
+pub enum Aggregation {
     /// The reference computation in one place (no secrecy between parties).
     Plaintext,
     /// The secure 3-stage protocol over a crypto backend.
@@ -90,7 +97,7 @@ pub(crate) enum Aggregation {
 
 impl Aggregation {
     /// The aggregator the job runs.
-    pub(crate) fn into_aggregator(self) -> std::sync::Arc<dyn Aggregator> {
+    pub fn into_aggregator(self) -> std::sync::Arc<dyn Aggregator> {
         match self {
             Self::Plaintext => std::sync::Arc::new(PlaintextAggregator),
             Self::Secure(s) => std::sync::Arc::new(s),
@@ -101,13 +108,13 @@ impl Aggregation {
 impl CryptoConfig {
     /// The aggregation this section asks for; creating the backend checks the name, the key
     /// size and the insecure flags.
-    pub(crate) fn aggregation(&self) -> Result<Aggregation> {
+    pub fn aggregation(&self) -> Result<Aggregation> {
         match self.aggregation.as_str() {
             "plaintext" => Ok(Aggregation::Plaintext),
             "secure" => {
-                let backend = kinsey::classifier::registry().create(
+                let backend = crate::classifier::registry().create(
                     &self.backend,
-                    &kinsey::classifier::BackendOptions {
+                    &crate::classifier::BackendOptions {
                         key_bits: self.key_bits,
                         allow_insecure_test_keys: self.allow_insecure_test_keys,
                         allow_insecure: self.allow_insecure,
@@ -134,23 +141,27 @@ impl CryptoConfig {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct DataConfig {
+/// `[data]`: the parties' files, their columns and the rows' transform.
+pub struct DataConfig {
     /// One Parquet file or directory per party.
     pub parties: Vec<PathBuf>,
     /// Optional test set (same columns).
     #[serde(default)]
     pub test: Option<PathBuf>,
     #[serde(default = "default_label")]
+    /// The label column.
     pub label: String,
     /// Empty: every numeric column except the label.
     #[serde(default)]
     pub features: Vec<String>,
     #[serde(default)]
+    /// How the labels are written (`plus_minus_one` or `zero_one`).
     pub labels: LabelEncoding,
     /// "none" (rows must be in the unit ball), "scale" (with row_scale) or "clip".
     #[serde(default = "default_transform")]
     pub row_transform: String,
     #[serde(default)]
+    /// The scale of `row_transform = "scale"`.
     pub row_scale: Option<f64>,
     /// The intercept's public constant c in (0, 1): rows become (sqrt(1 - c^2) x, c).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -192,7 +203,8 @@ fn default_transform() -> String {
 }
 
 impl DataConfig {
-    pub(crate) fn columns(&self) -> ColumnSpec {
+    /// The columns every party is read with.
+    pub fn columns(&self) -> ColumnSpec {
         ColumnSpec {
             label: self.label.clone(),
             features: self.features.clone(),
@@ -204,7 +216,7 @@ impl DataConfig {
     /// `dim` features, `None` for dense Parquet; an error for an unknown format, a sparse
     /// job without `dim` or with keys its format does not read, and sparse keys given to
     /// dense Parquet.
-    pub(crate) fn sparse(&self) -> Result<Option<(usize, SparseFiles)>> {
+    pub fn sparse(&self) -> Result<Option<(usize, SparseFiles)>> {
         let sparse_keys = [
             ("data.dim", self.dim.is_some()),
             ("data.indices", self.indices.is_some()),
@@ -298,14 +310,15 @@ impl DataConfig {
     }
 
     /// The intercept's constant, checked.
-    pub(crate) fn intercept(&self) -> Result<Option<f64>> {
+    pub fn intercept(&self) -> Result<Option<f64>> {
         if let Some(c) = self.intercept {
             kinsey_data::check_intercept("data.intercept", c)?;
         }
         Ok(self.intercept)
     }
 
-    pub(crate) fn transform(&self) -> Result<RowTransform> {
+    /// The rows' transform into the unit ball (checked against `row_scale`).
+    pub fn transform(&self) -> Result<RowTransform> {
         match (self.row_transform.as_str(), self.row_scale) {
             ("none", None) => Ok(RowTransform::None),
             ("clip", None) => Ok(RowTransform::Clip),
@@ -332,12 +345,15 @@ impl DataConfig {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ModelConfig {
+/// `[model]`: the regulariser and the Newton solver's settings.
+pub struct ModelConfig {
     /// lambda of seed 001 eq. (2): J(w) = mean loss + lambda w.w
     pub lambda: f64,
     #[serde(default = "default_tol")]
+    /// Stop when the gradient's norm is at most this.
     pub tolerance: f64,
     #[serde(default = "default_iters")]
+    /// Newton iterations before giving up.
     pub max_iterations: usize,
     /// Rows in the Hessian subsample (0 = all rows); see `SolverConfig::hessian_rows`.
     #[serde(default = "default_hessian_rows")]
@@ -367,7 +383,8 @@ impl Default for ModelConfig {
 }
 
 impl ModelConfig {
-    pub(crate) fn solver(&self) -> SolverConfig {
+    /// The solver's settings.
+    pub fn solver(&self) -> SolverConfig {
         SolverConfig {
             tolerance: self.tolerance,
             max_iterations: self.max_iterations,
@@ -378,11 +395,15 @@ impl ModelConfig {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct PrivacyConfig {
+/// `[privacy]`: epsilon, the sensitivity's derivation and the noise.
+pub struct PrivacyConfig {
+    /// The release's epsilon.
     pub epsilon: f64,
     #[serde(default)]
+    /// How the sensitivity is derived (`tight` or `paper`).
     pub calibration: SensitivityDerivation,
     #[serde(default)]
+    /// The noise's distribution (`l2` or `laplace`).
     pub noise: NoiseKind,
     /// Reproducible noise for audits; the release is then NOT private against whoever knows it.
     #[serde(default)]
@@ -403,7 +424,8 @@ pub(crate) struct PrivacyConfig {
 }
 
 impl PrivacyConfig {
-    pub(crate) fn spec(&self) -> PrivacySpec {
+    /// The privacy parameters of a job.
+    pub fn spec(&self) -> PrivacySpec {
         PrivacySpec {
             epsilon: self.epsilon,
             calibration: self.calibration,
@@ -414,7 +436,8 @@ impl PrivacyConfig {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ComputeConfig {
+/// `[compute]`: the device of the local fits, and the memory limit.
+pub struct ComputeConfig {
     /// "auto" | "cpu" | "gpu", parsed once when the file is read.
     #[serde(default, with = "device_name")]
     pub device: kinsey_kernels::DevicePref,
@@ -439,7 +462,7 @@ impl Default for ComputeConfig {
 
 impl ComputeConfig {
     /// `memory_limit` in bytes, if set.
-    pub(crate) fn memory_limit(&self) -> Result<Option<u64>> {
+    pub fn memory_limit(&self) -> Result<Option<u64>> {
         self.memory_limit
             .as_deref()
             .map(|s| {
@@ -466,8 +489,10 @@ mod device_name {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct OutputConfig {
+/// `[output]`: the release's directory and whether diagnostics are written.
+pub struct OutputConfig {
     #[serde(default = "default_out")]
+    /// The directory the release is written to.
     pub dir: PathBuf,
 }
 
@@ -483,7 +508,7 @@ impl Default for OutputConfig {
 
 impl TrainConfig {
     /// Parse and validate a TOML file; relative paths become relative to its directory.
-    pub(crate) fn load(path: &Path) -> Result<Self> {
+    pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
         let mut cfg = Self::parse(&text).map_err(|e| match e {
             Error::Config { msg, .. } => Error::Config {
@@ -507,7 +532,7 @@ impl TrainConfig {
     }
 
     /// Parse TOML text and check parameter ranges.
-    pub(crate) fn parse(text: &str) -> Result<Self> {
+    pub fn parse(text: &str) -> Result<Self> {
         let cfg: TrainConfig = toml::from_str(text).map_err(|e| Error::Config {
             path: PathBuf::from("<config>"),
             msg: e.to_string(),
@@ -516,7 +541,8 @@ impl TrainConfig {
         Ok(cfg)
     }
 
-    pub(crate) fn validate(&self) -> Result<()> {
+    /// Check every value and every combination before anything runs.
+    pub fn validate(&self) -> Result<()> {
         if self.data.parties.is_empty() {
             return Err(Error::param(
                 "data.parties",
@@ -524,7 +550,7 @@ impl TrainConfig {
             ));
         }
         kinsey_core::check_epsilon("privacy.epsilon", self.privacy.epsilon)?;
-        kinsey::classifier::Objective::new(self.model.lambda)?;
+        crate::classifier::Objective::new(self.model.lambda)?;
         if !(self.model.tolerance.is_finite() && self.model.tolerance > 0.0) {
             return Err(Error::param("model.tolerance", "must be > 0"));
         }
@@ -629,7 +655,7 @@ noise = "laplace"
 
     #[test]
     fn example_config_parses() {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/train.toml");
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/train.toml");
         TrainConfig::load(&p).expect("examples/train.toml is valid");
     }
 }

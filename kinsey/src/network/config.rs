@@ -5,8 +5,8 @@
 //! participant's file: its canonical form is hashed in the TLS handshake and a mismatch names
 //! the parameter and the peer.
 
+use crate::classifier::{NoiseKind, SensitivityDerivation};
 use crate::config::{ComputeConfig, CryptoConfig, DataConfig, ModelConfig, PrivacyConfig};
-use kinsey::classifier::{NoiseKind, SensitivityDerivation};
 use kinsey_core::{Error, Result};
 use kinsey_data::LabelEncoding;
 use serde::{Deserialize, Serialize};
@@ -16,9 +16,12 @@ use std::time::Duration;
 /// One participant's file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ParticipantConfig {
+pub struct ParticipantConfig {
+    /// `[session]`: the roster and this participant's name in it.
     pub session: SessionSection,
+    /// `[tls]`: the session CA and this participant's certificate and key.
     pub tls: TlsSection,
+    /// `[shared]`: the job's public parameters, identical in every participant's file.
     pub shared: Shared,
     /// A party's data (the curator has none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -27,10 +30,12 @@ pub(crate) struct ParticipantConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub privacy: Option<PartySeed>,
     #[serde(default)]
+    /// `[compute]`: where this participant's local fit runs.
     pub compute: ComputeConfig,
     /// Where this participant's own backend batches run (not shared).
     #[serde(default, skip_serializing_if = "LocalCrypto::is_default")]
     pub crypto: LocalCrypto,
+    /// `[output]`: where this participant writes.
     pub output: SessionOutput,
 }
 
@@ -39,7 +44,7 @@ pub(crate) struct ParticipantConfig {
 /// give identical ciphertexts), so each participant picks what its machine has.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct LocalCrypto {
+pub struct LocalCrypto {
     /// "cpu" (default), "gpu" (every batch; an error without an adapter) or "auto".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
@@ -58,7 +63,7 @@ impl LocalCrypto {
 /// `[session]`: the roster and this participant's place in it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct SessionSection {
+pub struct SessionSection {
     /// The roster file (identical at every participant).
     pub roster: PathBuf,
     /// This participant's name in the roster: `curator` or `party-J`.
@@ -81,7 +86,7 @@ fn default_timeout() -> u64 {
 /// `[tls]`: PEM files.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct TlsSection {
+pub struct TlsSection {
     /// The session CA's certificate.
     pub ca: PathBuf,
     /// This participant's certificate (chain).
@@ -93,32 +98,42 @@ pub(crate) struct TlsSection {
 /// `[shared]`: the job's public parameters, identical everywhere.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Shared {
+pub struct Shared {
     /// Names the release; with a DP seed, `demo` reproduces `kinsey demo --seed`.
     #[serde(default = "default_job")]
     pub job: String,
     /// The feature columns, in order (every party reads exactly these).
     pub features: Vec<String>,
     #[serde(default = "default_label")]
+    /// The label column.
     pub label: String,
+    /// The L2 regulariser lambda.
     pub lambda: f64,
     #[serde(default = "default_tol")]
+    /// The solver's gradient tolerance (the public gradient bound).
     pub tolerance: f64,
     #[serde(default = "default_iters")]
+    /// Newton iterations before a party gives up.
     pub max_iterations: usize,
     #[serde(default = "default_hessian_rows")]
+    /// Rows of the Hessian subsample (0: all rows).
     pub hessian_rows: usize,
+    /// The release's epsilon.
     pub epsilon: f64,
     /// Accept K = 2, where the smaller party can compute the other's exact model.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_two_parties: bool,
     #[serde(default)]
+    /// How the sensitivity is derived.
     pub calibration: SensitivityDerivation,
     #[serde(default)]
+    /// The noise's distribution.
     pub noise: NoiseKind,
     #[serde(default = "default_transform")]
+    /// The rows' transform into the unit ball (`none`, `clip`, `scale`).
     pub row_transform: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The scale of `row_transform = "scale"`.
     pub row_scale: Option<f64>,
     /// The intercept's public constant c in (0, 1), when the model has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -127,10 +142,13 @@ pub(crate) struct Shared {
     #[serde(default = "default_backend")]
     pub backend: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The crypto backend's key size in bits.
     pub key_bits: Option<u32>,
     #[serde(default)]
+    /// Accept keys below the backend's minimum (tests only).
     pub allow_insecure_test_keys: bool,
     #[serde(default)]
+    /// Accept a backend that does not encrypt (`mock`, tests only).
     pub allow_insecure: bool,
 }
 
@@ -159,17 +177,18 @@ fn default_backend() -> String {
 /// `[data]` (parties only).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct PartyData {
+pub struct PartyData {
     /// The party's Parquet file or directory.
     pub path: PathBuf,
     #[serde(default)]
+    /// How the labels are written.
     pub labels: LabelEncoding,
 }
 
 /// `[privacy]` (parties only).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct PartySeed {
+pub struct PartySeed {
     /// Reproducible noise for trials: whoever knows it can remove this party's noise.
     #[serde(default)]
     pub seed: Option<u64>,
@@ -178,7 +197,8 @@ pub(crate) struct PartySeed {
 /// `[output]`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct SessionOutput {
+pub struct SessionOutput {
+    /// The directory this participant writes to.
     pub dir: PathBuf,
     /// Also write this participant's NOT PRIVATE report (its traffic, timings and, for a
     /// party, its own fit and noise calibration: its own data).
@@ -188,7 +208,7 @@ pub(crate) struct SessionOutput {
 
 impl Shared {
     /// The sections of `kinsey train` these parameters stand for.
-    pub(crate) fn model(&self) -> ModelConfig {
+    pub fn model(&self) -> ModelConfig {
         ModelConfig {
             lambda: self.lambda,
             tolerance: self.tolerance,
@@ -197,7 +217,8 @@ impl Shared {
         }
     }
 
-    pub(crate) fn privacy(&self) -> PrivacyConfig {
+    /// The shared privacy parameters as a `kinsey train` config's `[privacy]`.
+    pub fn privacy(&self) -> PrivacyConfig {
         PrivacyConfig {
             epsilon: self.epsilon,
             calibration: self.calibration,
@@ -212,7 +233,7 @@ impl Shared {
 
     /// The `[crypto]` section of `kinsey train` these parameters and a participant's own
     /// device choice stand for.
-    pub(crate) fn crypto(&self, local: &LocalCrypto) -> CryptoConfig {
+    pub fn crypto(&self, local: &LocalCrypto) -> CryptoConfig {
         CryptoConfig {
             aggregation: "secure".into(),
             backend: self.backend.clone(),
@@ -225,7 +246,7 @@ impl Shared {
     }
 
     /// The columns and row transform, as `kinsey train`'s `[data]` holds them.
-    pub(crate) fn data(&self, path: PathBuf, labels: LabelEncoding) -> DataConfig {
+    pub fn data(&self, path: PathBuf, labels: LabelEncoding) -> DataConfig {
         DataConfig {
             parties: vec![path],
             test: None,
@@ -245,7 +266,7 @@ impl Shared {
 
     /// The canonical `name = value` lines hashed in the handshake (sorted names, JSON
     /// values), with K and the roster's digest appended by the caller.
-    pub(crate) fn canonical(&self) -> Result<String> {
+    pub fn canonical(&self) -> Result<String> {
         let v = serde_json::to_value(self)
             .map_err(|e| Error::param("shared", format!("cannot serialise: {e}")))?;
         let serde_json::Value::Object(map) = v else {
@@ -262,8 +283,8 @@ impl Shared {
 
 impl ParticipantConfig {
     /// Parse, resolve paths and validate.
-    pub(crate) fn load(path: &Path) -> Result<Self> {
-        let text = kinsey::classifier::read_bounded(path, 1 << 20)?;
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = crate::classifier::read_bounded(path, 1 << 20)?;
         let mut cfg: Self = toml::from_str(&text).map_err(|e| Error::Config {
             path: path.to_path_buf(),
             msg: e.to_string(),
@@ -302,7 +323,7 @@ impl ParticipantConfig {
         }
         let s = &self.shared;
         kinsey_core::check_epsilon("shared.epsilon", s.epsilon)?;
-        kinsey::classifier::Objective::new(s.lambda)?;
+        crate::classifier::Objective::new(s.lambda)?;
         if !(s.tolerance.is_finite() && s.tolerance > 0.0) {
             return Err(Error::param("shared.tolerance", "must be > 0"));
         }
@@ -325,11 +346,74 @@ impl ParticipantConfig {
     }
 
     /// Connect window and receive timeout.
-    pub(crate) fn durations(&self) -> (Duration, Duration) {
+    pub fn durations(&self) -> (Duration, Duration) {
         (
             Duration::from_secs(self.session.connect_window_s),
             Duration::from_secs(self.session.timeout_s),
         )
+    }
+}
+
+/// A participant's config as the facade's session types.
+impl ParticipantConfig {
+    /// This participant ([`super::Participant`]: roster, name, TLS files, time limits,
+    /// backend, device and the job's public parameters), without stage hooks or test
+    /// tampering; `join` it as the roster's role for it.
+    pub fn participant(&self) -> Result<super::Participant> {
+        let backend = match self.shared.crypto(&self.crypto).aggregation()? {
+            crate::config::Aggregation::Secure(s) => s,
+            crate::config::Aggregation::Plaintext => {
+                return Err(Error::param(
+                    "shared.backend",
+                    "a session needs a crypto backend",
+                ));
+            }
+        };
+        let shared = &self.shared;
+        let data = shared.data(Default::default(), Default::default());
+        let (connect_window, timeout) = self.durations();
+        Ok(super::Participant {
+            roster: self.session.roster.clone(),
+            me: self.session.me.clone(),
+            ca: self.tls.ca.clone(),
+            cert: self.tls.cert.clone(),
+            key: self.tls.key.clone(),
+            connect_window,
+            timeout,
+            backend,
+            device: self.compute.device,
+            job: super::SessionJob {
+                name: shared.job.clone(),
+                features: shared.features.clone(),
+                label: shared.label.clone(),
+                lambda: shared.lambda,
+                solver: shared.model().solver(),
+                privacy: shared.privacy().spec(),
+                epsilon: shared.epsilon,
+                transform: data.transform()?,
+                intercept: data.intercept()?,
+                allow_two_parties: shared.allow_two_parties,
+                params: shared.canonical()?,
+            },
+            on_stage: None,
+            tamper: None,
+        })
+    }
+
+    /// A party's data and outputs ([`super::PartyData`]): its `[data]` file read with the
+    /// session's columns, its own seed, its output folder.
+    pub fn party_data(&self) -> Result<super::PartyData> {
+        let data = self
+            .data
+            .as_ref()
+            .ok_or_else(|| Error::param("data", "a party's config needs [data] path = ..."))?;
+        Ok(super::PartyData {
+            path: data.path.clone(),
+            columns: self.shared.data(data.path.clone(), data.labels).columns(),
+            seed: self.privacy.as_ref().and_then(|p| p.seed),
+            out: self.output.dir.clone(),
+            diagnostics: self.output.diagnostics,
+        })
     }
 }
 
