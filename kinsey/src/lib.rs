@@ -61,6 +61,8 @@ pub(crate) fn required_epsilon(epsilon: Option<f64>) -> Result<f64> {
 pub use kinsey_bench as bench;
 #[cfg(feature = "classifier")]
 pub mod classifier;
+#[cfg(all(feature = "classifier", feature = "stats"))]
+pub mod cluster;
 #[cfg(feature = "classifier")]
 pub mod config;
 #[cfg(feature = "parquet")]

@@ -27,6 +27,16 @@ use kinsey_stats::histogram::Binning;
 use kinsey_stats::histogram_query::{Bins, HistogramQuery};
 use std::path::Path;
 
+/// A ledger given to a release of a table on a cluster.
+#[cfg(feature = "classifier")]
+pub(crate) fn remote_ledger() -> Error {
+    Error::param(
+        "ledger",
+        "tables on a cluster are not charged to a ledger yet: leave the ledger out (a later \
+         version charges them by their digests)",
+    )
+}
+
 pub use crate::decay::{
     Bound, DecayFiles, DecayOutput, DecayRelease, DecayWritten, DecayedSum, DecayedSumBuilder,
     Events, OutOfBound,
@@ -148,6 +158,43 @@ impl Histogram {
         self.of_source(table, column, |l, command, eps| {
             l.charge_table(table, command, (eps, 0.0)).map(drop)
         })
+    }
+
+    /// The release of `column` of a table whose rows are on a cluster (`kinsey.spark`):
+    /// the executors count, this process adds the counts and draws the noise. With a seed it
+    /// is the release of the same values as a table in memory ([`of_table`](Self::of_table)),
+    /// but for the input's name.
+    #[cfg(feature = "classifier")]
+    pub fn of_remote(
+        self,
+        table: &dyn crate::classifier::RemoteParty,
+        column: &str,
+    ) -> Result<HistogramReport> {
+        if self.ledger.is_some() {
+            return Err(remote_ledger());
+        }
+        let (seed, record_seed) = (self.seed, self.record_seed);
+        let query = self.query(column)?;
+        let mut rng = query.rng_from(seed, record_seed, || {
+            crate::cluster::digest(table, &query.digest_columns()?)
+        })?;
+        let (labels, exact) = crate::cluster::histogram_counts(table, &query)?;
+        query.release_counts(labels, &exact, table.name().into(), &mut rng)
+    }
+
+    /// The query these parameters make for `column`, checked.
+    fn query(&self, column: &str) -> Result<HistogramQuery> {
+        let query = HistogramQuery {
+            column: column.into(),
+            bins: self.bins.clone(),
+            predicate: self.predicate.clone(),
+            epsilon: crate::required_epsilon(self.epsilon)?,
+            neighbours: self.neighbours.ok_or_else(|| {
+                Error::param("neighbours", "the neighbour definition must be given")
+            })?,
+        };
+        query.check()?;
+        Ok(query)
     }
 
     fn of_source<S: kinsey_data::memory::ColumnSource + ?Sized>(

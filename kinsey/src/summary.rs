@@ -189,6 +189,38 @@ impl Summary {
         })
     }
 
+    /// The release of `column` of a table whose rows are on a cluster (`kinsey.spark`):
+    /// the executors sum (exact integers), this process draws the noise. With a seed it is
+    /// the release of the same values as a table in memory ([`of_table`](Self::of_table)),
+    /// but for the input's name. Diagnostics and a ledger are refused.
+    #[cfg(feature = "classifier")]
+    pub fn of_remote(
+        self,
+        table: &dyn crate::classifier::RemoteParty,
+        column: &str,
+    ) -> Result<SummaryOutput> {
+        if self.ledger.is_some() {
+            return Err(crate::stats::remote_ledger());
+        }
+        if self.diagnostics {
+            return Err(Error::param(
+                "diagnostics",
+                "the exact values of a table on a cluster are not computed (they would bring \
+                 its column here): leave the diagnostics out",
+            ));
+        }
+        let query = self.query(column)?;
+        let mut rng = query.rng_from(self.seed, self.record_seed, || {
+            crate::cluster::digest(table, &[column.to_string()])
+        })?;
+        let sums = crate::cluster::summary_sums(table, &query)?;
+        let report = query.release_sums(&sums, table.name().into(), &mut rng)?;
+        Ok(SummaryOutput {
+            report,
+            exact_not_private: None,
+        })
+    }
+
     fn release<S: ColumnSource + ?Sized>(
         self,
         input: &S,

@@ -30,7 +30,9 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
-from . import (BackendError, InputError, KinseyError, Model, ParameterError, _kinsey)
+from . import (BackendError, InputError, KinseyError, Model, ParameterError, Release, _kinsey)
+from . import histogram as _histogram
+from . import stats as _stats
 from . import train as _train
 
 #: Rows per group: the unit of the sums' fixed reduction order and of the data digest.
@@ -39,7 +41,7 @@ GROUP_ROWS = 4096
 #: The column that carries a row's position while the rows of cut groups are regrouped.
 _ROW = "__kinsey_row"
 
-__all__ = ["GROUP_ROWS", "SparkParty", "party", "train"]
+__all__ = ["GROUP_ROWS", "SparkParty", "histogram", "party", "stats", "train"]
 
 
 def _spark():
@@ -309,3 +311,79 @@ def party(df: Any, *, config: str | os.PathLike, label: str | None = None,
         if made is not df:
             made.release()
     return Model.load(model_path)
+
+
+def _table(df: Any, name: str | None) -> SparkParty:
+    if isinstance(df, SparkParty):
+        return df
+    if not hasattr(df, "mapInArrow"):
+        raise ParameterError(
+            f"invalid parameter 'df': a Spark DataFrame is expected, got {type(df).__name__}")
+    return SparkParty(df, name=name or "spark table")
+
+
+def _over(df: Any, name: str | None, release) -> Release:
+    t = _table(df, name)
+    try:
+        return release(t)
+    finally:
+        if t is not df:
+            t.release()
+
+
+def histogram(df: Any, *, column: str, bins: tuple[float, float, int] | None = None,
+              categories: Sequence[str] | None = None, where: str | None = None,
+              epsilon: float, neighbours: str, seed: int | None = None,
+              name: str | None = None) -> Release:
+    """:func:`kinsey.histogram` of a Spark DataFrame's column: every executor counts the row
+    groups it holds with kinsey's own binning, this process adds the exact counts and draws
+    the noise. With a seed, the release of the same values as a table on one machine (but
+    for its ``input`` name, ``name``)."""
+    return _over(df, name, lambda t: _histogram(
+        t, column=column, bins=bins, categories=categories, where=where, epsilon=epsilon,
+        neighbours=neighbours, seed=seed))
+
+
+class _SparkStats:
+    """:mod:`kinsey.stats` of a Spark DataFrame's column: the executors compute the exact
+    integer sums (or the quantiles' counts) of the row groups they hold, this process adds
+    them and draws the noise. With a seed, the release of the same values as a table on one
+    machine (but for its ``input`` name, ``name``)."""
+
+    @staticmethod
+    def sum(df: Any, *, column: str, bounds: tuple[float, float], epsilon: float,
+            neighbours: str, seed: int | None = None, name: str | None = None) -> Release:
+        """The DP sum of the column's values clamped to ``bounds``."""
+        return _over(df, name, lambda t: _stats.sum(
+            t, column=column, bounds=bounds, epsilon=epsilon, neighbours=neighbours,
+            seed=seed))
+
+    @staticmethod
+    def mean(df: Any, *, column: str, bounds: tuple[float, float], epsilon: float,
+             neighbours: str, seed: int | None = None, name: str | None = None) -> Release:
+        """The DP mean of the column's values clamped to ``bounds``."""
+        return _over(df, name, lambda t: _stats.mean(
+            t, column=column, bounds=bounds, epsilon=epsilon, neighbours=neighbours,
+            seed=seed))
+
+    @staticmethod
+    def variance(df: Any, *, column: str, bounds: tuple[float, float], epsilon: float,
+                 neighbours: str, seed: int | None = None, name: str | None = None) -> Release:
+        """The DP sample variance (n - 1) of the column's values clamped to ``bounds``."""
+        return _over(df, name, lambda t: _stats.variance(
+            t, column=column, bounds=bounds, epsilon=epsilon, neighbours=neighbours,
+            seed=seed))
+
+    @staticmethod
+    def quantiles(df: Any, *, column: str, bounds: tuple[float, float], epsilon: float,
+                  neighbours: str, levels: Sequence[float] = (0.5,), candidates: int = 1001,
+                  seed: int | None = None, name: str | None = None) -> Release:
+        """DP quantiles at ``levels`` (permute-and-flip over ``candidates`` points)."""
+        return _over(df, name, lambda t: _stats.quantiles(
+            t, column=column, bounds=bounds, epsilon=epsilon, neighbours=neighbours,
+            levels=levels, candidates=candidates, seed=seed))
+
+
+#: ``kinsey.spark.stats.mean(df, column=..., bounds=..., ...)``, and ``sum``, ``variance``
+#: and ``quantiles``.
+stats = _SparkStats()

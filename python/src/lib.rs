@@ -232,6 +232,36 @@ enum Source {
     File(PathBuf),
 }
 
+/// A statistic's input: a [`Source`], or a table on a cluster (`kinsey.spark`).
+enum StatSource {
+    Here(Source),
+    Remote(remote::PyRemoteParty),
+}
+
+impl StatSource {
+    fn of(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if obj.hasattr("_kinsey_remote")? {
+            return remote::PyRemoteParty::of(obj).map(StatSource::Remote);
+        }
+        source(obj, "<table>").map(StatSource::Here)
+    }
+
+    /// Where a table on a cluster keeps the Python exception a job raised.
+    fn failure(&self) -> Option<remote::Failure> {
+        match self {
+            StatSource::Remote(r) => Some(r.failure.clone()),
+            StatSource::Here(_) => None,
+        }
+    }
+}
+
+/// The error of a call over `failure`'s table: the Python exception a job raised, if any.
+fn with_failure(e: PyErr, failure: Option<remote::Failure>) -> PyErr {
+    failure
+        .and_then(|f| remote::first_failure(&[f]))
+        .unwrap_or(e)
+}
+
 fn source(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Source> {
     if let Ok(p) = obj.extract::<PathBuf>() {
         return Ok(Source::File(p));
@@ -563,11 +593,14 @@ fn histogram(
     if let Some(l) = ledger_of(ledger)? {
         h = h.ledger(&l);
     }
-    let src = source(data, "<table>")?;
+    let src = StatSource::of(data)?;
+    let failure = src.failure();
     let report = detached(py, move || match src {
-        Source::File(p) => h.of_column(&p, &column),
-        Source::Table(t) => h.of_table(&t, &column),
-    })?;
+        StatSource::Here(Source::File(p)) => h.of_column(&p, &column),
+        StatSource::Here(Source::Table(t)) => h.of_table(&t, &column),
+        StatSource::Remote(r) => h.of_remote(&r, &column),
+    })
+    .map_err(|e| with_failure(e, failure))?;
     Ok((json(&report)?, json(&report.guarantee())?))
 }
 
@@ -603,14 +636,17 @@ fn summary(
     if let Some(l) = ledger_of(ledger)? {
         s = s.ledger(&l);
     }
-    let src = source(data, "<table>")?;
+    let src = StatSource::of(data)?;
+    let failure = src.failure();
     let report = detached(py, move || {
         let out = match &src {
-            Source::File(p) => s.of_column(p, &column)?,
-            Source::Table(t) => s.of_table(t, &column)?,
+            StatSource::Here(Source::File(p)) => s.of_column(p, &column)?,
+            StatSource::Here(Source::Table(t)) => s.of_table(t, &column)?,
+            StatSource::Remote(r) => s.of_remote(r, &column)?,
         };
         Ok(out)
-    })?;
+    })
+    .map_err(|e| with_failure(e, failure))?;
     Ok((json(&report.report)?, json(&report.guarantee())?))
 }
 

@@ -17,15 +17,24 @@ use std::sync::Arc;
 /// first's position given), then `finish` for each complete group's payload, as a
 /// pyarrow RecordBatch of `group` (int64) and `payload` (binary).
 #[pyclass(module = "kinsey._kinsey")]
-pub(crate) struct GroupWorker(Option<kinsey::classifier::GroupWorker>);
+pub(crate) struct GroupWorker(Option<Worker>);
+
+/// A classifier party's worker, or a table's (the task says which).
+enum Worker {
+    Rows(kinsey::classifier::GroupWorker),
+    Columns(kinsey::cluster::ColumnWorker),
+}
 
 #[pymethods]
 impl GroupWorker {
     #[new]
     fn new(task: &str) -> PyResult<Self> {
-        kinsey::classifier::GroupWorker::new(task)
-            .map(|w| Self(Some(w)))
-            .map_err(py_err)
+        let w = if task.contains("\"plan\":") {
+            kinsey::classifier::GroupWorker::new(task).map(Worker::Rows)
+        } else {
+            kinsey::cluster::ColumnWorker::new(task).map(Worker::Columns)
+        };
+        w.map(|w| Self(Some(w))).map_err(py_err)
     }
 
     /// Rows `first`, `first + 1`, ... of the party, as a pyarrow RecordBatch.
@@ -35,7 +44,11 @@ impl GroupWorker {
             .0
             .as_mut()
             .ok_or_else(|| KinseyError::new_err("the worker has finished"))?;
-        w.add(&batch, first).map_err(py_err)
+        match w {
+            Worker::Rows(w) => w.add(&batch, first),
+            Worker::Columns(w) => w.add(&batch, first),
+        }
+        .map_err(py_err)
     }
 
     /// Every complete group's payload.
@@ -44,7 +57,11 @@ impl GroupWorker {
             .0
             .take()
             .ok_or_else(|| KinseyError::new_err("the worker has finished"))?;
-        let out = w.finish().map_err(py_err)?;
+        let out = match w {
+            Worker::Rows(w) => w.finish(),
+            Worker::Columns(w) => w.finish(),
+        }
+        .map_err(py_err)?;
         let groups = Int64Array::from_iter_values(out.iter().map(|(g, _)| *g as i64));
         let mut payloads = BinaryBuilder::new();
         for (_, p) in &out {

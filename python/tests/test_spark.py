@@ -154,6 +154,42 @@ def test_an_executor_lost_mid_pass(spark, parties, tmp_path):
         os.environ.pop("KINSEY_SPARK_TEST_DIE", None)
 
 
+def test_statistics_are_the_local_releases(spark, parties):
+    """Histograms, counts, sums, means, variances and quantiles of a DataFrame's column (cut
+    into partitions inside row groups) are the releases of the same values as a table on
+    one machine, byte for byte with a seed, but for the input's name."""
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "60000")
+    spark.conf.set("spark.sql.files.openCostInBytes", "0")
+    try:
+        from pyspark.sql import functions as F
+        df = spark.read.parquet(str(parties[0]))
+        df = df.withColumn("sign", F.when(df["f0"] > 0, "pos").otherwise("neg"))
+        here = df.toArrow()
+        table = kinsey.spark.SparkParty(df, name="t")
+        assert table.partitions > 2 and table.cut_rows > 0
+        same = lambda a, b: ({**a.report, "input": None} == {**b.report, "input": None})  # noqa: E731
+        for kw in [dict(bins=(-0.5, 0.5, 10)), dict(categories=["pos", "neg"]),
+                   dict(bins=(-0.5, 0.5, 4), where="f1 > 0")]:
+            col = "sign" if "categories" in kw else "f0"
+            args = dict(column=col, epsilon=1.0, neighbours="bounded", seed=3, **kw)
+            assert same(kinsey.spark.histogram(table, **args), kinsey.histogram(here, **args)), kw
+        for stat, nb in [("sum", "unbounded"), ("mean", "bounded"), ("variance", "unbounded"),
+                         ("quantiles", "bounded")]:
+            args = dict(column="f1", bounds=(-0.4, 0.4), epsilon=1.0, neighbours=nb, seed=4)
+            got = getattr(kinsey.spark.stats, stat)(table, **args)
+            assert same(got, getattr(kinsey.stats, stat)(here, **args)), (stat, nb)
+        # Unseeded: fresh noise, the same public parameters.
+        a = kinsey.spark.stats.mean(df, column="f1", bounds=(-0.4, 0.4), epsilon=1.0,
+                                    neighbours="bounded")
+        assert a.guarantee.epsilon == 1.0
+        with pytest.raises(kinsey.InputError, match="column 'nope'"):
+            kinsey.spark.stats.mean(table, column="nope", bounds=(0, 1), epsilon=1.0,
+                                    neighbours="bounded")
+        table.release()
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+
+
 def test_a_standalone_cluster(parties, tmp_path):
     """A master and two workers on loopback, started and stopped by the child script:
     one training run publishes the local release (single-file parties: read in file

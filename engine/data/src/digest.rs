@@ -299,6 +299,59 @@ pub fn of_labels(labels: &[String]) -> DataDigest {
     d.finish()
 }
 
+/// One column of a table as a seeded release binds it: numbers (`None`: a null) or
+/// labels, a group of [`GROUP_ROWS`] rows at a time.
+#[derive(Debug, Clone, Copy)]
+pub enum ColumnValues<'a> {
+    /// A numeric or boolean column's values as `f64`, as stored (non-finite values
+    /// included), nulls as `None`.
+    Numbers(&'a [Option<f64>]),
+    /// Any other column's cells as text.
+    Labels(&'a [String]),
+}
+
+/// The digest of group `g` of a table's column (at most [`GROUP_ROWS`] rows).
+pub fn column_group(g: u64, values: ColumnValues<'_>) -> [u8; 32] {
+    let mut d = Digester::new("kinsey column group v2");
+    d.part(&g.to_le_bytes());
+    match values {
+        ColumnValues::Numbers(v) => {
+            d.part(b"numbers");
+            let mut bytes = Vec::with_capacity(v.len() * 9);
+            for x in v {
+                match x {
+                    Some(x) => {
+                        bytes.push(1);
+                        bytes.extend(x.to_bits().to_le_bytes());
+                    }
+                    None => bytes.push(0),
+                }
+            }
+            d.part(&bytes);
+        }
+        ColumnValues::Labels(v) => {
+            d.part(b"labels");
+            d.part(&(v.len() as u64).to_le_bytes());
+            for l in v {
+                d.part(l.as_bytes());
+            }
+        }
+    }
+    d.finish().0
+}
+
+/// A table column's digest from its rows and its groups' digests ([`column_group`]), in
+/// group order: what a table's seeded release binds, and what a cluster's executors
+/// compute group by group.
+pub fn of_column_groups(rows: usize, groups: &[[u8; 32]]) -> DataDigest {
+    let mut d = Digester::new("kinsey column v2");
+    d.part(&(rows as u64).to_le_bytes());
+    for g in groups {
+        d.part(g);
+    }
+    d.finish()
+}
+
 /// Named digests, in order (the columns of a table a release reads).
 pub fn of_named(parts: &[(String, DataDigest)]) -> DataDigest {
     let mut d = Digester::new("kinsey named digests v1");

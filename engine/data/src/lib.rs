@@ -4,6 +4,8 @@
 //! text with an explicit dimension, and the synthetic planted-logistic generator.
 //! Features are held as `f32` (the GPU's type; the solvers accumulate in `f64`).
 
+/// The Arrow crate the readers use (its record batches cross the facade).
+pub use arrow;
 pub mod attributes;
 pub mod blocks;
 pub mod columns;
@@ -15,6 +17,7 @@ pub mod memory;
 pub mod output;
 pub mod parquet_blocks;
 pub mod parquet_io;
+pub mod row_groups;
 pub mod series;
 pub mod sparse;
 pub mod sparse_parquet;

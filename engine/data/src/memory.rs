@@ -207,6 +207,47 @@ impl ColumnSource for PathBuf {
     }
 }
 
+impl ArrowTable {
+    /// Each of `columns`' group digests ([`crate::digest::column_group`]) over this table's
+    /// rows, which are groups `first_group`, `first_group + 1`, ... of
+    /// [`crate::digest::GROUP_ROWS`] rows (a whole table: from 0; one group of a table held
+    /// by a cluster's executor: its index). A numeric or boolean column is digested as
+    /// its stored values, any other as text.
+    pub fn group_digests(&self, columns: &[&str], first_group: u64) -> Result<Vec<Vec<[u8; 32]>>> {
+        use crate::digest::{ColumnValues, GROUP_ROWS, column_group};
+        columns
+            .iter()
+            .map(|c| {
+                let (dt, arrays) = self.arrays(c)?;
+                if crate::parquet_io::is_numeric(&dt) {
+                    let mut v: Vec<Option<f64>> = Vec::new();
+                    for a in &arrays {
+                        let f = arrow::compute::cast(a, &arrow::datatypes::DataType::Float64)
+                            .map_err(|e| Error::format(&self.name, e.to_string()))?;
+                        let f = f
+                            .as_any()
+                            .downcast_ref::<arrow::array::Float64Array>()
+                            .ok_or_else(|| Error::format(&self.name, "a cast to f64 failed"))?;
+                        v.extend(f.iter());
+                    }
+                    Ok(v.chunks(GROUP_ROWS)
+                        .enumerate()
+                        .map(|(i, g)| {
+                            column_group(first_group + i as u64, ColumnValues::Numbers(g))
+                        })
+                        .collect())
+                } else {
+                    let v = categories_of(&self.name, c, &dt, &arrays, 0)?;
+                    Ok(v.chunks(GROUP_ROWS)
+                        .enumerate()
+                        .map(|(i, g)| column_group(first_group + i as u64, ColumnValues::Labels(g)))
+                        .collect())
+                }
+            })
+            .collect()
+    }
+}
+
 impl ColumnSource for ArrowTable {
     fn name(&self) -> &Path {
         &self.name
@@ -242,14 +283,13 @@ impl ColumnSource for ArrowTable {
         }
     }
     fn digest(&self, columns: &[&str]) -> Result<DataDigest> {
-        let mut parts = Vec::with_capacity(columns.len());
-        for c in columns {
-            let values = match self.numeric(c) {
-                Ok(v) => crate::digest::of_values(&v),
-                Err(_) => crate::digest::of_labels(&self.categorical(c)?),
-            };
-            parts.push((c.to_string(), values));
-        }
+        let rows = self.batches.iter().map(RecordBatch::num_rows).sum();
+        let groups = self.group_digests(columns, 0)?;
+        let parts: Vec<(String, DataDigest)> = columns
+            .iter()
+            .zip(&groups)
+            .map(|(c, g)| (c.to_string(), crate::digest::of_column_groups(rows, g)))
+            .collect();
         Ok(crate::digest::of_named(&parts))
     }
     fn for_each_block(

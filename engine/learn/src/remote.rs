@@ -39,10 +39,7 @@ pub const GROUP_ROWS: usize = kinsey_kernels::logistic::cpu::GROUP_ROWS;
 const _: () = assert!(GROUP_ROWS == kinsey_data::digest::GROUP_ROWS);
 
 /// Rows of group `g` of a party of `n` rows (the last group may be short).
-pub fn group_rows(n: usize, g: u64) -> usize {
-    let first = g as usize * GROUP_ROWS;
-    n.saturating_sub(first).min(GROUP_ROWS)
-}
+pub use kinsey_data::row_groups::group_len as group_rows;
 
 /// The groups of a party of `n` rows.
 pub fn groups(n: usize) -> usize {

@@ -23,7 +23,7 @@ use kinsey_dp::{LaplaceMechanism, Neighbours, NoiseRng};
 use serde::Serialize;
 
 /// The public bins.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Binning {
     /// `bins` equal-width bins on `[lo, hi)`, plus `< lo` and `>= hi`.

@@ -12,7 +12,7 @@ use serde::Serialize;
 use std::path::PathBuf;
 
 /// Which bins: public, declared before the data is read.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Bins {
     /// One bin holding every (kept) row: a count.
@@ -22,7 +22,7 @@ pub enum Bins {
 }
 
 /// Every public parameter of one histogram release.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct HistogramQuery {
     /// The column counted.
     pub column: String,
@@ -161,6 +161,19 @@ impl HistogramQuery {
     ) -> Result<HistogramReport> {
         self.check()?;
         let (labels, exact) = self.count(input)?;
+        self.release_counts(labels, &exact, input.name().to_path_buf(), rng)
+    }
+
+    /// The release of exact bin `counts` (with their `labels`, as [`count`](Self::count)
+    /// gives them) of the input named `input`, noised by `rng`: a cluster's executors count
+    /// their rows and the driver adds the counts.
+    pub fn release_counts(
+        &self,
+        labels: Vec<String>,
+        exact: &[u64],
+        input: std::path::PathBuf,
+        rng: &mut NoiseRng,
+    ) -> Result<HistogramReport> {
         let filtered = self.predicate.is_some();
         let release =
             histogram::release(&exact, labels, self.neighbours, self.epsilon, filtered, rng)?;
@@ -170,7 +183,7 @@ impl HistogramQuery {
                 Bins::Binned(b) => b.clone(),
             },
             column: self.column.clone(),
-            input: input.name().to_path_buf(),
+            input,
             kind: Self::KIND,
             release,
             rng: rng.record(),
@@ -187,17 +200,35 @@ impl HistogramQuery {
         seed: Option<u64>,
         record_seed: bool,
     ) -> Result<NoiseRng> {
-        let label = self.label()?;
-        let mut columns = vec![self.column.as_str()];
-        let predicate = self
+        let columns = self.digest_columns()?;
+        let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
+        self.rng_from(seed, record_seed, || input.digest(&columns))
+    }
+
+    /// The columns a seeded release's digest covers: the column, and the filter's.
+    pub fn digest_columns(&self) -> Result<Vec<String>> {
+        let mut columns = vec![self.column.clone()];
+        if let Some(p) = self
             .predicate
             .as_deref()
             .map(Predicate::parse)
-            .transpose()?;
-        if let Some(p) = &predicate {
-            columns.push(&p.column);
+            .transpose()?
+        {
+            columns.push(p.column);
         }
-        NoiseRng::for_release_recorded(seed, record_seed, &label, || input.digest(&columns))
+        Ok(columns)
+    }
+
+    /// [`rng`](Self::rng) with the input's digest (of [`digest_columns`](Self::digest_columns))
+    /// from `digest`, called only when seeded.
+    pub fn rng_from(
+        &self,
+        seed: Option<u64>,
+        record_seed: bool,
+        digest: impl FnOnce() -> Result<kinsey_dp::DataDigest>,
+    ) -> Result<NoiseRng> {
+        let label = self.label()?;
+        NoiseRng::for_release_recorded(seed, record_seed, &label, digest)
     }
 }
 

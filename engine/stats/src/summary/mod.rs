@@ -20,7 +20,7 @@ pub mod quantile;
 mod release;
 mod spec;
 
-pub use release::{ExactSummary, SummaryReport, SummarySums};
+pub use release::{ExactSummary, SumParts, SummaryReport, SummarySums};
 pub use spec::{Estimate, Part, Statistic, SummaryQuery};
 
 #[cfg(test)]

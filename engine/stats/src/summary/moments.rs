@@ -144,6 +144,18 @@ impl MomentSums {
         self.n as usize
     }
 
+    /// The exact integer sums: rows, sum of grid indices, sum of their squares.
+    pub fn parts(&self) -> (u128, i128, u128) {
+        (self.n, self.s1, self.s2)
+    }
+
+    /// Add sums of the same query accumulated elsewhere ([`parts`](Self::parts)).
+    pub fn add_parts(&mut self, (n, s1, s2): (u128, i128, u128)) {
+        self.n += n;
+        self.s1 += s1;
+        self.s2 += s2;
+    }
+
     /// The centred grid indices of the bounds.
     fn range(&self) -> (i128, i128) {
         (

@@ -106,6 +106,24 @@ impl CandidateCounts {
         self.below.iter_mut().zip(below).for_each(|(x, y)| *x += y);
     }
 
+    /// The counts: values with exactly `i` candidates at most them, and below them.
+    pub fn parts(&self) -> (Vec<u64>, Vec<u64>) {
+        (self.at_most.clone(), self.below.clone())
+    }
+
+    /// Add counts over the same candidates accumulated elsewhere ([`parts`](Self::parts)).
+    pub fn add_parts(&mut self, at_most: &[u64], below: &[u64]) -> bool {
+        if at_most.len() != self.at_most.len() || below.len() != self.below.len() {
+            return false;
+        }
+        self.at_most
+            .iter_mut()
+            .zip(at_most)
+            .for_each(|(x, y)| *x += y);
+        self.below.iter_mut().zip(below).for_each(|(x, y)| *x += y);
+        true
+    }
+
     /// Values added.
     pub fn rows(&self) -> usize {
         self.at_most.iter().sum::<u64>() as usize

@@ -79,6 +79,50 @@ impl SummarySums {
     }
 }
 
+/// [`SummarySums`] as exact integers, to move between machines (a cluster's executors
+/// accumulate, the driver adds): the sums are integers, so any split adds to the same.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub enum SumParts {
+    /// Rows, the sum of the grid indices and of their squares (as decimal text: 128 bits).
+    Moments(String, String, String),
+    /// The quantiles' counts.
+    Quantiles(Vec<u64>, Vec<u64>),
+}
+
+impl SummarySums {
+    /// The sums as [`SumParts`].
+    pub fn to_parts(&self) -> SumParts {
+        match self {
+            SummarySums::Moments(m) => {
+                let (n, s1, s2) = m.parts();
+                SumParts::Moments(n.to_string(), s1.to_string(), s2.to_string())
+            }
+            SummarySums::Quantiles(c) => {
+                let (a, b) = c.parts();
+                SumParts::Quantiles(a, b)
+            }
+        }
+    }
+
+    /// Add `parts` of the same query's sums accumulated elsewhere.
+    pub fn add_parts(&mut self, parts: &SumParts) -> Result<()> {
+        let bad = || Error::Numerical("sums of another query".into());
+        match (self, parts) {
+            (SummarySums::Moments(m), SumParts::Moments(n, s1, s2)) => {
+                let n = n.parse().map_err(|_| bad())?;
+                let s1 = s1.parse().map_err(|_| bad())?;
+                let s2 = s2.parse().map_err(|_| bad())?;
+                m.add_parts((n, s1, s2));
+                Ok(())
+            }
+            (SummarySums::Quantiles(c), SumParts::Quantiles(a, b)) => {
+                c.add_parts(a, b).then_some(()).ok_or_else(bad)
+            }
+            _ => Err(bad()),
+        }
+    }
+}
+
 /// The exact values (NOT PRIVATE: for diagnostics only).
 #[derive(Debug, Clone, Serialize)]
 pub struct ExactSummary {

@@ -6,7 +6,7 @@ use kinsey_dp::{Neighbours, NoiseRng};
 use serde::Serialize;
 
 /// Which statistic.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Statistic {
     /// The sum of the clamped values.
@@ -32,7 +32,7 @@ impl Statistic {
 }
 
 /// Every public parameter of one release.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct SummaryQuery {
     /// The column summarised.
     pub column: String,
@@ -155,8 +155,20 @@ impl SummaryQuery {
         seed: Option<u64>,
         record_seed: bool,
     ) -> Result<NoiseRng> {
+        self.rng_from(seed, record_seed, || input.digest(&[&self.column]))
+    }
+
+    /// [`rng`](Self::rng) with the input's digest (of this query's column) from `digest`,
+    /// called only when seeded: a table held elsewhere (a cluster) digests its groups
+    /// there.
+    pub fn rng_from(
+        &self,
+        seed: Option<u64>,
+        record_seed: bool,
+        digest: impl FnOnce() -> Result<kinsey_dp::DataDigest>,
+    ) -> Result<NoiseRng> {
         let label = self.label()?;
-        NoiseRng::for_release_recorded(seed, record_seed, &label, || input.digest(&[&self.column]))
+        NoiseRng::for_release_recorded(seed, record_seed, &label, digest)
     }
 
     /// The column's values, each finite (a non-finite value is refused naming its row).
