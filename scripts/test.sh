@@ -13,6 +13,8 @@ ldconfig -p | grep -q 'libvulkan.so.1' || need+=(libvulkan1)
 # The Python package's tests: an interpreter (3.10 or later) with venv.
 command -v python3 >/dev/null || need+=(python3)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
+# kinsey.spark's tests run a real Spark (local mode and a standalone cluster): Java 17.
+java -version 2>&1 | grep -q 'version "\(1[7-9]\|2[0-9]\)' || need+=(openjdk-17-jre-headless)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -100,7 +102,7 @@ done
 # `pip install ./python` (a release build of the same crate) is what users run.
 venv="${KINSEY_TEST_VENV:-target/python-venv}"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check numpy pyarrow pytest polars pandas scikit-learn matplotlib
+"$venv/bin/python" -m pip install -q --disable-pip-version-check numpy pyarrow pytest polars pandas scikit-learn matplotlib "pyspark>=4.0,<5"
 cp "${CARGO_TARGET_DIR:-target}/debug/lib_kinsey.so" python/kinsey/_kinsey.abi3.so
 KINSEY_BIN="${CARGO_TARGET_DIR:-target}/debug/kinsey" KINSEY_SHARED_DATA="$data" PYTHONPATH=python \
   "$venv/bin/python" -m pytest -q python/tests
@@ -112,6 +114,11 @@ if ! out="$(PYTHONPATH=python "$venv/bin/python" python/examples/sklearn_pipelin
   echo "python/examples/sklearn_pipeline.py failed:"; echo "$out"; exit 1
 fi
 echo "python/examples/sklearn_pipeline.py: $(grep 'test accuracy' <<<"$out")"
+if ! out="$(PYTHONPATH=python "$venv/bin/python" python/examples/spark_train.py "$data" 2>&1)"; then
+  echo "python/examples/spark_train.py failed:"; echo "$out"; exit 1
+fi
+grep -q 'the same model as on one machine: True' <<<"$out" || { echo "$out"; exit 1; }
+echo "python/examples/spark_train.py: $(grep 'the same model' <<<"$out")"
 
 # The GPU figures script (benches/gpu-figures.sh) at its quick sizes on lavapipe, with the
 # test build of kinsey (unoptimised, so its step limits are tripled): every step must give
