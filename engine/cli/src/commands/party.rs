@@ -4,8 +4,8 @@
 //! It writes the published model, and (when asked) its own NOT PRIVATE report.
 
 use super::participant::{Hooks, join};
-use kinsey::network::Role;
 use kinsey::Result;
+use kinsey::network::Role;
 use std::path::PathBuf;
 
 /// Run one party of a session from its TOML config (see `kinsey session init`).
