@@ -176,7 +176,7 @@ impl HistogramQuery {
     ) -> Result<HistogramReport> {
         let filtered = self.predicate.is_some();
         let release =
-            histogram::release(&exact, labels, self.neighbours, self.epsilon, filtered, rng)?;
+            histogram::release(exact, labels, self.neighbours, self.epsilon, filtered, rng)?;
         Ok(HistogramReport {
             binning: match &self.bins {
                 Bins::Count => Binning::Categories(vec!["count".into()]),

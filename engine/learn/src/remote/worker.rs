@@ -47,7 +47,7 @@ impl GroupWorker {
             let dec = BatchDecoder::new(&self.source(), &batch.schema(), &self.task.plan.columns)?;
             if dec.features() != self.task.plan.features.as_slice() {
                 return Err(Error::format(
-                    &self.source(),
+                    self.source(),
                     "an executor's rows have other feature columns than the driver's schema",
                 ));
             }
