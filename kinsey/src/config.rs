@@ -173,7 +173,7 @@ pub struct DataConfig {
     #[serde(default = "default_format", skip_serializing_if = "is_parquet")]
     pub format: String,
     /// LIBSVM and sparse Parquet: the number of features (public; the features are
-    /// f1 ..= f<dim>).
+    /// `f1 ..= f<dim>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dim: Option<usize>,
     /// Sparse Parquet: the list column of each row's 0-based feature indices
