@@ -7,6 +7,7 @@
 /// The Arrow crate the readers use (its record batches cross the facade).
 pub use arrow;
 pub mod attributes;
+pub mod batch_decoder;
 pub mod blocks;
 pub mod columns;
 pub(crate) mod csv_file;

@@ -14,8 +14,10 @@
 //! model, byte for byte, however the cluster partitions them: the caller sends the rows of
 //! groups that straddle partitions to one executor before the passes.
 
+mod task;
 mod worker;
 
+pub use task::{GROUP_ROWS, Plan, Task, Work};
 pub use worker::GroupWorker;
 
 use crate::bounded::PartyFit;
@@ -25,18 +27,14 @@ use crate::pipeline::{self, JobSpec, Local, PartyFacts, Report};
 use crate::seeding::NoiseKeys;
 use arrow::datatypes::Schema;
 use kinsey_core::{Error, Progress, Result};
-use kinsey_data::parquet_io::{BatchDecoder, ColumnSpec};
+use kinsey_data::batch_decoder::BatchDecoder;
+use kinsey_data::parquet_io::ColumnSpec;
 use kinsey_data::{Dataset, RowTransform};
 use kinsey_kernels::logistic::cpu::LogisticSums;
 use kinsey_kernels::{LossSums, Rows};
-use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// Rows per group: the kernel's reduction groups and the digest's are the same.
-pub const GROUP_ROWS: usize = kinsey_kernels::logistic::cpu::GROUP_ROWS;
-const _: () = assert!(GROUP_ROWS == kinsey_data::digest::GROUP_ROWS);
 
 /// Rows of group `g` of a party of `n` rows (the last group may be short).
 pub use kinsey_data::row_groups::group_len as group_rows;
@@ -61,63 +59,6 @@ pub trait RemoteParty: Send + Sync {
     fn run(&self, task: &str) -> Result<Vec<(u64, Vec<u8>)>>;
     /// Where the passes run (`spark: local[2], 4 partitions`).
     fn describe(&self) -> String;
-}
-
-/// How every executor reads and prepares the party's rows.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Plan {
-    /// The party's name (errors name it).
-    pub name: String,
-    /// The label and the features, by name (resolved on the driver from the schema).
-    pub columns: ColumnSpec,
-    /// The features, in order.
-    pub features: Vec<String>,
-    /// The row transform.
-    pub transform: RowTransform,
-    /// The intercept's constant, if any.
-    pub intercept: Option<f64>,
-    /// The party's rows.
-    pub rows: usize,
-}
-
-/// What a job computes for each group of rows (its payload, little-endian).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "work", rename_all = "snake_case")]
-pub enum Work {
-    /// The group's digest of its rows as read (32 bytes, when `digest`), then how many of
-    /// its rows the transform changed (`u64`).
-    Prepare {
-        /// Whether to digest (seeded runs only).
-        digest: bool,
-    },
-    /// The loss, the gradient and, with `hessian`, the Hessian's lower triangle (`f64`s)
-    /// of the transformed rows at `w`.
-    Sums {
-        /// The point.
-        w: Vec<f64>,
-        /// Whether to sum the Hessian.
-        hessian: bool,
-    },
-    /// The transformed rows among `rows` (increasing): each its position (`u64`), values
-    /// (`f32`s) and label (`f32`).
-    Gather {
-        /// Positions of the rows.
-        rows: Vec<u64>,
-    },
-    /// How many transformed rows `sign(w.x)` misclassifies (`u64`).
-    Misclassified {
-        /// The model.
-        w: Vec<f64>,
-    },
-}
-
-/// One job's instructions to every executor.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Task {
-    /// How the rows are read and prepared.
-    pub plan: Plan,
-    /// What is computed.
-    pub work: Work,
 }
 
 /// The plan of `party` under `spec`: its features resolved from its schema by `columns`'

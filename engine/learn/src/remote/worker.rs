@@ -1,10 +1,10 @@
 //! The executor's side of a remote party: one partition's rows in, one payload per
 //! complete row group out.
 
-use super::{GROUP_ROWS, Task, Work};
+use super::task::{GROUP_ROWS, Task, Work};
 use kinsey_core::{Error, Result};
 use kinsey_data::Dataset;
-use kinsey_data::parquet_io::BatchDecoder;
+use kinsey_data::batch_decoder::BatchDecoder;
 use kinsey_data::row_groups::RowGroups;
 use kinsey_kernels::logistic::cpu::group_sums;
 use std::path::{Path, PathBuf};
