@@ -8,7 +8,7 @@ use crate::logreg::{Objective, SolverConfig};
 use arrow::array::{ArrayRef, Float32Array, Float64Array, RecordBatch};
 use arrow::datatypes::{DataType, Field};
 use kinsey_core::Silent;
-use kinsey_data::synth;
+use kinsey_data::{RowTransform, synth};
 
 struct Emulated {
     name: String,
