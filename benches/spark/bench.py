@@ -1,7 +1,7 @@
 """What a party's fit costs on Spark, and where the time goes (BENCHMARKS.md, "Past one
 machine: Spark").
 
-    python benches/spark/bench.py PARTY.parquet OUT.json [--master local[2]]
+    python benches/spark/bench.py PARTY.parquet OUT.json [--master local[2] | --standalone W]
         [--max-partition-bytes B]
 
 Trains one party (the file, as Spark reads it) with kinsey.spark.train, timing every Spark
@@ -64,7 +64,23 @@ def main() -> None:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--driver-memory", default="2g")
     ap.add_argument("--max-partition-bytes", default=None)
+    ap.add_argument("--standalone", type=int, default=0,
+                    help="start a standalone cluster of this many one-core workers on loopback "
+                         "(python/tests/spark_cluster.py) and run there")
     args = ap.parse_args()
+    if args.standalone:
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../python/tests"))
+        import spark_cluster
+        with spark_cluster.standalone(workers=args.standalone, memory="3g") as (url, env):
+            args.master = url
+            run(args, lambda: spark_cluster.session(
+                url, env, args.standalone, **{"spark.executor.memory": "2g",
+                                              "spark.driver.memory": args.driver_memory}))
+        return
+    run(args, None)
+
+
+def run(args: argparse.Namespace, make_session) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 

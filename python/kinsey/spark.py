@@ -165,8 +165,11 @@ def _named(e: Exception, name: str) -> KinseyError:
         cls = getattr(sys.modules[__package__], m.group(1), None)
         if isinstance(cls, type) and issubclass(cls, KinseyError):
             return cls(m.group(2).strip())
-    first = next((ln for ln in text.splitlines() if ln.strip()), type(e).__name__)
-    return BackendError(f"{name}: a Spark job failed: {first.strip()}")
+    # The worker's exception line (a Python traceback's last), else the message's first.
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    raised = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception|Exit)\b.*:", ln)]
+    what = raised[-1] if raised else (lines[0] if lines else type(e).__name__)
+    return BackendError(f"{name}: a Spark job failed: {what}")
 
 
 class SparkParty:

@@ -7,6 +7,7 @@ writes the release of kinsey.spark.train over the parties (Parquet paths) to OUT
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -39,8 +40,10 @@ def wait_for(port: int, proc: subprocess.Popen, what: str, limit: float = 120) -
     raise SystemExit(f"{what} did not listen on {port} within {limit} s")
 
 
-def main() -> None:
-    out, paths = pathlib.Path(sys.argv[1]), sys.argv[2:]
+@contextlib.contextmanager
+def standalone(workers: int = 2, cores: int = 1, memory: str = "1g"):
+    """A master and `workers` workers on loopback, started here and stopped on exit;
+    yields (the master's URL, the environment the application needs)."""
     home = pathlib.Path(pyspark.__file__).parent
     spark_class = str(home / "bin" / "spark-class")
     work = pathlib.Path(tempfile.mkdtemp(prefix="kinsey-spark-"))
@@ -63,35 +66,11 @@ def main() -> None:
                         "--port", str(port), "--webui-port", str(free_port())], "master.log")
         wait_for(port, master, "the master")
         url = f"spark://127.0.0.1:{port}"
-        for i in range(2):
+        for i in range(workers):
             start(["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                   "--cores", "1", "--memory", "1g", "--webui-port", str(free_port()),
+                   "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port()),
                    "--work-dir", str(work / f"worker-{i}"), url], f"worker-{i}.log")
-        from pyspark.sql import SparkSession
-        import kinsey
-        import kinsey.spark
-        s = (SparkSession.builder.master(url).appName("kinsey-standalone")
-             .config("spark.ui.enabled", "false")
-             .config("spark.driver.host", "127.0.0.1")
-             .config("spark.executor.memory", "512m")
-             .config("spark.pyspark.python", sys.executable)
-             .config("spark.executorEnv.PYTHONPATH", env["PYTHONPATH"])
-             .config("spark.sql.files.maxPartitionBytes", "40000")
-             .config("spark.sql.files.openCostInBytes", "0")
-             .getOrCreate())
-        s.sparkContext.setLogLevel("ERROR")
-        t = time.time()
-        # Both workers' executors, before any job: the partitions spread over them.
-        while s.sparkContext._jsc.sc().getExecutorMemoryStatus().size() < 3:
-            if time.time() - t > 120:
-                raise SystemExit("the workers' executors did not register within 120 s")
-            time.sleep(0.5)
-        dfs = [s.read.parquet(p) for p in paths]
-        model = kinsey.spark.train(dfs, label="label", epsilon=1.0, seed=11,
-                                   aggregation="plaintext", row_transform="clip")
-        out.write_text(json.dumps(model.release))
-        print(f"trained on {url} in {time.time() - t:.1f} s")
-        s.stop()
+        yield url, env
     finally:
         for p in reversed(procs):
             try:
@@ -103,6 +82,46 @@ def main() -> None:
                 p.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
+
+
+def session(url: str, env: dict, executors: int, **conf: str):
+    """A session on the cluster at `url`, once `executors` executors have registered."""
+    from pyspark.sql import SparkSession
+    # The executors' Python is the driver's PYSPARK_PYTHON (the spark.pyspark.python
+    # setting is read by spark-submit only).
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    b = (SparkSession.builder.master(url).appName("kinsey-standalone")
+         .config("spark.ui.enabled", "false")
+         .config("spark.driver.host", "127.0.0.1")
+         .config("spark.pyspark.python", sys.executable)
+         .config("spark.executorEnv.PYTHONPATH", env["PYTHONPATH"]))
+    for k, v in conf.items():
+        b = b.config(k, v)
+    s = b.getOrCreate()
+    s.sparkContext.setLogLevel("ERROR")
+    t = time.time()
+    while s.sparkContext._jsc.sc().getExecutorMemoryStatus().size() < executors + 1:
+        if time.time() - t > 120:
+            raise SystemExit(f"{executors} executors did not register within 120 s")
+        time.sleep(0.5)
+    return s
+
+
+def main() -> None:
+    out, paths = pathlib.Path(sys.argv[1]), sys.argv[2:]
+    with standalone() as (url, env):
+        import kinsey
+        import kinsey.spark
+        s = session(url, env, 2, **{"spark.executor.memory": "512m",
+                                    "spark.sql.files.maxPartitionBytes": "40000",
+                                    "spark.sql.files.openCostInBytes": "0"})
+        t = time.time()
+        dfs = [s.read.parquet(p) for p in paths]
+        model = kinsey.spark.train(dfs, label="label", epsilon=1.0, seed=11,
+                                   aggregation="plaintext", row_transform="clip")
+        out.write_text(json.dumps(model.release))
+        print(f"trained on {url} in {time.time() - t:.1f} s")
+        s.stop()
 
 
 if __name__ == "__main__":
