@@ -29,7 +29,11 @@ enum Worker {
 impl GroupWorker {
     #[new]
     fn new(task: &str) -> PyResult<Self> {
-        let w = if task.contains("\"plan\":") {
+        let is_party = serde_json::from_str::<serde_json::Value>(task)
+            .map_err(|e| crate::param("task", format!("not JSON: {e}")))?
+            .get("plan")
+            .is_some();
+        let w = if is_party {
             kinsey::classifier::GroupWorker::new(task).map(Worker::Rows)
         } else {
             kinsey::cluster::ColumnWorker::new(task).map(Worker::Columns)

@@ -3,7 +3,8 @@ each) started as processes, a kinsey.spark run against it, then everything stopp
 
     python spark_cluster.py OUT.json PARTY...
 
-writes the release of kinsey.spark.train over the parties (Parquet paths) to OUT.json."""
+writes the release of kinsey.spark.train over the parties (Parquet paths), and a seeded
+histogram of the first party's column f0, to OUT.json."""
 
 from __future__ import annotations
 
@@ -119,8 +120,10 @@ def main() -> None:
         dfs = [s.read.parquet(p) for p in paths]
         model = kinsey.spark.train(dfs, label="label", epsilon=1.0, seed=11,
                                    aggregation="plaintext", row_transform="clip")
-        out.write_text(json.dumps(model.release))
-        print(f"trained on {url} in {time.time() - t:.1f} s")
+        hist = kinsey.spark.histogram(dfs[0], column="f0", bins=(-0.5, 0.5, 8), epsilon=1.0,
+                                      neighbours="bounded", seed=3)
+        out.write_text(json.dumps({"release": model.release, "histogram": hist.report}))
+        print(f"trained and counted on {url} in {time.time() - t:.1f} s")
         s.stop()
 
 

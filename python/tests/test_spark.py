@@ -193,7 +193,7 @@ def test_statistics_are_the_local_releases(spark, parties):
 def test_a_standalone_cluster(parties, tmp_path):
     """A master and two workers on loopback, started and stopped by the child script:
     one training run publishes the local release (single-file parties: read in file
-    order)."""
+    order), and one seeded histogram is the local table's."""
     parties = parties[:2] * 2
     local = kinsey.train([str(p) for p in parties], **ARGS)
     out = tmp_path / "release.json"
@@ -201,7 +201,11 @@ def test_a_standalone_cluster(parties, tmp_path):
                         *[str(p) for p in parties]], capture_output=True, text=True,
                        timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert json.loads(out.read_text()) == local.release
+    got = json.loads(out.read_text())
+    assert got["release"] == local.release
+    here = kinsey.histogram(pq.read_table(parties[0]), column="f0", bins=(-0.5, 0.5, 8),
+                            epsilon=1.0, neighbours="bounded", seed=3)
+    assert {**got["histogram"], "input": None} == {**here.report, "input": None}
 
 
 def test_a_party_on_spark_in_a_tls_session_with_parties_on_one_machine(spark, cli, tmp_path):
