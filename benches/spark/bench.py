@@ -2,7 +2,7 @@
 machine: Spark").
 
     python benches/spark/bench.py PARTY.parquet OUT.json [--master local[2] | --standalone W]
-        [--max-partition-bytes B]
+        [--max-partition-bytes B] [--persist]
 
 Trains one party (the file, as Spark reads it) with kinsey.spark.train, timing every Spark
 job kinsey runs (counting, regrouping, preparing, every pass, the Hessian subsample) and
@@ -64,6 +64,8 @@ def main() -> None:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--driver-memory", default="2g")
     ap.add_argument("--max-partition-bytes", default=None)
+    ap.add_argument("--persist", action="store_true",
+                    help="persist the DataFrame in the executors' memory (and disk) first")
     ap.add_argument("--standalone", type=int, default=0,
                     help="start a standalone cluster of this many one-core workers on loopback "
                          "(python/tests/spark_cluster.py) and run there")
@@ -122,6 +124,13 @@ def run(args: argparse.Namespace, make_session) -> None:
 
     kinsey.spark.SparkParty.run = timed
     df = s.read.parquet(args.party)
+    persist_s = 0.0
+    if args.persist:
+        from pyspark import StorageLevel
+        t = time.time()
+        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        df.count()
+        persist_s = time.time() - t
     t = time.time()
     party = kinsey.spark.SparkParty(df, label="label", name="party")
     layout_s = time.time() - t
@@ -141,7 +150,7 @@ def run(args: argparse.Namespace, make_session) -> None:
     passes = [j for j in jobs if j["work"] == "sums"]
     report = {
         "master": args.master, "rows": party.rows, "partitions": party.partitions,
-        "rows_regrouped": party.cut_rows, "session_start_s": start_s,
+        "rows_regrouped": party.cut_rows, "session_start_s": start_s, "persist_s": persist_s,
         "count_and_regroup_s": layout_s, "train_s": train_s, "jobs": jobs,
         "passes": len(passes),
         "median_pass_s": sorted(j["seconds"] for j in passes)[len(passes) // 2],
@@ -153,6 +162,7 @@ def run(args: argparse.Namespace, make_session) -> None:
         json.dump(report, f, indent=1)
     gb = 1e9
     print(f"{party.rows} rows in {party.partitions} partitions ({party.cut_rows} regrouped); "
+          f"persisted in {persist_s:.1f} s; "
           f"session {start_s:.1f} s, count+regroup {layout_s:.1f} s, train {train_s:.1f} s; "
           f"{len(passes)} passes, median {report['median_pass_s']:.2f} s, "
           f"{report['pass_result_bytes'] / 1e6:.2f} MB back per pass; empty job "
