@@ -119,19 +119,7 @@ fn collect(table: &dyn RemoteParty, work: ColumnWork) -> Result<Vec<Vec<u8>>> {
         rows: table.rows(),
         work,
     };
-    let text = serde_json::to_string(&task).map_err(|e| Error::param("task", e.to_string()))?;
-    let mut got = table.run(&text)?;
-    got.sort_unstable_by_key(|(g, _)| *g);
-    let ng = table.rows().div_ceil(kinsey_data::digest::GROUP_ROWS);
-    if got.len() != ng || got.iter().enumerate().any(|(i, (g, _))| *g != i as u64) {
-        return Err(Error::format(
-            Path::new(table.name()),
-            "the cluster returned other row groups than the table has (its rows changed \
-             between jobs); the DataFrame must read the same rows in the same order on every \
-             job: a file scan does (persist or checkpoint one that does not)",
-        ));
-    }
-    Ok(got.into_iter().map(|(_, p)| p).collect())
+    kinsey_learn::remote::run_groups(table, &task)
 }
 
 fn bad(table: &dyn RemoteParty) -> Error {

@@ -23,7 +23,8 @@ data = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else
                     pathlib.Path(__file__).resolve().parents[2].parent / "shared/data")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 spark = (SparkSession.builder.master(os.environ.get("KINSEY_SPARK_MASTER", "local[2]"))
-         .appName("kinsey example").config("spark.ui.enabled", "false").getOrCreate())
+         .appName("kinsey example").config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false").getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
 flights = spark.read.parquet(str(data / "flights-3m/flights-3m.parquet"))
 

@@ -102,12 +102,7 @@ impl RemotePasses {
     }
 
     fn changed(&self) -> Error {
-        Error::format(
-            Path::new(&self.plan.name),
-            "the cluster returned other row groups than the party has (its rows changed \
-             between jobs); the DataFrame must read the same rows in the same order on every \
-             pass: a file scan does (persist or checkpoint one that does not)",
-        )
+        changed(self.party.as_ref())
     }
 
     /// Run `work` and return every group's payload, in group order (each group once).
@@ -116,16 +111,33 @@ impl RemotePasses {
             plan: self.plan.clone(),
             work,
         };
-        let text =
-            serde_json::to_string(&task).map_err(|e| Error::param("task", format!("JSON: {e}")))?;
-        let mut got = self.party.run(&text)?;
-        got.sort_unstable_by_key(|(g, _)| *g);
-        let ng = groups(self.plan.rows);
-        if got.len() != ng || got.iter().enumerate().any(|(i, (g, _))| *g != i as u64) {
-            return Err(self.changed());
-        }
-        Ok(got.into_iter().map(|(_, p)| p).collect())
+        run_groups(self.party.as_ref(), &task)
     }
+}
+
+/// The error of a job whose groups are not the party's (its rows changed between jobs).
+fn changed(party: &dyn RemoteParty) -> Error {
+    Error::format(
+        Path::new(party.name()),
+        "the cluster returned other row groups than the data has (its rows changed between \
+         jobs); the DataFrame must read the same rows in the same order on every job: a file \
+         scan does (persist or checkpoint one that does not)",
+    )
+}
+
+/// Run `task` (any task a worker reads: a party's [`Task`], a table's) over `party`'s rows
+/// and return every group's payload in group order, each group exactly once (else the rows
+/// changed between jobs, and the error says so).
+pub fn run_groups(party: &dyn RemoteParty, task: &impl serde::Serialize) -> Result<Vec<Vec<u8>>> {
+    let text =
+        serde_json::to_string(task).map_err(|e| Error::param("task", format!("JSON: {e}")))?;
+    let mut got = party.run(&text)?;
+    got.sort_unstable_by_key(|(g, _)| *g);
+    let ng = groups(party.rows());
+    if got.len() != ng || got.iter().enumerate().any(|(i, (g, _))| *g != i as u64) {
+        return Err(changed(party));
+    }
+    Ok(got.into_iter().map(|(_, p)| p).collect())
 }
 
 fn f64s(b: &[u8]) -> impl Iterator<Item = f64> + '_ {
