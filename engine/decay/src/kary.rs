@@ -43,6 +43,7 @@ use kinsey_core::{Error, Result, check_epsilon};
 
 mod calib;
 pub(crate) use calib::prefix_sensitivity;
+pub(crate) use calib::spread as spread_steps;
 pub use calib::{
     ARITIES, Kind, POWERS, best_choice, best_gaussian_arity, level_loads, load_at, mean_variance,
 };

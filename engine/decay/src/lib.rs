@@ -32,6 +32,7 @@ pub mod kary;
 mod model;
 pub mod noise;
 pub mod release;
+pub mod smooth;
 mod tree;
 pub mod zcdp;
 
@@ -79,7 +80,7 @@ mechanisms! {
 }
 
 /// The mechanisms `--mechanism` names.
-pub const MECHANISMS: [&str; 3] = ["tree", "kary", "best"];
+pub const MECHANISMS: [&str; 4] = ["tree", "kary", "smooth", "best"];
 
 /// The model named `model` with the mechanism its parameters name (default: the tree),
 /// built from `params`.
@@ -97,6 +98,7 @@ pub fn build(model: &str, params: &ModelParams, public: &Public) -> Result<Box<d
         )),
         None | Some("tree") => build_tree(model, params, public),
         Some("kary") => kary::build(model, params, public),
+        Some("smooth") => smooth::build(model, params, public),
         Some("best") => best(model, params, public),
         Some(other) => Err(Error::param(
             "mechanism",
@@ -155,23 +157,38 @@ pub fn check_params_apply(model: &str, p: &ModelParams) -> Result<()> {
     Ok(())
 }
 
-/// `--mechanism best`: among the tree and the k-ary tree (each at its best arity), the one
-/// with the least stated mean variance over the public number of steps; for models the
-/// k-ary tree does not compute, the tree. Public parameters only decide.
+/// `--mechanism best`: among the tree, the k-ary tree (each at its best arity) and, for
+/// running sums, the smooth tree, the one with the least stated mean variance over the
+/// public number of steps; for models the k-ary tree does not compute, the tree. Public
+/// parameters only decide.
 fn best(model: &str, params: &ModelParams, public: &Public) -> Result<Box<dyn DecayedSum>> {
     let tree = build_tree(model, params, public)?;
     if kary::kind_of(model, params).is_err() {
         return Ok(tree);
     }
-    let other = kary::build(model, params, public)?;
     let n = kary::public_steps(params);
-    Ok(
-        if kary::mean_variance(other.as_ref(), n) < kary::mean_variance(tree.as_ref(), n) {
-            other
-        } else {
-            tree
-        },
-    )
+    let mut others = vec![kary::build(model, params, public)?];
+    if model == "running" {
+        others.push(smooth::build(model, params, public)?);
+    }
+    Ok(least_variance(tree, others, n))
+}
+
+/// Among `first` and `others`, the one with the least stated mean variance over `n` steps
+/// (the earlier of equals).
+pub(crate) fn least_variance(
+    first: Box<dyn DecayedSum>,
+    others: Vec<Box<dyn DecayedSum>>,
+    n: u64,
+) -> Box<dyn DecayedSum> {
+    let mut best = (kary::mean_variance(first.as_ref(), n), first);
+    for m in others {
+        let v = kary::mean_variance(m.as_ref(), n);
+        if v < best.0 {
+            best = (v, m);
+        }
+    }
+    best.1
 }
 
 /// The model named `model` on the dyadic tree of seed 004 (or its own baseline).

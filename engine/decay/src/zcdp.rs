@@ -12,7 +12,7 @@ use super::model::{DecayedSum, ModelParams, Public};
 use kinsey_core::{Error, Result};
 
 /// The mechanisms `--privacy zcdp` takes.
-pub const ZCDP_MECHANISMS: [&str; 4] = ["tree", "kary", "blt", "best"];
+pub const ZCDP_MECHANISMS: [&str; 5] = ["tree", "kary", "smooth", "blt", "best"];
 
 /// The horizon a factorization needs: the declared one (the series' public length by
 /// default).
@@ -44,6 +44,7 @@ pub(super) fn build(
             };
             Ok(Box::new(KarySum::gaussian(kind, k, z, bound, key)?))
         }
+        Some("smooth") => super::smooth::build(model, p, public),
         Some("blt") => Ok(Box::new(BltSum::new(
             kind,
             horizon_of(model, p)?,
@@ -51,7 +52,7 @@ pub(super) fn build(
             z,
             key,
         )?)),
-        Some("best") => best(kind, model, p, z, bound, key),
+        Some("best") => best(kind, model, p, public, z),
         Some(other) => Err(Error::param(
             "mechanism",
             format!(
@@ -62,25 +63,29 @@ pub(super) fn build(
     }
 }
 
-/// The least stated mean variance among the Gaussian trees (binary and the best k-ary)
-/// and, when a horizon is known, the factorization.
+/// The least stated mean variance among the Gaussian trees (binary and the best k-ary),
+/// the smooth tree for running sums and, when a horizon is known, the factorization.
 fn best(
     kind: Kind,
     model: &str,
     p: &ModelParams,
+    public: &Public,
     z: Zcdp,
-    bound: f64,
-    key: [u8; 32],
 ) -> Result<Box<dyn DecayedSum>> {
+    let (bound, key) = (public.bound, public.key);
     let n = kary::public_steps(p);
     let k = kary::best_gaussian_arity(kind)?;
     let tree = KarySum::gaussian(kind, k, z, bound, key)?;
-    let tree_var = kary::mean_variance(&tree, n);
+    let mut others = Vec::new();
+    if model == "running" {
+        others.push(super::smooth::build(model, p, public)?);
+    }
+    let trees = super::least_variance(Box::new(tree), others, n);
     if p.horizon.is_some() {
         let blt = BltSum::new(kind, horizon_of(model, p)?, bound, z, key)?;
-        if blt.mean_variance() < tree_var {
+        if blt.mean_variance() < kary::mean_variance(trees.as_ref(), n) {
             return Ok(Box::new(blt));
         }
     }
-    Ok(Box::new(tree))
+    Ok(trees)
 }

@@ -122,7 +122,7 @@ pub fn load_at(kind: Kind, k: u64, levels: u32, j: u64) -> Vec<f64> {
 
 /// Sample `i` of `n` steps in `0 .. span`: all of them when `n = span`, else spread by a
 /// multiplicative hash (evenly spaced samples alias with the tree's powers of `k`).
-pub(super) fn spread(i: u64, n: u64, span: u64) -> u64 {
+pub(crate) fn spread(i: u64, n: u64, span: u64) -> u64 {
     if n >= span {
         return i;
     }
