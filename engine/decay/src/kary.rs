@@ -29,6 +29,16 @@
 //!   interval inside one block or a suffix of one and a prefix of the next, each the
 //!   canonical decomposition into at most `2 (k - 1)` nodes per level. Sensitivity `h B`.
 //!
+//! **Estimates** ([`honaker`]): window and running sums, and exponential sums on a forest,
+//! take the minimum-variance linear combination of the released counters (Honaker 2015),
+//! online in `O(levels)` a step; the stated std is that estimate's exact one. Running sums
+//! and forests release every node, the last child of a parent included (a running sum's
+//! input is in one node per level either way; a forest of `L` levels pays `L` levels, not the
+//! decayed reach): the parent's estimate then combines its own counter with its children's.
+//! A forest's top level is an unbounded run of nodes without a parent. Exponential sums keep
+//! the tree above as well (`forest: None`): without the last children no counter has a
+//! complete subtree below it, and the plain sums are already the optimal ones.
+//!
 //! Noise: [`KeyedNoise`], one id per node in completion order (bottom up at each step,
 //! released or not), drawn in batches of consecutive ids: the online path (`push`) and
 //! `bulk` run the same loop, so they agree bit for bit.
@@ -42,12 +52,14 @@ use super::noise::KeyedNoise;
 use kinsey_core::{Error, Result, check_epsilon};
 
 mod calib;
+pub(crate) mod honaker;
 pub(crate) use calib::prefix_sensitivity;
 pub(crate) use calib::spread as spread_steps;
 pub use calib::{
-    ARITIES, Kind, POWERS, best_choice, best_gaussian_arity, level_loads, load_at, mean_variance,
+    ARITIES, Kind, POWERS, Tree, best_choice, best_gaussian_arity, level_loads, load_at,
+    mean_variance,
 };
-use calib::{LOAD_SAMPLES, MAX_ARITY, l2_reach, levels_of, weighted_reach, weights_of};
+use calib::{LOAD_SAMPLES, MAX_ARITY, l2_reach, shape_levels, weighted_reach, weights_of};
 
 /// A k-ary tree mechanism (see the module's documentation).
 #[derive(Debug, Clone)]
@@ -74,16 +86,18 @@ pub struct KarySum {
     /// Prefix trees: per level, the decayed sum of the released nodes inside the forming
     /// parent.
     open: Vec<f64>,
-    /// Window trees: the released nodes of the last two blocks, per block parity and level.
+    /// Window trees: the optimal estimates of the nodes of the last two blocks (from their
+    /// subtrees), per block parity and level.
     blocks: [Vec<Vec<f64>>; 2],
     /// Window trees: per node, the sum of its level's nodes from its group's first to it
     /// (a group: the children of one parent), for windows inside a block.
     cum: [Vec<Vec<f64>>; 2],
     /// Window trees: the nodes per level in a block (`block / k^l`).
     level_len: Vec<u64>,
-    /// Window trees: the sum of each suffix of the last completed block.
-    suffix: Vec<f64>,
-    scratch: Vec<f64>,
+    /// Exponential sums: the top level is an unbounded run of nodes (no parent).
+    forest: bool,
+    /// The optimal estimates' levels (`None`: the plain sums of an exponential tree).
+    best: Option<honaker::Levels>,
     t: u64,
     draws: Vec<Draws>,
     /// Window trees: replaying a block for its nodes only (a parallel segment's start).
@@ -111,6 +125,18 @@ impl KarySum {
         bound: f64,
         key: [u8; 32],
     ) -> Result<Self> {
+        let tree = Tree {
+            k,
+            power,
+            forest: None,
+        };
+        Self::shaped(kind, tree, epsilon, bound, key)
+    }
+
+    /// The mechanism for `kind` in the shape `tree` (arity, level weights and, for
+    /// exponential sums, a forest of that many levels with every node released).
+    pub fn shaped(kind: Kind, tree: Tree, epsilon: f64, bound: f64, key: [u8; 32]) -> Result<Self> {
+        let Tree { k, power, forest } = tree;
         check_epsilon("epsilon", epsilon)?;
         check_bound(bound)?;
         if !(2..=MAX_ARITY).contains(&k) {
@@ -123,14 +149,19 @@ impl KarySum {
             return Err(Error::param("power", "the weights' exponent is in [0, 1]"));
         }
         let k64 = u64::from(k);
-        let levels = levels_of(kind, k64)?;
+        let levels = shape_levels(kind, k64, forest)?;
         let loads = if power == 0.0 {
             vec![1.0; levels as usize]
         } else {
-            level_loads(kind, k64, levels, LOAD_SAMPLES)
+            level_loads(kind, k64, levels, forest.is_some(), LOAD_SAMPLES)
         };
         let weights = weights_of(&loads, power, epsilon);
-        let reach = weighted_reach(kind, k64, &weights);
+        // A forest releases every node: an input is in one per level, undecayed at worst.
+        let reach = if forest.is_some() {
+            weights.iter().sum()
+        } else {
+            weighted_reach(kind, k64, &weights)
+        };
         let sensitivity = bound * reach;
         // One grid for every level; level l is calibrated at eps u_l against the weighted
         // sensitivity, with the rounding of every level a node touches counted once per
@@ -155,7 +186,7 @@ impl KarySum {
             span_pow.push(p);
             p = p.powi(k as i32);
         }
-        Ok(Self {
+        let mut m = Self {
             kind,
             k: k64,
             levels,
@@ -171,8 +202,8 @@ impl KarySum {
             open: vec![0.0; levels as usize],
             blocks: [Vec::new(), Vec::new()],
             cum: [Vec::new(), Vec::new()],
-            suffix: Vec::new(),
-            scratch: Vec::new(),
+            forest: forest.is_some(),
+            best: None,
             level_len: (0..levels)
                 .map(|l| k64.checked_pow(levels - l).unwrap_or(0))
                 .collect(),
@@ -181,7 +212,18 @@ impl KarySum {
             replaying: false,
             #[cfg(test)]
             record: None,
-        })
+        };
+        m.set_estimator();
+        Ok(m)
+    }
+
+    /// The optimal estimator's levels for the noise as it is now.
+    fn set_estimator(&mut self) {
+        let optimal = !matches!(self.kind, Kind::Exponential { .. }) || self.forest;
+        self.best = optimal.then(|| {
+            let var: Vec<f64> = self.noise.iter().map(|n| n.std_dev().powi(2)).collect();
+            honaker::Levels::new(&var, self.k, self.alpha())
+        });
     }
 
     /// The tree for `kind` with arity `k` and exact discrete Gaussian noise, the same on
@@ -190,10 +232,33 @@ impl KarySum {
     /// `levels` counters it touches ([`KeyedGauss`]). `k = 2` is the Gaussian binary tree,
     /// the zCDP family's baseline.
     pub fn gaussian(kind: Kind, k: u32, z: Zcdp, bound: f64, key: [u8; 32]) -> Result<Self> {
+        let tree = Tree {
+            k,
+            power: 0.0,
+            forest: None,
+        };
+        Self::gaussian_shaped(kind, tree, z, bound, key)
+    }
+
+    /// The Gaussian tree in the shape `tree` (its level weights are not used: the same
+    /// noise on every level); a forest's L2 sensitivity is `B sqrt(L)`.
+    pub fn gaussian_shaped(
+        kind: Kind,
+        tree: Tree,
+        z: Zcdp,
+        bound: f64,
+        key: [u8; 32],
+    ) -> Result<Self> {
         z.check()?;
         // The tree's shape at any epsilon; its Laplace noise is replaced below.
-        let mut m = Self::weighted(kind, k, 0.0, 1.0, bound, key)?;
-        let l2 = bound * l2_reach(kind, m.k, m.levels).sqrt();
+        let tree = Tree { power: 0.0, ..tree };
+        let mut m = Self::shaped(kind, tree, 1.0, bound, key)?;
+        let reach = if m.forest {
+            f64::from(m.levels)
+        } else {
+            l2_reach(kind, m.k, m.levels)
+        };
+        let l2 = bound * reach.sqrt();
         let touched = u64::from(m.levels);
         m.noise = (0..m.levels)
             .map(|l| {
@@ -203,6 +268,7 @@ impl KarySum {
         m.sensitivity = l2;
         m.epsilon = z.epsilon;
         m.zcdp = Some(z);
+        m.set_estimator();
         Ok(m)
     }
 
@@ -244,14 +310,24 @@ impl KarySum {
         }
         let (k, top) = (self.k, self.levels - 1);
         let (mut v, mut l, mut idx) = (x, 0u32, self.t);
+        // The decayed sum of the estimates of the children of the node being formed.
+        let mut kids = 0.0;
         loop {
-            let last = idx % k == k - 1;
-            if !last {
-                let li = l as usize;
+            let li = l as usize;
+            let last = idx % k == k - 1 && !(self.forest && l == top);
+            if !last || self.best.is_some() {
+                // Released: every node with optimal estimates, else all but last children.
                 let noisy = self.release(v, li, idx)?;
-                self.open[li] += noisy;
-                self.acc[li + 1] = self.acc[li + 1] * self.span_pow[li] + v;
-                break;
+                let z = match &self.best {
+                    Some(b) => b.combine(li, noisy, kids),
+                    None => noisy,
+                };
+                if !last {
+                    self.open[li] += z;
+                    self.acc[li + 1] = self.acc[li + 1] * self.span_pow[li] + v;
+                    break;
+                }
+                kids = self.open[li] + z;
             }
             if l == top {
                 // Beyond the declared horizon (refused before) or 2^62 steps.
@@ -260,7 +336,6 @@ impl KarySum {
                     "the stream is longer than the tree's horizon",
                 ));
             }
-            let li = l as usize;
             v += self.acc[li + 1] * self.span_pow[li];
             self.acc[li + 1] = 0.0;
             self.open[li] = 0.0;
@@ -293,6 +368,15 @@ impl KarySum {
             let li = l as usize;
             let noisy = self.release(v, li, m)?;
             let i = idx as usize;
+            // The node's optimal estimate from its subtree (its children just completed).
+            let noisy = match &self.best {
+                Some(best) if li > 0 => best.combine(
+                    li,
+                    noisy,
+                    self.cum[cur][li - 1][i * k as usize + k as usize - 1],
+                ),
+                _ => noisy,
+            };
             self.blocks[cur][li][i] = noisy;
             let before = if idx % k == 0 {
                 0.0
@@ -319,87 +403,25 @@ impl KarySum {
             l += 1;
             idx /= k;
         }
-        if p == block - 1 {
-            self.suffixes(cur);
-        }
         if self.replaying {
             // A segment's replay of the block before it: its state only.
             return Ok(0.0);
         }
         let start = (self.t + 1).saturating_sub(w);
         let here = b * block;
+        let block_of = |c: usize| honaker::Block {
+            z: &self.blocks[c],
+            cum: &self.cum[c],
+        };
         Ok(if start == here {
             self.open.iter().sum::<f64>()
         } else if start > here {
-            self.inside(cur, start - here, p + 1)
+            honaker::inside(&block_of(cur), &self.open, k, start - here, p + 1)
         } else {
-            self.suffix[(start + block - here) as usize] + self.open.iter().sum::<f64>()
+            let a = start + block - here;
+            honaker::previous(&block_of(1 - cur), k, top as usize, a)
+                + self.open.iter().sum::<f64>()
         })
-    }
-
-    /// A window `a .. b` inside the current block (`0 < a < b`), over the canonical
-    /// decomposition [`interval`] uses, in `O(levels)`: with `m` the highest level whose
-    /// boundary `c = floor(b / k^m) k^m` is at least `a`, the nodes right of `c` are the
-    /// block prefix's below level `m` (`open`), those between `a` and `c` at level `m` one
-    /// run of siblings, and below it each level's siblings after `a`'s ancestor (runs of a
-    /// group whose sums `cum` holds). The same nodes as the decomposition, summed in
-    /// another order.
-    fn inside(&self, cur: usize, a: u64, b: u64) -> f64 {
-        let (k, levels) = (self.k, self.levels as usize);
-        let cum = &self.cum[cur];
-        let (mut m, mut pw) = (0usize, 1u64);
-        while m + 1 < levels && (b / (pw * k)) * (pw * k) >= a {
-            m += 1;
-            pw *= k;
-        }
-        let mut est: f64 = self.open[..m].iter().sum();
-        // The run of level-m nodes a..c (inside one group: its first is not aligned).
-        let (u, v) = (a.div_ceil(pw), b / pw);
-        if v > u {
-            est += cum[m][(v - 1) as usize] - cum[m][(u - 1) as usize];
-        }
-        // Below m: from the lowest level a is not aligned to, each group's rest.
-        let (mut l, mut kl, mut idx) = (0usize, 1u64, a);
-        while l < m && idx % k == 0 {
-            l += 1;
-            kl *= k;
-            idx /= k;
-        }
-        let mut first = true;
-        while l < m {
-            let idx = a / kl;
-            let end = ((idx / k) * k + k - 1) as usize;
-            let from = if first { idx - 1 } else { idx } as usize;
-            est += cum[l][end] - cum[l][from];
-            first = false;
-            l += 1;
-            kl *= k;
-        }
-        est
-    }
-
-    /// The sums of every suffix of the block just completed (`blocks[cur]`), each over the
-    /// canonical decomposition [`interval`] uses, into `suffix`: `O(1)` per step instead of
-    /// a decomposition per step.
-    fn suffixes(&mut self, cur: usize) {
-        let (k, levels) = (self.k as usize, self.levels as usize);
-        let nodes = &self.blocks[cur];
-        let mut above: Vec<f64> = Vec::new();
-        for l in (0..levels).rev() {
-            let n = nodes[l].len();
-            let mut suf = std::mem::take(&mut self.scratch);
-            suf.clear();
-            suf.resize(n + 1, 0.0);
-            for o in (0..n).rev() {
-                suf[o] = if o % k == 0 && l + 1 < levels {
-                    above[o / k]
-                } else {
-                    nodes[l][o] + suf[o + 1]
-                };
-            }
-            self.scratch = std::mem::replace(&mut above, suf);
-        }
-        self.suffix = above;
     }
 
     /// One step in, the estimate out.
@@ -426,12 +448,15 @@ impl KarySum {
 
     /// Standard deviation of the estimate at step `j` (public: parameters and `j` only).
     pub fn std_at(&self, j: u64) -> f64 {
-        let var: Vec<f64> = self
-            .noise
-            .iter()
-            .map(|n| n.std_dev() * n.std_dev())
-            .collect();
-        let loads = load_at(self.kind, self.k, self.levels, j);
+        let top = self.levels as usize - 1;
+        if let (Kind::Window { w }, Some(best)) = (self.kind, &self.best) {
+            return honaker::window_var(best, self.k, top, w, j).sqrt();
+        }
+        let var: Vec<f64> = match &self.best {
+            Some(best) => best.var.clone(),
+            None => self.noise.iter().map(|n| n.std_dev().powi(2)).collect(),
+        };
+        let loads = load_at(self.kind, self.k, self.levels, self.forest, j);
         loads
             .iter()
             .zip(&var)
@@ -475,9 +500,9 @@ pub(crate) fn public_steps(p: &ModelParams) -> u64 {
 /// `--mechanism kary` for `model`: `--arity`, or the arity with the least stated error.
 pub(crate) fn build(model: &str, p: &ModelParams, c: &Public) -> Result<Box<dyn DecayedSum>> {
     let kind = kind_of(model, p)?;
-    let (k, power) = best_choice(kind, p.arity, c.epsilon, c.bound)?;
-    Ok(Box::new(KarySum::weighted(
-        kind, k, power, c.epsilon, c.bound, c.key,
+    let tree = best_choice(kind, p.arity, c.epsilon, c.bound)?;
+    Ok(Box::new(KarySum::shaped(
+        kind, tree, c.epsilon, c.bound, c.key,
     )?))
 }
 

@@ -38,11 +38,10 @@ pub(super) fn build(
     match p.mechanism.as_deref() {
         None | Some("tree") => Ok(Box::new(KarySum::gaussian(kind, 2, z, bound, key)?)),
         Some("kary") => {
-            let k = match p.arity {
-                Some(k) => k,
-                None => kary::best_gaussian_arity(kind)?,
-            };
-            Ok(Box::new(KarySum::gaussian(kind, k, z, bound, key)?))
+            let tree = kary::best_gaussian_arity(kind, p.arity)?;
+            Ok(Box::new(KarySum::gaussian_shaped(
+                kind, tree, z, bound, key,
+            )?))
         }
         Some("smooth") => super::smooth::build(model, p, public),
         Some("blt") => Ok(Box::new(BltSum::new(
@@ -74,8 +73,8 @@ fn best(
 ) -> Result<Box<dyn DecayedSum>> {
     let (bound, key) = (public.bound, public.key);
     let n = kary::public_steps(p);
-    let k = kary::best_gaussian_arity(kind)?;
-    let tree = KarySum::gaussian(kind, k, z, bound, key)?;
+    let shape = kary::best_gaussian_arity(kind, None)?;
+    let tree = KarySum::gaussian_shaped(kind, shape, z, bound, key)?;
     let mut others = Vec::new();
     if model == "running" {
         others.push(super::smooth::build(model, p, public)?);

@@ -38,6 +38,19 @@ pub enum Kind {
     },
 }
 
+/// A k-ary tree's shape: its arity, its level weights' exponent and, for exponential sums,
+/// whether it is a forest (every node released, the top level without parents) and of how
+/// many levels.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tree {
+    /// Children per node.
+    pub k: u32,
+    /// The level weights' exponent ([`POWERS`]; 0: the same noise on every level).
+    pub power: f64,
+    /// Exponential sums: a forest of this many levels (`None`: the tree of [`levels_of`]).
+    pub forest: Option<u32>,
+}
+
 /// `sum_t alpha^((k^(t-1) - 1) / (k - 1))` over `levels` levels (all while terms matter).
 pub(crate) fn prefix_sensitivity(alpha: f64, k: u64, levels: u32) -> f64 {
     let mut s = 0.0;
@@ -76,7 +89,10 @@ pub(super) fn unbounded_levels(k: u64) -> u32 {
 /// Per level, the sum of the squared weights of the nodes the estimate at step `j` adds
 /// (a public function of the parameters and `j`): the estimate's variance is
 /// `sum_l load_l var_l`.
-pub fn load_at(kind: Kind, k: u64, levels: u32, j: u64) -> Vec<f64> {
+///
+/// In a forest (`forest`) the top level is an unbounded run: every node of it before the
+/// step's last boundary is in the estimate.
+pub fn load_at(kind: Kind, k: u64, levels: u32, forest: bool, j: u64) -> Vec<f64> {
     let mut load = vec![0.0; levels as usize];
     match kind {
         Kind::Window { w } => {
@@ -98,8 +114,22 @@ pub fn load_at(kind: Kind, k: u64, levels: u32, j: u64) -> Vec<f64> {
                 _ => 1.0,
             };
             let (mut m, mut span, mut end) = (j + 1, 1u64, j + 1);
-            for slot in load.iter_mut() {
+            let top = levels as usize - 1;
+            for (l, slot) in load.iter_mut().enumerate() {
                 if m == 0 {
+                    break;
+                }
+                if forest && l == top {
+                    // All of the run: a geometric sum of the decayed weights.
+                    let (first, ratio) = (
+                        alpha.powf(2.0 * (j + 1 - end) as f64),
+                        alpha.powf(2.0 * span as f64),
+                    );
+                    *slot += if alpha == 1.0 {
+                        m as f64
+                    } else {
+                        first * (1.0 - ratio.powf(m as f64)) / (1.0 - ratio)
+                    };
                     break;
                 }
                 let d = m % k;
@@ -135,6 +165,22 @@ pub(super) const LOAD_SAMPLES: u64 = 2048;
 /// The levels of a tree for `kind` with arity `k`: running sums, the digits of the horizon;
 /// exponential sums, `k^L <= 2^62`; windows, blocks of `k^L > W` steps (at most
 /// [`MAX_BLOCK`]).
+/// The levels of a tree of shape `forest` (see [`Tree`]): a forest's own (1 to the
+/// exponential tree's levels), else [`levels_of`].
+pub(super) fn shape_levels(kind: Kind, k: u64, forest: Option<u32>) -> Result<u32> {
+    let full = levels_of(kind, k)?;
+    match forest {
+        None => Ok(full),
+        Some(l) if matches!(kind, Kind::Exponential { .. }) && (1..=full).contains(&l) => Ok(l),
+        Some(l) => Err(Error::param(
+            "forest",
+            format!(
+                "a forest is for exponential sums, with 1 to {full} levels at arity {k}; got {l}"
+            ),
+        )),
+    }
+}
+
 pub(super) fn levels_of(kind: Kind, k: u64) -> Result<u32> {
     Ok(match kind {
         Kind::Running { horizon } => {
@@ -173,7 +219,7 @@ pub(super) fn levels_of(kind: Kind, k: u64) -> Result<u32> {
 /// The mean [`load_at`] of each level over the steps a release covers in the long run
 /// (public: parameters only): a running sum's whole horizon, an exponential sum's and a
 /// window's steady state.
-pub fn level_loads(kind: Kind, k: u64, levels: u32, samples: u64) -> Vec<f64> {
+pub fn level_loads(kind: Kind, k: u64, levels: u32, forest: bool, samples: u64) -> Vec<f64> {
     let (from, span) = match kind {
         Kind::Running { horizon } => (0, horizon),
         Kind::Exponential {
@@ -186,7 +232,7 @@ pub fn level_loads(kind: Kind, k: u64, levels: u32, samples: u64) -> Vec<f64> {
     let mut mean = vec![0.0; levels as usize];
     for i in 0..n {
         let j = from + spread(i, n, span);
-        for (m, v) in mean.iter_mut().zip(load_at(kind, k, levels, j)) {
+        for (m, v) in mean.iter_mut().zip(load_at(kind, k, levels, forest, j)) {
             *m += v / n as f64;
         }
     }
@@ -302,10 +348,8 @@ pub(super) fn interval(levels: u32, k: u64, a: u64, b: u64, mut visit: impl FnMu
 /// The exponents the level weights are tried with (0: the same noise on every level).
 pub const POWERS: [f64; 5] = [0.0, 0.2, 0.25, 0.3, 1.0 / 3.0];
 
-/// The arity (among [`ARITIES`], or `arity` when given) and level-weight exponent (among
-/// [`POWERS`]) with the least stated mean variance over the steps [`level_loads`] samples:
-/// public parameters only decide.
-pub fn best_choice(kind: Kind, arity: Option<u32>, epsilon: f64, bound: f64) -> Result<(u32, f64)> {
+/// The arities to try: `arity` when given (checked), else [`ARITIES`].
+fn arities(arity: Option<u32>) -> Result<Vec<u32>> {
     if let Some(k) = arity
         && !(2..=MAX_ARITY).contains(&k)
     {
@@ -314,33 +358,79 @@ pub fn best_choice(kind: Kind, arity: Option<u32>, epsilon: f64, bound: f64) -> 
             format!("a tree has 2 to {MAX_ARITY} children per node, got {k}"),
         ));
     }
-    let mut best: Option<(f64, u32, f64)> = None;
-    let arities: Vec<u32> = arity.map_or_else(|| ARITIES.to_vec(), |k| vec![k]);
-    for k in arities {
+    Ok(arity.map_or_else(|| ARITIES.to_vec(), |k| vec![k]))
+}
+
+/// The shapes of arity `k` for `kind`: the tree, and for exponential sums every forest.
+fn shapes_of(kind: Kind, full: u32) -> Vec<Option<u32>> {
+    let mut shapes = vec![None];
+    if matches!(kind, Kind::Exponential { .. }) {
+        shapes.extend((1..=full).map(Some));
+    }
+    shapes
+}
+
+/// The stated mean variance of a tree of `levels` levels whose counters have variances
+/// `var`, over the steps [`level_loads`] samples (`loads` its mean loads): the optimal
+/// estimates' ([`super::honaker`]) where the tree has them, else the plain sums'.
+fn stated_mean(kind: Kind, k: u64, levels: u32, forest: bool, loads: &[f64], var: &[f64]) -> f64 {
+    let (optimal, alpha) = match kind {
+        Kind::Exponential { alpha, .. } => (forest, alpha),
+        _ => (true, 1.0),
+    };
+    if !optimal {
+        return loads.iter().zip(var).map(|(c, v)| c * v).sum();
+    }
+    let lv = super::honaker::Levels::new(var, k, alpha);
+    if let Kind::Window { w } = kind {
+        let (top, span) = (levels as usize - 1, k.pow(levels).max(w) * 2);
+        let n = LOAD_SAMPLES.min(span).max(1);
+        let sum: f64 = (0..n)
+            .map(|i| super::honaker::window_var(&lv, k, top, w, w + spread(i, n, span)))
+            .sum();
+        return sum / n as f64;
+    }
+    loads.iter().zip(&lv.var).map(|(c, v)| c * v).sum()
+}
+
+/// The shape (arity among [`ARITIES`] or `arity` when given, level-weight exponent among
+/// [`POWERS`], and for exponential sums the tree or a forest) with the least stated mean
+/// variance of discrete Laplace noise over the steps [`level_loads`] samples: public
+/// parameters only decide.
+pub fn best_choice(kind: Kind, arity: Option<u32>, epsilon: f64, bound: f64) -> Result<Tree> {
+    let mut best: Option<(f64, Tree)> = None;
+    for k in arities(arity)? {
         let k64 = u64::from(k);
         // An arity whose window blocks are too large is not a candidate.
-        let levels = match levels_of(kind, k64) {
+        let full = match levels_of(kind, k64) {
             Ok(l) => l,
             // A given arity's error is the answer; a candidate's only drops it.
             Err(e) if arity.is_some() => return Err(e),
             Err(_) => continue,
         };
-        let loads = level_loads(kind, k64, levels, LOAD_SAMPLES);
-        for power in POWERS {
-            let u = weights_of(&loads, power, epsilon);
-            let reach = weighted_reach(kind, k64, &u);
-            // Laplace variance 2 (reach B / (eps u_l))^2 per unit of load.
-            let var: f64 = loads
-                .iter()
-                .zip(&u)
-                .map(|(c, u)| c * 2.0 * (reach * bound / (epsilon * u)).powi(2))
-                .sum();
-            if best.is_none_or(|(v, _, _)| var < v) {
-                best = Some((var, k, power));
+        for forest in shapes_of(kind, full) {
+            let levels = forest.unwrap_or(full);
+            let loads = level_loads(kind, k64, levels, forest.is_some(), LOAD_SAMPLES);
+            for power in POWERS {
+                let u = weights_of(&loads, power, epsilon);
+                let reach = if forest.is_some() {
+                    u.iter().sum()
+                } else {
+                    weighted_reach(kind, k64, &u)
+                };
+                // Laplace variance 2 (reach B / (eps u_l))^2 per counter of level l.
+                let var: Vec<f64> = u
+                    .iter()
+                    .map(|u| 2.0 * (reach * bound / (epsilon * u)).powi(2))
+                    .collect();
+                let v = stated_mean(kind, k64, levels, forest.is_some(), &loads, &var);
+                if best.is_none_or(|(b, _)| v < b) {
+                    best = Some((v, Tree { k, power, forest }));
+                }
             }
         }
     }
-    best.map(|(_, k, p)| (k, p)).ok_or_else(|| {
+    best.map(|(_, t)| t).ok_or_else(|| {
         Error::param(
             "arity",
             "no arity gives blocks within the limit for this window",
@@ -362,23 +452,35 @@ pub(crate) fn l2_reach(kind: Kind, k: u64, levels: u32) -> f64 {
     weighted_reach(squared, k, &vec![1.0; levels as usize])
 }
 
-/// The arity (among [`ARITIES`]) with the least stated mean variance of Gaussian noise, the
-/// same on every level: a level's variance is `l2_reach B^2 / (2 rho)` whatever the level,
-/// so the choice minimises `l2_reach` times the total mean load (public parameters only).
-pub fn best_gaussian_arity(kind: Kind) -> Result<u32> {
-    let mut best: Option<(f64, u32)> = None;
-    for k in ARITIES {
+/// The shape (as [`best_choice`], the same noise on every level) with the least stated
+/// mean variance of Gaussian noise: a level's variance is `reach B^2 / (2 rho)` whatever
+/// the level (`l2_reach`, or a forest's `L`), so the choice minimises the stated mean at
+/// unit variance times the reach (public parameters only).
+pub fn best_gaussian_arity(kind: Kind, arity: Option<u32>) -> Result<Tree> {
+    let mut best: Option<(f64, Tree)> = None;
+    for k in arities(arity)? {
         let k64 = u64::from(k);
-        let Ok(levels) = levels_of(kind, k64) else {
-            continue;
+        let full = match levels_of(kind, k64) {
+            Ok(l) => l,
+            Err(e) if arity.is_some() => return Err(e),
+            Err(_) => continue,
         };
-        let loads = level_loads(kind, k64, levels, LOAD_SAMPLES);
-        let var = l2_reach(kind, k64, levels) * loads.iter().sum::<f64>();
-        if best.is_none_or(|(v, _)| var < v) {
-            best = Some((var, k));
+        for forest in shapes_of(kind, full) {
+            let levels = forest.unwrap_or(full);
+            let loads = level_loads(kind, k64, levels, forest.is_some(), LOAD_SAMPLES);
+            let reach = match forest {
+                Some(l) => f64::from(l),
+                None => l2_reach(kind, k64, levels),
+            };
+            let var = vec![reach; levels as usize];
+            let v = stated_mean(kind, k64, levels, forest.is_some(), &loads, &var);
+            if best.is_none_or(|(b, _)| v < b) {
+                let power = 0.0;
+                best = Some((v, Tree { k, power, forest }));
+            }
         }
     }
-    best.map(|(_, k)| k).ok_or_else(|| {
+    best.map(|(_, t)| t).ok_or_else(|| {
         Error::param(
             "arity",
             "no arity gives blocks within the limit for this window",

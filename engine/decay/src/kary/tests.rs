@@ -190,44 +190,40 @@ fn the_stated_std_is_the_errors_and_too_little_noise_is_caught() {
 }
 
 /// On bits at eps = 1 the k-ary trees' stated RMSE is below the binary tree's by the
-/// factors issue 38 asks for on flights-3m (measured there in BENCHMARKS.md).
+/// factors issue 38 asks for on flights-3m (measured there in BENCHMARKS.md), and within 2%
+/// of the best known of issue 57's review: 20.23 for a window of 1440 (optimal estimation
+/// on the k-ary tree), 15.20 for alpha = 0.999 (every node released, optimal estimation).
 #[test]
 fn the_stated_error_beats_the_binary_tree() {
     let n = 3_000_000;
     let rmse = |m: &dyn DecayedSum| mean_variance(m, n).sqrt();
+    let chosen = |kind: Kind| {
+        let tree = best_choice(kind, None, 1.0, 1.0).expect("choice");
+        (
+            tree,
+            KarySum::shaped(kind, tree, 1.0, 1.0, key(1)).expect("k"),
+        )
+    };
     let running = ExponentialSum::running(n, 1.0, 1.0, key(1)).expect("tree");
-    let kind = Kind::Running { horizon: n };
-    let (k, p) = best_choice(kind, None, 1.0, 1.0).expect("k");
-    let kary = KarySum::weighted(kind, k, p, 1.0, 1.0, key(1)).expect("k");
+    let (t, kary) = chosen(Kind::Running { horizon: n });
     let (a, b) = (rmse(&running), rmse(&kary));
-    eprintln!(
-        "running: tree {a:.2}, {k}-ary {b:.2} (power {p}): {:.2}x",
-        a / b
-    );
-    assert!(a / b >= 2.0, "running: tree {a}, {k}-ary {b}");
+    eprintln!("running: tree {a:.2}, {t:?} {b:.2}: {:.2}x", a / b);
+    assert!(a / b >= 2.0, "running: tree {a}, {t:?} {b}");
     let exp = ExponentialSum::new(0.999, 1.0, 1.0, key(1)).expect("tree");
-    let kind = Kind::Exponential {
+    let (t, kary) = chosen(Kind::Exponential {
         alpha: 0.999,
         horizon: None,
-    };
-    let (k, p) = best_choice(kind, None, 1.0, 1.0).expect("k");
-    let kary = KarySum::weighted(kind, k, p, 1.0, 1.0, key(1)).expect("k");
+    });
     let (a, b) = (rmse(&exp), rmse(&kary));
-    eprintln!(
-        "exponential: tree {a:.2}, {k}-ary {b:.2} (power {p}): {:.2}x",
-        a / b
-    );
-    assert!(a / b >= 1.5, "exponential: tree {a}, {k}-ary {b}");
+    eprintln!("exponential: tree {a:.2}, {t:?} {b:.2}: {:.2}x", a / b);
+    assert!(a / b >= 1.5, "exponential: tree {a}, {t:?} {b}");
+    assert!(b <= 15.20 * 1.02, "exponential: {t:?} {b}");
     let win = WindowSum::new(1440, 1.0, 1.0, key(1)).expect("tree");
-    let kind = Kind::Window { w: 1440 };
-    let (k, p) = best_choice(kind, None, 1.0, 1.0).expect("k");
-    let kary = KarySum::weighted(kind, k, p, 1.0, 1.0, key(1)).expect("k");
+    let (t, kary) = chosen(Kind::Window { w: 1440 });
     let (a, b) = (rmse(&win), rmse(&kary));
-    eprintln!(
-        "window: tree {a:.2}, {k}-ary {b:.2} (power {p}): {:.2}x",
-        a / b
-    );
-    assert!(a / b >= 1.5, "window: tree {a}, {k}-ary {b}");
+    eprintln!("window: tree {a:.2}, {t:?} {b:.2}: {:.2}x", a / b);
+    assert!(a / b >= 1.5, "window: tree {a}, {t:?} {b}");
+    assert!(b <= 20.23 * 1.02, "window: {t:?} {b}");
 }
 
 fn zcdp() -> Zcdp {
@@ -301,5 +297,119 @@ fn the_gaussian_trees_stated_std_is_the_errors() {
             ratio(0.7) < 0.75,
             "{kind:?}: 30% too little noise not caught"
         );
+    }
+}
+
+/// Exponential sums on forests (every node released, optimal estimates): the paths agree
+/// bit for bit, the noise cancels under one key, the stated L1 and L2 sensitivities bound
+/// the neighbouring counters and are attained.
+#[test]
+fn forests_agree_cancel_and_bound_their_sensitivity() {
+    let xs = series(3000, 8);
+    let zeros = vec![0.0; xs.len()];
+    for alpha in [0.9, 0.99] {
+        let kind = Kind::Exponential {
+            alpha,
+            horizon: None,
+        };
+        for (k, power, levels) in [(2, 0.0, 1), (2, 0.3, 4), (3, 0.0, 3), (10, 0.25, 2)] {
+            let tree = Tree {
+                k,
+                power,
+                forest: Some(levels),
+            };
+            let m = KarySum::shaped(kind, tree, 1.0, 2.0, key(5)).expect("build");
+            let what = format!("{alpha} {tree:?}");
+            assert_paths_agree(&m, &xs, 333, &what);
+            let est = m.bulk(&xs).expect("bulk").remove(0);
+            let noise = m.bulk(&zeros).expect("bulk").remove(0);
+            let truth = m.truth(&xs).remove(0);
+            for (j, t) in truth.iter().enumerate() {
+                assert!((est[j] - noise[j] - t).abs() < 1e-2, "{what} step {j}");
+            }
+            let m = KarySum::shaped(kind, tree, 1.0, 1.0, key(5)).expect("build");
+            let worst = worst_change(&m, 1.0, |l| m.weights[l]);
+            assert!(worst <= m.sensitivity + 1e-9, "{what}: {worst}");
+            assert!(worst >= 0.999 * m.sensitivity, "{what}: {worst}");
+            let g = KarySum::gaussian_shaped(kind, tree, zcdp(), 1.0, key(5)).expect("build");
+            let worst = worst_change(&g, 2.0, |_| 1.0);
+            assert!(worst <= g.sensitivity + 1e-9, "{what}: {worst}");
+            assert!(worst >= 0.999 * g.sensitivity, "{what}: {worst}");
+        }
+    }
+}
+
+/// A forest's and a window's optimal estimates have the stated spread (Laplace and
+/// Gaussian noise), and 30% less noise than stated is caught.
+#[test]
+fn optimal_estimates_have_the_stated_std() {
+    let xs = series(600, 9);
+    let exp = Kind::Exponential {
+        alpha: 0.97,
+        horizon: None,
+    };
+    for (kind, tree, gauss) in [
+        (
+            exp,
+            Tree {
+                k: 3,
+                power: 0.3,
+                forest: Some(3),
+            },
+            false,
+        ),
+        (
+            exp,
+            Tree {
+                k: 2,
+                power: 0.0,
+                forest: Some(5),
+            },
+            true,
+        ),
+        (
+            Kind::Window { w: 50 },
+            Tree {
+                k: 3,
+                power: 0.0,
+                forest: None,
+            },
+            true,
+        ),
+        (
+            Kind::Running { horizon: 600 },
+            Tree {
+                k: 3,
+                power: 0.2,
+                forest: None,
+            },
+            false,
+        ),
+    ] {
+        let make = |r: u8| {
+            if gauss {
+                KarySum::gaussian_shaped(kind, tree, zcdp(), 2.0, [r; 32]).expect("build")
+            } else {
+                KarySum::shaped(kind, tree, 1.0, 2.0, [r; 32]).expect("build")
+            }
+        };
+        let base = make(0);
+        let truth = base.truth(&xs).remove(0);
+        let ratio = |scale: f64| {
+            mean_z2(
+                &truth,
+                |j| base.std_at(j),
+                |r| {
+                    let mut m = make(r);
+                    m.noise = m.noise.iter().map(|n| n.scaled(scale)).collect();
+                    m.set_estimator();
+                    m.bulk(&xs).expect("bulk").remove(0)
+                },
+            )
+        };
+        let honest = ratio(1.0);
+        assert!((0.9..1.1).contains(&honest), "{kind:?} {tree:?}: {honest}");
+        let small = ratio(0.7);
+        assert!(small < 0.75, "{kind:?} {tree:?}: not caught ({small})");
     }
 }
