@@ -38,13 +38,14 @@
 //! a [`KeyedGauss`]: online `push`, chunked `stream` and `bulk` agree bit for bit.
 
 pub mod fit;
+pub mod root;
 
 use super::gauss::{Draws, KeyedGauss, grid_for};
 use super::kary::Kind;
 use super::model::{
     CalibrationReport, DecayedSum, Sliding, Zcdp, check_bound, window_truth, zcdp_guarantee,
 };
-use fit::Fit;
+use fit::{Fit, mul_theta};
 use kinsey_core::{Error, Result};
 use std::sync::Arc;
 
@@ -72,13 +73,6 @@ pub struct BltSum {
     acc: f64,
     sliding: Option<Sliding>,
     draws: Draws,
-}
-
-/// `floor(m S / 2^64)` for `S < 2^88`.
-#[inline]
-fn mul_theta(m: u64, s: u128) -> u128 {
-    let (hi, lo) = (s >> 64, s & u128::from(u64::MAX));
-    u128::from(m) * hi + ((u128::from(m) * lo) >> 64)
 }
 
 impl BltSum {

@@ -1,18 +1,21 @@
 //! The zCDP family of decayed sums (`--privacy zcdp --rho R`): exact discrete Gaussian noise
-//! ([`super::gauss`]) on the dyadic or k-ary tree's counters (`tree`, the Gaussian tree
-//! baseline; `kary`), or the buffered square-root factorization (`blt`, [`super::blt`]);
-//! `best` picks the one with the least stated mean variance from public parameters only.
+//! ([`super::gauss`]) on the dyadic or k-ary tree's counters (`tree`, the Gaussian binary
+//! tree; `kary`; both with optimal estimates), on the smooth tree's (`smooth`, running sums),
+//! the buffered square-root factorization (`blt`, [`super::blt`]) or, for window sums, the
+//! window's own square-root factorization (`sqrt`, [`super::blt::root`]); `best` picks the
+//! one with the least stated mean variance from public parameters only.
 //! A release states `rho` and the (epsilon, delta) it implies at the declared delta (CKS
 //! Corollary 13, [`kinsey_dp::exact::zcdp_epsilon`]).
 
 use super::blt::BltSum;
+use super::blt::root::WindowRoot;
 use super::kary::{self, KarySum, Kind};
 pub use super::model::{DEFAULT_DELTA, Zcdp};
 use super::model::{DecayedSum, ModelParams, Public};
 use kinsey_core::{Error, Result};
 
 /// The mechanisms `--privacy zcdp` takes.
-pub const ZCDP_MECHANISMS: [&str; 5] = ["tree", "kary", "smooth", "blt", "best"];
+pub const ZCDP_MECHANISMS: [&str; 6] = ["tree", "kary", "smooth", "blt", "sqrt", "best"];
 
 /// The horizon a factorization needs: the declared one (the series' public length by
 /// default).
@@ -51,6 +54,21 @@ pub(super) fn build(
             z,
             key,
         )?)),
+        Some("sqrt") => match kind {
+            Kind::Window { w } => Ok(Box::new(WindowRoot::new(
+                w,
+                horizon_of(model, p)?,
+                bound,
+                z,
+                key,
+            )?)),
+            _ => Err(Error::param(
+                "mechanism",
+                format!(
+                    "sqrt is the window's own factorization: it computes window sums, not '{model}'"
+                ),
+            )),
+        },
         Some("best") => best(kind, model, p, public, z),
         Some(other) => Err(Error::param(
             "mechanism",
@@ -80,11 +98,20 @@ fn best(
         others.push(super::smooth::build(model, p, public)?);
     }
     let trees = super::least_variance(Box::new(tree), others, n);
-    if p.horizon.is_some() {
-        let blt = BltSum::new(kind, horizon_of(model, p)?, bound, z, key)?;
-        if blt.mean_variance() < kary::mean_variance(trees.as_ref(), n) {
-            return Ok(Box::new(blt));
-        }
+    let Some(horizon) = p.horizon else {
+        return Ok(trees);
+    };
+    let mut best = (kary::mean_variance(trees.as_ref(), n), trees);
+    let blt = BltSum::new(kind, horizon, bound, z, key)?;
+    if blt.mean_variance() < best.0 {
+        best = (blt.mean_variance(), Box::new(blt));
     }
-    Ok(trees)
+    if let Kind::Window { w } = kind
+        && horizon <= super::blt::root::MAX_HORIZON
+        && let Ok(root) = WindowRoot::new(w, horizon, bound, z, key)
+        && root.mean_variance() < best.0
+    {
+        best = (root.mean_variance(), Box::new(root));
+    }
+    Ok(best.1)
 }

@@ -212,13 +212,14 @@ struct DecayArgs {
     #[arg(long, default_value_t = 0.999)]
     /// Decay per step (exponential).
     alpha: f64,
-    /// tree (default), kary or best, as `kinsey decay --mechanism`.
+    /// tree (default), kary, smooth, blt, sqrt or best, as `kinsey decay --mechanism`.
     #[arg(long, default_value = "tree")]
     mechanism: String,
     /// Children per node of --mechanism kary (default: the least stated error).
     #[arg(long)]
     arity: Option<u32>,
-    /// Gaussian noise under this zCDP budget (mechanisms tree, kary, blt, best) instead of
+    /// Gaussian noise under this zCDP budget (mechanisms tree, kary, smooth, blt, sqrt,
+    /// best) instead of
     /// pure DP at epsilon 1.
     #[arg(long)]
     rho: Option<f64>,

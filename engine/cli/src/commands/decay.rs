@@ -57,12 +57,15 @@ pub(crate) struct Args {
     /// 1e-6).
     #[arg(long)]
     delta: Option<f64>,
-    /// tree (the dyadic tree, the default), kary (a k-ary tree with
-    /// level-weighted noise: about half the error of the tree for running and window sums
-    /// at the same epsilon; models running, window, exponential), blt (--privacy zcdp
-    /// only: a buffered square-root factorization with correlated Gaussian noise, O(d)
-    /// state, needs a horizon) or best (the one with the least stated error, chosen from
-    /// public parameters only). Under --privacy zcdp, tree and kary carry Gaussian noise.
+    /// tree (the dyadic tree, the default), kary (a k-ary tree with level-weighted noise
+    /// and optimal estimates: about half the error of the tree; models running, window,
+    /// exponential, the last on a forest when that is better), smooth (running sums: a
+    /// k-ary tree on the leaves with few non-maximal digits), blt (--privacy zcdp only: a
+    /// buffered square-root factorization with correlated Gaussian noise, O(d) state,
+    /// needs a horizon), sqrt (--privacy zcdp, window sums: the window's own square-root
+    /// factorization, at the lower bound) or best (the one with the least stated error,
+    /// chosen from public parameters only). Under --privacy zcdp, tree, kary and smooth
+    /// carry Gaussian noise.
     #[arg(long, value_name = "MECHANISM")]
     mechanism: Option<String>,
     /// Children per node of --mechanism kary (default: the arity with the least stated

@@ -184,6 +184,66 @@ pub fn choose_beta(kind: Kind, horizon: u64) -> f64 {
         .map_or(1.0, |(_, b)| b)
 }
 
+/// The integer buffers of a mixture `sum omega_i theta_i^(k - 1)` fitted to
+/// `(1 - beta z)^(-1/2)` up to `memory` steps: `theta_i = theta_m[i] / 2^64`,
+/// `omega_i = w[i] / 2^24` (and both exactly as f64).
+#[derive(Debug, Clone)]
+pub(super) struct Buffers {
+    pub theta_m: Vec<u64>,
+    pub w: Vec<i64>,
+    pub theta: Vec<f64>,
+    pub omega: Vec<f64>,
+}
+
+impl Buffers {
+    /// The buffers of [`quadrature`]`(memory)` damped by `beta`, in the encoder's ranges.
+    pub(super) fn new(memory: f64, beta: f64) -> Result<Self> {
+        let mut b = Self {
+            theta_m: vec![],
+            w: vec![],
+            theta: vec![],
+            omega: vec![],
+        };
+        for (t, om) in quadrature(memory) {
+            let th = ((t * beta) * 2f64.powi(64)).floor();
+            let wi = (om * beta * f64::from(1u32 << OMEGA_BITS)).round();
+            if wi == 0.0 || th <= 0.0 {
+                continue;
+            }
+            let m = th as u64;
+            let gap = 2f64.powi(64) - th;
+            if gap < 2f64.powi(64 + MIN_GAP_LOG2)
+                || wi.abs() / f64::from(1u32 << OMEGA_BITS) >= MAX_OMEGA
+            {
+                return Err(Error::Numerical("factorization buffer out of range".into()));
+            }
+            b.theta_m.push(m);
+            b.w.push(wi as i64);
+            b.theta.push(m as f64 * 2f64.powi(-64));
+            b.omega.push(wi / f64::from(1u32 << OMEGA_BITS));
+        }
+        Ok(b)
+    }
+}
+
+/// The integer encoder's largest deviation per step from the exact mixture, in values:
+/// each floor is at most one unit `2^-64` off, carried by `|omega_i| / (1 - theta_i)`.
+pub(super) fn encoder_error(theta_m: &[u64], omega: &[f64]) -> f64 {
+    theta_m
+        .iter()
+        .zip(omega)
+        .map(|(&m, o)| o.abs() / ((2f64.powi(64) - m as f64) * 2f64.powi(-64)))
+        .sum::<f64>()
+        * 2f64.powi(-64)
+}
+
+/// `floor(m S / 2^64)` for `S < 2^88`.
+#[inline]
+pub(super) fn mul_theta(m: u64, s: u128) -> u128 {
+    let (hi, lo) = (s >> 64, s & u128::from(u64::MAX));
+    u128::from(m) * hi + ((u128::from(m) * lo) >> 64)
+}
+
 impl Fit {
     /// The buffers for `kind` over `horizon` steps with damping `beta`, and their stated
     /// sensitivity and variance.
@@ -199,32 +259,14 @@ impl Fit {
         } else {
             horizon as f64
         };
-        let (mut theta_m, mut w, mut theta, mut omega) = (vec![], vec![], vec![], vec![]);
-        for (t, om) in quadrature(memory) {
-            let th = ((t * beta) * 2f64.powi(64)).floor();
-            let wi = (om * beta * f64::from(1u32 << OMEGA_BITS)).round();
-            if wi == 0.0 || th <= 0.0 {
-                continue;
-            }
-            let m = th as u64;
-            let gap = 2f64.powi(64) - th;
-            if gap < 2f64.powi(64 + MIN_GAP_LOG2)
-                || wi.abs() / f64::from(1u32 << OMEGA_BITS) >= MAX_OMEGA
-            {
-                return Err(Error::Numerical("factorization buffer out of range".into()));
-            }
-            theta_m.push(m);
-            w.push(wi as i64);
-            theta.push(m as f64 * 2f64.powi(-64));
-            omega.push(wi / f64::from(1u32 << OMEGA_BITS));
-        }
+        let Buffers {
+            theta_m,
+            w,
+            theta,
+            omega,
+        } = Buffers::new(memory, beta)?;
         let norm = column_norm(&theta_m, &omega, horizon);
-        let enc_err = theta_m
-            .iter()
-            .zip(&omega)
-            .map(|(&m, o)| o.abs() / ((2f64.powi(64) - m as f64) * 2f64.powi(-64)))
-            .sum::<f64>()
-            * 2f64.powi(-64);
+        let enc_err = encoder_error(&theta_m, &omega);
         let mut fit = Self {
             beta,
             theta_m,
