@@ -557,12 +557,13 @@ def decay(values: Any, *, model: str, epsilon: float | None = None,
     ``column``. ``Release.values``: one estimate per step (2-D, one column per window, for
     ``allwindow``). ``bound``: the largest value one step may hold, declared, not read from
     the data (values above it are clamped); required except for a ``.txt`` file of bits.
-    ``mechanism``: ``"tree"`` (default), ``"kary"`` (``arity`` optional; about half the
-    tree's error for running and window sums) or ``"best"``, as ``kinsey decay --mechanism``.
-    ``rho`` (instead of ``epsilon``): zCDP with exact discrete Gaussian noise, stated as
-    (epsilon, ``delta``)-DP (``delta`` 1e-6 by default); ``mechanism`` then also takes
-    ``"blt"``, a buffered square-root factorization (about 2.5x less error than the Gaussian
-    tree), as ``kinsey decay --privacy zcdp --rho``."""
+    ``mechanism``: ``"tree"`` (default), ``"kary"`` (``arity`` optional; optimal estimates on
+    a k-ary tree, half the tree's error or better), ``"smooth"`` (running sums) or ``"best"``,
+    as ``kinsey decay --mechanism``. ``rho`` (instead of ``epsilon``): zCDP with exact
+    discrete Gaussian noise, stated as (epsilon, ``delta``)-DP (``delta`` 1e-6 by default);
+    ``mechanism`` then also takes ``"blt"``, a buffered square-root factorization, and for
+    window sums ``"sqrt"``, the window's own (at the lower bound), as
+    ``kinsey decay --privacy zcdp --rho``."""
     if bound is None:
         if isinstance(values, (str, os.PathLike)) and os.fspath(values).endswith(".txt"):
             bound = 1.0

@@ -98,7 +98,10 @@ a clamp check with epsilon 0 | decay --input FIX/series.csv --model window --win
 a negative epsilon | decay --input FIX/series.csv --model window --window 4 --epsilon -1 --out WORK/d.csv --bound 2 | epsilon
 alpha outside (0, 1) | decay --input FIX/series.csv --model exponential --alpha 1.5 --epsilon 1 --out WORK/d.csv --bound 2 | alpha
 window 0 | decay --input FIX/series.csv --model window --window 0 --epsilon 1 --out WORK/d.csv --bound 2 | window
-an unknown mechanism | decay --input FIX/series.csv --model window --window 4 --mechanism smooth --epsilon 1 --out WORK/d.csv --bound 2 | mechanism ; smooth ; tree ; kary ; best
+an unknown mechanism | decay --input FIX/series.csv --model window --window 4 --mechanism sparkle --epsilon 1 --out WORK/d.csv --bound 2 | mechanism ; sparkle ; tree ; kary ; smooth ; best
+the smooth tree for a window (it computes running sums) | decay --input FIX/series.csv --model window --window 4 --mechanism smooth --epsilon 1 --out WORK/d.csv --bound 2 | mechanism ; smooth ; running
+the window's square-root factorization under pure DP | decay --input FIX/series.csv --model window --window 4 --mechanism sqrt --epsilon 1 --out WORK/d.csv --bound 2 | sqrt ; --privacy zcdp ; --rho
+the window's square-root factorization for a running sum | decay --input FIX/series.csv --model running --mechanism sqrt --privacy zcdp --rho 0.5 --out WORK/d.csv --bound 2 | sqrt ; window ; running
 the k-ary tree for a model it does not compute | decay --input FIX/series.csv --model polynomial --c 2 --mechanism kary --epsilon 1 --out WORK/d.csv --bound 2 | polynomial ; --mechanism tree
 an arity of 1 | decay --input FIX/series.csv --model window --window 4 --mechanism kary --arity 1 --epsilon 1 --out WORK/d.csv --bound 2 | arity ; 1
 the GPU for the k-ary tree (no GPU path) | decay --input FIX/series.csv --model window --window 4 --mechanism kary --device gpu --epsilon 1 --out WORK/d.csv --bound 2 | device ; k-ary ; --device cpu
@@ -112,7 +115,7 @@ a zCDP rho of 0 | decay --input FIX/series.csv --model window --window 4 --priva
 a zCDP delta of 1 | decay --input FIX/series.csv --model window --window 4 --privacy zcdp --rho 0.5 --delta 1 --out WORK/d.csv --bound 2 | delta
 --rho under pure DP | decay --input FIX/series.csv --model window --window 4 --rho 0.5 --epsilon 1 --out WORK/d.csv --bound 2 | --rho ; --privacy zcdp
 a zCDP model the Gaussian family does not compute | decay --input FIX/series.csv --model polynomial --c 2 --privacy zcdp --rho 0.5 --out WORK/d.csv --bound 2 | zcdp ; polynomial
-a zCDP mechanism that does not exist | decay --input FIX/series.csv --model window --window 4 --mechanism smooth --privacy zcdp --rho 0.5 --out WORK/d.csv --bound 2 | smooth ; blt
+a zCDP mechanism that does not exist | decay --input FIX/series.csv --model window --window 4 --mechanism sparkle --privacy zcdp --rho 0.5 --out WORK/d.csv --bound 2 | sparkle ; blt ; sqrt
 a horizon shorter than the series (blt) | decay --input FIX/series.csv --model running --horizon 2 --mechanism blt --privacy zcdp --rho 0.5 --out WORK/d.csv --bound 2 | horizon ; 2
 the GPU for a zCDP mechanism (no GPU path) | decay --input FIX/series.csv --model window --window 4 --privacy zcdp --rho 0.5 --mechanism blt --device gpu --out WORK/d.csv --bound 2 | device ; zCDP ; --device cpu
 the GPU for the Gaussian tree | decay --input FIX/series.csv --model running --privacy zcdp --rho 0.5 --device gpu --out WORK/d.csv --bound 2 | device ; zCDP ; --device cpu

@@ -53,13 +53,13 @@ use kinsey_core::{Error, Result, check_epsilon};
 
 mod calib;
 pub(crate) mod honaker;
-pub(crate) use calib::prefix_sensitivity;
 pub(crate) use calib::spread as spread_steps;
 pub use calib::{
     ARITIES, Kind, POWERS, Tree, best_choice, best_gaussian_arity, level_loads, load_at,
     mean_variance,
 };
 use calib::{LOAD_SAMPLES, MAX_ARITY, l2_reach, shape_levels, weighted_reach, weights_of};
+pub(crate) use calib::{least_variance, prefix_sensitivity};
 
 /// A k-ary tree mechanism (see the module's documentation).
 #[derive(Debug, Clone)]

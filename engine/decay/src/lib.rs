@@ -92,9 +92,9 @@ pub fn build(model: &str, params: &ModelParams, public: &Public) -> Result<Box<d
         return zcdp::build(model, params, public, z);
     }
     match params.mechanism.as_deref() {
-        Some("blt") => Err(Error::param(
+        Some(m @ ("blt" | "sqrt")) => Err(Error::param(
             "mechanism",
-            "blt adds Gaussian noise: it needs --privacy zcdp --rho R",
+            format!("{m} adds Gaussian noise: it needs --privacy zcdp --rho R"),
         )),
         None | Some("tree") => build_tree(model, params, public),
         Some("kary") => kary::build(model, params, public),
@@ -171,24 +171,7 @@ fn best(model: &str, params: &ModelParams, public: &Public) -> Result<Box<dyn De
     if model == "running" {
         others.push(smooth::build(model, params, public)?);
     }
-    Ok(least_variance(tree, others, n))
-}
-
-/// Among `first` and `others`, the one with the least stated mean variance over `n` steps
-/// (the earlier of equals).
-pub(crate) fn least_variance(
-    first: Box<dyn DecayedSum>,
-    others: Vec<Box<dyn DecayedSum>>,
-    n: u64,
-) -> Box<dyn DecayedSum> {
-    let mut best = (kary::mean_variance(first.as_ref(), n), first);
-    for m in others {
-        let v = kary::mean_variance(m.as_ref(), n);
-        if v < best.0 {
-            best = (v, m);
-        }
-    }
-    best.1
+    Ok(kary::least_variance(tree, others, n))
 }
 
 /// The model named `model` on the dyadic tree of seed 004 (or its own baseline).

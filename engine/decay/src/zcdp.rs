@@ -97,7 +97,7 @@ fn best(
     if model == "running" {
         others.push(super::smooth::build(model, p, public)?);
     }
-    let trees = super::least_variance(Box::new(tree), others, n);
+    let trees = kary::least_variance(Box::new(tree), others, n);
     let Some(horizon) = p.horizon else {
         return Ok(trees);
     };

@@ -321,6 +321,23 @@ pub fn mean_variance(m: &dyn DecayedSum, n: u64) -> f64 {
     s / samples as f64
 }
 
+/// Among `first` and `others`, the one with the least stated mean variance over `n` steps
+/// (the earlier of equals).
+pub(crate) fn least_variance(
+    first: Box<dyn DecayedSum>,
+    others: Vec<Box<dyn DecayedSum>>,
+    n: u64,
+) -> Box<dyn DecayedSum> {
+    let mut best = (mean_variance(first.as_ref(), n), first);
+    for m in others {
+        let v = mean_variance(m.as_ref(), n);
+        if v < best.0 {
+            best = (v, m);
+        }
+    }
+    best.1
+}
+
 /// The canonical decomposition of steps `a .. b` of one block of `levels` levels into
 /// nodes: `visit(level, index)` for each, bottom up. The block's own node is never needed
 /// (`b - a` is below the block).
