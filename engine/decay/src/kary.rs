@@ -527,8 +527,18 @@ impl DecayedSum for KarySum {
                     .collect::<Vec<_>>()
             )
         };
+        let shape = if self.forest {
+            format!(
+                "{}-ary forest of {} levels (every node released), optimal estimates",
+                self.k, self.levels
+            )
+        } else if self.best.is_some() {
+            format!("{}-ary tree, optimal estimates", self.k)
+        } else {
+            format!("{}-ary tree", self.k)
+        };
         CalibrationReport {
-            model: format!("{what}, {}-ary tree, {weights}", self.k),
+            model: format!("{what}, {shape}, {weights}"),
             epsilon: self.epsilon,
             bound: self.bound,
             levels: self.levels,

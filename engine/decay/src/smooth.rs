@@ -7,6 +7,10 @@
 //! in increasing order (the leaf `k^L - 1` is never used); the other leaves hold nothing.
 //! The `T` (the horizon) usable leaves needed exist by the choice of `(k, L, s)`.
 //!
+//! **Noise.** Level `l`'s `n`-th released node takes counter `n` of the level's keyed
+//! stream (releases at a level come in order, so `n` is a public function of the step),
+//! drawn in batches.
+//!
 //! **Counters.** As in the k-ary prefix tree ([`super::kary`]): a node (level `l`, index
 //! `m`) covers leaves `[m k^l, (m + 1) k^l)`; the estimate after leaf `x` is the sum of the
 //! nodes of `x + 1`'s base-`k` digits (`d_l` nodes at level `l`, the left siblings of its
@@ -31,7 +35,7 @@
 //! Online and bulk are the same loop (the default chunked stream), so they agree bit for
 //! bit under one key.
 
-use super::gauss::{CounterNoise, KeyedGauss};
+use super::gauss::{CounterNoise, Draws, KeyedGauss};
 use super::kary::ARITIES;
 use super::model::{
     CalibrationReport, DecayedSum, ModelParams, Public, Zcdp, check_bound, decayed_truth,
@@ -60,12 +64,11 @@ impl Shape {
         if budget < 0 {
             return 0;
         }
-        let (mut total, mut binom, mut pow) = (0u128, 1u128, 1u128);
-        for i in 0..=u128::from(len.min(budget as u32)) {
-            if i > 0 {
-                binom = binom * (u128::from(len) - i + 1) / i;
-                pow = pow.saturating_mul(u128::from(self.k - 1));
-            }
+        // The i = 0 term, then C(len, i) (k - 1)^i for i = 1 ..= budget.
+        let (mut total, mut binom, mut pow) = (1u128, 1u128, 1u128);
+        for i in 1..=u128::from(len.min(budget as u32)) {
+            binom = binom * (u128::from(len) - i + 1) / i;
+            pow = pow.saturating_mul(u128::from(self.k - 1));
             total = total.saturating_add(binom.saturating_mul(pow));
         }
         total
@@ -209,8 +212,12 @@ pub struct SmoothSum {
     pos: u64,
     /// True value of the node forming at each level.
     acc: Vec<f64>,
-    /// Per level: the sum of the released nodes in the current estimate, and how many.
+    /// Per level: the sum of the released nodes in the current estimate.
     open: Vec<f64>,
+    /// Per level: nodes released so far (a released node's noise counter: the releases of
+    /// a level are in order, so its number is a public function of the step).
+    released: Vec<u64>,
+    draws: Vec<Draws>,
     t: u64,
 }
 
@@ -274,6 +281,8 @@ impl SmoothSum {
             pos: 0,
             acc: vec![0.0; shape.levels as usize],
             open: vec![0.0; shape.levels as usize],
+            released: vec![0; shape.levels as usize],
+            draws: vec![Draws::default(); shape.levels as usize],
             t: 0,
         })
     }
@@ -310,9 +319,9 @@ impl SmoothSum {
                 // Its parent is still open: the estimates after it use this node.
                 if self.may_hold(l, a) {
                     let noise = &self.noise[l];
-                    let mut z = [0i64];
-                    noise.fill(a, &mut z)?;
-                    self.open[l] += noise.release(v, z[0]);
+                    let z = self.draws[l].get(|at, z| noise.fill(at, z), self.released[l])?;
+                    self.released[l] += 1;
+                    self.open[l] += noise.release(v, z);
                 }
             } else {
                 self.open[l] = 0.0;
@@ -448,6 +457,7 @@ impl DecayedSum for SmoothSum {
         m.t = 0;
         m.acc.iter_mut().for_each(|v| *v = 0.0);
         m.open.iter_mut().for_each(|v| *v = 0.0);
+        m.released.iter_mut().for_each(|v| *v = 0);
         Box::new(m)
     }
 

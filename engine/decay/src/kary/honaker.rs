@@ -87,7 +87,7 @@ impl Levels {
         let mut span = k.pow(m as u32 - 1);
         let mut rest = o;
         for _ in 0..m {
-            digits.push((rest / span, rest % span > 0));
+            digits.push(rest / span);
             rest %= span;
             span = (span / k).max(1);
             if rest == 0 {
@@ -95,7 +95,7 @@ impl Levels {
             }
         }
         let (mut a, mut lambda) = (0.0f64, 0.0f64);
-        for (i, &(d, _)) in digits.iter().enumerate().rev() {
+        for (i, &d) in digits.iter().enumerate().rev() {
             // Children of this node are at level m - 1 - i.
             let v = self.var[m - 1 - i];
             let d = d as f64;
@@ -129,7 +129,7 @@ impl Block<'_> {
     /// first).
     #[inline]
     fn run(&self, l: usize, k: u64, first: u64, last: u64) -> f64 {
-        let before = if first % k == 0 {
+        let before = if first.is_multiple_of(k) {
             0.0
         } else {
             self.cum[l][first as usize - 1]
@@ -258,14 +258,14 @@ mod tests {
             let leaves = k.pow(m as u32) as usize;
             // Design: every node of the subtree, rows of leaf indicators.
             let mut rows: Vec<(Vec<f64>, f64)> = Vec::new();
-            for l in 0..=m {
+            for (l, &v) in s2.iter().enumerate().take(m + 1) {
                 let span = k.pow(l as u32) as usize;
                 for i in 0..leaves / span {
                     let mut a = vec![0.0; leaves];
                     a[i * span..(i + 1) * span]
                         .iter_mut()
                         .for_each(|v| *v = 1.0);
-                    rows.push((a, s2[l]));
+                    rows.push((a, v));
                 }
             }
             let mut h = vec![vec![0.0; leaves]; leaves];
