@@ -16,9 +16,9 @@ K=./target/release/kinsey
 BITS=../shared/data/flights-3m/arrival_delayed15_bits.txt
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 out=docs/decay/mechanisms.md
-line() { # label extra-choices model-args...
-  local label=$1 extra=$2; shift 2
-  for choice in pure:tree pure:kary $extra pure:best zcdp:tree zcdp:kary zcdp:blt zcdp:best; do
+line() { # label pure-extras zcdp-extras model-args...
+  local label=$1 pure=$2 zcdp=$3; shift 3
+  for choice in pure:tree pure:kary $pure pure:best zcdp:tree zcdp:kary zcdp:blt $zcdp zcdp:best; do
     local privacy=${choice%%:*} mech=${choice#*:}
     local budget=(--epsilon 1)
     [ "$privacy" = zcdp ] && budget=(--privacy zcdp --rho 0.5)
@@ -72,10 +72,10 @@ PY
   echo "| sum | privacy | --mechanism | mechanism (as the report states it) | RMSE | range | sensitivity |"
   echo "|---|---|---|---|---|---|---|"
 } > "$out"
-line "running" pure:smooth --model running
-line "exponential, alpha = 0.999" "" --model exponential --alpha 0.999
-line "exponential, alpha = 0.99" "" --model exponential --alpha 0.99
-line "window, W = 1440" zcdp:sqrt --model window --window 1440
-line "window, W = 60" zcdp:sqrt --model window --window 60
+line "running" pure:smooth "" --model running
+line "exponential, alpha = 0.999" "" "" --model exponential --alpha 0.999
+line "exponential, alpha = 0.99" "" "" --model exponential --alpha 0.99
+line "window, W = 1440" "" zcdp:sqrt --model window --window 1440
+line "window, W = 60" "" zcdp:sqrt --model window --window 60
 cat docs/decay/variances.md >> "$out"
 cat "$out"
