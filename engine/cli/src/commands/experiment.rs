@@ -54,7 +54,7 @@ fn mechanisms(a: MechanismsArgs) -> Result<()> {
     let chart = |title: String, x: &str, lines: Vec<Vec<(f64, f64)>>| {
         let names = [
             "dyadic tree (the default), eps".to_string(),
-            "best pure (k-ary tree, level weights), eps".to_string(),
+            "best pure (k-ary or smooth tree, optimal estimates), eps".to_string(),
             format!("Gaussian tree, rho = {rho}"),
             format!("best zCDP (factorization), rho = {rho}"),
         ];
