@@ -554,6 +554,58 @@ fn a_decay_release_does_not_depend_on_evaluate() {
         let strip = |r: &str| r.replace("evaluated", "plain");
         assert_eq!(strip(&rp), strip(&re), "{mechanism}");
     }
+    // Issue 57's mechanisms: the smooth tree (running sums) and the window's square root
+    // (zCDP) take the series' length as their horizon with and without --evaluate.
+    for (name, model) in [
+        (
+            "smooth",
+            &[
+                "--model",
+                "running",
+                "--mechanism",
+                "smooth",
+                "--epsilon",
+                "1",
+            ][..],
+        ),
+        (
+            "sqrt",
+            &[
+                "--model",
+                "window",
+                "--window",
+                "40",
+                "--mechanism",
+                "sqrt",
+                "--privacy",
+                "zcdp",
+                "--rho",
+                "0.5",
+            ][..],
+        ),
+    ] {
+        let run = |tag: &str, extra: &[&str]| {
+            let out = dir.path().join(format!("{name}-{tag}.csv"));
+            let mut a = vec![
+                "decay",
+                "--input",
+                arg(&series),
+                "--bound",
+                "2",
+                "--seed",
+                "4",
+            ];
+            a.extend(model);
+            a.extend(["--out", arg(&out)]);
+            a.extend(extra);
+            ok(&a);
+            std::fs::read(&out).expect("estimates")
+        };
+        assert!(
+            run("plain", &[]) == run("evaluated", &["--evaluate"]),
+            "{name}"
+        );
+    }
 }
 
 /// A run that fails after its charge says that the charge stands (its noise may have been
