@@ -693,7 +693,8 @@ fn decay_window_bulk_and_online_agree_and_bad_input_fails() {
         assert_eq!(std::fs::read(&c).expect("c"), std::fs::read(&e).expect("e"));
         let r = json(&dir.path().join("c.csv.report.json"));
         let m = r["calibration"]["model"].as_str().expect("model");
-        assert!(m.contains("5-ary tree"), "{m}");
+        // Exponential sums may be a forest of the same arity (issue 57).
+        assert!(m.contains("5-ary"), "{m}");
         assert!(
             r["guarantee"]["mechanism"]
                 .as_str()
@@ -1447,6 +1448,10 @@ fn release_files_hold_no_exact_statistic_sulq() {
         "0.5",
         "--neighbours",
         "unbounded",
+        // Seeded: the chart's rounded noisy root count ("~N rows") is the exact n for some
+        // noise draws (a fresh clone's CI, 2026-11-29); the scan is what is tested.
+        "--seed",
+        "7",
         "--out",
         arg(&td),
     ]);
