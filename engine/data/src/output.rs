@@ -277,8 +277,18 @@ impl Outputs {
             return Err(not_a_directory(d));
         }
         for d in missing.into_iter().rev() {
-            match std::fs::create_dir(&d) {
-                Ok(()) => self.with_cleanup(|c| c.dirs.push(d)),
+            // Created and registered under the registry's lock, as the lock file is: a
+            // signal between the two left an empty output directory in one CI run
+            // (2026-11-29, an interrupted `experiment figure2`).
+            let made = self.with_cleanup(|c| {
+                let r = std::fs::create_dir(&d);
+                if r.is_ok() {
+                    c.dirs.push(d.clone());
+                }
+                r
+            });
+            match made {
+                Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir() => {}
                 Err(e) => return Err(Error::io(&d, e)),
             }
