@@ -378,6 +378,16 @@ fn arities(arity: Option<u32>) -> Result<Vec<u32>> {
     Ok(arity.map_or_else(|| ARITIES.to_vec(), |k| vec![k]))
 }
 
+/// The levels of arity `k` for `kind`, or `None` when that arity is not a candidate (its
+/// window blocks too large); a given arity's error is the answer.
+fn candidate_levels(kind: Kind, k: u64, arity: Option<u32>) -> Result<Option<u32>> {
+    match levels_of(kind, k) {
+        Ok(l) => Ok(Some(l)),
+        Err(e) if arity.is_some() => Err(e),
+        Err(_) => Ok(None),
+    }
+}
+
 /// The shapes of arity `k` for `kind`: the tree, and for exponential sums every forest.
 fn shapes_of(kind: Kind, full: u32) -> Vec<Option<u32>> {
     let mut shapes = vec![None];
@@ -419,11 +429,8 @@ pub fn best_choice(kind: Kind, arity: Option<u32>, epsilon: f64, bound: f64) -> 
     for k in arities(arity)? {
         let k64 = u64::from(k);
         // An arity whose window blocks are too large is not a candidate.
-        let full = match levels_of(kind, k64) {
-            Ok(l) => l,
-            // A given arity's error is the answer; a candidate's only drops it.
-            Err(e) if arity.is_some() => return Err(e),
-            Err(_) => continue,
+        let Some(full) = candidate_levels(kind, k64, arity)? else {
+            continue;
         };
         for forest in shapes_of(kind, full) {
             let levels = forest.unwrap_or(full);
@@ -477,10 +484,8 @@ pub fn best_gaussian_arity(kind: Kind, arity: Option<u32>) -> Result<Tree> {
     let mut best: Option<(f64, Tree)> = None;
     for k in arities(arity)? {
         let k64 = u64::from(k);
-        let full = match levels_of(kind, k64) {
-            Ok(l) => l,
-            Err(e) if arity.is_some() => return Err(e),
-            Err(_) => continue,
+        let Some(full) = candidate_levels(kind, k64, arity)? else {
+            continue;
         };
         for forest in shapes_of(kind, full) {
             let levels = forest.unwrap_or(full);
