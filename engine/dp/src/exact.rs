@@ -1,9 +1,10 @@
-//! Exact samplers by integer arithmetic: Bernoulli, discrete Laplace and discrete Gaussian
-//! (Canonne, Kamath & Steinke, "The Discrete Gaussian for Differential Privacy", NeurIPS
-//! 2020, Algorithms 1-3). No floating-point number enters a draw: every probability is a
+//! Exact samplers by integer arithmetic: Bernoulli and discrete Laplace (Canonne, Kamath &
+//! Steinke, "The Discrete Gaussian for Differential Privacy", NeurIPS 2020, Algorithms 1-2),
+//! and the zCDP conversions. No floating-point number enters a draw: every probability is a
 //! ratio of integers, and every random decision compares uniform random bits with such a
 //! ratio, so the law of every output is exactly the one the privacy proof assumes and the
-//! support is all of Z whatever the input.
+//! support is all of Z whatever the input. (The discrete Gaussian is
+//! [`crate::dgauss::DiscreteGaussian`].)
 //!
 //! * [`BitReader`] reads a [`RandomBits`] source most significant bit first, and compares a
 //!   lazily drawn uniform real `V` in [0, 1) with a dyadic `num / 2^k` one bit at a time
@@ -15,17 +16,10 @@
 //!   `exp(-U/2^k)`, `V` geometric with ratio `e^-1`, `Y = floor((U + 2^k V)/r)`, a sign, and
 //!   `(-, 0)` rejected. A power-of-two numerator makes `U` a plain bit string and its
 //!   Bernoulli a dyadic comparison, which is what makes the sampler fast.
-//! * [`DiscreteGaussian`]: `P(Z = z)` proportional to `exp(-z^2 / (2 sigma^2))` for the
-//!   rational `sigma^2 = a / b` (CKS Algorithm 3), by rejection from the discrete Laplace
-//!   above.
 //!
 //! Statistical distance from the ideal law: zero for the Bernoulli and discrete Laplace
 //! samplers (every loop ends with probability 1 and no branch is truncated; a magnitude of
-//! 2^63 or more, probability below `exp(-2^13)` at the largest `t` accepted, saturates). The
-//! discrete Gaussian computes its acceptance ratio in 256-bit integers and treats a
-//! candidate with `|Y| b 2^k >= 2^128` as a rejection; with `sigma <= 2^40` (so `2^k < 2^55`)
-//! that needs `|Y| > 2^65`, a Laplace tail below `exp(-2^23)`. Both distances are below `2^-1000` per
-//! draw: stated here, and negligible against any delta a release reports.
+//! 2^63 or more, probability below `exp(-2^13)` at the largest `t` accepted, saturates).
 
 use super::rng::NoiseRng;
 use kinsey_core::{Error, Result};
@@ -523,156 +517,6 @@ impl DiscreteLaplace {
     }
 }
 
-/// A 256-bit unsigned integer, just enough for the discrete Gaussian's acceptance ratio.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct U256 {
-    // Field order matters: the derived order compares `hi` first.
-    hi: u128,
-    lo: u128,
-}
-
-impl U256 {
-    const ZERO: U256 = U256 { hi: 0, lo: 0 };
-
-    /// The full product of two 128-bit numbers.
-    fn mul(a: u128, b: u128) -> Self {
-        let (a1, a0) = (a >> 64, a & u128::from(u64::MAX));
-        let (b1, b0) = (b >> 64, b & u128::from(u64::MAX));
-        let (p00, p01, p10, p11) = (a0 * b0, a0 * b1, a1 * b0, a1 * b1);
-        let (mid, c1) = p01.overflowing_add(p10);
-        let (lo, c2) = p00.overflowing_add(mid << 64);
-        let hi = p11 + (mid >> 64) + (u128::from(c1) << 64) + u128::from(c2);
-        Self { hi, lo }
-    }
-
-    /// `self - other`, for `self >= other`.
-    fn sub(self, other: Self) -> Self {
-        let (lo, borrow) = self.lo.overflowing_sub(other.lo);
-        Self {
-            hi: self.hi - other.hi - u128::from(borrow),
-            lo,
-        }
-    }
-
-    /// `2 self`, for `self < 2^255`.
-    fn shl1(self) -> Self {
-        Self {
-            hi: (self.hi << 1) | (self.lo >> 127),
-            lo: self.lo << 1,
-        }
-    }
-}
-
-impl<R: RandomBits + ?Sized> BitReader<'_, R> {
-    /// `Bern(num / den)` for 256-bit `num`, `1 <= den < 2^255`: a lazily drawn uniform
-    /// real `V` in [0, 1) against the binary expansion of `num / den`, digit by digit (long
-    /// division), until they differ: `V < num / den` exactly, about two random bits per
-    /// call whatever the size of `den`.
-    fn bernoulli_wide(&mut self, num: U256, den: U256) -> bool {
-        if num >= den {
-            return true;
-        }
-        let mut r = num;
-        while r != U256::ZERO {
-            // The next binary digit of num / den, and the remainder.
-            r = r.shl1();
-            let digit = r >= den;
-            if digit {
-                r = r.sub(den);
-            }
-            let v = self.bit();
-            if v != digit {
-                return digit; // V's digit 0 under the ratio's 1: V below
-            }
-        }
-        // The expansion ended with every digit of V equal so far: V >= num / den.
-        false
-    }
-}
-
-/// `Bern(exp(-num/den))` for 256-bit rationals (CKS Algorithm 1): one `Bern(exp(-1))` per
-/// unit of the whole part (subtracted, never divided), then von Neumann on the rest.
-fn bernoulli_exp_minus_wide<R: RandomBits + ?Sized>(
-    bits: &mut BitReader<'_, R>,
-    mut num: U256,
-    den: U256,
-) -> bool {
-    while num >= den {
-        if !bernoulli_exp_minus_unit(bits, 1, 1) {
-            return false;
-        }
-        num = num.sub(den);
-    }
-    let mut k: u128 = 1;
-    while bits.bernoulli(1, k) && bits.bernoulli_wide(num, den) {
-        k += 1;
-    }
-    k % 2 == 1
-}
-
-/// The discrete Gaussian `P(Z = z)` proportional to `exp(-z^2 / (2 sigma^2))`, with the
-/// rational variance `sigma^2 = a / b`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DiscreteGaussian {
-    a: u128,
-    b: u128,
-    /// The Laplace proposal, `t = 2^k / r` just above `floor(sigma) + 1` (CKS take exactly
-    /// `floor(sigma) + 1`; any `t > 0` gives the same law, this one only sets the speed).
-    proposal: DiscreteLaplace,
-}
-
-impl DiscreteGaussian {
-    /// Denominator of the rational variance.
-    const B: u128 = 1 << 8;
-    /// Largest sigma accepted, in integer steps.
-    pub(crate) const MAX_SIGMA: f64 = 1_099_511_627_776.0; // 2^40
-
-    /// A discrete Gaussian with variance at least `sigma^2` (`sigma` in integer steps,
-    /// `1e-3 <= sigma <= 2^40`): `a = ceil(sigma^2 2^8) + 1 + 2^-40 a`, so the rounding of
-    /// the f64 square (relative `2^-53`) and of the ceiling only add noise.
-    pub fn new(sigma: f64) -> Result<Self> {
-        if !(sigma.is_finite() && (1e-3..=Self::MAX_SIGMA).contains(&sigma)) {
-            return Err(Error::param(
-                "sigma",
-                format!("discrete Gaussian sigma {sigma:e} outside 1e-3 ..= 2^40 grid steps"),
-            ));
-        }
-        let a0 = sigma * sigma * Self::B as f64; // < 2^88, relative error <= 2^-53
-        let a = (a0 * (1.0 + 2f64.powi(-40))).ceil() as u128 + 1;
-        let t = (a as f64 / Self::B as f64).sqrt().floor() + 1.0;
-        Ok(Self {
-            a,
-            b: Self::B,
-            proposal: DiscreteLaplace::for_sensitivity(1, 1.0 / t)?,
-        })
-    }
-
-    /// The variance `a / b` actually sampled (at least the one asked for).
-    pub fn variance(&self) -> f64 {
-        self.a as f64 / self.b as f64
-    }
-
-    /// One draw (CKS Algorithm 3).
-    pub fn sample<R: RandomBits + ?Sized>(&self, src: &mut R) -> i64 {
-        let mut bits = BitReader::new(src);
-        let DiscreteLaplace { k, r } = self.proposal;
-        // With t = 2^k / r: gamma = (|y| - sigma^2 / t)^2 / (2 sigma^2)
-        //   = (|y| b 2^k - a r)^2 / (2 a b 2^(2k)); 2 a b < 2^97 and 2^(2k) <= 2^124.
-        let den = U256::mul(2 * self.a * self.b, 1u128 << (2 * k));
-        let ar = self.a * u128::from(r); // < 2^101
-        loop {
-            let y = self.proposal.sample_bits(&mut bits);
-            let Some(x) = u128::from(y.unsigned_abs()).checked_mul(self.b << k) else {
-                continue; // |y| > 2^66: astronomically far tail, stated in the module docs
-            };
-            let diff = x.abs_diff(ar);
-            if bernoulli_exp_minus_wide(&mut bits, U256::mul(diff, diff), den) {
-                return y;
-            }
-        }
-    }
-}
-
 /// The smallest epsilon (to a relative 1e-9, rounded up) at which a rho-zCDP mechanism is
 /// (epsilon, delta)-DP by [`zcdp_delta`]: the (epsilon, delta) a zCDP release states.
 pub fn zcdp_epsilon(rho: f64, delta: f64) -> Result<f64> {
@@ -756,13 +600,6 @@ mod tests {
     fn laplace_pmf(t: f64) -> impl Fn(i64) -> f64 {
         let q = (-1.0 / t).exp();
         move |z| (1.0 - q) / (1.0 + q) * q.powi(z.unsigned_abs() as i32)
-    }
-
-    fn gaussian_pmf(var: f64) -> impl Fn(i64) -> f64 {
-        let norm: f64 = (-2000..=2000)
-            .map(|z: i64| (-(z * z) as f64 / (2.0 * var)).exp())
-            .sum();
-        move |z| (-(z * z) as f64 / (2.0 * var)).exp() / norm
     }
 
     #[test]
@@ -852,36 +689,6 @@ mod tests {
         assert!(DiscreteLaplace::for_sensitivity(1, f64::NAN).is_err());
         assert!(DiscreteLaplace::for_sensitivity(1, 1e308).is_err());
         assert!(DiscreteLaplace::for_sensitivity(0, 1.0).is_err());
-    }
-
-    /// The discrete Gaussian fits its law and the test rejects a 30% smaller sigma.
-    #[test]
-    fn discrete_gaussian_fits_and_power_check() {
-        let g = DiscreteGaussian::new(3.0).expect("ok");
-        assert!(g.variance() >= 9.0 && g.variance() < 9.01);
-        let mut rng = NoiseRng::from_seed_quiet(8);
-        let n = 200_000;
-        let z: Vec<i64> = (0..n).map(|_| g.sample(&mut rng)).collect();
-        let exp = expected(gaussian_pmf(g.variance()), 12, n);
-        let (_, p) = chi_square_test(&histogram(&z, 12), &exp);
-        assert!(p > ALPHA, "p = {p}");
-        let weak = DiscreteGaussian::new(2.1).expect("ok");
-        let z: Vec<i64> = (0..n).map(|_| weak.sample(&mut rng)).collect();
-        let (_, p) = chi_square_test(&histogram(&z, 12), &exp);
-        assert!(p < ALPHA, "30% less noise must be rejected, p = {p}");
-        // Large sigma: the variance is right.
-        let big = DiscreteGaussian::new(2f64.powi(38)).expect("ok");
-        let v: f64 = (0..50_000)
-            .map(|_| (big.sample(&mut rng) as f64).powi(2))
-            .sum::<f64>()
-            / 50_000.0;
-        assert!((v.sqrt() / 2f64.powi(38) - 1.0).abs() < 0.02);
-        assert!(DiscreteGaussian::new(f64::NAN).is_err());
-        assert!(DiscreteGaussian::new(1e13).is_err());
-        // The 256-bit product is the exact one.
-        let p = U256::mul(u128::MAX, u128::MAX);
-        assert_eq!(p.lo, 1);
-        assert_eq!(p.hi, u128::MAX - 1);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //!
 //! What is released: each coordinate on the grid `gamma = 2^(floor(log2 sigma) - 20)` as
 //! `gamma (round(x / gamma) + Z)` with `Z` an exact discrete Gaussian in grid steps
-//! ([`super::exact::DiscreteGaussian`], Canonne, Kamath & Steinke 2020). The rounded input
+//! ([`super::dgauss::DiscreteGaussian`], exact). The rounded input
 //! has integer L2 sensitivity at most `Delta / gamma + sqrt(d)`, and the multivariate
 //! discrete Gaussian is `Delta_int^2 / (2 sigma_int^2)`-zCDP for it (CKS Theorem 14), i.e.
 //! `rho = (Delta + sqrt(d) gamma)^2 / (2 sigma^2)`. The mechanism's sigma is the smallest
@@ -16,7 +16,8 @@
 //! calibration below is exact for the continuous Gaussian only, so it is kept as a
 //! reference (about 5% less noise) and not used for the discrete release.
 
-use super::exact::{DiscreteGaussian, zcdp_delta};
+use super::dgauss::DiscreteGaussian;
+use super::exact::zcdp_delta;
 use super::rng::NoiseRng;
 use kinsey_core::{Error, Result, check_delta, check_epsilon};
 use serde::Serialize;

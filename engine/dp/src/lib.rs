@@ -4,6 +4,8 @@
 //! Architecture invariant: privacy noise is sampled only in this crate.
 
 pub mod accountant;
+pub mod certified;
+pub mod dgauss;
 pub mod dyadic;
 pub mod exact;
 pub mod exponential;
