@@ -45,7 +45,7 @@ use super::kary::Kind;
 use super::model::{
     CalibrationReport, DecayedSum, Sliding, Zcdp, check_bound, window_truth, zcdp_guarantee,
 };
-use fit::{Fit, mul_theta};
+use fit::{Fit, mix_step, mul_theta};
 use kinsey_core::{Error, Result};
 use std::sync::Arc;
 
@@ -152,11 +152,7 @@ impl BltSum {
     /// The decoded stream value for the released grid value `y` (values divided by `B`).
     #[inline]
     fn decode(&mut self, y: f64) -> f64 {
-        let mut dec = y;
-        for ((r, &th), &om) in self.r.iter_mut().zip(&self.fit.theta).zip(&self.fit.omega) {
-            *r = th * *r + self.prev_dec;
-            dec -= om * *r;
-        }
+        let dec = y - mix_step(&self.fit.theta, &self.fit.omega, &mut self.r, self.prev_dec);
         self.prev_dec = dec;
         dec
     }

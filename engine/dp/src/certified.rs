@@ -132,6 +132,7 @@ impl ExpTable {
     }
 
     /// The process's table (built once, about 2,000 enclosures).
+    #[inline]
     pub fn get() -> &'static Self {
         static TABLE: OnceLock<ExpTable> = OnceLock::new();
         TABLE.get_or_init(Self::build)
@@ -156,8 +157,13 @@ impl ExpTable {
         };
         let d = |j: u32| ((f >> (FRAC_BITS - DIGIT * (j + 1))) & ((1 << DIGIT) - 1)) as usize;
         let mul = |p: u64, t: u64| ((u128::from(p) * u128::from(t)) >> 63) as u64;
-        let mut p = self.int[n as usize];
-        for j in 0..4 {
+        // e^-0 = 1 exactly: the common case skips a product.
+        let mut p = if n == 0 {
+            self.frac[0][d(0)]
+        } else {
+            mul(self.int[n as usize], self.frac[0][d(0)])
+        };
+        for j in 1..4 {
             p = mul(p, self.frac[j as usize][d(j)]);
         }
         // The digits beyond the 36th: e^-eps > 1 - 2^-36.

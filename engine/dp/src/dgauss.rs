@@ -96,17 +96,25 @@ struct Law {
     /// Block width `2^s` and count.
     s: u32,
     blocks: usize,
-    /// Alias columns: a column keeps itself when the coin is below `thr`, else `alias`.
-    thr: Vec<u32>,
-    alias: Vec<u16>,
+    /// Alias columns: a column keeps itself when the coin is below `thr`, else goes to
+    /// `alias`; with the keep factor of the block it keeps (one cache line holds four).
+    cols: Vec<Col>,
     /// Category weights: blocks, then the tail, then the restart.
     weight: Vec<u64>,
     kappa: u64,
-    /// Per block, `floor(kappa e^-x(m_h) / w_h 2^63)`, exact to `r_err` units.
-    r_lo: Vec<u64>,
+    /// `floor(kappa e^-x(m_h) / w_h 2^63)` is `cols[h].r_lo`, exact to `r_err` units.
     r_err: u64,
+    table: &'static ExpTable,
     /// The fast path may decide (tests turn it off to check the slow path alone).
     fast: bool,
+}
+
+/// One alias column, and the keep factor of the block of the same index.
+#[derive(Debug, Clone, Copy, Default)]
+struct Col {
+    thr: u32,
+    alias: u16,
+    r_lo: u64,
 }
 
 type Key = (u64, u32, u32, usize);
@@ -162,10 +170,11 @@ impl DiscreteGaussian {
             let col = (w0 >> (64 - COL_BITS)) as usize;
             let coin = ((w0 >> (64 - COL_BITS - COIN_BITS)) & 0xffff_ffff) as u32;
             let negative = (w0 >> OFFSET_IN_WORD) & 1 == 1;
-            let cat = if coin < l.thr[col] {
+            let c = l.cols[col];
+            let cat = if coin < c.thr {
                 col
             } else {
-                usize::from(l.alias[col])
+                usize::from(c.alias)
             };
             if cat < l.blocks {
                 let mask = (1u64 << l.s) - 1;
@@ -191,6 +200,7 @@ impl DiscreteGaussian {
     }
 }
 
+#[inline]
 fn signed(m: u64, negative: bool) -> i64 {
     let m = m.min(i64::MAX as u64) as i64;
     if negative { -m } else { m }
@@ -287,17 +297,23 @@ impl Law {
             r_err = r_err.max(r1 - r0);
         }
         let (thr, alias) = alias_table(&weight, cols)?;
+        let cols = (0..cols)
+            .map(|i| Col {
+                thr: thr[i],
+                alias: alias[i],
+                r_lo: r_lo.get(i).copied().unwrap_or(0),
+            })
+            .collect();
         Ok(Self {
             a,
             frac,
             s,
             blocks,
-            thr,
-            alias,
+            cols,
             weight,
             kappa,
-            r_lo,
             r_err,
+            table: ExpTable::get(),
             fast,
         })
     }
@@ -315,12 +331,30 @@ impl Law {
             let o = u128::from(offset);
             let m_h = (h as u128) << self.s;
             // x(m) - x(m_h) = A o (2 m_h + o) / 2^frac, below 2^128 by the choice of A.
-            let (e_lo, e_hi) =
-                ExpTable::get().exp_minus(u128::from(self.a) * o * (2 * m_h + o), self.frac);
-            let r = self.r_lo[h];
+            let delta = u128::from(self.a) * o * (2 * m_h + o);
+            let r = self.cols[h].r_lo;
+            let u = w1 >> 1;
+            // p <= r_h: most rejections need nothing more.
+            let r_hi = r + self.r_err + 1;
+            if u >= r_hi {
+                return false;
+            }
+            // p >= r_h (1 - delta): most acceptances neither (delta is below 0.01 for all
+            // but the outer blocks at the sigmas in use).
+            let d_hi = if self.frac >= 63 {
+                (delta >> (self.frac - 63)) + 1
+            } else {
+                delta.checked_shl(63 - self.frac).unwrap_or(u128::MAX)
+            };
+            if d_hi < 1 << 63 {
+                let p_lo = (u128::from(r) * ((1 << 63) - d_hi)) >> 63;
+                if u128::from(u) < p_lo {
+                    return true;
+                }
+            }
+            let (e_lo, e_hi) = self.table.exp_minus(delta, self.frac);
             let p_lo = ((u128::from(e_lo) * u128::from(r)) >> 63) as u64;
             let p_hi = ((u128::from(e_hi) * u128::from(r + self.r_err)) >> 63) as u64 + 1;
-            let u = w1 >> 1;
             if u < p_lo {
                 return true;
             }

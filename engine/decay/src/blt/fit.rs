@@ -83,90 +83,149 @@ pub(super) fn quadrature(memory: f64) -> Vec<(f64, f64)> {
 }
 
 /// The response of an estimate to one unit of noise on the stream at step 0, step by step:
-/// `n` the stream's (the decoder's impulse response) in, the estimate's out.
-fn workload(kind: Kind, n: impl Iterator<Item = f64>, mut emit: impl FnMut(f64)) {
-    match kind {
-        Kind::Running { .. } => {
-            let mut s = 0.0;
-            n.for_each(|v| {
-                s += v;
-                emit(s);
-            });
+/// the stream's response (the decoder's impulse response) in, the estimate's out.
+#[derive(Debug, Clone)]
+struct Workload {
+    kind: Kind,
+    s: f64,
+    /// Window sums: prefix sums `P` in a ring of the last `W`; `g_k = P_k - P_(k - W)`.
+    ring: Vec<f64>,
+    at: usize,
+}
+
+impl Workload {
+    fn new(kind: Kind) -> Self {
+        Self {
+            kind,
+            s: 0.0,
+            ring: Vec::new(),
+            at: 0,
         }
-        Kind::Exponential { alpha, .. } => {
-            let mut s = 0.0;
-            n.for_each(|v| {
-                s = alpha * s + v;
-                if s.abs() < TINY {
-                    s = 0.0; // decayed away (and no subnormal arithmetic)
+    }
+
+    #[inline]
+    fn push(&mut self, v: f64) -> f64 {
+        match self.kind {
+            Kind::Running { .. } => {
+                self.s += v;
+                self.s
+            }
+            Kind::Exponential { alpha, .. } => {
+                self.s = alpha * self.s + v;
+                if self.s.abs() < TINY {
+                    self.s = 0.0; // decayed away (and no subnormal arithmetic)
                 }
-                emit(s);
-            });
-        }
-        Kind::Window { w } => {
-            // Prefix sums P in a ring of the last W; g_k = P_k - P_(k - W).
-            let w = usize::try_from(w).unwrap_or(usize::MAX).max(1);
-            let mut ring: Vec<f64> = Vec::new();
-            let (mut s, mut at) = (0.0, 0usize);
-            n.for_each(|v| {
-                s += v;
-                let old = if ring.len() < w {
-                    ring.push(s);
+                self.s
+            }
+            Kind::Window { w } => {
+                let w = usize::try_from(w).unwrap_or(usize::MAX).max(1);
+                self.s += v;
+                let old = if self.ring.len() < w {
+                    self.ring.push(self.s);
                     0.0
                 } else {
-                    let o = ring[at];
-                    ring[at] = s;
-                    at = if at + 1 == w { 0 } else { at + 1 };
+                    let o = std::mem::replace(&mut self.ring[self.at], self.s);
+                    self.at = if self.at + 1 == w { 0 } else { self.at + 1 };
                     o
                 };
-                emit(s - old);
-            });
+                self.s - old
+            }
         }
     }
 }
 
-/// The proxy objective of damping `beta`: sensitivity^2 times the mean variance, with the
-/// ideal square-root factor `(1 - beta z)^(-1/2)` (its inverse `(1 - beta z)^(1/2)`).
-fn proxy(kind: Kind, horizon: u64, beta: f64) -> f64 {
-    let (mut c, mut sens2) = (1.0f64, 0.0f64);
-    for k in 0..horizon {
-        if k > 0 {
-            c *= beta * (k as f64 - 0.5) / k as f64;
-        }
-        sens2 += c * c;
-        if c * c < 1e-20 * sens2 {
-            break;
-        }
-    }
-    // Decaying workloads (window and exponential sums) have responses that vanish after a
-    // few memories of the workload and of beta: the rest adds nothing to the choice.
-    let memory = |m: f64| (64.0 * m).min(horizon as f64) as u64;
-    let damped = if beta < 1.0 {
-        1.0 / (1.0 - beta)
-    } else {
-        f64::INFINITY
-    };
-    let steps = match kind {
-        Kind::Running { .. } => horizon,
-        Kind::Exponential { alpha, .. } => memory((1.0 / (1.0 - alpha)).max(damped)),
-        Kind::Window { w } => memory((w as f64).max(damped)),
-    };
-    let mut n = 1.0f64;
-    let inv = (0..steps).map(|k| {
-        if k > 0 {
-            n *= beta * (k as f64 - 1.5) / k as f64;
-        }
-        n
-    });
-    let (mut mean, mut k) = (0.0, 0u64);
-    workload(kind, inv, |g| {
-        mean += (horizon - k) as f64 * g * g;
-        k += 1;
-    });
-    sens2 * mean / horizon as f64
+/// Steps whose ratios `(k - 1/2) / k` and `(k - 3/2) / k` are computed once for every
+/// candidate damping.
+const CHUNK: usize = 1 << 14;
+
+/// The proxy objective of one damping `beta`: sensitivity^2 times the mean variance, with
+/// the ideal square-root factor `(1 - beta z)^(-1/2)` (its inverse `(1 - beta z)^(1/2)`),
+/// accumulated a chunk of steps at a time.
+#[derive(Debug, Clone)]
+struct Proxy {
+    beta: f64,
+    horizon: u64,
+    /// `c_k` of the factor and `sum c_k^2` (until a term is below 1e-20 of the sum).
+    c: f64,
+    sens2: f64,
+    sens_done: bool,
+    /// Steps of the inverse's response that count, `n_k`, and `sum (T - k) g_k^2`.
+    steps: u64,
+    n: f64,
+    work: Workload,
+    mean: f64,
 }
 
-/// The damping with the least proxy objective among `1` and `1 - 2^-s`.
+impl Proxy {
+    fn new(kind: Kind, horizon: u64, beta: f64) -> Self {
+        // Decaying workloads (window and exponential sums) have responses that vanish
+        // after a few memories of the workload and of beta: the rest adds nothing.
+        let memory = |m: f64| (64.0 * m).min(horizon as f64) as u64;
+        let damped = if beta < 1.0 {
+            1.0 / (1.0 - beta)
+        } else {
+            f64::INFINITY
+        };
+        let steps = match kind {
+            Kind::Running { .. } => horizon,
+            Kind::Exponential { alpha, .. } => memory((1.0 / (1.0 - alpha)).max(damped)),
+            Kind::Window { w } => memory((w as f64).max(damped)),
+        };
+        Self {
+            beta,
+            horizon,
+            c: 1.0,
+            sens2: 0.0,
+            sens_done: false,
+            steps,
+            n: 1.0,
+            work: Workload::new(kind),
+            mean: 0.0,
+        }
+    }
+
+    /// Steps `k0 .. k0 + ra.len()`, `ra[i]` and `rb[i]` the ratios of step `k0 + i`.
+    fn run(&mut self, k0: u64, ra: &[f64], rb: &[f64]) {
+        let sens_end = self.horizon.saturating_sub(k0).min(ra.len() as u64) as usize;
+        if !self.sens_done {
+            for (i, &r) in ra[..sens_end].iter().enumerate() {
+                if k0 + i as u64 > 0 {
+                    self.c *= self.beta * r;
+                }
+                self.sens2 += self.c * self.c;
+                if self.c * self.c < 1e-20 * self.sens2 {
+                    self.sens_done = true;
+                    break;
+                }
+            }
+        }
+        let inv_end = self.steps.saturating_sub(k0).min(rb.len() as u64) as usize;
+        let running = matches!(self.work.kind, Kind::Running { .. });
+        for (i, &r) in rb[..inv_end].iter().enumerate() {
+            let k = k0 + i as u64;
+            if k > 0 {
+                self.n *= self.beta * r;
+            }
+            let g = self.work.push(self.n);
+            self.mean += (self.horizon - k) as f64 * g * g;
+            // A running sum whose input no longer moves it (below 2^-60 of it) stays
+            // constant: the remaining steps add sum_(k' > k) (T - k') g^2 in closed form.
+            if running && k > 0 && self.n.abs() < 1e-18 * g.abs() {
+                let left = (self.horizon - k - 1) as f64;
+                self.mean += left * (left + 1.0) / 2.0 * g * g;
+                self.steps = k + 1;
+                break;
+            }
+        }
+    }
+
+    fn value(&self) -> f64 {
+        self.sens2 * self.mean / self.horizon as f64
+    }
+}
+
+/// The damping with the least proxy objective among `1` and `1 - 2^-s`: every candidate
+/// advances over the same chunk of steps (its ratios divided once), candidates in parallel.
 pub fn choose_beta(kind: Kind, horizon: u64) -> f64 {
     use rayon::prelude::*;
     let top = 64 - horizon.leading_zeros() + 1;
@@ -174,14 +233,56 @@ pub fn choose_beta(kind: Kind, horizon: u64) -> f64 {
         .map(|s| 1.0 - (-f64::from(s)).exp2())
         .collect();
     cands.push(1.0);
-    let scored: Vec<(f64, f64)> = cands
-        .par_iter()
-        .map(|&b| (proxy(kind, horizon, b), b))
+    let mut proxies: Vec<Proxy> = cands
+        .iter()
+        .map(|&b| Proxy::new(kind, horizon, b))
         .collect();
-    scored
-        .into_iter()
+    let (mut ra, mut rb) = (vec![0.0f64; CHUNK], vec![0.0f64; CHUNK]);
+    let mut k0 = 0u64;
+    loop {
+        let left = proxies
+            .iter()
+            .filter(|p| !p.sens_done && k0 < p.horizon || k0 < p.steps)
+            .count();
+        if left == 0 {
+            break;
+        }
+        for (i, (a, b)) in ra.iter_mut().zip(rb.iter_mut()).enumerate() {
+            let k = (k0 + i as u64) as f64;
+            (*a, *b) = ((k - 0.5) / k, (k - 1.5) / k);
+        }
+        proxies.par_iter_mut().for_each(|p| p.run(k0, &ra, &rb));
+        k0 += CHUNK as u64;
+    }
+    proxies
+        .iter()
+        .map(|p| (p.value(), p.beta))
         .min_by(|a, b| a.0.total_cmp(&b.0))
         .map_or(1.0, |(_, b)| b)
+}
+
+/// `sum omega_i s_i` after `s_i <- theta_i s_i + prev` (one step of a mixture of
+/// geometric buffers): buffer `i` adds into lane `i mod 4` and the lanes are added as
+/// `(l0 + l1) + (l2 + l3)`. Every path (encoder responses, decoders, stated variances) uses
+/// this one order; four lanes make a quarter of the dependent additions of a plain sum.
+#[inline]
+pub(super) fn mix_step(theta: &[f64], omega: &[f64], s: &mut [f64], prev: f64) -> f64 {
+    let mut lanes = [0.0f64; 4];
+    let mut sc = s.chunks_exact_mut(4);
+    let mut tc = theta.chunks_exact(4);
+    let mut oc = omega.chunks_exact(4);
+    for ((s4, t4), o4) in (&mut sc).zip(&mut tc).zip(&mut oc) {
+        for j in 0..4 {
+            s4[j] = t4[j] * s4[j] + prev;
+            lanes[j] += o4[j] * s4[j];
+        }
+    }
+    let rest = sc.into_remainder().iter_mut();
+    for (j, ((v, &t), &o)) in rest.zip(tc.remainder()).zip(oc.remainder()).enumerate() {
+        *v = t * *v + prev;
+        lanes[j] += o * *v;
+    }
+    (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
 }
 
 /// The integer buffers of a mixture `sum omega_i theta_i^(k - 1)` fitted to
@@ -301,11 +402,8 @@ impl Fit {
             if vanished {
                 return 0.0;
             }
-            let mut dec = if t == 0 { 1.0 } else { 0.0 };
-            for i in 0..d {
-                r[i] = theta[i] * r[i] + prev;
-                dec -= omega[i] * r[i];
-            }
+            let x = if t == 0 { 1.0 } else { 0.0 };
+            let dec = x - mix_step(theta, omega, &mut r, prev);
             prev = dec;
             if t % 1024 == 1023 && dec.abs() < TINY && r.iter().all(|v| v.abs() < TINY) {
                 vanished = true;
@@ -314,13 +412,15 @@ impl Fit {
         });
         let (mut cum, mut k, mut out) = (0.0f64, 0u64, Vec::new());
         let stride = self.stride;
-        workload(kind, impulse, |g| {
+        let mut work = Workload::new(kind);
+        for v in impulse {
+            let g = work.push(v);
             cum += g * g;
             k += 1;
             if k % stride == 0 || k == horizon {
                 out.push(cum);
             }
-        });
+        }
         if !out.iter().all(|v| v.is_finite()) {
             return Err(Error::Numerical(
                 "the factorization's inverse is unstable at this horizon".into(),

@@ -32,7 +32,7 @@
 //! **Bit for bit.** The encoder is integer; the decoder runs the same f64 operations in the
 //! same order on every path, and step `t`'s noise is counter `t` of a [`KeyedGauss`].
 
-use super::fit::{Buffers, encoder_error, mul_theta};
+use super::fit::{Buffers, encoder_error, mix_step, mul_theta};
 use crate::gauss::{Draws, KeyedGauss, grid_for};
 use crate::model::{
     CalibrationReport, DecayedSum, Zcdp, check_bound, window_truth, zcdp_guarantee,
@@ -101,23 +101,13 @@ fn gain(b: &Buffers) -> f64 {
 /// `r_i <- theta_i r_i + prev` (the inverse of `1 + sum omega_i theta_i^(k-1) z^k`).
 #[inline]
 fn inverse_step(b: &Buffers, r: &mut [f64], prev: f64, y: f64) -> f64 {
-    let mut dec = y;
-    for ((r, &th), &om) in r.iter_mut().zip(&b.theta).zip(&b.omega) {
-        *r = th * *r + prev;
-        dec -= om * *r;
-    }
-    dec
+    y - mix_step(&b.theta, &b.omega, r, prev)
 }
 
 /// `x + sum omega_i s_i` after `s_i <- theta_i s_i + prev` (the mixture itself, in floats).
 #[inline]
 fn forward_step(b: &Buffers, s: &mut [f64], prev: f64, x: f64) -> f64 {
-    let mut e = x;
-    for ((s, &th), &om) in s.iter_mut().zip(&b.theta).zip(&b.omega) {
-        *s = th * *s + prev;
-        e += om * *s;
-    }
-    e
+    x + mix_step(&b.theta, &b.omega, s, prev)
 }
 
 impl WindowRoot {

@@ -172,3 +172,31 @@ fn bad_parameters_are_refused_by_name() {
     assert!(e.to_string().contains("alpha"), "{e}");
     assert!(Zcdp::new(0.0, None).is_err() && Zcdp::new(0.5, Some(1.0)).is_err());
 }
+
+/// Build times at a long horizon (`cargo test --release -p kinsey-decay -- --ignored
+/// --nocapture build_times`).
+#[test]
+#[ignore = "timing: run by hand in release"]
+fn build_times() {
+    let z = Zcdp::new(0.5, None).expect("zcdp");
+    let h = 30_000_000u64;
+    for kind in [
+        Kind::Window { w: 1024 },
+        Kind::Running { horizon: h },
+        Kind::Exponential {
+            alpha: 0.999,
+            horizon: Some(h),
+        },
+    ] {
+        let t = std::time::Instant::now();
+        let beta = fit::choose_beta(kind, h);
+        let tb = t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
+        let _ = Fit::new(kind, h, beta).expect("fit");
+        let tf = t.elapsed().as_secs_f64();
+        println!("{kind:?}: choose_beta {tb:.3} s, Fit::new {tf:.3} s");
+    }
+    let t = std::time::Instant::now();
+    let _ = root::WindowRoot::new(1024, h, 1.0, z, [1; 32]).expect("root");
+    println!("WindowRoot::new {:.3} s", t.elapsed().as_secs_f64());
+}
