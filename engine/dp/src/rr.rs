@@ -5,8 +5,8 @@
 //! the first bit where they differ (about two bits a flip). The expansion is certified: `e^x`
 //! for the exact dyadic value `x` of the f64 epsilon is enclosed by its Taylor series summed
 //! twice in big-integer fixed point, once rounding every term down and once up with the tail
-//! bounded, so `p 2^P` lies in a known interval, and a word of `p` is used only where both
-//! ends agree on it. `p` is irrational (Lindemann: `e^x` is transcendental for rational
+//! bounded ([`crate::certified::exp_enclosure`]), so `p 2^P` lies in a known interval, and
+//! a word of `p` is used only where both ends agree on it. `p` is irrational (Lindemann: `e^x` is transcendental for rational
 //! `x != 0`), so every word can be certified; the first four are computed once, a fifth
 //! (needed with probability `2^-256`) on demand. No float enters a flip, so the flip
 //! probability is `1 / (1 + e^eps)` exactly and the mechanism is eps-DP exactly.
@@ -15,6 +15,7 @@
 //! epsilon larger than the stated one (36.044 at eps = 36), and for eps > 36.74 the
 //! threshold was 0: no bit was ever flipped, and the "private" series was the input.
 
+use crate::certified::exp_enclosure;
 use crate::exact::{BitReader, RandomBits};
 use kinsey_core::{Result, check_epsilon};
 use num_bigint::BigUint;
@@ -110,7 +111,7 @@ fn expansion(num: u64, bits: u32, n: usize) -> Vec<u64> {
 fn p_enclosure(num: u64, bits: u32, prec: usize) -> (BigUint, BigUint) {
     // e^x in fixed point with `f` fractional bits: [e_lo, e_hi] 2^-f.
     let f = prec + 64;
-    let (e_lo, e_hi) = exp_enclosure(num, bits, f);
+    let (e_lo, e_hi) = exp_enclosure(&BigUint::from(num), bits, f as u32);
     let one = BigUint::from(1u32) << f;
     let top = BigUint::from(1u32) << (prec + f);
     // p 2^prec = 2^(prec + f) / (2^f + e 2^f).
@@ -118,30 +119,6 @@ fn p_enclosure(num: u64, bits: u32, prec: usize) -> (BigUint, BigUint) {
     let den = &one + &e_lo;
     let hi = (&top + &den - 1u32) / &den;
     (lo, hi)
-}
-
-/// `[lo, hi]` with `lo <= e^x 2^f <= hi`: Taylor terms `x^n / n!` rounded down for `lo` and
-/// up for `hi`, summed until past `n = 2x` a term is below one unit; the tail after it is at
-/// most that term (ratio `x / (n + 1) <= 1/2`), added to `hi`.
-fn exp_enclosure(num: u64, bits: u32, f: usize) -> (BigUint, BigUint) {
-    let m = BigUint::from(num);
-    let x_ceil = num.checked_shr(bits).unwrap_or(0) + 1;
-    let (mut t_lo, mut t_hi) = (BigUint::from(1u32) << f, BigUint::from(1u32) << f);
-    let (mut s_lo, mut s_hi) = (t_lo.clone(), t_hi.clone());
-    let one = BigUint::from(1u32);
-    let mut n: u64 = 0;
-    loop {
-        n += 1;
-        let den = BigUint::from(n) << bits as usize;
-        t_lo = &t_lo * &m / &den;
-        t_hi = (&t_hi * &m + &den - 1u32) / &den;
-        s_lo += &t_lo;
-        s_hi += &t_hi;
-        if n >= 2 * x_ceil && t_hi <= one {
-            s_hi += &t_hi + 1u32;
-            return (s_lo, s_hi);
-        }
-    }
 }
 
 #[cfg(test)]

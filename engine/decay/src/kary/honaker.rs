@@ -83,19 +83,21 @@ impl Levels {
     fn prefix_moments(&self, k: u64, m: usize, o: u64) -> (f64, f64) {
         // Digits of o from level m - 1 down, then the recursion from the bottom up.
         let kf = k as f64;
-        let mut digits = Vec::with_capacity(m);
-        let mut span = k.pow(m as u32 - 1);
+        // At most 64 levels (k >= 2, offsets below 2^64): no allocation per call.
+        let mut digits = [0u64; 64];
+        let mut n = 0;
         let mut rest = o;
-        for _ in 0..m {
-            digits.push(rest / span);
-            rest %= span;
-            span = (span / k).max(1);
+        for i in 0..m.min(64) {
+            let (d, below) = divrem_pow(k, (m - 1 - i) as u32, rest);
+            digits[i] = d;
+            n = i + 1;
+            rest = below;
             if rest == 0 {
                 break;
             }
         }
         let (mut a, mut lambda) = (0.0f64, 0.0f64);
-        for (i, &d) in digits.iter().enumerate().rev() {
+        for (i, &d) in digits[..n].iter().enumerate().rev() {
             // Children of this node are at level m - 1 - i.
             let v = self.var[m - 1 - i];
             let d = d as f64;
@@ -129,7 +131,7 @@ impl Block<'_> {
     /// first).
     #[inline]
     fn run(&self, l: usize, k: u64, first: u64, last: u64) -> f64 {
-        let before = if first.is_multiple_of(k) {
+        let before = if divrem_pow(k, 1, first).1 == 0 {
             0.0
         } else {
             self.cum[l][first as usize - 1]
@@ -141,16 +143,19 @@ impl Block<'_> {
     /// complete subtree rooted at (level `m`, index `r`).
     fn prefix(&self, k: u64, m: usize, r: u64, o: u64) -> f64 {
         let (mut u, mut w, mut rest) = (self.z[m][r as usize], r, o);
-        let mut span = k.pow(m as u32);
         let mut est = 0.0;
+        // Dividing by a power of two is multiplying by its inverse, bit for bit.
+        let (kf, inv) = (k as f64, 1.0 / k as f64);
+        let pow2 = k.is_power_of_two();
         for l in (1..=m).rev() {
-            span /= k;
-            let (d, c0) = (rest / span, w * k);
-            let delta = (u - self.cum[l - 1][(c0 + k - 1) as usize]) / k as f64;
+            let (d, below) = divrem_pow(k, l as u32 - 1, rest);
+            let c0 = w * k;
+            let gap = u - self.cum[l - 1][(c0 + k - 1) as usize];
+            let delta = if pow2 { gap * inv } else { gap / kf };
             if d > 0 {
                 est += self.run(l - 1, k, c0, c0 + d - 1) + d as f64 * delta;
             }
-            rest %= span;
+            rest = below;
             if rest == 0 {
                 break;
             }
@@ -181,12 +186,28 @@ fn roots_at(k: u64, top: usize, l: usize, e: u64) -> u64 {
 /// The highest level whose node holding offset `a` is complete before `e` (`a < e`): the
 /// root of the prefix `[0, e)` that holds `a`.
 fn root_level(k: u64, top: usize, a: u64, e: u64) -> usize {
-    let (mut m, mut span) = (0usize, 1u64);
-    while m < top && a / (span * k) < e / (span * k) {
+    let mut m = 0usize;
+    while m < top && divrem_pow(k, m as u32 + 1, a).0 < divrem_pow(k, m as u32 + 1, e).0 {
         m += 1;
-        span *= k;
     }
     m
+}
+
+/// `(v / k^e, v % k^e)`, by shifts for a power-of-two arity (the binary trees' window
+/// estimates walk the levels every step).
+#[inline]
+fn divrem_pow(k: u64, e: u32, v: u64) -> (u64, u64) {
+    if k.is_power_of_two() {
+        let sh = k.trailing_zeros() * e;
+        if sh >= 64 {
+            (0, v)
+        } else {
+            (v >> sh, v & ((1u64 << sh) - 1))
+        }
+    } else {
+        let span = k.pow(e);
+        (v / span, v % span)
+    }
 }
 
 /// A window's estimate inside the current block, offsets `a .. e` (`0 < a < e`), from the
@@ -194,10 +215,9 @@ fn root_level(k: u64, top: usize, a: u64, e: u64) -> usize {
 pub(crate) fn inside(cur: &Block, open: &[f64], k: u64, a: u64, e: u64) -> f64 {
     let top = open.len() - 1;
     let m = root_level(k, top, a, e);
-    let span = k.pow(m as u32);
-    let (r, o) = (a / span, a % span);
+    let (r, o) = divrem_pow(k, m as u32, a);
     let mut est: f64 = open[..m].iter().sum();
-    let last = e / span - 1;
+    let last = divrem_pow(k, m as u32, e).0 - 1;
     if last > r {
         est += cur.run(m, k, r + 1, last);
     }
@@ -206,8 +226,7 @@ pub(crate) fn inside(cur: &Block, open: &[f64], k: u64, a: u64, e: u64) -> f64 {
 
 /// The part of a window in the previous (complete) block, from offset `a` to its end.
 pub(crate) fn previous(prev: &Block, k: u64, top: usize, a: u64) -> f64 {
-    let span = k.pow(top as u32);
-    let (r, o) = (a / span, a % span);
+    let (r, o) = divrem_pow(k, top as u32, a);
     let mut est = prev.suffix(k, top, r, o);
     if r + 1 < k {
         est += prev.run(top, k, r + 1, k - 1);
