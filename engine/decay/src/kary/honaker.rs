@@ -87,9 +87,9 @@ impl Levels {
         let mut digits = [0u64; 64];
         let mut n = 0;
         let mut rest = o;
-        for i in 0..m.min(64) {
+        for (i, digit) in digits.iter_mut().enumerate().take(m) {
             let (d, below) = divrem_pow(k, (m - 1 - i) as u32, rest);
-            digits[i] = d;
+            *digit = d;
             n = i + 1;
             rest = below;
             if rest == 0 {
