@@ -40,7 +40,7 @@
 pub mod fit;
 pub mod root;
 
-use super::gauss::{Draws, KeyedGauss, grid_for};
+use super::gauss::{Draws, KeyedGauss, Sequential, grid_for, stream_sequential};
 use super::kary::Kind;
 use super::model::{
     CalibrationReport, DecayedSum, Sliding, Zcdp, check_bound, window_truth, zcdp_guarantee,
@@ -73,6 +73,8 @@ pub struct BltSum {
     acc: f64,
     sliding: Option<Sliding>,
     draws: Draws,
+    /// The next chunk's draws, drawn while this chunk steps.
+    ahead: Draws,
 }
 
 impl BltSum {
@@ -126,6 +128,7 @@ impl BltSum {
                 _ => None,
             },
             draws: Draws::default(),
+            ahead: Draws::default(),
         })
     }
 
@@ -205,6 +208,7 @@ impl BltSum {
             self.sliding = Some(Sliding::new(w));
         }
         self.draws = Draws::default();
+        self.ahead = Draws::default();
     }
 
     /// Standard deviation of the estimate at step `j`.
@@ -250,6 +254,24 @@ impl BltSum {
     }
 }
 
+impl Sequential for BltSum {
+    fn noise(&self) -> &KeyedGauss {
+        &self.noise
+    }
+
+    fn position(&self) -> (u64, u64) {
+        (self.t, self.horizon)
+    }
+
+    fn buffers(&mut self) -> (&mut Draws, &mut Draws) {
+        (&mut self.draws, &mut self.ahead)
+    }
+
+    fn step_one(&mut self, x: f64) -> Result<f64> {
+        self.step(x)
+    }
+}
+
 impl DecayedSum for BltSum {
     fn calibration(&self) -> CalibrationReport {
         let what = match self.kind {
@@ -288,15 +310,8 @@ impl DecayedSum for BltSum {
     }
 
     fn stream_into(&mut self, chunk: &[f64], out: &mut Vec<Vec<f64>>) -> Result<()> {
-        // The chunk's noise in one parallel fill (the same counters as one at a time).
-        let noise = &self.noise;
-        self.draws
-            .ensure(|at, z| noise.fill(at, z), self.t, chunk.len() as u64)?;
         let col = super::model::one_column(out, chunk.len());
-        for (o, &x) in col.iter_mut().zip(chunk) {
-            *o = self.step(x)?;
-        }
-        Ok(())
+        stream_sequential(self, chunk, col)
     }
 
     fn truth(&self, xs: &[f64]) -> Vec<Vec<f64>> {

@@ -252,6 +252,26 @@ pub(crate) struct Draws {
 }
 
 impl Draws {
+    /// Whether counters `first .. first + count` are drawn.
+    fn covers(&self, first: u64, count: u64) -> bool {
+        first >= self.first && first + count <= self.first + self.z.len() as u64
+    }
+
+    /// Counters `first .. first + count` from `ahead` when it drew them (swapped in), else
+    /// drawn now.
+    pub(crate) fn take_or_draw(
+        &mut self,
+        ahead: &mut Draws,
+        fill: impl FnOnce(u64, &mut [i64]) -> Result<()>,
+        first: u64,
+        count: u64,
+    ) -> Result<()> {
+        if count > 0 && !self.covers(first, count) && ahead.covers(first, count) {
+            std::mem::swap(self, ahead);
+        }
+        self.ensure(fill, first, count)
+    }
+
     /// Draw counters `first .. first + count` now, in one fill (on every thread when it is
     /// long), unless they are drawn already.
     pub(crate) fn ensure(
@@ -260,8 +280,7 @@ impl Draws {
         first: u64,
         count: u64,
     ) -> Result<()> {
-        let have = first >= self.first && first + count <= self.first + self.z.len() as u64;
-        if have || count == 0 {
+        if count == 0 || self.covers(first, count) {
             return Ok(());
         }
         self.z.resize((count as usize).max(BATCH), 0);
@@ -285,6 +304,53 @@ impl Draws {
         }
         Ok(self.z[at as usize])
     }
+}
+
+/// A mechanism that uses counter `t` of one Gaussian stream at step `t`, in order (the
+/// buffered factorizations: their recurrences are sequential).
+pub(crate) trait Sequential: Send {
+    /// The noise stream.
+    fn noise(&self) -> &KeyedGauss;
+    /// The next step and the horizon (no counter at or past it is drawn).
+    fn position(&self) -> (u64, u64);
+    /// The current chunk's draws and the next chunk's.
+    fn buffers(&mut self) -> (&mut Draws, &mut Draws);
+    /// One step.
+    fn step_one(&mut self, x: f64) -> Result<f64>;
+}
+
+/// A chunk of a [`Sequential`] mechanism: its draws (drawn already while the chunk before
+/// stepped, else now, in one parallel fill), then its steps on this thread while the next
+/// chunk's counters are drawn on the others. A counter's draw depends on its id alone, so
+/// drawing early changes no value; on one thread the two run in turn.
+pub(crate) fn stream_sequential<M: Sequential>(
+    m: &mut M,
+    chunk: &[f64],
+    col: &mut [f64],
+) -> Result<()> {
+    let ((t, horizon), n) = (m.position(), chunk.len() as u64);
+    let noise = m.noise().clone();
+    let (draws, ahead) = m.buffers();
+    let mut ahead = std::mem::take(ahead);
+    draws.take_or_draw(&mut ahead, |at, z| noise.fill(at, z), t, n)?;
+    let mut steps = || -> Result<()> {
+        for (o, &x) in col.iter_mut().zip(chunk) {
+            *o = m.step_one(x)?;
+        }
+        Ok(())
+    };
+    let next = || {
+        let (first, end) = (t + n, (t + 2 * n).min(horizon));
+        let drawn = ahead.ensure(|at, z| noise.fill(at, z), first, end.saturating_sub(first));
+        drawn.map(|()| ahead)
+    };
+    let (done, ahead) = if rayon::current_num_threads() > 1 {
+        rayon::join(steps, next)
+    } else {
+        (steps(), next())
+    };
+    *m.buffers().1 = ahead?;
+    done
 }
 
 /// A tree level's counter noise: discrete Laplace (pure DP) or discrete Gaussian (zCDP),

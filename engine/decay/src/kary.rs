@@ -100,6 +100,8 @@ pub struct KarySum {
     best: Option<honaker::Levels>,
     t: u64,
     draws: Vec<Draws>,
+    /// The next chunk's draws per level, drawn while this chunk steps.
+    ahead: Vec<Draws>,
     /// Window trees: replaying a block for its nodes only (a parallel segment's start).
     replaying: bool,
     /// Tests: every released counter's level, index and true value.
@@ -209,6 +211,7 @@ impl KarySum {
                 .collect(),
             t: 0,
             draws: vec![Draws::default(); levels as usize],
+            ahead: Vec::new(),
             replaying: false,
             #[cfg(test)]
             record: None,
@@ -573,27 +576,54 @@ impl DecayedSum for KarySum {
     }
 
     fn stream_into(&mut self, chunk: &[f64], out: &mut Vec<Vec<f64>>) -> Result<()> {
-        // Every level's draws for the chunk in one fill each: the keystream of a long chunk
-        // then runs on every thread (the counters are the same as one at a time).
-        let (t0, t1) = (self.t, self.t + chunk.len() as u64);
-        let mut span = 1u64;
-        for l in 0..self.levels as usize {
-            let (first, last) = (t0 / span, t1 / span);
-            if last > first {
-                let count = (last - first + 1).min(1 << 26);
-                let noise = &self.noise[l];
-                self.draws[l].ensure(|at, z| noise.fill(at, z), first, count)?;
-            }
-            span = span.saturating_mul(self.k);
+        // Every level's draws for the chunk in one fill each (the keystream of a long chunk
+        // then runs on every thread; the counters are the same as one at a time), or drawn
+        // already while the chunk before stepped.
+        let (t0, n) = (self.t, chunk.len() as u64);
+        let mut ahead = std::mem::take(&mut self.ahead);
+        ahead.resize(self.draws.len(), Draws::default());
+        for (l, (first, count)) in self.level_ranges(t0, n).into_iter().enumerate() {
+            let noise = &self.noise[l];
+            self.draws[l].take_or_draw(&mut ahead[l], |at, z| noise.fill(at, z), first, count)?;
         }
         let col = super::model::one_column(out, chunk.len());
         if let Kind::Window { .. } = self.kind {
+            self.ahead = ahead;
             return self.window_blocks(chunk, col);
         }
-        for (o, &x) in col.iter_mut().zip(chunk) {
-            *o = self.step(x)?;
-        }
-        Ok(())
+        // Running and exponential sums step in order on this thread while the next chunk's
+        // counters are drawn on the others (a counter's draw depends on its id alone).
+        let next = self.level_ranges(t0 + n, n);
+        let noise = self.noise.clone();
+        let horizon = match self.kind {
+            Kind::Running { horizon }
+            | Kind::Exponential {
+                horizon: Some(horizon),
+                ..
+            } => horizon,
+            _ => u64::MAX,
+        };
+        let mut steps = || -> Result<()> {
+            for (o, &x) in col.iter_mut().zip(chunk) {
+                *o = self.step(x)?;
+            }
+            Ok(())
+        };
+        let draw_next = || -> Result<Vec<Draws>> {
+            if t0 + n < horizon {
+                for ((d, &(first, count)), noise) in ahead.iter_mut().zip(&next).zip(&noise) {
+                    d.ensure(|at, z| noise.fill(at, z), first, count)?;
+                }
+            }
+            Ok(ahead)
+        };
+        let (done, ahead) = if rayon::current_num_threads() > 1 {
+            rayon::join(steps, draw_next)
+        } else {
+            (steps(), draw_next())
+        };
+        self.ahead = ahead?;
+        done
     }
 
     fn truth(&self, xs: &[f64]) -> Vec<Vec<f64>> {
@@ -626,6 +656,24 @@ const SEGMENT_BLOCKS: u64 = if cfg!(test) { 2 } else { 8 };
 const PARALLEL_BLOCK: u64 = 1 << 20;
 
 impl KarySum {
+    /// Per level, the counters `(first, count)` that steps `t0 .. t0 + n` use (the node
+    /// being formed at the end included; at most 2^26 a level).
+    fn level_ranges(&self, t0: u64, n: u64) -> Vec<(u64, u64)> {
+        let t1 = t0 + n;
+        let mut span = 1u64;
+        (0..self.levels as usize)
+            .map(|_| {
+                let (first, last) = (t0 / span, t1 / span);
+                span = span.saturating_mul(self.k);
+                if last > first {
+                    (first, (last - first + 1).min(1 << 26))
+                } else {
+                    (first, 0)
+                }
+            })
+            .collect()
+    }
+
     /// A window sum's chunk: the steps up to the next block boundary in order, then the
     /// whole blocks in parallel segments, then the rest in order. A segment's state is the
     /// block before it and nothing else (every prefix sum and forming node is back to zero

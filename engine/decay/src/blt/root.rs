@@ -33,7 +33,7 @@
 //! same order on every path, and step `t`'s noise is counter `t` of a [`KeyedGauss`].
 
 use super::fit::{Buffers, encoder_error, mix_step, mul_theta};
-use crate::gauss::{Draws, KeyedGauss, grid_for};
+use crate::gauss::{Draws, KeyedGauss, Sequential, grid_for, stream_sequential};
 use crate::model::{
     CalibrationReport, DecayedSum, Zcdp, check_bound, window_truth, zcdp_guarantee,
 };
@@ -78,6 +78,8 @@ pub struct WindowRoot {
     prev2: Vec<f64>,
     acc: f64,
     draws: Draws,
+    /// The next chunk's draws, drawn while this chunk steps.
+    ahead: Draws,
 }
 
 /// `trunc(m R / 2^64)` for `|R| < 2^88`.
@@ -182,6 +184,7 @@ impl WindowRoot {
             prev2: vec![0.0; wu],
             acc: 0.0,
             draws: Draws::default(),
+            ahead: Draws::default(),
         })
     }
 
@@ -258,6 +261,7 @@ impl WindowRoot {
             prev2,
             acc,
             draws,
+            ahead,
             ..
         } = self;
         *t = 0;
@@ -274,6 +278,7 @@ impl WindowRoot {
         *prev1 = 0.0;
         *acc = 0.0;
         *draws = Draws::default();
+        *ahead = Draws::default();
     }
 
     /// Standard deviation of the estimate at step `j`.
@@ -356,6 +361,24 @@ fn responses(a1: &Buffers, a2: &Buffers, w: u64, horizon: u64) -> (f64, Vec<f64>
     (norm2.sqrt(), out, stride)
 }
 
+impl Sequential for WindowRoot {
+    fn noise(&self) -> &KeyedGauss {
+        &self.noise
+    }
+
+    fn position(&self) -> (u64, u64) {
+        (self.t, self.horizon)
+    }
+
+    fn buffers(&mut self) -> (&mut Draws, &mut Draws) {
+        (&mut self.draws, &mut self.ahead)
+    }
+
+    fn step_one(&mut self, x: f64) -> Result<f64> {
+        self.step(x)
+    }
+}
+
 impl DecayedSum for WindowRoot {
     fn calibration(&self) -> CalibrationReport {
         CalibrationReport {
@@ -391,14 +414,8 @@ impl DecayedSum for WindowRoot {
     }
 
     fn stream_into(&mut self, chunk: &[f64], out: &mut Vec<Vec<f64>>) -> Result<()> {
-        let noise = &self.noise;
-        self.draws
-            .ensure(|at, z| noise.fill(at, z), self.t, chunk.len() as u64)?;
         let col = crate::model::one_column(out, chunk.len());
-        for (o, &x) in col.iter_mut().zip(chunk) {
-            *o = self.step(x)?;
-        }
-        Ok(())
+        stream_sequential(self, chunk, col)
     }
 
     fn truth(&self, xs: &[f64]) -> Vec<Vec<f64>> {
