@@ -3,13 +3,13 @@
 //! online path and the bulk path (counters drawn in parallel) draw the same values.
 //!
 //! Generator: a subkey `ChaCha20(key, nonce = 3 2^62 + stream)`'s first 32 bytes keys the
-//! main keystream (nonce = `stream`), where counter `id` owns the two 64-bit words at
-//! `2 id`; its next 32 bytes key the extension streams (nonce = `id`), read when a draw needs
-//! more than those 128 bits (a rejected proposal: about 3 draws in 1,000 at the sigmas in
-//! use). The subkey's nonce is outside the ranges [`super::noise`] uses,
+//! main keystream (nonce = `stream`), where counter `id` owns the 64-bit word at `id`; its
+//! next 32 bytes key the extension streams (nonce = `id`), read when a draw needs more than
+//! those 64 bits (about 6 draws in 1,000 at the sigmas in use: a rejected proposal or an
+//! undecided first comparison). The subkey's nonce is outside the ranges [`super::noise`] uses,
 //! so a Laplace and a Gaussian instance under one key never share a word.
 //!
-//! Law: [`DiscreteGaussian`], exact, table-driven (about two words and 20 ns a draw; it
+//! Law: [`DiscreteGaussian`], exact, table-driven (about one word and 10 ns a draw; it
 //! replaced Canonne, Kamath & Steinke's Algorithm 3 and four words a counter on
 //! 2026-11-29, so the draws of a key changed then). Float safety as in `kinsey_dp::gaussian`: a counter is released on the
 //! grid `gamma Z` as `gamma (round(v / gamma) + Z)`. If the true counters have L2
@@ -30,7 +30,7 @@ use rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
 
 /// Keystream words each counter owns before its extension stream.
-const WORDS: usize = 2;
+const WORDS: usize = 1;
 
 /// Grid steps below the noise's standard deviation: the rounding adds `sqrt(h) 2^-24` of a
 /// standard deviation to the sensitivity.
@@ -66,7 +66,7 @@ impl std::fmt::Debug for KeyedGauss {
     }
 }
 
-/// One counter's random words: its two keystream words, then its extension stream.
+/// One counter's random words: its keystream word, then its extension stream.
 struct Bits<'a> {
     noise: &'a KeyedGauss,
     id: u64,
@@ -184,7 +184,7 @@ impl KeyedGauss {
         self.gamma * self.sigma_steps()
     }
 
-    /// The counter's draw from its two words (random access: the online path).
+    /// The counter's draw from its word (random access: the online path).
     pub fn draw(&self, id: u64, words: [u64; WORDS]) -> i64 {
         let mut bits = Bits {
             noise: self,
@@ -210,7 +210,7 @@ impl KeyedGauss {
             let mut w = vec![0u64; WORDS * o.len()];
             self.keystream.fill_u64(WORDS as u64 * at, &mut w);
             for (i, (z, ws)) in o.iter_mut().zip(w.chunks_exact(WORDS)).enumerate() {
-                *z = self.draw(at + i as u64, [ws[0], ws[1]]);
+                *z = self.draw(at + i as u64, [ws[0]]);
             }
         };
         if out.len() <= PIECE {

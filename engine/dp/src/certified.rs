@@ -217,6 +217,11 @@ impl LazyUniform {
         }
     }
 
+    /// `U` whose first `bits` bits are `prefix`.
+    pub fn from_prefix(prefix: BigUint, bits: u32) -> Self {
+        Self { prefix, bits }
+    }
+
     /// The first 64 bits as a float in (0, 1] scale (an estimate for searches).
     pub fn estimate(&self) -> f64 {
         let top = &self.prefix >> (self.bits - 64);

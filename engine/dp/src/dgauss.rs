@@ -53,9 +53,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// Alias columns: `2^COL_BITS`.
 const COL_BITS: u32 = 12;
 /// Bits of an alias threshold.
-const COIN_BITS: u32 = 32;
-/// Offset bits that fit the first word beside the column, coin and sign.
-const OFFSET_IN_WORD: u32 = 64 - COL_BITS - COIN_BITS - 1;
+const COIN_BITS: u32 = 16;
+/// Bits of the first word below the column, coin and sign: the offset in a block, then
+/// the first bits of the keep decision's uniform.
+const LOW_BITS: u32 = 64 - COL_BITS - COIN_BITS - 1;
+/// Largest offset read from the first word (leaving at least 18 bits of the uniform).
+const OFFSET_IN_WORD: u32 = 17;
 /// The blocks cover `[0, COVER sigma)`: the tail's mass is below `exp(-50)`.
 const COVER: f64 = 10.0;
 /// Fixed-point bits of the enclosures the tables are built from.
@@ -168,8 +171,8 @@ impl DiscreteGaussian {
         loop {
             let w0 = src.next_u64();
             let col = (w0 >> (64 - COL_BITS)) as usize;
-            let coin = ((w0 >> (64 - COL_BITS - COIN_BITS)) & 0xffff_ffff) as u32;
-            let negative = (w0 >> OFFSET_IN_WORD) & 1 == 1;
+            let coin = ((w0 >> (LOW_BITS + 1)) & ((1 << COIN_BITS) - 1)) as u32;
+            let negative = (w0 >> LOW_BITS) & 1 == 1;
             let c = l.cols[col];
             let cat = if coin < c.thr {
                 col
@@ -177,18 +180,21 @@ impl DiscreteGaussian {
                 usize::from(c.alias)
             };
             if cat < l.blocks {
+                // The offset below the sign, then the uniform's first bits (the offset
+                // from a word of its own for blocks wider than 2^17).
                 let mask = (1u64 << l.s) - 1;
-                let offset = if l.s <= OFFSET_IN_WORD {
-                    w0 & mask
+                let low = w0 & ((1 << LOW_BITS) - 1);
+                let (offset, u, ub) = if l.s <= OFFSET_IN_WORD {
+                    let ub = LOW_BITS - l.s;
+                    ((low >> ub) & mask, low & ((1 << ub) - 1), ub)
                 } else {
-                    src.next_u64() & mask
+                    (src.next_u64() & mask, low, LOW_BITS)
                 };
                 let m = ((cat as u64) << l.s) + offset;
                 if negative && m == 0 {
                     continue;
                 }
-                let w1 = src.next_u64();
-                if l.keep_block(cat, offset, w1, src) {
+                if l.keep_block(cat, offset, (u, ub), src) {
                     return signed(m, negative);
                 }
             } else if cat == l.blocks
@@ -197,6 +203,21 @@ impl DiscreteGaussian {
                 return signed(m, negative);
             }
         }
+    }
+}
+
+/// `U < p` from `U`'s first `ub <= 63` bits `u` and `lo <= p 2^63 <= hi`, when they decide.
+#[inline]
+fn decide(u: u64, ub: u32, lo: u64, hi: u64) -> Option<bool> {
+    // u < 2^ub: both ends fit 64 bits (the upper one is at most 2^63).
+    let sh = 63 - ub;
+    let (u_lo, u_hi) = (u << sh, (u + 1) << sh);
+    if u_hi <= lo {
+        Some(true)
+    } else if u_lo >= hi {
+        Some(false)
+    } else {
+        None
     }
 }
 
@@ -318,13 +339,14 @@ impl Law {
         })
     }
 
-    /// Keep `m = m_h + offset` of block `h`: `U < kappa e^-x(m) / w_h`, `U` from `w1` on.
+    /// Keep `m = m_h + offset` of block `h`: `U < kappa e^-x(m) / w_h`, `U`'s first `ub`
+    /// bits `u`, the rest read from `src` as needed.
     #[inline]
     fn keep_block<R: RandomBits + ?Sized>(
         &self,
         h: usize,
         offset: u64,
-        w1: u64,
+        (u, ub): (u64, u32),
         src: &mut R,
     ) -> bool {
         if self.fast {
@@ -333,35 +355,44 @@ impl Law {
             // x(m) - x(m_h) = A o (2 m_h + o) / 2^frac, below 2^128 by the choice of A.
             let delta = u128::from(self.a) * o * (2 * m_h + o);
             let r = self.cols[h].r_lo;
-            let u = w1 >> 1;
-            // p <= r_h: most rejections need nothing more.
-            let r_hi = r + self.r_err + 1;
-            if u >= r_hi {
-                return false;
-            }
-            // p >= r_h (1 - delta): most acceptances neither (delta is below 0.01 for all
-            // but the outer blocks at the sigmas in use).
+            // r_h - delta <= r_h (1 - delta) <= p <= r_h: decides all but about delta of the
+            // keeps (delta is below 0.01 for all but the outer blocks at the sigmas in use).
             let d_hi = if self.frac >= 63 {
                 (delta >> (self.frac - 63)) + 1
             } else {
                 delta.checked_shl(63 - self.frac).unwrap_or(u128::MAX)
             };
-            if d_hi < 1 << 63 {
-                let p_lo = (u128::from(r) * ((1 << 63) - d_hi)) >> 63;
-                if u128::from(u) < p_lo {
-                    return true;
-                }
+            let lin_lo = u64::try_from(u128::from(r).saturating_sub(d_hi)).unwrap_or(0);
+            let r_hi = r + self.r_err + 1;
+            if let Some(keep) = decide(u, ub, lin_lo, r_hi) {
+                return keep;
             }
             let (e_lo, e_hi) = self.table.exp_minus(delta, self.frac);
             let p_lo = ((u128::from(e_lo) * u128::from(r)) >> 63) as u64;
             let p_hi = ((u128::from(e_hi) * u128::from(r + self.r_err)) >> 63) as u64 + 1;
-            if u < p_lo {
-                return true;
+            if let Some(keep) = decide(u, ub, p_lo, p_hi) {
+                return keep;
             }
-            if u >= p_hi {
-                return false;
+            let full = (u128::from(u) << 64) | u128::from(src.next_u64());
+            let bits = ub + 64;
+            if let Some(keep) = decide((full >> (bits - 63)) as u64, 63, p_lo, p_hi) {
+                return keep;
             }
+            return self.keep_block_slow(h, offset, full, bits, src);
         }
+        let full = (u128::from(u) << 64) | u128::from(src.next_u64());
+        self.keep_block_slow(h, offset, full, ub + 64, src)
+    }
+
+    /// The keep decision from big-integer enclosures, `U`'s first `bits` bits `prefix`.
+    fn keep_block_slow<R: RandomBits + ?Sized>(
+        &self,
+        h: usize,
+        offset: u64,
+        prefix: u128,
+        bits: u32,
+        src: &mut R,
+    ) -> bool {
         let m = (BigUint::from(h as u64) << self.s) + offset;
         let x = self.x(&m);
         let w = BigUint::from(self.weight[h]);
@@ -369,7 +400,7 @@ impl Law {
         let extra = (64 - self.kappa.leading_zeros())
             .saturating_sub(64 - self.weight[h].leading_zeros())
             + 4;
-        LazyUniform::new(w1).below(src, |prec| {
+        LazyUniform::from_prefix(BigUint::from(prefix), bits).below(src, |prec| {
             let (lo, hi) = exp_minus_enclosure(&x, self.frac, prec + extra);
             let den = &w << extra;
             (&kap * lo / &den, (&kap * hi + &den - 1u32) / &den)
@@ -514,7 +545,7 @@ fn alias_table(weight: &[u64], cols: usize) -> Result<(Vec<u32>, Vec<u16>)> {
             "discrete Gaussian: the alias weights do not fill the table".into(),
         ));
     }
-    let mut thr = vec![u32::MAX; cols];
+    let mut thr = vec![full as u32; cols];
     let mut alias: Vec<u16> = (0..cols as u16).collect();
     let mut keep_all = vec![true; cols];
     let (mut small, mut large): (Vec<usize>, Vec<usize>) = (0..cols).partition(|&i| rem[i] < full);
@@ -531,7 +562,7 @@ fn alias_table(weight: &[u64], cols: usize) -> Result<(Vec<u32>, Vec<u16>)> {
     // What is left has exactly `full` (the sum is invariant): it always keeps itself.
     for i in 0..cols {
         if keep_all[i] {
-            thr[i] = u32::MAX;
+            thr[i] = full as u32;
             alias[i] = i as u16;
         }
     }
