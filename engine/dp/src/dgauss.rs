@@ -341,7 +341,7 @@ impl Law {
 
     /// Keep `m = m_h + offset` of block `h`: `U < kappa e^-x(m) / w_h`, `U`'s first `ub`
     /// bits `u`, the rest read from `src` as needed.
-    #[inline]
+    #[inline(always)]
     fn keep_block<R: RandomBits + ?Sized>(
         &self,
         h: usize,
@@ -350,10 +350,13 @@ impl Law {
         src: &mut R,
     ) -> bool {
         if self.fast {
-            let o = u128::from(offset);
-            let m_h = (h as u128) << self.s;
-            // x(m) - x(m_h) = A o (2 m_h + o) / 2^frac, below 2^128 by the choice of A.
-            let delta = u128::from(self.a) * o * (2 * m_h + o);
+            // x(m) - x(m_h) = A o (2 m_h + o) / 2^frac, below 2^128 by the choice of A;
+            // o (2 m_h + o) < 2^(2 s + 13) fits 64 bits for s <= 25 (sigma below 2^33).
+            let m_h = (h as u64) << self.s;
+            let delta = match offset.checked_mul(2 * m_h + offset) {
+                Some(q) => u128::from(self.a) * u128::from(q),
+                None => u128::from(self.a) * u128::from(offset) * u128::from(2 * m_h + offset),
+            };
             let r = self.cols[h].r_lo;
             // r_h - delta <= r_h (1 - delta) <= p <= r_h: decides all but about delta of the
             // keeps (delta is below 0.01 for all but the outer blocks at the sigmas in use).
@@ -362,11 +365,30 @@ impl Law {
             } else {
                 delta.checked_shl(63 - self.frac).unwrap_or(u128::MAX)
             };
-            let lin_lo = u64::try_from(u128::from(r).saturating_sub(d_hi)).unwrap_or(0);
+            let lin_lo = r.saturating_sub(u64::try_from(d_hi).unwrap_or(u64::MAX));
             let r_hi = r + self.r_err + 1;
             if let Some(keep) = decide(u, ub, lin_lo, r_hi) {
                 return keep;
             }
+            return self.keep_block_exp(h, offset, delta, (u, ub), src);
+        }
+        let full = (u128::from(u) << 64) | u128::from(src.next_u64());
+        self.keep_block_slow(h, offset, full, ub + 64, src)
+    }
+
+    /// The keep decision the linear bounds left open: from the table's enclosure of
+    /// `e^-delta`, then with one more word of `U`, then from big integers.
+    #[inline(never)]
+    fn keep_block_exp<R: RandomBits + ?Sized>(
+        &self,
+        h: usize,
+        offset: u64,
+        delta: u128,
+        (u, ub): (u64, u32),
+        src: &mut R,
+    ) -> bool {
+        let r = self.cols[h].r_lo;
+        {
             let (e_lo, e_hi) = self.table.exp_minus(delta, self.frac);
             let p_lo = ((u128::from(e_lo) * u128::from(r)) >> 63) as u64;
             let p_hi = ((u128::from(e_hi) * u128::from(r + self.r_err)) >> 63) as u64 + 1;
@@ -378,13 +400,13 @@ impl Law {
             if let Some(keep) = decide((full >> (bits - 63)) as u64, 63, p_lo, p_hi) {
                 return keep;
             }
-            return self.keep_block_slow(h, offset, full, bits, src);
+            self.keep_block_slow(h, offset, full, bits, src)
         }
-        let full = (u128::from(u) << 64) | u128::from(src.next_u64());
-        self.keep_block_slow(h, offset, full, ub + 64, src)
     }
 
     /// The keep decision from big-integer enclosures, `U`'s first `bits` bits `prefix`.
+    #[cold]
+    #[inline(never)]
     fn keep_block_slow<R: RandomBits + ?Sized>(
         &self,
         h: usize,
