@@ -313,11 +313,14 @@ impl KarySum {
         }
         let (k, top) = (self.k, self.levels - 1);
         let (mut v, mut l, mut idx) = (x, 0u32, self.t);
+        // Digits by masks and shifts for a power-of-two arity (the binary trees).
+        let (pow2, sh) = (k.is_power_of_two(), k.trailing_zeros());
         // The decayed sum of the estimates of the children of the node being formed.
         let mut kids = 0.0;
         loop {
             let li = l as usize;
-            let last = idx % k == k - 1 && !(self.forest && l == top);
+            let digit = if pow2 { idx & (k - 1) } else { idx % k };
+            let last = digit == k - 1 && !(self.forest && l == top);
             if !last || self.best.is_some() {
                 // Released: every node with optimal estimates, else all but last children.
                 let noisy = self.release(v, li, idx)?;
@@ -343,9 +346,9 @@ impl KarySum {
             self.acc[li + 1] = 0.0;
             self.open[li] = 0.0;
             l += 1;
-            idx /= k;
+            idx = if pow2 { idx >> sh } else { idx / k };
         }
-        Ok(self.open.iter().sum())
+        Ok(self.open.iter().sum::<f64>())
     }
 
     /// Window trees: step `t` with value `x`; the estimate.
