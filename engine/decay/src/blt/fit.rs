@@ -224,29 +224,20 @@ impl Proxy {
     }
 }
 
-/// The damping with the least proxy objective among `1` and `1 - 2^-s`: every candidate
-/// advances over the same chunk of steps (its ratios divided once), candidates in parallel.
-pub fn choose_beta(kind: Kind, horizon: u64) -> f64 {
+/// The proxy objectives of the dampings `betas`: every one advances over the same chunk of
+/// steps (its ratios divided once), the dampings in parallel.
+fn proxies(kind: Kind, horizon: u64, betas: &[f64]) -> Vec<f64> {
     use rayon::prelude::*;
-    let top = 64 - horizon.leading_zeros() + 1;
-    let mut cands: Vec<f64> = (2..=top.min(40))
-        .map(|s| 1.0 - (-f64::from(s)).exp2())
-        .collect();
-    cands.push(1.0);
-    let mut proxies: Vec<Proxy> = cands
+    let mut proxies: Vec<Proxy> = betas
         .iter()
         .map(|&b| Proxy::new(kind, horizon, b))
         .collect();
     let (mut ra, mut rb) = (vec![0.0f64; CHUNK], vec![0.0f64; CHUNK]);
     let mut k0 = 0u64;
-    loop {
-        let left = proxies
-            .iter()
-            .filter(|p| !p.sens_done && k0 < p.horizon || k0 < p.steps)
-            .count();
-        if left == 0 {
-            break;
-        }
+    while proxies
+        .iter()
+        .any(|p| !p.sens_done && k0 < p.horizon || k0 < p.steps)
+    {
         for (i, (a, b)) in ra.iter_mut().zip(rb.iter_mut()).enumerate() {
             let k = (k0 + i as u64) as f64;
             (*a, *b) = ((k - 0.5) / k, (k - 1.5) / k);
@@ -254,11 +245,45 @@ pub fn choose_beta(kind: Kind, horizon: u64) -> f64 {
         proxies.par_iter_mut().for_each(|p| p.run(k0, &ra, &rb));
         k0 += CHUNK as u64;
     }
-    proxies
-        .iter()
-        .map(|p| (p.value(), p.beta))
-        .min_by(|a, b| a.0.total_cmp(&b.0))
-        .map_or(1.0, |(_, b)| b)
+    proxies.iter().map(Proxy::value).collect()
+}
+
+/// The candidate dampings: `1 - 2^-s` for `s = 2, 3, ..`, memories up to twice the
+/// horizon, then `1`.
+fn candidates(horizon: u64) -> Vec<f64> {
+    let top = 64 - horizon.leading_zeros() + 1;
+    let mut cands: Vec<f64> = (2..=top.min(40))
+        .map(|s| 1.0 - (-f64::from(s)).exp2())
+        .collect();
+    cands.push(1.0);
+    cands
+}
+
+/// The damping with the least proxy objective among the [`candidates`]. Window and
+/// exponential sums search from the shortest memory up, two at a time, and stop once two
+/// candidates in a row are worse than the best so far (their objective falls, then rises,
+/// with the memory): they never pay for the longest memories. A running sum's best is the
+/// longest memory or next to it: all its candidates go in one pass.
+pub fn choose_beta(kind: Kind, horizon: u64) -> f64 {
+    let cands = candidates(horizon);
+    let batch = match kind {
+        Kind::Running { .. } => cands.len(),
+        _ => 2,
+    };
+    let (mut best, mut best_v, mut worse) = (1.0, f64::INFINITY, 0);
+    for pair in cands.chunks(batch) {
+        for (&b, v) in pair.iter().zip(proxies(kind, horizon, pair)) {
+            if v < best_v {
+                (best, best_v, worse) = (b, v, 0);
+            } else {
+                worse += 1;
+            }
+        }
+        if worse >= 2 {
+            break;
+        }
+    }
+    best
 }
 
 /// `sum omega_i s_i` after `s_i <- theta_i s_i + prev` (one step of a mixture of
@@ -503,6 +528,41 @@ mod tests {
         // About sqrt(ln(T) / pi + 0.6): the square-root factorization's.
         assert!(fit.norm > 1.5 && fit.norm < 2.5, "{}", fit.norm);
         assert!(fit.enc_err < 1e-10, "{}", fit.enc_err);
+    }
+
+    #[test]
+    fn the_search_finds_the_least_proxy() {
+        // The early stop picks what the whole search picks, on the workloads in use.
+        for (kind, h) in [
+            (Kind::Window { w: 60 }, 3_000_000u64),
+            (Kind::Window { w: 1440 }, 3_000_000),
+            (Kind::Window { w: 1024 }, 30_000_000),
+            (
+                Kind::Exponential {
+                    alpha: 0.99,
+                    horizon: Some(3_000_000),
+                },
+                3_000_000,
+            ),
+            (
+                Kind::Exponential {
+                    alpha: 0.999,
+                    horizon: Some(3_000_000),
+                },
+                3_000_000,
+            ),
+            (Kind::Running { horizon: 100_000 }, 100_000),
+            (Kind::Running { horizon: 3_000_000 }, 3_000_000),
+        ] {
+            let cands = candidates(h);
+            let values = proxies(kind, h, &cands);
+            let (_, whole) = values
+                .iter()
+                .zip(&cands)
+                .min_by(|a, b| a.0.total_cmp(b.0))
+                .expect("candidates");
+            assert_eq!(choose_beta(kind, h), *whole, "{kind:?}");
+        }
     }
 
     #[test]

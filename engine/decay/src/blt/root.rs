@@ -327,18 +327,24 @@ impl WindowRoot {
 }
 
 /// Over `horizon` steps: `||C e_0||_2` of the realised factor, and the decoder's
-/// cumulative squared impulse response sampled every `stride` steps (with the stride).
+/// cumulative squared impulse response sampled every `stride` steps (with the stride). The
+/// two are independent recurrences, run on two threads.
 fn responses(a1: &Buffers, a2: &Buffers, w: u64, horizon: u64) -> (f64, Vec<f64>, u64) {
-    let (wu, n1, n2) = (w as usize, a1.theta.len(), a2.theta.len());
     let stride = horizon.div_ceil(SAMPLES).max(1);
-    // Encoder: c = (1 - z^W) A_1(z) A_2(z^W) e_0.
+    let (norm, cum) = rayon::join(
+        || encoder_norm(a1, a2, w, horizon),
+        || decoder_cum(a1, a2, w, horizon, stride),
+    );
+    (norm, cum, stride)
+}
+
+/// `||c||_2` over `horizon` steps, `c = (1 - z^W) A_1(z) A_2(z^W) e_0`.
+fn encoder_norm(a1: &Buffers, a2: &Buffers, w: u64, horizon: u64) -> f64 {
+    let (wu, n1, n2) = (w as usize, a1.theta.len(), a2.theta.len());
     let (mut s1, mut prev) = (vec![0.0; n1], 0.0);
     let (mut ring, mut vring) = (vec![0.0; wu], vec![0.0; wu]);
     let mut r2 = vec![0.0; wu * n2];
-    // Decoder: g = (1 - z)^-1 A_2^-1(z^W) A_1^-1(z) e_0.
-    let (mut d1, mut p1) = (vec![0.0; n1], 0.0);
-    let (mut d2, mut p2) = (vec![0.0; wu * n2], vec![0.0; wu]);
-    let (mut norm2, mut g, mut cum, mut out) = (0.0f64, 0.0f64, 0.0f64, Vec::new());
+    let mut norm2 = 0.0f64;
     for t in 0..horizon {
         let res = (t % w) as usize;
         let x = if t == 0 { 1.0 } else { 0.0 };
@@ -348,6 +354,20 @@ fn responses(a1: &Buffers, a2: &Buffers, w: u64, horizon: u64) -> (f64, Vec<f64>
         let old_v = std::mem::replace(&mut vring[res], v);
         let c = forward_step(a2, &mut r2[res * n2..(res + 1) * n2], old_v, v);
         norm2 += c * c;
+    }
+    norm2.sqrt()
+}
+
+/// The running sums of `g = (1 - z)^-1 A_2^-1(z^W) A_1^-1(z) e_0` squared, every `stride`
+/// steps.
+fn decoder_cum(a1: &Buffers, a2: &Buffers, w: u64, horizon: u64, stride: u64) -> Vec<f64> {
+    let (wu, n1, n2) = (w as usize, a1.theta.len(), a2.theta.len());
+    let (mut d1, mut p1) = (vec![0.0; n1], 0.0);
+    let (mut d2, mut p2) = (vec![0.0; wu * n2], vec![0.0; wu]);
+    let (mut g, mut cum, mut out) = (0.0f64, 0.0f64, Vec::new());
+    for t in 0..horizon {
+        let res = (t % w) as usize;
+        let x = if t == 0 { 1.0 } else { 0.0 };
         let dec1 = inverse_step(a1, &mut d1, p1, x);
         p1 = dec1;
         let dec2 = inverse_step(a2, &mut d2[res * n2..(res + 1) * n2], p2[res], dec1);
@@ -358,7 +378,7 @@ fn responses(a1: &Buffers, a2: &Buffers, w: u64, horizon: u64) -> (f64, Vec<f64>
             out.push(cum);
         }
     }
-    (norm2.sqrt(), out, stride)
+    out
 }
 
 impl Sequential for WindowRoot {
