@@ -177,7 +177,7 @@ impl BltSum {
         let yint = self.encode(q.round() as u64);
         let noise = &self.noise;
         let z = self.draws.get(|at, z| noise.fill(at, z), self.t)?;
-        let y = (yint + i128::from(z)) as f64 * self.noise.gamma();
+        let y = fit::to_f64(yint + i128::from(z)) * self.noise.gamma();
         let dec = self.decode(y);
         let est = match self.kind {
             Kind::Running { .. } => {

@@ -286,6 +286,16 @@ pub fn choose_beta(kind: Kind, horizon: u64) -> f64 {
     best
 }
 
+/// `v` as f64, correctly rounded (as `v as f64`), by the one-instruction conversion
+/// whenever `v` fits 64 bits (the 128-bit one is a library call, a tenth of a step).
+#[inline]
+pub(super) fn to_f64(v: i128) -> f64 {
+    match i64::try_from(v) {
+        Ok(v) => v as f64,
+        Err(_) => v as f64,
+    }
+}
+
 /// `sum omega_i s_i` after `s_i <- theta_i s_i + prev` (one step of a mixture of
 /// geometric buffers): buffer `i` adds into lane `i mod 4` and the lanes are added as
 /// `(l0 + l1) + (l2 + l3)`. Every path (encoder responses, decoders, stated variances) uses
@@ -528,6 +538,21 @@ mod tests {
         // About sqrt(ln(T) / pi + 0.6): the square-root factorization's.
         assert!(fit.norm > 1.5 && fit.norm < 2.5, "{}", fit.norm);
         assert!(fit.enc_err < 1e-10, "{}", fit.enc_err);
+    }
+
+    #[test]
+    fn conversions_round_like_the_wide_one() {
+        for v in [
+            0i128,
+            1,
+            -1,
+            (1 << 53) + 1,
+            -(1 << 60) - 3,
+            i64::MAX as i128,
+            1 << 100,
+        ] {
+            assert_eq!(to_f64(v).to_bits(), (v as f64).to_bits(), "{v}");
+        }
     }
 
     #[test]

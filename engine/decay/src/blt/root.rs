@@ -32,7 +32,7 @@
 //! **Bit for bit.** The encoder is integer; the decoder runs the same f64 operations in the
 //! same order on every path, and step `t`'s noise is counter `t` of a [`KeyedGauss`].
 
-use super::fit::{Buffers, encoder_error, mix_step, mul_theta};
+use super::fit::{Buffers, encoder_error, mix_step, mul_theta, to_f64};
 use crate::gauss::{Draws, KeyedGauss, Sequential, grid_for, stream_sequential};
 use crate::model::{
     CalibrationReport, DecayedSum, Zcdp, check_bound, window_truth, zcdp_guarantee,
@@ -241,7 +241,7 @@ impl WindowRoot {
         let yint = self.encode(q.round() as u64);
         let noise = &self.noise;
         let z = self.draws.get(|at, z| noise.fill(at, z), self.t)?;
-        let y = (yint + i128::from(z)) as f64 * self.noise.gamma();
+        let y = to_f64(yint + i128::from(z)) * self.noise.gamma();
         self.acc += self.decode(y);
         self.t += 1;
         Ok(self.acc * self.bound)
