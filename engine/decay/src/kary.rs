@@ -86,6 +86,8 @@ pub struct KarySum {
     /// Prefix trees: per level, the decayed sum of the released nodes inside the forming
     /// parent.
     open: Vec<f64>,
+    /// Prefix trees: the estimate, `open`'s sum as a running total.
+    total: f64,
     /// Window trees: the optimal estimates of the nodes of the last two blocks (from their
     /// subtrees), per block parity and level.
     blocks: [Vec<Vec<f64>>; 2],
@@ -202,6 +204,7 @@ impl KarySum {
             span_pow,
             acc: vec![0.0; levels as usize + 1],
             open: vec![0.0; levels as usize],
+            total: 0.0,
             blocks: [Vec::new(), Vec::new()],
             cum: [Vec::new(), Vec::new()],
             forest: forest.is_some(),
@@ -301,14 +304,20 @@ impl KarySum {
     /// Prefix trees: step `t` with value `x`; the estimate.
     fn step_prefix(&mut self, x: f64) -> Result<f64> {
         let alpha = self.alpha();
+        // The estimate, the sum of `open`, is kept as a running total: the released levels'
+        // changes are added to it (running sums), or to the sum of the decayed levels
+        // (exponential sums, whose every level decays each step anyway).
+        let mut total = self.total;
         if alpha != 1.0 {
             // Values decayed below 1e-250 are dropped (they would crawl through the
             // subnormals, a hundred times slower, for no visible digit).
+            total = 0.0;
             for v in self.open.iter_mut() {
                 *v *= alpha;
                 if v.abs() < 1e-250 {
                     *v = 0.0;
                 }
+                total += *v;
             }
         }
         let (k, top) = (self.k, self.levels - 1);
@@ -330,6 +339,7 @@ impl KarySum {
                 };
                 if !last {
                     self.open[li] += z;
+                    total += z;
                     self.acc[li + 1] = self.acc[li + 1] * self.span_pow[li] + v;
                     break;
                 }
@@ -344,11 +354,13 @@ impl KarySum {
             }
             v += self.acc[li + 1] * self.span_pow[li];
             self.acc[li + 1] = 0.0;
+            total -= self.open[li];
             self.open[li] = 0.0;
             l += 1;
             idx = if pow2 { idx >> sh } else { idx / k };
         }
-        Ok(self.open.iter().sum::<f64>())
+        self.total = total;
+        Ok(total)
     }
 
     /// Window trees: step `t` with value `x`; the estimate.
@@ -740,6 +752,7 @@ impl KarySum {
     fn reset(&mut self) {
         self.acc.iter_mut().for_each(|v| *v = 0.0);
         self.open.iter_mut().for_each(|v| *v = 0.0);
+        self.total = 0.0;
         self.t = 0;
     }
 }
