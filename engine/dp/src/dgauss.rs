@@ -174,11 +174,9 @@ impl DiscreteGaussian {
             let coin = ((w0 >> (LOW_BITS + 1)) & ((1 << COIN_BITS) - 1)) as u32;
             let negative = (w0 >> LOW_BITS) & 1 == 1;
             let c = l.cols[col];
-            let cat = if coin < c.thr {
-                col
-            } else {
-                usize::from(c.alias)
-            };
+            // Half the columns split between two categories at random: no branch to
+            // mispredict.
+            let cat = std::hint::select_unpredictable(coin < c.thr, col, usize::from(c.alias));
             if cat < l.blocks {
                 // The offset below the sign, then the uniform's first bits (the offset
                 // from a word of its own for blocks wider than 2^17).
