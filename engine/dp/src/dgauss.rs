@@ -1,7 +1,7 @@
 //! The exact discrete Gaussian, table-driven: `P(Z = z)` proportional to
 //! `exp(-z^2 / (2 sigma^2))` on all of Z, with `1 / (2 sigma^2) = A / 2^frac` exactly (a
 //! dyadic rational just below the asked one, so the variance parameter is at most `2^-45`
-//! relative above it), in about two 64-bit words and two table lookups a draw.
+//! relative above it), in about one 64-bit word and 9 ns a draw.
 //!
 //! # The law, by rejection from a table
 //!
@@ -11,9 +11,10 @@
 //!
 //! * Block `h` (first value `m_h = h 2^s`) is proposed with integer weight
 //!   `w_h >= kappa exp(-x(m_h))`, `x(m) = A m^2 / 2^frac`, the value inside it uniform; the
-//!   weights (with the tail's and the restart's) sum to exactly `2^c 2^32`, so an alias
-//!   table of `2^c` columns with 32-bit integer thresholds samples them exactly from
-//!   `c + 32` uniform bits. The value `m` is kept with probability
+//!   weights (with the tail's and the restart's) sum to exactly `2^c 2^16`, so an alias
+//!   table of `2^c` columns with 16-bit integer thresholds samples them exactly from
+//!   `c + 16` uniform bits (`c = 12`; the ceilings waste below `2^-13` of the proposals).
+//!   The value `m` is kept with probability
 //!   `kappa exp(-x(m)) / w_h <= 1`.
 //! * The tail proposes `m = T + j`, `j` geometric with ratio `exp(-lambda)`,
 //!   `lambda = 2 A T / 2^frac` (an exact dyadic), and keeps it with probability
@@ -22,15 +23,18 @@
 //!
 //! Every proposal then has probability proportional to `exp(-x(m))`: the law is exactly
 //! the discrete Gaussian. `kappa` is an integer chosen so that the weights fill the table,
-//! every `w_h` a certified ceiling (from [`certified`] enclosures of `exp(-x(m_h))`).
+//! every `w_h` a certified ceiling (from [`crate::certified`] enclosures of `exp(-x(m_h))`).
 //!
 //! # Every Bernoulli exactly
 //!
-//! A keep decision is `U < p` for a uniform real `U` whose first 64 bits are one word.
-//! The fast path encloses `p` in 1.63 fixed point ([`certified::ExpTable`]: `e^-(x(m) -
-//! x(m_h))` from tables, times the block's certified `kappa e^-x(m_h) / w_h`) and decides
-//! whenever `U`'s first 63 bits fall outside the enclosure, all but about `2^-35` of the
-//! time. Otherwise, and for the tail, the decision is [`certified::LazyUniform::below`]:
+//! A keep decision is `U < p` for a uniform real `U` whose first bits (18 or more) are the
+//! first word's lowest, below the column, coin, sign and offset; more words follow when
+//! they are needed. With `delta = x(m) - x(m_h)` and `r_h = kappa e^-x(m_h) / w_h`
+//! (certified per block), the fast path decides from `r_h - delta <= p <= r_h` (all but
+//! about `delta` of the keeps), then from `p` enclosed in 1.63 fixed point
+//! ([`crate::certified::ExpTable`]: `e^-delta` from tables, about `2^-35` wide), then with a
+//! second word of `U`. Otherwise, and for the tail, the decision is
+//! [`crate::certified::LazyUniform::below`]:
 //! `U`'s further bits against big-integer enclosures of `p` at growing precision. No float
 //! decides anything; floats only guess where the geometric's search starts.
 //!
@@ -41,7 +45,8 @@
 //!
 //! What it replaced: Canonne, Kamath & Steinke's Algorithm 3 (discrete Laplace proposal,
 //! `Bern(exp(-gamma))` by von Neumann's series on 256-bit rationals), exact as well but
-//! about 150 ns a draw at the sigmas in use.
+//! about 100 ns and two words a draw at the sigmas in use, where this takes about 9 ns and
+//! one word (`cargo test --release -p kinsey-dp -- --ignored --nocapture speed`).
 
 use crate::certified::{ExpTable, LazyUniform, exp_minus_enclosure};
 use crate::exact::RandomBits;
@@ -553,9 +558,9 @@ fn to_u64(v: &BigUint) -> Result<u64> {
     }
 }
 
-/// Vose's alias table on integer weights summing to `cols 2^32` exactly: column `i` keeps
-/// itself when a 32-bit coin is below `thr[i]`, else goes to `alias[i]`; category `k` then
-/// has probability `weight[k] / (cols 2^32)` exactly.
+/// Vose's alias table on integer weights summing to `cols 2^16` exactly: column `i` keeps
+/// itself when a 16-bit coin is below `thr[i]`, else goes to `alias[i]`; category `k` then
+/// has probability `weight[k] / (cols 2^16)` exactly.
 fn alias_table(weight: &[u64], cols: usize) -> Result<(Vec<u32>, Vec<u16>)> {
     let full = 1u64 << COIN_BITS;
     let mut rem: Vec<u64> = weight.to_vec();

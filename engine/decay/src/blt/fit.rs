@@ -259,7 +259,7 @@ fn candidates(horizon: u64) -> Vec<f64> {
     cands
 }
 
-/// The damping with the least proxy objective among the [`candidates`]. Window and
+/// The damping with the least proxy objective among the candidates. Window and
 /// exponential sums search from the shortest memory up, two at a time, and stop once two
 /// candidates in a row are worse than the best so far (their objective falls, then rises,
 /// with the memory): they never pay for the longest memories. A running sum's best is the
