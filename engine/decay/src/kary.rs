@@ -29,7 +29,7 @@
 //!   interval inside one block or a suffix of one and a prefix of the next, each the
 //!   canonical decomposition into at most `2 (k - 1)` nodes per level. Sensitivity `h B`.
 //!
-//! **Estimates** ([`honaker`]): window and running sums, and exponential sums on a forest,
+//! **Estimates** (`kary::honaker`): window and running sums, and exponential sums on a forest,
 //! take the minimum-variance linear combination of the released counters (Honaker 2015),
 //! online in `O(levels)` a step; the stated std is that estimate's exact one. Running sums
 //! and forests release every node, the last child of a parent included (a running sum's

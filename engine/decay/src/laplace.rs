@@ -74,7 +74,7 @@ impl DecayedSum for LaplaceWindow {
         self.noise.use_device(device)
     }
 
-    /// The running sum adds then subtracts in the same order as [`window_truth`], so the
+    /// The running sum adds then subtracts in the same order as `window_truth`, so the
     /// online and bulk paths agree bit for bit.
     fn push(&mut self, x: f64, out: &mut [f64]) -> Result<()> {
         let v = self.window.push(x);

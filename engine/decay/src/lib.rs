@@ -3,7 +3,7 @@
 //! estimate of `F(j) = sum_{i <= j} g(j - i) x_i`, eps-DP for the whole output sequence with
 //! respect to changing one `x_i`.
 //!
-//! Every mechanism keeps noisy counters on the nodes of a dyadic forest ([`Forest`]): a node
+//! Every mechanism keeps noisy counters on the nodes of a dyadic forest (`tree::Forest`): a node
 //! (level `k`, index `m`) covers steps `[m 2^k, (m + 1) 2^k - 1]`; nodes are numbered in the
 //! order they complete (at each step, the levels that close, bottom up), which is also their
 //! noise id ([`noise::KeyedNoise`]). The online path (`push` one value, get the estimate) and
@@ -21,7 +21,7 @@
 //!   ends at `u_k >= i + 2^(k - 1) - 1` (seed Assertion 2), so the L1 sensitivity is at most
 //!   `B sum_k alpha^(2^(k-1) - 1)`, summed numerically to convergence (the seed's closed-form
 //!   bound is looser). Right nodes are never released and get no noise.
-//! * [`RunningSum`] (`g = 1`): the binary mechanism (Chan, Shi, Song 2011): exponential with
+//! * `RunningSum` (`g = 1`): the binary mechanism (Chan, Shi, Song 2011): exponential with
 //!   `alpha = 1` over a declared horizon `T`, `ceil(log2 T) + 1` levels, sensitivity
 //!   `(ceil(log2 T) + 1) B`.
 

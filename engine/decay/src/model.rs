@@ -223,7 +223,7 @@ pub struct Public {
     pub epsilon: f64,
     /// Per-step contribution bound `B` (values are clamped to `[0, B]` before).
     pub bound: f64,
-    /// 256-bit noise key ([`noise::key`]).
+    /// 256-bit noise key ([`crate::noise::key`]).
     pub key: [u8; 32],
     /// zCDP: the budget of a Gaussian mechanism (`None`: pure DP at `epsilon`).
     pub zcdp: Option<Zcdp>,

@@ -7,7 +7,7 @@
 //! **Factor.** `C(z) = (1 - z)^(-1/2) (1 - z^W)^(1/2) = (1 - z^W) A_1(z) A_2(z^W)`, with `A_1`
 //! and `A_2` mixtures of geometric sequences fitted to `(1 - z)^(-1/2)` (memory: the horizon)
 //! and `(1 - y)^(-1/2)` in `y = z^W` (memory: the horizon over `W`), as the buffered
-//! factorization's ([`super::fit::Buffers`]). `A_2(z^W)` runs on `W`-lagged state: one set
+//! factorization's (`fit::Buffers`). `A_2(z^W)` runs on `W`-lagged state: one set
 //! of buffers per residue of the step modulo `W` (`W d_2` buffers).
 //!
 //! **Encoder** (integers only). Values divided by `B` are quantised to `X` (units `2^-32`).

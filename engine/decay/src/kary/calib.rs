@@ -47,7 +47,7 @@ pub struct Tree {
     pub k: u32,
     /// The level weights' exponent ([`POWERS`]; 0: the same noise on every level).
     pub power: f64,
-    /// Exponential sums: a forest of this many levels (`None`: the tree of [`levels_of`]).
+    /// Exponential sums: a forest of this many levels (`None`: the tree of `levels_of`).
     pub forest: Option<u32>,
 }
 
