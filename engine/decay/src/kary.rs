@@ -88,6 +88,8 @@ pub struct KarySum {
     open: Vec<f64>,
     /// Prefix trees: the estimate, `open`'s sum as a running total.
     total: f64,
+    /// Prefix trees of exponential sums: the step each level's `open` value is as of.
+    stamp: Vec<u64>,
     /// Window trees: the optimal estimates of the nodes of the last two blocks (from their
     /// subtrees), per block parity and level.
     blocks: [Vec<Vec<f64>>; 2],
@@ -205,6 +207,7 @@ impl KarySum {
             acc: vec![0.0; levels as usize + 1],
             open: vec![0.0; levels as usize],
             total: 0.0,
+            stamp: vec![0; levels as usize],
             blocks: [Vec::new(), Vec::new()],
             cum: [Vec::new(), Vec::new()],
             forest: forest.is_some(),
@@ -304,22 +307,27 @@ impl KarySum {
     /// Prefix trees: step `t` with value `x`; the estimate.
     fn step_prefix(&mut self, x: f64) -> Result<f64> {
         let alpha = self.alpha();
+        let t = self.t;
         // The estimate, the sum of `open`, is kept as a running total: the released levels'
-        // changes are added to it (running sums), or to the sum of the decayed levels
-        // (exponential sums, whose every level decays each step anyway).
+        // changes are added to it. Exponential sums decay lazily: level `l` holds its value
+        // as of step `stamp[l]`, read as `open[l] alpha^(t - stamp[l])`, and the total
+        // decays by `alpha` a step (the same sum: every level decays alike). Values below
+        // 1e-250 are dropped (they would crawl through the subnormals, a hundred times
+        // slower, for no visible digit).
         let mut total = self.total;
         if alpha != 1.0 {
-            // Values decayed below 1e-250 are dropped (they would crawl through the
-            // subnormals, a hundred times slower, for no visible digit).
-            total = 0.0;
-            for v in self.open.iter_mut() {
-                *v *= alpha;
-                if v.abs() < 1e-250 {
-                    *v = 0.0;
-                }
-                total += *v;
+            total *= alpha;
+            if total.abs() < 1e-250 {
+                total = 0.0;
             }
         }
+        let read = |open: &[f64], stamp: &[u64], l: usize| -> f64 {
+            if alpha == 1.0 {
+                return open[l];
+            }
+            let v = open[l] * pow_u64(alpha, t - stamp[l]);
+            if v.abs() < 1e-250 { 0.0 } else { v }
+        };
         let (k, top) = (self.k, self.levels - 1);
         let (mut v, mut l, mut idx) = (x, 0u32, self.t);
         // Digits by masks and shifts for a power-of-two arity (the binary trees).
@@ -338,12 +346,13 @@ impl KarySum {
                     None => noisy,
                 };
                 if !last {
-                    self.open[li] += z;
+                    self.open[li] = read(&self.open, &self.stamp, li) + z;
+                    self.stamp[li] = t;
                     total += z;
                     self.acc[li + 1] = self.acc[li + 1] * self.span_pow[li] + v;
                     break;
                 }
-                kids = self.open[li] + z;
+                kids = read(&self.open, &self.stamp, li) + z;
             }
             if l == top {
                 // Beyond the declared horizon (refused before) or 2^62 steps.
@@ -354,8 +363,9 @@ impl KarySum {
             }
             v += self.acc[li + 1] * self.span_pow[li];
             self.acc[li + 1] = 0.0;
-            total -= self.open[li];
+            total -= read(&self.open, &self.stamp, li);
             self.open[li] = 0.0;
+            self.stamp[li] = t;
             l += 1;
             idx = if pow2 { idx >> sh } else { idx / k };
         }
@@ -662,6 +672,21 @@ impl DecayedSum for KarySum {
     }
 }
 
+/// `alpha^n` by squaring (`log2 n` products; the levels read in a step are mostly the
+/// lowest, whose `n` is a step or two).
+#[inline]
+fn pow_u64(alpha: f64, mut n: u64) -> f64 {
+    let (mut result, mut base) = (1.0f64, alpha);
+    while n > 0 {
+        if n & 1 == 1 {
+            result *= base;
+        }
+        base *= base;
+        n >>= 1;
+    }
+    result
+}
+
 /// Blocks per parallel segment of a window sum, at least (each segment first rebuilds the
 /// block before it: one block more of work per segment).
 const SEGMENT_BLOCKS: u64 = if cfg!(test) { 2 } else { 8 };
@@ -753,6 +778,7 @@ impl KarySum {
         self.acc.iter_mut().for_each(|v| *v = 0.0);
         self.open.iter_mut().for_each(|v| *v = 0.0);
         self.total = 0.0;
+        self.stamp.iter_mut().for_each(|s| *s = 0);
         self.t = 0;
     }
 }
