@@ -333,7 +333,7 @@ pub(crate) fn stream_sequential<M: Sequential>(
     let (draws, ahead) = m.buffers();
     let mut ahead = std::mem::take(ahead);
     draws.take_or_draw(&mut ahead, |at, z| noise.fill(at, z), t, n)?;
-    let mut steps = || -> Result<()> {
+    let steps = || -> Result<()> {
         for (o, &x) in col.iter_mut().zip(chunk) {
             *o = m.step_one(x)?;
         }
@@ -344,13 +344,22 @@ pub(crate) fn stream_sequential<M: Sequential>(
         let drawn = ahead.ensure(|at, z| noise.fill(at, z), first, end.saturating_sub(first));
         drawn.map(|()| ahead)
     };
-    let (done, ahead) = if rayon::current_num_threads() > 1 {
-        rayon::join(steps, next)
-    } else {
-        (steps(), next())
-    };
+    let (done, ahead) = overlapped(steps, next);
     *m.buffers().1 = ahead?;
     done
+}
+
+/// `work()` on this thread while `ahead()` runs on the others (`rayon::join`); on one
+/// thread, in turn.
+pub(crate) fn overlapped<T: Send, A: Send>(
+    work: impl FnOnce() -> T + Send,
+    ahead: impl FnOnce() -> A + Send,
+) -> (T, A) {
+    if rayon::current_num_threads() > 1 {
+        rayon::join(work, ahead)
+    } else {
+        (work(), ahead())
+    }
 }
 
 /// A tree level's counter noise: discrete Laplace (pure DP) or discrete Gaussian (zCDP),

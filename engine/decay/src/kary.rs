@@ -43,7 +43,7 @@
 //! released or not), drawn in batches of consecutive ids: the online path (`push`) and
 //! `bulk` run the same loop, so they agree bit for bit.
 
-use super::gauss::{CounterNoise, Draws, KeyedGauss};
+use super::gauss::{CounterNoise, Draws, KeyedGauss, overlapped};
 use super::model::{
     CalibrationReport, DecayedSum, ModelParams, Public, Zcdp, check_bound, laplace_guarantee,
     window_truth, zcdp_guarantee,
@@ -628,7 +628,7 @@ impl DecayedSum for KarySum {
             } => horizon,
             _ => u64::MAX,
         };
-        let mut steps = || -> Result<()> {
+        let steps = || -> Result<()> {
             for (o, &x) in col.iter_mut().zip(chunk) {
                 *o = self.step(x)?;
             }
@@ -642,11 +642,7 @@ impl DecayedSum for KarySum {
             }
             Ok(ahead)
         };
-        let (done, ahead) = if rayon::current_num_threads() > 1 {
-            rayon::join(steps, draw_next)
-        } else {
-            (steps(), draw_next())
-        };
+        let (done, ahead) = overlapped(steps, draw_next);
         self.ahead = ahead?;
         done
     }

@@ -32,7 +32,7 @@ fn one_at(bits: u32) -> BigUint {
 }
 
 /// `ceil(v / 2^k)`.
-fn shr_ceil(v: &BigUint, k: u32) -> BigUint {
+pub(crate) fn shr_ceil(v: &BigUint, k: u32) -> BigUint {
     let q = v >> k;
     if (&q << k) == *v { q } else { q + 1u32 }
 }

@@ -48,7 +48,7 @@
 //! about 100 ns and two words a draw at the sigmas in use, where this takes about 9 ns and
 //! one word (`cargo test --release -p kinsey-dp -- --ignored --nocapture speed`).
 
-use crate::certified::{ExpTable, LazyUniform, exp_minus_enclosure};
+use crate::certified::{ExpTable, LazyUniform, exp_minus_enclosure, shr_ceil};
 use crate::exact::RandomBits;
 use kinsey_core::{Error, Result};
 use num_bigint::BigUint;
@@ -391,20 +391,18 @@ impl Law {
         src: &mut R,
     ) -> bool {
         let r = self.cols[h].r_lo;
-        {
-            let (e_lo, e_hi) = self.table.exp_minus(delta, self.frac);
-            let p_lo = ((u128::from(e_lo) * u128::from(r)) >> 63) as u64;
-            let p_hi = ((u128::from(e_hi) * u128::from(r + self.r_err)) >> 63) as u64 + 1;
-            if let Some(keep) = decide(u, ub, p_lo, p_hi) {
-                return keep;
-            }
-            let full = (u128::from(u) << 64) | u128::from(src.next_u64());
-            let bits = ub + 64;
-            if let Some(keep) = decide((full >> (bits - 63)) as u64, 63, p_lo, p_hi) {
-                return keep;
-            }
-            self.keep_block_slow(h, offset, full, bits, src)
+        let (e_lo, e_hi) = self.table.exp_minus(delta, self.frac);
+        let p_lo = ((u128::from(e_lo) * u128::from(r)) >> 63) as u64;
+        let p_hi = ((u128::from(e_hi) * u128::from(r + self.r_err)) >> 63) as u64 + 1;
+        if let Some(keep) = decide(u, ub, p_lo, p_hi) {
+            return keep;
         }
+        let full = (u128::from(u) << 64) | u128::from(src.next_u64());
+        let bits = ub + 64;
+        if let Some(keep) = decide((full >> (bits - 63)) as u64, 63, p_lo, p_hi) {
+            return keep;
+        }
+        self.keep_block_slow(h, offset, full, bits, src)
     }
 
     /// The keep decision from big-integer enclosures, `U`'s first `bits` bits `prefix`.
@@ -469,8 +467,7 @@ impl Law {
             };
             (lo, hi)
         });
-        keep.then(|| (self.blocks as u64) << self.s)
-            .map(|t| t.saturating_add(j))
+        keep.then(|| ((self.blocks as u64) << self.s).saturating_add(j))
     }
 }
 
@@ -540,11 +537,6 @@ fn lambda_f64(lambda: &BigUint, frac: u32) -> f64 {
 /// `ceil(a b / 2^k)`.
 fn ceil_mul(a: &BigUint, b: &BigUint, k: u32) -> BigUint {
     shr_ceil(&(a * b), k)
-}
-
-fn shr_ceil(v: &BigUint, k: u32) -> BigUint {
-    let q = v >> k;
-    if (&q << k) == *v { q } else { q + 1u32 }
 }
 
 fn to_u64(v: &BigUint) -> Result<u64> {
