@@ -288,6 +288,21 @@ impl Draws {
         fill(first, &mut self.z)
     }
 
+    /// The draws of counters `first .. first + count` when they are all drawn.
+    #[inline]
+    pub(crate) fn slice(&self, first: u64, count: usize) -> Option<&[i64]> {
+        let at = usize::try_from(first.checked_sub(self.first)?).ok()?;
+        self.z.get(at..at.checked_add(count)?)
+    }
+
+    /// The draw of counter `id` when it is drawn.
+    #[inline]
+    pub(crate) fn peek(&self, id: u64) -> Option<i64> {
+        self.z
+            .get(usize::try_from(id.wrapping_sub(self.first)).ok()?)
+            .copied()
+    }
+
     /// The draw of counter `id` (a new batch from `id` when it is not drawn yet).
     #[inline]
     pub(crate) fn get(
@@ -390,6 +405,16 @@ impl CounterNoise {
             Self::Laplace(n) => n.release(v, z),
             Self::Gauss(n) => n.release(v, z),
         }
+    }
+
+    /// The grid step `gamma` and its inverse: [`release`](Self::release) is
+    /// `(round(v / gamma) + z) gamma` for both laws (hoisted out of a level's loop).
+    pub fn grid(&self) -> (f64, f64) {
+        let gamma = match self {
+            Self::Laplace(n) => n.gamma(),
+            Self::Gauss(n) => n.gamma(),
+        };
+        (gamma, 1.0 / gamma)
     }
 
     /// Standard deviation of one counter's noise.

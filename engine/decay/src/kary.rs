@@ -31,7 +31,10 @@
 //!
 //! **Estimates** (`kary::honaker`): window and running sums, and exponential sums on a forest,
 //! take the minimum-variance linear combination of the released counters (Honaker 2015),
-//! online in `O(levels)` a step; the stated std is that estimate's exact one. Running sums
+//! online in `O(levels)` a step (windows in `O(1)`: two running sums of the leaves' top-down
+//! estimates); the stated std is that estimate's exact one. Window sums run whole blocks a
+//! level at a time in bulk (`KarySum::run_block`), the same operations as one step at a
+//! time. Running sums
 //! and forests release every node, the last child of a parent included (a running sum's
 //! input is in one node per level either way; a forest of `L` levels pays `L` levels, not the
 //! decayed reach): the parent's estimate then combines its own counter with its children's.
@@ -50,6 +53,7 @@ use super::model::{
 };
 use super::noise::KeyedNoise;
 use kinsey_core::{Error, Result, check_epsilon};
+use std::sync::Arc;
 
 mod calib;
 pub(crate) mod honaker;
@@ -93,9 +97,16 @@ pub struct KarySum {
     /// Window trees: the optimal estimates of the nodes of the last two blocks (from their
     /// subtrees), per block parity and level.
     blocks: [Vec<Vec<f64>>; 2],
-    /// Window trees: per node, the sum of its level's nodes from its group's first to it
-    /// (a group: the children of one parent), for windows inside a block.
-    cum: [Vec<Vec<f64>>; 2],
+    /// Window trees: per block parity, the running sums of the leaves' optimal estimates
+    /// from the block's start (`leaves[c][i]`: leaves `0 .. i`), filled for each top-level
+    /// node as it completes (every window's left end lies in a complete top-level node).
+    leaves: [Vec<f64>; 2],
+    /// Window trees: per level, the sum of the estimates of the completed children of the
+    /// node forming there (its `combine` input).
+    kids: Vec<f64>,
+    /// Window trees: the top-down estimates of one top-level node's subtree, a level at a
+    /// time (scratch).
+    down: Vec<f64>,
     /// Window trees: the nodes per level in a block (`block / k^l`).
     level_len: Vec<u64>,
     /// Exponential sums: the top level is an unbounded run of nodes (no parent).
@@ -103,14 +114,17 @@ pub struct KarySum {
     /// The optimal estimates' levels (`None`: the plain sums of an exponential tree).
     best: Option<honaker::Levels>,
     t: u64,
-    draws: Vec<Draws>,
+    /// Per level, the draws of the current chunk (shared, not copied, by a window sum's
+    /// parallel segments).
+    draws: Arc<Vec<Draws>>,
     /// The next chunk's draws per level, drawn while this chunk steps.
     ahead: Vec<Draws>,
-    /// Window trees: replaying a block for its nodes only (a parallel segment's start).
-    replaying: bool,
     /// Tests: every released counter's level, index and true value.
     #[cfg(test)]
     record: Option<Vec<(usize, u64, f64)>>,
+    /// Tests: every released counter's level, index and noisy value.
+    #[cfg(test)]
+    heard: Option<Vec<(usize, u64, f64)>>,
 }
 
 impl KarySum {
@@ -209,18 +223,21 @@ impl KarySum {
             total: 0.0,
             stamp: vec![0; levels as usize],
             blocks: [Vec::new(), Vec::new()],
-            cum: [Vec::new(), Vec::new()],
+            leaves: [Vec::new(), Vec::new()],
+            kids: vec![0.0; levels as usize],
+            down: Vec::new(),
             forest: forest.is_some(),
             best: None,
             level_len: (0..levels)
                 .map(|l| k64.checked_pow(levels - l).unwrap_or(0))
                 .collect(),
             t: 0,
-            draws: vec![Draws::default(); levels as usize],
+            draws: Arc::new(vec![Draws::default(); levels as usize]),
             ahead: Vec::new(),
-            replaying: false,
             #[cfg(test)]
             record: None,
+            #[cfg(test)]
+            heard: None,
         };
         m.set_estimator();
         Ok(m)
@@ -300,8 +317,19 @@ impl KarySum {
             r.push((l, m, v));
         }
         let noise = &self.noise[l];
-        let z = self.draws[l].get(|at, z| noise.fill(at, z), m)?;
-        Ok(self.noise[l].release(v, z))
+        let z = match self.draws[l].peek(m) {
+            Some(z) => z,
+            // Not drawn yet (online steps, or a chunk's end): a new batch from `m`, in a
+            // copy of its own if a segment shares the draws (the same values: a draw is a
+            // function of its counter).
+            None => Arc::make_mut(&mut self.draws)[l].get(|at, z| noise.fill(at, z), m)?,
+        };
+        let y = self.noise[l].release(v, z);
+        #[cfg(test)]
+        if let Some(r) = &mut self.heard {
+            r.push((l, m, y));
+        }
+        Ok(y)
     }
 
     /// Prefix trees: step `t` with value `x`; the estimate.
@@ -374,82 +402,124 @@ impl KarySum {
     }
 
     /// Window trees: step `t` with value `x`; the estimate.
+    ///
+    /// A window `[s, t]` is the current block's prefix (its roots, summed in `total`) less
+    /// the block's leaves before `s`, or the prefix plus the previous block's leaves from
+    /// `s` on. Either way its left end lies in a complete top-level node (`k^top <= W`), so
+    /// the optimal estimate of that part is a difference of two running sums of the leaves'
+    /// top-down estimates ([`fill_leaves`](Self::fill_leaves)): `O(1)` a step, where a walk
+    /// down the levels was `O(levels)`.
     fn step_window(&mut self, x: f64, w: u64) -> Result<f64> {
-        let (k, top, block) = (self.k, self.levels - 1, self.block());
-        let (b, p) = (self.t / block, self.t % block);
+        let (k, top, block) = (self.k, self.levels as usize - 1, self.level_len[0]);
+        let (b, p) = self.split(self.t, block);
         let cur = (b & 1) as usize;
         if self.blocks[cur].is_empty() {
             // Allocated at the first step: choosing an arity builds every candidate.
-            let levels = self.levels;
-            self.blocks[cur] = (0..levels)
-                .map(|l| vec![0.0; (block / k.pow(l)) as usize])
+            self.blocks[cur] = self
+                .level_len
+                .iter()
+                .map(|&n| vec![0.0; n as usize])
                 .collect();
-            self.cum[cur] = self.blocks[cur].clone();
+            self.leaves[cur] = vec![0.0; block as usize + 1];
         }
         if p == 0 {
             self.open.iter_mut().for_each(|v| *v = 0.0);
+            self.kids.iter_mut().for_each(|v| *v = 0.0);
+            self.total = 0.0;
         }
-        let (mut v, mut l, mut idx) = (x, 0u32, p);
-        loop {
+        let (mut v, mut idx) = (x, p);
+        for li in 0..=top {
             // The node's index at its level, over the whole stream.
-            let m = b * self.level_len[l as usize] + idx;
-            let li = l as usize;
+            let m = b * self.level_len[li] + idx;
             let noisy = self.release(v, li, m)?;
+            let (parent, digit) = self.split(idx, k);
             let i = idx as usize;
-            // The node's optimal estimate from its subtree (its children just completed).
-            let noisy = match &self.best {
-                Some(best) if li > 0 => best.combine(
-                    li,
-                    noisy,
-                    self.cum[cur][li - 1][i * k as usize + k as usize - 1],
-                ),
+            // The node's optimal estimate from its subtree (its children just completed,
+            // their estimates summed in `kids` in order).
+            let z = match &self.best {
+                Some(best) if li > 0 => best.combine(li, noisy, self.kids[li]),
                 _ => noisy,
             };
-            self.blocks[cur][li][i] = noisy;
-            let before = if idx % k == 0 {
-                0.0
-            } else {
-                self.cum[cur][li][i - 1]
-            };
-            self.cum[cur][li][i] = before + noisy;
+            self.kids[li] = 0.0;
+            self.blocks[cur][li][i] = z;
             // The block's prefix: this node, or (when it completes its parent) the parent
             // in its children's place.
-            if l == top || idx % k != k - 1 {
-                self.open[li] += noisy;
-            } else {
-                self.open[li] = 0.0;
-            }
-            if l == top {
+            if li == top {
+                self.open[li] += z;
+                self.total += z;
+                self.fill_leaves(cur, i);
                 break;
             }
+            self.kids[li + 1] += z;
             self.acc[li + 1] += v;
-            if idx % k != k - 1 {
+            if digit != k - 1 {
+                self.open[li] += z;
+                self.total += z;
                 break;
             }
+            self.total -= self.open[li];
+            self.open[li] = 0.0;
             v = self.acc[li + 1];
             self.acc[li + 1] = 0.0;
-            l += 1;
-            idx /= k;
-        }
-        if self.replaying {
-            // A segment's replay of the block before it: its state only.
-            return Ok(0.0);
+            idx = parent;
         }
         let start = (self.t + 1).saturating_sub(w);
         let here = b * block;
-        let block_of = |c: usize| honaker::Block {
-            z: &self.blocks[c],
-            cum: &self.cum[c],
-        };
         Ok(if start == here {
-            self.open.iter().sum::<f64>()
+            self.total
         } else if start > here {
-            honaker::inside(&block_of(cur), &self.open, k, start - here, p + 1)
+            self.total - self.leaves[cur][(start - here) as usize]
         } else {
-            let a = start + block - here;
-            honaker::previous(&block_of(1 - cur), k, top as usize, a)
-                + self.open.iter().sum::<f64>()
+            let prev = &self.leaves[1 - cur];
+            let a = (start + block - here) as usize;
+            (prev[block as usize] - prev[a]) + self.total
         })
+    }
+
+    /// `(v / d, v % d)` for `d` a power of the arity: by shifts when the arity is a power of
+    /// two.
+    #[inline]
+    fn split(&self, v: u64, d: u64) -> (u64, u64) {
+        if self.k.is_power_of_two() {
+            (v >> d.trailing_zeros(), v & (d - 1))
+        } else {
+            (v / d, v % d)
+        }
+    }
+
+    /// The top-down (Honaker) estimates of the leaves of top-level node `r` of the block of
+    /// parity `cur`, just completed, added to that block's running sums of leaves: each
+    /// child's estimate is its bottom-up one plus an equal share of its parent's residual
+    /// (`kary::honaker`), from the node down to its leaves.
+    fn fill_leaves(&mut self, cur: usize, r: usize) {
+        let (k, top) = (self.k as usize, self.levels as usize - 1);
+        let span = self.k.pow(top as u32) as usize;
+        let z = &self.blocks[cur];
+        let u = &mut self.down;
+        u.resize(span, 0.0);
+        u[0] = z[top][r];
+        // Dividing by a power of two is multiplying by its inverse, bit for bit.
+        let (kf, inv, pow2) = (k as f64, 1.0 / k as f64, k.is_power_of_two());
+        let mut count = 1usize; // nodes of r's subtree at level l
+        for l in (1..=top).rev() {
+            let below = &z[l - 1][r * count * k..(r + 1) * count * k];
+            // Children are written at j k.. after their parent j is read (j descending).
+            for j in (0..count).rev() {
+                let kids = &below[j * k..(j + 1) * k];
+                let gap = u[j] - kids.iter().sum::<f64>();
+                let delta = if pow2 { gap * inv } else { gap / kf };
+                for (c, &zc) in kids.iter().enumerate() {
+                    u[j * k + c] = zc + delta;
+                }
+            }
+            count *= k;
+        }
+        let sums = &mut self.leaves[cur][r * span..=(r + 1) * span];
+        let mut acc = sums[0];
+        for (s, &leaf) in sums[1..].iter_mut().zip(u.iter()) {
+            acc += leaf;
+            *s = acc;
+        }
     }
 
     /// One step in, the estimate out.
@@ -607,9 +677,11 @@ impl DecayedSum for KarySum {
         let (t0, n) = (self.t, chunk.len() as u64);
         let mut ahead = std::mem::take(&mut self.ahead);
         ahead.resize(self.draws.len(), Draws::default());
-        for (l, (first, count)) in self.level_ranges(t0, n).into_iter().enumerate() {
+        let ranges = self.level_ranges(t0, n);
+        let draws = Arc::make_mut(&mut self.draws);
+        for (l, (first, count)) in ranges.into_iter().enumerate() {
             let noise = &self.noise[l];
-            self.draws[l].take_or_draw(&mut ahead[l], |at, z| noise.fill(at, z), first, count)?;
+            draws[l].take_or_draw(&mut ahead[l], |at, z| noise.fill(at, z), first, count)?;
         }
         let col = super::model::one_column(out, chunk.len());
         if let Kind::Window { .. } = self.kind {
@@ -740,15 +812,9 @@ impl KarySum {
                         // Replay the block before the segment (its outputs are dropped).
                         m.t = base + from as u64 - block;
                         m.acc.iter_mut().for_each(|v| *v = 0.0);
-                        m.replaying = true;
-                        for &x in &rest[from - block as usize..from] {
-                            m.step(x)?;
-                        }
-                        m.replaying = false;
+                        m.run_block(&rest[from - block as usize..from], None)?;
                     }
-                    for (o, &x) in out.iter_mut().zip(&rest[from..]) {
-                        *o = m.step(x)?;
-                    }
+                    m.run_blocks(&rest[from..from + out.len()], out)?;
                     Ok(m)
                 })
                 .collect();
@@ -763,9 +829,142 @@ impl KarySum {
         } else {
             0
         };
-        for (o, &x) in rest_out[done..].iter_mut().zip(&rest[done..]) {
+        self.run_blocks(&rest[done..], &mut rest_out[done..])
+    }
+
+    /// Steps from a block boundary: the whole blocks a block at a time
+    /// ([`run_block`](Self::run_block)), the rest one step at a time.
+    fn run_blocks(&mut self, xs: &[f64], out: &mut [f64]) -> Result<()> {
+        let block = self.level_len[0] as usize;
+        let whole = xs.len() / block * block;
+        for (x, o) in xs[..whole]
+            .chunks_exact(block)
+            .zip(out.chunks_exact_mut(block))
+        {
+            self.run_block(x, Some(o))?;
+        }
+        for (o, &x) in out[whole..].iter_mut().zip(&xs[whole..]) {
             *o = self.step(x)?;
         }
+        Ok(())
+    }
+
+    /// A window tree's whole block `xs` from its first step (`out`: its estimates, `None`
+    /// for a segment's replay), a level at a time: every node's release and optimal
+    /// estimate, the leaves' running sums, then each step's prefix total and window. The
+    /// same operations in the same order as [`step_window`](Self::step_window) (same
+    /// bits), without the per-step bookkeeping; one step at a time when the block's draws
+    /// are not all drawn.
+    fn run_block(&mut self, xs: &[f64], mut out: Option<&mut [f64]>) -> Result<()> {
+        let Kind::Window { w } = self.kind else {
+            return Err(Error::Numerical("run_block is for window trees".into()));
+        };
+        let (k, top, block) = (self.k as usize, self.levels as usize - 1, self.level_len[0]);
+        let b = self.t / block;
+        let drawn = self
+            .level_len
+            .iter()
+            .enumerate()
+            .all(|(l, &n)| self.draws[l].slice(b * n, n as usize).is_some());
+        #[cfg(test)]
+        let drawn = drawn && self.record.is_none() && self.heard.is_none();
+        if !drawn || self.best.is_none() || !self.t.is_multiple_of(block) {
+            for (i, &x) in xs.iter().enumerate() {
+                let e = self.step(x)?;
+                if let Some(o) = out.as_deref_mut() {
+                    o[i] = e;
+                }
+            }
+            return Ok(());
+        }
+        let cur = (b & 1) as usize;
+        if self.blocks[cur].is_empty() {
+            self.blocks[cur] = self
+                .level_len
+                .iter()
+                .map(|&n| vec![0.0; n as usize])
+                .collect();
+            self.leaves[cur] = vec![0.0; block as usize + 1];
+        }
+        let Some(best) = &self.best else {
+            return Ok(());
+        };
+        let zs = &mut self.blocks[cur];
+        // Level 0: the leaves' releases; above, each node's true value (its children's, in
+        // order, from zero), its release and its optimal estimate.
+        let mut vals = std::mem::take(&mut self.down);
+        vals.clear();
+        vals.extend_from_slice(xs);
+        for (l, &n) in self.level_len.iter().enumerate() {
+            let (gamma, inv) = self.noise[l].grid();
+            let z = self.draws[l].slice(b * n, n as usize).unwrap_or_default();
+            if l == 0 {
+                for ((o, &v), &d) in zs[0].iter_mut().zip(xs).zip(z) {
+                    *o = ((v * inv).round() + d as f64) * gamma;
+                }
+                continue;
+            }
+            let (below, here) = zs.split_at_mut(l);
+            let kids = &below[l - 1];
+            for (i, (o, &d)) in here[0].iter_mut().zip(z).enumerate() {
+                let (mut v, mut ks) = (0.0f64, 0.0f64);
+                for c in i * k..(i + 1) * k {
+                    v += vals[c];
+                    ks += kids[c];
+                }
+                vals[i] = v;
+                let y = ((v * inv).round() + d as f64) * gamma;
+                *o = best.combine(l, y, ks);
+            }
+            vals.truncate(n as usize);
+        }
+        self.down = vals;
+        for r in 0..k {
+            self.fill_leaves(cur, r);
+        }
+        // Each step's prefix total, as step_window keeps it, and its window.
+        let (zs, leaves) = (&self.blocks[cur], &self.leaves);
+        let (mut total, open) = (0.0f64, &mut self.open);
+        open.iter_mut().for_each(|v| *v = 0.0);
+        let here = b * block;
+        let pow2 = k.is_power_of_two();
+        for p in 0..block {
+            let (mut li, mut idx) = (0usize, p as usize);
+            loop {
+                let z = zs[li][idx];
+                let (parent, digit) = if pow2 {
+                    (idx >> k.trailing_zeros(), idx & (k - 1))
+                } else {
+                    (idx / k, idx % k)
+                };
+                if li == top || digit != k - 1 {
+                    open[li] += z;
+                    total += z;
+                    break;
+                }
+                total -= open[li];
+                open[li] = 0.0;
+                li += 1;
+                idx = parent;
+            }
+            if let Some(o) = out.as_deref_mut() {
+                let t = here + p;
+                let start = (t + 1).saturating_sub(w);
+                o[p as usize] = if start == here {
+                    total
+                } else if start > here {
+                    total - leaves[cur][(start - here) as usize]
+                } else {
+                    let prev = &leaves[1 - cur];
+                    let a = (start + block - here) as usize;
+                    (prev[block as usize] - prev[a]) + total
+                };
+            }
+        }
+        self.total = total;
+        self.kids.iter_mut().for_each(|v| *v = 0.0);
+        self.acc.iter_mut().for_each(|v| *v = 0.0);
+        self.t += block;
         Ok(())
     }
 
@@ -773,6 +972,7 @@ impl KarySum {
     fn reset(&mut self) {
         self.acc.iter_mut().for_each(|v| *v = 0.0);
         self.open.iter_mut().for_each(|v| *v = 0.0);
+        self.kids.iter_mut().for_each(|v| *v = 0.0);
         self.total = 0.0;
         self.stamp.iter_mut().for_each(|s| *s = 0);
         self.t = 0;

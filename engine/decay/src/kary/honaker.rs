@@ -18,7 +18,9 @@
 //!
 //! **Top-down** (windows, no decay). Given the estimate `u` of a node's total, its children's
 //! are `z_c + (u - sum z) / k` (equal variances: the residual is shared equally). The part of
-//! a root `R` before offset `o` is the sum over the path to `o` of the left siblings' `u`.
+//! a root `R` before offset `o` is the sum of its leaves' top-down estimates before `o` (the
+//! window trees keep running sums of them per block, filled once as each top-level node
+//! completes, so a window's estimate is a difference of two of them: `O(1)` a step).
 //! Its variance, with `F = V_m` the root's: writing `P` for that prefix and conditioning on
 //! a node's total, `Var P = A + lambda^2 F` where, for a node with children of variance `V`,
 //! digit `d` of `o` at the children's level and `(A', lambda')` the child's (0 when the rest
@@ -119,63 +121,6 @@ impl Levels {
     }
 }
 
-/// One block's node estimates (`z[l][i]`) and their running sums within each group of
-/// siblings (`cum[l][i]`: from the group's first to `i`).
-pub(crate) struct Block<'a> {
-    pub z: &'a [Vec<f64>],
-    pub cum: &'a [Vec<f64>],
-}
-
-impl Block<'_> {
-    /// The sum of siblings `first ..= last` of one group (`first` may be the group's
-    /// first).
-    #[inline]
-    fn run(&self, l: usize, k: u64, first: u64, last: u64) -> f64 {
-        let before = if divrem_pow(k, 1, first).1 == 0 {
-            0.0
-        } else {
-            self.cum[l][first as usize - 1]
-        };
-        self.cum[l][last as usize] - before
-    }
-
-    /// The top-down estimate of the part before offset `o` (`0 < o < k^m`) of the
-    /// complete subtree rooted at (level `m`, index `r`).
-    fn prefix(&self, k: u64, m: usize, r: u64, o: u64) -> f64 {
-        let (mut u, mut w, mut rest) = (self.z[m][r as usize], r, o);
-        let mut est = 0.0;
-        // Dividing by a power of two is multiplying by its inverse, bit for bit.
-        let (kf, inv) = (k as f64, 1.0 / k as f64);
-        let pow2 = k.is_power_of_two();
-        for l in (1..=m).rev() {
-            let (d, below) = divrem_pow(k, l as u32 - 1, rest);
-            let c0 = w * k;
-            let gap = u - self.cum[l - 1][(c0 + k - 1) as usize];
-            let delta = if pow2 { gap * inv } else { gap / kf };
-            if d > 0 {
-                est += self.run(l - 1, k, c0, c0 + d - 1) + d as f64 * delta;
-            }
-            rest = below;
-            if rest == 0 {
-                break;
-            }
-            w = c0 + d;
-            u = self.z[l - 1][w as usize] + delta;
-        }
-        est
-    }
-
-    /// The estimate of a root at (level `m`, index `r`) from offset `o` to its end.
-    fn suffix(&self, k: u64, m: usize, r: u64, o: u64) -> f64 {
-        let whole = self.z[m][r as usize];
-        if o == 0 {
-            whole
-        } else {
-            whole - self.prefix(k, m, r, o)
-        }
-    }
-}
-
 /// The roots of a block's prefix `[0, e)` at level `l` (`e <= k^top+1`, top the last level).
 #[inline]
 fn roots_at(k: u64, top: usize, l: usize, e: u64) -> u64 {
@@ -193,8 +138,7 @@ fn root_level(k: u64, top: usize, a: u64, e: u64) -> usize {
     m
 }
 
-/// `(v / k^e, v % k^e)`, by shifts for a power-of-two arity (the binary trees' window
-/// estimates walk the levels every step).
+/// `(v / k^e, v % k^e)`, by shifts for a power-of-two arity.
 #[inline]
 fn divrem_pow(k: u64, e: u32, v: u64) -> (u64, u64) {
     if k.is_power_of_two() {
@@ -208,30 +152,6 @@ fn divrem_pow(k: u64, e: u32, v: u64) -> (u64, u64) {
         let span = k.pow(e);
         (v / span, v % span)
     }
-}
-
-/// A window's estimate inside the current block, offsets `a .. e` (`0 < a < e`), from the
-/// block's estimates and `open` (per level, the sum of the prefix's roots).
-pub(crate) fn inside(cur: &Block, open: &[f64], k: u64, a: u64, e: u64) -> f64 {
-    let top = open.len() - 1;
-    let m = root_level(k, top, a, e);
-    let (r, o) = divrem_pow(k, m as u32, a);
-    let mut est: f64 = open[..m].iter().sum();
-    let last = divrem_pow(k, m as u32, e).0 - 1;
-    if last > r {
-        est += cur.run(m, k, r + 1, last);
-    }
-    est + cur.suffix(k, m, r, o)
-}
-
-/// The part of a window in the previous (complete) block, from offset `a` to its end.
-pub(crate) fn previous(prev: &Block, k: u64, top: usize, a: u64) -> f64 {
-    let (r, o) = divrem_pow(k, top as u32, a);
-    let mut est = prev.suffix(k, top, r, o);
-    if r + 1 < k {
-        est += prev.run(top, k, r + 1, k - 1);
-    }
-    est
 }
 
 /// The variance of the window estimate at step `j` (window `w`, `top + 1` levels).

@@ -413,3 +413,137 @@ fn optimal_estimates_have_the_stated_std() {
         assert!(small < 0.75, "{kind:?} {tree:?}: not caught ({small})");
     }
 }
+
+/// A window's estimate is the generalised least-squares estimate from every counter
+/// released so far (Gauss-Markov: the minimum-variance unbiased linear one), step by step,
+/// on trees whose window starts in the current block, in the previous one, or at a block's
+/// first step; with unequal noise per level (Laplace level weights) and Gaussian noise.
+#[test]
+fn window_estimates_are_the_least_squares_ones() {
+    for (w, k, power, gauss) in [
+        (5u64, 2u32, 0.3, false),
+        (4, 3, 0.0, true),
+        (8, 2, 0.0, true),
+        (7, 3, 0.4, false),
+        (1, 2, 0.0, false),
+    ] {
+        let kind = Kind::Window { w };
+        let tree = Tree {
+            k,
+            power,
+            forest: None,
+        };
+        let mut m = if gauss {
+            KarySum::gaussian_shaped(kind, tree, zcdp(), 2.0, key(4)).expect("build")
+        } else {
+            KarySum::shaped(kind, tree, 1.0, 2.0, key(4)).expect("build")
+        };
+        let var: Vec<f64> = m.noise.iter().map(|n| n.std_dev().powi(2)).collect();
+        let (kk, block) = (u64::from(k), m.block());
+        m.heard = Some(Vec::new());
+        let xs = series(5 * block as usize + 3, 11);
+        for (j, &x) in xs.iter().enumerate() {
+            let est = m.step(x).expect("step");
+            let j = j as u64;
+            // The leaves of the previous block and the current one up to j.
+            let lo = (j / block).saturating_sub(1) * block;
+            let n = (j + 1 - lo) as usize;
+            let (mut h, mut rhs) = (vec![vec![0.0; n]; n], vec![0.0; n]);
+            for &(l, idx, y) in m.heard.as_deref().unwrap_or_default() {
+                let span = kk.pow(l as u32);
+                let first = idx * span;
+                if first < lo {
+                    continue;
+                }
+                let cover = (first - lo) as usize..(first - lo + span) as usize;
+                for p in cover.clone() {
+                    rhs[p] += y / var[l];
+                    for q in cover.clone() {
+                        h[p][q] += 1.0 / var[l];
+                    }
+                }
+            }
+            let leaves = solve(h, rhs);
+            let from = ((j + 1).saturating_sub(w) - lo) as usize;
+            let want: f64 = leaves[from..].iter().sum();
+            assert!(
+                (est - want).abs() < 1e-7 * (1.0 + want.abs()),
+                "W {w} k {k} step {j}: {est} vs least squares {want}"
+            );
+        }
+    }
+}
+
+/// `x` with `h x = b` (Gaussian elimination with partial pivoting; `h` symmetric positive
+/// definite here).
+fn solve(mut h: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
+    let n = b.len();
+    for c in 0..n {
+        let p = (c..n)
+            .max_by(|&x, &y| h[x][c].abs().total_cmp(&h[y][c].abs()))
+            .unwrap_or(c);
+        h.swap(c, p);
+        b.swap(c, p);
+        let (upper, lower) = h.split_at_mut(c + 1);
+        let pivot = &upper[c];
+        for (r, row) in lower.iter_mut().enumerate() {
+            let f = row[c] / pivot[c];
+            for (x, &p) in row[c..].iter_mut().zip(&pivot[c..]) {
+                *x -= f * p;
+            }
+            b[c + 1 + r] -= f * b[c];
+        }
+    }
+    let mut x = vec![0.0; n];
+    for c in (0..n).rev() {
+        let s: f64 = (c + 1..n).map(|j| h[c][j] * x[j]).sum();
+        x[c] = (b[c] - s) / h[c][c];
+    }
+    x
+}
+
+/// Where a Gaussian window tree's time goes: one thread's draws, its keystream alone, and
+/// the whole stream on one thread (`cargo test --release -p kinsey-decay --lib -- --ignored
+/// --nocapture window_parts`).
+#[test]
+#[ignore = "timing: run by hand in release"]
+fn window_parts() {
+    let n = 1usize << 24;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("pool");
+    let g = KeyedGauss::new(key(1), 1, 3.0, 11, 0.5).expect("noise");
+    // Touched first: the timings are not page faults.
+    let mut z = vec![1i64; n];
+    let t = std::time::Instant::now();
+    pool.install(|| g.fill(0, &mut z)).expect("fill");
+    let draw = t.elapsed().as_secs_f64() / n as f64 * 1e9;
+    let ks = kinsey_kernels::chacha::ChaCha20::new(&key(1), 1);
+    let mut words = vec![1u64; n];
+    let t = std::time::Instant::now();
+    ks.fill_u64(0, &mut words);
+    let word = t.elapsed().as_secs_f64() / n as f64 * 1e9;
+    let xs = series(n, 3);
+    for w in [1024u64, 1440] {
+        let m = KarySum::gaussian(Kind::Window { w }, 2, zcdp(), 3.0, key(2)).expect("build");
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("pool");
+            let mut f = m.fresh();
+            pool.install(|| f.stream(&xs[..1 << 22]).expect("warm up"));
+            let t = std::time::Instant::now();
+            pool.install(|| {
+                for c in xs[1 << 22..].chunks(1 << 22) {
+                    f.stream(c).expect("stream");
+                }
+            });
+            let n = n - (1 << 22);
+            let step = t.elapsed().as_secs_f64() / n as f64 * 1e9;
+            println!("W {w}, {threads} threads: {step:.1} ns a step");
+        }
+    }
+    println!("a draw {draw:.1} ns (its keystream word {word:.1} ns)");
+}
