@@ -22,7 +22,7 @@
 
 use super::noise::KeyedNoise;
 use kinsey_core::{Error, Result};
-use kinsey_dp::dgauss::DiscreteGaussian;
+use kinsey_dp::dgauss::{DiscreteGaussian, UNDECIDED};
 use kinsey_dp::exact::RandomBits;
 use kinsey_kernels::chacha::ChaCha20;
 use rand_chacha::ChaCha20Rng;
@@ -31,6 +31,8 @@ use rayon::prelude::*;
 
 /// Keystream words each counter owns before its extension stream.
 const WORDS: usize = 1;
+// `KeyedGauss::fill` gives `sample_words` one word a counter.
+const _: () = assert!(WORDS == 1);
 
 /// Grid steps below the noise's standard deviation: the rounding adds `sqrt(h) 2^-24` of a
 /// standard deviation to the sensitivity.
@@ -206,11 +208,16 @@ impl KeyedGauss {
     /// Noise of counters `first .. first + out.len()` (the bulk path: pieces in parallel,
     /// each one pass over its keystream words): the same draws as [`z`](Self::z).
     pub fn fill(&self, first: u64, out: &mut [i64]) -> Result<()> {
+        // One word a counter: the batch the word decides first, then the rest drawn in full
+        // from the same word (the same values as `z`).
         let piece = |at: u64, o: &mut [i64]| {
             let mut w = vec![0u64; WORDS * o.len()];
             self.keystream.fill_u64(WORDS as u64 * at, &mut w);
-            for (i, (z, ws)) in o.iter_mut().zip(w.chunks_exact(WORDS)).enumerate() {
-                *z = self.draw(at + i as u64, [ws[0]]);
+            self.law.sample_words(&w, o);
+            for (i, (z, &w0)) in o.iter_mut().zip(&w).enumerate() {
+                if *z == UNDECIDED {
+                    *z = self.draw(at + i as u64, [w0]);
+                }
             }
         };
         if out.len() <= PIECE {

@@ -209,6 +209,51 @@ impl DiscreteGaussian {
     }
 }
 
+impl DiscreteGaussian {
+    /// The draws one word decides on the fast path: `out[i]` is what [`sample`](Self::sample)
+    /// returns from a source whose first word is `words[i]` when that word alone keeps a
+    /// proposal by the linear bounds (all but a few in a thousand at the sigmas in use),
+    /// else [`UNDECIDED`] (the caller then samples it in full from the same word). Two
+    /// passes over the batch: the alias categories first, without a branch, so that the
+    /// columns' loads overlap; then the keep decisions.
+    pub fn sample_words(&self, words: &[u64], out: &mut [i64]) {
+        let l = &*self.law;
+        let out = &mut out[..words.len()];
+        if !l.fast || l.s > OFFSET_IN_WORD {
+            out.fill(UNDECIDED);
+            return;
+        }
+        for (o, &w0) in out.iter_mut().zip(words) {
+            let col = (w0 >> (64 - COL_BITS)) as usize;
+            let coin = ((w0 >> (LOW_BITS + 1)) & ((1 << COIN_BITS) - 1)) as u32;
+            let c = l.cols[col];
+            *o = std::hint::select_unpredictable(coin < c.thr, col, usize::from(c.alias)) as i64;
+        }
+        let (mask, ub) = ((1u64 << l.s) - 1, LOW_BITS - l.s);
+        for (o, &w0) in out.iter_mut().zip(words) {
+            let cat = *o as usize;
+            *o = UNDECIDED;
+            if cat >= l.blocks {
+                continue;
+            }
+            let negative = (w0 >> LOW_BITS) & 1 == 1;
+            let low = w0 & ((1 << LOW_BITS) - 1);
+            let (offset, u) = ((low >> ub) & mask, low & ((1 << ub) - 1));
+            let m = ((cat as u64) << l.s) + offset;
+            if negative && m == 0 {
+                continue;
+            }
+            if let (_, Some(true)) = l.keep_linear(cat, offset, (u, ub)) {
+                *o = signed(m, negative);
+            }
+        }
+    }
+}
+
+/// [`DiscreteGaussian::sample_words`]' mark of a draw its word did not decide (no draw is
+/// `i64::MIN`: magnitudes saturate at `i64::MAX`).
+pub const UNDECIDED: i64 = i64::MIN;
+
 /// `U < p` from `U`'s first `ub <= 63` bits `u` and `lo <= p 2^63 <= hi`, when they decide.
 #[inline]
 fn decide(u: u64, ub: u32, lo: u64, hi: u64) -> Option<bool> {
@@ -353,30 +398,38 @@ impl Law {
         src: &mut R,
     ) -> bool {
         if self.fast {
-            // x(m) - x(m_h) = A o (2 m_h + o) / 2^frac, below 2^128 by the choice of A;
-            // o (2 m_h + o) < 2^(2 s + 13) fits 64 bits for s <= 25 (sigma below 2^33).
-            let m_h = (h as u64) << self.s;
-            let delta = match offset.checked_mul(2 * m_h + offset) {
-                Some(q) => u128::from(self.a) * u128::from(q),
-                None => u128::from(self.a) * u128::from(offset) * u128::from(2 * m_h + offset),
-            };
-            let r = self.cols[h].r_lo;
-            // r_h - delta <= r_h (1 - delta) <= p <= r_h: decides all but about delta of the
-            // keeps (delta is below 0.01 for all but the outer blocks at the sigmas in use).
-            let d_hi = if self.frac >= 63 {
-                (delta >> (self.frac - 63)) + 1
-            } else {
-                delta.checked_shl(63 - self.frac).unwrap_or(u128::MAX)
-            };
-            let lin_lo = r.saturating_sub(u64::try_from(d_hi).unwrap_or(u64::MAX));
-            let r_hi = r + self.r_err + 1;
-            if let Some(keep) = decide(u, ub, lin_lo, r_hi) {
+            let (delta, keep) = self.keep_linear(h, offset, (u, ub));
+            if let Some(keep) = keep {
                 return keep;
             }
             return self.keep_block_exp(h, offset, delta, (u, ub), src);
         }
         let full = (u128::from(u) << 64) | u128::from(src.next_u64());
         self.keep_block_slow(h, offset, full, ub + 64, src)
+    }
+
+    /// `delta = x(m) - x(m_h)` (units `2^-frac`) and the keep decision of the linear bounds,
+    /// when they decide.
+    #[inline(always)]
+    fn keep_linear(&self, h: usize, offset: u64, (u, ub): (u64, u32)) -> (u128, Option<bool>) {
+        // x(m) - x(m_h) = A o (2 m_h + o) / 2^frac, below 2^128 by the choice of A;
+        // o (2 m_h + o) < 2^(2 s + 13) fits 64 bits for s <= 25 (sigma below 2^33).
+        let m_h = (h as u64) << self.s;
+        let delta = match offset.checked_mul(2 * m_h + offset) {
+            Some(q) => u128::from(self.a) * u128::from(q),
+            None => u128::from(self.a) * u128::from(offset) * u128::from(2 * m_h + offset),
+        };
+        let r = self.cols[h].r_lo;
+        // r_h - delta <= r_h (1 - delta) <= p <= r_h: decides all but about delta of the
+        // keeps (delta is below 0.01 for all but the outer blocks at the sigmas in use).
+        let d_hi = if self.frac >= 63 {
+            (delta >> (self.frac - 63)) + 1
+        } else {
+            delta.checked_shl(63 - self.frac).unwrap_or(u128::MAX)
+        };
+        let lin_lo = r.saturating_sub(u64::try_from(d_hi).unwrap_or(u64::MAX));
+        let r_hi = r + self.r_err + 1;
+        (delta, decide(u, ub, lin_lo, r_hi))
     }
 
     /// The keep decision the linear bounds left open: from the table's enclosure of
