@@ -3,6 +3,7 @@
 //! sensitivity over the horizon, and the stated variance of every estimate. Everything here
 //! is a function of public parameters only (the model, `W` or `alpha`, the horizon).
 
+use super::block::BlockMix;
 use crate::kary::Kind;
 use kinsey_core::{Error, Result};
 
@@ -30,9 +31,12 @@ const SAMPLES: u64 = 1 << 16;
 pub struct Fit {
     /// The damping the target `(1 - beta z)^(-1/2)` was chosen with.
     pub beta: f64,
-    /// `theta_i = theta_m[i] / 2^64` (exact in f64 as well).
+    /// `theta_i = theta_m[i] / 2^64` (exact in f64 as well; tests: the exact integer
+    /// encoder the block encoder is held against).
+    #[cfg(test)]
     pub(super) theta_m: Vec<u64>,
-    /// `omega_i = w[i] / 2^24`.
+    /// `omega_i = w[i] / 2^24` (tests, as `theta_m`).
+    #[cfg(test)]
     pub(super) w: Vec<i64>,
     /// The same `theta_i` and `omega_i` as f64 (exactly).
     pub(super) theta: Vec<f64>,
@@ -40,8 +44,11 @@ pub struct Fit {
     /// `||C e_0||_2` over the horizon: the L2 sensitivity of the exact encoder for values
     /// in [0, 1] (rounded up).
     pub norm: f64,
-    /// Largest deviation of the integer encoder from the exact one, per step (in values).
+    /// Largest deviation of the encoder from the exact one, per step (in values): the
+    /// block encoder's bound (`blt::block`).
     pub enc_err: f64,
+    /// The mixture in block form.
+    pub(super) mix: BlockMix,
     /// Stated variance per unit noise variance: `sum_(k <= j) g_k^2` at steps
     /// `j = (s + 1) stride - 1`, `g` the estimates' response to one unit of noise.
     cum: Vec<f64>,
@@ -397,20 +404,26 @@ impl Fit {
         };
         let Buffers {
             theta_m,
+            #[cfg(test)]
             w,
             theta,
             omega,
+            ..
         } = Buffers::new(memory, beta)?;
         let norm = column_norm(&theta_m, &omega, horizon);
-        let enc_err = encoder_error(&theta_m, &omega);
+        let mix = BlockMix::new(&theta_m, &theta, &omega);
+        let enc_err = mix.enc_err();
         let mut fit = Self {
             beta,
+            #[cfg(test)]
             theta_m,
+            #[cfg(test)]
             w,
             theta,
             omega,
             norm,
             enc_err,
+            mix,
             cum: Vec::new(),
             stride: 1,
         };

@@ -1,0 +1,534 @@
+//! The factorizations' mixtures a block of steps at a time: vector arithmetic in place of a
+//! recurrence a step.
+//!
+//! A mixture maps a stream `q` to `E_t = q_t + sum_i omega_i S_(i,t)` with buffers
+//! `S_(i,t) = theta_i S_(i,t-1) + q_(t-1)` (`d` of them, `theta_i < 1`). Over a block of
+//! [`BLOCK`] steps from `t_0 = b BLOCK`, step `t_0 + j` is
+//! `E = q_j + sum_i omega_i theta_i^j S_(i,t_0) + sum_(0 < k <= j) c_k q_(j-k)`,
+//! `c_k = sum_i omega_i theta_i^(k-1)`, and the buffers at the next block's start are
+//! `S_(i,t_0 + BLOCK) = theta_i^BLOCK S_(i,t_0) + sum_s theta_i^(BLOCK-1-s) q_s`: small
+//! dense products, four lanes wide (about `2 d + BLOCK / 2` fused multiply-adds a step),
+//! and the blocks of a chunk encode in parallel once the buffers at their starts are known.
+//!
+//! **Encoder** ([`Encoder`], the privacy-relevant direction). The buffers at block starts
+//! are integers of units `2^-38` (below `2^62`: `S <= 1 / (1 - theta) <= 2^24`), advanced
+//! by `floor(S P_i / 2^64)`, `P_i = floor(theta_i^BLOCK 2^64)` (exact: five squarings at
+//! 128 bits, at most 32 units of `2^-128` low, then floored), plus the block's contribution
+//! computed in f64 and rounded to the units. Within a block everything is f64 (fused
+//! multiply-adds: one rounding each, fewer than the bounds count). Each error is bounded
+//! ([`BlockMix::enc_err`], the worst case over every input in `[0, 1]`, `u = 2^-53`,
+//! `g_m = m u / (1 - m u)`, `M_i = 1 / (1 - theta_i)`, `W_1 = sum |omega_i|`):
+//! * the contribution `D_i = sum_s theta_i^k q_s`, `theta^k` by repeated products: within
+//!   `3 BLOCK g_BLOCK` (values); with the rounding to units, `P_i`'s error and the floor
+//!   (`1 + 2^-26 + 1/2` units at most), the buffers at block starts stay within
+//!   `eps_i = (3 BLOCK g_BLOCK + 2 2^-38) / (1 - theta_i^BLOCK)` of the exact ones;
+//! * the carried part `sum_i omega_i theta_i^j S_i` (the buffers as f64 within `u`) within
+//!   `sum_i |omega_i| (eps_i (1 + g_(B+3)) + M_i g_(B+3) + g_d (1 + g_(B+3)) (M_i + eps_i))`;
+//! * the block's own part `sum c_k q_(j-k)` within `1.01 BLOCK W_1 (g_(B+d+1) + g_B)`;
+//! * the two final additions within `g_2 (1 + 1.01 sum |omega_i| (M_i + eps_i) + 1.01
+//!   BLOCK W_1)`.
+//!
+//! Their sum, times 1.01, is the deviation `e` the release's L2 sensitivity counts
+//! (`||C e_0|| + 2 e sqrt(T)`, as for the integer encoder it replaced, whose `e` was
+//! `sum |omega_i| M_i 2^-64`; here `e` is about `1e-9`, `2 e sqrt(T)` about `1e-5` at
+//! `T = 3e7`, against `||C e_0||` near 2). The test
+//! `blt::tests::the_block_encoder_is_within_its_bound` holds it against an exact integer
+//! encoder on adversarial streams.
+//!
+//! **Decoder** ([`Decoder`], post-processing: no bound needed). The inverse mixture
+//! `C^-1` in the same block form: `dec = L^-1 (y - carried)`, `L^-1` the first [`BLOCK`]
+//! coefficients of `C^-1`, the buffers at block starts in f64.
+//!
+//! **Bit for bit.** Every output is computed by the same operations in the same order
+//! whether a block is stepped one value at a time (online) or whole (bulk, blocks in
+//! parallel): each sum runs over its index in ascending order from `0.0`, the vector loops
+//! run across independent outputs only, and a block's contribution to the next start is
+//! computed once, at its end, by one function.
+
+use rayon::prelude::*;
+
+/// Steps per block (a power of two: `theta^BLOCK` by squarings).
+pub(crate) const BLOCK: usize = 32;
+/// Squarings from `theta` to `theta^BLOCK`.
+const SQUARINGS: u32 = BLOCK.trailing_zeros();
+/// Fraction bits of the encoder's integer buffers.
+const UNITS: i32 = 38;
+/// Buffers a contribution updates at once (its lanes stay in registers).
+const LANES: usize = 16;
+/// Blocks whose buffers are advanced at a time in a parallel run (bounds its scratch).
+const GROUP: usize = 4096;
+
+/// The unit roundoff of f64.
+const U: f64 = f64::EPSILON / 2.0;
+
+/// `m u / (1 - m u)`: the relative error bound of `m` rounded operations.
+fn g(m: usize) -> f64 {
+    let mu = m as f64 * U;
+    mu / (1.0 - mu)
+}
+
+/// `floor(a b / 2^128)`, exactly.
+#[inline]
+fn mul_hi(a: u128, b: u128) -> u128 {
+    const M: u128 = u64::MAX as u128;
+    let (a1, a0, b1, b0) = (a >> 64, a & M, b >> 64, b & M);
+    let lo = (a0 * b0) >> 64;
+    let (m1, m2) = (a1 * b0, a0 * b1);
+    let mid = (m1 >> 64) + (m2 >> 64) + (((m1 & M) + (m2 & M) + lo) >> 64);
+    a1 * b1 + mid
+}
+
+/// The public constants of one mixture in block form (see the module's documentation).
+#[derive(Debug, Clone)]
+pub(crate) struct BlockMix {
+    d: usize,
+    /// `d` rounded up to a multiple of [`LANES`].
+    dp: usize,
+    /// `f[i BLOCK + j] = fl(omega_i theta_i^j)`.
+    f: Vec<f64>,
+    /// `t[s dp + i] = fl(theta_i^(BLOCK - 1 - s))` (0 past `d`).
+    t: Vec<f64>,
+    /// `c[k] = fl(c_k)` for `1 <= k < BLOCK` (`c[0] = 0`).
+    c: Vec<f64>,
+    /// The first coefficients of the inverse mixture (`h[0] = 1`).
+    h: Vec<f64>,
+    /// `floor(theta_i^BLOCK 2^64)`, exactly.
+    p: Vec<u64>,
+    /// `fl(theta_i^BLOCK)` (the decoder's advance).
+    pf: Vec<f64>,
+    /// The encoder's deviation bound per step, in values.
+    err: f64,
+    /// A bound on `|E|` for inputs in `[0, 1]`.
+    reach: f64,
+}
+
+impl BlockMix {
+    /// The block form of the mixture `theta_i = theta_m[i] / 2^64` (each exactly an f64
+    /// `theta[i]`, at most `1 - 2^-24`), `omega[i]`.
+    pub(crate) fn new(theta_m: &[u64], theta: &[f64], omega: &[f64]) -> Self {
+        let d = theta.len();
+        let dp = d.div_ceil(LANES) * LANES;
+        let mut pow = vec![vec![1.0f64; d]; BLOCK + 1]; // pow[k][i] = fl(theta_i^k)
+        for k in 1..=BLOCK {
+            for i in 0..d {
+                pow[k][i] = pow[k - 1][i] * theta[i];
+            }
+        }
+        let mut f = vec![0.0; d * BLOCK];
+        for i in 0..d {
+            for j in 0..BLOCK {
+                f[i * BLOCK + j] = omega[i] * pow[j][i];
+            }
+        }
+        let mut t = vec![0.0; BLOCK * dp];
+        for s in 0..BLOCK {
+            for i in 0..d {
+                t[s * dp + i] = pow[BLOCK - 1 - s][i];
+            }
+        }
+        let mut c = vec![0.0; BLOCK];
+        for (k, ck) in c.iter_mut().enumerate().skip(1) {
+            *ck = (0..d).fold(0.0, |acc, i| acc + omega[i] * pow[k - 1][i]);
+        }
+        let mut h = vec![0.0; BLOCK];
+        h[0] = 1.0;
+        for k in 1..BLOCK {
+            h[k] = -(1..=k).fold(0.0, |acc, m| acc + c[m] * h[k - m]);
+        }
+        let p = theta_m
+            .iter()
+            .map(|&m| {
+                let mut x = u128::from(m) << 64;
+                for _ in 0..SQUARINGS {
+                    x = mul_hi(x, x);
+                }
+                (x >> 64) as u64
+            })
+            .collect();
+        let pf = (0..d).map(|i| pow[BLOCK][i]).collect();
+        let (err, reach) = bound(theta_m, omega);
+        Self {
+            d,
+            dp,
+            f,
+            t,
+            c,
+            h,
+            p,
+            pf,
+            err,
+            reach,
+        }
+    }
+
+    /// The encoder's largest deviation from the exact mixture at any step, for any input
+    /// in `[0, 1]` (values).
+    pub(crate) fn enc_err(&self) -> f64 {
+        self.err
+    }
+
+    /// A bound on the encoder's outputs for inputs in `[0, 1]`.
+    pub(crate) fn reach(&self) -> f64 {
+        self.reach
+    }
+
+    /// `g[j] = sum_i omega_i theta_i^j s_i` (over `i` in order, from `0.0`) for `j` in
+    /// `j0 .. j1`: the part of steps `j0 .. j1` of a block carried by its buffers at the
+    /// start, `s`.
+    #[inline]
+    fn carried(&self, s: &[f64], j0: usize, j1: usize, g: &mut [f64; BLOCK]) {
+        if j0 == 0 && j1 == BLOCK {
+            // The whole block: `g` stays in registers, a row of `f` at a time.
+            let mut acc = [0.0f64; BLOCK];
+            for (row, &si) in self.f.chunks_exact(BLOCK).zip(s) {
+                for j in 0..BLOCK {
+                    acc[j] = row[j].mul_add(si, acc[j]);
+                }
+            }
+            *g = acc;
+            return;
+        }
+        g[j0..j1].fill(0.0);
+        for (row, &si) in self.f.chunks_exact(BLOCK).zip(s) {
+            for j in j0..j1 {
+                g[j] = row[j].mul_add(si, g[j]);
+            }
+        }
+    }
+
+    /// `out[j] = sum_(k = from ..= j) coef[k] v[j - k]` (over `k` in order, from `0.0`) for
+    /// `j` in `j0 .. j1`: a block's Toeplitz part, `v` valid up to `j1`.
+    #[inline]
+    fn toeplitz(
+        coef: &[f64; BLOCK],
+        from: usize,
+        v: &[f64; BLOCK],
+        j0: usize,
+        j1: usize,
+        out: &mut [f64; BLOCK],
+    ) {
+        if j0 == 0 && j1 == BLOCK {
+            // Every k for every j, over `v` padded with zeros before its start: a term with
+            // k > j adds +-0 to a sum that is never -0 (it starts at +0), so the same bits
+            // as the terms k <= j alone, in loops of a fixed length (`acc` in registers).
+            let mut pad = [0.0f64; 2 * BLOCK];
+            pad[BLOCK..].copy_from_slice(v);
+            let mut acc = [0.0f64; BLOCK];
+            for (k, &ck) in coef.iter().enumerate().skip(from) {
+                let src: &[f64; BLOCK] = block_of(&pad[BLOCK - k..2 * BLOCK - k]);
+                for j in 0..BLOCK {
+                    acc[j] = ck.mul_add(src[j], acc[j]);
+                }
+            }
+            *out = acc;
+            return;
+        }
+        for j in j0..j1 {
+            let mut acc = 0.0f64;
+            for k in from..=j {
+                acc = coef[k].mul_add(v[j - k], acc);
+            }
+            out[j] = acc;
+        }
+    }
+
+    /// `out[i] = sum_s theta_i^(BLOCK - 1 - s) v[s]` (over `s` in order, from `0.0`) for
+    /// every buffer (`out` has `dp` entries): a whole block's part of the next start,
+    /// [`LANES`] buffers at a time.
+    #[inline]
+    fn contribution(&self, v: &[f64; BLOCK], out: &mut [f64]) {
+        for (g0, o) in (0..self.dp).step_by(LANES).zip(out.chunks_exact_mut(LANES)) {
+            let mut lanes = [0.0f64; LANES];
+            for (s, &vs) in v.iter().enumerate() {
+                let row = &self.t[s * self.dp + g0..s * self.dp + g0 + LANES];
+                for l in 0..LANES {
+                    lanes[l] = row[l].mul_add(vs, lanes[l]);
+                }
+            }
+            o.copy_from_slice(&lanes);
+        }
+    }
+
+    /// The encoder's outputs at steps `j0 .. j1` of a block (buffers at its start `s`,
+    /// inputs `q` valid up to `j1`).
+    #[inline]
+    fn encode(&self, s: &[f64], q: &[f64; BLOCK], j0: usize, j1: usize, out: &mut [f64]) {
+        let mut g = [0.0f64; BLOCK];
+        self.carried(s, j0, j1, &mut g);
+        let mut own = [0.0f64; BLOCK];
+        Self::toeplitz(block_of(&self.c), 1, q, j0, j1, &mut own);
+        for (j, o) in (j0..j1).zip(out.iter_mut()) {
+            *o = (q[j] + g[j]) + own[j];
+        }
+    }
+
+    /// The encoder's buffers at the next block's start (units `2^-38`, and as f64) from
+    /// this block's start and its contributions `ds`.
+    #[inline]
+    fn advance(&self, s: &mut [u64], sf: &mut [f64], ds: &[f64]) {
+        for (((s, sf), &ds), &p) in s.iter_mut().zip(sf).zip(ds).zip(&self.p) {
+            // ds >= 0 (theta, q >= 0) and below BLOCK: an integer of units below 2^44.
+            let add = (ds * 2f64.powi(UNITS)).round() as i64 as u64;
+            *s = ((u128::from(*s) * u128::from(p)) >> 64) as u64 + add;
+            // Below 2^62: one rounding.
+            *sf = *s as i64 as f64 * 2f64.powi(-UNITS);
+        }
+    }
+}
+
+/// The encoder's deviation bound and a bound on its outputs (see the module's
+/// documentation).
+fn bound(theta_m: &[u64], omega: &[f64]) -> (f64, f64) {
+    let d = omega.len();
+    let b = BLOCK;
+    let w1: f64 = omega.iter().map(|o| o.abs()).sum();
+    let delta_d = 3.0 * b as f64 * g(b) + 2.0 * 2f64.powi(-UNITS);
+    let (mut carried, mut big) = (0.0f64, 0.0f64);
+    for (&m, &o) in theta_m.iter().zip(omega) {
+        // 1 - theta from its integer form, and 1 - theta^BLOCK from it (rounded down).
+        let gap = (2f64.powi(64) - m as f64).max(1.0) * 2f64.powi(-64);
+        let gap_b = -((b as f64) * (-gap).ln_1p()).exp_m1() * (1.0 - 1e-9);
+        let big_m = 1.0 / gap * (1.0 + 1e-9);
+        let eps = delta_d / gap_b;
+        carried += o.abs()
+            * (eps * (1.0 + g(b + 3)) + big_m * g(b + 3) + g(d) * (1.0 + g(b + 3)) * (big_m + eps));
+        big += o.abs() * (big_m + eps);
+    }
+    let own = 1.01 * b as f64 * w1 * (g(b + d + 1) + g(b));
+    let reach = 1.0 + 1.01 * big + 1.01 * b as f64 * w1;
+    let last = g(2) * reach;
+    (1.01 * (carried + own + last), reach)
+}
+
+/// The encoder's state: the buffers at the current block's start (exact units and f64)
+/// and the block's inputs so far.
+#[derive(Debug, Clone)]
+pub(crate) struct Encoder {
+    s: Vec<u64>,
+    sf: Vec<f64>,
+    /// Scratch: a block's contributions.
+    ds: Vec<f64>,
+    q: [f64; BLOCK],
+    j: usize,
+}
+
+impl Encoder {
+    /// At step 0 (every buffer empty).
+    pub(crate) fn new(mix: &BlockMix) -> Self {
+        Self {
+            s: vec![0; mix.d],
+            sf: vec![0.0; mix.d],
+            ds: vec![0.0; mix.dp],
+            q: [0.0; BLOCK],
+            j: 0,
+        }
+    }
+
+    /// The outputs for `qs` (each in `[0, 1]`), in order from the current step.
+    pub(crate) fn run(&mut self, mix: &BlockMix, qs: &[f64], out: &mut [f64]) {
+        let mut at = 0;
+        while at < qs.len() {
+            let (j0, take) = (self.j, (BLOCK - self.j).min(qs.len() - at));
+            let j1 = j0 + take;
+            self.q[j0..j1].copy_from_slice(&qs[at..at + take]);
+            mix.encode(&self.sf, &self.q, j0, j1, &mut out[at..at + take]);
+            self.j = j1;
+            if j1 == BLOCK {
+                mix.contribution(&self.q, &mut self.ds);
+                mix.advance(&mut self.s, &mut self.sf, &self.ds);
+                self.j = 0;
+            }
+            at += take;
+        }
+    }
+
+    /// The same outputs as [`run`](Self::run), the whole blocks on every thread: their
+    /// contributions in parallel, the buffers at their starts in order, then their outputs
+    /// in parallel.
+    pub(crate) fn run_parallel(&mut self, mix: &BlockMix, qs: &[f64], out: &mut [f64]) {
+        let head = ((BLOCK - self.j) % BLOCK).min(qs.len());
+        self.run(mix, &qs[..head], &mut out[..head]);
+        let whole = (qs.len() - head) / BLOCK * BLOCK;
+        let (body, body_out) = (&qs[head..head + whole], &mut out[head..head + whole]);
+        let (d, dp) = (mix.d, mix.dp);
+        let (mut ds, mut starts) = (Vec::new(), Vec::new());
+        for (qg, og) in body
+            .chunks(GROUP * BLOCK)
+            .zip(body_out.chunks_mut(GROUP * BLOCK))
+        {
+            let n = qg.len() / BLOCK;
+            ds.resize(n * dp, 0.0);
+            ds.par_chunks_mut(dp)
+                .zip(qg.par_chunks(BLOCK))
+                .for_each(|(o, qb)| mix.contribution(block_of(qb), o));
+            starts.clear();
+            for c in ds.chunks(dp).take(n) {
+                starts.extend_from_slice(&self.sf);
+                mix.advance(&mut self.s, &mut self.sf, c);
+            }
+            og.par_chunks_mut(BLOCK)
+                .zip(qg.par_chunks(BLOCK))
+                .zip(starts.par_chunks(d))
+                .for_each(|((o, qb), sf)| mix.encode(sf, block_of(qb), 0, BLOCK, o));
+        }
+        let rest = head + whole;
+        self.run(mix, &qs[rest..], &mut out[rest..]);
+    }
+}
+
+/// A whole block's inputs as an array.
+#[inline]
+fn block_of(q: &[f64]) -> &[f64; BLOCK] {
+    q.try_into().unwrap_or(&[0.0; BLOCK])
+}
+
+/// The decoder's state: the inverse mixture's buffers at the current block's start and
+/// the block's carried-corrected inputs and decoded values so far.
+#[derive(Debug, Clone)]
+pub(crate) struct Decoder {
+    r: Vec<f64>,
+    /// Scratch: a block's contributions.
+    ds: Vec<f64>,
+    v: [f64; BLOCK],
+    dec: [f64; BLOCK],
+    j: usize,
+}
+
+impl Decoder {
+    /// At step 0.
+    pub(crate) fn new(mix: &BlockMix) -> Self {
+        Self {
+            r: vec![0.0; mix.d],
+            ds: vec![0.0; mix.dp],
+            v: [0.0; BLOCK],
+            dec: [0.0; BLOCK],
+            j: 0,
+        }
+    }
+
+    /// The decoded stream `C^-1 y` for `ys`, in order from the current step.
+    pub(crate) fn run(&mut self, mix: &BlockMix, ys: &[f64], out: &mut [f64]) {
+        let mut at = 0;
+        while at < ys.len() {
+            let (j0, take) = (self.j, (BLOCK - self.j).min(ys.len() - at));
+            let j1 = j0 + take;
+            let mut g = [0.0f64; BLOCK];
+            mix.carried(&self.r, j0, j1, &mut g);
+            for (j, &y) in (j0..j1).zip(&ys[at..at + take]) {
+                self.v[j] = y - g[j];
+            }
+            let mut dec = [0.0f64; BLOCK];
+            BlockMix::toeplitz(block_of(&mix.h), 0, &self.v, j0, j1, &mut dec);
+            self.dec[j0..j1].copy_from_slice(&dec[j0..j1]);
+            out[at..at + take].copy_from_slice(&dec[j0..j1]);
+            self.j = j1;
+            if j1 == BLOCK {
+                mix.contribution(&self.dec, &mut self.ds);
+                for ((r, &c), &pf) in self.r.iter_mut().zip(&self.ds).zip(&mix.pf) {
+                    *r = pf.mul_add(*r, c);
+                }
+                self.j = 0;
+            }
+            at += take;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wide_products_are_exact_floors() {
+        let cases = [
+            (u128::MAX, u128::MAX),
+            (1u128 << 127, 3),
+            ((1u128 << 88) - 1, u128::MAX - 12345),
+            (
+                0x1234_5678_9abc_def0_0fed_cba9_8765_4321,
+                0xffff_0000_ffff_0000_1111_2222_3333_4444,
+            ),
+        ];
+        for (a, b) in cases {
+            // Against schoolbook on 32-bit limbs.
+            let limbs = |x: u128| {
+                [
+                    x as u32,
+                    (x >> 32) as u32,
+                    (x >> 64) as u32,
+                    (x >> 96) as u32,
+                ]
+            };
+            let (la, lb) = (limbs(a), limbs(b));
+            let mut r = [0u64; 9];
+            for i in 0..4 {
+                let mut carry = 0u64;
+                for j in 0..4 {
+                    let cur = r[i + j] + u64::from(la[i]) * u64::from(lb[j]) + carry;
+                    r[i + j] = cur & 0xffff_ffff;
+                    carry = cur >> 32;
+                }
+                r[i + 4] += carry;
+            }
+            let want = u128::from(r[4] as u32)
+                | (u128::from(r[5] as u32) << 32)
+                | (u128::from(r[6] as u32) << 64)
+                | (u128::from(r[7] as u32) << 96);
+            assert_eq!(mul_hi(a, b), want, "{a:#x} {b:#x}");
+        }
+    }
+
+    /// The decoder inverts the encoder (up to float rounding), block by block.
+    #[test]
+    fn the_decoder_inverts_the_mixture() {
+        let theta = [0.5, 0.9, 0.999];
+        let theta_m: Vec<u64> = theta.iter().map(|t| (t * 2f64.powi(64)) as u64).collect();
+        let omega = [0.3, 0.2, 0.01];
+        let mix = BlockMix::new(&theta_m, &theta, &omega);
+        let qs: Vec<f64> = (0..1000)
+            .map(|i| f64::from((i * 7919) % 13) / 13.0)
+            .collect();
+        let mut e = vec![0.0; qs.len()];
+        Encoder::new(&mix).run(&mix, &qs, &mut e);
+        let mut back = vec![0.0; qs.len()];
+        Decoder::new(&mix).run(&mix, &e, &mut back);
+        for (a, b) in qs.iter().zip(&back) {
+            assert!((a - b).abs() < 1e-9, "{a} {b}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod speed {
+    use super::*;
+
+    /// `cargo test --release -p kinsey-decay --lib -- --ignored --nocapture block_speed`
+    #[test]
+    #[ignore = "timing: run by hand in release"]
+    fn block_speed() {
+        let d = 28usize;
+        let theta: Vec<f64> = (0..d)
+            .map(|i| 1.0 - 0.5f64.powi((i / 2 + 1) as i32))
+            .collect();
+        let theta_m: Vec<u64> = theta.iter().map(|t| (t * 2f64.powi(64)) as u64).collect();
+        let omega: Vec<f64> = (0..d).map(|i| 0.1 / (i + 1) as f64).collect();
+        let mix = BlockMix::new(&theta_m, &theta, &omega);
+        let n = 1 << 22;
+        let qs: Vec<f64> = (0..n).map(|i| ((i * 7919) % 13) as f64 / 13.0).collect();
+        let mut e = vec![0.0; n];
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("pool");
+        for _ in 0..2 {
+            let t = std::time::Instant::now();
+            pool.install(|| Encoder::new(&mix).run_parallel(&mix, &qs, &mut e));
+            let enc = t.elapsed().as_secs_f64() / n as f64 * 1e9;
+            let mut back = vec![0.0; n];
+            let t = std::time::Instant::now();
+            Decoder::new(&mix).run(&mix, &e, &mut back);
+            let dec = t.elapsed().as_secs_f64() / n as f64 * 1e9;
+            println!("d = {d}: encoder {enc:.1} ns a step (one thread), decoder {dec:.1} ns");
+        }
+    }
+}
