@@ -328,49 +328,6 @@ impl Draws {
     }
 }
 
-/// A mechanism that uses counter `t` of one Gaussian stream at step `t`, in order (the
-/// buffered factorizations: their recurrences are sequential).
-pub(crate) trait Sequential: Send {
-    /// The noise stream.
-    fn noise(&self) -> &KeyedGauss;
-    /// The next step and the horizon (no counter at or past it is drawn).
-    fn position(&self) -> (u64, u64);
-    /// The current chunk's draws and the next chunk's.
-    fn buffers(&mut self) -> (&mut Draws, &mut Draws);
-    /// One step.
-    fn step_one(&mut self, x: f64) -> Result<f64>;
-}
-
-/// A chunk of a [`Sequential`] mechanism: its draws (drawn already while the chunk before
-/// stepped, else now, in one parallel fill), then its steps on this thread while the next
-/// chunk's counters are drawn on the others. A counter's draw depends on its id alone, so
-/// drawing early changes no value; on one thread the two run in turn.
-pub(crate) fn stream_sequential<M: Sequential>(
-    m: &mut M,
-    chunk: &[f64],
-    col: &mut [f64],
-) -> Result<()> {
-    let ((t, horizon), n) = (m.position(), chunk.len() as u64);
-    let noise = m.noise().clone();
-    let (draws, ahead) = m.buffers();
-    let mut ahead = std::mem::take(ahead);
-    draws.take_or_draw(&mut ahead, |at, z| noise.fill(at, z), t, n)?;
-    let steps = || -> Result<()> {
-        for (o, &x) in col.iter_mut().zip(chunk) {
-            *o = m.step_one(x)?;
-        }
-        Ok(())
-    };
-    let next = || {
-        let (first, end) = (t + n, (t + 2 * n).min(horizon));
-        let drawn = ahead.ensure(|at, z| noise.fill(at, z), first, end.saturating_sub(first));
-        drawn.map(|()| ahead)
-    };
-    let (done, ahead) = overlapped(steps, next);
-    *m.buffers().1 = ahead?;
-    done
-}
-
 /// `work()` on this thread while `ahead()` runs on the others (`rayon::join`); on one
 /// thread, in turn.
 pub(crate) fn overlapped<T: Send, A: Send>(

@@ -11,29 +11,33 @@
 //! and the blocks of a chunk encode in parallel once the buffers at their starts are known.
 //!
 //! **Encoder** ([`Encoder`], the privacy-relevant direction). The buffers at block starts
-//! are integers of units `2^-38` (below `2^62`: `S <= 1 / (1 - theta) <= 2^24`), advanced
-//! by `floor(S P_i / 2^64)`, `P_i = floor(theta_i^BLOCK 2^64)` (exact: five squarings at
-//! 128 bits, at most 32 units of `2^-128` low, then floored), plus the block's contribution
-//! computed in f64 and rounded to the units. Within a block everything is f64 (fused
-//! multiply-adds: one rounding each, fewer than the bounds count). Each error is bounded
-//! ([`BlockMix::enc_err`], the worst case over every input in `[0, 1]`, `u = 2^-53`,
-//! `g_m = m u / (1 - m u)`, `M_i = 1 / (1 - theta_i)`, `W_1 = sum |omega_i|`):
-//! * the contribution `D_i = sum_s theta_i^k q_s`, `theta^k` by repeated products: within
-//!   `3 BLOCK g_BLOCK` (values); with the rounding to units, `P_i`'s error and the floor
-//!   (`1 + 2^-26 + 1/2` units at most), the buffers at block starts stay within
-//!   `eps_i = (3 BLOCK g_BLOCK + 2 2^-38) / (1 - theta_i^BLOCK)` of the exact ones;
-//! * the carried part `sum_i omega_i theta_i^j S_i` (the buffers as f64 within `u`) within
-//!   `sum_i |omega_i| (eps_i (1 + g_(B+3)) + M_i g_(B+3) + g_d (1 + g_(B+3)) (M_i + eps_i))`;
-//! * the block's own part `sum c_k q_(j-k)` within `1.01 BLOCK W_1 (g_(B+d+1) + g_B)`;
-//! * the two final additions within `g_2 (1 + 1.01 sum |omega_i| (M_i + eps_i) + 1.01
-//!   BLOCK W_1)`.
+//! are exact integers ([`Precision`]: 64 bits with units as fine as their range allows,
+//! `2^-36` for a running sum's; or 128 bits, units `2^-64`), advanced by
+//! `floor(S P_i / 2^64)` (`P_i = theta_i^BLOCK` from five exact squarings at 128 bits,
+//! floored) plus the block's contribution, computed in f64 and rounded to the units. Within
+//! a block everything is f64 (fused multiply-adds, the tables `theta^k` and
+//! `omega theta^k` rounded once from double-double powers). Each error is bounded
+//! ([`BlockMix::enc_err`], the worst case over every input the precision allows,
+//! `|q| <= Q`; `u = 2^-53`, `u' = u (1 + 2^-40)`, `g_m = m u / (1 - m u)`,
+//! `M_i = Q / (1 - theta_i)`, `W_1 = sum |omega_i|`):
+//! * the contribution `D_i = sum_s theta_i^k q_s` within `Q (BLOCK u' + u BLOCK (BLOCK + 1)
+//!   / 2)` (the tables, and the fused sum's roundings, `u` times each partial sum); with the
+//!   rounding to units, the floor and `P`'s error, the buffers at block starts stay within
+//!   `eps_i = (that + 2 units + 2^-63 M_i) / (1 - theta_i^BLOCK)` of the exact ones;
+//! * the carried part `sum_i omega_i theta_i^j S_i` (the buffers as f64 within `u`, two
+//!   roundings at 128 bits) within `sum_i |omega_i| (eps_i + M_i (u' + 2u))` plus `u` times
+//!   the fused sum's partial sums of `|omega_i| (M_i + eps_i)` (the slowest buffers, the
+//!   largest terms, come last);
+//! * the block's own part `sum c_k q_(j-k)` within `1.01 BLOCK W_1 Q (g_(B+d+1) + g_B)`;
+//! * the two final additions within `g_2 (Q + 1.01 sum |omega_i| (M_i + eps_i) + 1.01
+//!   BLOCK W_1 Q)`.
 //!
 //! Their sum, times 1.01, is the deviation `e` the release's L2 sensitivity counts
 //! (`||C e_0|| + 2 e sqrt(T)`, as for the integer encoder it replaced, whose `e` was
-//! `sum |omega_i| M_i 2^-64`; here `e` is about `1e-9`, `2 e sqrt(T)` about `1e-5` at
-//! `T = 3e7`, against `||C e_0||` near 2). The test
-//! `blt::tests::the_block_encoder_is_within_its_bound` holds it against an exact integer
-//! encoder on adversarial streams.
+//! `sum |omega_i| M_i 2^-64`). At `T = 3e7`: a running sum's `e` is `3.8e-9`
+//! (`2 e sqrt(T) / ||C e_0|| = 1.7e-5`), a window's and an exponential sum's `3e-13`
+//! (`blt::tests::build_times`). The test `blt::tests::the_block_encoder_is_within_its_bound`
+//! holds it against an exact integer encoder on adversarial streams.
 //!
 //! **Decoder** ([`Decoder`], post-processing: no bound needed). The inverse mixture
 //! `C^-1` in the same block form: `dec = L^-1 (y - carried)`, `L^-1` the first [`BLOCK`]
@@ -51,8 +55,6 @@ use rayon::prelude::*;
 pub(crate) const BLOCK: usize = 32;
 /// Squarings from `theta` to `theta^BLOCK`.
 const SQUARINGS: u32 = BLOCK.trailing_zeros();
-/// Fraction bits of the encoder's integer buffers.
-const UNITS: i32 = 38;
 /// Buffers a contribution updates at once (its lanes stay in registers).
 const LANES: usize = 16;
 /// Blocks whose buffers are advanced at a time in a parallel run (bounds its scratch).
@@ -65,6 +67,16 @@ const U: f64 = f64::EPSILON / 2.0;
 fn g(m: usize) -> f64 {
     let mu = m as f64 * U;
     mu / (1.0 - mu)
+}
+
+/// `(hi, lo) t` in double-double: `hi + lo` within `2^-104` relative of the exact product
+/// (`hi = fl(hi + lo)`).
+fn dd_mul((hi, lo): (f64, f64), t: f64) -> (f64, f64) {
+    let p = hi * t;
+    let e = hi.mul_add(t, -p);
+    let l = lo.mul_add(t, e);
+    let s = p + l;
+    (s, l - (s - p))
 }
 
 /// `floor(a b / 2^128)`, exactly.
@@ -92,34 +104,82 @@ pub(crate) struct BlockMix {
     c: Vec<f64>,
     /// The first coefficients of the inverse mixture (`h[0] = 1`).
     h: Vec<f64>,
-    /// `floor(theta_i^BLOCK 2^64)`, exactly.
+    /// How the buffers at block starts are kept, and their fraction bits.
+    precision: Precision,
+    units: i32,
+    /// `floor(theta_i^BLOCK 2^64)`, exactly (narrow).
     p: Vec<u64>,
+    /// `theta_i^BLOCK 2^128`, floored squarings, at most 32 low (wide).
+    p_wide: Vec<u128>,
     /// `fl(theta_i^BLOCK)` (the decoder's advance).
     pf: Vec<f64>,
     /// The encoder's deviation bound per step, in values.
     err: f64,
-    /// A bound on `|E|` for inputs in `[0, 1]`.
+    /// A bound on `|E|` for the inputs the precision allows.
     reach: f64,
+}
+
+/// How an encoder keeps its buffers at block starts (exactly, as integers).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Precision {
+    /// In 64 bits, units as fine as `|S| <= q_max / (1 - theta)` leaves room for (one
+    /// product an advance; `2^-36` for a running sum's buffers, a deviation bound about
+    /// `1e-9`).
+    Int64 {
+        /// The inputs' largest magnitude (either sign).
+        q_max: f64,
+    },
+    /// In 128 bits, units `2^-64` (four products an advance; the bound a few `1e-11`
+    /// times `q_max`).
+    Int128 {
+        /// The inputs' largest magnitude (either sign), at most `2^20`.
+        q_max: f64,
+    },
+}
+
+impl Precision {
+    fn q_max(self) -> f64 {
+        match self {
+            Self::Int64 { q_max } | Self::Int128 { q_max } => q_max,
+        }
+    }
+}
+
+/// Fraction bits of 64-bit buffers whose values reach `reach` (at most `2^60` units),
+/// with contributions up to `BLOCK q_max` (at most `2^58` units), at most 48.
+fn units_for(reach: f64, q_max: f64) -> i32 {
+    let room = |v: f64, bits: f64| (bits - v.max(1.0).log2().ceil()) as i32;
+    room(reach, 60.0)
+        .min(room(BLOCK as f64 * q_max, 58.0))
+        .min(48)
 }
 
 impl BlockMix {
     /// The block form of the mixture `theta_i = theta_m[i] / 2^64` (each exactly an f64
-    /// `theta[i]`, at most `1 - 2^-24`), `omega[i]`.
-    pub(crate) fn new(theta_m: &[u64], theta: &[f64], omega: &[f64]) -> Self {
+    /// `theta[i]`, at most `1 - 2^-24`), `omega[i]`, for inputs `precision` allows.
+    pub(crate) fn new(theta_m: &[u64], theta: &[f64], omega: &[f64], precision: Precision) -> Self {
         let d = theta.len();
         let dp = d.div_ceil(LANES) * LANES;
-        let mut pow = vec![vec![1.0f64; d]; BLOCK + 1]; // pow[k][i] = fl(theta_i^k)
+        // pow[k][i]: theta_i^k in double-double (relative error below k 2^-104), so that
+        // every table entry below is rounded once (within u(1 + 2^-40)).
+        let mut pow = vec![vec![(1.0f64, 0.0f64); d]; BLOCK + 1];
         for k in 1..=BLOCK {
             for i in 0..d {
-                pow[k][i] = pow[k - 1][i] * theta[i];
+                pow[k][i] = dd_mul(pow[k - 1][i], theta[i]);
             }
         }
         let mut f = vec![0.0; d * BLOCK];
         for i in 0..d {
             for j in 0..BLOCK {
-                f[i * BLOCK + j] = omega[i] * pow[j][i];
+                let (hi, lo) = pow[j][i];
+                let p = omega[i] * hi;
+                f[i * BLOCK + j] = p + omega[i].mul_add(hi, -p) + omega[i] * lo;
             }
         }
+        let pow: Vec<Vec<f64>> = pow
+            .iter()
+            .map(|row| row.iter().map(|&(hi, _)| hi).collect())
+            .collect();
         let mut t = vec![0.0; BLOCK * dp];
         for s in 0..BLOCK {
             for i in 0..d {
@@ -135,18 +195,30 @@ impl BlockMix {
         for k in 1..BLOCK {
             h[k] = -(1..=k).fold(0.0, |acc, m| acc + c[m] * h[k - m]);
         }
-        let p = theta_m
+        let p_wide: Vec<u128> = theta_m
             .iter()
             .map(|&m| {
                 let mut x = u128::from(m) << 64;
                 for _ in 0..SQUARINGS {
                     x = mul_hi(x, x);
                 }
-                (x >> 64) as u64
+                x
             })
             .collect();
+        let p = p_wide.iter().map(|&x| (x >> 64) as u64).collect();
         let pf = (0..d).map(|i| pow[BLOCK][i]).collect();
-        let (err, reach) = bound(theta_m, omega);
+        let q = precision.q_max();
+        let units = match precision {
+            Precision::Int64 { .. } => {
+                let m_max = theta_m
+                    .iter()
+                    .map(|&m| 1.0 / ((2f64.powi(64) - m as f64).max(1.0) * 2f64.powi(-64)))
+                    .fold(1.0, f64::max);
+                units_for(q * m_max * 1.01, q)
+            }
+            Precision::Int128 { .. } => 64,
+        };
+        let (err, reach) = bound(theta_m, omega, precision, units);
         Self {
             d,
             dp,
@@ -154,7 +226,10 @@ impl BlockMix {
             t,
             c,
             h,
+            precision,
+            units,
             p,
+            p_wide,
             pf,
             err,
             reach,
@@ -162,12 +237,12 @@ impl BlockMix {
     }
 
     /// The encoder's largest deviation from the exact mixture at any step, for any input
-    /// in `[0, 1]` (values).
+    /// the precision allows (values).
     pub(crate) fn enc_err(&self) -> f64 {
         self.err
     }
 
-    /// A bound on the encoder's outputs for inputs in `[0, 1]`.
+    /// A bound on the encoder's outputs for the inputs the precision allows.
     pub(crate) fn reach(&self) -> f64 {
         self.reach
     }
@@ -262,40 +337,86 @@ impl BlockMix {
         }
     }
 
-    /// The encoder's buffers at the next block's start (units `2^-38`, and as f64) from
-    /// this block's start and its contributions `ds`.
+    /// The encoder's buffers at the next block's start (integers of the precision's units,
+    /// and as f64) from this block's start and its contributions `ds`.
     #[inline]
-    fn advance(&self, s: &mut [u64], sf: &mut [f64], ds: &[f64]) {
-        for (((s, sf), &ds), &p) in s.iter_mut().zip(sf).zip(ds).zip(&self.p) {
-            // ds >= 0 (theta, q >= 0) and below BLOCK: an integer of units below 2^44.
-            let add = (ds * 2f64.powi(UNITS)).round() as i64 as u64;
-            *s = ((u128::from(*s) * u128::from(p)) >> 64) as u64 + add;
-            // Below 2^62: one rounding.
-            *sf = *s as i64 as f64 * 2f64.powi(-UNITS);
+    fn advance(&self, s: &mut [i128], sf: &mut [f64], ds: &[f64]) {
+        for (i, ((s, sf), &ds)) in s.iter_mut().zip(sf).zip(ds).enumerate() {
+            (*s, *sf) = self.advance_one(i, *s, ds);
+        }
+    }
+
+    /// Buffer `i` at the next block's start from `s` at this one's and the contribution
+    /// `ds`: the integer and its f64 value.
+    #[inline]
+    fn advance_one(&self, i: usize, s: i128, ds: f64) -> (i128, f64) {
+        match self.precision {
+            Precision::Int64 { .. } => {
+                // |ds| <= BLOCK q_max and |s| below 2^60 units (`units_for`): one product,
+                // truncated.
+                let scale = f64::from(self.units).exp2();
+                let add = (ds * scale).round() as i64;
+                let s = s as i64;
+                let mag = ((u128::from(s.unsigned_abs()) * u128::from(self.p[i])) >> 64) as i64;
+                let s = if s < 0 { -mag } else { mag } + add;
+                (i128::from(s), s as f64 / scale)
+            }
+            Precision::Int128 { .. } => {
+                // |ds| below 2^25: an integer of units below 2^89, split exactly into a
+                // signed high half and an unsigned low one.
+                let r = (ds * 2f64.powi(64)).round();
+                let hi = (r * 2f64.powi(-64)).floor();
+                let lo = r - hi * 2f64.powi(64);
+                let add = (i128::from(hi as i64) << 64) + i128::from(lo as u64);
+                let mag = mul_hi(s.unsigned_abs(), self.p_wide[i]) as i128;
+                let s = if s < 0 { -mag } else { mag } + add;
+                // Two roundings (the low half, then the sum).
+                let v = ((s >> 64) as i64 as f64) + (s as u64 as f64) * 2f64.powi(-64);
+                (s, v)
+            }
         }
     }
 }
 
 /// The encoder's deviation bound and a bound on its outputs (see the module's
 /// documentation).
-fn bound(theta_m: &[u64], omega: &[f64]) -> (f64, f64) {
-    let d = omega.len();
-    let b = BLOCK;
+fn bound(theta_m: &[u64], omega: &[f64], precision: Precision, units: i32) -> (f64, f64) {
+    let (d, b, bf) = (omega.len(), BLOCK, BLOCK as f64);
+    let q = precision.q_max();
+    // A table entry (theta^k, omega theta^k) within u' of the exact value.
+    let u1 = U * (1.0 + 2f64.powi(-40));
     let w1: f64 = omega.iter().map(|o| o.abs()).sum();
-    let delta_d = 3.0 * b as f64 * g(b) + 2.0 * 2f64.powi(-UNITS);
-    let (mut carried, mut big) = (0.0f64, 0.0f64);
+    // P's error relative to theta^BLOCK: 2^-64 (floored from 128 bits) or 32 2^-128; the
+    // buffers as f64: one rounding (64 bits) or two (128).
+    let (p_err, sf_err) = match precision {
+        Precision::Int64 { .. } => (2f64.powi(-63), U),
+        Precision::Int128 { .. } => (2f64.powi(-122), 2.0 * U),
+    };
+    // The contribution, a fused sum over s in order of terms below q each: the tables'
+    // errors (BLOCK u' q) and the roundings, u times the partial sums (at most (k + 1) q).
+    let floats = q * (bf * u1 + 1.01 * U * bf * (bf + 1.0) / 2.0);
+    let (mut carried, mut big, mut partial, mut sums) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
     for (&m, &o) in theta_m.iter().zip(omega) {
         // 1 - theta from its integer form, and 1 - theta^BLOCK from it (rounded down).
         let gap = (2f64.powi(64) - m as f64).max(1.0) * 2f64.powi(-64);
-        let gap_b = -((b as f64) * (-gap).ln_1p()).exp_m1() * (1.0 - 1e-9);
-        let big_m = 1.0 / gap * (1.0 + 1e-9);
-        let eps = delta_d / gap_b;
-        carried += o.abs()
-            * (eps * (1.0 + g(b + 3)) + big_m * g(b + 3) + g(d) * (1.0 + g(b + 3)) * (big_m + eps));
+        let gap_b = -(bf * (-gap).ln_1p()).exp_m1() * (1.0 - 1e-9);
+        let big_m = q / gap * (1.0 + 1e-9);
+        // The contribution's floats, the rounding to units and the floor or truncation,
+        // and P's error on the buffer: per block, kept by the buffer within
+        // 1 / (1 - theta^BLOCK) of them.
+        let delta = floats + 2.0 * (-f64::from(units)).exp2() + p_err * big_m * 1.01;
+        let eps = delta / gap_b;
+        // The carried part's term: its inputs' errors; the fused sum over the buffers in
+        // order (the slowest, largest, last) rounds u times each partial sum.
+        let term = o.abs() * (big_m + eps) * (1.0 + u1) * (1.0 + sf_err);
+        carried += o.abs() * (eps + big_m * (u1 + sf_err + u1 * sf_err));
+        partial += term;
+        sums += partial;
         big += o.abs() * (big_m + eps);
     }
-    let own = 1.01 * b as f64 * w1 * (g(b + d + 1) + g(b));
-    let reach = 1.0 + 1.01 * big + 1.01 * b as f64 * w1;
+    carried += 1.01 * U * sums;
+    let own = 1.01 * bf * w1 * q * (g(b + d + 1) + g(b));
+    let reach = q + 1.01 * big + 1.01 * bf * w1 * q;
     let last = g(2) * reach;
     (1.01 * (carried + own + last), reach)
 }
@@ -304,7 +425,7 @@ fn bound(theta_m: &[u64], omega: &[f64]) -> (f64, f64) {
 /// and the block's inputs so far.
 #[derive(Debug, Clone)]
 pub(crate) struct Encoder {
-    s: Vec<u64>,
+    s: Vec<i128>,
     sf: Vec<f64>,
     /// Scratch: a block's contributions.
     ds: Vec<f64>,
@@ -324,7 +445,8 @@ impl Encoder {
         }
     }
 
-    /// The outputs for `qs` (each in `[0, 1]`), in order from the current step.
+    /// The outputs for `qs` (in the range the mixture's precision allows), in order from
+    /// the current step.
     pub(crate) fn run(&mut self, mix: &BlockMix, qs: &[f64], out: &mut [f64]) {
         let mut at = 0;
         while at < qs.len() {
@@ -343,8 +465,8 @@ impl Encoder {
     }
 
     /// The same outputs as [`run`](Self::run), the whole blocks on every thread: their
-    /// contributions in parallel, the buffers at their starts in order, then their outputs
-    /// in parallel.
+    /// contributions in parallel, the buffers' values at the blocks' starts (in order over
+    /// the blocks; 128-bit buffers in parallel), then the blocks' outputs in parallel.
     pub(crate) fn run_parallel(&mut self, mix: &BlockMix, qs: &[f64], out: &mut [f64]) {
         let head = ((BLOCK - self.j) % BLOCK).min(qs.len());
         self.run(mix, &qs[..head], &mut out[..head]);
@@ -361,15 +483,42 @@ impl Encoder {
             ds.par_chunks_mut(dp)
                 .zip(qg.par_chunks(BLOCK))
                 .for_each(|(o, qb)| mix.contribution(block_of(qb), o));
-            starts.clear();
-            for c in ds.chunks(dp).take(n) {
-                starts.extend_from_slice(&self.sf);
-                mix.advance(&mut self.s, &mut self.sf, c);
+            starts.resize(n * d, 0.0);
+            if let Precision::Int64 { .. } = mix.precision {
+                // One product an advance: in order over the blocks, starts[b d + i].
+                for (st, c) in starts.chunks_exact_mut(d).zip(ds.chunks_exact(dp)) {
+                    st.copy_from_slice(&self.sf);
+                    mix.advance(&mut self.s, &mut self.sf, c);
+                }
+                og.par_chunks_mut(BLOCK)
+                    .zip(qg.par_chunks(BLOCK))
+                    .zip(starts.par_chunks(d))
+                    .for_each(|((o, qb), sf)| mix.encode(sf, block_of(qb), 0, BLOCK, o));
+            } else {
+                // Four products an advance: the buffers in parallel, starts[i n + b].
+                starts
+                    .par_chunks_mut(n)
+                    .zip(self.s.par_iter_mut().zip(self.sf.par_iter_mut()))
+                    .enumerate()
+                    .for_each(|(i, (st, (s, sf)))| {
+                        for (o, c) in st.iter_mut().zip(ds.chunks_exact(dp)) {
+                            *o = *sf;
+                            (*s, *sf) = mix.advance_one(i, *s, c[i]);
+                        }
+                    });
+                og.par_chunks_mut(BLOCK)
+                    .zip(qg.par_chunks(BLOCK))
+                    .enumerate()
+                    .for_each_init(
+                        || vec![0.0; d],
+                        |sf, (b, (o, qb))| {
+                            for (v, col) in sf.iter_mut().zip(starts.chunks_exact(n)) {
+                                *v = col[b];
+                            }
+                            mix.encode(sf, block_of(qb), 0, BLOCK, o);
+                        },
+                    );
             }
-            og.par_chunks_mut(BLOCK)
-                .zip(qg.par_chunks(BLOCK))
-                .zip(starts.par_chunks(d))
-                .for_each(|((o, qb), sf)| mix.encode(sf, block_of(qb), 0, BLOCK, o));
         }
         let rest = head + whole;
         self.run(mix, &qs[rest..], &mut out[rest..]);
@@ -434,6 +583,303 @@ impl Decoder {
     }
 }
 
+/// Sequences per lane group: a group's state is contiguous, so groups run on threads of
+/// their own.
+const GROUP_LANES: usize = 64;
+
+/// The rows of a stream laid out `lanes` wide: steps `t0 .. t0 + len` as
+/// `(m, r_a, r_b, p)`, row `m` (each sequence's own step count), sequences `r_a .. r_b`,
+/// the first at position `p` of the stream.
+fn rows(lanes: usize, t0: u64, len: usize) -> impl Iterator<Item = (u64, usize, usize, usize)> {
+    let w = lanes as u64;
+    let mut p = 0usize;
+    std::iter::from_fn(move || {
+        if p >= len {
+            return None;
+        }
+        let t = t0 + p as u64;
+        let (m, r) = (t / w, (t % w) as usize);
+        let take = (lanes - r).min(len - p);
+        let row = (m, r, r + take, p);
+        p += take;
+        Some(row)
+    })
+}
+
+/// Many sequences of one mixture stepped side by side, `lanes` of them: sequence `r` is
+/// the steps `t = m lanes + r` (`m` its own step count), as the window factorization's
+/// lagged stage needs. Its state is laid out sequence-minor (`[buffer][sequence]`), so
+/// every operation of [`Encoder`] runs across sequences, four lanes wide, with each
+/// sequence's sums in the same order as one sequence alone: a step at a time (online) or a
+/// chunk of rows (bulk, groups of sequences on every thread) give the same bits.
+#[derive(Debug, Clone)]
+pub(crate) struct LaneEncoder {
+    lanes: usize,
+    groups: Vec<EncGroup>,
+}
+
+/// One group of sequences' encoder state.
+#[derive(Debug, Clone)]
+struct EncGroup {
+    /// Its sequences.
+    n: usize,
+    /// Buffers at the current block's start, `[i n + r]`, as integers and f64.
+    s: Vec<i128>,
+    sf: Vec<f64>,
+    /// The current block's inputs, `[j n + r]`.
+    q: Vec<f64>,
+}
+
+/// The sizes of the groups of `lanes` sequences.
+fn groups_of(lanes: usize) -> impl Iterator<Item = usize> {
+    (0..lanes)
+        .step_by(GROUP_LANES)
+        .map(move |a| GROUP_LANES.min(lanes - a))
+}
+
+/// Lanes summed at a time by [`lanes_sum`] (its accumulators stay in registers).
+const TILE: usize = 16;
+
+/// `out[l] = sum_k a_k x_k[l]` (fused, over the terms in order, from `0.0`) for every lane
+/// `l < out.len()`, a tile of lanes at a time.
+#[inline(always)]
+fn lanes_sum<'a>(out: &mut [f64], terms: impl Iterator<Item = (f64, &'a [f64])> + Clone) {
+    let w = out.len();
+    let mut t0 = 0;
+    while t0 < w {
+        let tw = (w - t0).min(TILE);
+        if tw == TILE {
+            let mut acc = [0.0f64; TILE];
+            for (a, x) in terms.clone() {
+                let x: &[f64; TILE] = x[t0..t0 + TILE].try_into().unwrap_or(&[0.0; TILE]);
+                for l in 0..TILE {
+                    acc[l] = a.mul_add(x[l], acc[l]);
+                }
+            }
+            out[t0..t0 + TILE].copy_from_slice(&acc);
+        } else {
+            for (l, o) in out[t0..t0 + tw].iter_mut().enumerate() {
+                *o = terms
+                    .clone()
+                    .fold(0.0, |acc, (a, x)| a.mul_add(x[t0 + l], acc));
+            }
+        }
+        t0 += tw;
+    }
+}
+
+impl EncGroup {
+    /// Row `m`'s outputs for the group's sequences `r0 .. r0 + x.len()` (group-relative).
+    fn row(&mut self, mix: &BlockMix, m: u64, r0: usize, x: &[f64], out: &mut [f64]) {
+        let (n, w, j) = (self.n, x.len(), (m % BLOCK as u64) as usize);
+        self.q[j * n + r0..j * n + r0 + w].copy_from_slice(x);
+        let mut g = [0.0f64; GROUP_LANES];
+        let g = &mut g[..w];
+        let sf = &self.sf;
+        lanes_sum(
+            g,
+            (0..mix.d).map(|i| (mix.f[i * BLOCK + j], &sf[i * n + r0..i * n + r0 + w])),
+        );
+        let mut own = [0.0f64; GROUP_LANES];
+        let own = &mut own[..w];
+        let q = &self.q;
+        lanes_sum(
+            own,
+            (1..=j).map(|k| (mix.c[k], &q[(j - k) * n + r0..(j - k) * n + r0 + w])),
+        );
+        for (((o, &q), &gv), &ov) in out.iter_mut().zip(x).zip(g.iter()).zip(own.iter()) {
+            *o = (q + gv) + ov;
+        }
+        if j == BLOCK - 1 {
+            for i in 0..mix.d {
+                let mut acc = [0.0f64; GROUP_LANES];
+                let acc = &mut acc[..w];
+                let q = &self.q;
+                lanes_sum(
+                    acc,
+                    (0..BLOCK).map(|sb| (mix.t[sb * mix.dp + i], &q[sb * n + r0..sb * n + r0 + w])),
+                );
+                for (r, &ds) in (r0..r0 + w).zip(acc.iter()) {
+                    (self.s[i * n + r], self.sf[i * n + r]) =
+                        mix.advance_one(i, self.s[i * n + r], ds);
+                }
+            }
+        }
+    }
+}
+
+impl LaneEncoder {
+    /// `lanes` sequences at step 0.
+    pub(crate) fn new(mix: &BlockMix, lanes: usize) -> Self {
+        let groups = groups_of(lanes)
+            .map(|n| EncGroup {
+                n,
+                s: vec![0; mix.d * n],
+                sf: vec![0.0; mix.d * n],
+                q: vec![0.0; BLOCK * n],
+            })
+            .collect();
+        Self { lanes, groups }
+    }
+
+    /// The outputs of steps `t0 .. t0 + x.len()` (the stream's, continuing from the last
+    /// call), groups of sequences on every thread when `parallel`.
+    pub(crate) fn run(
+        &mut self,
+        mix: &BlockMix,
+        t0: u64,
+        x: &[f64],
+        out: &mut [f64],
+        parallel: bool,
+    ) {
+        let plans = plan(self.lanes, t0, out);
+        let go = |(grp, plan): (&mut EncGroup, Vec<Piece<'_>>)| {
+            for (m, r0, at, o) in plan {
+                let n = o.len();
+                grp.row(mix, m, r0, &x[at..at + n], o);
+            }
+        };
+        if parallel && self.lanes >= 4 * GROUP_LANES {
+            self.groups.par_iter_mut().zip(plans).for_each(go);
+        } else {
+            self.groups.iter_mut().zip(plans).for_each(go);
+        }
+    }
+}
+
+/// One group's part of one row: the row, the first sequence (group-relative), its
+/// position in the stream and its outputs.
+type Piece<'a> = (u64, usize, usize, &'a mut [f64]);
+
+/// Each group's pieces of steps `t0 .. t0 + out.len()` laid out `lanes` wide, in order:
+/// `out` split into disjoint pieces (row by row, then at group boundaries).
+fn plan(lanes: usize, t0: u64, out: &mut [f64]) -> Vec<Vec<Piece<'_>>> {
+    let groups = lanes.div_ceil(GROUP_LANES);
+    let mut plans: Vec<Vec<Piece<'_>>> = (0..groups).map(|_| Vec::new()).collect();
+    let len = out.len();
+    let mut rest = out;
+    for (m, ra, rb, p) in rows(lanes, t0, len) {
+        let (mut row, tail) = std::mem::take(&mut rest).split_at_mut(rb - ra);
+        rest = tail;
+        let mut r = ra;
+        while r < rb {
+            let g = r / GROUP_LANES;
+            let end = ((g + 1) * GROUP_LANES).min(rb);
+            let (piece, more) = std::mem::take(&mut row).split_at_mut(end - r);
+            row = more;
+            plans[g].push((m, r - g * GROUP_LANES, p + r - ra, piece));
+            r = end;
+        }
+    }
+    plans
+}
+
+/// The inverse of [`LaneEncoder`]: `lanes` sequences of the inverse mixture side by side.
+#[derive(Debug, Clone)]
+pub(crate) struct LaneDecoder {
+    lanes: usize,
+    groups: Vec<DecGroup>,
+}
+
+/// One group of sequences' decoder state.
+#[derive(Debug, Clone)]
+struct DecGroup {
+    /// Its sequences.
+    n: usize,
+    /// Buffers at the current block's start, `[i n + r]`.
+    r: Vec<f64>,
+    /// The current block's carried-corrected inputs and decoded values, `[j n + r]`.
+    v: Vec<f64>,
+    dec: Vec<f64>,
+}
+
+impl DecGroup {
+    fn row(&mut self, mix: &BlockMix, m: u64, r0: usize, y: &[f64], out: &mut [f64]) {
+        let (n, w, j) = (self.n, y.len(), (m % BLOCK as u64) as usize);
+        let mut g = [0.0f64; GROUP_LANES];
+        let g = &mut g[..w];
+        let r = &self.r;
+        lanes_sum(
+            g,
+            (0..mix.d).map(|i| (mix.f[i * BLOCK + j], &r[i * n + r0..i * n + r0 + w])),
+        );
+        for ((v, &yv), &gv) in self.v[j * n + r0..j * n + r0 + w]
+            .iter_mut()
+            .zip(y)
+            .zip(g.iter())
+        {
+            *v = yv - gv;
+        }
+        let mut dec = [0.0f64; GROUP_LANES];
+        let dec = &mut dec[..w];
+        let v = &self.v;
+        lanes_sum(
+            dec,
+            (0..=j).map(|k| (mix.h[k], &v[(j - k) * n + r0..(j - k) * n + r0 + w])),
+        );
+        self.dec[j * n + r0..j * n + r0 + w].copy_from_slice(dec);
+        out.copy_from_slice(dec);
+        if j == BLOCK - 1 {
+            for i in 0..mix.d {
+                let mut acc = [0.0f64; GROUP_LANES];
+                let acc = &mut acc[..w];
+                let dv = &self.dec;
+                lanes_sum(
+                    acc,
+                    (0..BLOCK)
+                        .map(|sb| (mix.t[sb * mix.dp + i], &dv[sb * n + r0..sb * n + r0 + w])),
+                );
+                let pf = mix.pf[i];
+                for (rv, &a) in self.r[i * n + r0..i * n + r0 + w]
+                    .iter_mut()
+                    .zip(acc.iter())
+                {
+                    *rv = pf.mul_add(*rv, a);
+                }
+            }
+        }
+    }
+}
+
+impl LaneDecoder {
+    /// `lanes` sequences at step 0.
+    pub(crate) fn new(mix: &BlockMix, lanes: usize) -> Self {
+        let groups = groups_of(lanes)
+            .map(|n| DecGroup {
+                n,
+                r: vec![0.0; mix.d * n],
+                v: vec![0.0; BLOCK * n],
+                dec: vec![0.0; BLOCK * n],
+            })
+            .collect();
+        Self { lanes, groups }
+    }
+
+    /// The decoded values of steps `t0 .. t0 + y.len()`, groups of sequences on every
+    /// thread when `parallel`.
+    pub(crate) fn run(
+        &mut self,
+        mix: &BlockMix,
+        t0: u64,
+        y: &[f64],
+        out: &mut [f64],
+        parallel: bool,
+    ) {
+        let plans = plan(self.lanes, t0, out);
+        let go = |(grp, plan): (&mut DecGroup, Vec<Piece<'_>>)| {
+            for (m, r0, at, o) in plan {
+                let n = o.len();
+                grp.row(mix, m, r0, &y[at..at + n], o);
+            }
+        };
+        if parallel && self.lanes >= 4 * GROUP_LANES {
+            self.groups.par_iter_mut().zip(plans).for_each(go);
+        } else {
+            self.groups.iter_mut().zip(plans).for_each(go);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -484,7 +930,7 @@ mod tests {
         let theta = [0.5, 0.9, 0.999];
         let theta_m: Vec<u64> = theta.iter().map(|t| (t * 2f64.powi(64)) as u64).collect();
         let omega = [0.3, 0.2, 0.01];
-        let mix = BlockMix::new(&theta_m, &theta, &omega);
+        let mix = BlockMix::new(&theta_m, &theta, &omega, Precision::Int64 { q_max: 1.0 });
         let qs: Vec<f64> = (0..1000)
             .map(|i| f64::from((i * 7919) % 13) / 13.0)
             .collect();
@@ -512,23 +958,30 @@ mod speed {
             .collect();
         let theta_m: Vec<u64> = theta.iter().map(|t| (t * 2f64.powi(64)) as u64).collect();
         let omega: Vec<f64> = (0..d).map(|i| 0.1 / (i + 1) as f64).collect();
-        let mix = BlockMix::new(&theta_m, &theta, &omega);
-        let n = 1 << 22;
-        let qs: Vec<f64> = (0..n).map(|i| ((i * 7919) % 13) as f64 / 13.0).collect();
-        let mut e = vec![0.0; n];
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .expect("pool");
-        for _ in 0..2 {
-            let t = std::time::Instant::now();
-            pool.install(|| Encoder::new(&mix).run_parallel(&mix, &qs, &mut e));
-            let enc = t.elapsed().as_secs_f64() / n as f64 * 1e9;
-            let mut back = vec![0.0; n];
-            let t = std::time::Instant::now();
-            Decoder::new(&mix).run(&mix, &e, &mut back);
-            let dec = t.elapsed().as_secs_f64() / n as f64 * 1e9;
-            println!("d = {d}: encoder {enc:.1} ns a step (one thread), decoder {dec:.1} ns");
+        for precision in [
+            Precision::Int64 { q_max: 1.0 },
+            Precision::Int128 { q_max: 1.0 },
+        ] {
+            let mix = BlockMix::new(&theta_m, &theta, &omega, precision);
+            let n = 1 << 22;
+            let qs: Vec<f64> = (0..n).map(|i| ((i * 7919) % 13) as f64 / 13.0).collect();
+            let mut e = vec![0.0; n];
+            for threads in [1, 2, 1, 2] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .expect("pool");
+                let t = std::time::Instant::now();
+                pool.install(|| Encoder::new(&mix).run_parallel(&mix, &qs, &mut e));
+                let enc = t.elapsed().as_secs_f64() / n as f64 * 1e9;
+                let mut back = vec![0.0; n];
+                let t = std::time::Instant::now();
+                Decoder::new(&mix).run(&mix, &e, &mut back);
+                let dec = t.elapsed().as_secs_f64() / n as f64 * 1e9;
+                println!(
+                    "d = {d} {precision:?}: encoder {enc:.1} ns a step ({threads} threads), decoder {dec:.1} ns"
+                );
+            }
         }
     }
 }

@@ -3,7 +3,7 @@
 //! sensitivity over the horizon, and the stated variance of every estimate. Everything here
 //! is a function of public parameters only (the model, `W` or `alpha`, the horizon).
 
-use super::block::BlockMix;
+use super::block::{BlockMix, Precision};
 use crate::kary::Kind;
 use kinsey_core::{Error, Result};
 
@@ -293,16 +293,6 @@ pub fn choose_beta(kind: Kind, horizon: u64) -> f64 {
     best
 }
 
-/// `v` as f64, correctly rounded (as `v as f64`), by the one-instruction conversion
-/// whenever `v` fits 64 bits (the 128-bit one is a library call, a tenth of a step).
-#[inline]
-pub(super) fn to_f64(v: i128) -> f64 {
-    match i64::try_from(v) {
-        Ok(v) => v as f64,
-        Err(_) => v as f64,
-    }
-}
-
 /// `sum omega_i s_i` after `s_i <- theta_i s_i + prev` (one step of a mixture of
 /// geometric buffers): buffer `i` adds into lane `i mod 4` and the lanes are added as
 /// `(l0 + l1) + (l2 + l3)`. Every path (encoder responses, decoders, stated variances) uses
@@ -369,8 +359,10 @@ impl Buffers {
     }
 }
 
-/// The integer encoder's largest deviation per step from the exact mixture, in values:
+/// The integer encoder's largest deviation per step from the exact mixture, in values (tests:
+/// the reference the block encoder is held against):
 /// each floor is at most one unit `2^-64` off, carried by `|omega_i| / (1 - theta_i)`.
+#[cfg(test)]
 pub(super) fn encoder_error(theta_m: &[u64], omega: &[f64]) -> f64 {
     theta_m
         .iter()
@@ -380,8 +372,8 @@ pub(super) fn encoder_error(theta_m: &[u64], omega: &[f64]) -> f64 {
         * 2f64.powi(-64)
 }
 
-/// `floor(m S / 2^64)` for `S < 2^88`.
-#[inline]
+/// `floor(m S / 2^64)` for `S < 2^88` (tests, as [`encoder_error`]).
+#[cfg(test)]
 pub(super) fn mul_theta(m: u64, s: u128) -> u128 {
     let (hi, lo) = (s >> 64, s & u128::from(u64::MAX));
     u128::from(m) * hi + ((u128::from(m) * lo) >> 64)
@@ -411,7 +403,7 @@ impl Fit {
             ..
         } = Buffers::new(memory, beta)?;
         let norm = column_norm(&theta_m, &omega, horizon);
-        let mix = BlockMix::new(&theta_m, &theta, &omega);
+        let mix = BlockMix::new(&theta_m, &theta, &omega, Precision::Int64 { q_max: 1.0 });
         let enc_err = mix.enc_err();
         let mut fit = Self {
             beta,
@@ -551,21 +543,6 @@ mod tests {
         // About sqrt(ln(T) / pi + 0.6): the square-root factorization's.
         assert!(fit.norm > 1.5 && fit.norm < 2.5, "{}", fit.norm);
         assert!(fit.enc_err < 1e-10, "{}", fit.enc_err);
-    }
-
-    #[test]
-    fn conversions_round_like_the_wide_one() {
-        for v in [
-            0i128,
-            1,
-            -1,
-            (1 << 53) + 1,
-            -(1 << 60) - 3,
-            i64::MAX as i128,
-            1 << 100,
-        ] {
-            assert_eq!(to_f64(v).to_bits(), (v as f64).to_bits(), "{v}");
-        }
     }
 
     #[test]

@@ -192,13 +192,22 @@ fn build_times() {
         let beta = fit::choose_beta(kind, h);
         let tb = t.elapsed().as_secs_f64();
         let t = std::time::Instant::now();
-        let _ = Fit::new(kind, h, beta).expect("fit");
+        let fit = Fit::new(kind, h, beta).expect("fit");
         let tf = t.elapsed().as_secs_f64();
-        println!("{kind:?}: choose_beta {tb:.3} s, Fit::new {tf:.3} s");
+        println!(
+            "{kind:?}: choose_beta {tb:.3} s, Fit::new {tf:.3} s; encoder deviation {:.2e}, \
+             2 e sqrt(T) / ||C e_0|| = {:.2e}",
+            fit.enc_err,
+            2.0 * fit.enc_err * (h as f64).sqrt() / fit.norm
+        );
     }
     let t = std::time::Instant::now();
-    let _ = root::WindowRoot::new(1024, h, 1.0, z, [1; 32]).expect("root");
-    println!("WindowRoot::new {:.3} s", t.elapsed().as_secs_f64());
+    let root = root::WindowRoot::new(1024, h, 1.0, z, [1; 32]).expect("root");
+    println!(
+        "WindowRoot::new {:.3} s; encoder deviation {:.2e}",
+        t.elapsed().as_secs_f64(),
+        root.deviation()
+    );
 }
 
 /// The integer encoder (a recurrence a step on 128-bit buffers, units `2^-64`, within

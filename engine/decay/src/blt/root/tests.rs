@@ -116,3 +116,96 @@ fn bad_parameters_are_refused_by_name() {
     let e = WindowRoot::new(5, 10, f64::NAN, zcdp(), [0; 32]).expect_err("bound");
     assert!(e.to_string().contains("bound"), "{e}");
 }
+
+/// The two-stage integer encoder (recurrences a step on 128-bit buffers: units `2^-64`,
+/// then `2^-40` lagged), within `G_2 (2 e_1 + 2^-39)` of the exact factor: the reference the
+/// block encoder is held against. Its outputs in values.
+fn exact_encoding(m: &WindowRoot, qs: &[f64]) -> Vec<f64> {
+    use crate::blt::fit::mul_theta;
+    let (a1, a2, w) = (&m.a1, &m.a2, m.w as usize);
+    let (mut s1, mut prev) = (vec![0u128; a1.theta.len()], 0u128);
+    let n2 = a2.theta.len();
+    let (mut e1s, mut vs, mut r2) = (vec![0i128; w], vec![0i128; w], vec![0i128; w * n2]);
+    qs.iter()
+        .enumerate()
+        .map(|(t, &q)| {
+            let x = (q * 2f64.powi(32)) as u64;
+            let mut e1 = i128::from(x) << 56;
+            for ((s, &th), &wt) in s1.iter_mut().zip(&a1.theta_m).zip(&a1.w) {
+                *s = mul_theta(th, *s) + prev;
+                e1 += i128::from(wt) * (*s as i128);
+            }
+            prev = u128::from(x) << 32;
+            let res = t % w;
+            let v = (e1 - std::mem::replace(&mut e1s[res], e1)) >> 48;
+            let old_v = std::mem::replace(&mut vs[res], v);
+            let mut e = v << 24;
+            for ((r, &th), &wt) in r2[res * n2..(res + 1) * n2]
+                .iter_mut()
+                .zip(&a2.theta_m)
+                .zip(&a2.w)
+            {
+                let mag = mul_theta(th, r.unsigned_abs()) as i128;
+                *r = if *r < 0 { -mag } else { mag } + old_v;
+                e += i128::from(wt) * *r;
+            }
+            e as f64 * 2f64.powi(-64)
+        })
+        .collect()
+}
+
+/// On streams that fill the slowest buffers of both stages, the block encoder stays within
+/// its stated deviation `D` of the exact one, online and in parallel chunks alike.
+#[test]
+fn the_block_encoder_is_within_its_bound() {
+    let n = 1 << 17;
+    let streams: Vec<Vec<f64>> = vec![
+        vec![2.0; n],
+        (0..n)
+            .map(|i| 2.0 * f64::from(u8::from(i / 3000 % 2 == 0)))
+            .collect(),
+        (0..n)
+            .map(|i| 2.0 * f64::from(u8::from(i % 4099 == 0)))
+            .collect(),
+        (0..n)
+            .map(|i| ((i as u64 * 2654435761) % 1000) as f64 / 499.5)
+            .collect(),
+    ];
+    for w in [1u64, 37, 300] {
+        let m = WindowRoot::new(w, n as u64, 2.0, zcdp(), [4; 32]).expect("build");
+        let g2 = gain(&m.a2);
+        let old = g2
+            * (2.0 * crate::blt::fit::encoder_error(&m.a1.theta_m, &m.a1.omega) + 2f64.powi(-39));
+        assert!(m.dev < 1e-6, "W {w}: {}", m.dev);
+        for xs in &streams {
+            let qs: Vec<f64> = xs.iter().map(|&x| m.quantise(x)).collect();
+            let want = exact_encoding(&m, &qs);
+            let (mut online, mut v) = (vec![0.0; n], Vec::new());
+            let mut a = m.clone();
+            a.reset();
+            for (o, q) in online.iter_mut().zip(&qs) {
+                a.encode(
+                    std::slice::from_ref(q),
+                    std::slice::from_mut(o),
+                    &mut v,
+                    false,
+                );
+                a.t += 1;
+            }
+            let mut par = vec![0.0; n];
+            let mut b = m.clone();
+            b.reset();
+            for (o, q) in par.chunks_mut(10_007).zip(qs.chunks(10_007)) {
+                b.encode(q, o, &mut v, true);
+                b.t += q.len() as u64;
+            }
+            assert_eq!(online, par, "W {w}");
+            let worst = online
+                .iter()
+                .zip(&want)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            assert!(worst <= m.dev + old, "W {w}: {worst:e} > {:e}", m.dev);
+        }
+    }
+}
