@@ -1,0 +1,303 @@
+//! Many sequences of one block mixture side by side (the window factorization's lagged
+//! stage): the operations of [`super::Encoder`] and [`super::Decoder`] across sequences,
+//! four lanes wide, each sequence's sums in the same order as one sequence alone.
+
+use super::{BLOCK, BlockMix};
+use rayon::prelude::*;
+
+/// Sequences per lane group: a group's state is contiguous, so groups run on threads of
+/// their own.
+const GROUP_LANES: usize = 64;
+
+/// The rows of a stream laid out `lanes` wide: steps `t0 .. t0 + len` as
+/// `(m, r_a, r_b, p)`, row `m` (each sequence's own step count), sequences `r_a .. r_b`,
+/// the first at position `p` of the stream.
+fn rows(lanes: usize, t0: u64, len: usize) -> impl Iterator<Item = (u64, usize, usize, usize)> {
+    let w = lanes as u64;
+    let mut p = 0usize;
+    std::iter::from_fn(move || {
+        if p >= len {
+            return None;
+        }
+        let t = t0 + p as u64;
+        let (m, r) = (t / w, (t % w) as usize);
+        let take = (lanes - r).min(len - p);
+        let row = (m, r, r + take, p);
+        p += take;
+        Some(row)
+    })
+}
+
+/// Many sequences of one mixture stepped side by side, `lanes` of them: sequence `r` is
+/// the steps `t = m lanes + r` (`m` its own step count), as the window factorization's
+/// lagged stage needs. Its state is laid out sequence-minor (`[buffer][sequence]`), so
+/// every operation of [`Encoder`] runs across sequences, four lanes wide, with each
+/// sequence's sums in the same order as one sequence alone: a step at a time (online) or a
+/// chunk of rows (bulk, groups of sequences on every thread) give the same bits.
+#[derive(Debug, Clone)]
+pub(crate) struct LaneEncoder {
+    lanes: usize,
+    groups: Vec<EncGroup>,
+}
+
+/// One group of sequences' encoder state.
+#[derive(Debug, Clone)]
+struct EncGroup {
+    /// Its sequences.
+    n: usize,
+    /// Buffers at the current block's start, `[i n + r]`, as integers and f64.
+    s: Vec<i128>,
+    sf: Vec<f64>,
+    /// The current block's inputs, `[j n + r]`.
+    q: Vec<f64>,
+}
+
+/// The sizes of the groups of `lanes` sequences.
+fn groups_of(lanes: usize) -> impl Iterator<Item = usize> {
+    (0..lanes)
+        .step_by(GROUP_LANES)
+        .map(move |a| GROUP_LANES.min(lanes - a))
+}
+
+/// Lanes summed at a time by [`lanes_sum`] (its accumulators stay in registers).
+const TILE: usize = 16;
+
+/// `out[l] = sum_k a_k x_k[l]` (fused, over the terms in order, from `0.0`) for every lane
+/// `l < out.len()`, a tile of lanes at a time.
+#[inline(always)]
+fn lanes_sum<'a>(out: &mut [f64], terms: impl Iterator<Item = (f64, &'a [f64])> + Clone) {
+    let w = out.len();
+    let mut t0 = 0;
+    while t0 < w {
+        let tw = (w - t0).min(TILE);
+        if tw == TILE {
+            let mut acc = [0.0f64; TILE];
+            for (a, x) in terms.clone() {
+                let x: &[f64; TILE] = x[t0..t0 + TILE].try_into().unwrap_or(&[0.0; TILE]);
+                for l in 0..TILE {
+                    acc[l] = a.mul_add(x[l], acc[l]);
+                }
+            }
+            out[t0..t0 + TILE].copy_from_slice(&acc);
+        } else {
+            for (l, o) in out[t0..t0 + tw].iter_mut().enumerate() {
+                *o = terms
+                    .clone()
+                    .fold(0.0, |acc, (a, x)| a.mul_add(x[t0 + l], acc));
+            }
+        }
+        t0 += tw;
+    }
+}
+
+impl EncGroup {
+    /// Row `m`'s outputs for the group's sequences `r0 .. r0 + x.len()` (group-relative).
+    fn row(&mut self, mix: &BlockMix, m: u64, r0: usize, x: &[f64], out: &mut [f64]) {
+        let (n, w, j) = (self.n, x.len(), (m % BLOCK as u64) as usize);
+        self.q[j * n + r0..j * n + r0 + w].copy_from_slice(x);
+        let mut g = [0.0f64; GROUP_LANES];
+        let g = &mut g[..w];
+        let sf = &self.sf;
+        lanes_sum(
+            g,
+            (0..mix.d).map(|i| (mix.f[i * BLOCK + j], &sf[i * n + r0..i * n + r0 + w])),
+        );
+        let mut own = [0.0f64; GROUP_LANES];
+        let own = &mut own[..w];
+        let q = &self.q;
+        lanes_sum(
+            own,
+            (1..=j).map(|k| (mix.c[k], &q[(j - k) * n + r0..(j - k) * n + r0 + w])),
+        );
+        for (((o, &q), &gv), &ov) in out.iter_mut().zip(x).zip(g.iter()).zip(own.iter()) {
+            *o = (q + gv) + ov;
+        }
+        if j == BLOCK - 1 {
+            for i in 0..mix.d {
+                let mut acc = [0.0f64; GROUP_LANES];
+                let acc = &mut acc[..w];
+                let q = &self.q;
+                lanes_sum(
+                    acc,
+                    (0..BLOCK).map(|sb| (mix.t[sb * mix.dp + i], &q[sb * n + r0..sb * n + r0 + w])),
+                );
+                for (r, &ds) in (r0..r0 + w).zip(acc.iter()) {
+                    (self.s[i * n + r], self.sf[i * n + r]) =
+                        mix.advance_one(i, self.s[i * n + r], ds);
+                }
+            }
+        }
+    }
+}
+
+impl LaneEncoder {
+    /// `lanes` sequences at step 0.
+    pub(crate) fn new(mix: &BlockMix, lanes: usize) -> Self {
+        let groups = groups_of(lanes)
+            .map(|n| EncGroup {
+                n,
+                s: vec![0; mix.d * n],
+                sf: vec![0.0; mix.d * n],
+                q: vec![0.0; BLOCK * n],
+            })
+            .collect();
+        Self { lanes, groups }
+    }
+
+    /// The outputs of steps `t0 .. t0 + x.len()` (the stream's, continuing from the last
+    /// call), groups of sequences on every thread when `parallel`.
+    pub(crate) fn run(
+        &mut self,
+        mix: &BlockMix,
+        t0: u64,
+        x: &[f64],
+        out: &mut [f64],
+        parallel: bool,
+    ) {
+        let plans = plan(self.lanes, t0, out);
+        let go = |(grp, plan): (&mut EncGroup, Vec<Piece<'_>>)| {
+            for (m, r0, at, o) in plan {
+                let n = o.len();
+                grp.row(mix, m, r0, &x[at..at + n], o);
+            }
+        };
+        if parallel && self.lanes >= 4 * GROUP_LANES {
+            self.groups.par_iter_mut().zip(plans).for_each(go);
+        } else {
+            self.groups.iter_mut().zip(plans).for_each(go);
+        }
+    }
+}
+
+/// One group's part of one row: the row, the first sequence (group-relative), its
+/// position in the stream and its outputs.
+type Piece<'a> = (u64, usize, usize, &'a mut [f64]);
+
+/// Each group's pieces of steps `t0 .. t0 + out.len()` laid out `lanes` wide, in order:
+/// `out` split into disjoint pieces (row by row, then at group boundaries).
+fn plan(lanes: usize, t0: u64, out: &mut [f64]) -> Vec<Vec<Piece<'_>>> {
+    let groups = lanes.div_ceil(GROUP_LANES);
+    let mut plans: Vec<Vec<Piece<'_>>> = (0..groups).map(|_| Vec::new()).collect();
+    let len = out.len();
+    let mut rest = out;
+    for (m, ra, rb, p) in rows(lanes, t0, len) {
+        let (mut row, tail) = std::mem::take(&mut rest).split_at_mut(rb - ra);
+        rest = tail;
+        let mut r = ra;
+        while r < rb {
+            let g = r / GROUP_LANES;
+            let end = ((g + 1) * GROUP_LANES).min(rb);
+            let (piece, more) = std::mem::take(&mut row).split_at_mut(end - r);
+            row = more;
+            plans[g].push((m, r - g * GROUP_LANES, p + r - ra, piece));
+            r = end;
+        }
+    }
+    plans
+}
+
+/// The inverse of [`LaneEncoder`]: `lanes` sequences of the inverse mixture side by side.
+#[derive(Debug, Clone)]
+pub(crate) struct LaneDecoder {
+    lanes: usize,
+    groups: Vec<DecGroup>,
+}
+
+/// One group of sequences' decoder state.
+#[derive(Debug, Clone)]
+struct DecGroup {
+    /// Its sequences.
+    n: usize,
+    /// Buffers at the current block's start, `[i n + r]`.
+    r: Vec<f64>,
+    /// The current block's carried-corrected inputs and decoded values, `[j n + r]`.
+    v: Vec<f64>,
+    dec: Vec<f64>,
+}
+
+impl DecGroup {
+    fn row(&mut self, mix: &BlockMix, m: u64, r0: usize, y: &[f64], out: &mut [f64]) {
+        let (n, w, j) = (self.n, y.len(), (m % BLOCK as u64) as usize);
+        let mut g = [0.0f64; GROUP_LANES];
+        let g = &mut g[..w];
+        let r = &self.r;
+        lanes_sum(
+            g,
+            (0..mix.d).map(|i| (mix.f[i * BLOCK + j], &r[i * n + r0..i * n + r0 + w])),
+        );
+        for ((v, &yv), &gv) in self.v[j * n + r0..j * n + r0 + w]
+            .iter_mut()
+            .zip(y)
+            .zip(g.iter())
+        {
+            *v = yv - gv;
+        }
+        let mut dec = [0.0f64; GROUP_LANES];
+        let dec = &mut dec[..w];
+        let v = &self.v;
+        lanes_sum(
+            dec,
+            (0..=j).map(|k| (mix.h[k], &v[(j - k) * n + r0..(j - k) * n + r0 + w])),
+        );
+        self.dec[j * n + r0..j * n + r0 + w].copy_from_slice(dec);
+        out.copy_from_slice(dec);
+        if j == BLOCK - 1 {
+            for i in 0..mix.d {
+                let mut acc = [0.0f64; GROUP_LANES];
+                let acc = &mut acc[..w];
+                let dv = &self.dec;
+                lanes_sum(
+                    acc,
+                    (0..BLOCK)
+                        .map(|sb| (mix.t[sb * mix.dp + i], &dv[sb * n + r0..sb * n + r0 + w])),
+                );
+                let pf = mix.pf[i];
+                for (rv, &a) in self.r[i * n + r0..i * n + r0 + w]
+                    .iter_mut()
+                    .zip(acc.iter())
+                {
+                    *rv = pf.mul_add(*rv, a);
+                }
+            }
+        }
+    }
+}
+
+impl LaneDecoder {
+    /// `lanes` sequences at step 0.
+    pub(crate) fn new(mix: &BlockMix, lanes: usize) -> Self {
+        let groups = groups_of(lanes)
+            .map(|n| DecGroup {
+                n,
+                r: vec![0.0; mix.d * n],
+                v: vec![0.0; BLOCK * n],
+                dec: vec![0.0; BLOCK * n],
+            })
+            .collect();
+        Self { lanes, groups }
+    }
+
+    /// The decoded values of steps `t0 .. t0 + y.len()`, groups of sequences on every
+    /// thread when `parallel`.
+    pub(crate) fn run(
+        &mut self,
+        mix: &BlockMix,
+        t0: u64,
+        y: &[f64],
+        out: &mut [f64],
+        parallel: bool,
+    ) {
+        let plans = plan(self.lanes, t0, out);
+        let go = |(grp, plan): (&mut DecGroup, Vec<Piece<'_>>)| {
+            for (m, r0, at, o) in plan {
+                let n = o.len();
+                grp.row(mix, m, r0, &y[at..at + n], o);
+            }
+        };
+        if parallel && self.lanes >= 4 * GROUP_LANES {
+            self.groups.par_iter_mut().zip(plans).for_each(go);
+        } else {
+            self.groups.iter_mut().zip(plans).for_each(go);
+        }
+    }
+}
