@@ -52,6 +52,7 @@ use super::model::{
 use block::{Decoder, Encoder};
 use fit::Fit;
 use kinsey_core::{Error, Result};
+use rayon::prelude::*;
 use std::sync::Arc;
 
 /// The buffered factorization (see the module's documentation).
@@ -70,9 +71,8 @@ pub struct BltSum {
     dec: Decoder,
     /// The estimates of the decoded stream.
     sums: Sums,
-    draws: Draws,
-    /// The next chunk's draws, drawn while this chunk steps.
-    ahead: Draws,
+    /// The draws of the current chunk and the next.
+    draws: Prefetch,
     /// A chunk's inputs, then its releases (kept between chunks).
     scratch: Vec<f64>,
 }
@@ -121,8 +121,7 @@ impl BltSum {
             enc,
             dec,
             sums: Sums::new(kind, bound),
-            draws: Draws::default(),
-            ahead: Draws::default(),
+            draws: Prefetch::default(),
             scratch: Vec::new(),
         })
     }
@@ -132,55 +131,14 @@ impl BltSum {
         &self.fit
     }
 
-    /// `x` divided by the bound, clamped to `[0, 1]` and quantised to `2^-32`.
-    #[inline]
-    fn quantise(&self, x: f64) -> f64 {
-        ((x / self.bound).clamp(0.0, 1.0) * 2f64.powi(32)).round() * 2f64.powi(-32)
-    }
-
-    /// The released values (values divided by `B`) of encoder outputs `e` with the draws of
-    /// counters `t ..`: `(round(e / gamma) + z) gamma`, exact integers of grid steps.
-    fn released(&self, e: &mut [f64], z: &[i64]) {
-        use rayon::prelude::*;
-        let (gamma, inv) = (self.noise.gamma(), 1.0 / self.noise.gamma());
-        let piece = |e: &mut [f64], z: &[i64]| {
-            for (v, &z) in e.iter_mut().zip(z) {
-                *v = (((*v * inv).round() as i64 + z) as f64) * gamma;
-            }
-        };
-        if e.len() < 1 << 16 {
-            piece(e, z);
-        } else {
-            e.par_chunks_mut(1 << 14)
-                .zip(z.par_chunks(1 << 14))
-                .for_each(|(e, z)| piece(e, z));
-        }
-    }
-
-    /// Refuses steps past the horizon before any is taken.
-    fn check_horizon(&self, n: usize) -> Result<()> {
-        if self.t + n as u64 > self.horizon {
-            return Err(Error::param(
-                "horizon",
-                format!(
-                    "the factorization is calibrated for {} steps; this is step {} (give a \
-                     longer --horizon)",
-                    self.horizon,
-                    self.horizon + 1
-                ),
-            ));
-        }
-        Ok(())
-    }
-
     /// One step: the estimate.
     fn step(&mut self, x: f64) -> Result<f64> {
-        self.check_horizon(1)?;
+        check_horizon(self.t, 1, self.horizon)?;
         let mut e = [0.0f64];
-        self.enc.run(&self.fit.mix, &[self.quantise(x)], &mut e);
-        let noise = &self.noise;
-        let z = self.draws.get(|at, z| noise.fill(at, z), self.t)?;
-        self.released(&mut e, &[z]);
+        self.enc
+            .run(&self.fit.mix, &[quantise(x, self.bound)], &mut e);
+        let z = self.draws.one(&self.noise, self.t)?;
+        release(&self.noise, &mut e, &[z]);
         let (mut dec, mut est) = ([0.0f64], [0.0f64]);
         self.dec.run(&self.fit.mix, &e, &mut dec);
         self.sums.estimate(&dec, &mut est);
@@ -192,40 +150,22 @@ impl BltSum {
     /// blocks on every thread, then the decoder and the estimates in order on this thread
     /// while the next chunk's counters are drawn on the others.
     fn stream_chunk(&mut self, chunk: &[f64], col: &mut [f64]) -> Result<()> {
-        self.check_horizon(chunk.len())?;
-        let (t, n) = (self.t, chunk.len() as u64);
-        let noise = self.noise.clone();
-        let mut ahead = std::mem::take(&mut self.ahead);
-        self.draws
-            .take_or_draw(&mut ahead, |at, z| noise.fill(at, z), t, n)?;
-        for (o, &x) in col.iter_mut().zip(chunk) {
-            *o = self.quantise(x);
-        }
+        let (t, n) = (self.t, chunk.len());
+        check_horizon(t, n, self.horizon)?;
+        self.draws.chunk(&self.noise, t, n)?;
         let mut e = std::mem::take(&mut self.scratch);
         e.clear();
-        e.extend_from_slice(col);
+        e.extend(chunk.iter().map(|&x| quantise(x, self.bound)));
         self.enc.run_parallel(&self.fit.mix, &e, col);
-        let z = self
-            .draws
-            .slice(t, col.len())
-            .ok_or_else(|| Error::Numerical("the chunk's noise was not drawn".into()))?;
-        self.released(col, z);
-        let horizon = self.horizon;
+        release(&self.noise, col, self.draws.slice(t, n)?);
         let (mix, dec, sums) = (&self.fit.mix, &mut self.dec, &mut self.sums);
-        e.resize(col.len(), 0.0);
         let decode = || {
             dec.run(mix, col, &mut e);
             sums.estimate(&e, col);
         };
-        let next = || {
-            let (first, end) = (t + n, (t + 2 * n).min(horizon));
-            let drawn = ahead.ensure(|at, z| noise.fill(at, z), first, end.saturating_sub(first));
-            drawn.map(|()| ahead)
-        };
-        let ((), ahead) = overlapped(decode, next);
-        self.ahead = ahead?;
+        self.draws.during(&self.noise, t, n, self.horizon, decode)?;
         self.scratch = e;
-        self.t += n;
+        self.t += n as u64;
         Ok(())
     }
 
@@ -234,8 +174,7 @@ impl BltSum {
         self.enc = Encoder::new(&self.fit.mix);
         self.dec = Decoder::new(&self.fit.mix);
         self.sums = Sums::new(self.kind, self.bound);
-        self.draws = Draws::default();
-        self.ahead = Draws::default();
+        self.draws = Prefetch::default();
     }
 
     /// Standard deviation of the estimate at step `j`.
@@ -264,7 +203,7 @@ impl BltSum {
     /// without noise).
     #[cfg(test)]
     pub(crate) fn encoded(&self, xs: &[f64]) -> Vec<i128> {
-        let qs: Vec<f64> = xs.iter().map(|&x| self.quantise(x)).collect();
+        let qs: Vec<f64> = xs.iter().map(|&x| quantise(x, self.bound)).collect();
         let mut e = vec![0.0; qs.len()];
         Encoder::new(&self.fit.mix).run(&self.fit.mix, &qs, &mut e);
         let inv = 1.0 / self.noise.gamma();
@@ -341,6 +280,95 @@ impl DecayedSum for BltSum {
             "the encoder's output (one per step; the estimates are its public linear \
              functions)",
         )
+    }
+}
+
+/// `x` divided by the bound, clamped to `[0, 1]` and quantised to `2^-32`: a
+/// factorization's input.
+#[inline]
+pub(crate) fn quantise(x: f64, bound: f64) -> f64 {
+    ((x / bound).clamp(0.0, 1.0) * 2f64.powi(32)).round() * 2f64.powi(-32)
+}
+
+/// Refuses steps `t .. t + n` past a factorization's horizon before any is taken.
+pub(crate) fn check_horizon(t: u64, n: usize, horizon: u64) -> Result<()> {
+    if t + n as u64 > horizon {
+        return Err(Error::param(
+            "horizon",
+            format!(
+                "the factorization is calibrated for {horizon} steps; this is step {} (give a \
+                 longer --horizon)",
+                horizon + 1
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The released values (values divided by `B`) of encoder outputs `e` with the draws `z`:
+/// `(round(e / gamma) + z) gamma`, exact integers of grid steps (long chunks on every
+/// thread).
+pub(crate) fn release(noise: &KeyedGauss, e: &mut [f64], z: &[i64]) {
+    let (gamma, inv) = (noise.gamma(), 1.0 / noise.gamma());
+    let piece = |e: &mut [f64], z: &[i64]| {
+        for (v, &z) in e.iter_mut().zip(z) {
+            *v = (((*v * inv).round() as i64 + z) as f64) * gamma;
+        }
+    };
+    if e.len() < 1 << 16 {
+        piece(e, z);
+    } else {
+        e.par_chunks_mut(1 << 14)
+            .zip(z.par_chunks(1 << 14))
+            .for_each(|(e, z)| piece(e, z));
+    }
+}
+
+/// A factorization's noise, step `t`'s counter `t`: the current chunk's draws and the
+/// next chunk's, drawn on the other threads while this one decodes (a draw depends on its
+/// counter alone, so drawing early changes no value).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Prefetch {
+    draws: Draws,
+    ahead: Draws,
+}
+
+impl Prefetch {
+    /// Step `t`'s draw (online).
+    pub(crate) fn one(&mut self, noise: &KeyedGauss, t: u64) -> Result<i64> {
+        self.draws.get(|at, z| noise.fill(at, z), t)
+    }
+
+    /// Counters `t .. t + n` drawn: taken from the ones drawn ahead, else drawn now.
+    pub(crate) fn chunk(&mut self, noise: &KeyedGauss, t: u64, n: usize) -> Result<()> {
+        let Self { draws, ahead } = self;
+        draws.take_or_draw(ahead, |at, z| noise.fill(at, z), t, n as u64)
+    }
+
+    /// The draws of counters `t .. t + n` (drawn by [`chunk`](Self::chunk)).
+    pub(crate) fn slice(&self, t: u64, n: usize) -> Result<&[i64]> {
+        self.draws
+            .slice(t, n)
+            .ok_or_else(|| Error::Numerical("the chunk's noise was not drawn".into()))
+    }
+
+    /// `work()` on this thread while the chunk after `t .. t + n` (up to the horizon) is
+    /// drawn on the others.
+    pub(crate) fn during<R: Send>(
+        &mut self,
+        noise: &KeyedGauss,
+        t: u64,
+        n: usize,
+        horizon: u64,
+        work: impl FnOnce() -> R + Send,
+    ) -> Result<R> {
+        let ahead = &mut self.ahead;
+        let next = || {
+            let (first, end) = (t + n as u64, (t + 2 * n as u64).min(horizon));
+            ahead.ensure(|at, z| noise.fill(at, z), first, end.saturating_sub(first))
+        };
+        let (done, drawn) = overlapped(work, next);
+        drawn.map(|()| done)
     }
 }
 

@@ -40,7 +40,8 @@
 
 use super::block::{BlockMix, Decoder, Encoder, LaneDecoder, LaneEncoder, Precision};
 use super::fit::{Buffers, mix_step};
-use crate::gauss::{Draws, KeyedGauss, grid_for, overlapped};
+use super::{Prefetch, check_horizon, quantise, release};
+use crate::gauss::{KeyedGauss, grid_for};
 use crate::model::{
     CalibrationReport, DecayedSum, Zcdp, check_bound, window_truth, zcdp_guarantee,
 };
@@ -80,14 +81,49 @@ pub struct WindowRoot {
     /// `E_1` of the last `W` steps, by residue.
     e1: Vec<f64>,
     enc2: LaneEncoder,
+    dec: Decoders,
+    /// The draws of the current chunk and the next.
+    draws: Prefetch,
+    /// A chunk's intermediate values (kept between chunks).
+    scratch: [Vec<f64>; 2],
+}
+
+/// The decoder's two stages and the running sum that ends it.
+#[derive(Debug, Clone)]
+struct Decoders {
+    m1: Arc<BlockMix>,
+    m2: Arc<BlockMix>,
+    bound: f64,
     dec1: Decoder,
     dec2: LaneDecoder,
     acc: f64,
-    draws: Draws,
-    /// The next chunk's draws, drawn while this chunk steps.
-    ahead: Draws,
-    /// A chunk's intermediate values (kept between chunks).
-    scratch: [Vec<f64>; 2],
+}
+
+impl Decoders {
+    fn new(m1: &Arc<BlockMix>, m2: &Arc<BlockMix>, w: usize, bound: f64) -> Self {
+        Self {
+            dec1: Decoder::new(m1),
+            dec2: LaneDecoder::new(m2, w),
+            m1: m1.clone(),
+            m2: m2.clone(),
+            bound,
+            acc: 0.0,
+        }
+    }
+
+    /// The window estimates of the released values `y` of steps `t ..` (into `out`), the
+    /// lagged stage's residues on every thread when `parallel`.
+    fn run(&mut self, t: u64, y: &[f64], out: &mut [f64], d1: &mut Vec<f64>, parallel: bool) {
+        d1.resize(y.len(), 0.0);
+        self.dec1.run(&self.m1, y, d1);
+        self.dec2.run(&self.m2, t, d1, out, parallel);
+        let mut acc = self.acc;
+        for o in out.iter_mut() {
+            acc += *o;
+            *o = acc * self.bound;
+        }
+        self.acc = acc;
+    }
 }
 
 /// `1 + sum |omega_i| / (1 - theta_i)`: the mixture's L1 gain.
@@ -177,6 +213,7 @@ impl WindowRoot {
         }
         let noise = KeyedGauss::on_grid(key, 1, l2, horizon, zcdp.rho, grid_exp)?;
         let wu = w as usize;
+        let (m1, m2) = (Arc::new(m1), Arc::new(m2));
         Ok(Self {
             w,
             horizon,
@@ -185,29 +222,20 @@ impl WindowRoot {
             enc1: Encoder::new(&m1),
             e1: vec![0.0; wu],
             enc2: LaneEncoder::new(&m2, wu),
-            dec1: Decoder::new(&m1),
-            dec2: LaneDecoder::new(&m2, wu),
+            dec: Decoders::new(&m1, &m2, wu, bound),
             a1: Arc::new(a1),
             a2: Arc::new(a2),
-            m1: Arc::new(m1),
-            m2: Arc::new(m2),
+            m1,
+            m2,
             noise,
             l2,
             dev,
             cum: Arc::new(cum),
             stride,
             t: 0,
-            acc: 0.0,
-            draws: Draws::default(),
-            ahead: Draws::default(),
+            draws: Prefetch::default(),
             scratch: [Vec::new(), Vec::new()],
         })
-    }
-
-    /// `x` divided by the bound, clamped to `[0, 1]` and quantised to `2^-32`.
-    #[inline]
-    fn quantise(&self, x: f64) -> f64 {
-        ((x / self.bound).clamp(0.0, 1.0) * 2f64.powi(32)).round() * 2f64.powi(-32)
     }
 
     /// The encoder's outputs (values divided by `B`) for the quantised values `q` of
@@ -239,54 +267,15 @@ impl WindowRoot {
         self.enc2.run(&self.m2, t, v, out, parallel);
     }
 
-    /// The released values (values divided by `B`) of encoder outputs `e` with the draws
-    /// `z`: `(round(e / gamma) + z) gamma`, exact integers of grid steps.
-    fn released(&self, e: &mut [f64], z: &[i64]) {
-        let (gamma, inv) = (self.noise.gamma(), 1.0 / self.noise.gamma());
-        for (v, &z) in e.iter_mut().zip(z) {
-            *v = (((*v * inv).round() as i64 + z) as f64) * gamma;
-        }
-    }
-
-    /// The window estimates of the released values `y` of steps `t ..` (into `out`).
-    fn decode(&mut self, y: &[f64], out: &mut [f64], d1: &mut Vec<f64>, parallel: bool) {
-        d1.resize(y.len(), 0.0);
-        self.dec1.run(&self.m1, y, d1);
-        self.dec2.run(&self.m2, self.t, d1, out, parallel);
-        let (mut acc, b) = (self.acc, self.bound);
-        for o in out.iter_mut() {
-            acc += *o;
-            *o = acc * b;
-        }
-        self.acc = acc;
-    }
-
-    /// Refuses steps past the horizon before any is taken.
-    fn check_horizon(&self, n: usize) -> Result<()> {
-        if self.t + n as u64 > self.horizon {
-            return Err(Error::param(
-                "horizon",
-                format!(
-                    "the factorization is calibrated for {} steps; this is step {} (give a \
-                     longer --horizon)",
-                    self.horizon,
-                    self.horizon + 1
-                ),
-            ));
-        }
-        Ok(())
-    }
-
     fn step(&mut self, x: f64) -> Result<f64> {
-        self.check_horizon(1)?;
-        let (q, mut e) = ([self.quantise(x)], [0.0f64]);
+        check_horizon(self.t, 1, self.horizon)?;
+        let (q, mut e) = ([quantise(x, self.bound)], [0.0f64]);
         let mut v = std::mem::take(&mut self.scratch[0]);
         self.encode(&q, &mut e, &mut v, false);
-        let noise = &self.noise;
-        let z = self.draws.get(|at, z| noise.fill(at, z), self.t)?;
-        self.released(&mut e, &[z]);
+        let z = self.draws.one(&self.noise, self.t)?;
+        release(&self.noise, &mut e, &[z]);
         let mut est = [0.0f64];
-        self.decode(&e, &mut est, &mut v, false);
+        self.dec.run(self.t, &e, &mut est, &mut v, false);
         self.scratch[0] = v;
         self.t += 1;
         Ok(est[0])
@@ -296,34 +285,21 @@ impl WindowRoot {
     /// blocks and residues on every thread, the releases, then the decoder while the next
     /// chunk's counters are drawn on the other threads.
     fn stream_chunk(&mut self, chunk: &[f64], col: &mut [f64]) -> Result<()> {
-        self.check_horizon(chunk.len())?;
-        let (t, n) = (self.t, chunk.len() as u64);
-        let noise = self.noise.clone();
-        let mut ahead = std::mem::take(&mut self.ahead);
-        self.draws
-            .take_or_draw(&mut ahead, |at, z| noise.fill(at, z), t, n)?;
+        let (t, n) = (self.t, chunk.len());
+        check_horizon(t, n, self.horizon)?;
+        self.draws.chunk(&self.noise, t, n)?;
         let [mut a, mut b] = std::mem::take(&mut self.scratch);
         a.clear();
-        a.extend(chunk.iter().map(|&x| self.quantise(x)));
+        a.extend(chunk.iter().map(|&x| quantise(x, self.bound)));
         self.encode(&a, col, &mut b, true);
-        let z = self
-            .draws
-            .slice(t, col.len())
-            .ok_or_else(|| Error::Numerical("the chunk's noise was not drawn".into()))?;
-        self.released(col, z);
+        release(&self.noise, col, self.draws.slice(t, n)?);
         a.clear();
         a.extend_from_slice(col);
-        let horizon = self.horizon;
-        let next = || {
-            let (first, end) = (t + n, (t + 2 * n).min(horizon));
-            let drawn = ahead.ensure(|at, z| noise.fill(at, z), first, end.saturating_sub(first));
-            drawn.map(|()| ahead)
-        };
-        let decode = || self.decode(&a, col, &mut b, true);
-        let ((), ahead) = overlapped(decode, next);
-        self.ahead = ahead?;
+        let dec = &mut self.dec;
+        let decode = || dec.run(t, &a, col, &mut b, true);
+        self.draws.during(&self.noise, t, n, self.horizon, decode)?;
         self.scratch = [a, b];
-        self.t += n;
+        self.t += n as u64;
         Ok(())
     }
 
@@ -333,11 +309,8 @@ impl WindowRoot {
         self.enc1 = Encoder::new(&self.m1);
         self.e1 = vec![0.0; wu];
         self.enc2 = LaneEncoder::new(&self.m2, wu);
-        self.dec1 = Decoder::new(&self.m1);
-        self.dec2 = LaneDecoder::new(&self.m2, wu);
-        self.acc = 0.0;
-        self.draws = Draws::default();
-        self.ahead = Draws::default();
+        self.dec = Decoders::new(&self.m1, &self.m2, wu, self.bound);
+        self.draws = Prefetch::default();
     }
 
     /// The encoder's largest deviation from the exact factor at any step (values divided
@@ -374,7 +347,7 @@ impl WindowRoot {
     pub(crate) fn encoded(&self, xs: &[f64]) -> Vec<i128> {
         let mut m = self.clone();
         m.reset();
-        let q: Vec<f64> = xs.iter().map(|&x| m.quantise(x)).collect();
+        let q: Vec<f64> = xs.iter().map(|&x| quantise(x, m.bound)).collect();
         let (mut e, mut v) = (vec![0.0; q.len()], Vec::new());
         m.encode(&q, &mut e, &mut v, false);
         let inv = 1.0 / m.noise.gamma();

@@ -26,15 +26,7 @@ impl KarySum {
         let (k, top, block) = (self.k, self.levels as usize - 1, self.level_len[0]);
         let (b, p) = self.split(self.t, block);
         let cur = (b & 1) as usize;
-        if self.blocks[cur].is_empty() {
-            // Allocated at the first step: choosing an arity builds every candidate.
-            self.blocks[cur] = self
-                .level_len
-                .iter()
-                .map(|&n| vec![0.0; n as usize])
-                .collect();
-            self.leaves[cur] = vec![0.0; block as usize + 1];
-        }
+        self.ensure_blocks(cur);
         if p == 0 {
             self.open.iter_mut().for_each(|v| *v = 0.0);
             self.kids.iter_mut().for_each(|v| *v = 0.0);
@@ -87,6 +79,19 @@ impl KarySum {
             let a = (start + block - here) as usize;
             (prev[block as usize] - prev[a]) + self.total
         })
+    }
+
+    /// The node estimates and leaf sums of the block of parity `cur`, allocated at its
+    /// first use (choosing an arity builds every candidate, most never stepped).
+    fn ensure_blocks(&mut self, cur: usize) {
+        if self.blocks[cur].is_empty() {
+            self.blocks[cur] = self
+                .level_len
+                .iter()
+                .map(|&n| vec![0.0; n as usize])
+                .collect();
+            self.leaves[cur] = vec![0.0; self.level_len[0] as usize + 1];
+        }
     }
 
     /// `(v / d, v % d)` for `d` a power of the arity: by shifts when the arity is a power of
@@ -231,14 +236,7 @@ impl KarySum {
             return Ok(());
         }
         let cur = (b & 1) as usize;
-        if self.blocks[cur].is_empty() {
-            self.blocks[cur] = self
-                .level_len
-                .iter()
-                .map(|&n| vec![0.0; n as usize])
-                .collect();
-            self.leaves[cur] = vec![0.0; block as usize + 1];
-        }
+        self.ensure_blocks(cur);
         let Some(best) = &self.best else {
             return Ok(());
         };

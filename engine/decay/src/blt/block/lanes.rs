@@ -31,18 +31,59 @@ fn rows(lanes: usize, t0: u64, len: usize) -> impl Iterator<Item = (u64, usize, 
 /// Many sequences of one mixture stepped side by side, `lanes` of them: sequence `r` is
 /// the steps `t = m lanes + r` (`m` its own step count), as the window factorization's
 /// lagged stage needs. Its state is laid out sequence-minor (`[buffer][sequence]`), so
-/// every operation of [`Encoder`] runs across sequences, four lanes wide, with each
+/// every operation of [`super::Encoder`] (or [`super::Decoder`]) runs across sequences, with each
 /// sequence's sums in the same order as one sequence alone: a step at a time (online) or a
 /// chunk of rows (bulk, groups of sequences on every thread) give the same bits.
 #[derive(Debug, Clone)]
-pub(crate) struct LaneEncoder {
+pub(crate) struct Lanes<G> {
     lanes: usize,
-    groups: Vec<EncGroup>,
+    groups: Vec<G>,
+}
+
+/// The encoder's lanes.
+pub(crate) type LaneEncoder = Lanes<EncGroup>;
+
+/// The decoder's lanes (the inverse mixture), [`LaneEncoder`]'s inverse.
+pub(crate) type LaneDecoder = Lanes<DecGroup>;
+
+impl<G: Rows> Lanes<G> {
+    /// `lanes` sequences at step 0.
+    pub(crate) fn new(mix: &BlockMix, lanes: usize) -> Self {
+        let groups = (0..lanes)
+            .step_by(GROUP_LANES)
+            .map(|a| G::new(mix, GROUP_LANES.min(lanes - a)))
+            .collect();
+        Self { lanes, groups }
+    }
+
+    /// Steps `t0 .. t0 + x.len()` (the stream's, continuing from the last call), their
+    /// outputs into `out`, groups of sequences on every thread when `parallel`.
+    pub(crate) fn run(
+        &mut self,
+        mix: &BlockMix,
+        t0: u64,
+        x: &[f64],
+        out: &mut [f64],
+        parallel: bool,
+    ) {
+        let plans = plan(self.lanes, t0, out);
+        let go = |(grp, plan): (&mut G, Vec<Piece<'_>>)| {
+            for (m, r0, at, o) in plan {
+                let n = o.len();
+                grp.row(mix, m, r0, &x[at..at + n], o);
+            }
+        };
+        if parallel && self.lanes >= 4 * GROUP_LANES {
+            self.groups.par_iter_mut().zip(plans).for_each(go);
+        } else {
+            self.groups.iter_mut().zip(plans).for_each(go);
+        }
+    }
 }
 
 /// One group of sequences' encoder state.
 #[derive(Debug, Clone)]
-struct EncGroup {
+pub(crate) struct EncGroup {
     /// Its sequences.
     n: usize,
     /// Buffers at the current block's start, `[i n + r]`, as integers and f64.
@@ -50,13 +91,6 @@ struct EncGroup {
     sf: Vec<f64>,
     /// The current block's inputs, `[j n + r]`.
     q: Vec<f64>,
-}
-
-/// The sizes of the groups of `lanes` sequences.
-fn groups_of(lanes: usize) -> impl Iterator<Item = usize> {
-    (0..lanes)
-        .step_by(GROUP_LANES)
-        .map(move |a| GROUP_LANES.min(lanes - a))
 }
 
 /// Lanes summed at a time by [`lanes_sum`] (its accumulators stay in registers).
@@ -130,42 +164,41 @@ impl EncGroup {
     }
 }
 
-impl LaneEncoder {
-    /// `lanes` sequences at step 0.
-    pub(crate) fn new(mix: &BlockMix, lanes: usize) -> Self {
-        let groups = groups_of(lanes)
-            .map(|n| EncGroup {
-                n,
-                s: vec![0; mix.d * n],
-                sf: vec![0.0; mix.d * n],
-                q: vec![0.0; BLOCK * n],
-            })
-            .collect();
-        Self { lanes, groups }
+/// A group of sequences stepped a row at a time.
+pub(crate) trait Rows: Send {
+    /// `n` sequences at step 0.
+    fn new(mix: &BlockMix, n: usize) -> Self;
+    /// Row `m`'s outputs for the group's sequences `r0 .. r0 + x.len()` (group-relative).
+    fn row(&mut self, mix: &BlockMix, m: u64, r0: usize, x: &[f64], out: &mut [f64]);
+}
+
+impl Rows for EncGroup {
+    fn new(mix: &BlockMix, n: usize) -> Self {
+        Self {
+            n,
+            s: vec![0; mix.d * n],
+            sf: vec![0.0; mix.d * n],
+            q: vec![0.0; BLOCK * n],
+        }
     }
 
-    /// The outputs of steps `t0 .. t0 + x.len()` (the stream's, continuing from the last
-    /// call), groups of sequences on every thread when `parallel`.
-    pub(crate) fn run(
-        &mut self,
-        mix: &BlockMix,
-        t0: u64,
-        x: &[f64],
-        out: &mut [f64],
-        parallel: bool,
-    ) {
-        let plans = plan(self.lanes, t0, out);
-        let go = |(grp, plan): (&mut EncGroup, Vec<Piece<'_>>)| {
-            for (m, r0, at, o) in plan {
-                let n = o.len();
-                grp.row(mix, m, r0, &x[at..at + n], o);
-            }
-        };
-        if parallel && self.lanes >= 4 * GROUP_LANES {
-            self.groups.par_iter_mut().zip(plans).for_each(go);
-        } else {
-            self.groups.iter_mut().zip(plans).for_each(go);
+    fn row(&mut self, mix: &BlockMix, m: u64, r0: usize, x: &[f64], out: &mut [f64]) {
+        EncGroup::row(self, mix, m, r0, x, out);
+    }
+}
+
+impl Rows for DecGroup {
+    fn new(mix: &BlockMix, n: usize) -> Self {
+        Self {
+            n,
+            r: vec![0.0; mix.d * n],
+            v: vec![0.0; BLOCK * n],
+            dec: vec![0.0; BLOCK * n],
         }
+    }
+
+    fn row(&mut self, mix: &BlockMix, m: u64, r0: usize, x: &[f64], out: &mut [f64]) {
+        DecGroup::row(self, mix, m, r0, x, out);
     }
 }
 
@@ -196,16 +229,9 @@ fn plan(lanes: usize, t0: u64, out: &mut [f64]) -> Vec<Vec<Piece<'_>>> {
     plans
 }
 
-/// The inverse of [`LaneEncoder`]: `lanes` sequences of the inverse mixture side by side.
-#[derive(Debug, Clone)]
-pub(crate) struct LaneDecoder {
-    lanes: usize,
-    groups: Vec<DecGroup>,
-}
-
 /// One group of sequences' decoder state.
 #[derive(Debug, Clone)]
-struct DecGroup {
+pub(crate) struct DecGroup {
     /// Its sequences.
     n: usize,
     /// Buffers at the current block's start, `[i n + r]`.
@@ -259,45 +285,6 @@ impl DecGroup {
                     *rv = pf.mul_add(*rv, a);
                 }
             }
-        }
-    }
-}
-
-impl LaneDecoder {
-    /// `lanes` sequences at step 0.
-    pub(crate) fn new(mix: &BlockMix, lanes: usize) -> Self {
-        let groups = groups_of(lanes)
-            .map(|n| DecGroup {
-                n,
-                r: vec![0.0; mix.d * n],
-                v: vec![0.0; BLOCK * n],
-                dec: vec![0.0; BLOCK * n],
-            })
-            .collect();
-        Self { lanes, groups }
-    }
-
-    /// The decoded values of steps `t0 .. t0 + y.len()`, groups of sequences on every
-    /// thread when `parallel`.
-    pub(crate) fn run(
-        &mut self,
-        mix: &BlockMix,
-        t0: u64,
-        y: &[f64],
-        out: &mut [f64],
-        parallel: bool,
-    ) {
-        let plans = plan(self.lanes, t0, out);
-        let go = |(grp, plan): (&mut DecGroup, Vec<Piece<'_>>)| {
-            for (m, r0, at, o) in plan {
-                let n = o.len();
-                grp.row(mix, m, r0, &y[at..at + n], o);
-            }
-        };
-        if parallel && self.lanes >= 4 * GROUP_LANES {
-            self.groups.par_iter_mut().zip(plans).for_each(go);
-        } else {
-            self.groups.iter_mut().zip(plans).for_each(go);
         }
     }
 }

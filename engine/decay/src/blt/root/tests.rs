@@ -178,7 +178,7 @@ fn the_block_encoder_is_within_its_bound() {
             * (2.0 * crate::blt::fit::encoder_error(&m.a1.theta_m, &m.a1.omega) + 2f64.powi(-39));
         assert!(m.dev < 1e-6, "W {w}: {}", m.dev);
         for xs in &streams {
-            let qs: Vec<f64> = xs.iter().map(|&x| m.quantise(x)).collect();
+            let qs: Vec<f64> = xs.iter().map(|&x| quantise(x, m.bound)).collect();
             let want = exact_encoding(&m, &qs);
             let (mut online, mut v) = (vec![0.0; n], Vec::new());
             let mut a = m.clone();
