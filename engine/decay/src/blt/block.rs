@@ -51,8 +51,7 @@
 
 use rayon::prelude::*;
 
-mod lanes;
-pub(crate) use lanes::{LaneDecoder, LaneEncoder};
+pub(crate) mod lanes;
 
 /// Steps per block (a power of two: `theta^BLOCK` by squarings).
 pub(crate) const BLOCK: usize = 32;

@@ -38,7 +38,8 @@
 //! order on every path (a step at a time, or a chunk's blocks and residues on every
 //! thread), and step `t`'s noise is counter `t` of a [`KeyedGauss`].
 
-use super::block::{BlockMix, Decoder, Encoder, LaneDecoder, LaneEncoder, Precision};
+use super::block::lanes::{LaneDecoder, LaneEncoder};
+use super::block::{BlockMix, Decoder, Encoder, Precision};
 use super::fit::{Buffers, mix_step};
 use super::{Prefetch, check_horizon, quantise, release};
 use crate::gauss::{KeyedGauss, grid_for};
