@@ -11,21 +11,22 @@
 //! and the blocks of a chunk encode in parallel once the buffers at their starts are known.
 //!
 //! **Encoder** ([`Encoder`], the privacy-relevant direction). The buffers at block starts
-//! are exact integers ([`Precision`]: 64 bits with units as fine as their range allows,
-//! `2^-36` for a running sum's; or 128 bits, units `2^-64`), advanced by
-//! `floor(S P_i / 2^64)` (`P_i = theta_i^BLOCK` from five exact squarings at 128 bits,
-//! floored) plus the block's contribution, computed in f64 and rounded to the units. Within
+//! are exact 64-bit integers with units as fine as their range allows ([`Precision`]:
+//! `2^-36` for a running sum's buffers, `2^-48` for the window factorization's lagged
+//! differences, whose buffers stay below `W`; until 2026-12 that stage kept 128-bit
+//! buffers), advanced by `floor(S P_i / 2^64)` (`P_i = theta_i^BLOCK` from five exact
+//! squarings at 128 bits, floored) plus the block's contribution, computed in f64 and
+//! rounded to the units. Within
 //! a block everything is f64 (fused multiply-adds, the tables `theta^k` and
 //! `omega theta^k` rounded once from double-double powers). Each error is bounded
 //! ([`BlockMix::enc_err`], the worst case over every input the precision allows,
 //! `|q| <= Q`; `u = 2^-53`, `u' = u (1 + 2^-40)`, `g_m = m u / (1 - m u)`,
-//! `M_i = Q / (1 - theta_i)`, `W_1 = sum |omega_i|`):
+//! `M_i` the bound on buffer `i`, `Q / (1 - theta_i)` or the lagged one, `W_1 = sum |omega_i|`):
 //! * the contribution `D_i = sum_s theta_i^k q_s` within `Q (BLOCK u' + u BLOCK (BLOCK + 1)
 //!   / 2)` (the tables, and the fused sum's roundings, `u` times each partial sum); with the
 //!   rounding to units, the floor and `P`'s error, the buffers at block starts stay within
 //!   `eps_i = (that + 2 units + 2^-63 M_i) / (1 - theta_i^BLOCK)` of the exact ones;
-//! * the carried part `sum_i omega_i theta_i^j S_i` (the buffers as f64 within `u`, two
-//!   roundings at 128 bits) within `sum_i |omega_i| (eps_i + M_i (u' + 2u))` plus `u` times
+//! * the carried part `sum_i omega_i theta_i^j S_i` (the buffers as f64 within `u`) within `sum_i |omega_i| (eps_i + M_i (u' + 2u))` plus `u` times
 //!   the fused sum's partial sums of `|omega_i| (M_i + eps_i)` (the slowest buffers, the
 //!   largest terms, come last);
 //! * the block's own part `sum c_k q_(j-k)` within `1.01 BLOCK W_1 Q (g_(B+d+1) + g_B)`;
@@ -106,13 +107,10 @@ pub(crate) struct BlockMix {
     c: Vec<f64>,
     /// The first coefficients of the inverse mixture (`h[0] = 1`).
     h: Vec<f64>,
-    /// How the buffers at block starts are kept, and their fraction bits.
-    precision: Precision,
+    /// The fraction bits of the buffers at block starts.
     units: i32,
-    /// `floor(theta_i^BLOCK 2^64)`, exactly (narrow).
+    /// `floor(theta_i^BLOCK 2^64)`, exactly.
     p: Vec<u64>,
-    /// `theta_i^BLOCK 2^128`, floored squarings, at most 32 low (wide).
-    p_wide: Vec<u128>,
     /// `fl(theta_i^BLOCK)` (the decoder's advance).
     pf: Vec<f64>,
     /// The encoder's deviation bound per step, in values.
@@ -131,18 +129,37 @@ pub(crate) enum Precision {
         /// The inputs' largest magnitude (either sign).
         q_max: f64,
     },
-    /// In 128 bits, units `2^-64` (four products an advance; the bound a few `1e-11`
-    /// times `q_max`).
-    Int128 {
-        /// The inputs' largest magnitude (either sign), at most `2^20`.
+    /// In 64 bits for inputs that are differences `x_t - x_(t - lag)` of a stream in
+    /// `[0, q_max]` (the window factorization's first stage): buffer `i` is then within
+    /// `q_max (1 - theta_i^lag) / (1 - theta_i)`, at most `lag q_max` (the two sums of
+    /// the stream it differences each lie in `[0, q_max (1 - theta_i^lag) / (1 - theta_i)]`),
+    /// which leaves room for finer units (`2^-48` for lags up to `2^11`).
+    Lagged {
+        /// The stream's largest value.
         q_max: f64,
+        /// The lag of the differences.
+        lag: u64,
     },
 }
 
 impl Precision {
     fn q_max(self) -> f64 {
         match self {
-            Self::Int64 { q_max } | Self::Int128 { q_max } => q_max,
+            Self::Int64 { q_max } | Self::Lagged { q_max, .. } => q_max,
+        }
+    }
+
+    /// A bound on a buffer's magnitude for every input allowed, the buffer's `theta`
+    /// being `1 - gap`.
+    fn buffer_bound(self, gap: f64) -> f64 {
+        let q = self.q_max();
+        match self {
+            Self::Lagged { lag, .. } => {
+                // 1 - theta^lag, rounded up, over the gap.
+                let lagged = -(lag as f64 * (-gap).ln_1p()).exp_m1() * (1.0 + 1e-9);
+                q * (lagged / gap).min(lag as f64) * (1.0 + 1e-9)
+            }
+            Self::Int64 { .. } => q / gap * (1.0 + 1e-9),
         }
     }
 }
@@ -197,28 +214,28 @@ impl BlockMix {
         for k in 1..BLOCK {
             h[k] = -(1..=k).fold(0.0, |acc, m| acc + c[m] * h[k - m]);
         }
-        let p_wide: Vec<u128> = theta_m
+        // theta_i^BLOCK 2^128 by floored squarings (at most 32 units low), then floored to
+        // 64 bits.
+        let p = theta_m
             .iter()
             .map(|&m| {
                 let mut x = u128::from(m) << 64;
                 for _ in 0..SQUARINGS {
                     x = mul_hi(x, x);
                 }
-                x
+                (x >> 64) as u64
             })
             .collect();
-        let p = p_wide.iter().map(|&x| (x >> 64) as u64).collect();
         let pf = (0..d).map(|i| pow[BLOCK][i]).collect();
         let q = precision.q_max();
-        let units = match precision {
-            Precision::Int64 { .. } => {
-                let m_max = theta_m
-                    .iter()
-                    .map(|&m| 1.0 / ((2f64.powi(64) - m as f64).max(1.0) * 2f64.powi(-64)))
-                    .fold(1.0, f64::max);
-                units_for(q * m_max * 1.01, q)
-            }
-            Precision::Int128 { .. } => 64,
+        let units = {
+            let s_max = theta_m
+                .iter()
+                .map(|&m| {
+                    precision.buffer_bound((2f64.powi(64) - m as f64).max(1.0) * 2f64.powi(-64))
+                })
+                .fold(q, f64::max);
+            units_for(s_max * 1.01, q)
         };
         let (err, reach) = bound(theta_m, omega, precision, units);
         Self {
@@ -228,10 +245,8 @@ impl BlockMix {
             t,
             c,
             h,
-            precision,
             units,
             p,
-            p_wide,
             pf,
             err,
             reach,
@@ -288,16 +303,26 @@ impl BlockMix {
             // Every k for every j, over `v` padded with zeros before its start: a term with
             // k > j adds +-0 to a sum that is never -0 (it starts at +0), so the same bits
             // as the terms k <= j alone, in loops of a fixed length (`acc` in registers).
+            // The first half's terms stop at k = HALF - 1 (the rest are the zeros k > j).
+            const HALF: usize = BLOCK / 2;
             let mut pad = [0.0f64; 2 * BLOCK];
             pad[BLOCK..].copy_from_slice(v);
-            let mut acc = [0.0f64; BLOCK];
-            for (k, &ck) in coef.iter().enumerate().skip(from) {
-                let src: &[f64; BLOCK] = block_of(&pad[BLOCK - k..2 * BLOCK - k]);
-                for j in 0..BLOCK {
-                    acc[j] = ck.mul_add(src[j], acc[j]);
+            let mut lo = [0.0f64; HALF];
+            for (k, &ck) in coef.iter().enumerate().take(HALF).skip(from) {
+                let src = &pad[BLOCK - k..BLOCK - k + HALF];
+                for j in 0..HALF {
+                    lo[j] = ck.mul_add(src[j], lo[j]);
                 }
             }
-            *out = acc;
+            let mut hi = [0.0f64; HALF];
+            for (k, &ck) in coef.iter().enumerate().skip(from) {
+                let src = &pad[BLOCK + HALF - k..BLOCK + BLOCK - k];
+                for j in 0..HALF {
+                    hi[j] = ck.mul_add(src[j], hi[j]);
+                }
+            }
+            out[..HALF].copy_from_slice(&lo);
+            out[HALF..].copy_from_slice(&hi);
             return;
         }
         for j in j0..j1 {
@@ -352,31 +377,14 @@ impl BlockMix {
     /// `ds`: the integer and its f64 value.
     #[inline]
     fn advance_one(&self, i: usize, s: i128, ds: f64) -> (i128, f64) {
-        match self.precision {
-            Precision::Int64 { .. } => {
-                // |ds| <= BLOCK q_max and |s| below 2^60 units (`units_for`): one product,
-                // truncated.
-                let scale = f64::from(self.units).exp2();
-                let add = (ds * scale).round() as i64;
-                let s = s as i64;
-                let mag = ((u128::from(s.unsigned_abs()) * u128::from(self.p[i])) >> 64) as i64;
-                let s = if s < 0 { -mag } else { mag } + add;
-                (i128::from(s), s as f64 / scale)
-            }
-            Precision::Int128 { .. } => {
-                // |ds| below 2^25: an integer of units below 2^89, split exactly into a
-                // signed high half and an unsigned low one.
-                let r = (ds * 2f64.powi(64)).round();
-                let hi = (r * 2f64.powi(-64)).floor();
-                let lo = r - hi * 2f64.powi(64);
-                let add = (i128::from(hi as i64) << 64) + i128::from(lo as u64);
-                let mag = mul_hi(s.unsigned_abs(), self.p_wide[i]) as i128;
-                let s = if s < 0 { -mag } else { mag } + add;
-                // Two roundings (the low half, then the sum).
-                let v = ((s >> 64) as i64 as f64) + (s as u64 as f64) * 2f64.powi(-64);
-                (s, v)
-            }
-        }
+        // |ds| <= BLOCK q_max and |s| below 2^60 units (`units_for`): one product,
+        // truncated.
+        let scale = f64::from(self.units).exp2();
+        let add = (ds * scale).round() as i64;
+        let s = s as i64;
+        let mag = ((u128::from(s.unsigned_abs()) * u128::from(self.p[i])) >> 64) as i64;
+        let s = if s < 0 { -mag } else { mag } + add;
+        (i128::from(s), s as f64 / scale)
     }
 }
 
@@ -388,12 +396,9 @@ fn bound(theta_m: &[u64], omega: &[f64], precision: Precision, units: i32) -> (f
     // A table entry (theta^k, omega theta^k) within u' of the exact value.
     let u1 = U * (1.0 + 2f64.powi(-40));
     let w1: f64 = omega.iter().map(|o| o.abs()).sum();
-    // P's error relative to theta^BLOCK: 2^-64 (floored from 128 bits) or 32 2^-128; the
-    // buffers as f64: one rounding (64 bits) or two (128).
-    let (p_err, sf_err) = match precision {
-        Precision::Int64 { .. } => (2f64.powi(-63), U),
-        Precision::Int128 { .. } => (2f64.powi(-122), 2.0 * U),
-    };
+    // P's error relative to theta^BLOCK: 2^-64 (floored from 128 bits) and 32 2^-128; the
+    // buffers as f64: one rounding.
+    let (p_err, sf_err) = (2f64.powi(-63), U);
     // The contribution, a fused sum over s in order of terms below q each: the tables'
     // errors (BLOCK u' q) and the roundings, u times the partial sums (at most (k + 1) q).
     let floats = q * (bf * u1 + 1.01 * U * bf * (bf + 1.0) / 2.0);
@@ -402,7 +407,7 @@ fn bound(theta_m: &[u64], omega: &[f64], precision: Precision, units: i32) -> (f
         // 1 - theta from its integer form, and 1 - theta^BLOCK from it (rounded down).
         let gap = (2f64.powi(64) - m as f64).max(1.0) * 2f64.powi(-64);
         let gap_b = -(bf * (-gap).ln_1p()).exp_m1() * (1.0 - 1e-9);
-        let big_m = q / gap * (1.0 + 1e-9);
+        let big_m = precision.buffer_bound(gap);
         // The contribution's floats, the rounding to units and the floor or truncation,
         // and P's error on the buffer: per block, kept by the buffer within
         // 1 / (1 - theta^BLOCK) of them.
@@ -468,7 +473,7 @@ impl Encoder {
 
     /// The same outputs as [`run`](Self::run), the whole blocks on every thread: their
     /// contributions in parallel, the buffers' values at the blocks' starts (in order over
-    /// the blocks; 128-bit buffers in parallel), then the blocks' outputs in parallel.
+    /// the blocks), then the blocks' outputs in parallel.
     pub(crate) fn run_parallel(&mut self, mix: &BlockMix, qs: &[f64], out: &mut [f64]) {
         let head = ((BLOCK - self.j) % BLOCK).min(qs.len());
         self.run(mix, &qs[..head], &mut out[..head]);
@@ -486,41 +491,15 @@ impl Encoder {
                 .zip(qg.par_chunks(BLOCK))
                 .for_each(|(o, qb)| mix.contribution(block_of(qb), o));
             starts.resize(n * d, 0.0);
-            if let Precision::Int64 { .. } = mix.precision {
-                // One product an advance: in order over the blocks, starts[b d + i].
-                for (st, c) in starts.chunks_exact_mut(d).zip(ds.chunks_exact(dp)) {
-                    st.copy_from_slice(&self.sf);
-                    mix.advance(&mut self.s, &mut self.sf, c);
-                }
-                og.par_chunks_mut(BLOCK)
-                    .zip(qg.par_chunks(BLOCK))
-                    .zip(starts.par_chunks(d))
-                    .for_each(|((o, qb), sf)| mix.encode(sf, block_of(qb), 0, BLOCK, o));
-            } else {
-                // Four products an advance: the buffers in parallel, starts[i n + b].
-                starts
-                    .par_chunks_mut(n)
-                    .zip(self.s.par_iter_mut().zip(self.sf.par_iter_mut()))
-                    .enumerate()
-                    .for_each(|(i, (st, (s, sf)))| {
-                        for (o, c) in st.iter_mut().zip(ds.chunks_exact(dp)) {
-                            *o = *sf;
-                            (*s, *sf) = mix.advance_one(i, *s, c[i]);
-                        }
-                    });
-                og.par_chunks_mut(BLOCK)
-                    .zip(qg.par_chunks(BLOCK))
-                    .enumerate()
-                    .for_each_init(
-                        || vec![0.0; d],
-                        |sf, (b, (o, qb))| {
-                            for (v, col) in sf.iter_mut().zip(starts.chunks_exact(n)) {
-                                *v = col[b];
-                            }
-                            mix.encode(sf, block_of(qb), 0, BLOCK, o);
-                        },
-                    );
+            // One product an advance: in order over the blocks, starts[b d + i].
+            for (st, c) in starts.chunks_exact_mut(d).zip(ds.chunks_exact(dp)) {
+                st.copy_from_slice(&self.sf);
+                mix.advance(&mut self.s, &mut self.sf, c);
             }
+            og.par_chunks_mut(BLOCK)
+                .zip(qg.par_chunks(BLOCK))
+                .zip(starts.par_chunks(d))
+                .for_each(|((o, qb), sf)| mix.encode(sf, block_of(qb), 0, BLOCK, o));
         }
         let rest = head + whole;
         self.run(mix, &qs[rest..], &mut out[rest..]);
@@ -629,6 +608,45 @@ mod tests {
         }
     }
 
+    /// The lagged differences of streams in `[0, 1]` keep every buffer within its stated
+    /// bound, and the worst stream (a full window then an empty one) nearly reaches it; an
+    /// unlagged bound would be far larger.
+    #[test]
+    fn lagged_buffers_stay_within_their_bound() {
+        let lag = 50u64;
+        let precision = Precision::Lagged { q_max: 1.0, lag };
+        for theta in [0.5, 0.97, 0.999, 1.0 - 2f64.powi(-20)] {
+            let gap = 1.0 - theta;
+            let stated = precision.buffer_bound(gap);
+            assert!(stated <= lag as f64 * (1.0 + 1e-8), "{stated}");
+            let streams: [Box<dyn Fn(u64) -> f64>; 3] = [
+                Box::new(|t| {
+                    if (t / lag).is_multiple_of(2) {
+                        1.0
+                    } else {
+                        0.0
+                    }
+                }),
+                Box::new(|t| f64::from((t * 7919 % 13) as u32) / 12.0),
+                Box::new(|t| if t < 20 * lag { 1.0 } else { 0.0 }),
+            ];
+            let mut reached: f64 = 0.0;
+            for x in &streams {
+                let mut s = 0.0f64;
+                for t in 0..20_000u64 {
+                    let dq = x(t) - if t >= lag { x(t - lag) } else { 0.0 };
+                    s = theta * s + dq;
+                    assert!(s.abs() <= stated, "theta {theta} step {t}: {s} > {stated}");
+                    reached = reached.max(s.abs());
+                }
+            }
+            assert!(
+                reached > 0.9 * stated,
+                "theta {theta}: {reached} of {stated}"
+            );
+        }
+    }
+
     /// The decoder inverts the encoder (up to float rounding), block by block.
     #[test]
     fn the_decoder_inverts_the_mixture() {
@@ -665,7 +683,10 @@ mod speed {
         let omega: Vec<f64> = (0..d).map(|i| 0.1 / (i + 1) as f64).collect();
         for precision in [
             Precision::Int64 { q_max: 1.0 },
-            Precision::Int128 { q_max: 1.0 },
+            Precision::Lagged {
+                q_max: 1.0,
+                lag: 1024,
+            },
         ] {
             let mix = BlockMix::new(&theta_m, &theta, &omega, precision);
             let n = 1 << 22;

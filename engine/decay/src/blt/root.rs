@@ -40,7 +40,7 @@
 
 use super::block::lanes::{LaneDecoder, LaneEncoder};
 use super::block::{BlockMix, Decoder, Encoder, Precision};
-use super::fit::{Buffers, mix_step};
+use super::fit::{Buffers, Spacing, mix_step};
 use super::{Prefetch, check_horizon, quantise, release};
 use crate::gauss::{KeyedGauss, grid_for};
 use crate::model::{
@@ -79,8 +79,10 @@ pub struct WindowRoot {
     stride: u64,
     t: u64,
     enc1: Encoder,
-    /// `E_1` of the last `W` steps, by residue.
-    e1: Vec<f64>,
+    /// The quantised inputs of the last `W` steps, by residue.
+    ring: Vec<f64>,
+    /// Scratch: a chunk's lagged differences.
+    dq: Vec<f64>,
     enc2: LaneEncoder,
     dec: Decoders,
     /// The draws of the current chunk and the next.
@@ -112,14 +114,14 @@ impl Decoders {
         }
     }
 
-    /// The window estimates of the released values `y` of steps `t ..` (into `out`), the
+    /// The window estimates of the released values of steps `t ..`, in place (`io`), the
     /// lagged stage's residues on every thread when `parallel`.
-    fn run(&mut self, t: u64, y: &[f64], out: &mut [f64], d1: &mut Vec<f64>, parallel: bool) {
-        d1.resize(y.len(), 0.0);
-        self.dec1.run(&self.m1, y, d1);
-        self.dec2.run(&self.m2, t, d1, out, parallel);
+    fn run(&mut self, t: u64, io: &mut [f64], d1: &mut Vec<f64>, parallel: bool) {
+        d1.resize(io.len(), 0.0);
+        self.dec1.run(&self.m1, io, d1);
+        self.dec2.run(&self.m2, t, d1, io, parallel);
         let mut acc = self.acc;
-        for o in out.iter_mut() {
+        for o in io.iter_mut() {
             acc += *o;
             *o = acc * self.bound;
         }
@@ -169,8 +171,8 @@ impl WindowRoot {
                 ),
             ));
         }
-        let a1 = Buffers::new(horizon as f64, 1.0)?;
-        let a2 = Buffers::new(horizon.div_ceil(w) as f64, 1.0)?;
+        let a1 = Buffers::new(horizon as f64, 1.0, Spacing::COARSE)?;
+        let a2 = Buffers::new(horizon.div_ceil(w) as f64, 1.0, Spacing::COARSER)?;
         if w.saturating_mul(a2.theta.len() as u64 + 2) > MAX_LAGGED {
             return Err(Error::param(
                 "window",
@@ -182,11 +184,10 @@ impl WindowRoot {
             &a1.theta_m,
             &a1.theta,
             &a1.omega,
-            Precision::Int128 { q_max: 1.0 },
+            Precision::Lagged { q_max: 1.0, lag: w },
         );
         let e1 = m1.enc_err();
-        let u = f64::EPSILON / 2.0;
-        let q_max = (reach * (1.0 + 1e-6) + 2.0 * e1) * (1.0 + 4.0 * u);
+        let q_max = reach * (1.0 + 1e-6) + e1;
         if !q_max.is_finite() || q_max >= MAX_LAGGED_INPUT {
             return Err(Error::Numerical(
                 "the window factorization's first stage is out of the encoder's range".into(),
@@ -198,7 +199,7 @@ impl WindowRoot {
             &a2.omega,
             Precision::Int64 { q_max },
         );
-        let dev = gain(&a2) * (2.0 * e1 + u * q_max) + m2.enc_err();
+        let dev = gain(&a2) * e1 + m2.enc_err();
         let l2 = norm * (1.0 + 1e-6) + 2.0 * dev * (horizon as f64).sqrt();
         let grid_exp = grid_for(l2 / (2.0 * zcdp.rho).sqrt());
         // Every encoder output, in grid steps, and its noise must be exact integers in f64.
@@ -221,7 +222,8 @@ impl WindowRoot {
             bound,
             zcdp,
             enc1: Encoder::new(&m1),
-            e1: vec![0.0; wu],
+            ring: vec![0.0; wu],
+            dq: Vec::new(),
             enc2: LaneEncoder::new(&m2, wu),
             dec: Decoders::new(&m1, &m2, wu, bound),
             a1: Arc::new(a1),
@@ -243,27 +245,26 @@ impl WindowRoot {
     /// steps `t ..` (into `out`), both stages' blocks on every thread when `parallel`.
     fn encode(&mut self, q: &[f64], out: &mut [f64], v: &mut Vec<f64>, parallel: bool) {
         let n = q.len();
+        // q_t - q_(t - W) (exact: multiples of 2^-32 in [0, 1]): the inputs of the last W
+        // steps from the ring, by residue, then the chunk itself.
+        let (w, t) = (self.w as usize, self.t);
+        let ring = &mut self.ring;
+        let res = |p: usize| ((t + p as u64) % self.w) as usize;
+        let dq = &mut self.dq;
+        dq.clear();
+        dq.extend(
+            q.iter()
+                .enumerate()
+                .map(|(p, &x)| x - if p >= w { q[p - w] } else { ring[res(p)] }),
+        );
+        for p in n - n.min(w)..n {
+            ring[res(p)] = q[p];
+        }
         v.resize(n, 0.0);
         if parallel {
-            self.enc1.run_parallel(&self.m1, q, v);
+            self.enc1.run_parallel(&self.m1, dq, v);
         } else {
-            self.enc1.run(&self.m1, q, v);
-        }
-        // V = E_1 - E_1(t - W): from the ring for the first W steps, then the chunk itself.
-        let (w, t) = (self.w as usize, self.t);
-        let e1 = &mut self.e1;
-        let keep = n.min(w);
-        let last: Vec<f64> = v[n - keep..].to_vec();
-        for p in (0..n).rev() {
-            let old = if p >= w {
-                v[p - w]
-            } else {
-                e1[((t + p as u64) % self.w) as usize]
-            };
-            v[p] -= old;
-        }
-        for (k, e) in last.into_iter().enumerate() {
-            e1[((t + (n - keep + k) as u64) % self.w) as usize] = e;
+            self.enc1.run(&self.m1, dq, v);
         }
         self.enc2.run(&self.m2, t, v, out, parallel);
     }
@@ -275,11 +276,10 @@ impl WindowRoot {
         self.encode(&q, &mut e, &mut v, false);
         let z = self.draws.one(&self.noise, self.t)?;
         release(&self.noise, &mut e, &[z]);
-        let mut est = [0.0f64];
-        self.dec.run(self.t, &e, &mut est, &mut v, false);
+        self.dec.run(self.t, &mut e, &mut v, false);
         self.scratch[0] = v;
         self.t += 1;
-        Ok(est[0])
+        Ok(e[0])
     }
 
     /// A chunk: its draws (drawn while the chunk before stepped, else now), the encoder's
@@ -294,10 +294,8 @@ impl WindowRoot {
         a.extend(chunk.iter().map(|&x| quantise(x, self.bound)));
         self.encode(&a, col, &mut b, true);
         release(&self.noise, col, self.draws.slice(t, n)?);
-        a.clear();
-        a.extend_from_slice(col);
         let dec = &mut self.dec;
-        let decode = || dec.run(t, &a, col, &mut b, true);
+        let decode = || dec.run(t, col, &mut b, true);
         self.draws.during(&self.noise, t, n, self.horizon, decode)?;
         self.scratch = [a, b];
         self.t += n as u64;
@@ -308,7 +306,7 @@ impl WindowRoot {
         let wu = self.w as usize;
         self.t = 0;
         self.enc1 = Encoder::new(&self.m1);
-        self.e1 = vec![0.0; wu];
+        self.ring = vec![0.0; wu];
         self.enc2 = LaneEncoder::new(&self.m2, wu);
         self.dec = Decoders::new(&self.m1, &self.m2, wu, self.bound);
         self.draws = Prefetch::default();
