@@ -49,7 +49,8 @@ use super::kary::Kind;
 use super::model::{
     CalibrationReport, DecayedSum, Sliding, Zcdp, check_bound, window_truth, zcdp_guarantee,
 };
-use block::{Decoder, Encoder};
+use block::Encoder;
+use block::decoder::Decoder;
 use fit::Fit;
 use kinsey_core::{Error, Result};
 use rayon::prelude::*;
@@ -147,8 +148,8 @@ impl BltSum {
     }
 
     /// A chunk: its draws (drawn while the chunk before stepped, else now), the encoder's
-    /// blocks on every thread, then the decoder and the estimates in order on this thread
-    /// while the next chunk's counters are drawn on the others.
+    /// blocks on every thread, then the decoder's blocks and the estimates while the next
+    /// chunk's counters are drawn (the threads share both).
     fn stream_chunk(&mut self, chunk: &[f64], col: &mut [f64]) -> Result<()> {
         let (t, n) = (self.t, chunk.len());
         check_horizon(t, n, self.horizon)?;
@@ -160,7 +161,7 @@ impl BltSum {
         release(&self.noise, col, self.draws.slice(t, n)?);
         let (mix, dec, sums) = (&self.fit.mix, &mut self.dec, &mut self.sums);
         let decode = || {
-            dec.run(mix, col, &mut e);
+            dec.run_parallel(mix, col, &mut e);
             sums.estimate(&e, col);
         };
         self.draws.during(&self.noise, t, n, self.horizon, decode)?;

@@ -40,9 +40,10 @@
 //! (`blt::tests::build_times`). The test `blt::tests::the_block_encoder_is_within_its_bound`
 //! holds it against an exact integer encoder on adversarial streams.
 //!
-//! **Decoder** ([`Decoder`], post-processing: no bound needed). The inverse mixture
-//! `C^-1` in the same block form: `dec = L^-1 (y - carried)`, `L^-1` the first [`BLOCK`]
-//! coefficients of `C^-1`, the buffers at block starts in f64.
+//! **Decoder** ([`decoder::Decoder`], post-processing: no bound needed). The inverse
+//! mixture `C^-1` in the same block form, its blocks on every thread too: `dec = L^-1 (y -
+//! carried)`, `L^-1` the first [`BLOCK`] coefficients of `C^-1`, the buffers at block
+//! starts in f64.
 //!
 //! **Bit for bit.** Every output is computed by the same operations in the same order
 //! whether a block is stepped one value at a time (online) or whole (bulk, blocks in
@@ -52,6 +53,7 @@
 
 use rayon::prelude::*;
 
+pub(crate) mod decoder;
 pub(crate) mod lanes;
 
 /// Steps per block (a power of two: `theta^BLOCK` by squarings).
@@ -111,8 +113,15 @@ pub(crate) struct BlockMix {
     units: i32,
     /// `floor(theta_i^BLOCK 2^64)`, exactly.
     p: Vec<u64>,
-    /// `fl(theta_i^BLOCK)` (the decoder's advance).
+    /// `fl(theta_i^BLOCK)`.
     pf: Vec<f64>,
+    /// The decoder's carried part, `gd[i BLOCK + j] = (L^-1 F)_(j, i)` (`L^-1` the first
+    /// coefficients `h`, `F` the table `f`): step `j`'s part carried by buffer `i`
+    /// ([`decoder`]).
+    gd: Vec<f64>,
+    /// The decoder's advance, `md[l dp + i] = M_(i, l)` for `M = diag(pf) - T G` (0 past
+    /// `d`): the next start's buffers from this one's.
+    md: Vec<f64>,
     /// The encoder's deviation bound per step, in values.
     err: f64,
     /// A bound on `|E|` for the inputs the precision allows.
@@ -226,7 +235,7 @@ impl BlockMix {
                 (x >> 64) as u64
             })
             .collect();
-        let pf = (0..d).map(|i| pow[BLOCK][i]).collect();
+        let pf: Vec<f64> = (0..d).map(|i| pow[BLOCK][i]).collect();
         let q = precision.q_max();
         let units = {
             let s_max = theta_m
@@ -238,6 +247,7 @@ impl BlockMix {
             units_for(s_max * 1.01, q)
         };
         let (err, reach) = bound(theta_m, omega, precision, units);
+        let (gd, md) = dec_tables(d, dp, &f, &t, &h, &pf);
         Self {
             d,
             dp,
@@ -248,6 +258,8 @@ impl BlockMix {
             units,
             p,
             pf,
+            gd,
+            md,
             err,
             reach,
         }
@@ -264,15 +276,15 @@ impl BlockMix {
         self.reach
     }
 
-    /// `g[j] = sum_i omega_i theta_i^j s_i` (over `i` in order, from `0.0`) for `j` in
+    /// `g[j] = sum_i table[i BLOCK + j] s_i` (over `i` in order, from `0.0`) for `j` in
     /// `j0 .. j1`: the part of steps `j0 .. j1` of a block carried by its buffers at the
-    /// start, `s`.
+    /// start, `s` (`table` is `f`, `omega_i theta_i^j`, or the decoder's `gd`).
     #[inline]
-    fn carried(&self, s: &[f64], j0: usize, j1: usize, g: &mut [f64; BLOCK]) {
+    fn carried(table: &[f64], s: &[f64], j0: usize, j1: usize, g: &mut [f64; BLOCK]) {
         if j0 == 0 && j1 == BLOCK {
             // The whole block: `g` stays in registers, a row of `f` at a time.
             let mut acc = [0.0f64; BLOCK];
-            for (row, &si) in self.f.chunks_exact(BLOCK).zip(s) {
+            for (row, &si) in table.chunks_exact(BLOCK).zip(s) {
                 for j in 0..BLOCK {
                     acc[j] = row[j].mul_add(si, acc[j]);
                 }
@@ -281,7 +293,7 @@ impl BlockMix {
             return;
         }
         g[j0..j1].fill(0.0);
-        for (row, &si) in self.f.chunks_exact(BLOCK).zip(s) {
+        for (row, &si) in table.chunks_exact(BLOCK).zip(s) {
             for j in j0..j1 {
                 g[j] = row[j].mul_add(si, g[j]);
             }
@@ -356,7 +368,7 @@ impl BlockMix {
     #[inline]
     fn encode(&self, s: &[f64], q: &[f64; BLOCK], j0: usize, j1: usize, out: &mut [f64]) {
         let mut g = [0.0f64; BLOCK];
-        self.carried(s, j0, j1, &mut g);
+        Self::carried(&self.f, s, j0, j1, &mut g);
         let mut own = [0.0f64; BLOCK];
         Self::toeplitz(block_of(&self.c), 1, q, j0, j1, &mut own);
         for (j, o) in (j0..j1).zip(out.iter_mut()) {
@@ -386,6 +398,31 @@ impl BlockMix {
         let s = if s < 0 { -mag } else { mag } + add;
         (i128::from(s), s as f64 / scale)
     }
+}
+
+/// The decoder's tables `(gd, md)` (see [`BlockMix`]'s fields and [`decoder`]).
+fn dec_tables(
+    d: usize,
+    dp: usize,
+    f: &[f64],
+    t: &[f64],
+    h: &[f64],
+    pf: &[f64],
+) -> (Vec<f64>, Vec<f64>) {
+    let mut gd = vec![0.0; d * BLOCK];
+    for i in 0..d {
+        for j in 0..BLOCK {
+            gd[i * BLOCK + j] = (0..=j).fold(0.0, |acc, k| h[k].mul_add(f[i * BLOCK + j - k], acc));
+        }
+    }
+    let mut md = vec![0.0; d * dp];
+    for l in 0..d {
+        for i in 0..d {
+            let tg = (0..BLOCK).fold(0.0, |acc, s| t[s * dp + i].mul_add(gd[l * BLOCK + s], acc));
+            md[l * dp + i] = if i == l { pf[i] - tg } else { -tg };
+        }
+    }
+    (gd, md)
 }
 
 /// The encoder's deviation bound and a bound on its outputs (see the module's
@@ -512,58 +549,6 @@ fn block_of(q: &[f64]) -> &[f64; BLOCK] {
     q.try_into().unwrap_or(&[0.0; BLOCK])
 }
 
-/// The decoder's state: the inverse mixture's buffers at the current block's start and
-/// the block's carried-corrected inputs and decoded values so far.
-#[derive(Debug, Clone)]
-pub(crate) struct Decoder {
-    r: Vec<f64>,
-    /// Scratch: a block's contributions.
-    ds: Vec<f64>,
-    v: [f64; BLOCK],
-    dec: [f64; BLOCK],
-    j: usize,
-}
-
-impl Decoder {
-    /// At step 0.
-    pub(crate) fn new(mix: &BlockMix) -> Self {
-        Self {
-            r: vec![0.0; mix.d],
-            ds: vec![0.0; mix.dp],
-            v: [0.0; BLOCK],
-            dec: [0.0; BLOCK],
-            j: 0,
-        }
-    }
-
-    /// The decoded stream `C^-1 y` for `ys`, in order from the current step.
-    pub(crate) fn run(&mut self, mix: &BlockMix, ys: &[f64], out: &mut [f64]) {
-        let mut at = 0;
-        while at < ys.len() {
-            let (j0, take) = (self.j, (BLOCK - self.j).min(ys.len() - at));
-            let j1 = j0 + take;
-            let mut g = [0.0f64; BLOCK];
-            mix.carried(&self.r, j0, j1, &mut g);
-            for (j, &y) in (j0..j1).zip(&ys[at..at + take]) {
-                self.v[j] = y - g[j];
-            }
-            let mut dec = [0.0f64; BLOCK];
-            BlockMix::toeplitz(block_of(&mix.h), 0, &self.v, j0, j1, &mut dec);
-            self.dec[j0..j1].copy_from_slice(&dec[j0..j1]);
-            out[at..at + take].copy_from_slice(&dec[j0..j1]);
-            self.j = j1;
-            if j1 == BLOCK {
-                mix.contribution(&self.dec, &mut self.ds);
-                for ((r, &c), &pf) in self.r.iter_mut().zip(&self.ds).zip(&mix.pf) {
-                    *r = pf.mul_add(*r, c);
-                }
-                self.j = 0;
-            }
-            at += take;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -644,70 +629,6 @@ mod tests {
                 reached > 0.9 * stated,
                 "theta {theta}: {reached} of {stated}"
             );
-        }
-    }
-
-    /// The decoder inverts the encoder (up to float rounding), block by block.
-    #[test]
-    fn the_decoder_inverts_the_mixture() {
-        let theta = [0.5, 0.9, 0.999];
-        let theta_m: Vec<u64> = theta.iter().map(|t| (t * 2f64.powi(64)) as u64).collect();
-        let omega = [0.3, 0.2, 0.01];
-        let mix = BlockMix::new(&theta_m, &theta, &omega, Precision::Int64 { q_max: 1.0 });
-        let qs: Vec<f64> = (0..1000)
-            .map(|i| f64::from((i * 7919) % 13) / 13.0)
-            .collect();
-        let mut e = vec![0.0; qs.len()];
-        Encoder::new(&mix).run(&mix, &qs, &mut e);
-        let mut back = vec![0.0; qs.len()];
-        Decoder::new(&mix).run(&mix, &e, &mut back);
-        for (a, b) in qs.iter().zip(&back) {
-            assert!((a - b).abs() < 1e-9, "{a} {b}");
-        }
-    }
-}
-
-#[cfg(test)]
-mod speed {
-    use super::*;
-
-    /// `cargo test --release -p kinsey-decay --lib -- --ignored --nocapture block_speed`
-    #[test]
-    #[ignore = "timing: run by hand in release"]
-    fn block_speed() {
-        let d = 28usize;
-        let theta: Vec<f64> = (0..d)
-            .map(|i| 1.0 - 0.5f64.powi((i / 2 + 1) as i32))
-            .collect();
-        let theta_m: Vec<u64> = theta.iter().map(|t| (t * 2f64.powi(64)) as u64).collect();
-        let omega: Vec<f64> = (0..d).map(|i| 0.1 / (i + 1) as f64).collect();
-        for precision in [
-            Precision::Int64 { q_max: 1.0 },
-            Precision::Lagged {
-                q_max: 1.0,
-                lag: 1024,
-            },
-        ] {
-            let mix = BlockMix::new(&theta_m, &theta, &omega, precision);
-            let n = 1 << 22;
-            let qs: Vec<f64> = (0..n).map(|i| ((i * 7919) % 13) as f64 / 13.0).collect();
-            let mut e = vec![0.0; n];
-            for threads in [1, 2, 1, 2] {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .expect("pool");
-                let t = std::time::Instant::now();
-                pool.install(|| Encoder::new(&mix).run_parallel(&mix, &qs, &mut e));
-                let enc = t.elapsed().as_secs_f64() / n as f64 * 1e9;
-                let mut back = vec![0.0; n];
-                let t = std::time::Instant::now();
-                Decoder::new(&mix).run(&mix, &e, &mut back);
-                let dec = t.elapsed().as_secs_f64() / n as f64 * 1e9;
-                println!(
-                    "d = {d} {precision:?}: encoder {enc:.1} ns a step ({threads} threads), decoder {dec:.1} ns"
-                );
-            }
         }
     }
 }

@@ -38,8 +38,9 @@
 //! order on every path (a step at a time, or a chunk's blocks and residues on every
 //! thread), and step `t`'s noise is counter `t` of a [`KeyedGauss`].
 
+use super::block::decoder::Decoder;
 use super::block::lanes::{LaneDecoder, LaneEncoder};
-use super::block::{BlockMix, Decoder, Encoder, Precision};
+use super::block::{BlockMix, Encoder, Precision};
 use super::fit::{Buffers, Spacing, mix_step};
 use super::{Prefetch, check_horizon, quantise, release};
 use crate::gauss::{KeyedGauss, grid_for};
@@ -118,7 +119,11 @@ impl Decoders {
     /// lagged stage's residues on every thread when `parallel`.
     fn run(&mut self, t: u64, io: &mut [f64], d1: &mut Vec<f64>, parallel: bool) {
         d1.resize(io.len(), 0.0);
-        self.dec1.run(&self.m1, io, d1);
+        if parallel {
+            self.dec1.run_parallel(&self.m1, io, d1);
+        } else {
+            self.dec1.run(&self.m1, io, d1);
+        }
         self.dec2.run(&self.m2, t, d1, io, parallel);
         let mut acc = self.acc;
         for o in io.iter_mut() {
