@@ -160,7 +160,7 @@ impl BltSum {
         self.enc.run_parallel(&self.fit.mix, &e, col);
         release(&self.noise, col, self.draws.slice(t, n)?);
         let (mix, dec, sums) = (&self.fit.mix, &mut self.dec, &mut self.sums);
-        let decode = || {
+        let decode = |_: &[i64]| {
             dec.run_parallel(mix, col, &mut e);
             sums.estimate(&e, col);
         };
@@ -353,22 +353,26 @@ impl Prefetch {
             .ok_or_else(|| Error::Numerical("the chunk's noise was not drawn".into()))
     }
 
-    /// `work()` on this thread while the chunk after `t .. t + n` (up to the horizon) is
-    /// drawn on the others.
+    /// `work(z)` on this thread, `z` the draws of counters `t .. t + n` (drawn by
+    /// [`chunk`](Self::chunk)), while the chunk after it (up to the horizon) is drawn on
+    /// the others.
     pub(crate) fn during<R: Send>(
         &mut self,
         noise: &KeyedGauss,
         t: u64,
         n: usize,
         horizon: u64,
-        work: impl FnOnce() -> R + Send,
+        work: impl FnOnce(&[i64]) -> R + Send,
     ) -> Result<R> {
-        let ahead = &mut self.ahead;
+        let Self { draws, ahead } = self;
+        let z = draws
+            .slice(t, n)
+            .ok_or_else(|| Error::Numerical("the chunk's noise was not drawn".into()))?;
         let next = || {
             let (first, end) = (t + n as u64, (t + 2 * n as u64).min(horizon));
             ahead.ensure(|at, z| noise.fill(at, z), first, end.saturating_sub(first))
         };
-        let (done, drawn) = overlapped(work, next);
+        let (done, drawn) = overlapped(|| work(z), next);
         drawn.map(|()| done)
     }
 }

@@ -109,8 +109,10 @@ pub(crate) struct BlockMix {
     c: Vec<f64>,
     /// The first coefficients of the inverse mixture (`h[0] = 1`).
     h: Vec<f64>,
-    /// The fraction bits of the buffers at block starts.
-    units: i32,
+    /// `2^units` and `2^-units` for the fraction bits `units` of the buffers at block
+    /// starts (hoisted out of [`advance_one`](Self::advance_one): both exact).
+    scale: f64,
+    inv_scale: f64,
     /// `floor(theta_i^BLOCK 2^64)`, exactly.
     p: Vec<u64>,
     /// `fl(theta_i^BLOCK)`.
@@ -255,7 +257,8 @@ impl BlockMix {
             t,
             c,
             h,
-            units,
+            scale: 2f64.powi(units),
+            inv_scale: 2f64.powi(-units),
             p,
             pf,
             gd,
@@ -312,29 +315,7 @@ impl BlockMix {
         out: &mut [f64; BLOCK],
     ) {
         if j0 == 0 && j1 == BLOCK {
-            // Every k for every j, over `v` padded with zeros before its start: a term with
-            // k > j adds +-0 to a sum that is never -0 (it starts at +0), so the same bits
-            // as the terms k <= j alone, in loops of a fixed length (`acc` in registers).
-            // The first half's terms stop at k = HALF - 1 (the rest are the zeros k > j).
-            const HALF: usize = BLOCK / 2;
-            let mut pad = [0.0f64; 2 * BLOCK];
-            pad[BLOCK..].copy_from_slice(v);
-            let mut lo = [0.0f64; HALF];
-            for (k, &ck) in coef.iter().enumerate().take(HALF).skip(from) {
-                let src = &pad[BLOCK - k..BLOCK - k + HALF];
-                for j in 0..HALF {
-                    lo[j] = ck.mul_add(src[j], lo[j]);
-                }
-            }
-            let mut hi = [0.0f64; HALF];
-            for (k, &ck) in coef.iter().enumerate().skip(from) {
-                let src = &pad[BLOCK + HALF - k..BLOCK + BLOCK - k];
-                for j in 0..HALF {
-                    hi[j] = ck.mul_add(src[j], hi[j]);
-                }
-            }
-            out[..HALF].copy_from_slice(&lo);
-            out[HALF..].copy_from_slice(&hi);
+            Self::toeplitz_whole(coef, from, [v], [out]);
             return;
         }
         for j in j0..j1 {
@@ -346,20 +327,87 @@ impl BlockMix {
         }
     }
 
+    /// [`toeplitz`](Self::toeplitz) for `N` whole blocks at once: their sums interleaved
+    /// (independent chains of fused multiply-adds overlap), each block's in the same order
+    /// as alone, so the same bits.
+    ///
+    /// Every `k` for every `j`, over `v` padded with zeros before its start: a term with
+    /// `k > j` adds +-0 to a sum that is never -0 (it starts at +0), so the same bits as the
+    /// terms `k <= j` alone, in loops of a fixed length (the sums in registers). The first
+    /// half's terms stop at `k = HALF - 1` (the rest are the zeros `k > j`).
+    #[inline]
+    fn toeplitz_whole<const N: usize>(
+        coef: &[f64; BLOCK],
+        from: usize,
+        v: [&[f64; BLOCK]; N],
+        out: [&mut [f64; BLOCK]; N],
+    ) {
+        const HALF: usize = BLOCK / 2;
+        let mut pad = [[0.0f64; 2 * BLOCK]; N];
+        for (p, v) in pad.iter_mut().zip(v) {
+            p[BLOCK..].copy_from_slice(v);
+        }
+        let mut lo = [[0.0f64; HALF]; N];
+        for (k, &ck) in coef.iter().enumerate().take(HALF).skip(from) {
+            for (lo, pad) in lo.iter_mut().zip(&pad) {
+                let src = &pad[BLOCK - k..BLOCK - k + HALF];
+                for j in 0..HALF {
+                    lo[j] = ck.mul_add(src[j], lo[j]);
+                }
+            }
+        }
+        let mut hi = [[0.0f64; HALF]; N];
+        for (k, &ck) in coef.iter().enumerate().skip(from) {
+            for (hi, pad) in hi.iter_mut().zip(&pad) {
+                let src = &pad[BLOCK + HALF - k..BLOCK + BLOCK - k];
+                for j in 0..HALF {
+                    hi[j] = ck.mul_add(src[j], hi[j]);
+                }
+            }
+        }
+        for ((out, lo), hi) in out.into_iter().zip(&lo).zip(&hi) {
+            out[..HALF].copy_from_slice(lo);
+            out[HALF..].copy_from_slice(hi);
+        }
+    }
+
     /// `out[i] = sum_s theta_i^(BLOCK - 1 - s) v[s]` (over `s` in order, from `0.0`) for
     /// every buffer (`out` has `dp` entries): a whole block's part of the next start,
     /// [`LANES`] buffers at a time.
     #[inline]
     fn contribution(&self, v: &[f64; BLOCK], out: &mut [f64]) {
-        for (g0, o) in (0..self.dp).step_by(LANES).zip(out.chunks_exact_mut(LANES)) {
-            let mut lanes = [0.0f64; LANES];
-            for (s, &vs) in v.iter().enumerate() {
+        self.contributions([v], [out]);
+    }
+
+    /// [`contribution`](Self::contribution) for `N` blocks at once: their sums
+    /// interleaved, each in the same order as alone (the same bits).
+    #[inline]
+    fn contributions<const N: usize>(&self, v: [&[f64; BLOCK]; N], mut out: [&mut [f64]; N]) {
+        for g0 in (0..self.dp).step_by(LANES) {
+            let mut lanes = [[0.0f64; LANES]; N];
+            for s in 0..BLOCK {
                 let row = &self.t[s * self.dp + g0..s * self.dp + g0 + LANES];
-                for l in 0..LANES {
-                    lanes[l] = row[l].mul_add(vs, lanes[l]);
+                for (lanes, v) in lanes.iter_mut().zip(&v) {
+                    let vs = v[s];
+                    for l in 0..LANES {
+                        lanes[l] = row[l].mul_add(vs, lanes[l]);
+                    }
                 }
             }
-            o.copy_from_slice(&lanes);
+            for (o, lanes) in out.iter_mut().zip(&lanes) {
+                o[g0..g0 + LANES].copy_from_slice(lanes);
+            }
+        }
+    }
+
+    /// Two whole blocks' (or one's) contributions into `out` (`dp` entries a block).
+    #[inline]
+    fn contributions_of(&self, q: &[f64], out: &mut [f64]) {
+        if q.len() == 2 * BLOCK {
+            let (o1, o2) = out.split_at_mut(self.dp);
+            self.contributions([block_of(&q[..BLOCK]), block_of(&q[BLOCK..])], [o1, o2]);
+        } else {
+            self.contribution(block_of(q), out);
         }
     }
 
@@ -373,6 +421,30 @@ impl BlockMix {
         Self::toeplitz(block_of(&self.c), 1, q, j0, j1, &mut own);
         for (j, o) in (j0..j1).zip(out.iter_mut()) {
             *o = (q[j] + g[j]) + own[j];
+        }
+    }
+
+    /// Two whole blocks' (or one's) outputs, `s` their buffers at their starts (`d` a
+    /// block): [`encode`](Self::encode)'s operations, the Toeplitz parts interleaved.
+    #[inline]
+    fn encode_whole(&self, s: &[f64], q: &[f64], out: &mut [f64]) {
+        if q.len() != 2 * BLOCK {
+            self.encode(s, block_of(q), 0, BLOCK, out);
+            return;
+        }
+        let (qa, qb) = (block_of(&q[..BLOCK]), block_of(&q[BLOCK..]));
+        let (mut own_a, mut own_b) = ([0.0f64; BLOCK], [0.0f64; BLOCK]);
+        Self::toeplitz_whole(block_of(&self.c), 1, [qa, qb], [&mut own_a, &mut own_b]);
+        let (oa, ob) = out.split_at_mut(BLOCK);
+        for ((s, q), (o, own)) in [(&s[..self.d], qa), (&s[self.d..], qb)]
+            .into_iter()
+            .zip([(oa, &own_a), (ob, &own_b)])
+        {
+            let mut g = [0.0f64; BLOCK];
+            Self::carried(&self.f, s, 0, BLOCK, &mut g);
+            for (j, o) in o.iter_mut().enumerate() {
+                *o = (q[j] + g[j]) + own[j];
+            }
         }
     }
 
@@ -391,12 +463,12 @@ impl BlockMix {
     fn advance_one(&self, i: usize, s: i128, ds: f64) -> (i128, f64) {
         // |ds| <= BLOCK q_max and |s| below 2^60 units (`units_for`): one product,
         // truncated.
-        let scale = f64::from(self.units).exp2();
-        let add = (ds * scale).round() as i64;
+        // Powers of two: the product by the inverse is the exact quotient.
+        let add = (ds * self.scale).round() as i64;
         let s = s as i64;
         let mag = ((u128::from(s.unsigned_abs()) * u128::from(self.p[i])) >> 64) as i64;
         let s = if s < 0 { -mag } else { mag } + add;
-        (i128::from(s), s as f64 / scale)
+        (i128::from(s), s as f64 * self.inv_scale)
     }
 }
 
@@ -524,19 +596,19 @@ impl Encoder {
         {
             let n = qg.len() / BLOCK;
             ds.resize(n * dp, 0.0);
-            ds.par_chunks_mut(dp)
-                .zip(qg.par_chunks(BLOCK))
-                .for_each(|(o, qb)| mix.contribution(block_of(qb), o));
+            ds.par_chunks_mut(2 * dp)
+                .zip(qg.par_chunks(2 * BLOCK))
+                .for_each(|(o, qb)| mix.contributions_of(qb, o));
             starts.resize(n * d, 0.0);
             // One product an advance: in order over the blocks, starts[b d + i].
             for (st, c) in starts.chunks_exact_mut(d).zip(ds.chunks_exact(dp)) {
                 st.copy_from_slice(&self.sf);
                 mix.advance(&mut self.s, &mut self.sf, c);
             }
-            og.par_chunks_mut(BLOCK)
-                .zip(qg.par_chunks(BLOCK))
-                .zip(starts.par_chunks(d))
-                .for_each(|((o, qb), sf)| mix.encode(sf, block_of(qb), 0, BLOCK, o));
+            og.par_chunks_mut(2 * BLOCK)
+                .zip(qg.par_chunks(2 * BLOCK))
+                .zip(starts.par_chunks(2 * d))
+                .for_each(|((o, qb), sf)| mix.encode_whole(sf, qb, o));
         }
         let rest = head + whole;
         self.run(mix, &qs[rest..], &mut out[rest..]);

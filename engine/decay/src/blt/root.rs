@@ -48,6 +48,7 @@ use crate::model::{
     CalibrationReport, DecayedSum, Zcdp, check_bound, window_truth, zcdp_guarantee,
 };
 use kinsey_core::{Error, Result};
+use rayon::prelude::*;
 use std::sync::Arc;
 
 /// Longest horizon (the stated variance is computed step by step at build).
@@ -79,17 +80,111 @@ pub struct WindowRoot {
     cum: Arc<Vec<f64>>,
     stride: u64,
     t: u64,
+    pipe: Pipeline,
+    /// The draws of the current chunk and the next.
+    draws: Prefetch,
+}
+
+/// Steps a chunk is taken through the whole pipeline at a time (encoder, release,
+/// decoder): its intermediate values (1 MiB each) stay in cache instead of a dozen passes
+/// over the chunk's memory.
+const SUB: usize = 1 << 17;
+
+/// The encoder, the release and the decoder with their state: everything a step changes.
+#[derive(Debug, Clone)]
+struct Pipeline {
+    w: u64,
+    bound: f64,
+    m1: Arc<BlockMix>,
+    m2: Arc<BlockMix>,
     enc1: Encoder,
     /// The quantised inputs of the last `W` steps, by residue.
     ring: Vec<f64>,
-    /// Scratch: a chunk's lagged differences.
+    /// Scratch: the lagged differences, and the first stage's outputs (then the
+    /// decoder's first stage's).
     dq: Vec<f64>,
+    v: Vec<f64>,
     enc2: LaneEncoder,
     dec: Decoders,
-    /// The draws of the current chunk and the next.
-    draws: Prefetch,
-    /// A chunk's intermediate values (kept between chunks).
-    scratch: [Vec<f64>; 2],
+}
+
+impl Pipeline {
+    fn new(m1: &Arc<BlockMix>, m2: &Arc<BlockMix>, w: u64, bound: f64) -> Self {
+        let wu = w as usize;
+        Self {
+            w,
+            bound,
+            m1: m1.clone(),
+            m2: m2.clone(),
+            enc1: Encoder::new(m1),
+            ring: vec![0.0; wu],
+            dq: Vec::new(),
+            v: Vec::new(),
+            enc2: LaneEncoder::new(m2, wu),
+            dec: Decoders::new(m1, m2, wu, bound),
+        }
+    }
+
+    /// The encoder's outputs (values divided by `B`) for the values `xs` of steps `t ..`
+    /// (quantised here; into `out`), every stage on every thread when `parallel`.
+    fn encode(&mut self, t: u64, xs: &[f64], out: &mut [f64], parallel: bool) {
+        const PIECE: usize = 1 << 14;
+        let (n, w, lag, bound) = (xs.len(), self.w as usize, self.w, self.bound);
+        // q_t - q_(t - W) (exact: multiples of 2^-32 in [0, 1]): the inputs of the last W
+        // steps from the ring, by residue, then the chunk itself.
+        let res = |p: usize| ((t + p as u64) % lag) as usize;
+        let ring = &self.ring;
+        let diff = |p: usize, x: f64| {
+            quantise(x, bound)
+                - if p >= w {
+                    quantise(xs[p - w], bound)
+                } else {
+                    ring[res(p)]
+                }
+        };
+        self.dq.resize(n, 0.0);
+        if parallel && n > PIECE {
+            self.dq
+                .par_chunks_mut(PIECE)
+                .zip(xs.par_chunks(PIECE))
+                .enumerate()
+                .for_each(|(k, (d, x))| {
+                    for (i, (d, &x)) in d.iter_mut().zip(x).enumerate() {
+                        *d = diff(k * PIECE + i, x);
+                    }
+                });
+        } else {
+            for (p, (d, &x)) in self.dq.iter_mut().zip(xs).enumerate() {
+                *d = diff(p, x);
+            }
+        }
+        for p in n - n.min(w)..n {
+            self.ring[res(p)] = quantise(xs[p], bound);
+        }
+        self.v.resize(n, 0.0);
+        if parallel {
+            self.enc1.run_parallel(&self.m1, &self.dq, &mut self.v);
+        } else {
+            self.enc1.run(&self.m1, &self.dq, &mut self.v);
+        }
+        self.enc2.run(&self.m2, t, &self.v, out, parallel);
+    }
+
+    /// The estimates of steps `t ..` for values `xs` and draws `z` (into `out`): encoded,
+    /// released, decoded.
+    fn run(
+        &mut self,
+        noise: &KeyedGauss,
+        t: u64,
+        xs: &[f64],
+        z: &[i64],
+        out: &mut [f64],
+        parallel: bool,
+    ) {
+        self.encode(t, xs, out, parallel);
+        release(noise, out, z);
+        self.dec.run(t, out, &mut self.v, parallel);
+    }
 }
 
 /// The decoder's two stages and the running sum that ends it.
@@ -219,18 +314,13 @@ impl WindowRoot {
             ));
         }
         let noise = KeyedGauss::on_grid(key, 1, l2, horizon, zcdp.rho, grid_exp)?;
-        let wu = w as usize;
         let (m1, m2) = (Arc::new(m1), Arc::new(m2));
         Ok(Self {
             w,
             horizon,
             bound,
             zcdp,
-            enc1: Encoder::new(&m1),
-            ring: vec![0.0; wu],
-            dq: Vec::new(),
-            enc2: LaneEncoder::new(&m2, wu),
-            dec: Decoders::new(&m1, &m2, wu, bound),
+            pipe: Pipeline::new(&m1, &m2, w, bound),
             a1: Arc::new(a1),
             a2: Arc::new(a2),
             m1,
@@ -242,78 +332,45 @@ impl WindowRoot {
             stride,
             t: 0,
             draws: Prefetch::default(),
-            scratch: [Vec::new(), Vec::new()],
         })
-    }
-
-    /// The encoder's outputs (values divided by `B`) for the quantised values `q` of
-    /// steps `t ..` (into `out`), both stages' blocks on every thread when `parallel`.
-    fn encode(&mut self, q: &[f64], out: &mut [f64], v: &mut Vec<f64>, parallel: bool) {
-        let n = q.len();
-        // q_t - q_(t - W) (exact: multiples of 2^-32 in [0, 1]): the inputs of the last W
-        // steps from the ring, by residue, then the chunk itself.
-        let (w, t) = (self.w as usize, self.t);
-        let ring = &mut self.ring;
-        let res = |p: usize| ((t + p as u64) % self.w) as usize;
-        let dq = &mut self.dq;
-        dq.clear();
-        dq.extend(
-            q.iter()
-                .enumerate()
-                .map(|(p, &x)| x - if p >= w { q[p - w] } else { ring[res(p)] }),
-        );
-        for p in n - n.min(w)..n {
-            ring[res(p)] = q[p];
-        }
-        v.resize(n, 0.0);
-        if parallel {
-            self.enc1.run_parallel(&self.m1, dq, v);
-        } else {
-            self.enc1.run(&self.m1, dq, v);
-        }
-        self.enc2.run(&self.m2, t, v, out, parallel);
     }
 
     fn step(&mut self, x: f64) -> Result<f64> {
         check_horizon(self.t, 1, self.horizon)?;
-        let (q, mut e) = ([quantise(x, self.bound)], [0.0f64]);
-        let mut v = std::mem::take(&mut self.scratch[0]);
-        self.encode(&q, &mut e, &mut v, false);
         let z = self.draws.one(&self.noise, self.t)?;
-        release(&self.noise, &mut e, &[z]);
-        self.dec.run(self.t, &mut e, &mut v, false);
-        self.scratch[0] = v;
+        let mut e = [0.0f64];
+        self.pipe
+            .run(&self.noise, self.t, &[x], &[z], &mut e, false);
         self.t += 1;
         Ok(e[0])
     }
 
-    /// A chunk: its draws (drawn while the chunk before stepped, else now), the encoder's
-    /// blocks and residues on every thread, the releases, then the decoder while the next
+    /// A chunk: its draws (drawn while the chunk before ran, else now), then [`SUB`] steps
+    /// at a time through the whole pipeline (every stage on every thread) while the next
     /// chunk's counters are drawn on the other threads.
     fn stream_chunk(&mut self, chunk: &[f64], col: &mut [f64]) -> Result<()> {
         let (t, n) = (self.t, chunk.len());
         check_horizon(t, n, self.horizon)?;
         self.draws.chunk(&self.noise, t, n)?;
-        let [mut a, mut b] = std::mem::take(&mut self.scratch);
-        a.clear();
-        a.extend(chunk.iter().map(|&x| quantise(x, self.bound)));
-        self.encode(&a, col, &mut b, true);
-        release(&self.noise, col, self.draws.slice(t, n)?);
-        let dec = &mut self.dec;
-        let decode = || dec.run(t, col, &mut b, true);
-        self.draws.during(&self.noise, t, n, self.horizon, decode)?;
-        self.scratch = [a, b];
+        let (pipe, noise) = (&mut self.pipe, &self.noise);
+        let work = |z: &[i64]| {
+            for (k, ((xs, out), z)) in chunk
+                .chunks(SUB)
+                .zip(col.chunks_mut(SUB))
+                .zip(z.chunks(SUB))
+                .enumerate()
+            {
+                pipe.run(noise, t + (k * SUB) as u64, xs, z, out, true);
+            }
+        };
+        self.draws.during(&self.noise, t, n, self.horizon, work)?;
         self.t += n as u64;
         Ok(())
     }
 
     fn reset(&mut self) {
-        let wu = self.w as usize;
         self.t = 0;
-        self.enc1 = Encoder::new(&self.m1);
-        self.ring = vec![0.0; wu];
-        self.enc2 = LaneEncoder::new(&self.m2, wu);
-        self.dec = Decoders::new(&self.m1, &self.m2, wu, self.bound);
+        self.pipe = Pipeline::new(&self.m1, &self.m2, self.w, self.bound);
         self.draws = Prefetch::default();
     }
 
@@ -351,9 +408,8 @@ impl WindowRoot {
     pub(crate) fn encoded(&self, xs: &[f64]) -> Vec<i128> {
         let mut m = self.clone();
         m.reset();
-        let q: Vec<f64> = xs.iter().map(|&x| quantise(x, m.bound)).collect();
-        let (mut e, mut v) = (vec![0.0; q.len()], Vec::new());
-        m.encode(&q, &mut e, &mut v, false);
+        let mut e = vec![0.0; xs.len()];
+        m.pipe.encode(0, xs, &mut e, false);
         let inv = 1.0 / m.noise.gamma();
         e.iter().map(|x| (x * inv).round() as i128).collect()
     }

@@ -108,14 +108,27 @@ impl Decoder {
         {
             let n = yg.len() / BLOCK;
             ds.resize(n * dp, 0.0);
-            og.par_chunks_mut(BLOCK)
-                .zip(yg.par_chunks(BLOCK))
-                .zip(ds.par_chunks_mut(dp))
+            og.par_chunks_mut(2 * BLOCK)
+                .zip(yg.par_chunks(2 * BLOCK))
+                .zip(ds.par_chunks_mut(2 * dp))
                 .for_each(|((o, yb), a)| {
-                    let mut u = [0.0f64; BLOCK];
-                    BlockMix::toeplitz(block_of(&mix.h), 0, block_of(yb), 0, BLOCK, &mut u);
-                    o.copy_from_slice(&u);
-                    mix.contribution(&u, a);
+                    // Two blocks at a time, their sums interleaved (the same bits).
+                    if yb.len() == 2 * BLOCK {
+                        let (mut ua, mut ub) = ([0.0f64; BLOCK], [0.0f64; BLOCK]);
+                        BlockMix::toeplitz_whole(
+                            block_of(&mix.h),
+                            0,
+                            [block_of(&yb[..BLOCK]), block_of(&yb[BLOCK..])],
+                            [&mut ua, &mut ub],
+                        );
+                        o[..BLOCK].copy_from_slice(&ua);
+                        o[BLOCK..].copy_from_slice(&ub);
+                    } else {
+                        let mut u = [0.0f64; BLOCK];
+                        BlockMix::toeplitz(block_of(&mix.h), 0, block_of(yb), 0, BLOCK, &mut u);
+                        o.copy_from_slice(&u);
+                    }
+                    mix.contributions_of(o, a);
                 });
             starts.resize(n * d, 0.0);
             for (st, a) in starts.chunks_exact_mut(d).zip(ds.chunks_exact_mut(dp)) {

@@ -57,7 +57,11 @@ impl<G: Rows> Lanes<G> {
     }
 
     /// Steps `t0 .. t0 + x.len()` (the stream's, continuing from the last call), their
-    /// outputs into `out`, groups of sequences on every thread when `parallel`.
+    /// outputs into `out`, groups of sequences on every thread when `parallel`: each
+    /// thread takes a run of adjacent groups and walks the rows in order across them, so
+    /// it reads and writes one contiguous stretch of every row (a group's own rows, a
+    /// row's length apart, defeat the prefetcher). A group's operations are the same in
+    /// either order.
     pub(crate) fn run(
         &mut self,
         mix: &BlockMix,
@@ -66,17 +70,24 @@ impl<G: Rows> Lanes<G> {
         out: &mut [f64],
         parallel: bool,
     ) {
-        let plans = plan(self.lanes, t0, out);
-        let go = |(grp, plan): (&mut G, Vec<Piece<'_>>)| {
-            for (m, r0, at, o) in plan {
+        let groups = self.groups.len();
+        let parts = if parallel && self.lanes >= 4 * GROUP_LANES {
+            rayon::current_num_threads().clamp(1, groups)
+        } else {
+            1
+        };
+        let per = groups.div_ceil(parts);
+        let plans = plan(self.lanes, t0, out, per);
+        let go = |(grps, plan): (&mut [G], Vec<Piece<'_>>)| {
+            for (g, m, r0, at, o) in plan {
                 let n = o.len();
-                grp.row(mix, m, r0, &x[at..at + n], o);
+                grps[g].row(mix, m, r0, &x[at..at + n], o);
             }
         };
-        if parallel && self.lanes >= 4 * GROUP_LANES {
-            self.groups.par_iter_mut().zip(plans).for_each(go);
+        if parts > 1 {
+            self.groups.par_chunks_mut(per).zip(plans).for_each(go);
         } else {
-            self.groups.iter_mut().zip(plans).for_each(go);
+            self.groups.chunks_mut(per).zip(plans).for_each(go);
         }
     }
 }
@@ -202,15 +213,16 @@ impl Rows for DecGroup {
     }
 }
 
-/// One group's part of one row: the row, the first sequence (group-relative), its
-/// position in the stream and its outputs.
-type Piece<'a> = (u64, usize, usize, &'a mut [f64]);
+/// One group's part of one row: the group (within its run), the row, the first sequence
+/// (group-relative), its position in the stream and its outputs.
+type Piece<'a> = (usize, u64, usize, usize, &'a mut [f64]);
 
-/// Each group's pieces of steps `t0 .. t0 + out.len()` laid out `lanes` wide, in order:
-/// `out` split into disjoint pieces (row by row, then at group boundaries).
-fn plan(lanes: usize, t0: u64, out: &mut [f64]) -> Vec<Vec<Piece<'_>>> {
-    let groups = lanes.div_ceil(GROUP_LANES);
-    let mut plans: Vec<Vec<Piece<'_>>> = (0..groups).map(|_| Vec::new()).collect();
+/// The pieces of steps `t0 .. t0 + out.len()` laid out `lanes` wide for each run of `per`
+/// adjacent groups, row by row and within a row group by group: `out` split into
+/// disjoint pieces (row by row, then at group boundaries).
+fn plan(lanes: usize, t0: u64, out: &mut [f64], per: usize) -> Vec<Vec<Piece<'_>>> {
+    let runs = lanes.div_ceil(GROUP_LANES).div_ceil(per);
+    let mut plans: Vec<Vec<Piece<'_>>> = (0..runs).map(|_| Vec::new()).collect();
     let len = out.len();
     let mut rest = out;
     for (m, ra, rb, p) in rows(lanes, t0, len) {
@@ -222,7 +234,7 @@ fn plan(lanes: usize, t0: u64, out: &mut [f64]) -> Vec<Vec<Piece<'_>>> {
             let end = ((g + 1) * GROUP_LANES).min(rb);
             let (piece, more) = std::mem::take(&mut row).split_at_mut(end - r);
             row = more;
-            plans[g].push((m, r - g * GROUP_LANES, p + r - ra, piece));
+            plans[g / per].push((g % per, m, r - g * GROUP_LANES, p + r - ra, piece));
             r = end;
         }
     }

@@ -180,24 +180,22 @@ fn the_block_encoder_is_within_its_bound() {
         for xs in &streams {
             let qs: Vec<f64> = xs.iter().map(|&x| quantise(x, m.bound)).collect();
             let want = exact_encoding(&m, &qs);
-            let (mut online, mut v) = (vec![0.0; n], Vec::new());
+            let mut online = vec![0.0; n];
             let mut a = m.clone();
             a.reset();
-            for (o, q) in online.iter_mut().zip(&qs) {
-                a.encode(
-                    std::slice::from_ref(q),
+            for (t, (o, x)) in online.iter_mut().zip(xs).enumerate() {
+                a.pipe.encode(
+                    t as u64,
+                    std::slice::from_ref(x),
                     std::slice::from_mut(o),
-                    &mut v,
                     false,
                 );
-                a.t += 1;
             }
             let mut par = vec![0.0; n];
             let mut b = m.clone();
             b.reset();
-            for (o, q) in par.chunks_mut(10_007).zip(qs.chunks(10_007)) {
-                b.encode(q, o, &mut v, true);
-                b.t += q.len() as u64;
+            for (k, (o, x)) in par.chunks_mut(40_007).zip(xs.chunks(40_007)).enumerate() {
+                b.pipe.encode((k * 40_007) as u64, x, o, true);
             }
             assert_eq!(online, par, "W {w}");
             let worst = online
