@@ -158,8 +158,9 @@ impl Pipeline {
                 *d = diff(p, x);
             }
         }
-        for p in n - n.min(w)..n {
-            self.ring[res(p)] = quantise(xs[p], bound);
+        let from = n - n.min(w);
+        for (p, &x) in xs.iter().enumerate().skip(from) {
+            self.ring[res(p)] = quantise(x, bound);
         }
         self.v.resize(n, 0.0);
         if parallel {
