@@ -147,24 +147,31 @@ impl BltSum {
         Ok(est[0])
     }
 
-    /// A chunk: its draws (drawn while the chunk before stepped, else now), the encoder's
-    /// blocks on every thread, then the decoder's blocks and the estimates while the next
-    /// chunk's counters are drawn (the threads share both).
+    /// A chunk: its draws (drawn while the chunk before stepped, else now), then
+    /// [`SUB`] steps at a time through the encoder (its blocks on every thread), the
+    /// releases, the decoder and the estimates, while the next chunk's counters are drawn
+    /// (the threads share both). A piece's intermediate values stay in cache.
     fn stream_chunk(&mut self, chunk: &[f64], col: &mut [f64]) -> Result<()> {
         let (t, n) = (self.t, chunk.len());
         check_horizon(t, n, self.horizon)?;
         self.draws.chunk(&self.noise, t, n)?;
         let mut e = std::mem::take(&mut self.scratch);
-        e.clear();
-        e.extend(chunk.iter().map(|&x| quantise(x, self.bound)));
-        self.enc.run_parallel(&self.fit.mix, &e, col);
-        release(&self.noise, col, self.draws.slice(t, n)?);
-        let (mix, dec, sums) = (&self.fit.mix, &mut self.dec, &mut self.sums);
-        let decode = |_: &[i64]| {
-            dec.run_parallel(mix, col, &mut e);
-            sums.estimate(&e, col);
+        let (mix, noise, bound) = (&self.fit.mix, &self.noise, self.bound);
+        let (enc, dec, sums) = (&mut self.enc, &mut self.dec, &mut self.sums);
+        let work = |z: &[i64]| {
+            for ((xs, out), z) in chunk
+                .chunks(SUB)
+                .zip(col.chunks_mut(SUB))
+                .zip(z.chunks(SUB))
+            {
+                quantise_all(xs, bound, &mut e);
+                enc.run_parallel(mix, &e, out);
+                release(noise, out, z);
+                dec.run_parallel(mix, out, &mut e);
+                sums.estimate(&e, out);
+            }
         };
-        self.draws.during(&self.noise, t, n, self.horizon, decode)?;
+        self.draws.during(&self.noise, t, n, self.horizon, work)?;
         self.scratch = e;
         self.t += n as u64;
         Ok(())
@@ -291,6 +298,30 @@ pub(crate) fn quantise(x: f64, bound: f64) -> f64 {
     ((x / bound).clamp(0.0, 1.0) * 2f64.powi(32)).round() * 2f64.powi(-32)
 }
 
+/// Steps a factorization's chunk is taken through the whole pipeline at a time (encoder,
+/// release, decoder): the intermediate values (1 MiB each) stay in cache instead of a
+/// pass over the chunk's memory each.
+pub(crate) const SUB: usize = 1 << 17;
+
+/// `out` = the quantised `xs` (long inputs on every thread).
+pub(crate) fn quantise_all(xs: &[f64], bound: f64, out: &mut Vec<f64>) {
+    const PIECE: usize = 1 << 14;
+    out.resize(xs.len(), 0.0);
+    if xs.len() > PIECE {
+        out.par_chunks_mut(PIECE)
+            .zip(xs.par_chunks(PIECE))
+            .for_each(|(o, x)| {
+                o.iter_mut()
+                    .zip(x)
+                    .for_each(|(o, &x)| *o = quantise(x, bound))
+            });
+    } else {
+        out.iter_mut()
+            .zip(xs)
+            .for_each(|(o, &x)| *o = quantise(x, bound));
+    }
+}
+
 /// Refuses steps `t .. t + n` past a factorization's horizon before any is taken.
 pub(crate) fn check_horizon(t: u64, n: usize, horizon: u64) -> Result<()> {
     if t + n as u64 > horizon {
@@ -344,13 +375,6 @@ impl Prefetch {
     pub(crate) fn chunk(&mut self, noise: &KeyedGauss, t: u64, n: usize) -> Result<()> {
         let Self { draws, ahead } = self;
         draws.take_or_draw(ahead, |at, z| noise.fill(at, z), t, n as u64)
-    }
-
-    /// The draws of counters `t .. t + n` (drawn by [`chunk`](Self::chunk)).
-    pub(crate) fn slice(&self, t: u64, n: usize) -> Result<&[i64]> {
-        self.draws
-            .slice(t, n)
-            .ok_or_else(|| Error::Numerical("the chunk's noise was not drawn".into()))
     }
 
     /// `work(z)` on this thread, `z` the draws of counters `t .. t + n` (drawn by

@@ -545,6 +545,9 @@ pub(crate) struct Encoder {
     sf: Vec<f64>,
     /// Scratch: a block's contributions.
     ds: Vec<f64>,
+    /// Scratch of a parallel run: a group's contributions and starts (kept: freed and
+    /// allocated again each run, they cost page faults).
+    bulk: (Vec<f64>, Vec<f64>),
     q: [f64; BLOCK],
     j: usize,
 }
@@ -556,6 +559,7 @@ impl Encoder {
             s: vec![0; mix.d],
             sf: vec![0.0; mix.d],
             ds: vec![0.0; mix.dp],
+            bulk: (Vec::new(), Vec::new()),
             q: [0.0; BLOCK],
             j: 0,
         }
@@ -589,7 +593,7 @@ impl Encoder {
         let whole = (qs.len() - head) / BLOCK * BLOCK;
         let (body, body_out) = (&qs[head..head + whole], &mut out[head..head + whole]);
         let (d, dp) = (mix.d, mix.dp);
-        let (mut ds, mut starts) = (Vec::new(), Vec::new());
+        let (mut ds, mut starts) = std::mem::take(&mut self.bulk);
         for (qg, og) in body
             .chunks(GROUP * BLOCK)
             .zip(body_out.chunks_mut(GROUP * BLOCK))
@@ -610,6 +614,7 @@ impl Encoder {
                 .zip(starts.par_chunks(2 * d))
                 .for_each(|((o, qb), sf)| mix.encode_whole(sf, qb, o));
         }
+        self.bulk = (ds, starts);
         let rest = head + whole;
         self.run(mix, &qs[rest..], &mut out[rest..]);
     }

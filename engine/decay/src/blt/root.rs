@@ -42,7 +42,7 @@ use super::block::decoder::Decoder;
 use super::block::lanes::{LaneDecoder, LaneEncoder};
 use super::block::{BlockMix, Encoder, Precision};
 use super::fit::{Buffers, Spacing, mix_step};
-use super::{Prefetch, check_horizon, quantise, release};
+use super::{Prefetch, SUB, check_horizon, quantise, release};
 use crate::gauss::{KeyedGauss, grid_for};
 use crate::model::{
     CalibrationReport, DecayedSum, Zcdp, check_bound, window_truth, zcdp_guarantee,
@@ -84,11 +84,6 @@ pub struct WindowRoot {
     /// The draws of the current chunk and the next.
     draws: Prefetch,
 }
-
-/// Steps a chunk is taken through the whole pipeline at a time (encoder, release,
-/// decoder): its intermediate values (1 MiB each) stay in cache instead of a dozen passes
-/// over the chunk's memory.
-const SUB: usize = 1 << 17;
 
 /// The encoder, the release and the decoder with their state: everything a step changes.
 #[derive(Debug, Clone)]

@@ -50,6 +50,9 @@ pub(crate) struct Decoder {
     r: Vec<f64>,
     /// Scratch: a block's contributions.
     ds: Vec<f64>,
+    /// Scratch of a parallel run: a group's contributions and starts (kept: freed and
+    /// allocated again each run, they cost page faults).
+    bulk: (Vec<f64>, Vec<f64>),
     y: [f64; BLOCK],
     u: [f64; BLOCK],
     j: usize,
@@ -61,6 +64,7 @@ impl Decoder {
         Self {
             r: vec![0.0; mix.d],
             ds: vec![0.0; mix.dp],
+            bulk: (Vec::new(), Vec::new()),
             y: [0.0; BLOCK],
             u: [0.0; BLOCK],
             j: 0,
@@ -101,7 +105,7 @@ impl Decoder {
         let whole = (ys.len() - head) / BLOCK * BLOCK;
         let (body, body_out) = (&ys[head..head + whole], &mut out[head..head + whole]);
         let (d, dp) = (mix.d, mix.dp);
-        let (mut ds, mut starts) = (Vec::new(), Vec::new());
+        let (mut ds, mut starts) = std::mem::take(&mut self.bulk);
         for (yg, og) in body
             .chunks(GROUP * BLOCK)
             .zip(body_out.chunks_mut(GROUP * BLOCK))
@@ -145,6 +149,7 @@ impl Decoder {
                     }
                 });
         }
+        self.bulk = (ds, starts);
         let rest = head + whole;
         self.run(mix, &ys[rest..], &mut out[rest..]);
     }

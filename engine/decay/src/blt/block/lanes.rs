@@ -104,34 +104,43 @@ pub(crate) struct EncGroup {
     q: Vec<f64>,
 }
 
-/// Lanes summed at a time by [`lanes_sum`] (its accumulators stay in registers).
-const TILE: usize = 16;
+/// Lanes summed at a time by [`lanes_sum`]: eight vectors of sums in registers, enough
+/// independent chains to hide the fused multiply-add's latency.
+const TILE: usize = 32;
+
+/// `out[l] = sum_k a_k x_k[l]` for the lanes `t0 .. t0 + T` (see [`lanes_sum`]).
+#[inline(always)]
+fn tile_sum<'a, const T: usize>(
+    out: &mut [f64],
+    t0: usize,
+    terms: impl Iterator<Item = (f64, &'a [f64])>,
+) {
+    let mut acc = [0.0f64; T];
+    for (a, x) in terms {
+        let x: &[f64; T] = x[t0..t0 + T].try_into().unwrap_or(&[0.0; T]);
+        for l in 0..T {
+            acc[l] = a.mul_add(x[l], acc[l]);
+        }
+    }
+    out[t0..t0 + T].copy_from_slice(&acc);
+}
 
 /// `out[l] = sum_k a_k x_k[l]` (fused, over the terms in order, from `0.0`) for every lane
-/// `l < out.len()`, a tile of lanes at a time.
+/// `l < out.len()`, a tile of lanes at a time (each lane's sum the same whatever its tile).
 #[inline(always)]
 fn lanes_sum<'a>(out: &mut [f64], terms: impl Iterator<Item = (f64, &'a [f64])> + Clone) {
     let w = out.len();
     let mut t0 = 0;
-    while t0 < w {
-        let tw = (w - t0).min(TILE);
-        if tw == TILE {
-            let mut acc = [0.0f64; TILE];
-            for (a, x) in terms.clone() {
-                let x: &[f64; TILE] = x[t0..t0 + TILE].try_into().unwrap_or(&[0.0; TILE]);
-                for l in 0..TILE {
-                    acc[l] = a.mul_add(x[l], acc[l]);
-                }
-            }
-            out[t0..t0 + TILE].copy_from_slice(&acc);
-        } else {
-            for (l, o) in out[t0..t0 + tw].iter_mut().enumerate() {
-                *o = terms
-                    .clone()
-                    .fold(0.0, |acc, (a, x)| a.mul_add(x[t0 + l], acc));
-            }
-        }
-        t0 += tw;
+    while t0 + TILE <= w {
+        tile_sum::<TILE>(out, t0, terms.clone());
+        t0 += TILE;
+    }
+    while t0 + TILE / 4 <= w {
+        tile_sum::<{ TILE / 4 }>(out, t0, terms.clone());
+        t0 += TILE / 4;
+    }
+    for (l, o) in out.iter_mut().enumerate().skip(t0) {
+        *o = terms.clone().fold(0.0, |acc, (a, x)| a.mul_add(x[l], acc));
     }
 }
 
