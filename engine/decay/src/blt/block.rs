@@ -592,31 +592,62 @@ impl Encoder {
         self.run(mix, &qs[..head], &mut out[..head]);
         let whole = (qs.len() - head) / BLOCK * BLOCK;
         let (body, body_out) = (&qs[head..head + whole], &mut out[head..head + whole]);
-        let (d, dp) = (mix.d, mix.dp);
-        let (mut ds, mut starts) = std::mem::take(&mut self.bulk);
-        for (qg, og) in body
-            .chunks(GROUP * BLOCK)
-            .zip(body_out.chunks_mut(GROUP * BLOCK))
-        {
-            let n = qg.len() / BLOCK;
-            ds.resize(n * dp, 0.0);
-            ds.par_chunks_mut(2 * dp)
-                .zip(qg.par_chunks(2 * BLOCK))
-                .for_each(|(o, qb)| mix.contributions_of(qb, o));
-            starts.resize(n * d, 0.0);
-            // One product an advance: in order over the blocks, starts[b d + i].
-            for (st, c) in starts.chunks_exact_mut(d).zip(ds.chunks_exact(dp)) {
-                st.copy_from_slice(&self.sf);
-                mix.advance(&mut self.s, &mut self.sf, c);
-            }
-            og.par_chunks_mut(2 * BLOCK)
-                .zip(qg.par_chunks(2 * BLOCK))
-                .zip(starts.par_chunks(2 * d))
-                .for_each(|((o, qb), sf)| mix.encode_whole(sf, qb, o));
-        }
-        self.bulk = (ds, starts);
+        let mut bulk = std::mem::take(&mut self.bulk);
+        let (s, sf) = (&mut self.s, &mut self.sf);
+        whole_blocks(
+            mix,
+            body,
+            body_out,
+            &mut bulk,
+            |qb, _, ds| mix.contributions_of(qb, ds),
+            |c, start| {
+                start.copy_from_slice(sf);
+                mix.advance(s, sf, c);
+            },
+            |qb, o, starts| mix.encode_whole(starts, qb, o),
+        );
+        self.bulk = bulk;
         let rest = head + whole;
         self.run(mix, &qs[rest..], &mut out[rest..]);
+    }
+}
+
+/// The whole blocks of a parallel run (`input.len()` a multiple of [`BLOCK`]), the frame
+/// the encoder and the decoder share, [`GROUP`] blocks at a time: `first(inputs, outputs,
+/// parts)` on every thread, two blocks at a time (`parts` has `dp` entries a block), then
+/// `advance(part, start)` in order over the blocks (`start`: the `d` buffers at the
+/// block's start, written), then `last(inputs, outputs, starts)` on every thread, two
+/// blocks at a time. `bulk` is the scratch the parts and starts are kept in.
+pub(crate) fn whole_blocks(
+    mix: &BlockMix,
+    input: &[f64],
+    out: &mut [f64],
+    bulk: &mut (Vec<f64>, Vec<f64>),
+    first: impl Fn(&[f64], &mut [f64], &mut [f64]) + Sync,
+    mut advance: impl FnMut(&mut [f64], &mut [f64]),
+    last: impl Fn(&[f64], &mut [f64], &[f64]) + Sync,
+) {
+    let (d, dp) = (mix.d, mix.dp);
+    let (parts, starts) = bulk;
+    for (ig, og) in input
+        .chunks(GROUP * BLOCK)
+        .zip(out.chunks_mut(GROUP * BLOCK))
+    {
+        let n = ig.len() / BLOCK;
+        parts.resize(n * dp, 0.0);
+        og.par_chunks_mut(2 * BLOCK)
+            .zip(ig.par_chunks(2 * BLOCK))
+            .zip(parts.par_chunks_mut(2 * dp))
+            .for_each(|((o, i), p)| first(i, o, p));
+        starts.resize(n * d, 0.0);
+        // One small product an advance: in order over the blocks, starts[b d + i].
+        for (st, p) in starts.chunks_exact_mut(d).zip(parts.chunks_exact_mut(dp)) {
+            advance(p, st);
+        }
+        og.par_chunks_mut(2 * BLOCK)
+            .zip(ig.par_chunks(2 * BLOCK))
+            .zip(starts.par_chunks(2 * d))
+            .for_each(|((o, i), st)| last(i, o, st));
     }
 }
 

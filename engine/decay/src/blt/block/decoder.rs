@@ -17,8 +17,7 @@
 //! path gives the partial path's bits), `G r` by the carried part's sums over `G`, and the
 //! advance by one function on the block's complete `u`.
 
-use super::{BLOCK, BlockMix, GROUP, LANES, block_of};
-use rayon::prelude::*;
+use super::{BLOCK, BlockMix, LANES, block_of, whole_blocks};
 
 impl BlockMix {
     /// The inverse's buffers at the next block's start from `r` at this one's and the
@@ -104,52 +103,48 @@ impl Decoder {
         self.run(mix, &ys[..head], &mut out[..head]);
         let whole = (ys.len() - head) / BLOCK * BLOCK;
         let (body, body_out) = (&ys[head..head + whole], &mut out[head..head + whole]);
-        let (d, dp) = (mix.d, mix.dp);
-        let (mut ds, mut starts) = std::mem::take(&mut self.bulk);
-        for (yg, og) in body
-            .chunks(GROUP * BLOCK)
-            .zip(body_out.chunks_mut(GROUP * BLOCK))
-        {
-            let n = yg.len() / BLOCK;
-            ds.resize(n * dp, 0.0);
-            og.par_chunks_mut(2 * BLOCK)
-                .zip(yg.par_chunks(2 * BLOCK))
-                .zip(ds.par_chunks_mut(2 * dp))
-                .for_each(|((o, yb), a)| {
-                    // Two blocks at a time, their sums interleaved (the same bits).
-                    if yb.len() == 2 * BLOCK {
-                        let (mut ua, mut ub) = ([0.0f64; BLOCK], [0.0f64; BLOCK]);
-                        BlockMix::toeplitz_whole(
-                            block_of(&mix.h),
-                            0,
-                            [block_of(&yb[..BLOCK]), block_of(&yb[BLOCK..])],
-                            [&mut ua, &mut ub],
-                        );
-                        o[..BLOCK].copy_from_slice(&ua);
-                        o[BLOCK..].copy_from_slice(&ub);
-                    } else {
-                        let mut u = [0.0f64; BLOCK];
-                        BlockMix::toeplitz(block_of(&mix.h), 0, block_of(yb), 0, BLOCK, &mut u);
-                        o.copy_from_slice(&u);
-                    }
-                    mix.contributions_of(o, a);
-                });
-            starts.resize(n * d, 0.0);
-            for (st, a) in starts.chunks_exact_mut(d).zip(ds.chunks_exact_mut(dp)) {
-                st.copy_from_slice(&self.r);
-                mix.dec_advance(&mut self.r, a);
-            }
-            og.par_chunks_mut(BLOCK)
-                .zip(starts.par_chunks(d))
-                .for_each(|(o, r)| {
+        let mut bulk = std::mem::take(&mut self.bulk);
+        let r = &mut self.r;
+        let d = mix.d;
+        whole_blocks(
+            mix,
+            body,
+            body_out,
+            &mut bulk,
+            |yb, o, a| {
+                // u = L^-1 y, two blocks at a time (their sums interleaved, the same bits).
+                if yb.len() == 2 * BLOCK {
+                    let (mut ua, mut ub) = ([0.0f64; BLOCK], [0.0f64; BLOCK]);
+                    BlockMix::toeplitz_whole(
+                        block_of(&mix.h),
+                        0,
+                        [block_of(&yb[..BLOCK]), block_of(&yb[BLOCK..])],
+                        [&mut ua, &mut ub],
+                    );
+                    o[..BLOCK].copy_from_slice(&ua);
+                    o[BLOCK..].copy_from_slice(&ub);
+                } else {
+                    let mut u = [0.0f64; BLOCK];
+                    BlockMix::toeplitz(block_of(&mix.h), 0, block_of(yb), 0, BLOCK, &mut u);
+                    o.copy_from_slice(&u);
+                }
+                mix.contributions_of(o, a);
+            },
+            |a, start| {
+                start.copy_from_slice(r);
+                mix.dec_advance(r, a);
+            },
+            |_, o, starts| {
+                for (o, rs) in o.chunks_mut(BLOCK).zip(starts.chunks(d)) {
                     let mut g = [0.0f64; BLOCK];
-                    BlockMix::carried(&mix.gd, r, 0, BLOCK, &mut g);
+                    BlockMix::carried(&mix.gd, rs, 0, BLOCK, &mut g);
                     for (o, &gj) in o.iter_mut().zip(&g) {
                         *o -= gj;
                     }
-                });
-        }
-        self.bulk = (ds, starts);
+                }
+            },
+        );
+        self.bulk = bulk;
         let rest = head + whole;
         self.run(mix, &ys[rest..], &mut out[rest..]);
     }
