@@ -12,20 +12,25 @@
 //!
 //! **Encoder** (a block of 32 steps at a time, [`super::BltSum`]'s block form, every
 //! rounding bounded). Values divided by `B` are quantised to `q` (units `2^-32`).
-//! `E_1 = A_1 q` is the block mixture with its buffers at block starts as 128-bit integers
-//! (units `2^-64`: within `e_1`, a few `1e-11`, of the exact one at every step); `V = E_1 -
-//! E_1(t - W)` in f64, `|V| <= L (1 + 1e-6) + 2 e_1` for `L = sum_k |v_k|` the realised
-//! `(1 - z^W) A_1`'s impulse response summed over the horizon; the lagged stage
-//! `E = A_2(z^W) V` runs the same block mixture on each residue's sequence, the residues
-//! side by side (four lanes wide, groups of them on every thread), within `e_2` of the exact
-//! one for inputs below that bound. So `E` is within `D = G_2 (2 e_1 + u (L + 2 e_1)) + e_2`
-//! of the exact `C x / B` at every step (`G_2 = 1 + sum |omega_i| / (1 - theta_i)` the
-//! lagged stage's gain, `u = 2^-53`), and the rounded release has integer L2 sensitivity at
-//! most `(||C e_0|| + 2 D sqrt(T)) / gamma + sqrt(T)` over the horizon `T`; `T` independent
-//! discrete Gaussians calibrated to it are `rho`-zCDP (CKS Theorem 14). `||C e_0||` is the
-//! realised factor's impulse response summed over the horizon (with a `1e-6` relative
-//! margin for the float sum). (Until 2026-12 both stages were recurrences a step on 128-bit
-//! integers; the block form is about five times faster.)
+//! The first stage `V = A_1 (1 - z^W) q` is the block mixture on the lagged differences
+//! `q_t - q_(t - W)` (exact: multiples of `2^-32` in `[-1, 1]`), its buffers at block
+//! starts 64-bit integers in units `2^-48` (a buffer of such differences stays below `W`:
+//! `Precision::Lagged`), within `e_1` of the exact one at every step; so
+//! `|V| <= Q = L (1 + 1e-6) + e_1` for `L = sum_k |v_k|` the realised `(1 - z^W) A_1`'s
+//! impulse response summed over the horizon. The lagged stage `E = A_2(z^W) V` runs the
+//! same block mixture on each residue's sequence, the residues side by side (four lanes
+//! wide, runs of groups on every thread), within `e_2` of the exact one for inputs below
+//! `Q`. So `E` is within `D = G_2 e_1 + e_2` of the exact `C x / B` at every step
+//! (`G_2 = 1 + sum |omega_i| / (1 - theta_i)` the lagged stage's L1 gain), and the rounded
+//! release has integer L2 sensitivity at most `(||C e_0|| + 2 D sqrt(T)) / gamma + sqrt(T)`
+//! over the horizon `T`; `T` independent discrete Gaussians calibrated to it are
+//! `rho`-zCDP (CKS Theorem 14). `||C e_0||` is the realised factor's impulse response
+//! summed over the horizon (with a `1e-6` relative margin for the float sum). (Until
+//! 2026-12 both stages were recurrences a step on 128-bit integers; the block form is
+//! about five times faster.)
+//!
+//! **Pipeline.** A chunk goes through encoder, release and decoder `SUB` (2^17) steps at a
+//! time, so its intermediate values stay in cache.
 //!
 //! **Decoder.** The estimate is `A C^-1 Y = (1 - z)^(-1) A_2^-1(z^W) A_1^-1(z) Y`: the
 //! block decoder, its lagged twin (the residues side by side), then a running sum (the
