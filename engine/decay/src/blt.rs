@@ -303,9 +303,11 @@ pub(crate) fn quantise(x: f64, bound: f64) -> f64 {
 /// pass over the chunk's memory each.
 pub(crate) const SUB: usize = 1 << 17;
 
+/// Steps a thread takes at a time in a factorization's element-wise passes.
+pub(crate) const PIECE: usize = 1 << 14;
+
 /// `out` = the quantised `xs` (long inputs on every thread).
 pub(crate) fn quantise_all(xs: &[f64], bound: f64, out: &mut Vec<f64>) {
-    const PIECE: usize = 1 << 14;
     out.resize(xs.len(), 0.0);
     if xs.len() > PIECE {
         out.par_chunks_mut(PIECE)
@@ -350,8 +352,8 @@ pub(crate) fn release(noise: &KeyedGauss, e: &mut [f64], z: &[i64]) {
     if e.len() < 1 << 16 {
         piece(e, z);
     } else {
-        e.par_chunks_mut(1 << 14)
-            .zip(z.par_chunks(1 << 14))
+        e.par_chunks_mut(PIECE)
+            .zip(z.par_chunks(PIECE))
             .for_each(|(e, z)| piece(e, z));
     }
 }

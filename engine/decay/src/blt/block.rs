@@ -568,29 +568,23 @@ impl Encoder {
     /// The outputs for `qs` (in the range the mixture's precision allows), in order from
     /// the current step.
     pub(crate) fn run(&mut self, mix: &BlockMix, qs: &[f64], out: &mut [f64]) {
-        let mut at = 0;
-        while at < qs.len() {
-            let (j0, take) = (self.j, (BLOCK - self.j).min(qs.len() - at));
-            let j1 = j0 + take;
-            self.q[j0..j1].copy_from_slice(&qs[at..at + take]);
-            mix.encode(&self.sf, &self.q, j0, j1, &mut out[at..at + take]);
-            self.j = j1;
+        by_block(&mut self.j, qs.len(), |j0, j1, at| {
+            let at = at..at + (j1 - j0);
+            self.q[j0..j1].copy_from_slice(&qs[at.clone()]);
+            mix.encode(&self.sf, &self.q, j0, j1, &mut out[at]);
             if j1 == BLOCK {
                 mix.contribution(&self.q, &mut self.ds);
                 mix.advance(&mut self.s, &mut self.sf, &self.ds);
-                self.j = 0;
             }
-            at += take;
-        }
+        });
     }
 
     /// The same outputs as [`run`](Self::run), the whole blocks on every thread: their
     /// contributions in parallel, the buffers' values at the blocks' starts (in order over
     /// the blocks), then the blocks' outputs in parallel.
     pub(crate) fn run_parallel(&mut self, mix: &BlockMix, qs: &[f64], out: &mut [f64]) {
-        let head = ((BLOCK - self.j) % BLOCK).min(qs.len());
+        let (head, whole) = head_and_whole(self.j, qs.len());
         self.run(mix, &qs[..head], &mut out[..head]);
-        let whole = (qs.len() - head) / BLOCK * BLOCK;
         let (body, body_out) = (&qs[head..head + whole], &mut out[head..head + whole]);
         let mut bulk = std::mem::take(&mut self.bulk);
         let (s, sf) = (&mut self.s, &mut self.sf);
@@ -610,6 +604,28 @@ impl Encoder {
         let rest = head + whole;
         self.run(mix, &qs[rest..], &mut out[rest..]);
     }
+}
+
+/// The online runs' frame: `n` steps from position `*j` of the current block, a piece of
+/// one block at a time, `step(j0, j1, at)` for the block's steps `j0 .. j1` (`at` their
+/// first in the run; `j1 == BLOCK` ends the block), `*j` kept at the position reached.
+#[inline]
+pub(crate) fn by_block(j: &mut usize, n: usize, mut step: impl FnMut(usize, usize, usize)) {
+    let mut at = 0;
+    while at < n {
+        let (j0, take) = (*j, (BLOCK - *j).min(n - at));
+        step(j0, j0 + take, at);
+        *j = (j0 + take) % BLOCK;
+        at += take;
+    }
+}
+
+/// A parallel run of `n` steps from position `j` of the current block: the steps that
+/// finish that block (run online) and the whole blocks after them.
+#[inline]
+pub(crate) fn head_and_whole(j: usize, n: usize) -> (usize, usize) {
+    let head = ((BLOCK - j) % BLOCK).min(n);
+    (head, (n - head) / BLOCK * BLOCK)
 }
 
 /// The whole blocks of a parallel run (`input.len()` a multiple of [`BLOCK`]), the frame

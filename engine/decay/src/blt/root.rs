@@ -47,7 +47,7 @@ use super::block::decoder::Decoder;
 use super::block::lanes::{LaneDecoder, LaneEncoder};
 use super::block::{BlockMix, Encoder, Precision};
 use super::fit::{Buffers, Spacing, mix_step};
-use super::{Prefetch, SUB, check_horizon, quantise, release};
+use super::{PIECE, Prefetch, SUB, check_horizon, quantise, release};
 use crate::gauss::{KeyedGauss, grid_for};
 use crate::model::{
     CalibrationReport, DecayedSum, Zcdp, check_bound, window_truth, zcdp_guarantee,
@@ -74,9 +74,6 @@ pub struct WindowRoot {
     zcdp: Zcdp,
     a1: Arc<Buffers>,
     a2: Arc<Buffers>,
-    /// The two stages in block form.
-    m1: Arc<BlockMix>,
-    m2: Arc<BlockMix>,
     noise: KeyedGauss,
     l2: f64,
     /// The encoder's deviation bound `D` (values divided by `B`).
@@ -105,7 +102,10 @@ struct Pipeline {
     dq: Vec<f64>,
     v: Vec<f64>,
     enc2: LaneEncoder,
-    dec: Decoders,
+    /// The decoder's two stages and the running sum that ends it.
+    dec1: Decoder,
+    dec2: LaneDecoder,
+    acc: f64,
 }
 
 impl Pipeline {
@@ -121,14 +121,15 @@ impl Pipeline {
             dq: Vec::new(),
             v: Vec::new(),
             enc2: LaneEncoder::new(m2, wu),
-            dec: Decoders::new(m1, m2, wu, bound),
+            dec1: Decoder::new(m1),
+            dec2: LaneDecoder::new(m2, wu),
+            acc: 0.0,
         }
     }
 
     /// The encoder's outputs (values divided by `B`) for the values `xs` of steps `t ..`
     /// (quantised here; into `out`), every stage on every thread when `parallel`.
     fn encode(&mut self, t: u64, xs: &[f64], out: &mut [f64], parallel: bool) {
-        const PIECE: usize = 1 << 14;
         let (n, w, lag, bound) = (xs.len(), self.w as usize, self.w, self.bound);
         // q_t - q_(t - W) (exact: multiples of 2^-32 in [0, 1]): the inputs of the last W
         // steps from the ring, by residue, then the chunk itself.
@@ -184,43 +185,19 @@ impl Pipeline {
     ) {
         self.encode(t, xs, out, parallel);
         release(noise, out, z);
-        self.dec.run(t, out, &mut self.v, parallel);
-    }
-}
-
-/// The decoder's two stages and the running sum that ends it.
-#[derive(Debug, Clone)]
-struct Decoders {
-    m1: Arc<BlockMix>,
-    m2: Arc<BlockMix>,
-    bound: f64,
-    dec1: Decoder,
-    dec2: LaneDecoder,
-    acc: f64,
-}
-
-impl Decoders {
-    fn new(m1: &Arc<BlockMix>, m2: &Arc<BlockMix>, w: usize, bound: f64) -> Self {
-        Self {
-            dec1: Decoder::new(m1),
-            dec2: LaneDecoder::new(m2, w),
-            m1: m1.clone(),
-            m2: m2.clone(),
-            bound,
-            acc: 0.0,
-        }
+        self.decode(t, out, parallel);
     }
 
-    /// The window estimates of the released values of steps `t ..`, in place (`io`), the
-    /// lagged stage's residues on every thread when `parallel`.
-    fn run(&mut self, t: u64, io: &mut [f64], d1: &mut Vec<f64>, parallel: bool) {
-        d1.resize(io.len(), 0.0);
+    /// The window estimates of the released values of steps `t ..`, in place (`io`), every
+    /// stage but the running sum on every thread when `parallel`.
+    fn decode(&mut self, t: u64, io: &mut [f64], parallel: bool) {
+        self.v.resize(io.len(), 0.0);
         if parallel {
-            self.dec1.run_parallel(&self.m1, io, d1);
+            self.dec1.run_parallel(&self.m1, io, &mut self.v);
         } else {
-            self.dec1.run(&self.m1, io, d1);
+            self.dec1.run(&self.m1, io, &mut self.v);
         }
-        self.dec2.run(&self.m2, t, d1, io, parallel);
+        self.dec2.run(&self.m2, t, &self.v, io, parallel);
         let mut acc = self.acc;
         for o in io.iter_mut() {
             acc += *o;
@@ -315,17 +292,14 @@ impl WindowRoot {
             ));
         }
         let noise = KeyedGauss::on_grid(key, 1, l2, horizon, zcdp.rho, grid_exp)?;
-        let (m1, m2) = (Arc::new(m1), Arc::new(m2));
         Ok(Self {
             w,
             horizon,
             bound,
             zcdp,
-            pipe: Pipeline::new(&m1, &m2, w, bound),
+            pipe: Pipeline::new(&Arc::new(m1), &Arc::new(m2), w, bound),
             a1: Arc::new(a1),
             a2: Arc::new(a2),
-            m1,
-            m2,
             noise,
             l2,
             dev,
@@ -371,7 +345,8 @@ impl WindowRoot {
 
     fn reset(&mut self) {
         self.t = 0;
-        self.pipe = Pipeline::new(&self.m1, &self.m2, self.w, self.bound);
+        let (m1, m2) = (self.pipe.m1.clone(), self.pipe.m2.clone());
+        self.pipe = Pipeline::new(&m1, &m2, self.w, self.bound);
         self.draws = Prefetch::default();
     }
 

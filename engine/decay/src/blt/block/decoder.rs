@@ -17,7 +17,7 @@
 //! path gives the partial path's bits), `G r` by the carried part's sums over `G`, and the
 //! advance by one function on the block's complete `u`.
 
-use super::{BLOCK, BlockMix, LANES, block_of, whole_blocks};
+use super::{BLOCK, BlockMix, LANES, block_of, by_block, head_and_whole, whole_blocks};
 
 impl BlockMix {
     /// The inverse's buffers at the next block's start from `r` at this one's and the
@@ -72,36 +72,29 @@ impl Decoder {
 
     /// The decoded stream `C^-1 y` for `ys`, in order from the current step.
     pub(crate) fn run(&mut self, mix: &BlockMix, ys: &[f64], out: &mut [f64]) {
-        let mut at = 0;
-        while at < ys.len() {
-            let (j0, take) = (self.j, (BLOCK - self.j).min(ys.len() - at));
-            let j1 = j0 + take;
-            self.y[j0..j1].copy_from_slice(&ys[at..at + take]);
+        by_block(&mut self.j, ys.len(), |j0, j1, at| {
+            self.y[j0..j1].copy_from_slice(&ys[at..at + (j1 - j0)]);
             let mut u = [0.0f64; BLOCK];
             BlockMix::toeplitz(block_of(&mix.h), 0, &self.y, j0, j1, &mut u);
             self.u[j0..j1].copy_from_slice(&u[j0..j1]);
             let mut g = [0.0f64; BLOCK];
             BlockMix::carried(&mix.gd, &self.r, j0, j1, &mut g);
-            for (j, o) in (j0..j1).zip(&mut out[at..at + take]) {
+            for (j, o) in (j0..j1).zip(&mut out[at..at + (j1 - j0)]) {
                 *o = u[j] - g[j];
             }
-            self.j = j1;
             if j1 == BLOCK {
                 mix.contribution(&self.u, &mut self.ds);
                 mix.dec_advance(&mut self.r, &mut self.ds);
-                self.j = 0;
             }
-            at += take;
-        }
+        });
     }
 
     /// The same outputs as [`run`](Self::run), the whole blocks on every thread: their
     /// Toeplitz parts and contributions in parallel, the buffers at the blocks' starts (in
     /// order over the blocks), then the carried parts in parallel.
     pub(crate) fn run_parallel(&mut self, mix: &BlockMix, ys: &[f64], out: &mut [f64]) {
-        let head = ((BLOCK - self.j) % BLOCK).min(ys.len());
+        let (head, whole) = head_and_whole(self.j, ys.len());
         self.run(mix, &ys[..head], &mut out[..head]);
-        let whole = (ys.len() - head) / BLOCK * BLOCK;
         let (body, body_out) = (&ys[head..head + whole], &mut out[head..head + whole]);
         let mut bulk = std::mem::take(&mut self.bulk);
         let r = &mut self.r;
